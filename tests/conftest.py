@@ -1,0 +1,13 @@
+"""Shared pytest setup: the data directory and the repository paths."""
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NBS = ROOT / 'nbs'
+
+# Tests read the real datasets from the shared copy next to the checkout (as .ci/run does),
+# unless the caller already chose a data directory.
+_shared = ROOT.parent / 'shared' / 'datasets'
+if 'FEDGAUSS_DATA' not in os.environ and _shared.is_dir():
+    os.environ['FEDGAUSS_DATA'] = str(_shared)
+os.environ.setdefault('MPLBACKEND', 'Agg')
