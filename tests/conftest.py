@@ -7,7 +7,9 @@ NBS = ROOT / 'nbs'
 
 # Tests read the real datasets from the shared copy next to the checkout (as .ci/run does),
 # unless the caller already chose a data directory.
-_shared = ROOT.parent / 'shared' / 'datasets'
-if 'FEDGAUSS_DATA' not in os.environ and _shared.is_dir():
-    os.environ['FEDGAUSS_DATA'] = str(_shared)
+if 'FEDGAUSS_DATA' not in os.environ:
+    for _shared in (ROOT.parent / 'shared' / 'datasets', Path('/work/shared/datasets')):
+        if _shared.is_dir():
+            os.environ['FEDGAUSS_DATA'] = str(_shared)
+            break
 os.environ.setdefault('MPLBACKEND', 'Agg')
