@@ -125,7 +125,9 @@ def _log_delta_gauss(z, eps):
     g = 0.5 * u * float(np.dot(_GL_W, math.sqrt(2 / math.pi) / special.erfcx(-t / math.sqrt(2)) - eps * z))
     return lb + math.log(math.expm1(g)) if g > 0 else -math.inf
 
-_LOG_SAFETY = 1e-12   # solve for delta * (1 - 1e-12): covers the evaluation error, so sigma and epsilon are never too small
+def _log_safety(eps):
+    "Margin on log delta covering the evaluation error (~1e-14, and a few ulps of eps when eps is huge): sigma and epsilon are never too small."
+    return 1e-12 * max(1.0, eps)
 
 # %% ../nbs/20_dp.ipynb #a989c92c
 def gaussian_delta(sigma:float, epsilon:float, sensitivity:float=1.0) -> float:
@@ -138,9 +140,11 @@ def gaussian_delta(sigma:float, epsilon:float, sensitivity:float=1.0) -> float:
 def gaussian_epsilon(sigma:float, delta:float, sensitivity:float=1.0) -> float:
     "Exact (smallest) epsilon of the Gaussian mechanism with noise `sigma`, l2 `sensitivity`, at `delta` (Balle & Wang 2018)."
     z = _check_positive(sigma, 'sigma') / _check_positive(sensitivity, 'sensitivity')
-    ld = math.log(_check_delta(delta, allow_zero=False)) - _LOG_SAFETY
-    if _log_delta_gauss(z, 0.0) <= ld: return 0.0
+    ld0 = math.log(_check_delta(delta, allow_zero=False))
+    if _log_delta_gauss(z, 0.0) <= ld0 - _log_safety(0.0): return 0.0
     lo, hi = 0.0, 1.0
+    while _log_delta_gauss(z, hi) > ld0: lo, hi = hi, 2 * hi
+    ld = ld0 - _log_safety(hi)
     while _log_delta_gauss(z, hi) > ld: lo, hi = hi, 2 * hi
     e = optimize.brentq(lambda e: _log_delta_gauss(z, e) - ld, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
     while _log_delta_gauss(z, e) > ld: e = float(np.nextafter(e, np.inf))   # the side where delta(eps) <= delta
@@ -149,7 +153,7 @@ def gaussian_epsilon(sigma:float, delta:float, sensitivity:float=1.0) -> float:
 # %% ../nbs/20_dp.ipynb #76938939
 def _analytic_z(eps, delta):
     "Smallest noise multiplier z with delta(z, eps) <= delta, to machine precision."
-    ld = math.log(delta) - _LOG_SAFETY
+    ld = math.log(delta) - _log_safety(eps)
     h = lambda lz: _log_delta_gauss(math.exp(lz), eps) - ld
     lo, hi = math.log(0.1), 0.0
     while h(lo) < 0: lo, hi = lo - math.log(10), lo

@@ -97,6 +97,21 @@ def test_analytic_delta_against_mpmath():
         assert abs(gaussian_delta(z, eps) - float(exact)) <= 1e-12 * float(exact), (z, eps)
 
 
+def test_calibrations_never_on_the_wrong_side_by_mpmath():
+    "sigma from gaussian_sigma and epsilon from gaussian_epsilon satisfy delta_exact <= delta in 60-digit arithmetic."
+    mp.mp.dps = 60
+    def d_mp(z, eps):
+        z, eps = mp.mpf(z), mp.mpf(eps)
+        return mp.ncdf(1 / (2 * z) - eps * z) - mp.exp(eps) * mp.ncdf(-1 / (2 * z) - eps * z)
+    rng = np.random.default_rng(4)
+    for _ in range(150):
+        eps, delta = 10 ** rng.uniform(-3, 4), 10 ** rng.uniform(-15, -1)
+        z = gaussian_sigma(eps, delta)
+        assert d_mp(z, eps) <= delta and d_mp(z * (1 - 1e-9), eps) > delta    # safe, and tight to 1e-9
+        z2 = 10 ** rng.uniform(-2, 3)
+        assert d_mp(z2, gaussian_epsilon(z2, delta)) <= delta
+
+
 def test_zhao_is_valid_and_classic_refused_beyond_its_domain():
     for delta in [1e-3, 1e-6, 1e-9]:
         for eps in np.geomspace(0.01, 100, 25):
