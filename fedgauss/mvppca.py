@@ -414,7 +414,12 @@ def _check_int(name, value, low):
 
 # %% ../nbs/40_mvppca.ipynb #4ff5ad17
 class FedMVPPCA(BaseEstimator):
-    "Federated multi-view PPCA (Balelli, Silva & Lorenzi 2022); `dp=dict(epsilon=..., delta=...)` gives DP-Fed-mv-PPCA."
+    """Federated multi-view PPCA (Balelli, Silva & Lorenzi 2022); `dp=dict(epsilon=..., delta=...)` gives DP-Fed-mv-PPCA.
+
+    `n_components` latent dimension q; `n_rounds` communication rounds; `n_local_iter` local MAP-EM iterations per round
+    (`n_init_iter` in the first); `dp` per-mechanism, per-round (epsilon, delta) and optionally `clip`, `method`, `init`, `budget`;
+    `rng` a Generator or seed. Fitted: `mu_`, `W_`, `sigma2_` (global parameters, dicts by view), the global priors
+    `s_mu_`, `s_W_`, `alpha_`, `beta_`, `global_`, `history_` (per round and view), `channel_` (the transcript), `dp_`."""
     def __init__(self, n_components:int=2, n_rounds:int=100, n_local_iter:int=15, n_init_iter:int=30, dp:dict|None=None, rng=None):
         self.n_components, self.n_rounds, self.n_local_iter, self.n_init_iter = n_components, n_rounds, n_local_iter, n_init_iter
         self.dp, self.rng = dp, rng
@@ -455,7 +460,6 @@ class FedMVPPCA(BaseEstimator):
         self.s_W_ = {v: g[v]['s_W'] for v in dims}
         self.alpha_ = {v: g[v]['alpha'] for v in dims}
         self.beta_ = {v: g[v]['beta'] for v in dims}
-        self.local_params_ = {p.name: p._params for p in parties}   # kept for diagnostics: what each center holds at the end
         self.history_ = pd.DataFrame(hist)
         self.channel_ = channel
         self.dp_ = dp
