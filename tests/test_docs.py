@@ -182,6 +182,7 @@ def features_notebook(png: bytes):
         c('''
           #| code-fold: true
           #| code-summary: "FOLD-SUMMARY"
+          #| tbl-cap: "TABLE-CAPTION"
           import pandas as pd
           pd.DataFrame({'a': [1, 2], 'b': [3.5, 4.5]})  # FOLDED-CODE
           ''', out_data(**{'text/html': '<div><table class="dataframe"><thead><tr><th></th><th>a</th><th>b</th></tr></thead>'
@@ -294,7 +295,7 @@ def test_quarto_features(tmp_path):
     # code-fold: folded (closed) with its summary; `show`: open
     assert any(not d['open'] and 'FOLD-SUMMARY' in d['summary'] for d in f['details']), f['details']
     assert any(d['open'] for d in f['details']), f['details']
-    assert f['tables'] >= 2
+    assert f['tables'] >= 2 and 'TABLE-CAPTION' in text
     imgs = [i for i in f['images'] if i['src'] and 'line' in i['src']]
     assert len(imgs) == 3 and all(i['ok'] for i in imgs) and any(i['width'] == '120' for i in imgs), f['images']
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse, fcntl, json, os, re, shutil, subprocess, sys, tempfile, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 import nbformat
 import yaml
@@ -94,11 +95,32 @@ _MIXED_IMPORTS_HINT = (
     '"Found cells containing imports and other code"): put imports in a cell of their own.')
 
 
+def _explain_nbdev_failure(stderr: str) -> str:
+    "The notebook, the cell and the error out of nbdev's nested tracebacks, with a hint for the usual cause."
+    where = stderr.rfind('Exception: Error in notebook')
+    if where < 0: return '\n'.join(stderr.strip().splitlines()[-25:])
+    cell = stderr[where + len('Exception: '):].strip()
+    causes = re.findall(r'^(\w+(?:Error|Exception|Exit)\b.*)$', stderr[:where], re.M)
+    msg = cell + (f'\n\n{causes[0]}' if causes else '')
+    src = cell.split(':', 1)[-1]
+    if re.search(r'^\s*(import|from\s+\S+\s+import)\s', src, re.M) and \
+       [l for l in src.splitlines() if l.strip() and not re.match(r'\s*(import|from\s+\S+\s+import)\s|\s*#', l)]:
+        msg += '\n\n' + _MIXED_IMPORTS_HINT
+    return msg
+
+
+def _tool(name):
+    "A console script of this environment (next to its python), else the one on PATH."
+    p = Path(sys.executable).parent / name
+    if p.exists(): return str(p)
+    if found := shutil.which(name): return found
+    raise BuildError(f'`{name}` not found: install the dev tools (pip install -e ".[dev]")')
+
+
 def nbdev_process():
     "Run `nbdev_proc_nbs` (with a Quarto shim on PATH if no Quarto is installed) then `nbdev_sidebar`."
     bindir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f'{bindir}{os.pathsep}{os.environ.get("PATH", "")}',
-               MPLBACKEND='Agg', PYTHONWARNINGS='ignore')
+    env = dict(os.environ, PATH=f'{bindir}{os.pathsep}{os.environ.get("PATH", "")}', MPLBACKEND='Agg')
     with tempfile.TemporaryDirectory() as shim:
         if not shutil.which('quarto', path=env['PATH']):
             q = Path(shim) / 'quarto'
@@ -106,14 +128,11 @@ def nbdev_process():
             q.chmod(0o755)
             env['PATH'] = f'{shim}{os.pathsep}{env["PATH"]}'
         if PROC.exists(): shutil.rmtree(PROC)
-        r = subprocess.run([str(bindir / 'nbdev_proc_nbs'), '--force'], cwd=ROOT, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            hint = _MIXED_IMPORTS_HINT if 'containing imports and other code' in r.stderr else ''
-            last = [l for l in r.stderr.splitlines() if l.strip()]
-            raise BuildError(f'nbdev_proc_nbs failed: {hint}\n' + '\n'.join(last[-25:]))
+        r = subprocess.run([_tool('nbdev_proc_nbs'), '--force'], cwd=ROOT, env=env, capture_output=True, text=True)
+        if r.returncode != 0: raise BuildError('nbdev_proc_nbs failed: ' + _explain_nbdev_failure(r.stderr))
     # nbdev_proc_nbs passes its own file globs on to nbdev_sidebar, which then lists every file of nbs/
     # (yml, css); nbdev_docs does not: write the sidebar as nbdev_docs does.
-    _run([str(bindir / 'nbdev_sidebar')], env=env, what='nbdev_sidebar')
+    _run([_tool('nbdev_sidebar')], env=env, what='nbdev_sidebar')
     shutil.copy2(ROOT / 'nbs' / 'sidebar.yml', PROC / 'sidebar.yml')
 
 
@@ -135,6 +154,12 @@ def sidebar_pages():
 # 3. Quarto -> MyST
 # ------------------------------------------------------------------------------------------------
 _FENCE = re.compile(r'^(\s*)(`{3,}|~{3,})')
+def _closes(line: str, fence: str) -> bool:
+    "Does `line` close the code fence opened by `fence` (same character, at least as long, nothing after)?"
+    m = _FENCE.match(line)
+    return bool(m) and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not line.strip()[len(m.group(2)):].strip()
+
+
 _DIV_OPEN = re.compile(r'^(:{3,})\s*(?:\{(?P<attrs>[^}]*)\}|(?P<cls>[A-Za-z][\w-]*))\s*$')
 _DIV_CLOSE = re.compile(r'^:{3,}\s*$')
 _HEADING_ATTRS = re.compile(r'^(#{1,6}\s+.*?)\s*\{(?P<attrs>[^{}]*)\}\s*$')
@@ -171,27 +196,21 @@ class Site:
         return f'{up}{target_doc}.html' + (f'#{frag}' if frag else '')
 
     def rewrite_url(self, url: str, docname: str) -> str:
-        "Links to the doc host or to notebooks become relative links to the pages of this site."
+        """Links to the doc host, to notebooks (`00_federation.ipynb#iid`) or to Quarto's page names
+        (`federation.html`) become relative links to the pages of this site."""
         if url.startswith(self.base_url):
-            rel = url[len(self.base_url):]
-            path, _, frag = rel.partition('#')
-            target = (path or 'index.html')
+            path, _, frag = url[len(self.base_url):].partition('#')
+            target = path or 'index.html'
             if target.endswith('/'): target += 'index.html'
             return self.href(docname, re.sub(r'\.html$', '', target), frag)
-        if re.match(r'^[a-z][\w+.-]*:', url) or url.startswith(('#', '/')): return url
+        if re.match(r'^[a-zA-Z][\w+.-]*:', url) or url.startswith(('#', '/')): return url
         path, _, frag = url.partition('#')
-        src_dir = Path(docname).parent
+        here = next((Path(nb).parent for nb, doc in self.pages.items() if doc == docname), Path(docname).parent)
+        target = os.path.normpath(here / unquote(path))
         for nb, doc in self.pages.items():
-            cand = Path(nb)
-            if Path(os.path.normpath(self._nb_dir(docname) / path)) in (cand, cand.with_suffix('.qmd'), cand.with_suffix('.md')) \
-               or os.path.normpath(src_dir / path) == doc + '.html':
+            if target in (os.path.normpath(nb), doc + '.html'):
                 return self.href(docname, doc, frag)
         return url
-
-    def _nb_dir(self, docname):
-        for nb, doc in self.pages.items():
-            if doc == docname: return Path(nb).parent
-        return Path(docname).parent
 
 
 def _protect_code_spans(text):
@@ -257,7 +276,7 @@ def convert_markdown(src: str, site: Site, docname: str, asis: bool = False) -> 
     for i, line in enumerate(lines):
         fm = _FENCE.match(line)
         if fence:
-            if fm and fm.group(2)[0] == fence[0] and len(fm.group(2)) >= len(fence) and not line.strip()[len(fm.group(2)):].strip(): fence = None
+            if _closes(line, fence): fence = None
             continue
         if fm: fence = fm.group(2); continue
         if (m := _DIV_OPEN.match(line)):
@@ -286,7 +305,7 @@ def convert_markdown(src: str, site: Site, docname: str, asis: bool = False) -> 
         fm = _FENCE.match(line)
         if fence:
             out.append(line)
-            if fm and fm.group(2)[0] == fence[0] and len(fm.group(2)) >= len(fence): fence = None
+            if _closes(line, fence): fence = None
             continue
         if fm:
             fence = fm.group(2); out.append(line); continue
@@ -425,8 +444,9 @@ def convert_notebook(nb, site: Site, docname: str, title: str | None, descriptio
         if d.get('fig-cap') or str(d.get('label', '')).startswith('fig-'):
             fig = {}
             if d.get('fig-cap'):
-                lab = str(d.get('label', ''))
-                fig['caption'] = (f'Figure {site.labels[lab]}: ' if lab in site.labels else '') + _convert_inline(str(d['fig-cap']), site, docname)
+                lab, cap = str(d.get('label', '')), d['fig-cap']
+                cap = ' '.join(map(str, cap)) if isinstance(cap, list) else str(cap)
+                fig['caption'] = (f'Figure {site.labels[lab]}: ' if lab in site.labels else '') + _convert_inline(cap, site, docname)
             if str(d.get('label', '')).startswith('fig-'): fig['name'] = d['label']
             if 'caption' in fig: meta.setdefault('mystnb', {})['figure'] = fig
             elif 'name' in fig: meta.setdefault('mystnb', {})['image'] = {'name': fig['name']}
@@ -438,6 +458,8 @@ def convert_notebook(nb, site: Site, docname: str, title: str | None, descriptio
         cell.outputs = outputs
         cell.execution_count = c.get('execution_count')
         cells.append(cell)
+        if d.get('tbl-cap') and outputs:          # Quarto's table caption, under the table
+            cells.append(md('*' + _convert_inline(str(d['tbl-cap']), site, docname) + '*'))
     new = nbformat.v4.new_notebook(cells=cells)
     new.metadata = {'kernelspec': nb.metadata.get('kernelspec', {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}),
                     'language_info': {'name': 'python', 'pygments_lexer': 'ipython3'}}
@@ -570,14 +592,18 @@ def mathjax():
 # ------------------------------------------------------------------------------------------------
 # 5. Sphinx
 # ------------------------------------------------------------------------------------------------
-def sphinx(out: Path, jobs: str = '1'):
+def sphinx(out: Path, jobs: str = '1', records=()):
     if HTML.parent.exists(): shutil.rmtree(HTML.parent)
     env = dict(os.environ, FEDGAUSS_DOCS_ASSETS=str(ASSETS), FEDGAUSS_DOCS_EXTRA=str(EXTRA), PYTHONWARNINGS='ignore')
     cmd = [sys.executable, '-m', 'sphinx', '-b', 'html', '-W', '--keep-going', '-q', '-E', '-j', jobs,
            '-c', str(CONF_DIR), '-d', str(DOCTREES), str(SRC), str(HTML)]
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if r.returncode != 0:
-        raise BuildError(f'Sphinx failed (warnings are errors):\n{r.stderr[-12000:]}\n{r.stdout[-2000:]}')
+        err = r.stderr[-12000:]
+        for rec in records:   # name the notebook, not its converted copy
+            err = err.replace(str(SRC / (rec['docname'] + '.ipynb')), f"{rec['source']} (converted: {rec['docname']}.ipynb)")
+        raise BuildError(f'Sphinx failed (warnings are errors; line 10000*c+k is line k of cell c of the converted copy in '
+                         f'{SRC.relative_to(ROOT)}):\n{err}\n{r.stdout[-2000:]}')
     (HTML / '.nojekyll').touch()
     if out.exists(): shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -588,7 +614,7 @@ def sphinx(out: Path, jobs: str = '1'):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--check', action='store_true',
-                   help='change no tracked file; fail if README.md, nbs/sidebar.yml or nbs/nbdev.yml is stale')
+                   help='change no tracked file; fail if README.md, nbs/sidebar.yml, nbs/nbdev.yml or fedgauss/_modidx.py is stale')
     p.add_argument('--out', default=str(OUT), help='output folder (default: _docs)')
     p.add_argument('-j', '--jobs', default='1', help='Sphinx parallel jobs (default 1)')
     a = p.parse_args(argv)
@@ -611,7 +637,7 @@ def main(argv=None):
             v = mathjax()
             _log(f'   mathjax {v}')
         with _step('Sphinx + myst-nb + pydata-sphinx-theme (-W: warnings fail the build)'):
-            sphinx(Path(a.out), a.jobs)
+            sphinx(Path(a.out), a.jobs, records)
     except BuildError as e:
         print(f'build_docs: {e}', file=sys.stderr)
         return 1
@@ -629,10 +655,10 @@ def main(argv=None):
     for r in records:
         _log(f'  {r["docname"] + ".html":28} {r["source"]:32} {r["title"]}')
     if stale:
-        verb = 'are stale' if a.check else 'were refreshed: commit them'
-        print(f'build_docs: {", ".join(stale)} {verb}'
-              + (' (run `python tools/build_docs.py` and commit)' if a.check else ''), file=sys.stderr)
-        if a.check: return 1
+        if a.check:
+            print(f'build_docs: stale: {", ".join(stale)} (run `python tools/build_docs.py` and commit)', file=sys.stderr)
+            return 1
+        print(f'build_docs: rewrote {", ".join(stale)}: commit', file=sys.stderr)
     return 0
 
 
