@@ -173,7 +173,8 @@ _INSPECT = r"""
       try { await MathJax.startup.promise; mathjax = 'done'; } catch (e) { mathjax = 'failed: ' + e; }
     } else mathjax = 'not loaded';
   }
-  // let images finish
+  // let web fonts (MathJax's among them) and images finish
+  await document.fonts.ready;
   await Promise.all([...document.images].map(im => im.complete ? null : new Promise(r => { im.onload = im.onerror = r; })));
   const math = [...document.querySelectorAll('.math')];
   const skip = 'pre, code, script, style, textarea, mjx-container, .highlight, .MathJax';
