@@ -36,6 +36,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))
 import make_readme  # noqa: E402  (same folder: the README generator is reused, not duplicated)
+sys.path.insert(0, str(ROOT / 'tools' / 'docs'))
+from fedgauss_sphinx import pandoc_slug  # noqa: E402  (the heading ids the Sphinx site uses)
 
 CONF_DIR = ROOT / 'tools' / 'docs'
 PROC = ROOT / '_proc'
@@ -117,6 +119,32 @@ def _tool(name):
     raise BuildError(f'`{name}` not found: install the dev tools (pip install -e ".[dev]")')
 
 
+def mixed_import_cells(nbs_dir: Path) -> list[str]:
+    """Code cells that nbdev runs whole when it renders the docs because they hold an import next to
+    other code (cells that are exported, or that call nbdev_export, are run anyway and are not listed).
+    nbdev runs cells only in notebooks that document something (an exported cell or a show_doc call)."""
+    import ast
+    found = []
+    for p in sorted(nbs_dir.rglob('*.ipynb')):
+        if any(part.startswith(('_', '.')) for part in p.relative_to(nbs_dir).parts): continue
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            nb = nbformat.read(p, as_version=4)
+        if not any(c.cell_type == 'code' and (re.search(r'^\s*#\s*\|\s*export', c.source, re.M) or 'show_doc(' in c.source)
+                   for c in nb.cells): continue
+        for i, c in enumerate(nb.cells):
+            if c.cell_type != 'code' or 'nbdev_export()' in c.source: continue
+            d, code = split_directives(c.source)
+            if d.keys() & {'export', 'exporti', 'exports', 'exec_doc'} or _false(d.get('eval', True)): continue
+            try: tree = ast.parse('\n'.join(l for l in code.splitlines() if not l.lstrip().startswith(('%', '!'))))
+            except SyntaxError: continue
+            nodes = list(ast.walk(tree))
+            if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in nodes) and \
+               any(isinstance(n, (ast.Expr, ast.Assign)) for n in nodes):
+                found.append(f'{p.relative_to(ROOT)} cell {i}')
+    return found
+
+
 def nbdev_process():
     "Run `nbdev_proc_nbs` (with a Quarto shim on PATH if no Quarto is installed) then `nbdev_sidebar`."
     bindir = Path(sys.executable).parent
@@ -190,6 +218,17 @@ class Site:
         self.pages = pages          # 'sub/00_federation.ipynb' -> 'sub/federation' (docname)
         self.base_url = base_url.rstrip('/') + '/'
         self.labels: dict[str, int | None] = {}   # label -> its figure number on its page (Quarto's numbering)
+        self.anchors: dict[str, set[str]] = {}    # docname -> heading ids (show_doc entries included)
+
+    def nbdev_anchor(self, doc: str, frag: str) -> str:
+        """nbdev links every name of _modidx, methods too (`#rdpaccountant.add_gaussian`), but only what
+        show_doc documents has a heading: point a link to an undocumented method at its class, else at the page."""
+        known = self.anchors.get(doc)
+        if not frag or known is None or frag in known: return frag
+        while '.' in frag:
+            frag = frag.rsplit('.', 1)[0]
+            if frag in known: return frag
+        return ''
 
     def href(self, docname_from: str, target_doc: str, frag: str = '') -> str:
         up = '../' * docname_from.count('/')
@@ -202,7 +241,8 @@ class Site:
             path, _, frag = url[len(self.base_url):].partition('#')
             target = path or 'index.html'
             if target.endswith('/'): target += 'index.html'
-            return self.href(docname, re.sub(r'\.html$', '', target), frag)
+            doc = re.sub(r'\.html$', '', target)
+            return self.href(docname, doc, self.nbdev_anchor(doc, frag))
         if re.match(r'^[a-zA-Z][\w+.-]*:', url) or url.startswith(('#', '/')): return url
         path, _, frag = url.partition('#')
         here = next((Path(nb).parent for nb, doc in self.pages.items() if doc == docname), Path(docname).parent)
@@ -488,6 +528,18 @@ def _qmd_to_nb(path: Path):
     return nb, fm
 
 
+def _heading_ids(nb) -> set[str]:
+    "Ids of the headings of a processed notebook: its markdown cells and the `output: asis` (show_doc) outputs."
+    texts = [c.source for c in nb.cells if c.cell_type == 'markdown']
+    texts += [_asis_markdown(c) for c in nb.cells if c.cell_type == 'code' and 'output: asis' in c.source]
+    ids = set()
+    for t in texts:
+        for m in re.finditer(r'^#{1,6}\s+(.*?)\s*(?:\{[^{}]*\})?\s*$', t, re.M):
+            title = re.sub(r'`([^`]*)`', r'\1', m.group(1))
+            ids.add(pandoc_slug(title))
+    return ids
+
+
 def docname_for(rel: str, fm: dict) -> str:
     "The page name Quarto gives a notebook: its `output-file` (nbdev sets it), else the file name."
     rel = Path(rel)
@@ -518,7 +570,8 @@ def convert_site(pages: list[tuple[str | None, str]]) -> list[dict]:
     dupes = {n for n in names if names.count(n) > 1}
     if dupes: raise BuildError(f'two notebooks make the same page: {sorted(dupes)}')
     site = Site({rel: doc for _, rel, _, _, doc in loaded}, cfg['doc_host'] + cfg['doc_baseurl'])
-    for _, _, nb, _, _ in loaded:
+    for _, _, nb, _, doc in loaded:
+        site.anchors[doc] = _heading_ids(nb)
         n_fig = 0
         for c in nb.cells:
             for label in collect_labels(c):
@@ -629,6 +682,9 @@ def main(argv=None):
                 (ROOT / 'README.md').write_text(text)
                 _log('   README.md rewritten')
         with _step('nbdev_proc_nbs (notebooks processed as nbdev_docs does) and nbdev_sidebar'):
+            for where in mixed_import_cells(ROOT / 'nbs'):
+                _log(f'   note: {where} mixes imports and other code: nbdev runs the whole cell at every docs '
+                     'build (put the imports in a cell of their own)')
             nbdev_process()
             pages = sidebar_pages()
         with _step(f'Quarto syntax -> MyST ({len(pages)} pages)'):
