@@ -14,6 +14,10 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
+try:                                  # the C loop behind `csc_matrix @ dense`, without the per-call constructor checks
+    from scipy.sparse._sparsetools import csc_matvecs as _csc_matvecs
+except ImportError:                   # pragma: no cover - private scipy API; fall back to the public product
+    _csc_matvecs = None
 
 # %% auto #0
 __all__ = ['newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss', 'SquaredLoss',
@@ -128,6 +132,14 @@ class HistLayout:
         self.missing_slot = self.ptr[1:] - 1
         self.is_value = np.ones(self.n_slots, bool); self.is_value[self.missing_slot] = False
         self.seg_start = self.ptr[self.feature]
+        self.not_value = ~self.is_value
+        # XGBoost's scan order over [forward slots, backward slots]: by feature; forward (ascending bins) before
+        # backward (descending bins)
+        width = 2 * self.n_slots + 2
+        fwd = self.feature * width + self.bin
+        bwd = self.feature * width + self.n_slots + 1 + (self.n_bins[self.feature] - self.bin)
+        self.scan_order = np.concatenate([fwd, bwd])
+        self._scan_end = int(self.scan_order.max()) + 1
         self.thresholds = None if thresholds is None else [np.asarray(t, float) for t in thresholds]
         if self.thresholds is not None:
             if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist(): raise ValueError("each feature needs n_bins - 1 thresholds")
@@ -256,17 +268,18 @@ class Splits:
     right_sum: np.ndarray
     def __len__(self): return len(self.gain)
 
-def _gains(GL, HL, Pg, Ph, root, lam, mcw, notval):
-    "split_gain for every candidate in place-friendly form; -inf where a child is below min_child_weight or the slot is a missing bin."
+def _gains(GL, HL, Pg, Ph, root, lam, hmin, bad):
+    "split_gain of every candidate (K, n); -inf where a child's Hessian is below `hmin` or where `bad`."
     HR = Ph - HL
-    bad = HR < mcw; bad |= HL < mcw; bad |= notval
+    bad = bad | (np.minimum(HL, HR) < hmin)
     GR = Pg - GL; GR *= GR; HR += lam; GR /= HR
-    a = GL * GL; a /= HL + lam; a += GR; a -= root
-    a[bad] = -np.inf
+    np.add(HL, lam, out=HR)
+    a = GL * GL; a /= HR; a += GR; a -= root
+    np.copyto(a, -np.inf, where=bad)
     return a
 
 def find_best_splits(hist, layout:HistLayout, totals=None, reg_lambda:float=1.0, min_child_weight:float=1.0,
-                     rtol:float=1e-10, chunk:int=16384) -> Splits:
+                     rtol:float=1e-10, chunk:int=65536) -> Splits:
     """Best split of each node from its histogram `hist` (K, S, 2); `totals` (K, 2) are the nodes' (G, H), by default
     the sums of the first feature's slots. Missing values: XGBoost's learned default direction."""
     hist = np.asarray(hist, float)
@@ -281,46 +294,40 @@ def find_best_splits(hist, layout:HistLayout, totals=None, reg_lambda:float=1.0,
 
 def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
     K, S, _ = hist.shape
-    lam, mcw = float(reg_lambda), float(min_child_weight)
-    c = np.empty((K, S + 1, 2)); c[:, 0] = 0.0
-    np.cumsum(hist, axis=1, out=c[:, 1:])
-    C = c[:, 1:] - c[:, L.seg_start]                 # inclusive cumulative sums within each feature
-    GL = np.ascontiguousarray(C[..., 0]); HL = np.ascontiguousarray(C[..., 1])
-    Pg, Ph = totals[:, 0:1], totals[:, 1:2]
-    root = Pg * Pg / (Ph + lam)
-    err = np.seterr(divide='ignore', invalid='ignore')
-    gf = _gains(GL, HL, Pg, Ph, root, lam, mcw, ~L.is_value)
-    best = gf.max(axis=1)
-    fmiss = hist[:, L.missing_slot, 1] > 0           # (K, F): node has missing values for the feature
-    anyf = fmiss.any(axis=0)
-    has_bwd = bool(anyf.any())
-    if has_bwd:
+    lam = float(reg_lambda)
+    hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)   # no 0/0 when lambda = 0
+    # within-feature cumulative sums, channel-major: subtracting the previous feature's total at each feature's
+    # first slot makes one running cumsum along the slots restart at zero for every feature
+    C = np.ascontiguousarray(hist.transpose(2, 0, 1))
+    seg = np.add.reduceat(C, L.ptr[:-1], axis=2)
+    C[:, :, L.ptr[1:-1]] -= seg[:, :, :-1]
+    np.cumsum(C, axis=2, out=C)
+    P = totals.T[:, :, None]                          # (2, K, 1)
+    root = P[0] * P[0] / (P[1] + lam)
+    miss = hist[:, L.missing_slot, 1] > 0             # (K, F): node has missing values for the feature
+    anyf = miss.any(axis=0)
+    if not anyf.any():                                # forward scan only (missing values at predict time go right)
+        GL, HL, bad, key = C[0], C[1], L.not_value, None
+    else:                                             # backward too, on the features with missing values
         cols = np.flatnonzero(anyf[L.feature] & L.is_value)
-        fc = L.feature[cols]; ms = L.missing_slot[fc]
-        R = C[:, ms] - hist[:, ms] - C[:, cols] + hist[:, cols]      # bins >= this slot: the right child going backward
-        GLb, HLb = Pg - R[..., 0], Ph - R[..., 1]
-        gb = _gains(GLb, HLb, Pg, Ph, root, lam, mcw, np.zeros(len(cols), bool))
-        gb[~fmiss[:, fc]] = -np.inf
-        best = np.maximum(best, gb.max(axis=1))
-    np.seterr(**err)
-    tol = rtol * (np.abs(root[:, 0]) + np.abs(best) + 1e-300)
-    thr = (best - tol)[:, None]
+        fc = L.feature[cols]
+        # left child going backward: node total - (non-missing total - bins before this slot)
+        B = P - C[:, :, L.missing_slot[fc] - 1] + C[:, :, cols] - hist[:, cols].transpose(2, 0, 1)
+        GL, HL = np.concatenate([C, B], axis=2)
+        bad = np.concatenate([L.not_value, np.zeros(len(cols), bool)])
+        key = L.scan_order[np.concatenate([np.arange(S), S + cols])]
+    if lam > 0: g = _gains(GL, HL, P[0], P[1], root, lam, hmin, bad)
+    else:                                             # masked candidates may divide by zero
+        with np.errstate(divide='ignore', invalid='ignore'): g = _gains(GL, HL, P[0], P[1], root, lam, hmin, bad)
+    if key is not None: np.copyto(g[:, S:], -np.inf, where=~miss[:, fc])   # backward needs missing values
+    best = g.max(axis=1)
+    hit = g >= (best - rtol * (np.abs(root[:, 0]) + np.abs(best)))[:, None]
+    j = np.argmax(hit, axis=1) if key is None else np.argmin(np.where(hit, key, L._scan_end), axis=1)
     k = np.arange(K)
-    hitf = gf >= thr
-    sf = np.argmax(hitf, axis=1); has_f = hitf[k, sf]
-    s, bwd = sf, np.zeros(K, bool)
-    GLs, HLs = GL[k, sf], HL[k, sf]
-    if has_bwd:
-        hitb = gb >= thr
-        key = fc * (S + 1) + (S - cols)              # backward order: lowest feature, then highest bin
-        jb = np.argmin(np.where(hitb, key, np.iinfo(np.int64).max), axis=1); has_b = hitb[k, jb]
-        sb = cols[jb]
-        bwd = has_b & (~has_f | (L.feature[sb] < L.feature[sf]))
-        s = np.where(bwd, sb, sf)
-        GLs, HLs = np.where(bwd, GLb[k, jb], GLs), np.where(bwd, HLb[k, jb], HLs)
-    best = np.where(np.isfinite(best), best, -np.inf)
-    left = np.stack([GLs, HLs], 1)
-    return Splits(best, L.feature[s], L.bin[s] - bwd, bwd, left, totals - left)
+    bwd = j >= S
+    slot = np.where(bwd, cols[np.maximum(j - S, 0)], j) if key is not None else j
+    left = np.empty((K, 2)); left[:, 0] = GL[k, j]; left[:, 1] = HL[k, j]
+    return Splits(best, L.feature[slot], L.bin[slot] - bwd, bwd, left, totals - left)
 
 # %% ../nbs/30_gbdt.ipynb #aa138820
 @dataclass(repr=False)
@@ -394,6 +401,15 @@ class Tree:
     def __repr__(self): return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
 
 # %% ../nbs/30_gbdt.ipynb #4134c483
+def _scatter_add(indices, indptr, data, X, n_out):
+    "`A @ X` for the CSC matrix A = (data, indices, indptr) of shape (n_out, len(X)): column i adds row i of X to its slots."
+    X = np.ascontiguousarray(X, dtype=float)
+    if _csc_matvecs is not None and indices.dtype == indptr.dtype:
+        out = np.zeros((n_out, X.shape[1]))
+        _csc_matvecs(n_out, len(X), X.shape[1], indptr, indices, data[:len(indices)], X.ravel(), out.ravel())
+        return out
+    return sp.csc_matrix((data[:len(indices)], indices, indptr), shape=(n_out, len(X))) @ X
+
 class LocalHistograms:
     """Histogram provider over rows held locally: codes (n, F) of a `HistLayout`, and per-row (g, h) set by `start_tree`.
     Tracks the node of every row (`node`), so the caller can read the leaf of each training row after growth."""
@@ -403,54 +419,89 @@ class LocalHistograms:
         if F != layout.n_features: raise ValueError(f"codes have {F} features but the layout has {layout.n_features}")
         self.layout, self.n, self.F = layout, n, F
         self.slots = layout.slots(codes)
-        self.codes_flat = codes.ravel()
-        self.rowbase = np.arange(n, dtype=np.intp) * F
+        if n * F >= 2**31: self.slots = self.slots.astype(np.int64)
+        self._codes_t = np.ascontiguousarray(codes.T).ravel()          # feature-major, for routing rows
+        self._rows = np.arange(n, dtype=np.intp)
         self._ones = np.ones(n * F)
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
-        self._root = sp.csc_matrix((self._ones, self.slots.ravel(), self._indptr), shape=(layout.n_slots, n))
-        self.cmax = int(layout.n_bins.max()) + 1
-        self.gh = None
+        # root histograms skip each feature's most frequent slot (its sum is the node total minus the others):
+        # on data with dominant values (zeros, a majority category) this removes a large share of the entries
+        counts = np.bincount(self.slots.ravel(), minlength=layout.n_slots)
+        seg_max = np.maximum.reduceat(counts, layout.ptr[:-1])
+        self._common = np.array([layout.ptr[f] + np.flatnonzero(counts[layout.ptr[f]:layout.ptr[f + 1]] == seg_max[f])[0]
+                                 for f in range(F)], np.intp)
+        keep = self.slots != self._common.astype(np.int32)
+        rptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
+        self._root = sp.csc_matrix((np.ones(int(rptr[-1])), self.slots[keep], rptr.astype(self.slots.dtype)), shape=(layout.n_slots, n))
+        self.cmax = int(layout.n_bins.max()) + 1        # codes per feature, missing included
+        self.gh, self._lut, self._touched = None, None, []
+
+    # Rows are tracked by key = node * cmax, so that routing a row is two table lookups:
+    # feature of its node (as an offset into the feature-major codes), then (key + code) -> child's key.
+    @property
+    def node(self) -> np.ndarray: return self._key // self.cmax
+
+    def row_values(self, node_values) -> np.ndarray:
+        "`node_values[node]` for every row: e.g. the leaf values of the tree just grown, to update the margins."
+        table = np.zeros(len(node_values) * self.cmax); table[::self.cmax] = node_values
+        return np.take(table, self._key)
 
     def start_tree(self, gh):
         "Set the per-row statistics `gh` (n, 2) for a new tree; every row starts at the root."
         gh = np.asarray(gh, float)
         if gh.shape != (self.n, 2): raise ValueError(f"gh must have shape ({self.n}, 2); got {gh.shape}")
         self.gh = gh
-        self.node = np.zeros(self.n, np.intp)
+        self._key = np.zeros(self.n, np.intp)
         self.n_nodes = 1
         self._at_root = True
+        if self._lut is None: self._grow_tables(64)
+        elif self._touched:    # nodes that split in the previous tree keep their rows again
+            t = np.asarray(self._touched, np.intp) * self.cmax
+            self._lut[(t[:, None] + np.arange(self.cmax)).ravel()] = np.repeat(t, self.cmax); self._fkey[t] = 0
+        self._touched = []
+
+    def _grow_tables(self, size):
+        "Tables over keys: (key + code) -> child's key (identity until the node splits), and key -> feature * n."
+        lut = np.repeat(np.arange(size, dtype=np.intp) * self.cmax, self.cmax)
+        fkey = np.zeros(size * self.cmax, np.intp)
+        if self._lut is not None:
+            k = len(self._lut); lut[:k] = self._lut; fkey[:k] = self._fkey
+        self._lut, self._fkey = lut, fkey
 
     def histograms(self, nodes) -> np.ndarray:
         S = self.layout.n_slots
         nodes = np.asarray(nodes, np.intp)
         if self._at_root:
             if nodes.tolist() != [0]: raise ValueError("before any split only the root (node 0) exists")
-            return (self._root @ self.gh).reshape(1, S, 2)
-        pos = np.full(self.n_nodes, -1, np.intp); pos[nodes] = np.arange(len(nodes))
-        p = np.take(pos, self.node)
-        rows = np.flatnonzero(p >= 0)
+            r = self._root
+            h = _scatter_add(r.indices, r.indptr, r.data, self.gh, S)
+            total = self._ones[:self.n] @ self.gh
+            h[self._common] = total - np.add.reduceat(np.ascontiguousarray(h.T), self.layout.ptr[:-1], axis=1).T
+            return h.reshape(1, S, 2)
+        want = np.zeros(self.n_nodes * self.cmax, bool); want[nodes * self.cmax] = True
+        rows = np.flatnonzero(np.take(want, self._key))
         idx = np.take(self.slots, rows, axis=0)
-        idx += (np.take(p, rows) * S).astype(np.int32)[:, None]
-        m = len(rows)
-        A = sp.csc_matrix((self._ones[:m * self.F], idx.ravel(), self._indptr[:m + 1]), shape=(len(nodes) * S, m))
-        return (A @ np.take(self.gh, rows, axis=0)).reshape(len(nodes), S, 2)
+        if len(nodes) > 1:
+            pos = np.zeros(self.n_nodes * self.cmax, idx.dtype); pos[nodes * self.cmax] = np.arange(len(nodes)) * S
+            idx += np.take(pos, np.take(self._key, rows))[:, None]
+        return _scatter_add(idx.ravel(), self._indptr[:len(rows) + 1], self._ones, np.take(self.gh, rows, axis=0),
+                            len(nodes) * S).reshape(len(nodes), S, 2)
 
     def split(self, nodes, feature, bin, default_left, left, right):
         nodes, feature, bin = np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp)
         left, right, default_left = np.asarray(left, np.intp), np.asarray(right, np.intp), np.asarray(default_left, bool)
+        cm = self.cmax
         n_nodes = int(max(left.max(), right.max(), self.n_nodes - 1)) + 1
-        cmax = self.cmax
-        feat = np.zeros(n_nodes, np.intp); feat[nodes] = feature
-        # lookup table: (node, code) -> next node; nodes that do not split keep their rows
-        code = np.arange(cmax)
+        if n_nodes * cm > len(self._lut): self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
+        self._fkey[nodes * cm] = feature * self.n
+        code = np.arange(cm)
         goes_left = (code <= bin[:, None]) | ((code == self.layout.n_bins[feature][:, None]) & default_left[:, None])
-        lut = np.repeat(np.arange(n_nodes), cmax).reshape(n_nodes, cmax)
-        lut[nodes] = np.where(goes_left, left[:, None], right[:, None])
-        c = np.take(self.codes_flat, self.rowbase + np.take(feat, self.node))
-        self.node = np.take(lut.ravel(), self.node * cmax + c)
+        self._lut[(nodes[:, None] * cm + code).ravel()] = (np.where(goes_left, left[:, None], right[:, None]) * cm).ravel()
+        self._touched.extend(nodes.tolist())
+        c = np.take(self._codes_t, np.take(self._fkey, self._key) + self._rows)
+        self._key = np.take(self._lut, self._key + c)
         self.n_nodes, self._at_root = n_nodes, False
-        cnt = np.bincount(self.node, minlength=n_nodes)
-        return cnt[left], cnt[right]
+        return None      # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
 
 # %% ../nbs/30_gbdt.ipynb #46492e3e
 def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:float=0.3, reg_lambda:float=1.0,
@@ -483,19 +534,16 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
         n_nodes += 2 * m
         counts = provider.split(nodes, s.feature[idx], s.bin[idx], s.default_left[idx], lids, rids)
         if d + 1 >= max_depth: break
-        kids_sums = np.empty((2 * m, 2)); kids_sums[0::2], kids_sums[1::2] = s.left_sum[idx], s.right_sum[idx]
-        level = np.empty(2 * m, np.intp); level[0::2], level[1::2] = lids, rids
         if subtract:
             small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[idx, 1] < s.left_sum[idx, 1])
-            small = np.where(small_right, rids, lids)
+            small, big = np.where(small_right, rids, lids), np.where(small_right, lids, rids)
             h_small = np.asarray(provider.histograms(small), float)
-            h_big = hist[idx] - h_small
-            sr = small_right[:, None, None]
-            hist = np.empty((2 * m,) + hist.shape[1:])
-            hist[0::2] = np.where(sr, h_big, h_small); hist[1::2] = np.where(sr, h_small, h_big)
+            hist = np.concatenate([h_small, hist[idx] - h_small])
+            level = np.concatenate([small, big])
         else:
+            level = np.concatenate([lids, rids])
             hist = np.asarray(provider.histograms(level), float)
-        totals = kids_sums
+        totals = sums[level]
     n = n_nodes
     G, H = sums[:n, 0], sums[:n, 1]
     value = leaf_weight(G, H) * learning_rate
@@ -596,7 +644,7 @@ class _GBDT(BaseEstimator):
             provider.start_tree(gh)
             tree = grow_tree(provider, layout, max_depth=self.max_depth, learning_rate=self.learning_rate,
                              reg_lambda=self.reg_lambda, gamma=self.gamma, min_child_weight=self.min_child_weight, feature_names=names)
-            margin += tree.value[provider.node]
+            margin += provider.row_values(tree.value)
             self.trees_.append(tree)
         self.train_margin_ = margin
         return self
