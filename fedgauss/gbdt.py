@@ -540,8 +540,10 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
             h_small = np.asarray(provider.histograms(small), float)
             hist = np.concatenate([h_small, hist[idx] - h_small])
             level = np.concatenate([small, big])
+            order = np.argsort(level)                 # keep nodes in creation order (breadth first numbering)
+            level, hist = level[order], hist[order]
         else:
-            level = np.concatenate([lids, rids])
+            level = np.arange(lids[0], rids[-1] + 1)
             hist = np.asarray(provider.histograms(level), float)
         totals = sums[level]
     n = n_nodes
