@@ -147,6 +147,16 @@ class HistLayout:
             self._tflat = np.concatenate([np.concatenate([[-np.inf], t, [np.inf]]) for t in self.thresholds])
             self._tptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
 
+    def _backward(self, has_missing):
+        "Backward-scan candidates for the features flagged in `has_missing` (cached per pattern)."
+        k = has_missing.tobytes()
+        cache = self.__dict__.setdefault('_bcache', {})
+        if k not in cache:
+            cols = np.flatnonzero(has_missing[self.feature] & self.is_value); fc = self.feature[cols]
+            cache[k] = (cols, fc, self.missing_slot[fc] - 1, np.concatenate([self.not_value, np.zeros(len(cols), bool)]),
+                        self.scan_order[np.concatenate([np.arange(self.n_slots), self.n_slots + cols])])
+        return cache[k]
+
     def slots(self, codes) -> np.ndarray:
         "Global slot of every entry of an `(n, F)` code matrix, as int32."
         return np.asarray(codes).astype(np.int32) + self.ptr[:-1].astype(np.int32)
@@ -270,11 +280,10 @@ class Splits:
 
 def _gains(GL, HL, Pg, Ph, root, lam, hmin, bad):
     "split_gain of every candidate (K, n); -inf where a child's Hessian is below `hmin` or where `bad`."
-    HR = Ph - HL
-    bad = bad | (np.minimum(HL, HR) < hmin)
-    GR = Pg - GL; GR *= GR; HR += lam; GR /= HR
-    np.add(HL, lam, out=HR)
-    a = GL * GL; a /= HR; a += GR; a -= root
+    DL = HL + lam; DR = (Ph + lam) - HL              # the two denominators H + lambda
+    bad = bad | (np.minimum(DL, DR) < hmin + lam)
+    GR = Pg - GL; GR *= GR; GR /= DR
+    a = GL * GL; a /= DL; a += GR; a -= root
     np.copyto(a, -np.inf, where=bad)
     return a
 
@@ -286,8 +295,11 @@ def find_best_splits(hist, layout:HistLayout, totals=None, reg_lambda:float=1.0,
     K, S, _ = hist.shape
     if S != layout.n_slots: raise ValueError(f"hist has {S} slots but the layout has {layout.n_slots}")
     if totals is None: totals = hist[:, layout.ptr[0]:layout.ptr[1]].sum(axis=1)
-    totals = np.asarray(totals, float)
-    step = max(1, chunk // S)          # nodes per chunk: keeps temporaries small (cache-friendly, no page faults)
+    return _best_splits_chunked(hist, layout, np.asarray(totals, float), reg_lambda, min_child_weight, rtol, chunk)
+
+def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rtol, chunk):
+    K, S, _ = hist.shape
+    step = max(1, chunk // S)          # nodes per chunk: bounds the size of the temporaries
     if K <= step: return _best_splits(hist, layout, totals, reg_lambda, min_child_weight, rtol)
     parts = [_best_splits(hist[i:i + step], layout, totals[i:i + step], reg_lambda, min_child_weight, rtol) for i in range(0, K, step)]
     return Splits(*(np.concatenate([getattr(p, a) for p in parts]) for a in ('gain', 'feature', 'bin', 'default_left', 'left_sum', 'right_sum')))
@@ -309,19 +321,16 @@ def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
     if not anyf.any():                                # forward scan only (missing values at predict time go right)
         GL, HL, bad, key = C[0], C[1], L.not_value, None
     else:                                             # backward too, on the features with missing values
-        cols = np.flatnonzero(anyf[L.feature] & L.is_value)
-        fc = L.feature[cols]
+        cols, fc, last, bad, key = L._backward(anyf)
         # left child going backward: node total - (non-missing total - bins before this slot)
-        B = P - C[:, :, L.missing_slot[fc] - 1] + C[:, :, cols] - hist[:, cols].transpose(2, 0, 1)
+        B = P - C[:, :, last] + C[:, :, cols] - hist[:, cols].transpose(2, 0, 1)
         GL, HL = np.concatenate([C, B], axis=2)
-        bad = np.concatenate([L.not_value, np.zeros(len(cols), bool)])
-        key = L.scan_order[np.concatenate([np.arange(S), S + cols])]
     if lam > 0: g = _gains(GL, HL, P[0], P[1], root, lam, hmin, bad)
     else:                                             # masked candidates may divide by zero
         with np.errstate(divide='ignore', invalid='ignore'): g = _gains(GL, HL, P[0], P[1], root, lam, hmin, bad)
     if key is not None: np.copyto(g[:, S:], -np.inf, where=~miss[:, fc])   # backward needs missing values
     best = g.max(axis=1)
-    hit = g >= (best - rtol * (np.abs(root[:, 0]) + np.abs(best)))[:, None]
+    hit = g >= (best - rtol * (root[:, 0] + np.abs(best)))[:, None]
     j = np.argmax(hit, axis=1) if key is None else np.argmin(np.where(hit, key, L._scan_end), axis=1)
     k = np.arange(K)
     bwd = j >= S
@@ -510,7 +519,7 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
     """Grow one tree level by level from a histogram provider (see `LocalHistograms`). `split_finder(hist, layout, totals)`
     returns `Splits` (default: `find_best_splits`); `leaf_weight(G, H)` the unscaled leaf weights (default: Newton)."""
     if split_finder is None:
-        split_finder = lambda h, lay, t: find_best_splits(h, lay, t, reg_lambda, min_child_weight)
+        split_finder = lambda h, lay, t: _best_splits_chunked(h, lay, t, reg_lambda, min_child_weight, 1e-10, 65536)
     if leaf_weight is None:
         leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
     nmax = 2 ** (max_depth + 1) - 1
@@ -525,27 +534,30 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
         s = split_finder(hist, layout, totals)
         ok = (s.gain > 1e-6) & (s.gain >= gamma) & (s.left_sum[:, 1] > 0) & (s.right_sum[:, 1] > 0)
         if not ok.any(): break
-        idx = np.flatnonzero(ok); nodes = level[idx]; m = len(idx)
-        lids = n_nodes + 2 * np.arange(m); rids = lids + 1
-        feat[nodes], binv[nodes], dleft[nodes] = s.feature[idx], s.bin[idx], s.default_left[idx]
-        left[nodes], right[nodes], gain[nodes] = lids, rids, s.gain[idx]
-        sums[lids], sums[rids] = s.left_sum[idx], s.right_sum[idx]
-        depth[lids] = depth[rids] = d + 1
+        idx = np.flatnonzero(ok); m = len(idx)
+        if m < len(ok): s = Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum)))
+        nodes = level[idx]
+        lids = np.arange(n_nodes, n_nodes + 2 * m, 2); rids = lids + 1
+        feat[nodes], binv[nodes], dleft[nodes], gain[nodes] = s.feature, s.bin, s.default_left, s.gain
+        left[nodes], right[nodes] = lids, rids
+        kids = slice(n_nodes, n_nodes + 2 * m)        # children in creation order: breadth-first numbering
+        sums[kids][0::2], sums[kids][1::2] = s.left_sum, s.right_sum
+        depth[kids] = d + 1
         n_nodes += 2 * m
-        counts = provider.split(nodes, s.feature[idx], s.bin[idx], s.default_left[idx], lids, rids)
+        counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, rids)
         if d + 1 >= max_depth: break
+        level = np.arange(kids.start, kids.stop)
         if subtract:
-            small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[idx, 1] < s.left_sum[idx, 1])
-            small, big = np.where(small_right, rids, lids), np.where(small_right, lids, rids)
-            h_small = np.asarray(provider.histograms(small), float)
-            hist = np.concatenate([h_small, hist[idx] - h_small])
-            level = np.concatenate([small, big])
-            order = np.argsort(level)                 # keep nodes in creation order (breadth first numbering)
-            level, hist = level[order], hist[order]
+            small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[:, 1] < s.left_sum[:, 1])
+            h_small = np.asarray(provider.histograms(lids + small_right), float)
+            at = 2 * np.arange(m) + small_right       # position of the built child in the level
+            new = np.empty((2 * m,) + hist.shape[1:])
+            new[at] = h_small
+            np.subtract(hist[idx], h_small, out=h_small); new[at ^ 1] = h_small
+            hist = new
         else:
-            level = np.arange(lids[0], rids[-1] + 1)
             hist = np.asarray(provider.histograms(level), float)
-        totals = sums[level]
+        totals = sums[kids]
     n = n_nodes
     G, H = sums[:n, 0], sums[:n, 1]
     value = leaf_weight(G, H) * learning_rate

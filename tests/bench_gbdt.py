@@ -54,7 +54,7 @@ def profile_fedgauss(X, y, n_trees, depth, bins):
         setattr(obj, name, w)
     wrap(G.LocalHistograms, 'histograms', 'histograms (build smaller child)')
     wrap(G.LocalHistograms, 'split', 'row partition')
-    wrap(G, 'find_best_splits', 'split finding')
+    wrap(G, '_best_splits', 'split finding')
     wrap(G.LogisticLoss, 'gradients', 'gradients')
     wrap(G.Binner, 'fit', 'binning (once)'); wrap(G.Binner, 'transform', 'binning (once)')
     t = time.process_time()
