@@ -247,6 +247,25 @@ def test_waic_method(fitted, data):
     assert set(w.index) == {'waic', 'lppd', 'p_waic', 'n_subjects'} and w['n_subjects'] == 400 and w['p_waic'] >= 0
 
 
+
+@pytest.mark.parametrize('n, d, q_true, seed', [(250, 8, 2, 0), (400, 10, 3, 1), (300, 15, 5, 2)])
+def test_waic_with_posterior_draws_finds_the_true_dimension(n, d, q_true, seed):
+    "WAIC's known behaviour: with (Bayesian-bootstrap) posterior draws of a correctly specified PPCA it is smallest at the true q."
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, q_true)) @ rng.normal(size=(q_true, d)) + rng.normal(size=d) + 0.8 * rng.standard_normal((n, d))
+    def draws(q, S=250):
+        out = dict(mu=[], W=[], sigma2=[])
+        for w in np.random.default_rng(q).dirichlet(np.ones(n), size=S):
+            m = w @ X; Xc = X - m
+            ev, U = np.linalg.eigh((Xc * w[:, None]).T @ Xc); ev, U = ev[::-1], U[:, ::-1]
+            s2 = ev[q:].mean()
+            out['mu'].append(m); out['W'].append(U[:, :q] * np.sqrt(np.maximum(ev[:q] - s2, 0))); out['sigma2'].append(s2)
+        return {'t': {k: np.array(a) for k, a in out.items()}}
+    w = {q: waic_from_loglik(pointwise_loglik({'t': X}, draws(q))) for q in range(1, min(d - 1, q_true + 4))}
+    assert min(w, key=lambda q: w[q]['waic']) == q_true
+    k = d + d * q_true - q_true * (q_true - 1) / 2 + 1             # free parameters of the true model
+    assert 0.5 * k < w[q_true]['p_waic'] < 2 * k
+
 # ---------------------------------------------------------------- DP
 def test_dp_release_is_global_plus_clipped_difference_plus_noise(data):
     centers = data[2]
