@@ -39,7 +39,7 @@ def _ginv(mu, v):
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
         return np.where(tiny, v*(1 - w/2 + w*w/3), np.log1p(np.where(w <= -1, np.nan, w))/np.where(tiny, 1, mu))
 
-def _as_lambdas(lmbda, shape_out):
+def _as_lambdas(lmbda):
     lam = np.asarray(lmbda, dtype=np.float64)
     if np.isnan(lam).any(): raise ValueError("lmbda contains NaN")
     return lam
@@ -47,7 +47,7 @@ def _as_lambdas(lmbda, shape_out):
 # %% ../nbs/10_yeojohnson.ipynb #cd299956
 def yeo_johnson(x, lmbda):
     "Yeo-Johnson transform Psi(lmbda, x), elementwise; 2-D `x` takes one lambda per column. NaN stays NaN."
-    x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda, x.shape)
+    x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda)
     x, lam = np.broadcast_arrays(x, lam)
     s = np.where(x < 0, -1.0, 1.0)
     with np.errstate(invalid='ignore'):
@@ -56,7 +56,7 @@ def yeo_johnson(x, lmbda):
 # %% ../nbs/10_yeojohnson.ipynb #3c222a85
 def yeo_johnson_inverse(y, lmbda):
     "Inverse of `yeo_johnson`: the x with Psi(lmbda, x) = y; +-inf (with a warning) where y is outside the range of Psi."
-    y = np.asarray(y, dtype=np.float64); lam = _as_lambdas(lmbda, y.shape)
+    y = np.asarray(y, dtype=np.float64); lam = _as_lambdas(lmbda)
     y, lam = np.broadcast_arrays(y, lam)
     s = np.where(y < 0, -1.0, 1.0)
     mu = _lam_s(y, lam)
@@ -90,7 +90,7 @@ def _gmu(mu, l):
 # %% ../nbs/10_yeojohnson.ipynb #80a7f127
 def yeo_johnson_dlambda(x, lmbda):
     "Derivative of the Yeo-Johnson transform with respect to lambda, elementwise (>= 0)."
-    x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda, x.shape)
+    x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda)
     x, lam = np.broadcast_arrays(x, lam)
     with np.errstate(invalid='ignore'):
         return _gmu(_lam_s(x, lam), np.log1p(np.abs(x)))

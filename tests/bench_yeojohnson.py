@@ -47,7 +47,7 @@ def timed(f):
 def bench(args):
     X = skewed_features(args.n, args.d, args.seed)
     print(f"data: {args.n:,} x {args.d} skewed features ({', '.join(FAMILIES)}), seed {args.seed}")
-    ours, theirs, ours_ft, theirs_ft = [], [], [], []
+    ours, theirs = [], []
     for r in range(args.repeat):
         pair = [('ours', lambda: YeoJohnsonTransformer().fit(X)), ('sk', lambda: PowerTransformer(method='yeo-johnson').fit(X))]
         if r % 2: pair.reverse()

@@ -16,7 +16,7 @@ from fedgauss.data import load_breast_cancer
 from fedgauss.federation import iid_split
 from fedgauss.yeojohnson import (YMAX, ExpSearchState, YeoJohnsonTransformer, YeoJohnsonWarning, YJAnchors, YJData,
                                  YJSums, exp_update, exp_yj, exp_yj_search, yeo_johnson, yeo_johnson_dlambda,
-                                 yeo_johnson_inverse, yj_dloglik, yj_dloglik_sign, yj_frame, yj_lambda_bounds,
+                                 yeo_johnson_inverse, yj_dloglik, yj_dloglik_sign, yj_frame,
                                  yj_log_likelihood, yj_sign_from_sums, yj_sum_bounds, yj_sums)
 from yj_reference import (MPYeoJohnson, adversarial_inputs, mp_overflow_bound, mp_psi, mp_yj_mle, overflow_inputs)
 
