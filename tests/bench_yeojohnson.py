@@ -62,7 +62,7 @@ def bench(args):
     to, ts = np.median(ours), np.median(theirs)
     print(f"\n{'':28s}{'ExpYJ (fedgauss)':>18s}{'scikit-learn':>16s}{'ratio':>9s}")
     print(f"{'fit, median of ' + str(args.repeat) + ' (s)':28s}{to:18.3f}{ts:16.3f}{ts/to:8.1f}x")
-    print(f"{'fit, all runs (s)':28s}{' '.join(f'{v:.2f}' for v in ours):>18s}{' '.join(f'{v:.2f}' for v in theirs):>16s}")
+    print(f"{'fit, all runs (s)':28s}ExpYJ {' '.join(f'{v:.2f}' for v in ours)};  scikit-learn {' '.join(f'{v:.2f}' for v in theirs)}")
     print(f"{'transform (s)':28s}{dt_o:18.3f}{dt_s:16.3f}{dt_s/dt_o:8.1f}x")
     lo, ls = yt.lambdas_, pt.lambdas_
     d = np.abs(lo - ls)/np.abs(lo)
