@@ -1,0 +1,133 @@
+"""Benchmark and accuracy report for ExpYJ (fedgauss.yeojohnson) against scikit-learn and SciPy.
+
+    python tests/bench_yeojohnson.py                 # 100,000 x 50 skewed features: time ratio + lambda accuracy vs mpmath
+    python tests/bench_yeojohnson.py --accuracy      # also: breast cancer + adversarial inputs, counts of peer failures
+    python tests/bench_yeojohnson.py --n 20000 --d 20 --repeat 5 --ref-features 50
+
+Timings are wall-clock on whatever machine runs this (shared machines are noisy): the two fits run in one process,
+alternately, and the ratio of the medians is reported. Accuracy is relative error to the maximum-likelihood lambda
+computed with mpmath (tests/yj_reference.py), on `--ref-features` of the benchmark's features (about 40 s each at
+100,000 rows) and on every breast-cancer feature and adversarial input with --accuracy.
+"""
+import argparse, sys, time, warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from yj_reference import adversarial_inputs, mp_yj_mle            # noqa: E402
+
+from scipy import stats                                           # noqa: E402
+from sklearn.preprocessing import PowerTransformer                # noqa: E402
+from fedgauss.yeojohnson import YeoJohnsonTransformer, exp_yj     # noqa: E402
+
+FAMILIES = ['lognormal', 'exponential', 'gamma', 'pareto', 'chi-square', 'beta(0.5, 5)', 'exponential - c (mixed sign)',
+            '-lognormal', 'weibull', 't(5) + exponential (mixed sign)']
+
+
+def skewed_features(n=100_000, d=50, seed=0):
+    "n x d skewed features: ten families (two of them with both signs, one negative), random scales 1e-2 .. 1e4."
+    rng = np.random.default_rng(seed)
+    cols = []
+    for j in range(d):
+        k, sc = j % 10, 10**rng.uniform(-2, 4)
+        c = [lambda: rng.lognormal(0, rng.uniform(0.3, 1.5), n), lambda: rng.exponential(1, n),
+             lambda: rng.gamma(rng.uniform(0.5, 3), 1, n), lambda: rng.pareto(rng.uniform(2, 5), n),
+             lambda: rng.chisquare(rng.integers(1, 6), n), lambda: rng.beta(0.5, 5, n),
+             lambda: rng.exponential(1, n) - rng.uniform(0.2, 1), lambda: -rng.lognormal(0, 1, n),
+             lambda: rng.weibull(rng.uniform(0.5, 1.5), n), lambda: rng.standard_t(5, n) + rng.exponential(2, n)][k]()
+        cols.append(c*sc)
+    return np.column_stack(cols)
+
+
+def timed(f):
+    t = time.perf_counter(); out = f(); return time.perf_counter() - t, out
+
+
+def bench(args):
+    X = skewed_features(args.n, args.d, args.seed)
+    print(f"data: {args.n:,} x {args.d} skewed features ({', '.join(FAMILIES)}), seed {args.seed}")
+    ours, theirs = [], []
+    for r in range(args.repeat):
+        pair = [('ours', lambda: YeoJohnsonTransformer().fit(X)), ('sk', lambda: PowerTransformer(method='yeo-johnson').fit(X))]
+        if r % 2: pair.reverse()
+        for name, f in pair:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                dt, est = timed(f)
+            (ours if name == 'ours' else theirs).append(dt)
+            if name == 'ours': yt = est
+            else: pt = est
+    dt_o, Z = timed(lambda: yt.transform(X)); dt_s, _ = timed(lambda: pt.transform(X))
+    to, ts = np.median(ours), np.median(theirs)
+    print(f"\n{'':28s}{'ExpYJ (fedgauss)':>18s}{'scikit-learn':>16s}{'ratio':>9s}")
+    print(f"{'fit, median of ' + str(args.repeat) + ' (s)':28s}{to:18.3f}{ts:16.3f}{ts/to:8.1f}x")
+    print(f"{'fit, all runs (s)':28s}ExpYJ {' '.join(f'{v:.2f}' for v in ours)};  scikit-learn {' '.join(f'{v:.2f}' for v in theirs)}")
+    print(f"{'transform (s)':28s}{dt_o:18.3f}{dt_s:16.3f}{dt_s/dt_o:8.1f}x")
+    lo, ls = yt.lambdas_, pt.lambdas_
+    d = np.abs(lo - ls)/np.abs(lo)
+    print(f"\n|lambda_ours - lambda_sklearn|/|lambda_ours| over {args.d} features: median {np.median(d):.1e}, max {d.max():.1e}"
+          f" (feature {int(d.argmax())}, {FAMILIES[int(d.argmax()) % 10]})")
+    m = min(args.ref_features, args.d)
+    if m:
+        # one feature per family first, then the rest; always include the largest disagreement
+        order = list(dict.fromkeys([int(d.argmax())] + list(range(args.d))))[:m]
+        rows = []
+        t0 = time.perf_counter()
+        for j in order:
+            ref = mp_yj_mle(X[:, j], lo[j], dps=40)
+            rows.append((j, ref, abs(lo[j] - ref)/abs(ref), abs(ls[j] - ref)/abs(ref)))
+        print(f"\nlambda accuracy vs mpmath on {m} features ({time.perf_counter() - t0:.0f} s of mpmath):")
+        print(f"{'feature':>8s} {'family':32s}{'lambda* (mpmath)':>20s}{'rel.err ExpYJ':>15s}{'rel.err sklearn':>17s}")
+        for j, ref, eo, es in rows:
+            print(f"{j:8d} {FAMILIES[j % 10]:32s}{ref:20.12g}{eo:15.1e}{es:17.1e}")
+        eo = np.array([r[2] for r in rows]); es = np.array([r[3] for r in rows])
+        print(f"{'':41s}{'max':>20s}{eo.max():15.1e}{es.max():17.1e}")
+        print(f"{'':41s}{'median':>20s}{np.median(eo):15.1e}{np.median(es):17.1e}")
+        print(f"features with rel. error > 1e-6: ExpYJ {int((eo > 1e-6).sum())}, scikit-learn {int((es > 1e-6).sum())} (of {m})")
+
+
+def accuracy():
+    from fedgauss.data import load_breast_cancer
+    X, _ = load_breast_cancer()
+    A = X.to_numpy()
+    print("\nbreast cancer (569 x 30) and adversarial inputs: relative error to the mpmath maximum-likelihood lambda")
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        ours = exp_yj(A); sk = PowerTransformer().fit(A).lambdas_
+        sp = np.array([stats.yeojohnson_normmax(A[:, j]) for j in range(30)])
+        spb = np.array([stats.yeojohnson_normmax(A[:, j], brack=(-2, 2)) for j in range(30)])
+    rows = [(c, mp_yj_mle(A[:, j], sk[j]), ours[j], sk[j], sp[j], spb[j]) for j, c in enumerate(X.columns)]
+    for name, x in adversarial_inputs().items():
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            o = exp_yj(x); s = PowerTransformer().fit(x[:, None]).lambdas_[0]
+            p = stats.yeojohnson_normmax(x); pb = stats.yeojohnson_normmax(x, brack=(-2, 2))
+        rows.append((name, mp_yj_mle(x, o), o, s, p, pb))
+    print(f"{'input':40s}{'lambda*':>16s}{'ExpYJ':>10s}{'sklearn':>10s}{'SciPy':>10s}{'SciPy brent':>12s}")
+    err = lambda v, r: abs(v - r)/abs(r)
+    E = []
+    for i, (name, ref, o, s, p, pb) in enumerate(rows):
+        e = [err(o, ref), err(s, ref), err(p, ref), err(pb, ref)]; E.append(e)
+        if i == 30: print('-'*98)
+        print(f"{name[:39]:40s}{ref:16.9g}" + ''.join(f"{v:10.1e}" for v in e[:3]) + f"{e[3]:12.1e}")
+    E = np.array(E)
+    for lab, sl in (('breast cancer (30 features)', slice(0, 30)), (f'adversarial ({len(rows) - 30} inputs)', slice(30, None))):
+        e = E[sl]
+        print(f"\n{lab}: max rel. error ExpYJ {e[:, 0].max():.1e}, scikit-learn {e[:, 1].max():.1e}, SciPy {e[:, 2].max():.1e}, "
+              f"SciPy brent {e[:, 3].max():.1e}")
+        for k, peer in ((1, 'scikit-learn'), (2, 'SciPy yeojohnson_normmax'), (3, 'SciPy yeojohnson_normmax(brack=(-2, 2))')):
+            print(f"  off by > 1e-6 where ExpYJ is not: {peer}: {int(((e[:, k] > 1e-6) & (e[:, 0] <= 1e-6)).sum())}")
+        print(f"  ExpYJ off by > 1e-6: {int((e[:, 0] > 1e-6).sum())}")
+
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--n', type=int, default=100_000); ap.add_argument('--d', type=int, default=50)
+    ap.add_argument('--repeat', type=int, default=3); ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--ref-features', type=int, default=4, help='features checked against mpmath (~40 s each at 100,000 rows)')
+    ap.add_argument('--accuracy', action='store_true', help='also report breast cancer and adversarial inputs')
+    ap.add_argument('--no-bench', action='store_true')
+    args = ap.parse_args()
+    if not args.no_bench: bench(args)
+    if args.accuracy: accuracy()
