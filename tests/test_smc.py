@@ -1,0 +1,221 @@
+"""fedgauss.smc: correctness on random inputs (vectorized), and the statistical claim behind every
+primitive — what a party receives (other than results opened on purpose) is uniformly distributed and
+does not depend on the inputs."""
+import numpy as np
+import pytest
+from scipy import stats
+
+from fedgauss.federation import Channel
+from fedgauss.smc import (SMC, DropoutError, FixedPointOverflow, decode, encode, reconstruct, secure_sum, share,
+                          to_signed)
+
+ALPHA = 1e-4   # per-test false-alarm rate of the statistical checks (seeds are fixed, so runs are reproducible)
+
+
+def received(ch, party, kinds=('share', 'dealer', 'masked')):
+    """What `party` received: ring elements / uint64 words as Python ints, and bits (packed bit messages
+    unpacked, without their last byte, whose padding bits are zeros by construction)."""
+    ints, bits = [], []
+    for m in ch.messages:
+        if m.receiver != party or m.kind not in kinds: continue
+        a = np.asarray(m.payload)
+        if a.dtype == np.uint8: bits.extend(np.unpackbits(a[:-1]).tolist())
+        else: ints.extend(int(t) for t in a.ravel())
+    return ints, bits
+
+
+def _hists(view):
+    ints, bits = view
+    return [np.bincount(np.array([v & 0xFF for v in ints], dtype=int), minlength=256) if ints else None,
+            np.bincount(np.array(bits, dtype=int), minlength=2) if bits else None]
+
+
+def assert_uniform_and_input_free(view_a, view_b):
+    "Low bytes of ring elements and shared bits are uniform, and the two views (different inputs) are equally distributed."
+    checked = 0
+    for ha, hb in zip(_hists(view_a), _hists(view_b)):
+        assert (ha is None) == (hb is None)
+        if ha is None: continue
+        assert stats.chisquare(ha).pvalue > ALPHA and stats.chisquare(hb).pvalue > ALPHA
+        tab = np.array([ha, hb]); tab = tab[:, tab.sum(0) > 0]
+        assert stats.chi2_contingency(tab).pvalue > ALPHA
+        checked += min(ha.sum(), hb.sum())
+    assert checked > 500
+
+
+def views(run, inputs, party='b', runs=150):
+    out = []
+    for x in inputs:
+        ints, bits = [], []
+        for seed in range(runs):
+            i, b = received(run(x, seed)[0], party)
+            ints += i; bits += b
+        out.append((ints, bits))
+    return out
+
+
+# ---------------------------------------------------------------- correctness ----------
+
+def test_encode_decode_roundtrip():
+    x = np.random.default_rng(0).normal(scale=1e6, size=1000)
+    np.testing.assert_allclose(decode(encode(x, 30), 30), x, atol=2.0**-31)
+    assert to_signed(encode(-3.0, 0))[()] == -3
+
+
+def test_share_reconstruct_vectorized():
+    g = np.random.default_rng(1)
+    v = encode(g.normal(size=(50, 7)), 20)
+    for K in (1, 2, 5, 10):
+        sh = share(v, K, g)
+        assert len(sh) == K and (reconstruct(sh) == v).all()
+
+
+@pytest.mark.parametrize('K', [2, 3, 5])
+def test_mul_trunc_ltz_random(K):
+    g = np.random.default_rng(K)
+    smc = SMC([f'p{k}' for k in range(K)], rng=K)
+    x, y = g.normal(scale=30, size=300), g.normal(scale=30, size=300)
+    sx, sy = smc.input('p0', x, 20, 1e3), smc.input(f'p{K - 1}', y, 20, 1e3)
+    ex, ey = decode(encode(x, 20), 20), decode(encode(y, 20), 20)
+    prod = smc.mul(sx, sy)
+    np.testing.assert_array_equal(smc.reveal(prod), decode(encode(ex * ey, 40), 40))     # exact at scale 40
+    t = smc.reveal(smc.truncate(prod, 20))
+    assert np.all(np.abs(t - ex * ey) < 2 * 2.0**-20)                                    # < 1 ulp + encoding
+    vals = np.concatenate([x, [0.0, 2.0**-20, -2.0**-20, 999.999, -999.999]])
+    s = smc.input('p1', vals, 20, 1e3)
+    np.testing.assert_array_equal(smc.reveal_bits(smc.ltz(s)), (decode(encode(vals, 20), 20) < 0).astype(np.uint8))
+
+
+def test_reciprocal_random_counts():
+    g = np.random.default_rng(7)
+    n = np.concatenate([[1, 2, 2**16, 2**17 - 1], g.integers(1, 10**6, 40)])
+    smc = SMC(['a', 'b', 'c'], rng=0)
+    r = smc.reveal(smc.reciprocal(smc.input('b', n, 0, 10**6), n_max=10**6))
+    np.testing.assert_allclose(r * n, 1.0, rtol=0, atol=1e-12 * n.max())
+
+
+def test_secure_sum_exact_and_dropouts():
+    g = np.random.default_rng(2)
+    vals = {f'c{k}': g.normal(scale=100, size=(5, 6)) for k in range(6)}
+    exact = sum(np.rint(np.ldexp(v, 20)) for v in vals.values()) / 2**20
+    np.testing.assert_array_equal(secure_sum(vals, frac_bits=20, rng=0), exact)
+    with pytest.raises(DropoutError, match=r"\['c1', 'c4'\]"):
+        secure_sum(vals, rng=0, drop=['c1', 'c4'])
+    rec = secure_sum(vals, rng=0, drop=['c1', 'c4'], on_dropout='recover', frac_bits=20)
+    np.testing.assert_array_equal(rec, sum(np.rint(np.ldexp(v, 20)) for k, v in vals.items() if k not in ('c1', 'c4')) / 2**20)
+
+
+# ------------------------------------------------------------ what parties see ----------
+
+def run_share(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=seed)
+    smc.input('a', np.full(20, x), 16, 2.0**40)
+    return ch, smc
+
+
+def run_mul(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    smc.mul(smc.input('a', np.full(10, x), 16, 1e6), smc.input('a', np.full(10, -x), 16, 1e6))
+    return ch, smc
+
+
+def run_trunc(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    smc.truncate(smc.input('a', np.full(10, x), 24, 1e6), 12)
+    return ch, smc
+
+
+def run_ltz(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=seed)
+    smc.ltz(smc.input('a', np.full(4, x), 12, 1e3))
+    return ch, smc
+
+
+def run_and(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    bits = np.full(64, int(x > 0), np.uint8)
+    smc.and_(smc.input_bits('a', bits), smc.input_bits('a', bits))
+    return ch, smc
+
+
+def run_b2a(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    smc.b2a(smc.input_bits('a', np.full(64, int(x > 0), np.uint8)))
+    return ch, smc
+
+
+@pytest.mark.parametrize('run,inputs', [(run_share, (0.0, 123456.75)), (run_mul, (0.0, 999.5)), (run_trunc, (-5.0, 77777.0)),
+                                        (run_ltz, (-900.0, 0.5)), (run_and, (0, 1)), (run_b2a, (0, 1))],
+                         ids=['share', 'beaver-mul', 'truncation', 'comparison', 'and-gate', 'bit-to-arith'])
+def test_views_uniform_and_input_independent(run, inputs):
+    va, vb = views(run, inputs)
+    assert_uniform_and_input_free(va, vb)
+
+
+def test_comparison_opening_high_bits_input_independent():
+    # the opened y + r of a comparison is not uniform over the whole ring, only over [0, 2^(l+kappa)):
+    # its high bits must not depend on the input either
+    def top(x):
+        out = []
+        for seed in range(300):
+            ch, smc = run_ltz(x, seed)
+            ell = smc._bits_for(1e3, 12)
+            c = next(m.payload for m in ch.messages if m.kind == 'masked' and m.receiver == 'b' and m.sender == 'a')
+            out += [int(t) >> (ell + smc.kappa - 5) for t in c]
+        return np.bincount(out, minlength=64)
+    tab = np.array([top(-999.0), top(999.0)]); tab = tab[:, tab.sum(0) > 0]
+    assert stats.chi2_contingency(tab).pvalue > ALPHA
+
+
+def test_secure_sum_server_view_uniform():
+    def masked(x):
+        out = []
+        for seed in range(100):
+            ch = Channel()
+            secure_sum({'a': np.full(16, x), 'b': np.full(16, -x), 'c': np.zeros(16)}, ch, rng=seed)
+            out += received(ch, 'server', kinds=('masked',))[0]
+        return out, []
+    assert_uniform_and_input_free(masked(0.0), masked(1e6))
+
+
+def test_only_reveal_messages_open_results():
+    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=0)
+    s = smc.mul(smc.input('a', [3.0], 8, 10), smc.input('b', [-2.0], 8, 10))
+    assert set(ch.transcript['kind']) == {'share', 'dealer', 'masked'}
+    smc.reveal_bits(smc.ltz(s), to=['c'])
+    t = ch.transcript
+    assert set(t.loc[t.kind == 'reveal', 'receiver']) == {'c'}
+    assert set(t.loc[t.kind == 'dealer', 'sender']) == {'dealer'} and 'dealer' not in set(t.receiver)
+
+
+# ---------------------------------------------------------------- bad input -------------
+
+BAD = [
+    (lambda: encode([np.nan], 8), ValueError, 'finite'),
+    (lambda: encode([1e30], 40, 64), FixedPointOverflow, 'wrap'),
+    (lambda: SMC(['a', 'a']), ValueError, 'distinct'),
+    (lambda: SMC(['a', 'b'], dealer='a'), ValueError, 'dealer'),
+    (lambda: SMC(['a', 'b'], ring_bits=40), ValueError, 'no room'),
+    (lambda: SMC(['a', 'b']).input('a', [5.0], 8, 1.0), FixedPointOverflow, 'exceeds the agreed bound'),
+    (lambda: SMC(['a', 'b']).input('a', [np.inf], 8, 1.0), ValueError, 'NaN or inf'),
+    (lambda: SMC(['a', 'b'], ring_bits=128).input('a', [1.0], 100, 1.0), FixedPointOverflow, 'fixed-point overflow'),
+    (lambda: secure_sum({'a': [1.0]}), ValueError, 'at least 2'),
+    (lambda: secure_sum({'a': [1.0], 'b': [1.0, 2.0]}), ValueError, 'shape'),
+    (lambda: secure_sum({'a': [np.nan], 'b': [1.0]}), ValueError, 'NaN'),
+    (lambda: secure_sum({'a': [1.0], 'b': [1.0]}, drop=['z']), ValueError, 'unknown clients'),
+    (lambda: secure_sum({'a': [1.0], 'b': [1.0]}, on_dropout='ignore'), ValueError, 'on_dropout'),
+    (lambda: secure_sum({'a': [2.0**45], 'b': [1.0]}, frac_bits=20), FixedPointOverflow, 'too large'),
+]
+
+
+@pytest.mark.parametrize('call,exc,msg', BAD, ids=[m for *_, m in BAD])
+def test_bad_input(call, exc, msg):
+    with pytest.raises(exc, match=msg): call()
+
+
+def test_product_overflow_refused_before_computing():
+    ch = Channel(); smc = SMC(['a', 'b'], ch, ring_bits=128, rng=0)
+    x = smc.input('a', [1.0], 30, 2.0**20)
+    n = len(ch.messages)
+    with pytest.raises(FixedPointOverflow, match='overflow'): smc.mul(x, x)
+    assert len(ch.messages) == n          # nothing was sent
