@@ -157,11 +157,15 @@ class YJAnchors:
         hi = np.where(k > 0, self.pos_hi, np.where(k < 0, self.neg_hi, np.nan))
         return lo, hi
 
+    TINY = 1e-150   # below this spread on the log1p scale, var(Psi) underflows float64: numerically constant
+
     @property
     def constant(self):
-        "Features whose non-NaN values are all equal."
+        "Features whose non-NaN values are all equal, or numerically so: their whole extent on the log1p scale is below `TINY`."
         lo, hi = self.group_anchors()
-        return (self.kind != 0) & (lo == hi)
+        with np.errstate(invalid='ignore'):
+            extent = np.where(self.kind == 0, np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)), self.spread[0])
+            return ((self.kind != 0) & (lo == hi)) | (extent < self.TINY)
 
     @property
     def spread(self):
@@ -665,7 +669,7 @@ def exp_yj_search(holders, t_max: int=64, ymax: float=YMAX, accelerate: bool=Tru
     lam = np.where(const, 1.0, np.clip(state.lmbda, lb, ub))
     bounded = ~const & (lam != state.lmbda)
     if const.any():
-        warnings.warn(f"constant feature(s) {', '.join(repr(names[j]) for j in np.flatnonzero(const))}: lambda set to 1 (identity)",
+        warnings.warn(f"constant (or numerically constant) feature(s) {', '.join(repr(names[j]) for j in np.flatnonzero(const))}: lambda set to 1 (identity)",
                       YeoJohnsonWarning, stacklevel=2)
     if bounded.any():
         warnings.warn("the maximum-likelihood lambda would make Psi exceed ymax={:g} for {}; lambda bounded to {}".format(

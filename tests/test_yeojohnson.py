@@ -388,3 +388,15 @@ def test_property_fit_is_finite_and_maximizes(x):
        lam=st.floats(-2, 4, allow_nan=False))
 def test_property_inverse_roundtrip(x, lam):
     np.testing.assert_allclose(yeo_johnson_inverse(yeo_johnson(x, lam), lam), x, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize('x', [[1e-300, 0.0], [1e-300, -1e-300, 0.0], [5e-200, 0.0, 1e-200]])
+def test_numerically_constant_feature(x):
+    "Found by hypothesis: a spread whose square underflows float64 gives D = 0 at every lambda; such a feature is constant."
+    x = np.array(x)
+    with pytest.warns(YeoJohnsonWarning, match='constant'):
+        res = exp_yj(x, full_output=True)
+    assert res.constant[0] and res.lambdas[0] == 1.0 and np.isfinite(res.mean).all()
+    with pytest.warns(YeoJohnsonWarning):
+        z = YeoJohnsonTransformer().fit(x[:, None]).transform(x[:, None])
+    assert np.isfinite(z).all()
