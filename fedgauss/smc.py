@@ -29,7 +29,14 @@ def random_ints(rng:np.random.Generator, shape, bits:int) -> np.ndarray:
     return acc >> (64 * words - bits) if bits < 64 * words else acc
 
 def encode(x, scale:int, ring_bits:int=256) -> np.ndarray:
-    "Exact fixed-point encoding `round(x * 2**scale) mod 2**ring_bits` (object array); raises if it would wrap."
+    "Exact fixed-point encoding `round(x * 2**scale) mod 2**ring_bits` (object array); raises if it would wrap. Integer input is encoded exactly."
+    xi = np.asarray(x)
+    if xi.dtype.kind in 'iuO' and all(isinstance(t, numbers.Integral) for t in xi.flat):   # exact integers, any size
+        v = [int(t) << scale for t in xi.flat]
+        if any(abs(t) >= 1 << (ring_bits - 1) for t in v):
+            raise FixedPointOverflow(f"integer {xi.flat[int(np.argmax([abs(t) for t in v]))]} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
+        out = np.empty(xi.shape, dtype=object); out.flat = [t % (1 << ring_bits) for t in v]
+        return out
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
         bad = x[~np.isfinite(x)].ravel()[0]
@@ -127,10 +134,13 @@ class SMC:
     def input(self, owner, x, scale:int, bound:float) -> Shared:
         "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties."
         owner = _nm(owner)
-        x = np.asarray(x, dtype=float)
-        if not np.all(np.isfinite(x)): raise ValueError(f"{owner}: input contains NaN or inf")
-        if np.any(np.abs(x) > bound):
-            raise FixedPointOverflow(f"{owner}: input value {x.ravel()[np.argmax(np.abs(x).ravel())]!r} exceeds the agreed bound {bound!r}")
+        xi = np.asarray(x)
+        exact = xi.dtype.kind in 'iuO'                               # integers are shared exactly
+        x = xi if exact else np.asarray(x, dtype=float)
+        if not exact and not np.all(np.isfinite(x)): raise ValueError(f"{owner}: input contains NaN or inf")
+        mags = np.array([abs(int(t)) for t in x.flat], dtype=object) if exact else np.abs(x).ravel()
+        if len(mags) and max(mags) > bound:
+            raise FixedPointOverflow(f"{owner}: input value {x.flat[int(np.argmax(mags))]!r} exceeds the agreed bound {bound!r}")
         self._bits_for(bound, scale)
         if owner not in self.rng: self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])   # an input-only party
         rng = self.rng[owner]
