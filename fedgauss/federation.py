@@ -205,6 +205,12 @@ def drop_views(centers:list, missing:dict) -> list:
     return out
 
 # %% ../nbs/00_federation.ipynb #bb29101c
+def _all_ints(flat:list) -> bool: return set(map(type, flat)) <= {int}
+
+def _int_nbytes(v:int) -> int:
+    bits = v.bit_length() if v >= 0 else (-v - 1).bit_length() + 1
+    return max(1, (bits + 7) // 8)
+
 @singledispatch
 def payload_nbytes(obj) -> int:
     "Bytes needed to send `obj`. Extend with `@payload_nbytes.register(MyType)`."
@@ -220,9 +226,7 @@ def _(obj): return 0
 def _(obj): return 1
 
 @payload_nbytes.register(int)
-def _(obj):  # unsigned for x >= 0, two's complement for x < 0
-    bits = obj.bit_length() if obj >= 0 else (-obj - 1).bit_length() + 1
-    return max(1, (bits + 7) // 8)
+def _(obj): return _int_nbytes(obj)   # unsigned for x >= 0, two's complement for x < 0
 
 @payload_nbytes.register(float)
 def _(obj): return 8
@@ -238,8 +242,14 @@ def _(obj): return len(obj)
 
 @payload_nbytes.register(np.ndarray)
 def _(obj):
-    if obj.dtype == object: return int(sum(payload_nbytes(v) for v in obj.flat))
-    return int(obj.nbytes)
+    if obj.dtype != object: return int(obj.nbytes)
+    flat = obj.ravel().tolist()
+    if _all_ints(flat):                      # big integers, e.g. shares in a large ring: vectorized byte count
+        if not flat: return 0
+        if min(flat) < 0: return sum(map(_int_nbytes, flat))
+        bits = np.fromiter(map(int.bit_length, flat), dtype=np.int64, count=len(flat))
+        return int(np.maximum(1, (bits + 7) // 8).sum())
+    return int(sum(payload_nbytes(v) for v in flat))
 
 @payload_nbytes.register(list)
 @payload_nbytes.register(tuple)
@@ -275,6 +285,12 @@ def _name(p) -> str:
     return n
 
 # %% ../nbs/00_federation.ipynb #baa23767
+def _copy_payload(obj):
+    "The receiver's copy of a payload: numpy arrays of numbers or of Python ints are copied cheaply, anything else deeply."
+    if isinstance(obj, np.ndarray) and (obj.dtype != object or _all_ints(obj.ravel().tolist())):
+        return obj.copy()              # Python ints are immutable: a shallow copy of an object array is a full copy
+    return copy.deepcopy(obj)
+
 class Channel:
     "In-memory transport that delivers messages between named parties and records every one."
     def __init__(self, record_payloads:bool=True):
@@ -292,7 +308,7 @@ class Channel:
         "Send a copy of `payload` from `sender` to `receiver`, recording it."
         s, r = _name(sender), _name(receiver)
         if s == r: raise ValueError(f"{s} cannot send a message to itself")
-        payload = copy.deepcopy(payload)
+        payload = _copy_payload(payload)
         msg = Message(self.round, s, r, str(kind), payload_nbytes(payload), payload)
         self._boxes[r].append(msg)
         self.messages.append(msg if self.record_payloads else Message(msg.round, s, r, msg.kind, msg.nbytes, None))

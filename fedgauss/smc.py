@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
-import hashlib, math, numbers, secrets
+import hashlib, math, numbers, random, secrets
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,31 +12,38 @@ import numpy as np
 from .federation import Channel, as_rng
 
 # %% auto #0
-__all__ = ['RFC3526_P2048', 'FixedPointOverflow', 'random_ints', 'encode', 'to_signed', 'decode', 'share', 'reconstruct',
-           'Shared', 'SharedBits', 'SMC', 'DropoutError', 'secure_sum']
+__all__ = ['RFC3526_P2048', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode', 'share',
+           'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum']
 
 # %% ../nbs/11_smc.ipynb #d86bba08
 class FixedPointOverflow(OverflowError):
     "A value, or a bound on a computed value, does not fit the fixed-point range of the ring."
 
 def random_ints(rng:np.random.Generator, shape, bits:int) -> np.ndarray:
-    "Uniform integers in `[0, 2**bits)` as a numpy object array of Python ints."
+    "Uniform integers in `[0, 2**bits)` as a numpy object array of Python ints (a word generator seeded from `rng`)."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
-    words = max(1, -(-bits // 64))
-    w = rng.integers(0, np.iinfo(np.uint64).max, size=shape + (words,), dtype=np.uint64, endpoint=True)
-    acc = np.zeros(shape, dtype=object)
-    for k in range(words): acc = acc * (1 << 64) + w[..., k].astype(object)
-    return acc >> (64 * words - bits) if bits < 64 * words else acc
+    gb = random.Random(int(rng.integers(2**63))).getrandbits     # fast big random integers, reproducible from rng
+    out = np.empty(math.prod(shape), dtype=object)
+    out[:] = [gb(bits) for _ in range(len(out))]
+    return out.reshape(shape)
+
+def random_bits(rng:np.random.Generator, shape) -> np.ndarray:
+    "Uniform bits (uint8 0/1) of the given shape."
+    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
+    n = math.prod(shape)
+    return np.unpackbits(np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8), count=n).reshape(shape)
 
 def encode(x, scale:int, ring_bits:int=256) -> np.ndarray:
     "Exact fixed-point encoding `round(x * 2**scale) mod 2**ring_bits` (object array); raises if it would wrap. Integer input is encoded exactly."
     xi = np.asarray(x)
-    if xi.dtype.kind in 'iuO' and all(isinstance(t, numbers.Integral) for t in xi.flat):   # exact integers, any size
-        v = [int(t) << scale for t in xi.flat]
-        if any(abs(t) >= 1 << (ring_bits - 1) for t in v):
-            raise FixedPointOverflow(f"integer {xi.flat[int(np.argmax([abs(t) for t in v]))]} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
-        out = np.empty(xi.shape, dtype=object); out.flat = [t % (1 << ring_bits) for t in v]
-        return out
+    flat = xi.ravel().tolist()
+    if xi.dtype.kind in 'iu' or (xi.dtype.kind == 'O' and set(map(type, flat)) <= {int}):   # exact integers, any size
+        v = [t << scale for t in flat] if scale else flat
+        lim = 1 << (ring_bits - 1)
+        if v and max(map(abs, v)) >= lim:
+            raise FixedPointOverflow(f"integer {flat[int(np.argmax([abs(t) for t in v]))]} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
+        out = np.empty(len(v), dtype=object); out[:] = [t % (lim << 1) for t in v]
+        return out.reshape(xi.shape)
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
         bad = x[~np.isfinite(x)].ravel()[0]
@@ -65,8 +72,8 @@ def share(v, n_parties:int, rng:np.random.Generator, ring_bits:int=256) -> list:
     "Split ring elements `v` into `n_parties` additive shares modulo `2**ring_bits`."
     v = np.asarray(v, dtype=object)
     M = 1 << ring_bits
-    sh = [random_ints(rng, v.shape, ring_bits) for _ in range(n_parties - 1)]
-    last = (v - (sum(sh) if sh else 0)) % M
+    sh = list(random_ints(rng, (n_parties - 1,) + v.shape, ring_bits)) if n_parties > 1 else []
+    last = (v - sum(sh)) % M if sh else v % M
     return sh + [last]
 
 def reconstruct(shares:list, ring_bits:int=256) -> np.ndarray:
@@ -92,8 +99,20 @@ class SharedBits:
 
 def _nm(p): return getattr(p, 'name', p)
 
+class RingElements:
+    "Ring elements on the wire: each takes `ring_bits/8` bytes, whatever its value (a fixed-width encoding, as a real transport would use)."
+    __slots__ = ('values', 'ring_bits')
+    def __init__(self, values, ring_bits:int): self.values, self.ring_bits = np.asarray(values, dtype=object), int(ring_bits)
+    @property
+    def nbytes(self) -> int: return self.values.size * -(-self.ring_bits // 8)
+    def __array__(self, dtype=None, copy=None): return self.values if dtype is None else self.values.astype(dtype)
+    def __deepcopy__(self, memo): return RingElements(self.values.copy(), self.ring_bits)   # Python ints are immutable
+    def __len__(self): return len(self.values)
+    def __iter__(self): return iter(self.values)
+    def __getitem__(self, i): return self.values[i]
+
 def _pack(bits):   return np.packbits(np.asarray(bits, dtype=np.uint8).ravel())
-def _unpack(p, shape): return np.unpackbits(p, count=int(np.prod(shape, dtype=int))).reshape(shape)
+def _unpack(p, shape): return np.unpackbits(p, count=math.prod(shape)).reshape(shape)
 
 # %% ../nbs/11_smc.ipynb #b1a7e9cc
 class SMC:
@@ -130,6 +149,14 @@ class SMC:
         self._bits_for(sh.bound, sh.scale)
         return sh
 
+    # ----- the wire --------------------------------------------------------------------------------
+    def _send(self, sender, receiver, kind, v):
+        "Send ring elements (fixed width: L bits each)."
+        self.channel.send(sender, receiver, kind, RingElements(v, self.L))
+
+    def _recv(self, receiver, kind, sender) -> np.ndarray:
+        return self.channel.receive(receiver, kind, sender=sender).values
+
     # ----- input and output --------------------------------------------------------------------------
     def input(self, owner, x, scale:int, bound:float) -> Shared:
         "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties."
@@ -149,21 +176,21 @@ class SMC:
         for p, s in zip(self.parties, sh):
             if p == owner: out[p] = s
             else:
-                self.channel.send(owner, p, 'share', s)
-                out[p] = self.channel.receive(p, 'share', sender=owner)
+                self._send(owner, p, 'share', s)
+                out[p] = self._recv(p, 'share', owner)
         return Shared(out, int(scale), float(bound))
 
-    def reveal(self, a:Shared, to=None) -> np.ndarray:
-        "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal')."
+    def reveal(self, a:Shared, to=None, exact:bool=False) -> np.ndarray:
+        "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal'). `exact`: the signed integers `value * 2**scale` instead of floats."
         to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
         vals = {}
         for r in to:
             tot = a.shares[r] if r in a.shares else 0
             for p in self.parties:
                 if p == r: continue
-                self.channel.send(p, r, 'reveal', a.shares[p])
-                tot = tot + self.channel.receive(r, 'reveal', sender=p)
-            vals[r] = decode(tot % self.M, a.scale, self.L)
+                self._send(p, r, 'reveal', a.shares[p])
+                tot = tot + self._recv(r, 'reveal', p)
+            vals[r] = to_signed(tot, self.L) if exact else decode(tot % self.M, a.scale, self.L)
         return vals[to[0]]
 
     def reveal_bits(self, b:SharedBits, to=None) -> np.ndarray:
@@ -185,41 +212,49 @@ class SMC:
         k = self.king
         tot = shares[k].copy() if xor else shares[k]
         for p in self.parties[1:]:
-            self.channel.send(p, k, kind, _pack(shares[p]) if xor else shares[p])
-            got = self.channel.receive(k, kind, sender=p)
+            if xor: self.channel.send(p, k, kind, _pack(shares[p])); got = self.channel.receive(k, kind, sender=p)
+            else: self._send(p, k, kind, shares[p]); got = self._recv(k, kind, p)
             tot = (tot ^ _unpack(got, shape)) if xor else tot + got
         if not xor: tot = tot % self.M
         for p in self.parties[1:]:
-            self.channel.send(k, p, kind, _pack(tot) if xor else tot)
-            self.channel.receive(p, kind, sender=k)
+            if xor: self.channel.send(k, p, kind, _pack(tot)); self.channel.receive(p, kind, sender=k)
+            else: self._send(k, p, kind, tot); self._recv(p, kind, k)
         return tot
 
     # ----- dealer -------------------------------------------------------------------------------------
-    def _deal(self, v, kind='dealer') -> dict:
-        "The dealer shares ring elements `v` among the parties."
-        sh = share(v, len(self.parties), self.rng[self.dealer], self.L)
-        out = {}
+    def _deal(self, *vs, kind='dealer'):
+        "The dealer shares ring elements: one array per argument, all of one shape, bundled in one message per party. Returns one dict per argument."
+        V = np.stack([np.asarray(v, dtype=object) for v in vs])
+        sh = share(V, len(self.parties), self.rng[self.dealer], self.L)
+        out = [{} for _ in vs]
         for p, s in zip(self.parties, sh):
-            self.channel.send(self.dealer, p, kind, s)
-            out[p] = self.channel.receive(p, kind, sender=self.dealer)
-        return out
+            self._send(self.dealer, p, kind, s)
+            got = self._recv(p, kind, self.dealer)
+            for k in range(len(vs)): out[k][p] = got[k]
+        return out[0] if len(vs) == 1 else out
 
-    def _deal_bits(self, bits, kind='dealer') -> dict:
-        "The dealer XOR-shares bits among the parties."
+    def _deal_bits(self, *bits, kind='dealer'):
+        "The dealer XOR-shares bit arrays (any shapes), bundled in one packed message per party. Returns one dict per argument."
         g = self.rng[self.dealer]
-        sh = [g.integers(0, 2, size=np.shape(bits), dtype=np.uint8) for _ in self.parties[1:]]
-        last = np.asarray(bits, dtype=np.uint8).copy()
+        shapes = [np.shape(b) for b in bits]
+        flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in bits])
+        sh = [random_bits(g, flat.shape) for _ in self.parties[1:]]
+        last = flat.copy()
         for s in sh: last ^= s
-        out = {}
+        cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
+        out = [{} for _ in bits]
         for p, s in zip(self.parties, sh + [last]):
             self.channel.send(self.dealer, p, kind, _pack(s))
-            out[p] = _unpack(self.channel.receive(p, kind, sender=self.dealer), np.shape(bits))
-        return out
+            got = _unpack(self.channel.receive(p, kind, sender=self.dealer), flat.shape)
+            for k, t in enumerate(shapes): out[k][p] = got[cuts[k]:cuts[k + 1]].reshape(t)
+        return out[0] if len(bits) == 1 else out
+
 
 # %% ../nbs/11_smc.ipynb #b0ace34f
 def _lift(self, a:Shared, scale:int) -> Shared:
     "Same value at a higher scale: multiply every share by 2**(scale - a.scale) (exact)."
     if scale < a.scale: raise ValueError("use truncate() to lower a scale")
+    if scale == a.scale: return a
     f = 1 << (scale - a.scale)
     return self._check(Shared({p: (s * f) % self.M for p, s in a.shares.items()}, scale, a.bound))
 
@@ -265,13 +300,24 @@ def _mul(self, x:Shared, y:Shared) -> Shared:
     self._bits_for(out_bound, out_scale)
     g = self.rng[self.dealer]
     a, b = random_ints(g, shape, self.L), random_ints(g, shape, self.L)
-    A, B, C = self._deal(a), self._deal(b), self._deal((a * b) % self.M)
-    d = self._open({p: (x.shares[p] - A[p]) % self.M for p in self.parties})
-    e = self._open({p: (y.shares[p] - B[p]) % self.M for p in self.parties})
+    A, B, C = self._deal(a, b, (a * b) % self.M)                     # one message per party carries the triple
+    de = self._open({p: np.stack([np.broadcast_to(x.shares[p], shape) - A[p], np.broadcast_to(y.shares[p], shape) - B[p]]) % self.M
+                     for p in self.parties})                          # d = x - a and e = y - b, opened together
+    d, e = de[0], de[1]
     z = {p: (C[p] + d * B[p] + e * A[p] + (d * e if p == self.king else 0)) % self.M for p in self.parties}
     return Shared(z, out_scale, out_bound)
 
-SMC.mul = _mul
+def _mul_many(self, pairs:list) -> list:
+    "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale."
+    shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
+    for x, y in pairs: self._bits_for(x.bound * y.bound, x.scale + y.scale)
+    flat = lambda k: {p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)]) for p in self.parties}
+    z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))      # ring products do not care about scales
+    cuts = np.cumsum([0] + [math.prod(s) for s in shapes])
+    return [Shared({p: z.shares[p][cuts[k]:cuts[k + 1]].reshape(s) for p in self.parties}, x.scale + y.scale, x.bound * y.bound)
+            for k, ((x, y), s) in enumerate(zip(pairs, shapes))]
+
+SMC.mul, SMC.mul_many = _mul, _mul_many
 
 # %% ../nbs/11_smc.ipynb #d26f2836
 def _truncate(self, a:Shared, k:int) -> Shared:
@@ -281,7 +327,7 @@ def _truncate(self, a:Shared, k:int) -> Shared:
     ell = self._bits_for(a.bound, a.scale)
     g = self.rng[self.dealer]
     r_hi, r_lo = random_ints(g, a.shape, ell + self.kappa - k), random_ints(g, a.shape, k)
-    R, Rhi = self._deal((r_hi << k) + r_lo), self._deal(r_hi)
+    R, Rhi = self._deal((r_hi << k) + r_lo, r_hi)
     off = 1 << (ell - 1)
     c = self._open({p: (a.shares[p] + R[p] + (off if p == self.king else 0)) % self.M for p in self.parties})
     ch_ = c >> k
@@ -291,22 +337,54 @@ def _truncate(self, a:Shared, k:int) -> Shared:
 SMC.truncate = _truncate
 
 # %% ../nbs/11_smc.ipynb #4c2252db
+def _deal_bits_stacked(self, *bits, kind='dealer') -> list:
+    "The dealer XOR-shares bit arrays in one packed message per party; returns, per argument, the shares stacked as (K, ...)."
+    K, g = len(self.parties), self.rng[self.dealer]
+    shapes = [np.shape(b) for b in bits]
+    flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in bits])
+    sh = random_bits(g, (K, flat.size))
+    sh[-1] = flat ^ np.bitwise_xor.reduce(sh[:-1], axis=0) if K > 1 else flat
+    got = np.empty_like(sh)
+    for k, p in enumerate(self.parties):
+        self.channel.send(self.dealer, p, kind, _pack(sh[k]))
+        got[k] = _unpack(self.channel.receive(p, kind, sender=self.dealer), (flat.size,))
+    cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
+    return [got[:, cuts[i]:cuts[i + 1]].reshape((K,) + t) for i, t in enumerate(shapes)]
+
+def _open_bits_stacked(self, X:np.ndarray, kind:str='masked') -> np.ndarray:
+    "King-based opening of XOR-shared bits stacked as (K, ...) (masked values only): everyone learns them."
+    self.n_openings += 1
+    k, shape = self.king, X.shape[1:]
+    tot = X[0].copy()                                               # the king is parties[0]
+    for i, p in enumerate(self.parties[1:], start=1):
+        self.channel.send(p, k, kind, _pack(X[i])); tot ^= _unpack(self.channel.receive(k, kind, sender=p), shape)
+    for p in self.parties[1:]:
+        self.channel.send(k, p, kind, _pack(tot)); self.channel.receive(p, kind, sender=k)
+    return tot
+
+def _and_stacked(self, X:np.ndarray, Y:np.ndarray) -> np.ndarray:
+    "[X AND Y] for XOR-shared bits stacked as (K, ...): every local step is one numpy operation for all parties."
+    shape = X.shape[1:]
+    g = self.rng[self.dealer]
+    a, b = random_bits(g, shape), random_bits(g, shape)
+    A, B, C = self._deal_bits_stacked(a, b, a & b)
+    de = self._open_bits_stacked(np.stack([X ^ A, Y ^ B], axis=1))
+    d, e = de[0], de[1]
+    Z = C ^ (d & B) ^ (e & A)
+    Z[0] ^= d & e                                                   # the king adds the public d AND e
+    return Z
+
 def _and(self, x:SharedBits, y:SharedBits) -> SharedBits:
     "[x AND y] for XOR-shared bits (elementwise)."
-    shape = x.shape
-    g = self.rng[self.dealer]
-    a, b = g.integers(0, 2, size=shape, dtype=np.uint8), g.integers(0, 2, size=shape, dtype=np.uint8)
-    A, B, C = self._deal_bits(a), self._deal_bits(b), self._deal_bits(a & b)
-    d = self._open({p: x.shares[p] ^ A[p] for p in self.parties}, xor=True, shape=shape)
-    e = self._open({p: y.shares[p] ^ B[p] for p in self.parties}, xor=True, shape=shape)
-    return SharedBits({p: C[p] ^ (d & B[p]) ^ (e & A[p]) ^ ((d & e) if p == self.king else 0) for p in self.parties})
+    Z = self._and_stacked(np.stack([x.shares[p] for p in self.parties]), np.stack([y.shares[p] for p in self.parties]))
+    return SharedBits({p: Z[k] for k, p in enumerate(self.parties)})
 
 def _share_bits_from(self, owner, bits) -> SharedBits:
     "`owner` XOR-shares its bits (used in tests and by protocols whose inputs are bits)."
     owner = _nm(owner)
     if owner not in self.rng: self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])
     g = self.rng[owner]
-    sh = [g.integers(0, 2, size=np.shape(bits), dtype=np.uint8) for _ in self.parties[1:]]
+    sh = [random_bits(g, np.shape(bits)) for _ in self.parties[1:]]
     last = np.asarray(bits, dtype=np.uint8).copy()
     for s in sh: last ^= s
     out = {}
@@ -316,27 +394,32 @@ def _share_bits_from(self, owner, bits) -> SharedBits:
             self.channel.send(owner, p, 'share', _pack(s)); out[p] = _unpack(self.channel.receive(p, 'share', sender=owner), np.shape(bits))
     return SharedBits(out)
 
+SMC._deal_bits_stacked, SMC._open_bits_stacked, SMC._and_stacked = _deal_bits_stacked, _open_bits_stacked, _and_stacked
 SMC.and_, SMC.input_bits = _and, _share_bits_from
 
 # %% ../nbs/11_smc.ipynb #2b134661
 def _bitlt(self, c_bits:np.ndarray, r_bits:SharedBits) -> SharedBits:
     "[c < r] for public bits `c_bits` and shared bits `r_bits` (last axis: bit i = 2**i)."
     m = c_bits.shape[-1]
-    e = {p: (r_bits.shares[p] ^ c_bits) if p == self.king else r_bits.shares[p].copy() for p in self.parties}
+    Ef = np.stack([r_bits.shares[p] for p in self.parties])        # the parties' shares, stacked: one array, (K, ..., m)
+    Ef[0] ^= c_bits                                                 # e_i = c_i XOR r_i (the king adds the public c)
     d = 1
-    while d < m:                                                   # suffix OR, Kogge-Stone
-        lo = SharedBits({p: e[p][..., :m - d] for p in self.parties})
-        hi = SharedBits({p: e[p][..., d:] for p in self.parties})
-        both = self.and_(lo, hi)
-        for p in self.parties: e[p] = np.concatenate([e[p][..., :m - d] ^ e[p][..., d:] ^ both.shares[p], e[p][..., m - d:]], axis=-1)
+    while d < m:                                                    # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
+        both = self._and_stacked(Ef[..., :m - d], Ef[..., d:])
+        Ef = np.concatenate([Ef[..., :m - d] ^ Ef[..., d:] ^ both, Ef[..., m - d:]], axis=-1)
         d *= 2
     nc = (1 - c_bits).astype(np.uint8)
-    out = {}
-    for p in self.parties:
-        f = e[p]
-        g_ = f ^ np.concatenate([f[..., 1:], np.zeros_like(f[..., :1])], axis=-1)
-        out[p] = np.bitwise_xor.reduce(g_ & nc, axis=-1).astype(np.uint8)
-    return SharedBits(out)
+    G = Ef ^ np.concatenate([Ef[..., 1:], np.zeros_like(Ef[..., :1])], axis=-1)      # g_i = f_i XOR f_(i+1)
+    U = np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
+    return SharedBits({p: U[k] for k, p in enumerate(self.parties)})
+
+def _int_bits(v, m:int) -> np.ndarray:
+    "The m low bits of non-negative integers `v` (object array), as uint8 with a last axis of length m (bit i = 2**i)."
+    v = np.asarray(v, dtype=object); nb = max(1, -(-m // 8))
+    mask = (1 << (8 * nb)) - 1
+    raw = b''.join((int(t) & mask).to_bytes(nb, 'little') for t in v.ravel())
+    bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, nb), axis=1, bitorder='little')[:, :m]
+    return bits.reshape(v.shape + (m,))
 
 def _ltz(self, x:Shared) -> SharedBits:
     "[x < 0] as XOR-shared bits."
@@ -344,14 +427,10 @@ def _ltz(self, x:Shared) -> SharedBits:
     g = self.rng[self.dealer]
     r_lo, r_hi = random_ints(g, x.shape, m), random_ints(g, x.shape, self.kappa + 1)
     R = self._deal((r_hi << m) + r_lo)
-    bits = np.stack([np.array([(int(t) >> i) & 1 for t in np.ravel(r_lo)], np.uint8).reshape(x.shape) for i in range(m)], axis=-1) \
-        if m else np.zeros(x.shape + (0,), np.uint8)
-    Rb = self._deal_bits(bits)
-    Rpar = self._deal_bits(np.array([int(t) & 1 for t in np.ravel(r_hi)], np.uint8).reshape(x.shape))
+    Rb, Rpar = self._deal_bits(_int_bits(r_lo, m), _int_bits(r_hi, 1)[..., 0])
     c = self._open({p: (x.shares[p] + R[p] + ((1 << m) if p == self.king else 0)) % self.M for p in self.parties})
-    c_lo = c % (1 << m); c_hi_par = np.array([(int(t) >> m) & 1 for t in np.ravel(c)], np.uint8).reshape(x.shape)
-    c_bits = np.stack([np.array([(int(t) >> i) & 1 for t in np.ravel(c_lo)], np.uint8).reshape(x.shape) for i in range(m)], axis=-1)
-    u = self._bitlt(c_bits, SharedBits(Rb))
+    c_hi_par = _int_bits(c >> m, 1)[..., 0]
+    u = self._bitlt(_int_bits(c, m), SharedBits(Rb))
     return SharedBits({p: u.shares[p] ^ Rpar[p] ^ ((c_hi_par ^ 1) if p == self.king else 0) for p in self.parties})
 
 SMC._bitlt, SMC.ltz = _bitlt, _ltz
@@ -360,7 +439,7 @@ SMC._bitlt, SMC.ltz = _bitlt, _ltz
 def _b2a(self, b:SharedBits) -> Shared:
     "XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     g = self.rng[self.dealer]
-    s = g.integers(0, 2, size=b.shape, dtype=np.uint8)
+    s = random_bits(g, b.shape)
     Sb, Sa = self._deal_bits(s), self._deal(s.astype(object))
     v = self._open({p: b.shares[p] ^ Sb[p] for p in self.parties}, xor=True, shape=b.shape).astype(object)
     return Shared({p: ((v if p == self.king else 0) + (1 - 2 * v) * Sa[p]) % self.M for p in self.parties}, 0, 1.0)
@@ -385,7 +464,14 @@ def _reciprocal(self, n:Shared, n_max:int, scale:int=64, iters:int|None=None) ->
         z.bound = 1.0
     return z
 
-SMC.b2a, SMC.reciprocal = _b2a, _reciprocal
+def _maximum(self, a:Shared, b:Shared) -> Shared:
+    "[max(a, b)] elementwise: a + [a < b] (b - a), one comparison and one multiplication."
+    s = max(a.scale, b.scale); a, b = self.lift(a, s), self.lift(b, s)
+    lt = self.b2a(self.ltz(self.sub(a, b)))
+    m = self.add(a, self.mul(lt, self.sub(b, a)))
+    return Shared(m.shares, s, max(a.bound, b.bound))      # max(a, b) is bounded by the larger bound
+
+SMC.b2a, SMC.reciprocal, SMC.maximum = _b2a, _reciprocal, _maximum
 
 # %% ../nbs/11_smc.ipynb #86afe24d
 RFC3526_P2048 = int(

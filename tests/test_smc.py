@@ -161,7 +161,7 @@ def test_comparison_opening_high_bits_input_independent():
             ch, smc = run_ltz(x, seed)
             ell = smc._bits_for(1e3, 12)
             c = next(m.payload for m in ch.messages if m.kind == 'masked' and m.receiver == 'b' and m.sender == 'a')
-            out += [int(t) >> (ell + smc.kappa - 5) for t in c]
+            out += [int(t) >> (ell + smc.kappa - 5) for t in np.asarray(c)]
         return np.bincount(out, minlength=64)
     tab = np.array([top(-999.0), top(999.0)]); tab = tab[:, tab.sum(0) > 0]
     assert stats.chi2_contingency(tab).pvalue > ALPHA
