@@ -15,10 +15,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 # %% auto #0
 __all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'yeo_johnson', 'yeo_johnson_inverse', 'yeo_johnson_dlambda', 'YJAnchors',
-           'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_sums',
-           'yj_loglik_from_sums', 'YJData', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
-           'exp_update', 'ExpSearchState', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'exp_yj_search',
-           'exp_yj', 'yj_sum_bounds', 'YeoJohnsonTransformer']
+           'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
+           'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik',
+           'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
+           'exp_yj_search', 'exp_yj', 'yj_sum_bounds', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -273,12 +273,11 @@ def yj_dloglik_from_sums(S: YJSums) -> np.ndarray:
     with np.errstate(divide='ignore', invalid='ignore'):
         return S.s_phi - S.n*C/D
 
-def yj_moments_from_sums(S: YJSums):
-    "(mean, variance) of Psi(lambda, x) from the frame sums (computed in the log domain where it matters)."
-    f = S.frame; n = S.n
-    D, _ = _DC(S)
+def yj_moments_from_frame(mean_t, var_t, frame: YJFrame):
+    "(mean, variance) of Psi(lambda, x) from the mean and variance of the frame values (log domain where it matters)."
+    f = frame
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-        mt, vt = S.s_psi/n, np.maximum(D, 0)/n**2
+        mt, vt = np.asarray(mean_t, dtype=np.float64), np.maximum(var_t, 0)
         L = f.log_scale
         var = np.exp(2*L + np.log(vt))
         # one-signed: mean = s (e^L (1 + lam_s mean_u) - 1)/lam_s with mean_u = s mt; 1 + lam_s mean_u = mean(e^{lam_s d}) > 0
@@ -286,6 +285,12 @@ def yj_moments_from_sums(S: YJSums):
         m1 = f.sign*np.where(f.lam_s == 0, mu + f.c, np.expm1(L + np.log1p(f.lam_s*mu))/np.where(f.lam_s == 0, 1, f.lam_s))
         mean = np.where(f.mixed, np.exp(f.M)*mt, m1)
     return mean, var
+
+def yj_moments_from_sums(S: YJSums):
+    "(mean, variance) of Psi(lambda, x) from the frame sums."
+    D, _ = _DC(S)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        return yj_moments_from_frame(S.s_psi/S.n, D/S.n**2, S.frame)
 
 def yj_loglik_from_sums(S: YJSums) -> np.ndarray:
     "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (constants dropped as in SciPy's yeojohnson_llf)."
@@ -479,7 +484,7 @@ class YJData:
             blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
             with np.errstate(invalid='ignore'):
                 w = np.maximum(lg - blo, bhi - lg)
-            build = rest & np.isfinite(w) & (w*R <= TAU1)
+                build = rest & np.isfinite(w) & (w*R <= TAU1)
         for mom in (False, True):
             for lof in (False, True):
                 i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
@@ -703,7 +708,13 @@ def _as_2d_float(X):
     _check_numeric_frame(X)
     names = _column_names(X)
     try: A = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as e: raise ValueError(f"X is not numeric: {e}") from None
+    except (TypeError, ValueError) as e:
+        raw = np.asarray(X, dtype=object)
+        if raw.ndim == 2:                                   # name the first column that is not numeric
+            for j in range(raw.shape[1]):
+                try: np.asarray(raw[:, j], dtype=np.float64)
+                except (TypeError, ValueError): raise ValueError(f"{(names or [f'column {k}' for k in range(raw.shape[1])])[j]!r} is not numeric: {e}") from None
+        raise ValueError(f"X is not numeric: {e}") from None
     one = A.ndim == 1
     if one: A = A[:, None]
     if A.ndim != 2: raise ValueError(f"X must be 1-D or 2-D; got {A.ndim} dimensions")
