@@ -1,0 +1,263 @@
+"""fedgauss.securefedyj: pooled equivalence over many federations, what the transcript reveals, the numerical range,
+bad input, and the transformer."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.base import clone
+
+from fedgauss.data import load_breast_cancer, make_skewed_features
+from fedgauss.federation import dirichlet_split, iid_split, label_skew_split, size_skew_split
+from fedgauss.securefedyj import (FedYeoJohnsonTransformer, SecureFedYJ, anchors_from_envelope, communication_table,
+                                  revealed_values, secure_step)
+from fedgauss.smc import FixedPointOverflow
+from fedgauss.yeojohnson import YeoJohnsonTransformer, YeoJohnsonWarning, exp_yj
+
+T_MAX = 32
+
+
+@pytest.fixture(scope='module')
+def datasets():
+    Xb, yb = load_breast_cancer()
+    Xs = make_skewed_features(1500, 10, rng=1)                  # ten families: one- and mixed-signed, all scales
+    ys = (Xs[:, 0] > np.median(Xs[:, 0])).astype(int)
+    return {'breast cancer': (Xb.to_numpy(), yb.to_numpy()), 'skewed': (Xs, ys)}
+
+
+@pytest.fixture(scope='module')
+def pooled(datasets):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        return {k: exp_yj(X, t_max=T_MAX, full_output=True) for k, (X, _) in datasets.items()}
+
+
+def federation(X, y, K, how, seed):
+    if how == 'iid': return iid_split(X, y, K, seed)
+    if how == 'label skew 0.9': return label_skew_split(X, y, K, 0.9, seed)
+    if how == 'dirichlet 0.1': return dirichlet_split(X, y, K, 0.1, seed)
+    if how == 'unequal sizes':
+        s = np.geomspace(1, 300, K); return size_skew_split(X, y, s/s.sum(), seed)
+    if how == 'single-row clients':                 # two clients hold one row each
+        rest = iid_split(X[2:], y[2:], max(K - 2, 1), seed)
+        return [(X[:1], y[:1]), (X[1:2], y[1:2])] + rest if K > 2 else [(X[:1], y[:1]), (X[1:], y[1:])]
+    raise ValueError(how)
+
+
+HOWS = ['iid', 'label skew 0.9', 'dirichlet 0.1', 'unequal sizes', 'single-row clients']
+
+
+@pytest.mark.parametrize('how', HOWS)
+@pytest.mark.parametrize('K', [2, 5, 10])
+@pytest.mark.parametrize('name', ['breast cancer', 'skewed'])
+def test_pooled_equivalence(datasets, pooled, name, K, how):
+    X, y = datasets[name]
+    parts = federation(X, y, K, how, seed=K)
+    assert sum(len(p[0]) for p in parts) == len(X) and len(parts) == K
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        fed = SecureFedYJ(t_max=T_MAX, rng=K).fit([p[0] for p in parts])
+    ref = pooled[name]
+    np.testing.assert_array_equal(fed.signs_, ref.signs)            # the same sign sequence, step by step
+    np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)        # hence the same lambda, to the last bit
+    np.testing.assert_allclose(fed.mean_, ref.mean, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(fed.var_, ref.var, rtol=1e-11)
+
+
+# ------------------------------------------------------------------------- what is revealed ---------
+
+@pytest.fixture(scope='module')
+def demo_fit(datasets):
+    X, y = datasets['breast cancer']
+    return SecureFedYJ(t_max=T_MAX, rng=0).fit([p[0] for p in label_skew_split(X, y, 3, 0.8, 0)])
+
+
+def test_server_receives_nothing(demo_fit):
+    t = demo_fit.channel_.transcript
+    assert 'server' not in set(t.receiver)
+    assert set(t.loc[t.sender == 'server', 'kind']) == {'dealer'}
+    assert set(t.loc[t.kind == 'reveal', 'receiver']) == {'client0', 'client1', 'client2'}
+    assert communication_table(demo_fit).loc['server', 'total received'] == 0
+
+
+def test_search_opens_only_the_signs(demo_fit):
+    d, r = demo_fit.n_features_in_, demo_fit.rounds_
+    opened = revealed_values(demo_fit.channel_, 3, demo_fit.ring_bits_)
+    search = [o for o in opened if o[0] in r['search']]
+    assert [o[0] for o in search] == r['search']                     # exactly one opening per step
+    for t, (_, kind, v) in enumerate(search):
+        assert kind == 'bits' and v.size == -(-2*d // 8)*8          # 2d bits, packed
+        np.testing.assert_array_equal(np.where(v[:d] == 1, -1, 1), demo_fit.signs_[t])
+        assert not v[d:].any()                                       # precision flags (and padding) are 0
+    assert [o[1] for o in opened if o[0] == r['setup']] == ['ring']  # the envelope
+    assert anchors_from_envelope(next(v for rr, k, v in opened if rr == r['setup']).reshape(4, d)) == demo_fit.anchors_
+    assert [o[1] for o in opened if o[0] == r['final']] == ['ring']  # the fitted frame mean and variance
+
+
+def test_other_federations_of_the_same_data_open_identical_values(datasets, demo_fit):
+    X, y = datasets['breast cancer']
+    d = demo_fit.n_features_in_
+    ref = revealed_values(demo_fit.channel_, 3, demo_fit.ring_bits_)
+    for K, how, seed in [(5, 'dirichlet 0.1', 4), (7, 'unequal sizes', 5)]:
+        fed = SecureFedYJ(t_max=T_MAX, rng=100 + K).fit([p[0] for p in federation(X, y, K, how, seed)])
+        got = revealed_values(fed.channel_, K, fed.ring_bits_)
+        assert len(got) == len(ref)
+        for (r1, k1, v1), (r2, k2, v2) in zip(ref[:-1], got[:-1]):    # setup and every search step: bit for bit
+            assert (r1, k1) == (r2, k2)
+            np.testing.assert_array_equal(v1[:2*d] if k1 == 'bits' else v1, v2[:2*d] if k2 == 'bits' else v2)
+        np.testing.assert_allclose(fed.mean_t_, demo_fit.mean_t_, rtol=1e-15, atol=2.0**-80)   # final: to fixed-point precision
+        np.testing.assert_allclose(fed.var_t_, demo_fit.var_t_, rtol=1e-12)
+
+
+def _received_ints(channel, party):
+    out = []
+    for m in channel.messages:
+        if m.receiver == party and m.kind in ('share', 'masked', 'dealer') and not isinstance(m.payload, np.ndarray):
+            out.extend(int(v) & 0xFF for v in np.asarray(m.payload).ravel())
+    return np.array(out)
+
+
+def test_what_a_client_receives_does_not_depend_on_the_data():
+    # the low bytes of every ring element client1 receives (shares, dealer material, masked openings) are uniform,
+    # and distributed the same for two very different datasets
+    g = np.random.default_rng(0)
+    A = [g.lognormal(size=(15, 2)), g.lognormal(size=(12, 2))]
+    B = [-g.exponential(size=(15, 2)) * 100, -g.exponential(size=(12, 2)) * 100]
+    views = []
+    for data in (A, B):
+        v = np.concatenate([_received_ints(SecureFedYJ(t_max=2, rng=s).fit(data).channel_, 'client1') for s in range(10)])
+        views.append(np.bincount(v, minlength=256))
+    assert min(h.sum() for h in views) > 5000
+    assert all(stats.chisquare(h).pvalue > 1e-4 for h in views)
+    assert stats.chi2_contingency(np.array(views)).pvalue > 1e-4
+
+
+# ------------------------------------------------------------------------- numerical range ----------
+
+def test_100k_rows_without_overflow():
+    X = make_skewed_features(100_000, 6, rng=3)
+    parts = np.array_split(np.random.default_rng(0).permutation(len(X)), 5)
+    fed = SecureFedYJ(t_max=12, rng=0).fit([X[p] for p in parts])
+    ref = exp_yj(X, t_max=12, full_output=True)
+    np.testing.assert_array_equal(fed.signs_, ref.signs)
+    np.testing.assert_allclose(fed.var_, ref.var, rtol=1e-11)
+
+
+def test_overflow_is_an_error_never_a_wrong_sign(datasets):
+    X, y = datasets['breast cancer']
+    parts = [p[0] for p in iid_split(X, y, 3, 0)]
+    with pytest.raises(FixedPointOverflow, match='fixed-point overflow'):
+        SecureFedYJ(t_max=4, ring_bits=192, rng=0).fit(parts)
+    fed = SecureFedYJ(t_max=4, rng=0)
+    with pytest.raises(FixedPointOverflow):
+        fed.set_params(ring_bits=256).fit(parts)
+    t = fed.channel_.transcript
+    assert not (t['round'] > 1).any()                                # stopped before the first sign was computed
+
+
+def test_precision_guard_flags_a_vanishing_variance():
+    from fedgauss.smc import SMC, Shared
+    from fedgauss.federation import Channel
+    from fedgauss.securefedyj import SCALES, ring_bits_for, _share_statistics
+    f, n = 64, np.array([50, 50])
+    psi = np.array([10.0, 10.0]); psi2 = np.array([2.0 + 1e-12, 3.0])          # variance ~0 and 0.02
+    ints = np.array([[int(round(v*2**(k*f))) for v in row] for row, k in
+                     zip((n, [1.0, 1.0], psi, psi2, [1.0, 1.0], [0.5, 0.5]), SCALES)], dtype=object)
+    smc = SMC(['a', 'b'], Channel(), dealer='server', ring_bits=ring_bits_for(2, 100, f), rng=0)
+    _, guard = secure_step(smc, _share_statistics(smc, 'a', ints, f, 100), 2, f)
+    np.testing.assert_array_equal(guard, [True, False])
+
+
+def test_constant_features_get_lambda_one(datasets):
+    X, y = datasets['breast cancer']
+    Xc = np.c_[X[:, :3], np.full(len(X), 7.25), np.zeros(len(X))]
+    parts = [p[0] for p in iid_split(Xc, y, 3, 0)]
+    with pytest.warns(YeoJohnsonWarning, match='constant'):
+        fed = SecureFedYJ(t_max=16, rng=0).fit(parts)
+    np.testing.assert_array_equal(fed.constant_, [False, False, False, True, True])
+    np.testing.assert_array_equal(fed.lambdas_[3:], 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        ref = exp_yj(Xc, t_max=16, full_output=True)
+    np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)
+    np.testing.assert_allclose(fed.mean_, ref.mean, rtol=1e-12, atol=1e-15)
+
+
+def test_public_bounds_reveal_nothing_in_the_setup(datasets):
+    X, y = datasets['breast cancer']
+    parts = [p[0] for p in iid_split(X, y, 3, 0)]
+    bounds = np.c_[np.zeros(X.shape[1]), X.max(0) * 2]
+    fed = SecureFedYJ(t_max=T_MAX, bounds=bounds, rng=0).fit(parts)
+    t = fed.channel_.transcript
+    assert not (t['round'] == fed.rounds_['setup']).any()
+    ref = exp_yj(X, t_max=T_MAX, full_output=True)
+    np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)
+    with pytest.raises(ValueError, match="client0: 'x0', 'x1', .* values outside the public bounds"):
+        SecureFedYJ(t_max=2, bounds=np.c_[np.zeros(X.shape[1]), X.max(0) / 2], rng=0).fit(parts)
+
+
+# ------------------------------------------------------------------------- bad input ----------------
+
+def _clients():
+    Xb, _ = load_breast_cancer()
+    return [Xb.iloc[:200, :4].copy(), Xb.iloc[200:, :4].copy()]
+
+
+BAD = [
+    (lambda c: c[0], ValueError, 'non-empty list'),
+    (lambda c: [], ValueError, 'non-empty list'),
+    (lambda c: [c[0], c[1].iloc[:0]], ValueError, 'client 1 has no rows'),
+    (lambda c: [c[0], c[1].iloc[:, :3]], ValueError, 'mismatched columns: client 1 has 3 columns'),
+    (lambda c: [c[0], c[1].rename(columns={'mean area': 'area'})], ValueError, "mismatched columns.*'area' != 'mean area'"),
+    (lambda c: [c[0], c[1].assign(**{'mean area': np.inf})], ValueError, "client 1: 'mean area' contain\\(s\\) inf"),
+    (lambda c: [c[0], c[1].assign(**{'mean area': 'big'})], ValueError, "client 1: .*'mean area'.* not numeric"),
+    (lambda c: [c[0], c[1].assign(**{'mean area': np.nan})], None, None),            # NaN is allowed: ignored
+    (lambda c: [np.ones((3, 2, 2))], ValueError, 'expected a 2-D table'),
+    (lambda c: [c[0].assign(**{'mean area': np.nan}), c[1].assign(**{'mean area': np.nan})], ValueError, "'mean area' has no finite value"),
+]
+
+
+@pytest.mark.parametrize('make,exc,msg', BAD, ids=[m or 'nan-ok' for *_, m in BAD])
+def test_bad_input(make, exc, msg):
+    clients = make(_clients())
+    before = [c.copy() for c in clients] if isinstance(clients, list) else None
+    if exc is None:
+        SecureFedYJ(t_max=4, rng=0).fit(clients)
+    else:
+        with pytest.raises(exc, match=msg):
+            SecureFedYJ(t_max=4, rng=0).fit(clients)
+    if before is not None:                                            # the caller's data are untouched
+        for a, b in zip(clients, before):
+            if isinstance(a, pd.DataFrame): pd.testing.assert_frame_equal(a, b)
+            else: np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize('kw,msg', [({'t_max': -1}, 't_max'), ({'precision': 0}, 'precision'), ({'precision': 200}, 'at most 190'),
+                                    ({'max_rows': 100}, 'more than max_rows'), ({'t_max': 2.5}, 't_max')])
+def test_bad_parameters(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        SecureFedYJ(**kw).fit(_clients())
+
+
+# ------------------------------------------------------------------------- the transformer ----------
+
+def test_transformer_matches_pooled_and_roundtrips():
+    Xb, yb = load_breast_cancer()
+    Xb = Xb.copy(); Xb.iloc[5, 2] = np.nan; Xb.iloc[300, 7] = np.nan
+    splits = label_skew_split(Xb, yb, 4, 0.8, rng=1)
+    ft = FedYeoJohnsonTransformer(rng=0).set_output(transform='pandas').fit([Xk for Xk, _ in splits])
+    pt = YeoJohnsonTransformer(t_max=T_MAX).fit(Xb)
+    np.testing.assert_array_equal(ft.lambdas_, pt.lambdas_)
+    for Xk, _ in splits:
+        Z = ft.transform(Xk)
+        assert isinstance(Z, pd.DataFrame) and (Z.index == Xk.index).all() and list(Z.columns) == list(Xb.columns)
+        np.testing.assert_allclose(Z.to_numpy(), pt.transform(Xk), rtol=0, atol=1e-10)
+        back = ft.inverse_transform(Z.to_numpy())
+        np.testing.assert_allclose(back, Xk.to_numpy(), rtol=1e-9, equal_nan=True)
+    assert np.isnan(ft.transform(Xb).iloc[5, 2])
+    assert clone(ft).get_params() == ft.get_params()
+    with pytest.raises(ValueError, match='inf'):
+        ft.transform(Xb.assign(**{'mean area': np.inf}))
+    with pytest.raises(ValueError, match='feature names should match'):
+        ft.transform(Xb.iloc[:, :5])
