@@ -86,6 +86,23 @@ def test_mul_trunc_ltz_random(K):
     np.testing.assert_array_equal(smc.reveal_bits(smc.ltz(s)), (decode(encode(vals, 20), 20) < 0).astype(np.uint8))
 
 
+def test_mul_many_and_maximum_random():
+    g = np.random.default_rng(11)
+    smc = SMC(['p0', 'p1', 'p2'], rng=11)
+    x, y = g.normal(scale=30, size=50), g.normal(scale=30, size=(2, 7))
+    n = g.integers(-1000, 1000, 50)
+    sx, sy, sn = smc.input('p0', x, 20, 1e3), smc.input('p1', y, 10, 1e3), smc.input('p2', n, 0, 1e3)
+    before = smc.n_openings
+    a, b = smc.mul_many([(sx, sn), (sy, sy)])
+    assert smc.n_openings - before == 1 and (a.scale, b.scale) == (20, 20)
+    np.testing.assert_array_equal(smc.reveal(a), decode(encode(x, 20), 20) * n)
+    np.testing.assert_array_equal(smc.reveal(b), decode(encode(y, 10), 10)**2)
+    u, v = g.integers(-2**62, 2**62, 200), g.integers(-2**62, 2**62, 200)
+    u[:20] = v[:20]                                                            # ties
+    m = smc.maximum(smc.input('p0', u, 0, 2.0**62), smc.input('p2', v, 0, 2.0**62))
+    assert smc.reveal(m, exact=True).tolist() == np.maximum(u, v).tolist()
+
+
 def test_reciprocal_random_counts():
     g = np.random.default_rng(7)
     n = np.concatenate([[1, 2, 2**16, 2**17 - 1], g.integers(1, 10**6, 40)])
@@ -138,6 +155,12 @@ def run_and(x, seed):
     return ch, smc
 
 
+def run_max(x, seed):
+    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    smc.maximum(smc.input('a', np.full(8, x), 8, 1e3), smc.input('a', np.full(8, -x), 8, 1e3))
+    return ch, smc
+
+
 def run_b2a(x, seed):
     ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
     smc.b2a(smc.input_bits('a', np.full(64, int(x > 0), np.uint8)))
@@ -145,8 +168,8 @@ def run_b2a(x, seed):
 
 
 @pytest.mark.parametrize('run,inputs', [(run_share, (0.0, 123456.75)), (run_mul, (0.0, 999.5)), (run_trunc, (-5.0, 77777.0)),
-                                        (run_ltz, (-900.0, 0.5)), (run_and, (0, 1)), (run_b2a, (0, 1))],
-                         ids=['share', 'beaver-mul', 'truncation', 'comparison', 'and-gate', 'bit-to-arith'])
+                                        (run_ltz, (-900.0, 0.5)), (run_and, (0, 1)), (run_b2a, (0, 1)), (run_max, (-700.0, 3.0))],
+                         ids=['share', 'beaver-mul', 'truncation', 'comparison', 'and-gate', 'bit-to-arith', 'maximum'])
 def test_views_uniform_and_input_independent(run, inputs):
     va, vb = views(run, inputs)
     assert_uniform_and_input_free(va, vb)
