@@ -6,6 +6,7 @@
 from __future__ import annotations
 import hashlib, math, numbers, random, secrets
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -158,20 +159,25 @@ class SMC:
         return self.channel.receive(receiver, kind, sender=sender).values
 
     # ----- input and output --------------------------------------------------------------------------
-    def input(self, owner, x, scale:int, bound:float) -> Shared:
-        "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties."
+    def input(self, owner, x, scale:int, bound:float, encoded:bool=False) -> Shared:
+        "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
         owner = _nm(owner)
         xi = np.asarray(x)
         exact = xi.dtype.kind in 'iuO'                               # integers are shared exactly
+        if encoded and not exact: raise ValueError(f"{owner}: encoded input must be integers")
         x = xi if exact else np.asarray(x, dtype=float)
         if not exact and not np.all(np.isfinite(x)): raise ValueError(f"{owner}: input contains NaN or inf")
-        mags = np.array([abs(int(t)) for t in x.flat], dtype=object) if exact else np.abs(x).ravel()
-        if len(mags) and max(mags) > bound:
-            raise FixedPointOverflow(f"{owner}: input value {x.flat[int(np.argmax(mags))]!r} exceeds the agreed bound {bound!r}")
+        flat = [int(t) for t in x.flat] if exact else None
+        if exact:
+            lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))   # exact: no float can overflow here
+            big = [j for j, t in enumerate(flat) if abs(t) > lim]
+            if big: raise FixedPointOverflow(f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}" + (f" at scale {scale}" if encoded else ""))
+        elif x.size and np.max(np.abs(x)) > bound:
+            raise FixedPointOverflow(f"{owner}: input value {x.ravel()[np.argmax(np.abs(x).ravel())]!r} exceeds the agreed bound {bound!r}")
         self._bits_for(bound, scale)
         if owner not in self.rng: self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])   # an input-only party
         rng = self.rng[owner]
-        sh = share(encode(x, scale, self.L), len(self.parties), rng, self.L)
+        sh = share(encode(x, 0 if encoded else scale, self.L), len(self.parties), rng, self.L)
         out = {}
         for p, s in zip(self.parties, sh):
             if p == owner: out[p] = s
@@ -235,18 +241,7 @@ class SMC:
 
     def _deal_bits(self, *bits, kind='dealer'):
         "The dealer XOR-shares bit arrays (any shapes), bundled in one packed message per party. Returns one dict per argument."
-        g = self.rng[self.dealer]
-        shapes = [np.shape(b) for b in bits]
-        flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in bits])
-        sh = [random_bits(g, flat.shape) for _ in self.parties[1:]]
-        last = flat.copy()
-        for s in sh: last ^= s
-        cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
-        out = [{} for _ in bits]
-        for p, s in zip(self.parties, sh + [last]):
-            self.channel.send(self.dealer, p, kind, _pack(s))
-            got = _unpack(self.channel.receive(p, kind, sender=self.dealer), flat.shape)
-            for k, t in enumerate(shapes): out[k][p] = got[cuts[k]:cuts[k + 1]].reshape(t)
+        out = [{p: S[k] for k, p in enumerate(self.parties)} for S in self._deal_bits_stacked(*bits, kind=kind)]
         return out[0] if len(bits) == 1 else out
 
 

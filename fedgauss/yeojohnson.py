@@ -644,6 +644,19 @@ class ExpYJResult:
     sums: YJSums               # pooled sums at the fitted lambdas
     anchors: YJAnchors
 
+def _final_lambdas(lmbda, lb, ub, const, names, ymax, what="constant (or numerically constant)"):
+    "The fitted lambdas: the search's, clipped to the overflow bounds, 1 for constant features; warns about both. Returns (lambdas, bounded)."
+    lam = np.where(const, 1.0, np.clip(lmbda, lb, ub))
+    bounded = ~const & (lam != lmbda)
+    if const.any():
+        warnings.warn(f"{what} feature(s) {', '.join(repr(names[j]) for j in np.flatnonzero(const))}: lambda set to 1 (identity)",
+                      YeoJohnsonWarning, stacklevel=3)
+    if bounded.any():
+        warnings.warn("the maximum-likelihood lambda would make Psi exceed ymax={:g} for {}; lambda bounded to {}".format(
+            ymax, ', '.join(repr(names[j]) for j in np.flatnonzero(bounded)), np.round(lam[bounded], 6).tolist()),
+            YeoJohnsonWarning, stacklevel=3)
+    return lam, bounded
+
 def exp_yj_search(holders, t_max: int=64, ymax: float=YMAX, accelerate: bool=True, names=None) -> ExpYJResult:
     "ExpYJ (Algorithm 1) over data holders (`YJData` with the same anchors): their sums are added at every step."
     holders = list(holders)
@@ -671,15 +684,7 @@ def exp_yj_search(holders, t_max: int=64, ymax: float=YMAX, accelerate: bool=Tru
         sg[const] = 0
         state = state.update(sg)
         path.append(state.lmbda); signs.append(sg)
-    lam = np.where(const, 1.0, np.clip(state.lmbda, lb, ub))
-    bounded = ~const & (lam != state.lmbda)
-    if const.any():
-        warnings.warn(f"constant (or numerically constant) feature(s) {', '.join(repr(names[j]) for j in np.flatnonzero(const))}: lambda set to 1 (identity)",
-                      YeoJohnsonWarning, stacklevel=2)
-    if bounded.any():
-        warnings.warn("the maximum-likelihood lambda would make Psi exceed ymax={:g} for {}; lambda bounded to {}".format(
-            ymax, ', '.join(repr(names[j]) for j in np.flatnonzero(bounded)), np.round(lam[bounded], 6).tolist()),
-            YeoJohnsonWarning, stacklevel=2)
+    lam, bounded = _final_lambdas(state.lmbda, lb, ub, const, names, ymax)
     S = sum(h.sums(lam, (state.lo, state.hi), accelerate) for h in holders)
     mean, var = yj_moments_from_sums(S)
     return ExpYJResult(lam, mean, var, np.array(path), np.array(signs, dtype=np.int8).reshape(t_max, d), bounded, const, S, anchors)
