@@ -17,12 +17,12 @@ from .dp import (PrivacyBudget, PrivacyBudgetExceeded, RDPAccountant, gaussian_m
                          laplace_mechanism, matrix_normal_mechanism, sequential_composition)
 
 # %% auto #0
-__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'SCENARIOS', 'DP_INIT', 'DP_KEYS', 'CenterStats', 'penalised_loglik',
-           'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2', 'em_iteration',
-           'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter', 'MVPPCAMaster', 'FedMVPPCA',
-           'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid',
-           'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center', 'prior_sd', 'dp_radii',
-           'clip_norm', 'CenterDP', 'DPFedMVPPCA']
+__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'DP_INIT', 'DP_KEYS', 'CenterStats',
+           'penalised_loglik', 'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2',
+           'em_iteration', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter',
+           'MVPPCAMaster', 'FedMVPPCA', 'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic',
+           'make_multiview_synthetic', 'scenario_iid', 'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario',
+           'minmax_center', 'prior_sd', 'dp_radii', 'clip_norm', 'CenterDP', 'DPFedMVPPCA']
 
 # %% ../nbs/40_mvppca.ipynb #fdf9f12d
 @dataclass
@@ -529,14 +529,18 @@ def pointwise_loglik(center:dict, draws:dict) -> np.ndarray:
     logdet = -np.log(lam).sum(1) + np.linalg.slogdet(A)[1]
     return -0.5 * (D * np.log(2 * np.pi) + logdet[:, None] + quad)
 
+WAIC_VAR_LIMIT = 0.4   # per-subject variance of the log-likelihood above which WAIC's penalty is unreliable (Vehtari, Gelman & Gabry 2017)
+
 def waic_from_loglik(ll:np.ndarray) -> pd.Series:
-    "lppd, p_waic and waic from a (draws, subjects) matrix of log-likelihoods, in log space."
+    "lppd, p_waic and waic from a (draws, subjects) matrix of log-likelihoods, in log space; with the largest per-subject variance and the share of subjects above 0.4."
     ll = np.asarray(ll, dtype=float)
     S = ll.shape[0]
     if S < 2: raise ValueError("WAIC needs at least 2 draws")
     lppd = float(np.sum(special.logsumexp(ll, axis=0) - np.log(S)))
-    p = float(np.sum(np.var(ll, axis=0, ddof=1)))
-    return pd.Series(dict(waic=-2 * (lppd - p), lppd=lppd, p_waic=p, n_subjects=ll.shape[1]))
+    v = np.var(ll, axis=0, ddof=1)
+    p = float(np.sum(v))
+    return pd.Series(dict(waic=-2 * (lppd - p), lppd=lppd, p_waic=p, n_subjects=ll.shape[1],
+                          p_waic_max=float(v.max()), frac_unreliable=float(np.mean(v > WAIC_VAR_LIMIT))))
 
 def waic(model:FedMVPPCA, centers, n_draws:int=500, rng=None) -> pd.Series:
     "WAIC of a fitted model's global distribution on `centers` (list of dicts view -> array)."

@@ -244,7 +244,69 @@ def test_waic_log_space_and_against_dense():
 
 def test_waic_method(fitted, data):
     w = fitted.waic(data[2], n_draws=50, rng=0)
-    assert set(w.index) == {'waic', 'lppd', 'p_waic', 'n_subjects'} and w['n_subjects'] == 400 and w['p_waic'] >= 0
+    assert set(w.index) == {'waic', 'lppd', 'p_waic', 'n_subjects', 'p_waic_max', 'frac_unreliable'}
+    assert w['n_subjects'] == 400 and w['p_waic'] >= 0 and 0 <= w['frac_unreliable'] <= 1 and w['p_waic_max'] <= w['p_waic']
+
+
+def test_waic_reliability_flags():
+    ll = np.zeros((20, 5)); ll[::2, 0] = 2.0; ll[::2, 1] = 0.5      # subject 0 varies (var ~1.05), subject 1 a little (~0.07)
+    w = waic_from_loglik(ll)
+    np.testing.assert_allclose(w['p_waic_max'], ll[:, 0].var(ddof=1))
+    assert w['frac_unreliable'] == 0.2
+
+
+def test_synthetic_data_carry_five_identifiable_directions():
+    "The generator is not why WAIC misses q = 5: every latent direction is far above the noise, view by view and stacked."
+    V, _, truth = make_multiview_synthetic(rng=0, return_params=True)
+    Sx = np.cov(truth['latent'].T)
+    def eigs(views):
+        Ww = np.vstack([truth[v]['W'] / np.sqrt(truth[v]['sigma2']) for v in views])
+        return np.sort(np.linalg.eigvalsh(Ww @ Sx @ Ww.T))[::-1]
+    stacked = eigs(list(V))
+    assert stacked[4] > 100 and abs(stacked[5]) < 1e-8
+    for v in V: assert eigs([v])[4] > 10 * np.sqrt(V[v].shape[1] / 90)      # far above the detection level sqrt(d / N_c)
+
+
+def _p_waic_mu(model, centers):
+    "Closed form of the p_WAIC made by the mu draws alone (the log-likelihood is quadratic in mu)."
+    g, vs = model._global_params(), model.views_
+    W = np.vstack([g[v]['W'] for v in vs])
+    Ci = np.linalg.inv(W @ W.T + np.diag(np.concatenate([np.full(len(g[v]['mu']), g[v]['sigma2']) for v in vs])))
+    s = np.concatenate([np.full(len(g[v]['mu']), model.s_mu_[v]) for v in vs])
+    A = (np.vstack([np.hstack([c[v] for v in vs]) for c in centers]) - np.concatenate([g[v]['mu'] for v in vs])) @ Ci
+    SC = s[:, None] * Ci
+    return float(np.sum(A * A * s) + len(A) / 2 * np.trace(SC @ SC))
+
+
+def test_waic_penalty_is_the_between_center_spread_of_the_means(data):
+    """The diagnosed mechanism (and known limitation) of WAIC from the global distribution: with each center min-max
+    scaled on its own, the centers' means differ by about the noise, the mu draws make most of p_WAIC, every subject is
+    beyond WAIC's reliability limit, and the penalty jumps when q reaches the true 5 — so WAIC prefers q = 4."""
+    centers = data[2]
+    m = {q: FedMVPPCA(q, n_rounds=20, rng=0).fit(centers) for q in (4, 5)}
+    w = {q: m[q].waic(centers, n_draws=300, rng=0) for q in (4, 5)}
+    mu_only = {q: {v: dict(g, s_W=1e-300, alpha=None) for v, g in m[q].global_.items()} for q in (4, 5)}   # draw mu alone
+    p_mu = {q: waic_from_loglik(np.concatenate([pointwise_loglik(c, draw_global(mu_only[q], 600, rng=1)) for c in centers], axis=1))['p_waic']
+            for q in (4, 5)}
+    for q in (4, 5): np.testing.assert_allclose(p_mu[q], _p_waic_mu(m[q], centers), rtol=0.1)
+    rho = [m[5].s_mu_[v] / m[5].sigma2_[v] for v in m[5].views_]
+    assert min(rho) > 0.3 and p_mu[5] > 0.7 * w[5]['p_waic'] and w[5]['p_waic'] > 5 * w[4]['p_waic']
+    assert w[5]['frac_unreliable'] == 1.0
+    assert w[4]['waic'] < w[5]['waic']          # known limitation: update 94_repro_mvppca if this ever changes
+
+
+def test_waic_without_between_center_spread_is_the_in_sample_deviance(data):
+    "IID centers without their own scaling: the plug-in spreads collapse, every draw is the same, WAIC = -2 lppd, which more dimensions only lower."
+    V, g = data[:2]
+    centers, _ = scenario_iid(V, g, 3, rng=1)
+    w = {}
+    for q in (5, 6):
+        mq = FedMVPPCA(q, n_rounds=20, rng=0).fit(centers)
+        assert max(mq.s_mu_.values()) <= 1e-10 and max(mq.s_W_.values()) <= 1e-10
+        w[q] = mq.waic(centers, n_draws=20, rng=0)
+        assert w[q]['p_waic'] < 1e-6
+        np.testing.assert_allclose(w[q]['waic'], -2 * w[q]['lppd'], rtol=1e-9)
+    assert w[6]['waic'] < w[5]['waic']
 
 
 
