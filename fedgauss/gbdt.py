@@ -134,6 +134,8 @@ class HistLayout:
         self.is_value = np.ones(self.n_slots, bool); self.is_value[self.missing_slot] = False
         self.seg_start = self.ptr[self.feature]
         self.not_value = ~self.is_value
+        self._missing_h = 2 * self.missing_slot + 1                  # the missing bins' Hessians in a flat (S, 2) histogram
+        self._plans = {}
         self.thresholds = None if thresholds is None else [np.asarray(t, float) for t in thresholds]
         if self.thresholds is not None:
             if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist(): raise ValueError("each feature needs n_bins - 1 thresholds")
@@ -147,7 +149,7 @@ class HistLayout:
         feature's slots, ascending bins; missing values go right), then, if flagged, the backward candidates (descending
         bins; missing values go left). See `_best_splits`."""
         key = has_missing.tobytes()
-        cache = self.__dict__.setdefault('_plans', {})
+        cache = self._plans
         if key in cache: return cache[key]
         nb, ptr = self.n_bins, self.ptr
         bf = np.flatnonzero(has_missing)
@@ -313,9 +315,11 @@ def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
     K, S, _ = hist.shape
     lam = float(reg_lambda)
     hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)   # no 0/0 when lambda = 0
-    hz = np.ascontiguousarray(hist).view(complex).reshape(K, S)   # (g, h) pairs as complex numbers: one cumsum does both
-    miss = np.take(hz, L.missing_slot, axis=1).imag > 0             # (K, F): node has missing values for the feature
-    p = L._scan_plan(miss.any(axis=0))
+    hist = np.ascontiguousarray(hist)
+    miss = np.take(hist.reshape(K, 2 * S), L._missing_h, axis=1) > 0   # (K, F): node has missing values for the feature
+    anyf = miss.any(axis=0)
+    p = L._plans.get(anyf.tobytes()) or L._scan_plan(anyf)
+    hz = hist.view(complex).reshape(K, S)            # (g, h) pairs as complex numbers: one cumsum does both
     if not p['backward']: C = hz.copy()
     else:
         # after each feature with missing values, its value bins again, negated and in descending order: the running
@@ -327,7 +331,7 @@ def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
     # one running cumsum restarted at every feature: subtract the previous feature's total at its first position
     seg = np.add.reduceat(C, p['start'], axis=1)
     C[:, p['restart']] -= seg[:, :-1]
-    np.cumsum(C, axis=1, out=C)
+    np.add.accumulate(C, axis=1, out=C)
     GL, HL = C.real, C.imag
     Pg, Ph = totals[:, :1], totals[:, 1:]
     DL = HL + lam; DR = (Ph + lam) - HL               # the two denominators H + lambda
@@ -530,7 +534,7 @@ class LocalHistograms:
         dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, left, right) * cm
         self._lut.reshape(-1, cm)[nodes] = dest
         self._touched.extend(nodes.tolist())
-        if (feature == feature[0]).all():      # one feature (e.g. the root): its codes are a contiguous row
+        if K == 1 or (feature == feature[0]).all():      # one feature (e.g. the root): its codes are a contiguous row
             f = int(feature[0])
             at = np.add(self._key, self._codes_t[f * self.n:(f + 1) * self.n])
         else:
@@ -553,7 +557,7 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
     hist = np.asarray(provider.histograms(np.array([0])), float)
     totals = hist[:, layout.ptr[0]:layout.ptr[1]].sum(axis=1)
     level, n_nodes = np.array([0]), 1
-    split_parts, sums, depths = [], [totals], [np.zeros(1, np.intp)]       # node arrays grow level by level
+    split_parts, sums, sizes = [], [totals], [1]          # node arrays grow level by level
     for d in range(max_depth):
         s = split_finder(hist, layout, totals)
         # keep splits with loss_chg > 1e-6 and >= gamma (XGBoost's rules) and two children with positive Hessian
@@ -568,8 +572,8 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
         else: idx, nodes = None, level
         lids = np.arange(n_nodes, n_nodes + 2 * m, 2)                  # children in creation order: breadth first
         split_parts.append((nodes, s.feature, s.bin, s.default_left, s.gain, lids))
-        kid_sums = np.empty((2 * m, 2)); kid_sums[0::2], kid_sums[1::2] = s.left_sum, s.right_sum
-        sums.append(kid_sums); depths.append(np.full(2 * m, d + 1, np.intp))
+        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)    # children's (G, H), as XGBoost
+        sums.append(totals); sizes.append(2 * m)
         n_nodes += 2 * m
         counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, lids + 1)
         if d + 1 >= max_depth: break
@@ -577,14 +581,13 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
         if subtract:
             small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[:, 1] < s.left_sum[:, 1])
             h_small = np.asarray(provider.histograms(lids + small_right), float)
-            at = 2 * np.arange(m) + small_right       # position of the built child in the level
+            at = np.arange(0, 2 * m, 2) + small_right       # position of the built child in the level
             new = np.empty((2 * m,) + hist.shape[1:])
             new[at] = h_small
             np.subtract(hist if idx is None else hist[idx], h_small, out=h_small); new[at ^ 1] = h_small
             hist = new
         else:
             hist = np.asarray(provider.histograms(level), float)
-        totals = kid_sums
     sums = np.concatenate(sums)
     feat = np.full(n_nodes, -1, np.intp); binv = np.full(n_nodes, -1, np.intp); dleft = np.zeros(n_nodes, bool)
     left = np.full(n_nodes, -1, np.intp); gain = np.zeros(n_nodes)
@@ -595,7 +598,8 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
     G, H = sums[:, 0], sums[:, 1]
     value = leaf_weight(G, H) * learning_rate
     thr = np.where(feat >= 0, layout.split_threshold(np.maximum(feat, 0), binv), np.nan)
-    return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, np.concatenate(depths), feature_names)
+    depth = np.repeat(np.arange(len(sizes)), sizes)
+    return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
 
 # %% ../nbs/30_gbdt.ipynb #eb05408e
 def _frame_categories(X) -> dict:
