@@ -5,6 +5,7 @@
 # %% ../nbs/30_gbdt.ipynb #7cb7913c
 from __future__ import annotations
 import numbers
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,10 +15,10 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
-try:                                  # the C loop behind `csc_matrix @ dense`, without the per-call constructor checks
-    from scipy.sparse._sparsetools import csc_matvecs as _csc_matvecs
+try:                                  # the C loop behind `csc_matrix @ vector`, without the per-call constructor checks
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
 except ImportError:                   # pragma: no cover - private scipy API; fall back to the public product
-    _csc_matvecs = None
+    _csc_matvec = None
 
 # %% auto #0
 __all__ = ['newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss', 'SquaredLoss',
@@ -133,13 +134,8 @@ class HistLayout:
         self.is_value = np.ones(self.n_slots, bool); self.is_value[self.missing_slot] = False
         self.seg_start = self.ptr[self.feature]
         self.not_value = ~self.is_value
-        # XGBoost's scan order over [forward slots, backward slots]: by feature; forward (ascending bins) before
-        # backward (descending bins)
-        width = 2 * self.n_slots + 2
-        fwd = self.feature * width + self.bin
-        bwd = self.feature * width + self.n_slots + 1 + (self.n_bins[self.feature] - self.bin)
-        self.scan_order = np.concatenate([fwd, bwd])
-        self._scan_end = int(self.scan_order.max()) + 1
+        self._missing_h = 2 * self.missing_slot + 1                  # the missing bins' Hessians in a flat (S, 2) histogram
+        self._plans = {}
         self.thresholds = None if thresholds is None else [np.asarray(t, float) for t in thresholds]
         if self.thresholds is not None:
             if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist(): raise ValueError("each feature needs n_bins - 1 thresholds")
@@ -147,15 +143,33 @@ class HistLayout:
             self._tflat = np.concatenate([np.concatenate([[-np.inf], t, [np.inf]]) for t in self.thresholds])
             self._tptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
 
-    def _backward(self, has_missing):
-        "Backward-scan candidates for the features flagged in `has_missing` (cached per pattern)."
-        k = has_missing.tobytes()
-        cache = self.__dict__.setdefault('_bcache', {})
-        if k not in cache:
-            cols = np.flatnonzero(has_missing[self.feature] & self.is_value); fc = self.feature[cols]
-            cache[k] = (cols, fc, self.missing_slot[fc] - 1, np.concatenate([self.not_value, np.zeros(len(cols), bool)]),
-                        self.scan_order[np.concatenate([np.arange(self.n_slots), self.n_slots + cols])])
-        return cache[k]
+    def _scan_plan(self, has_missing):
+        """Where split finding puts each candidate, in XGBoost's scan order, when the features flagged in `has_missing`
+        have missing values in some node (cached per pattern). Feature by feature: the forward candidates (the
+        feature's slots, ascending bins; missing values go right), then, if flagged, the backward candidates (descending
+        bins; missing values go left). See `_best_splits`."""
+        key = has_missing.tobytes()
+        cache = self._plans
+        if key in cache: return cache[key]
+        nb, ptr = self.n_bins, self.ptr
+        bf = np.flatnonzero(has_missing)
+        start = np.concatenate([[0], np.cumsum(nb + 1 + np.where(has_missing, nb, 0))]).astype(np.intp)
+        W = int(start[-1])
+        fpos = start[self.feature] + self.bin                             # position of each slot's forward candidate
+        feature, bin_, dleft = np.empty(W, np.intp), np.empty(W, np.intp), np.zeros(W, bool)
+        feature[fpos], bin_[fpos] = self.feature, self.bin
+        copies, s0 = [], 0             # (position, first slot, end slot): runs of slots copied as they are
+        backward = []                  # (position, end position, feature, first slot, last value slot): blocks copied reversed
+        for f in bf:
+            s1 = int(ptr[f + 1]); copies.append((int(fpos[s0]), s0, s1)); s0 = s1
+            g0 = int(start[f] + nb[f] + 1); g1 = int(start[f + 1])
+            backward.append((g0, g1, int(f), int(ptr[f]), int(ptr[f] + nb[f] - 1)))
+            feature[g0:g1], bin_[g0:g1], dleft[g0:g1] = f, np.arange(nb[f] - 2, -2, -1), True   # bins <= b and missing go left
+        if s0 < self.n_slots: copies.append((int(fpos[s0]), s0, self.n_slots))
+        plan = dict(width=W, copies=copies, backward=backward, start=start[:-1], restart=start[1:-1],
+                    missing_pos=fpos[self.missing_slot], feature=feature, bin=bin_, default_left=dleft)
+        cache[key] = plan
+        return plan
 
     def slots(self, codes) -> np.ndarray:
         "Global slot of every entry of an `(n, F)` code matrix, as int32."
@@ -278,15 +292,6 @@ class Splits:
     right_sum: np.ndarray
     def __len__(self): return len(self.gain)
 
-def _gains(GL, HL, Pg, Ph, root, lam, hmin, bad):
-    "split_gain of every candidate (K, n); -inf where a child's Hessian is below `hmin` or where `bad`."
-    DL = HL + lam; DR = (Ph + lam) - HL              # the two denominators H + lambda
-    bad = bad | (np.minimum(DL, DR) < hmin + lam)
-    GR = Pg - GL; GR *= GR; GR /= DR
-    a = GL * GL; a /= DL; a += GR; a -= root
-    np.copyto(a, -np.inf, where=bad)
-    return a
-
 def find_best_splits(hist, layout:HistLayout, totals=None, reg_lambda:float=1.0, min_child_weight:float=1.0,
                      rtol:float=1e-10, chunk:int=65536) -> Splits:
     """Best split of each node from its histogram `hist` (K, S, 2); `totals` (K, 2) are the nodes' (G, H), by default
@@ -304,39 +309,48 @@ def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rto
     parts = [_best_splits(hist[i:i + step], layout, totals[i:i + step], reg_lambda, min_child_weight, rtol) for i in range(0, K, step)]
     return Splits(*(np.concatenate([getattr(p, a) for p in parts]) for a in ('gain', 'feature', 'bin', 'default_left', 'left_sum', 'right_sum')))
 
+_no_context = nullcontext()
+
 def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
     K, S, _ = hist.shape
     lam = float(reg_lambda)
     hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)   # no 0/0 when lambda = 0
-    # within-feature cumulative sums, channel-major: subtracting the previous feature's total at each feature's
-    # first slot makes one running cumsum along the slots restart at zero for every feature
-    C = np.ascontiguousarray(hist.transpose(2, 0, 1))
-    seg = np.add.reduceat(C, L.ptr[:-1], axis=2)
-    C[:, :, L.ptr[1:-1]] -= seg[:, :, :-1]
-    np.cumsum(C, axis=2, out=C)
-    P = totals.T[:, :, None]                          # (2, K, 1)
-    root = P[0] * P[0] / (P[1] + lam)
-    miss = hist[:, L.missing_slot, 1] > 0             # (K, F): node has missing values for the feature
+    hist = np.ascontiguousarray(hist)
+    miss = np.take(hist.reshape(K, 2 * S), L._missing_h, axis=1) > 0   # (K, F): node has missing values for the feature
     anyf = miss.any(axis=0)
-    if not anyf.any():                                # forward scan only (missing values at predict time go right)
-        GL, HL, bad, key = C[0], C[1], L.not_value, None
-    else:                                             # backward too, on the features with missing values
-        cols, fc, last, bad, key = L._backward(anyf)
-        # left child going backward: node total - (non-missing total - bins before this slot)
-        B = P - C[:, :, last] + C[:, :, cols] - hist[:, cols].transpose(2, 0, 1)
-        GL, HL = np.concatenate([C, B], axis=2)
-    if lam > 0: g = _gains(GL, HL, P[0], P[1], root, lam, hmin, bad)
-    else:                                             # masked candidates may divide by zero
-        with np.errstate(divide='ignore', invalid='ignore'): g = _gains(GL, HL, P[0], P[1], root, lam, hmin, bad)
-    if key is not None: np.copyto(g[:, S:], -np.inf, where=~miss[:, fc])   # backward needs missing values
-    best = g.max(axis=1)
-    hit = g >= (best - rtol * (root[:, 0] + np.abs(best)))[:, None]
-    j = np.argmax(hit, axis=1) if key is None else np.argmin(np.where(hit, key, L._scan_end), axis=1)
-    k = np.arange(K)
-    bwd = j >= S
-    slot = np.where(bwd, cols[np.maximum(j - S, 0)], j) if key is not None else j
-    left = np.empty((K, 2)); left[:, 0] = GL[k, j]; left[:, 1] = HL[k, j]
-    return Splits(best, L.feature[slot], L.bin[slot] - bwd, bwd, left, totals - left)
+    p = L._plans.get(anyf.tobytes()) or L._scan_plan(anyf)
+    hz = hist.view(complex).reshape(K, S)            # (g, h) pairs as complex numbers: one cumsum does both
+    if not p['backward']: C = hz.copy()
+    else:
+        # after each feature with missing values, its value bins again, negated and in descending order: the running
+        # sum, which has reached the node total at the feature's missing slot, then walks down through the backward
+        # candidates' left children (node total - bins >= b)
+        C = np.empty((K, p['width']), complex)
+        for c0, s0, s1 in p['copies']: C[:, c0:c0 + s1 - s0] = hz[:, s0:s1]
+        for g0, g1, f, s0, s1 in p['backward']: np.negative(hz[:, s1:(s0 - 1 if s0 else None):-1], out=C[:, g0:g1])
+    # one running cumsum restarted at every feature: subtract the previous feature's total at its first position
+    seg = np.add.reduceat(C, p['start'], axis=1)
+    C[:, p['restart']] -= seg[:, :-1]
+    np.add.accumulate(C, axis=1, out=C)
+    GL, HL = C.real, C.imag
+    Pg, Ph = totals[:, :1], totals[:, 1:]
+    DL = HL + lam; DR = (Ph + lam) - HL               # the two denominators H + lambda
+    bad = np.minimum(DL, DR) < hmin + lam
+    with np.errstate(divide='ignore', invalid='ignore') if lam <= 0 else _no_context:   # masked candidates may be 0/0
+        GR = Pg - GL; GR *= GR; GR /= DR
+        g = GL * GL; g /= DL; g += GR                 # split_gain without the parent's term, which is constant per node
+    np.copyto(g, -np.inf, where=bad)
+    g[:, p['missing_pos']] = -np.inf                  # the missing slot is not a threshold
+    if p['backward']:                                 # backward needs missing values in the node
+        nomiss = ~miss
+        for g0, g1, f, _, _ in p['backward']: np.copyto(g[:, g0:g1], -np.inf, where=nomiss[:, f:f + 1])
+    root = (Pg * Pg / (Ph + lam))[:, 0]
+    top = g.max(axis=1)
+    best = top - root
+    # ties within rtol go to the first candidate in scan order
+    j = np.argmax(g >= (top - rtol * (root + np.abs(best)))[:, None], axis=1)
+    left = C[np.arange(K), j].view(float).reshape(K, 2)
+    return Splits(best, p['feature'][j], p['bin'][j], p['default_left'][j], left, totals - left)
 
 # %% ../nbs/30_gbdt.ipynb #aa138820
 @dataclass(repr=False)
@@ -410,14 +424,23 @@ class Tree:
     def __repr__(self): return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
 
 # %% ../nbs/30_gbdt.ipynb #4134c483
-def _scatter_add(indices, indptr, data, X, n_out):
-    "`A @ X` for the CSC matrix A = (data, indices, indptr) of shape (n_out, len(X)): column i adds row i of X to its slots."
+def _scatter_add(indices, indptr, X, n_out, ones):
+    """`A @ X` for the 0/1 CSC matrix A = (indices, indptr) of shape (n_out, len(X)) and X (m, 2): column i adds row i of X
+    to its slots. The (g, h) pairs are complex numbers, so that one pass of scipy's compiled loop adds both; `ones` (complex,
+    at least as long as a column) are the matrix entries, and bound the entries per call."""
     X = np.ascontiguousarray(X, dtype=float)
-    if _csc_matvecs is not None and indices.dtype == indptr.dtype:
-        out = np.zeros((n_out, X.shape[1]))
-        _csc_matvecs(n_out, len(X), X.shape[1], indptr, indices, data[:len(indices)], X.ravel(), out.ravel())
-        return out
-    return sp.csc_matrix((data[:len(indices)], indices, indptr), shape=(n_out, len(X))) @ X
+    m = len(X)
+    if _csc_matvec is None or indices.dtype != indptr.dtype:
+        return sp.csc_matrix((np.ones(len(indices)), indices, indptr), shape=(n_out, m)) @ X
+    out = np.zeros(n_out, complex); Xc = X.view(complex).ravel()
+    c0, step = 0, len(ones)
+    while c0 < m:                     # blocks of columns with at most len(ones) entries
+        p0 = indptr[c0]
+        c1 = m if indptr[m] - p0 <= step else max(int(np.searchsorted(indptr, p0 + step, side='right')) - 1, c0 + 1)
+        p = indptr[c0:c1 + 1] - p0 if p0 else indptr[:c1 + 1]
+        _csc_matvec(n_out, c1 - c0, p, indices[p0:indptr[c1]], ones[:indptr[c1] - p0], Xc[c0:c1], out)
+        c0 = c1
+    return out.view(float).reshape(n_out, 2)
 
 class LocalHistograms:
     """Histogram provider over rows held locally: codes (n, F) of a `HistLayout`, and per-row (g, h) set by `start_tree`.
@@ -431,7 +454,8 @@ class LocalHistograms:
         if n * F >= 2**31: self.slots = self.slots.astype(np.int64)
         self._codes_t = np.ascontiguousarray(codes.T).ravel()          # feature-major, for routing rows
         self._rows = np.arange(n, dtype=np.intp)
-        self._ones = np.ones(n * F)
+        self._ones = np.ones(n)
+        self._onesc = np.ones(min(n * F, max(F, 2**20)), complex)     # matrix entries for `_scatter_add`
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
         # root histograms skip each feature's most frequent slot (its sum is the node total minus the others):
         # on data with dominant values (zeros, a majority category) this removes a large share of the entries
@@ -483,32 +507,40 @@ class LocalHistograms:
         if self._at_root:
             if nodes.tolist() != [0]: raise ValueError("before any split only the root (node 0) exists")
             r = self._root
-            h = _scatter_add(r.indices, r.indptr, r.data, self.gh, S)
-            total = self._ones[:self.n] @ self.gh
+            h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
+            total = self._ones @ self.gh
             h[self._common] = total - np.add.reduceat(np.ascontiguousarray(h.T), self.layout.ptr[:-1], axis=1).T
             return h.reshape(1, S, 2)
-        want = np.zeros(self.n_nodes * self.cmax, bool); want[nodes * self.cmax] = True
-        rows = np.flatnonzero(np.take(want, self._key))
-        idx = np.take(self.slots, rows, axis=0)
-        if len(nodes) > 1:
-            pos = np.zeros(self.n_nodes * self.cmax, idx.dtype); pos[nodes * self.cmax] = np.arange(len(nodes)) * S
-            idx += np.take(pos, np.take(self._key, rows))[:, None]
-        return _scatter_add(idx.ravel(), self._indptr[:len(rows) + 1], self._ones, np.take(self.gh, rows, axis=0),
-                            len(nodes) * S).reshape(len(nodes), S, 2)
+        cm, K = self.cmax, len(nodes)
+        want = np.zeros(self.n_nodes * cm, bool); want[nodes * cm] = True
+        rows = np.flatnonzero(np.take(want, self._key, mode='clip'))
+        idx = np.take(self.slots, rows, axis=0, mode='clip')
+        if K > 1:                          # node k's slots are offset by k * S
+            pos = np.zeros(self.n_nodes * cm, idx.dtype); pos[nodes * cm] = np.arange(K) * S
+            off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
+            flat = idx.ravel(); flat += np.repeat(off, self.F)
+        return _scatter_add(idx.ravel(), self._indptr[:len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'),
+                            K * S, self._onesc).reshape(K, S, 2)
 
     def split(self, nodes, feature, bin, default_left, left, right):
         nodes, feature, bin = np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp)
         left, right, default_left = np.asarray(left, np.intp), np.asarray(right, np.intp), np.asarray(default_left, bool)
-        cm = self.cmax
-        n_nodes = int(max(left.max(), right.max(), self.n_nodes - 1)) + 1
+        cm, K = self.cmax, len(nodes)
+        n_nodes = max(self.n_nodes, int(left.max()) + 1, int(right.max()) + 1)
         if n_nodes * cm > len(self._lut): self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
         self._fkey[nodes * cm] = feature * self.n
-        code = np.arange(cm)
-        goes_left = (code <= bin[:, None]) | ((code == self.layout.n_bins[feature][:, None]) & default_left[:, None])
-        self._lut[(nodes[:, None] * cm + code).ravel()] = (np.where(goes_left, left[:, None], right[:, None]) * cm).ravel()
+        # the split node's (key + code) -> child's key: bins <= bin go left, the missing code to the default side
+        dest = np.where(np.arange(cm) <= bin[:, None], left[:, None] * cm, right[:, None] * cm)
+        dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, left, right) * cm
+        self._lut.reshape(-1, cm)[nodes] = dest
         self._touched.extend(nodes.tolist())
-        c = np.take(self._codes_t, np.take(self._fkey, self._key) + self._rows)
-        self._key = np.take(self._lut, self._key + c)
+        if K == 1 or (feature == feature[0]).all():      # one feature (e.g. the root): its codes are a contiguous row
+            f = int(feature[0])
+            at = np.add(self._key, self._codes_t[f * self.n:(f + 1) * self.n])
+        else:
+            at = np.take(self._fkey, self._key, mode='clip'); at += self._rows     # where each row's code is
+            at = np.add(self._key, np.take(self._codes_t, at, mode='clip'), out=at)
+        self._key = np.take(self._lut, at, out=at, mode='clip')
         self.n_nodes, self._at_root = n_nodes, False
         return None      # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
 
@@ -522,56 +554,79 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
         split_finder = lambda h, lay, t: _best_splits_chunked(h, lay, t, reg_lambda, min_child_weight, 1e-10, 65536)
     if leaf_weight is None:
         leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
-    nmax = 2 ** (max_depth + 1) - 1
-    feat = np.full(nmax, -1, np.intp); binv = np.full(nmax, -1, np.intp); dleft = np.zeros(nmax, bool)
-    left = np.full(nmax, -1, np.intp); right = np.full(nmax, -1, np.intp)
-    sums = np.zeros((nmax, 2)); gain = np.zeros(nmax); depth = np.zeros(nmax, np.intp)
     hist = np.asarray(provider.histograms(np.array([0])), float)
     totals = hist[:, layout.ptr[0]:layout.ptr[1]].sum(axis=1)
-    sums[0] = totals[0]
     level, n_nodes = np.array([0]), 1
+    split_parts, sums, sizes = [], [totals], [1]          # node arrays grow level by level
     for d in range(max_depth):
         s = split_finder(hist, layout, totals)
-        ok = (s.gain > 1e-6) & (s.gain >= gamma) & (s.left_sum[:, 1] > 0) & (s.right_sum[:, 1] > 0)
-        if not ok.any(): break
-        idx = np.flatnonzero(ok); m = len(idx)
-        if m < len(ok): s = Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum)))
-        nodes = level[idx]
-        lids = np.arange(n_nodes, n_nodes + 2 * m, 2); rids = lids + 1
-        feat[nodes], binv[nodes], dleft[nodes], gain[nodes] = s.feature, s.bin, s.default_left, s.gain
-        left[nodes], right[nodes] = lids, rids
-        kids = slice(n_nodes, n_nodes + 2 * m)        # children in creation order: breadth-first numbering
-        sums[kids][0::2], sums[kids][1::2] = s.left_sum, s.right_sum
-        depth[kids] = d + 1
+        # keep splits with loss_chg > 1e-6 and >= gamma (XGBoost's rules) and two children with positive Hessian
+        ok = (s.gain >= gamma) if gamma > 1e-6 else (s.gain > 1e-6)
+        ok &= np.minimum(s.left_sum[:, 1], s.right_sum[:, 1]) > 0
+        m = int(np.count_nonzero(ok))
+        if m == 0: break
+        if m < len(ok):
+            idx = np.flatnonzero(ok)
+            s = Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum)))
+            nodes = level[idx]
+        else: idx, nodes = None, level
+        lids = np.arange(n_nodes, n_nodes + 2 * m, 2)                  # children in creation order: breadth first
+        split_parts.append((nodes, s.feature, s.bin, s.default_left, s.gain, lids))
+        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)    # children's (G, H), as XGBoost
+        sums.append(totals); sizes.append(2 * m)
         n_nodes += 2 * m
-        counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, rids)
+        counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, lids + 1)
         if d + 1 >= max_depth: break
-        level = np.arange(kids.start, kids.stop)
+        level = np.arange(lids[0], n_nodes)
         if subtract:
             small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[:, 1] < s.left_sum[:, 1])
             h_small = np.asarray(provider.histograms(lids + small_right), float)
-            at = 2 * np.arange(m) + small_right       # position of the built child in the level
+            at = np.arange(0, 2 * m, 2) + small_right       # position of the built child in the level
             new = np.empty((2 * m,) + hist.shape[1:])
             new[at] = h_small
-            np.subtract(hist[idx], h_small, out=h_small); new[at ^ 1] = h_small
+            np.subtract(hist if idx is None else hist[idx], h_small, out=h_small); new[at ^ 1] = h_small
             hist = new
         else:
             hist = np.asarray(provider.histograms(level), float)
-        totals = sums[kids]
-    n = n_nodes
-    G, H = sums[:n, 0], sums[:n, 1]
+    sums = np.concatenate(sums)
+    feat = np.full(n_nodes, -1, np.intp); binv = np.full(n_nodes, -1, np.intp); dleft = np.zeros(n_nodes, bool)
+    left = np.full(n_nodes, -1, np.intp); gain = np.zeros(n_nodes)
+    if split_parts:
+        nodes, f_, b_, dl_, g_, l_ = (np.concatenate(a) for a in zip(*split_parts))
+        feat[nodes], binv[nodes], dleft[nodes], gain[nodes], left[nodes] = f_, b_, dl_, g_, l_
+    right = np.where(left >= 0, left + 1, -1)
+    G, H = sums[:, 0], sums[:, 1]
     value = leaf_weight(G, H) * learning_rate
-    thr = np.where(feat[:n] >= 0, layout.split_threshold(np.maximum(feat[:n], 0), binv[:n]), np.nan)
-    return Tree(feat[:n], thr, binv[:n], dleft[:n], left[:n], right[:n], value, gain[:n], G, H, depth[:n], feature_names)
+    thr = np.where(feat >= 0, layout.split_threshold(np.maximum(feat, 0), binv), np.nan)
+    depth = np.repeat(np.arange(len(sizes)), sizes)
+    return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
 
 # %% ../nbs/30_gbdt.ipynb #eb05408e
-def _as_numeric_frame(X):
-    "pandas `category` columns -> float codes with NaN for missing; everything else unchanged."
-    if isinstance(X, pd.DataFrame) and any(isinstance(t, pd.CategoricalDtype) for t in X.dtypes):
-        X = X.copy()
-        for c in X.columns:
-            if isinstance(X[c].dtype, pd.CategoricalDtype):
-                X[c] = X[c].cat.codes.astype(float).where(X[c].notna())
+def _frame_categories(X) -> dict:
+    "The categories of each pandas `category` column of a DataFrame `X`, by column name (empty for other inputs)."
+    if not isinstance(X, pd.DataFrame): return {}
+    return {c: X[c].cat.categories for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)}
+
+def _as_numeric_frame(X, categories:dict|None=None):
+    """pandas `category` columns -> float codes, NaN for missing; everything else unchanged. With `categories` (column
+    name -> the categories seen at fit, see `_frame_categories`), those columns are coded by the fit categories instead
+    of their own, whether they arrive as pandas categoricals or as text, so that a code means the same category at fit
+    and at predict; a value not seen at fit becomes NaN, i.e. missing (as in scikit-learn's HistGradientBoosting)."""
+    if not isinstance(X, pd.DataFrame): return X
+    categories = categories or {}
+    todo = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)
+            or (c in categories and not pd.api.types.is_numeric_dtype(X[c].dtype))]
+    if not todo: return X
+    X = X.copy()
+    for c in todo:
+        col, cats = X[c], categories.get(c)
+        if not isinstance(col.dtype, pd.CategoricalDtype):           # text: look each value up
+            codes = cats.get_indexer(col.to_numpy(object))
+        elif cats is None or cats.equals(col.cat.categories): codes = col.cat.codes.to_numpy()
+        else:                                                        # recode: own category -> fit category
+            own = cats.get_indexer(col.cat.categories)
+            codes = np.where(col.cat.codes >= 0, own[col.cat.codes.to_numpy()], -1)
+        X[c] = np.where(codes >= 0, codes, np.nan)
     return X
 
 def _check_params(est):
@@ -588,7 +643,6 @@ def _check_params(est):
     if not isinstance(est.max_bins, numbers.Integral) or isinstance(est.max_bins, bool) or not 2 <= est.max_bins <= 65535:
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {est.max_bins!r}")
     if est.missing not in ('learn', 'impute'): raise ValueError(f"missing must be 'learn' or 'impute'; got {est.missing!r}")
-    if est.max_depth > 30: raise ValueError(f"max_depth must be at most 30; got {est.max_depth}")
 
 def forest_margin(trees, X, chunk_rows:int=8192) -> np.ndarray:
     "Sum of the trees' predictions for the rows of `X` (floats, NaN missing), all trees walked together."
@@ -625,16 +679,21 @@ class _GBDT(BaseEstimator):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.base_score, self.missing = max_bins, base_score, missing
 
-    def _validate_X(self, X, reset):
-        X = validate_data(self, _as_numeric_frame(X), ensure_all_finite='allow-nan', dtype=np.float64, reset=reset)
-        if not reset and self.missing == 'impute':
+    def _validate_X(self, X):
+        "Prediction input as floats: categories coded as at fit, missing values imputed if `missing='impute'`."
+        X = validate_data(self, _as_numeric_frame(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64,
+                          reset=False)
+        if self.missing == 'impute':
             X = np.where(np.isnan(X), self.impute_values_, X)
         return X
 
     def _fit(self, X, y, sample_weight):
         _check_params(self)
         loss = self._loss
-        X, y = validate_data(self, _as_numeric_frame(X), y, ensure_all_finite='allow-nan', dtype=np.float64, y_numeric=False)
+        categories = _frame_categories(X)
+        X, y = validate_data(self, _as_numeric_frame(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64,
+                             y_numeric=False)
+        self.categories_ = categories
         y = self._encode_y(y)
         sw = _check_sample_weight(sample_weight, len(y))
         if self.missing == 'impute':
@@ -665,7 +724,7 @@ class _GBDT(BaseEstimator):
 
     def _margin(self, X) -> np.ndarray:
         check_is_fitted(self)
-        return self.base_margin_ + forest_margin(self.trees_, self._validate_X(X, reset=False))
+        return self.base_margin_ + forest_margin(self.trees_, self._validate_X(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__(); tags.input_tags.allow_nan = True

@@ -210,6 +210,51 @@ def test_pandas_categoricals_are_their_codes(adult):
     assert 'marital_status' in str(a.trees_[0]) or 'relationship' in str(a.trees_[0])
 
 
+def test_categories_are_coded_as_at_fit():
+    """A categorical column is coded by the categories seen at fit, whatever categories the prediction frame declares
+    (reordered, a subset, more) or if it arrives as text; a category not seen at fit is a missing value."""
+    rng = np.random.default_rng(0)
+    colours = np.array(['red', 'green', 'blue', 'black'])
+    c = rng.integers(0, 4, 600); x = rng.normal(size=600)
+    y = ((c == 1) | ((c == 3) & (x > 0))).astype(int)
+    X = pd.DataFrame({'colour': pd.Categorical(colours[c], categories=list(colours)), 'x': x})
+    X.loc[rng.random(600) < 0.1, 'colour'] = np.nan                 # learn a direction for missing colours
+    m = GBDTClassifier(n_estimators=10, max_depth=3).fit(X, y)
+    assert list(m.categories_) == ['colour'] and list(m.categories_['colour']) == list(colours)
+    ref = m.predict_proba(X)
+    values = X['colour'].astype(object)
+    for cats in (list(colours[::-1]), ['blue', 'green', 'red', 'black', 'white'], sorted(colours)):
+        Xp = X.assign(colour=pd.Categorical(values, categories=cats))
+        np.testing.assert_array_equal(m.predict_proba(Xp), ref)
+    np.testing.assert_array_equal(m.predict_proba(X.assign(colour=values)), ref)            # text
+    present = X['colour'].isin(['green', 'red']).to_numpy()
+    sub = X[present].assign(colour=pd.Categorical(values[present], categories=['red', 'green']))
+    np.testing.assert_array_equal(m.predict_proba(sub), ref[present])
+    unseen = X.assign(colour=pd.Categorical(np.where(c == 0, 'white', values), categories=['white', *colours]))
+    missing = X.assign(colour=X['colour'].where(c != 0))
+    np.testing.assert_array_equal(m.predict_proba(unseen), m.predict_proba(missing))
+    assert not np.array_equal(m.predict_proba(unseen), ref)
+    # numpy input carries no categories: codes are used as they are, as before
+    with pytest.warns(UserWarning, match='feature names'):
+        np.testing.assert_array_equal(m.predict_proba(_as_numeric_frame(X).to_numpy(float)), ref)
+
+
+def test_large_max_depth_grows_only_the_nodes_it_needs():
+    "Node arrays grow level by level: a depth-30 (or deeper) tree on 50 rows costs what the rows allow."
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3)); y = (rng.random(50) < 0.5).astype(int)     # noise: deep trees to fit it
+    p = dict(n_estimators=3, min_child_weight=0.0, learning_rate=1.0, base_score=0.5)
+    deep = GBDTClassifier(max_depth=30, **p).fit(X, y)
+    deeper = GBDTClassifier(max_depth=1000, **p).fit(X, y)
+    for a, b in zip(deep.trees_, deeper.trees_):
+        assert a.n_nodes <= 2 * 50 - 1
+        np.testing.assert_array_equal(a.feature, b.feature); np.testing.assert_array_equal(a.value, b.value)
+    d = max(t.max_depth for t in deep.trees_)
+    assert d > 6 and deep.score(X, y) == 1.0
+    # the same trees as a grower that is only allowed the depth they reached
+    np.testing.assert_array_equal(GBDTClassifier(max_depth=d, **p).fit(X, y).predict_proba(X), deep.predict_proba(X))
+
+
 # ----------------------------------------------------------------------------- closed forms vs numeric minimisation
 @settings(max_examples=60, deadline=None)
 @given(G=st.floats(-50, 50), H=st.floats(0.01, 100), lam=st.floats(0, 10))
@@ -355,7 +400,7 @@ def test_tree_text_and_repr():
 # ----------------------------------------------------------------------------- bad inputs
 BAD = [
     (dict(n_estimators=0), 'n_estimators'), (dict(n_estimators=2.5), 'n_estimators'), (dict(max_depth=0), 'max_depth'),
-    (dict(max_depth=31), 'max_depth'), (dict(learning_rate=0.0), 'learning_rate'), (dict(learning_rate=np.nan), 'learning_rate'),
+    (dict(max_depth=2.5), 'max_depth'), (dict(learning_rate=0.0), 'learning_rate'), (dict(learning_rate=np.nan), 'learning_rate'),
     (dict(reg_lambda=-1.0), 'reg_lambda'), (dict(gamma=-0.1), 'gamma'), (dict(min_child_weight=-1), 'min_child_weight'),
     (dict(max_bins=1), 'max_bins'), (dict(max_bins=70000), 'max_bins'), (dict(missing='zero'), 'missing'),
     (dict(base_score=0.0), 'base_score'), (dict(base_score=1.0), 'base_score'),
@@ -424,6 +469,6 @@ def test_public_sparse_product_fallback(monkeypatch):
     X = rng.normal(size=(500, 4)); X[rng.random((500, 4)) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
     fast = GBDTClassifier(n_estimators=5).fit(X, y).predict_proba(X)
-    monkeypatch.setattr(G, '_csc_matvecs', None)
+    monkeypatch.setattr(G, '_csc_matvec', None)
     slow = GBDTClassifier(n_estimators=5).fit(X, y).predict_proba(X)
     np.testing.assert_allclose(fast, slow, atol=1e-12)
