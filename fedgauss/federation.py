@@ -280,6 +280,7 @@ class ChannelError(LookupError):
 
 # %% ../nbs/00_federation.ipynb #e90bf53c
 def _name(p) -> str:
+    if type(p) is str and p: return p       # the common case, first
     n = getattr(p, 'name', p)
     if not isinstance(n, str) or not n: raise TypeError(f"parties are named by non-empty strings; got {p!r}")
     return n
@@ -289,6 +290,8 @@ def _copy_payload(obj):
     "The receiver's copy of a payload: numpy arrays of numbers or of Python ints are copied cheaply, anything else deeply."
     if isinstance(obj, np.ndarray) and (obj.dtype != object or _all_ints(obj.ravel().tolist())):
         return obj.copy()              # Python ints are immutable: a shallow copy of an object array is a full copy
+    own = getattr(type(obj), '__deepcopy__', None)
+    if own is not None: return own(obj, {})   # a payload type that knows how to copy itself (e.g. RingElements)
     return copy.deepcopy(obj)
 
 class Channel:

@@ -43,7 +43,7 @@ def encode(x, scale:int, ring_bits:int=256) -> np.ndarray:
         lim = 1 << (ring_bits - 1)
         if v and max(map(abs, v)) >= lim:
             raise FixedPointOverflow(f"integer {flat[int(np.argmax([abs(t) for t in v]))]} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
-        out = np.empty(len(v), dtype=object); out[:] = [t % (lim << 1) for t in v]
+        out = np.empty(len(v), dtype=object); out[:] = [t & ((lim << 1) - 1) for t in v]   # & (2**L - 1) is mod 2**L, negatives included, and much faster than %
         return out.reshape(xi.shape)
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
@@ -55,12 +55,12 @@ def encode(x, scale:int, ring_bits:int=256) -> np.ndarray:
         bad = x.ravel()[np.argmax(np.abs(v).ravel())]
         raise FixedPointOverflow(f"value {bad!r} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
     out = np.empty(x.shape, dtype=object)
-    out.flat = [int(t) % (1 << ring_bits) for t in v.flat]
+    out.flat = [int(t) & ((1 << ring_bits) - 1) for t in v.flat]
     return out
 
 def to_signed(v, ring_bits:int=256) -> np.ndarray:
     "Ring elements as signed Python ints in `[-2**(L-1), 2**(L-1))`."
-    v = np.asarray(np.asarray(v, dtype=object) % (1 << ring_bits), dtype=object)
+    v = np.asarray(np.asarray(v, dtype=object) & ((1 << ring_bits) - 1), dtype=object)
     return np.where(v >= (1 << (ring_bits - 1)), np.asarray(v - (1 << ring_bits), dtype=object), v).astype(object)
 
 def decode(v, scale:int, ring_bits:int=256) -> np.ndarray:
@@ -74,12 +74,12 @@ def share(v, n_parties:int, rng:np.random.Generator, ring_bits:int=256) -> list:
     v = np.asarray(v, dtype=object)
     M = 1 << ring_bits
     sh = list(random_ints(rng, (n_parties - 1,) + v.shape, ring_bits)) if n_parties > 1 else []
-    last = (v - sum(sh)) % M if sh else v % M
+    last = (v - sum(sh)) & (M - 1) if sh else v & (M - 1)
     return sh + [last]
 
 def reconstruct(shares:list, ring_bits:int=256) -> np.ndarray:
     "Sum of additive shares modulo `2**ring_bits`."
-    return sum(shares) % (1 << ring_bits)
+    return sum(shares) & ((1 << ring_bits) - 1)
 
 # %% ../nbs/11_smc.ipynb #91980996
 @dataclass
@@ -125,6 +125,7 @@ class SMC:
         if self.dealer in self.parties: raise ValueError("the dealer must not be a computing party")
         if ring_bits < stat_bits + 8: raise ValueError(f"ring_bits={ring_bits} leaves no room above stat_bits={stat_bits}")
         self.L, self.kappa, self.M = int(ring_bits), int(stat_bits), 1 << int(ring_bits)
+        self.mask = self.M - 1                   # x & mask is x mod 2**L (also for negative x), several times faster than x % M
         self.channel = channel if channel is not None else Channel()
         self._seed = np.random.SeedSequence(as_rng(rng).integers(2**63))
         self.rng = {p: np.random.default_rng(s) for p, s in zip(self.parties + [self.dealer], self._seed.spawn(len(self.parties) + 1))}
@@ -159,25 +160,32 @@ class SMC:
         return self.channel.receive(receiver, kind, sender=sender).values
 
     # ----- input and output --------------------------------------------------------------------------
-    def input(self, owner, x, scale:int, bound:float, encoded:bool=False) -> Shared:
-        "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
-        owner = _nm(owner)
+    def _encode_input(self, owner:str, x, scale:int, bound:float, encoded:bool) -> np.ndarray:
+        "`owner`'s values as ring elements, after checking them against the public `bound` (exactly, for integers) and the ring."
         xi = np.asarray(x)
         exact = xi.dtype.kind in 'iuO'                               # integers are shared exactly
         if encoded and not exact: raise ValueError(f"{owner}: encoded input must be integers")
         x = xi if exact else np.asarray(x, dtype=float)
         if not exact and not np.all(np.isfinite(x)): raise ValueError(f"{owner}: input contains NaN or inf")
-        flat = [int(t) for t in x.flat] if exact else None
         if exact:
+            flat = [int(t) for t in x.flat]
             lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))   # exact: no float can overflow here
             big = [j for j, t in enumerate(flat) if abs(t) > lim]
             if big: raise FixedPointOverflow(f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}" + (f" at scale {scale}" if encoded else ""))
         elif x.size and np.max(np.abs(x)) > bound:
-            raise FixedPointOverflow(f"{owner}: input value {x.ravel()[np.argmax(np.abs(x).ravel())]!r} exceeds the agreed bound {bound!r}")
+            raise FixedPointOverflow(f"{owner}: input value {float(x.ravel()[np.argmax(np.abs(x).ravel())])!r} exceeds the agreed bound {bound!r}")
         self._bits_for(bound, scale)
+        if encoded:                                                  # checked above: reduce modulo 2**L
+            out = np.empty(len(flat), dtype=object); out[:] = [t & self.mask for t in flat]
+            return out.reshape(xi.shape)
+        return encode(x, scale, self.L)
+
+    def input(self, owner, x, scale:int, bound:float, encoded:bool=False) -> Shared:
+        "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
+        owner = _nm(owner)
+        v = self._encode_input(owner, x, scale, bound, encoded)
         if owner not in self.rng: self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])   # an input-only party
-        rng = self.rng[owner]
-        sh = share(encode(x, 0 if encoded else scale, self.L), len(self.parties), rng, self.L)
+        sh = share(v, len(self.parties), self.rng[owner], self.L)
         out = {}
         for p, s in zip(self.parties, sh):
             if p == owner: out[p] = s
@@ -185,6 +193,20 @@ class SMC:
                 self._send(owner, p, 'share', s)
                 out[p] = self._recv(p, 'share', owner)
         return Shared(out, int(scale), float(bound))
+
+    def input_sum(self, values:dict, scale:int, bound:float, encoded:bool=False) -> Shared:
+        "The sum of computing parties' private inputs (`values[party]`, each |x| <= `bound`), shared with no message: each party's own input is its share of the sum."
+        if not values: raise ValueError("input_sum needs at least one input")
+        owners = [_nm(o) for o in values]
+        outside = [o for o in owners if o not in self.parties]
+        if outside: raise ValueError(f"{outside[0]} is not a computing party: its input must be secret-shared with input()")
+        vs = {o: self._encode_input(o, x, scale, bound, encoded) for o, x in zip(owners, values.values())}
+        shapes = {v.shape for v in vs.values()}
+        if len(shapes) > 1: raise ValueError(f"input_sum: the parties' inputs have different shapes {sorted(shapes)}")
+        zero = np.zeros(shapes.pop(), dtype=object)
+        total = float(bound) * len(vs)
+        self._bits_for(total, scale)
+        return Shared({p: vs.get(p, zero) for p in self.parties}, int(scale), total)
 
     def reveal(self, a:Shared, to=None, exact:bool=False) -> np.ndarray:
         "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal'). `exact`: the signed integers `value * 2**scale` instead of floats."
@@ -196,7 +218,7 @@ class SMC:
                 if p == r: continue
                 self._send(p, r, 'reveal', a.shares[p])
                 tot = tot + self._recv(r, 'reveal', p)
-            vals[r] = to_signed(tot, self.L) if exact else decode(tot % self.M, a.scale, self.L)
+            vals[r] = to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
         return vals[to[0]]
 
     def reveal_bits(self, b:SharedBits, to=None) -> np.ndarray:
@@ -221,7 +243,7 @@ class SMC:
             if xor: self.channel.send(p, k, kind, _pack(shares[p])); got = self.channel.receive(k, kind, sender=p)
             else: self._send(p, k, kind, shares[p]); got = self._recv(k, kind, p)
             tot = (tot ^ _unpack(got, shape)) if xor else tot + got
-        if not xor: tot = tot % self.M
+        if not xor: tot = tot & self.mask
         for p in self.parties[1:]:
             if xor: self.channel.send(k, p, kind, _pack(tot)); self.channel.receive(p, kind, sender=k)
             else: self._send(k, p, kind, tot); self._recv(p, kind, k)
@@ -251,16 +273,16 @@ def _lift(self, a:Shared, scale:int) -> Shared:
     if scale < a.scale: raise ValueError("use truncate() to lower a scale")
     if scale == a.scale: return a
     f = 1 << (scale - a.scale)
-    return self._check(Shared({p: (s * f) % self.M for p, s in a.shares.items()}, scale, a.bound))
+    return self._check(Shared({p: (s * f) & self.mask for p, s in a.shares.items()}, scale, a.bound))
 
 def _add(self, a:Shared, b:Shared) -> Shared:
     "[a + b]"
     s = max(a.scale, b.scale); a, b = self.lift(a, s), self.lift(b, s)
-    return self._check(Shared({p: (a.shares[p] + b.shares[p]) % self.M for p in self.parties}, s, a.bound + b.bound))
+    return self._check(Shared({p: (a.shares[p] + b.shares[p]) & self.mask for p in self.parties}, s, a.bound + b.bound))
 
 def _neg(self, a:Shared) -> Shared:
     "[-a]"
-    return Shared({p: (-s) % self.M for p, s in a.shares.items()}, a.scale, a.bound)
+    return Shared({p: (-s) & self.mask for p, s in a.shares.items()}, a.scale, a.bound)
 
 def _sub(self, a:Shared, b:Shared) -> Shared:
     "[a - b]"
@@ -270,14 +292,14 @@ def _mul_public(self, a:Shared, c) -> Shared:
     "[c * a] for a public integer (or integer array) `c`."
     c = np.asarray(c, dtype=object)
     cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
-    return self._check(Shared({p: (s * c) % self.M for p, s in a.shares.items()}, a.scale, a.bound * cmax))
+    return self._check(Shared({p: (s * c) & self.mask for p, s in a.shares.items()}, a.scale, a.bound * cmax))
 
 def _add_public(self, a:Shared, c) -> Shared:
     "[a + c] for a public real `c` (encoded at a's scale and added by the king)."
     c = np.asarray(c, dtype=float)
     e = encode(c, a.scale, self.L)
     out = {p: s for p, s in a.shares.items()}
-    out[self.king] = (out[self.king] + e) % self.M
+    out[self.king] = (out[self.king] + e) & self.mask
     return self._check(Shared(out, a.scale, a.bound + float(np.max(np.abs(c))) if c.size else a.bound))
 
 def _stack(self, items:list, axis:int=0) -> Shared:
@@ -295,22 +317,44 @@ def _mul(self, x:Shared, y:Shared) -> Shared:
     self._bits_for(out_bound, out_scale)
     g = self.rng[self.dealer]
     a, b = random_ints(g, shape, self.L), random_ints(g, shape, self.L)
-    A, B, C = self._deal(a, b, (a * b) % self.M)                     # one message per party carries the triple
-    de = self._open({p: np.stack([np.broadcast_to(x.shares[p], shape) - A[p], np.broadcast_to(y.shares[p], shape) - B[p]]) % self.M
+    A, B, C = self._deal(a, b, (a * b) & self.mask)                     # one message per party carries the triple
+    de = self._open({p: np.stack([np.broadcast_to(x.shares[p], shape) - A[p], np.broadcast_to(y.shares[p], shape) - B[p]]) & self.mask
                      for p in self.parties})                          # d = x - a and e = y - b, opened together
     d, e = de[0], de[1]
-    z = {p: (C[p] + d * B[p] + e * A[p] + (d * e if p == self.king else 0)) % self.M for p in self.parties}
+    z = {p: (C[p] + d * B[p] + e * A[p] + (d * e if p == self.king else 0)) & self.mask for p in self.parties}
     return Shared(z, out_scale, out_bound)
 
 def _mul_many(self, pairs:list) -> list:
-    "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale."
+    "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale. An operand used in several products (the same `Shared` object) is masked and opened once."
     shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
     for x, y in pairs: self._bits_for(x.bound * y.bound, x.scale + y.scale)
-    flat = lambda k: {p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)]) for p in self.parties}
-    z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))      # ring products do not care about scales
-    cuts = np.cumsum([0] + [math.prod(s) for s in shapes])
-    return [Shared({p: z.shares[p][cuts[k]:cuts[k + 1]].reshape(s) for p in self.parties}, x.scale + y.scale, x.bound * y.bound)
-            for k, ((x, y), s) in enumerate(zip(pairs, shapes))]
+    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):     # broadcasting: flatten, one plain mul
+        flat = lambda k: {p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)]) for p in self.parties}
+        z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))      # ring products do not care about scales
+        cuts = np.cumsum([0] + [math.prod(s) for s in shapes])
+        return [Shared({p: z.shares[p][cuts[k]:cuts[k + 1]].reshape(s) for p in self.parties}, x.scale + y.scale, x.bound * y.bound)
+                for k, ((x, y), s) in enumerate(zip(pairs, shapes))]
+    ops, pos = [], {}                                                  # distinct operands, in order of appearance
+    for x, y in pairs:
+        for u in (x, y):
+            if id(u) not in pos: pos[id(u)] = len(ops); ops.append(u)
+    sizes = [math.prod(u.shape) for u in ops]
+    cut = np.cumsum([0] + sizes)
+    g = self.rng[self.dealer]
+    a = random_ints(g, cut[-1], self.L)                                # one mask per operand element
+    seg = lambda v, j: v[cut[j]:cut[j + 1]]
+    c = [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs]   # c = a_x a_y per product
+    AC = self._deal(np.concatenate([a] + c))                             # masks and products: one message per party
+    d = self._open({p: np.concatenate([u.shares[p].ravel() for u in ops]) - AC[p][:cut[-1]] & self.mask for p in self.parties})
+    out, off = [], cut[-1]
+    for (x, y), s in zip(pairs, shapes):
+        m = math.prod(s); i, j = pos[id(x)], pos[id(y)]
+        dx, dy = seg(d, i), seg(d, j)
+        z = {p: (AC[p][off:off + m] + dx * seg(AC[p], j) + dy * seg(AC[p], i) + (dx * dy if p == self.king else 0)) & self.mask
+             for p in self.parties}                                    # [xy] = c + d_x a_y + d_y a_x + d_x d_y
+        out.append(Shared({p: v.reshape(s) for p, v in z.items()}, x.scale + y.scale, x.bound * y.bound))
+        off += m
+    return out
 
 SMC.mul, SMC.mul_many = _mul, _mul_many
 
@@ -324,9 +368,9 @@ def _truncate(self, a:Shared, k:int) -> Shared:
     r_hi, r_lo = random_ints(g, a.shape, ell + self.kappa - k), random_ints(g, a.shape, k)
     R, Rhi = self._deal((r_hi << k) + r_lo, r_hi)
     off = 1 << (ell - 1)
-    c = self._open({p: (a.shares[p] + R[p] + (off if p == self.king else 0)) % self.M for p in self.parties})
+    c = self._open({p: (a.shares[p] + R[p] + (off if p == self.king else 0)) & self.mask for p in self.parties})
     ch_ = c >> k
-    w = {p: ((ch_ - (off >> k) if p == self.king else 0) - Rhi[p]) % self.M for p in self.parties}
+    w = {p: ((ch_ - (off >> k) if p == self.king else 0) - Rhi[p]) & self.mask for p in self.parties}
     return Shared(w, a.scale - k, a.bound + 2.0 ** -(a.scale - k))
 
 SMC.truncate = _truncate
@@ -357,12 +401,19 @@ def _open_bits_stacked(self, X:np.ndarray, kind:str='masked') -> np.ndarray:
         self.channel.send(k, p, kind, _pack(tot)); self.channel.receive(p, kind, sender=k)
     return tot
 
-def _and_stacked(self, X:np.ndarray, Y:np.ndarray) -> np.ndarray:
-    "[X AND Y] for XOR-shared bits stacked as (K, ...): every local step is one numpy operation for all parties."
-    shape = X.shape[1:]
+def _and_triples(self, *shapes) -> list:
+    "Bit triples (A, B, A AND B) XOR-shared by the dealer, one triple per shape, all in one message per party (stacked as (K, ...))."
     g = self.rng[self.dealer]
-    a, b = random_bits(g, shape), random_bits(g, shape)
-    A, B, C = self._deal_bits_stacked(a, b, a & b)
+    bits = []
+    for shape in shapes:
+        a, b = random_bits(g, shape), random_bits(g, shape)
+        bits += [a, b, a & b]
+    S = self._deal_bits_stacked(*bits)
+    return [tuple(S[3*i:3*i + 3]) for i in range(len(shapes))]
+
+def _and_stacked(self, X:np.ndarray, Y:np.ndarray, triple=None) -> np.ndarray:
+    "[X AND Y] for XOR-shared bits stacked as (K, ...): every local step is one numpy operation for all parties. `triple`: dealt in advance by `_and_triples`."
+    A, B, C = triple if triple is not None else self._and_triples(X.shape[1:])[0]
     de = self._open_bits_stacked(np.stack([X ^ A, Y ^ B], axis=1))
     d, e = de[0], de[1]
     Z = C ^ (d & B) ^ (e & A)
@@ -389,7 +440,7 @@ def _share_bits_from(self, owner, bits) -> SharedBits:
             self.channel.send(owner, p, 'share', _pack(s)); out[p] = _unpack(self.channel.receive(p, 'share', sender=owner), np.shape(bits))
     return SharedBits(out)
 
-SMC._deal_bits_stacked, SMC._open_bits_stacked, SMC._and_stacked = _deal_bits_stacked, _open_bits_stacked, _and_stacked
+SMC._deal_bits_stacked, SMC._open_bits_stacked, SMC._and_triples, SMC._and_stacked = _deal_bits_stacked, _open_bits_stacked, _and_triples, _and_stacked
 SMC.and_, SMC.input_bits = _and, _share_bits_from
 
 # %% ../nbs/11_smc.ipynb #2b134661
@@ -398,11 +449,11 @@ def _bitlt(self, c_bits:np.ndarray, r_bits:SharedBits) -> SharedBits:
     m = c_bits.shape[-1]
     Ef = np.stack([r_bits.shares[p] for p in self.parties])        # the parties' shares, stacked: one array, (K, ..., m)
     Ef[0] ^= c_bits                                                 # e_i = c_i XOR r_i (the king adds the public c)
-    d = 1
-    while d < m:                                                    # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
-        both = self._and_stacked(Ef[..., :m - d], Ef[..., d:])
+    ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]    # 1, 2, 4, ... < m
+    triples = self._and_triples(*[Ef.shape[1:-1] + (m - d,) for d in ds])   # every AND gate's triple in one dealer message
+    for d, tr in zip(ds, triples):                                  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
+        both = self._and_stacked(Ef[..., :m - d], Ef[..., d:], tr)
         Ef = np.concatenate([Ef[..., :m - d] ^ Ef[..., d:] ^ both, Ef[..., m - d:]], axis=-1)
-        d *= 2
     nc = (1 - c_bits).astype(np.uint8)
     G = Ef ^ np.concatenate([Ef[..., 1:], np.zeros_like(Ef[..., :1])], axis=-1)      # g_i = f_i XOR f_(i+1)
     U = np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
@@ -423,7 +474,7 @@ def _ltz(self, x:Shared) -> SharedBits:
     r_lo, r_hi = random_ints(g, x.shape, m), random_ints(g, x.shape, self.kappa + 1)
     R = self._deal((r_hi << m) + r_lo)
     Rb, Rpar = self._deal_bits(_int_bits(r_lo, m), _int_bits(r_hi, 1)[..., 0])
-    c = self._open({p: (x.shares[p] + R[p] + ((1 << m) if p == self.king else 0)) % self.M for p in self.parties})
+    c = self._open({p: (x.shares[p] + R[p] + ((1 << m) if p == self.king else 0)) & self.mask for p in self.parties})
     c_hi_par = _int_bits(c >> m, 1)[..., 0]
     u = self._bitlt(_int_bits(c, m), SharedBits(Rb))
     return SharedBits({p: u.shares[p] ^ Rpar[p] ^ ((c_hi_par ^ 1) if p == self.king else 0) for p in self.parties})
@@ -437,7 +488,7 @@ def _b2a(self, b:SharedBits) -> Shared:
     s = random_bits(g, b.shape)
     Sb, Sa = self._deal_bits(s), self._deal(s.astype(object))
     v = self._open({p: b.shares[p] ^ Sb[p] for p in self.parties}, xor=True, shape=b.shape).astype(object)
-    return Shared({p: ((v if p == self.king else 0) + (1 - 2 * v) * Sa[p]) % self.M for p in self.parties}, 0, 1.0)
+    return Shared({p: ((v if p == self.king else 0) + (1 - 2 * v) * Sa[p]) & self.mask for p in self.parties}, 0, 1.0)
 
 def _reciprocal(self, n:Shared, n_max:int, scale:int=64, iters:int|None=None) -> Shared:
     "[1/n] at `scale` for a shared integer count 1 <= n <= n_max (n at scale 0)."
@@ -449,7 +500,7 @@ def _reciprocal(self, n:Shared, n_max:int, scale:int=64, iters:int|None=None) ->
     big = self.add_public(big, -(2.0 ** ks).reshape((K,) + (1,) * len(n.shape)))
     ge = self.b2a(SharedBits({p: s ^ (1 if p == self.king else 0) for p, s in self.ltz(big).shares.items()}))   # b_k = [n >= 2^k]
     coef = np.array([1 << (scale - k - 1) for k in range(1, K + 1)], dtype=object).reshape((K,) + (1,) * len(n.shape))
-    z = Shared({p: (((1 << (scale - 1)) if p == self.king else 0) - (ge.shares[p] * coef).sum(axis=0)) % self.M for p in self.parties}, scale, 1.0)
+    z = Shared({p: (((1 << (scale - 1)) if p == self.king else 0) - (ge.shares[p] * coef).sum(axis=0)) & self.mask for p in self.parties}, scale, 1.0)
     iters = iters if iters is not None else max(1, math.ceil(math.log2(scale)) + 1)
     for _ in range(iters):
         nz = self.mul(n, z)                                  # scale `scale`, exact

@@ -159,13 +159,13 @@ def test_overflow_is_an_error_never_a_wrong_sign(datasets):
 def test_precision_guard_flags_a_vanishing_variance():
     from fedgauss.smc import SMC, Shared
     from fedgauss.federation import Channel
-    from fedgauss.securefedyj import SCALES, ring_bits_for, _share_statistics
+    from fedgauss.securefedyj import SCALES, ring_bits_for, _shared_totals
     f, n = 64, np.array([50, 50])
     psi = np.array([10.0, 10.0]); psi2 = np.array([2.0 + 1e-12, 3.0])          # variance ~0 and 0.02
     ints = np.array([[int(round(v*2**(k*f))) for v in row] for row, k in
                      zip((n, [1.0, 1.0], psi, psi2, [1.0, 1.0], [0.5, 0.5]), SCALES)], dtype=object)
     smc = SMC(['a', 'b'], Channel(), dealer='server', ring_bits=ring_bits_for(2, 100, f), rng=0)
-    _, guard = secure_step(smc, _share_statistics(smc, 'a', ints, f, 100), 2, f)
+    _, guard = secure_step(smc, _shared_totals(smc, {'a': ints//3, 'b': ints - ints//3}, f, 100), 2, f)
     np.testing.assert_array_equal(guard, [True, False])
 
 

@@ -136,6 +136,14 @@ def run_mul(x, seed):
     return ch, smc
 
 
+def run_mul_many_shared(x, seed):
+    "mul_many with shared factors and a square: each operand's mask is opened once (fedgauss.smc._mul_many)."
+    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=seed)
+    u, v = smc.input('a', np.full(8, x), 16, 1e6), smc.input('b', np.full(8, -x), 16, 1e6)
+    smc.mul_many([(u, v), (u, u), (v, u)])
+    return ch, smc
+
+
 def run_trunc(x, seed):
     ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
     smc.truncate(smc.input('a', np.full(10, x), 24, 1e6), 12)
@@ -167,9 +175,9 @@ def run_b2a(x, seed):
     return ch, smc
 
 
-@pytest.mark.parametrize('run,inputs', [(run_share, (0.0, 123456.75)), (run_mul, (0.0, 999.5)), (run_trunc, (-5.0, 77777.0)),
+@pytest.mark.parametrize('run,inputs', [(run_share, (0.0, 123456.75)), (run_mul, (0.0, 999.5)), (run_mul_many_shared, (0.0, 999.5)), (run_trunc, (-5.0, 77777.0)),
                                         (run_ltz, (-900.0, 0.5)), (run_and, (0, 1)), (run_b2a, (0, 1)), (run_max, (-700.0, 3.0))],
-                         ids=['share', 'beaver-mul', 'truncation', 'comparison', 'and-gate', 'bit-to-arith', 'maximum'])
+                         ids=['share', 'beaver-mul', 'mul-many-shared-factors', 'truncation', 'comparison', 'and-gate', 'bit-to-arith', 'maximum'])
 def test_views_uniform_and_input_independent(run, inputs):
     va, vb = views(run, inputs)
     assert_uniform_and_input_free(va, vb)
