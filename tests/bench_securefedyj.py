@@ -39,7 +39,7 @@ def where_the_time_goes(clients, t_max):
     finally:
         for name, (obj, attr) in orig.items(): setattr(obj, attr, saved[name])
     T['exact public-frame statistics'] -= T['local sums (float64, as pooled ExpYJ)']
-    T['other: setup (envelope), client preparation, final round, validation'] = w - sum(T.values())
+    T['other: setup (envelope), preparation, final round, checks'] = w - sum(T.values())
     return w, T
 
 
