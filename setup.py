@@ -26,6 +26,8 @@ dev_requirements = (cfg.get('dev_requirements') or '').split()
 # fedgauss addition: peers used only by tests and benchmarks (xgboost, dp-accounting, ...).
 # `dev` includes them, so `pip install -e ".[dev]" && pytest` runs every test.
 test_requirements = (cfg.get('test_requirements') or '').split()
+# `learn`: a notebook front end for students who run the notebooks (JupyterLab).
+learn_requirements = (cfg.get('learn_requirements') or '').split()
 
 package_data = dict()
 pkg_data = cfg.get('package_data', None)
@@ -47,7 +49,7 @@ setuptools.setup(
     packages = setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require={ 'dev': dev_requirements + test_requirements, 'test': test_requirements },
+    extras_require={ 'dev': dev_requirements + test_requirements, 'test': test_requirements, 'learn': learn_requirements },
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

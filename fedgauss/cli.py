@@ -54,19 +54,30 @@ def main(argv:list|None=None) -> int:
     return code
 
 # %% ../nbs/02_cli.ipynb #533f64cc
-@command('datasets', 'List the known datasets, where each was found, and verify their checksums.',
+@command('datasets', 'List the known datasets, where each was found, and verify their checksums; --download fetches the missing ones.',
          [arg('--data-home', default=None, help='data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)'),
-          arg('--no-verify', action='store_true', help='do not hash the files')])
+          arg('--no-verify', action='store_true', help='do not hash the files'),
+          arg('--download', nargs='*', metavar='NAME', default=None,
+              help='download the missing files of these datasets (all if no name is given), checksums verified')])
 def _cmd_datasets(args) -> int:
-    from fedgauss.data import dataset_status, get_data_home
+    from fedgauss.data import dataset_status, download_datasets, get_data_home
+    home = get_data_home(args.data_home)
+    if args.download is not None:
+        print(f"downloading into {home} ...")
+        got = download_datasets(args.download or None, args.data_home)
+        print(got.fillna('-').to_string(index=False))
+        failed = got['status'] != 'ok'
+        if failed.any(): raise CLIError(f"{int(failed.sum())} file(s) could not be downloaded (see above)", code=1)
+        return 0
     st = dataset_status(args.data_home, verify=not args.no_verify)
-    print(f"data directory: {get_data_home(args.data_home)}")
-    out = st.assign(path=st['path'].fillna('-'), size=[f"{b / 2**20:.1f} MiB" if b else '-' for b in st['bytes']]).drop(columns='bytes')
-    print(out.to_string(index=False))
+    print(f"data directory: {home}")
+    size = [f"{b / 2**20:.1f} MiB" if b else '-' for b in st['bytes']]
+    print(st.assign(path=st['path'].fillna('-'), size=size).drop(columns='bytes').to_string(index=False))
     counts = st['status'].value_counts()
     print(', '.join(f"{v} {k}" for k, v in counts.items()))
+    if counts.get('missing'): print("missing files are downloaded on first use; `fedgauss datasets --download` fetches them now")
     bad = st.loc[st['status'].isin(['checksum mismatch', 'unreadable']), 'path'].tolist()
-    if bad: raise CLIError(f"checksum mismatch or unreadable file: {', '.join(bad)}: delete or replace these files", code=1)
+    if bad: raise CLIError(f"checksum mismatch or unreadable file: {', '.join(bad)} in {home}: delete or replace these files", code=1)
     return 0
 
 # %% ../nbs/02_cli.ipynb #577454c5

@@ -13,8 +13,8 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['DATASETS', 'ADULT_COLUMNS', 'ADULT_LEVELS', 'LIBSVM_FILES', 'SKEWED_FAMILIES', 'DataFile', 'get_data_home',
-           'fetch_file', 'load_breast_cancer', 'load_adult', 'load_libsvm', 'load_a9a', 'load_credit_default',
-           'load_bank', 'make_skewed_features', 'dataset_status']
+           'DataUnavailable', 'fetch_file', 'load_breast_cancer', 'load_adult', 'load_libsvm', 'load_a9a',
+           'load_credit_default', 'load_bank', 'make_skewed_features', 'dataset_status', 'download_datasets']
 
 # %% ../nbs/01_data.ipynb #3ff38c6f
 @dataclass(frozen=True)
@@ -124,8 +124,14 @@ def _download(df:DataFile, dest:Path, timeout:float=60) -> Path:
     return target
 
 # %% ../nbs/01_data.ipynb #40aa3798
-def fetch_file(fname:str, data_home=None, download_if_missing:bool=True) -> Path:
-    "Path of the verified data file `fname` (e.g. `'adult.data'`), downloading it into the data directory if needed."
+class DataUnavailable(FileNotFoundError):
+    "A data file is neither in the data directory nor downloadable (no network, or downloads disabled)."
+
+def fetch_file(fname:str, # a known data file, e.g. `'adult.data'`
+               data_home=None, # data directory (default: `get_data_home()`)
+               download_if_missing:bool=True, # download a missing file from its source (checksum verified)
+              ) -> Path:
+    "Path of the verified data file `fname`, downloading it into the data directory if needed."
     df = _datafile(fname)
     home = get_data_home(data_home)
     found = [p for p in _candidates(home, df) if p.is_file()]
@@ -136,13 +142,14 @@ def fetch_file(fname:str, data_home=None, download_if_missing:bool=True) -> Path
             raise ChecksumError(f"{found[0]} has {what}: the file is corrupt or another version; "
                                 f"delete it (it will be downloaded again) or replace it with the published file")
         return found[0]
-    where = f"put {df.name} (or {df.name}.gz / {df.name}.bz2) in {home}, or point FEDGAUSS_DATA or data_home= at a directory holding it"
-    if not download_if_missing: raise FileNotFoundError(f"{df.name} is not in the data directory {home}: {where}")
+    where = (f"put {df.name} (or {df.name}.gz / {df.name}.bz2) in {home}, or point FEDGAUSS_DATA or data_home= "
+             f"at a directory holding it, or run `fedgauss datasets --download`")
+    if not download_if_missing: raise DataUnavailable(f"{df.name} is not in the data directory {home}: {where}")
     try: return _download(df, home)
     except ChecksumError: raise
     except Exception as e:
-        raise FileNotFoundError(f"{df.name} is not in the data directory {home} and downloading it from {df.url} failed "
-                                f"({type(e).__name__}: {e}). To use it offline, {where}") from e
+        raise DataUnavailable(f"{df.name} is not in the data directory {home} and downloading it from {df.url} failed "
+                              f"({type(e).__name__}: {e}). To use it offline, {where}") from e
 
 # %% ../nbs/01_data.ipynb #35a1987c
 def load_breast_cancer(data_home=None):
@@ -249,16 +256,40 @@ def make_skewed_features(n:int=100_000, d:int=50, rng=0) -> np.ndarray:
     return np.column_stack(cols)
 
 # %% ../nbs/01_data.ipynb #ed984542
-def dataset_status(data_home=None, verify:bool=True) -> pd.DataFrame:
-    "One row per known data file: dataset, file, path found (or None), size in bytes, and status ('ok', 'missing', 'checksum mismatch', 'unreadable', 'unverified')."
+def dataset_status(data_home=None, # data directory (default: `get_data_home()`)
+                   verify:bool=True, # hash each file present (once per process)
+                  ) -> pd.DataFrame:
+    """One row per known data file: dataset, file, the file found relative to the data directory (or None),
+    size in bytes, and status ('ok', 'missing', 'checksum mismatch', 'unreadable', 'unverified')."""
     home = get_data_home(data_home)
     rows = []
     for ds, files in DATASETS.items():
         for df in files:
             found = [p for p in _candidates(home, df) if p.is_file()]
-            if not found: rows.append((ds, df.name, None, 0, 'missing')); continue
+            if not found:
+                rows.append((ds, df.name, None, 0, 'missing'))
+                continue
             p = found[0]
             got = _checked_sha256(p) if verify else None
-            status = 'unverified' if not verify else 'ok' if got == df.sha256 else 'unreadable' if got.startswith('unreadable') else 'checksum mismatch'
-            rows.append((ds, df.name, str(p), p.stat().st_size, status))
+            status = ('unverified' if not verify else 'ok' if got == df.sha256 else
+                      'unreadable' if got.startswith('unreadable') else 'checksum mismatch')
+            rows.append((ds, df.name, p.name, p.stat().st_size, status))
     return pd.DataFrame(rows, columns=['dataset', 'file', 'path', 'bytes', 'status'])
+
+# %% ../nbs/01_data.ipynb #cc970124
+def download_datasets(names=None, # dataset names (keys of `DATASETS`); default: all
+                      data_home=None, # data directory (default: `get_data_home()`)
+                     ) -> pd.DataFrame:
+    "Download and verify the missing files of the datasets `names`: one row per file with its status."
+    names = list(DATASETS) if names is None else [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown: raise ValueError(f"unknown dataset(s) {unknown}; known: {sorted(DATASETS)}")
+    rows = []
+    for ds in names:
+        for df in DATASETS[ds]:
+            try:
+                p = fetch_file(df.name, data_home)
+                rows.append((ds, df.name, p.name, 'ok'))
+            except (DataUnavailable, ChecksumError) as e:
+                rows.append((ds, df.name, None, f"failed: {str(e).split('. To use it offline')[0]}"))
+    return pd.DataFrame(rows, columns=['dataset', 'file', 'path', 'status'])

@@ -10,8 +10,9 @@ from collections import defaultdict
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')          # before numpy / sklearn / lightgbm start their thread pools
 for _v in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'): os.environ.setdefault(_v, '1')
-if 'FEDGAUSS_DATA' not in os.environ and os.path.isdir('/work/shared/datasets'):
-    os.environ['FEDGAUSS_DATA'] = '/work/shared/datasets'
+_shared = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'shared', 'datasets')
+if 'FEDGAUSS_DATA' not in os.environ and os.path.isdir(_shared):      # the repository's sibling shared/datasets
+    os.environ['FEDGAUSS_DATA'] = os.path.abspath(_shared)
 
 import numpy as np
 import pandas as pd

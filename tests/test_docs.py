@@ -12,13 +12,15 @@ piece of Quarto syntax the builder converts (front matter, callouts, divs, `#| h
 echo/output/include/code-fold/fig-cap/label/slow/warning`, `output: asis`, equation and section labels
 with `@` references, link and image attributes, links to other notebooks) and checks each in the browser.
 
-Chromium is required: without it these tests fail (CI installs Debian's `chromium`).
+They need Debian's Chromium (or $CHROMIUM) and npm (MathJax is installed from the npm registry): on a
+machine without them they skip with a reason; CI installs both and sets FEDGAUSS_REQUIRE_ALL=1, which turns
+such a skip into a failure (tests/conftest.py).
 """
 import base64, io, json, os, shutil, subprocess, sys, textwrap
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, require_tools, skip_or_fail
 
 sys.path.insert(0, str(ROOT / 'tools'))
 import check_docs  # noqa: E402
@@ -26,9 +28,11 @@ import check_docs  # noqa: E402
 SITE = ROOT / '_docs'
 
 
-def _require_chromium():
+def _require_chromium(build=True):
+    "The browser (and npm, for a test that builds the site), or a skip that says how to get them."
     exe = check_docs.find_chromium()
-    assert exe, 'Chromium is needed for the docs tests: `apt-get install -y chromium` (Debian), or set $CHROMIUM'
+    if not exe: skip_or_fail('needs Chromium for the browser check: `apt-get install -y chromium` (Debian), or set $CHROMIUM')
+    if build: require_tools('npm')
     return exe
 
 
@@ -302,7 +306,7 @@ def test_quarto_features(tmp_path):
 
 def test_checker_catches_faults(tmp_path):
     "The browser check is not a rubber stamp: a page with each kind of fault gets each one reported."
-    chromium = _require_chromium()
+    chromium = _require_chromium(build=False)
     site = tmp_path / 'site'
     site.mkdir()
     (site / 'ok.html').write_text('<html><head><title>ok</title><link rel="icon" href="data:,"></head>'
