@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_cli.ipynb #f2745c8e
 from __future__ import annotations
-import argparse, sys
+import argparse, sys, warnings
 from pathlib import Path
 from . import __version__
 
@@ -30,6 +30,19 @@ def command(name:str, help:str, args:list=()):
     return deco
 
 # %% ../nbs/02_cli.ipynb #29aa7d6a
+def _fedgauss_errors() -> tuple:
+    "Exception types of fedgauss that a user can fix (bad data, a precision or budget to raise): one line, exit 2."
+    from fedgauss.smc import FixedPointOverflow
+    from fedgauss.securefedyj import FixedPointPrecisionError
+    from fedgauss.dp import PrivacyBudgetExceeded
+    return FixedPointOverflow, FixedPointPrecisionError, PrivacyBudgetExceeded
+
+def _warn_line(cmd:str):
+    "A `warnings.showwarning` that prints one line `fedgauss CMD: warning: ...`, without source file or code line."
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"fedgauss {cmd}: warning: {message}", file=sys.stderr)
+    return show
+
 def build_parser() -> argparse.ArgumentParser:
     "The `fedgauss` parser, with one subparser per registered command."
     p = argparse.ArgumentParser(prog='fedgauss', description='Privacy-preserving federated learning on tabular data.')
@@ -40,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         for flags, kw in args: cp.add_argument(*flags, **kw)
     return p
 
+# %% ../nbs/02_cli.ipynb #8d24d5cc
 def main(argv:list|None=None) -> int:
     "Entry point of the `fedgauss` command; returns the exit code."
     parser = build_parser()
@@ -47,9 +61,12 @@ def main(argv:list|None=None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    try: return int(COMMANDS[args.command][0](args) or 0)
-    except CLIError as e: msg, code = str(e), e.code
-    except (ValueError, FileNotFoundError) as e: msg, code = str(e), 2
+    with warnings.catch_warnings():
+        warnings.simplefilter('default')                   # each distinct warning once
+        warnings.showwarning = _warn_line(args.command)
+        try: return int(COMMANDS[args.command][0](args) or 0)
+        except CLIError as e: msg, code = str(e), e.code
+        except (ValueError, OSError, *_fedgauss_errors()) as e: msg, code = str(e), 2
     print(f"fedgauss {args.command}: error: {msg}".splitlines()[0], file=sys.stderr)
     return code
 
@@ -85,36 +102,42 @@ def _cmd_datasets(args) -> int:
          [arg('--out', default='fedgauss-demo.png', help='where to save the before/after figure (PNG)'),
           arg('--clients', type=int, default=3, help='number of hospitals (default 3)'),
           arg('--theta', type=float, default=0.8, help='label-skew imbalance ratio (0.5 = balanced)'),
-          arg('--t-max', type=int, default=32, help='ExpYJ search steps'),
+          arg('--t-max', type=int, default=128, help='search steps at most (the search stops once lambda has converged)'),
           arg('--seed', type=int, default=0, help='seed of the split and of the protocol randomness'),
           arg('--no-progress', action='store_true', help='no progress bar')])
 def _cmd_demo(args) -> int:
-    from fedgauss.securefedyj import run_demo
+    from fedgauss.yjcli import run_demo
     if args.clients < 1: raise CLIError(f"--clients must be at least 1; got {args.clients}")
     if args.t_max < 0: raise CLIError(f"--t-max must be non-negative; got {args.t_max}")
-    out = Path(args.out)
-    if out.suffix.lower() != '.png': raise CLIError(f"--out must be a .png file; got {out}")
-    if not out.parent.exists(): raise CLIError(f"the directory of --out does not exist: {out.parent}")
-    run_demo(out, n_clients=args.clients, theta=args.theta, t_max=args.t_max, rng=args.seed, progress=not args.no_progress)
+    run_demo(args.out, n_clients=args.clients, theta=args.theta, t_max=args.t_max, rng=args.seed, progress=not args.no_progress)
     return 0
 
 # %% ../nbs/02_cli.ipynb #4b15f208
+def _columns(s:str) -> list: return [c.strip() for c in s.split(',') if c.strip()]
+
 @command('yj', 'Gaussianize a CSV with SecureFedYJ: one client per value of a column (or K random clients); writes the transformed CSV.',
-         [arg('input', help='CSV file: one row per record, numeric feature columns'),
-          arg('--client-column', default=None, help='column whose values name the clients (kept in the output)'),
+         [arg('input', help='CSV file (plain, .gz, .bz2 or .xz): one row per record'),
+          arg('--client-column', default=None, help='column whose values name the clients (never transformed)'),
           arg('--clients', type=int, default=None, help='split the rows into this many random clients instead'),
+          arg('--columns', type=_columns, default=None, help='comma-separated columns to transform (default: all numeric)'),
+          arg('--exclude', type=_columns, default=[], help='comma-separated columns to leave untouched'),
+          arg('--pass-through', action='store_true', help='keep non-numeric columns unchanged instead of refusing them'),
+          arg('--sep', default=None, help='field separator (default: sniffed from the file)'),
+          arg('--no-header', action='store_true', help='the file has no header row: columns are named 0, 1, 2, ...'),
           arg('--out', default=None, help='output CSV (default: INPUT.yj.csv next to the input)'),
-          arg('--t-max', type=int, default=32, help='ExpYJ search steps (default 32)'),
+          arg('--figure', default=None, help='also save a before/after figure of the most skewed features (PNG)'),
+          arg('--t-max', type=int, default=128, help='search steps at most (default 128; stops once lambda has converged)'),
           arg('--seed', type=int, default=0, help='seed of the random split and of the protocol randomness'),
           arg('--progress', action='store_true', help='show a progress bar')])
 def _cmd_yj(args) -> int:
-    from fedgauss.securefedyj import gaussianize_csv
+    from fedgauss.yjcli import gaussianize_csv, print_report
     if (args.client_column is None) == (args.clients is None): raise CLIError("give exactly one of --client-column COL or --clients K")
     if args.t_max < 0: raise CLIError(f"--t-max must be non-negative; got {args.t_max}")
-    out, ft = gaussianize_csv(args.input, client_column=args.client_column, n_clients=args.clients, out=args.out,
-                              t_max=args.t_max, rng=args.seed, progress=args.progress)
-    p = ft.protocol_
-    print(f"{p.n_clients_} clients, {p.n_features_in_} features: lambdas {', '.join(f'{c}={l:.4g}' for c, l in zip(p.feature_names_[:6], p.lambdas_[:6]))}"
-          f"{', ...' if p.n_features_in_ > 6 else ''}")
-    print(f"wrote {out}")
+    r = gaussianize_csv(args.input, client_column=args.client_column, n_clients=args.clients, columns=args.columns,
+                        exclude=args.exclude, pass_through=args.pass_through, sep=args.sep, header=not args.no_header,
+                        out=args.out, figure=args.figure, t_max=args.t_max, rng=args.seed, progress=args.progress)
+    p = r.transformer.protocol_
+    print(f"{p.n_clients_} clients, {p.n_features_in_} features transformed")
+    print_report(r)
+    for what, path in r.outputs.items(): print(f"wrote {path} ({what})")
     return 0

@@ -14,9 +14,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 # %% auto #0
-__all__ = ['as_rng', 'iid_split', 'check_partition', 'label_skew_split', 'class_shares', 'size_skew_split', 'dirichlet_split',
-           'vertical_split', 'drop_views', 'payload_nbytes', 'Message', 'ChannelError', 'Channel', 'Party',
-           'make_parties']
+__all__ = ['as_rng', 'name_list', 'iid_split', 'check_partition', 'label_skew_split', 'class_shares', 'size_skew_split',
+           'dirichlet_split', 'vertical_split', 'drop_views', 'payload_nbytes', 'Message', 'ChannelError', 'Channel',
+           'Party', 'make_parties']
 
 # %% ../nbs/00_federation.ipynb #956dc9ab
 def as_rng(rng=None) -> np.random.Generator:
@@ -25,6 +25,15 @@ def as_rng(rng=None) -> np.random.Generator:
     if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)) and not isinstance(rng, bool):
         return np.random.default_rng(rng)
     raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None; got {type(rng).__name__}")
+
+# %% ../nbs/00_federation.ipynb #6b400bb9
+def name_list(names, # column, client or feature names
+              k:int=5, # how many to show
+             ) -> str:
+    "At most `k` quoted names, then how many were left out: `'a', 'b' … and 15 more`."
+    names = [repr(str(n)) for n in names]
+    rest = len(names) - k
+    return ', '.join(names[:k]) + (f" … and {rest} more" if rest > 0 else '')
 
 # %% ../nbs/00_federation.ipynb #41e77d34
 def _n_rows(X):

@@ -13,19 +13,20 @@ import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .federation import Channel, Party, as_rng, iid_split, label_skew_split
+from fastcore.basics import patch
+
+from .federation import Channel, Party, as_rng, iid_split, label_skew_split, name_list
 from .smc import SMC, Shared, FixedPointOverflow
 from .yeojohnson import (TAU0, YMAX, ExpSearchState, YeoJohnsonWarning, YJAnchors, YJData, YJFrame, YJSums,
                                  yj_frame, yj_lambda_bounds, yj_moments_from_frame, yj_sum_bounds, yeo_johnson,
                                  yeo_johnson_inverse, _g, _gmu, _g_scaled, _gmu_scaled, _to_frame, _from_frame,
-                                 _check_numeric_frame, _column_names, _final_lambdas)
+                                 _check_numeric_frame, _column_names, final_lambdas, ExpYJResult)
 
 # %% auto #0
 __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
            'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums', 'statistic_exponents', 'normalization',
-           'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'YJClient', 'SecureFedYJ',
-           'revealed_values', 'communication_table', 'FedYeoJohnsonTransformer', 'plot_before_after', 'run_demo',
-           'gaussianize_csv']
+           'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'range_codes', 'YJClient',
+           'SecureFedYJ', 'revealed_values', 'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #b43438cb
 def envelope_round(c, bits:int, up:bool) -> np.ndarray:
@@ -61,7 +62,8 @@ def anchors_from_envelope(env) -> YJAnchors:
     E = np.array([[int(t) for t in r] for r in np.asarray(env, dtype=object)], dtype=np.int64)
     def hi(p):
         v = np.where(p < 0, np.nan, np.maximum(p, 0).view(np.float64))
-        return np.where(p == 0, 0.0, _step(np.expm1(v), np.inf))
+        with np.errstate(over='ignore'): h = _step(np.expm1(v), np.inf)
+        return np.where(p == 0, 0.0, np.minimum(h, np.finfo(np.float64).max))   # no float lies beyond the largest
     def lo(p):
         p = -p
         v = np.where(p >= INF_PATTERN, np.nan, np.minimum(p, INF_PATTERN - 1).view(np.float64))
@@ -84,9 +86,14 @@ W_EXACT = 256        # fractional bits of the exact intermediate integers (more 
 HP_RATIO = 2.0**12   # one-signed groups farther than this many spreads from the public anchor get 60-digit offsets
 
 def _fx(x, W:int=W_EXACT) -> np.ndarray:
-    "floor-toward-zero of x 2**W as Python ints (object array): scaling a float by 2**W and int() are both exact."
-    x = np.ldexp(np.asarray(x, dtype=np.float64), W)
-    out = np.empty(x.shape, dtype=object); out.flat = list(map(int, x.ravel().tolist()))
+    "floor-toward-zero of x 2**W as Python ints (object array), exactly: the integer mantissa of x shifted by its exponent + W."
+    x = np.asarray(x, dtype=np.float64)
+    if not np.isfinite(x).all():
+        raise FixedPointOverflow("a frame coefficient is not finite in float64: the values are too large for the public frame")
+    m, e = np.frexp(x)
+    M, k = (m*2.0**53).astype(np.int64).ravel().tolist(), (e.astype(np.int64) - 53 + W).ravel().tolist()
+    out = np.empty(x.shape, dtype=object)
+    out.flat = [(a << s) if s >= 0 else (a >> -s if a >= 0 else -(-a >> -s)) for a, s in zip(M, k)]
     return out
 
 def _rshift_round(v, k) -> np.ndarray:
@@ -216,15 +223,30 @@ def _shared_totals(smc:SMC, stats:dict, f:int, max_rows:int) -> list:
     return [Shared({p: v[i] for p, v in sh.shares.items()}, k*f, sh.bound) for i, k in enumerate(SCALES)]
 
 # %% ../nbs/12_securefedyj.ipynb #1f4e42a4
+def range_codes(anchors:YJAnchors) -> np.ndarray:
+    """(2, d) integers whose maxima over the clients are `code(max x)` and `-code(min x)`, with `code` the float64 bit
+    pattern folded by sign (an order-preserving map to integers): max x = min x exactly when the two maxima add up to 0."""
+    with np.errstate(invalid='ignore'):
+        mx = np.where(np.isnan(anchors.pos_hi), -anchors.neg_lo, anchors.pos_hi)      # the largest value
+        mn = np.where(np.isnan(anchors.neg_hi), anchors.pos_lo, -anchors.neg_hi)      # the smallest value
+    def code(v):
+        bits = np.abs(np.nan_to_num(v)).view(np.int64)
+        return np.where(v < 0, -bits, bits)
+    out = np.empty((2, len(mx)), dtype=object)
+    out[:] = [[int(c) for c in code(mx)], [int(-c) for c in code(mn)]]
+    out[:, np.isnan(mx)] = -(2**63 - 1)                  # no value here: never the maximum
+    return out
+
 class YJClient(Party):
     "A SecureFedYJ client: owns its rows (NaN allowed), computes in its own frames, and maps its sums exactly into the public frame."
     def __init__(self, name:str, channel:Channel, X):
         super().__init__(name, channel, X)
         self.local_anchors = YJAnchors.from_data(X)
 
-    def envelope(self, bits:int=3) -> np.ndarray:
-        "This client's input to the secure maximum (its own extremes, rounded outward)."
-        return local_envelope(self.local_anchors, bits)
+    def setup_inputs(self, bits:int|None=3) -> np.ndarray:
+        "Input to the secure maximum: the envelope (its extremes rounded outward; none if `bits` is None), then `range_codes`."
+        codes = range_codes(self.local_anchors)
+        return codes if bits is None else np.vstack([local_envelope(self.local_anchors, bits), codes])
 
     def prepare(self, public:YJAnchors, names=None):
         "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
@@ -281,8 +303,17 @@ def _check_clients(clients, max_rows:int):
 # %% ../nbs/12_securefedyj.ipynb #bf1ab637
 class SecureFedYJ(BaseEstimator):
     "ExpYJ across clients under secure multiparty computation: the pooled fit, revealing only the signs of the derivative (and the fitted parameters)."
-    def __init__(self, t_max:int=32, precision:int=96, envelope_bits:int=3, bounds=None, max_rows:int=2**20,
-                 ymax:float=YMAX, stat_bits:int=40, ring_bits:int|None=None, rng=None, progress:bool=False):
+    def __init__(self, t_max:int=128, # search steps at most (the search stops once every lambda has converged)
+                 precision:int=96, # fractional bits of the fixed-point statistics (at most 190)
+                 envelope_bits:int=3, # significant bits of the public envelope of log(1 + |x|)
+                 bounds=None, # published (d, 2) bounds [low, high] per feature, instead of the envelope
+                 max_rows:int=2**20, # public bound on any client's row count
+                 ymax:float=YMAX, # largest |Psi| the fitted transform may produce
+                 stat_bits:int=40, # statistical security of the masks, bits
+                 ring_bits:int|None=None, # ring size (default: `ring_bits_for`)
+                 rng=None, # seed or Generator of all the protocol's randomness
+                 progress:bool=False, # progress bar on stderr
+                ):
         self.t_max, self.precision, self.envelope_bits, self.bounds, self.max_rows = t_max, precision, envelope_bits, bounds, max_rows
         self.ymax, self.stat_bits, self.ring_bits, self.rng, self.progress = ymax, stat_bits, ring_bits, rng, progress
 
@@ -293,69 +324,99 @@ class SecureFedYJ(BaseEstimator):
                 raise ValueError(f"{name} must be a {'non-negative' if name == 't_max' else 'positive'} integer; got {v!r}")
         if self.precision > 190: raise ValueError(f"precision must be at most 190 fractional bits; got {self.precision}")
 
-    def fit(self, clients, y=None):
-        "Run the protocol on `clients`, a list of client datasets with the same columns."
-        self._check_params()
-        Xs, names = _check_clients(clients, self.max_rows)
-        K, d, f = len(Xs), Xs[0].shape[1], self.precision
-        self.channel_ = ch = Channel()
-        cl = [YJClient(f'client{k}', ch, X) for k, X in enumerate(Xs)]
-        L = self.ring_bits or ring_bits_for(K, self.max_rows, f, self.stat_bits)
-        smc = SMC(cl, ch, dealer='server', ring_bits=L, stat_bits=self.stat_bits, rng=self.rng)
-        rounds = {}
-        # 1. setup: the public anchors
-        ch.next_round(); rounds['setup'] = ch.round
-        if self.bounds is None:
-            env = smc.reveal(_tree_max(smc, [smc.input(c, c.envelope(self.envelope_bits), 0, 2.0**63) for c in cl]), exact=True)
-            A = anchors_from_envelope(env)
-        else:
-            A = anchors_from_bounds(self.bounds)
-            if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
-        empty = np.flatnonzero(A.empty)
-        if len(empty): raise ValueError(f"{', '.join(repr(names[j]) for j in empty)} ha{'s' if len(empty) == 1 else 've'} no finite value in any client")
-        for c in cl: c.prepare(A, names)
-        # 2. the search
-        state = ExpSearchState.start(d)
-        path, signs, const = [state.lmbda], [], np.zeros(d, bool)
-        steps = range(self.t_max)
-        if self.progress:
-            from tqdm.auto import tqdm
-            steps = tqdm(steps, desc='SecureFedYJ', unit='step', file=sys.stderr)
-        for t in steps:
-            ch.next_round(); rounds.setdefault('search', []).append(ch.round)
-            pf, norm = yj_frame(state.lmbda, A), normalization(state.lmbda, A)
-            S = _shared_totals(smc, {c: c.statistics(state.lmbda, pf, f, norm, state.bracket) for c in cl}, f, self.max_rows)
-            sg, guard = secure_step(smc, S, K, f)
-            if t == 0: const = guard.copy()
-            elif (guard & ~const).any():
-                bad = np.flatnonzero(guard & ~const)
-                raise FixedPointPrecisionError(f"{', '.join(repr(names[j]) for j in bad[:5])}: variance below the fixed-point resolution "
-                                               f"at step {t} (lambda = {state.lmbda[bad[0]]:.6g}); raise precision (now {f})")
-            sg[const] = 0
-            state = state.update(sg)
-            path.append(state.lmbda); signs.append(sg)
-        lb, ub = yj_lambda_bounds(A, self.ymax)
-        lam, bounded = _final_lambdas(state.lmbda, lb, ub, const, names, self.ymax, what=f"constant (at precision {f})")
-        # 3. the fitted parameters
-        ch.next_round(); rounds['final'] = ch.round
-        pf, norm = yj_frame(lam, A), normalization(lam, A)
-        ints = [c.statistics(lam, pf, f, norm, (state.lo, state.hi)) for c in cl]
-        n, _, psi, psi2, _, _ = _shared_totals(smc, dict(zip(cl, ints)), f, self.max_rows)
-        r = smc.reciprocal(n, n_max=K*self.max_rows, scale=64)                        # 1/n at scale 64
-        P = smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
-        Dn = smc.truncate(smc.mul(smc.sub(P[0], P[1]), r), 64)                        # n var, scale 2f
-        mt = smc.truncate(P[2], 64)                                                   # mean, scale f
-        vt = smc.truncate(smc.mul(Dn, r), 64 + f)                                     # var, scale f
-        mv = smc.reveal(smc.stack([mt, vt]))
-        mean_t, var_t = mv[0]*2.0**norm['e_psi'], np.maximum(mv[1], 0)*4.0**norm['e_psi']
-        self.lambdas_, self.frame_, self.anchors_ = lam, pf, A
-        self.mean_, self.var_ = yj_moments_from_frame(mean_t, var_t, pf)
-        self.mean_t_, self.var_t_ = mean_t, var_t
-        self.signs_, self.path_ = np.array(signs, dtype=np.int8).reshape(self.t_max, d), np.array(path)
-        self.constant_, self.bounded_, self.rounds_ = const, bounded, rounds
-        self.n_clients_, self.n_features_in_, self.feature_names_ = K, d, names
-        self.ring_bits_ = L
-        return self
+# %% ../nbs/12_securefedyj.ipynb #e093ec60
+@patch
+def _setup(self:SecureFedYJ, smc:SMC, cl:list, names:list):
+    "The public anchors and the exact constancy bit of every feature, from one secure maximum."
+    d = len(names)
+    env = self.bounds is None
+    M = _tree_max(smc, [smc.input(c, c.setup_inputs(self.envelope_bits if env else None), 0, 2.0**63) for c in cl])
+    if env: A = anchors_from_envelope(smc.reveal(_rows(M, slice(0, 4)), exact=True))
+    else:
+        A = anchors_from_bounds(self.bounds)
+        if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
+    if A.empty.any():
+        j = np.flatnonzero(A.empty)
+        raise ValueError(f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client")
+    k = 4 if env else 0
+    spread = smc.add(_rows(M, k), _rows(M, k + 1))                   # code(max x) - code(min x) >= 0
+    const = smc.reveal_bits(smc.ltz(smc.add_public(spread, -1.0))).astype(bool)
+    return A, const
+
+# %% ../nbs/12_securefedyj.ipynb #b6431144
+@patch
+def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, rounds:dict) -> ExpSearchState:
+    "The exponential search: one secure sign per feature and step, until every lambda has converged or `t_max` steps."
+    K, d, f, ch = len(cl), len(names), self.precision, self.channel_
+    state = ExpSearchState.start(d)
+    path, signs = [state.lmbda], []
+    bar = None
+    if self.progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=self.t_max, desc='SecureFedYJ', unit='step', file=sys.stderr)
+    while state.t < self.t_max and not (state.converged() | const).all():
+        ch.next_round(); rounds.setdefault('search', []).append(ch.round)
+        pf, norm = yj_frame(state.lmbda, A), normalization(state.lmbda, A)
+        S = _shared_totals(smc, {c: c.statistics(state.lmbda, pf, f, norm, state.bracket) for c in cl}, f, self.max_rows)
+        sg, guard = secure_step(smc, S, K, f)
+        if (guard & ~const).any():
+            bad = np.flatnonzero(guard & ~const)
+            raise FixedPointPrecisionError(
+                f"{name_list([names[j] for j in bad])}: the variance is below the fixed-point resolution at step {state.t} "
+                f"(lambda = {state.lmbda[bad[0]]:.6g}): the public frame is too coarse for the spread of these values at "
+                f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds")
+        sg[const] = 0
+        state = state.update(sg)
+        path.append(state.lmbda); signs.append(sg)
+        if bar is not None: bar.update()
+    if bar is not None: bar.close()
+    self.signs_, self.path_ = np.array(signs, dtype=np.int8).reshape(-1, d), np.array(path)
+    return state
+
+# %% ../nbs/12_securefedyj.ipynb #ff3f58e7
+@patch
+def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchState, const, names:list, rounds:dict):
+    "The final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, computed in SMC and opened."
+    K, f, ch = len(cl), self.precision, self.channel_
+    lb, ub = yj_lambda_bounds(A, self.ymax)
+    lam, bounded, conv = final_lambdas(state, lb, ub, const, names, self.ymax, what="constant")
+    ch.next_round(); rounds['final'] = ch.round
+    pf, norm = yj_frame(lam, A), normalization(lam, A)
+    ints = [c.statistics(lam, pf, f, norm, state.bracket) for c in cl]
+    n, _, psi, psi2, _, _ = _shared_totals(smc, dict(zip(cl, ints)), f, self.max_rows)
+    r = smc.reciprocal(n, n_max=K*self.max_rows, scale=64)                        # 1/n at scale 64
+    P = smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
+    Dn = smc.truncate(smc.mul(smc.sub(P[0], P[1]), r), 64)                        # n var, scale 2f
+    mt = smc.truncate(P[2], 64)                                                   # mean, scale f
+    vt = smc.truncate(smc.mul(Dn, r), 64 + f)                                     # var, scale f
+    mv = smc.reveal(smc.stack([mt, vt]))
+    mean_t, var_t = mv[0]*2.0**norm['e_psi'], np.maximum(mv[1], 0)*4.0**norm['e_psi']
+    self.lambdas_, self.frame_, self.anchors_ = lam, pf, A
+    self.mean_, self.var_ = yj_moments_from_frame(mean_t, var_t, pf)
+    self.mean_t_, self.var_t_ = mean_t, var_t
+    self.constant_, self.bounded_, self.converged_ = const, bounded, conv
+
+# %% ../nbs/12_securefedyj.ipynb #85df7999
+@patch
+def fit(self:SecureFedYJ, clients, # one dataset per client (2-D arrays or DataFrames with the same columns)
+        y=None):
+    "Run the protocol on `clients`: setup, search, final round, all through one `Channel` (`channel_`)."
+    self._check_params()
+    Xs, names = _check_clients(clients, self.max_rows)
+    K, d, f = len(Xs), Xs[0].shape[1], self.precision
+    self.channel_ = ch = Channel()
+    cl = [YJClient(f'client{k}', ch, X) for k, X in enumerate(Xs)]
+    L = self.ring_bits or ring_bits_for(K, self.max_rows, f, self.stat_bits)
+    smc = SMC(cl, ch, dealer='server', ring_bits=L, stat_bits=self.stat_bits, rng=self.rng)
+    ch.next_round()
+    rounds = {'setup': ch.round}
+    A, const = self._setup(smc, cl, names)
+    for c in cl: c.prepare(A, names)
+    state = self._search(smc, cl, A, const, names, rounds)
+    self._finish(smc, cl, A, state, const, names, rounds)
+    self.rounds_, self.ring_bits_ = rounds, L
+    self.n_clients_, self.n_features_in_, self.feature_names_ = K, d, names
+    return self
 
 # %% ../nbs/12_securefedyj.ipynb #5f5d7a47
 def revealed_values(channel:Channel, n_parties:int, ring_bits:int) -> list:
@@ -399,7 +460,7 @@ def communication_table(fitted:SecureFedYJ) -> pd.DataFrame:
 # %% ../nbs/12_securefedyj.ipynb #b4ce9af0
 class FedYeoJohnsonTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     "Yeo-Johnson transform fitted by SecureFedYJ on a list of client datasets; transforms any client's data (pandas in and out with `set_output`)."
-    def __init__(self, standardize:bool=True, t_max:int=32, precision:int=96, envelope_bits:int=3, bounds=None,
+    def __init__(self, standardize:bool=True, t_max:int=128, precision:int=96, envelope_bits:int=3, bounds=None,
                  max_rows:int=2**20, ymax:float=YMAX, rng=None, progress:bool=False):
         self.standardize, self.t_max, self.precision, self.envelope_bits, self.bounds = standardize, t_max, precision, envelope_bits, bounds
         self.max_rows, self.ymax, self.rng, self.progress = max_rows, ymax, rng, progress
@@ -448,95 +509,3 @@ class FedYeoJohnsonTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstim
         check_is_fitted(self)
         A = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite='allow-nan')
         return _from_frame(A*self._scale_t + self._mean_t, self.frame_) if self.standardize else yeo_johnson_inverse(A, self.lambdas_)
-
-# %% ../nbs/12_securefedyj.ipynb #925e1d40
-def plot_before_after(clients, transformer, features, names=None, bins:int=30):
-    "Histograms of `features` per client, before and after the fitted transform (a matplotlib figure)."
-    import matplotlib.pyplot as plt
-    cols = list(features)
-    fig, axes = plt.subplots(2, len(cols), figsize=(3.2*len(cols), 5.2), squeeze=False)
-    names = names or [f'client {k}' for k in range(len(clients))]
-    for k, X in enumerate(clients):
-        Xd = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
-        Z = pd.DataFrame(np.asarray(transformer.transform(Xd)), columns=Xd.columns, index=Xd.index)
-        for i, c in enumerate(cols):
-            axes[0, i].hist(Xd[c], bins=bins, alpha=0.5, label=names[k])
-            axes[1, i].hist(Z[c], bins=bins, alpha=0.5, label=names[k])
-    for i, c in enumerate(cols):
-        axes[0, i].set_title(str(c), fontsize=10); axes[1, i].set_xlabel('Yeo-Johnson, standardized', fontsize=9)
-    axes[0, 0].set_ylabel('before'); axes[1, 0].set_ylabel('after'); axes[0, -1].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-# %% ../nbs/12_securefedyj.ipynb #f1d6c34f
-def run_demo(out:str|Path='fedgauss-demo.png', n_clients:int=3, theta:float=0.8, t_max:int=32, rng=0, progress:bool=True, file=None) -> dict:
-    "Breast cancer across `n_clients` simulated hospitals: SecureFedYJ vs pooled ExpYJ, communication, what was revealed; saves a figure to `out`."
-    from fedgauss.data import load_breast_cancer
-    from fedgauss.yeojohnson import exp_yj
-    import matplotlib; matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    file = file or sys.stdout
-    X, y = load_breast_cancer()
-    splits = label_skew_split(X, y, n_clients, theta, rng)
-    clients = [Xk for Xk, _ in splits]
-    print(f"breast cancer: {len(X)} rows x {X.shape[1]} features, split across {n_clients} hospitals with label skew theta={theta}:", file=file)
-    print('  ' + ', '.join(f"hospital {k}: {len(Xk)} rows ({int((yk == 0).sum())} malignant)" for k, (Xk, yk) in enumerate(splits)), file=file)
-    t0 = time.perf_counter()
-    ft = FedYeoJohnsonTransformer(t_max=t_max, rng=rng, progress=progress).fit(clients)
-    secs = time.perf_counter() - t0
-    p = ft.protocol_
-    pooled = exp_yj(X, t_max=t_max)
-    table = pd.DataFrame({'lambda SecureFedYJ': p.lambdas_, 'lambda pooled ExpYJ': pooled, 'difference': p.lambdas_ - pooled,
-                          'mean': p.mean_, 'variance': p.var_}, index=pd.Index(p.feature_names_, name='feature'))
-    with pd.option_context('display.width', 120, 'display.max_rows', 100):
-        print(table.to_string(float_format=lambda v: f"{v:.6g}"), file=file)
-    s = p.channel_.summary()
-    same = int((table['difference'] == 0).sum())
-    print(f"\n{same} of {len(table)} lambdas identical to pooled ExpYJ (same sign sequence over {t_max} steps).", file=file)
-    print(f"communication: {s['total_bytes']/2**20:.1f} MiB in {s['n_messages']:,} messages over {s['n_rounds']} rounds "
-          f"(1 setup, {t_max} search steps, 1 final); {secs:.1f} s", file=file)
-    c = communication_table(p)
-    print(f"  per hospital and search step: {(c['sent / step'] + c['received / step']).iloc[:-1].mean()/1024:.0f} KiB sent + received;"
-          f" the server only sends (dealer), it received {int(c.loc['server', 'total received'])} bytes", file=file)
-    print(f"revealed to the hospitals: the envelope (which signs occur; log(1+|x|) extremes rounded outward to {p.envelope_bits} bits), "
-          f"{t_max} x {len(table)} signs and precision flags, and the fitted (mean, variance) of each feature. Nothing else.", file=file)
-    fig = plot_before_after(clients, ft, ['mean area', 'area error', 'worst concavity', 'fractal dimension error'],
-                            names=[f'hospital {k}' for k in range(n_clients)])
-    fig.savefig(out, dpi=110); plt.close(fig)
-    print(f"figure: {out}", file=file)
-    return dict(table=table, summary=s, communication=c, seconds=secs, figure=Path(out))
-
-def _assign_clients(df:pd.DataFrame, client_column=None, n_clients=None, rng=0):
-    if (client_column is None) == (n_clients is None): raise ValueError("give exactly one of --client-column COL or --clients K")
-    if client_column is not None:
-        if client_column not in df.columns: raise ValueError(f"unknown column {client_column!r}; the CSV has {', '.join(map(repr, df.columns[:10]))}")
-        groups = list(df.groupby(client_column, sort=True, dropna=False).groups.values())
-        if df[client_column].isna().any(): raise ValueError(f"client column {client_column!r} has empty values")
-        return groups, [c for c in df.columns if c != client_column]
-    if not isinstance(n_clients, numbers.Integral) or n_clients < 1: raise ValueError(f"--clients must be a positive integer; got {n_clients!r}")
-    if n_clients > len(df): raise ValueError(f"--clients {n_clients}: the CSV has only {len(df)} rows, so a client would have no rows")
-    perm = as_rng(rng).permutation(len(df))
-    return [df.index[p] for p in np.array_split(perm, n_clients)], list(df.columns)
-
-def gaussianize_csv(path, client_column:str|None=None, n_clients:int|None=None, out=None, t_max:int=32, rng=0, progress:bool=False):
-    "Fit SecureFedYJ on the clients of a CSV file and write the Gaussianized CSV (client column kept); returns (output path, transformer)."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no such file: {path}")
-    df = pd.read_csv(path)
-    if df.empty: raise ValueError(f"{path} has no rows")
-    groups, feats = _assign_clients(df, client_column, n_clients, rng)
-    if not feats: raise ValueError("the CSV has no feature column besides the client column")
-    bad = [c for c in feats if not pd.api.types.is_numeric_dtype(df[c])]
-    if bad: raise ValueError(f"non-numeric feature column(s): {', '.join(map(repr, bad[:5]))}")
-    F = df[feats].astype(np.float64)
-    nan = F.columns[F.isna().any()].tolist()
-    if nan: raise ValueError(f"column(s) {', '.join(map(repr, nan[:5]))} contain NaN (missing values); fill or drop them first")
-    inf = F.columns[np.isinf(F).any()].tolist()
-    if inf: raise ValueError(f"column(s) {', '.join(map(repr, inf[:5]))} contain inf")
-    clients = [F.loc[g] for g in groups]
-    ft = FedYeoJohnsonTransformer(t_max=t_max, rng=rng, progress=progress).set_output(transform='pandas').fit(clients)
-    res = df.copy()
-    res[feats] = ft.transform(F)
-    out = Path(out) if out is not None else path.with_name(path.stem + '.yj.csv')
-    res.to_csv(out, index=False)
-    return out, ft

@@ -7,6 +7,10 @@ from __future__ import annotations
 import math, numbers, warnings
 from dataclasses import dataclass, field, fields
 
+from fastcore.basics import patch
+
+from .federation import name_list
+
 import numpy as np
 import pandas as pd
 from scipy.special import lambertw
@@ -14,11 +18,12 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 # %% auto #0
-__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'yeo_johnson', 'yeo_johnson_inverse', 'yeo_johnson_dlambda', 'YJAnchors',
-           'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
-           'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik',
-           'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
-           'exp_yj_search', 'exp_yj', 'yj_sum_bounds', 'YeoJohnsonTransformer']
+__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yeo_johnson', 'yeo_johnson_inverse', 'yeo_johnson_dlambda',
+           'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums',
+           'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums',
+           'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds',
+           'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
+           'exp_yj', 'yj_sum_bounds', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -41,7 +46,7 @@ def _ginv(mu, v):
 
 def _as_lambdas(lmbda):
     lam = np.asarray(lmbda, dtype=np.float64)
-    if np.isnan(lam).any(): raise ValueError("lmbda contains NaN")
+    if not np.isfinite(lam).all(): raise ValueError(f"lmbda must be finite (no NaN or inf); got {lam[~np.isfinite(lam)].ravel()[:3].tolist()}")
     return lam
 
 # %% ../nbs/10_yeojohnson.ipynb #cd299956
@@ -585,6 +590,15 @@ class ExpSearchState:
     @property
     def bracket(self): return self.lo, self.hi
 
+# %% ../nbs/10_yeojohnson.ipynb #094e5735
+LAMBDA_RTOL = 2.0**-44    # relative width of the bracket at which the search has converged
+
+@patch
+def converged(self:ExpSearchState, rtol:float=LAMBDA_RTOL) -> np.ndarray:
+    "Per feature: the bracket is closed and narrower than `rtol * max(1, |lambda|)`."
+    with np.errstate(invalid='ignore'):
+        return (self.hi - self.lo) <= rtol*np.maximum(1.0, np.abs(self.lmbda))
+
 # %% ../nbs/10_yeojohnson.ipynb #2cb1e0b2
 def _lam_overflow(x, ymax):
     "lambda > 0 with expm1(lambda log1p(x))/lambda = ymax, elementwise (inf where x = 0)"
@@ -629,7 +643,7 @@ def yj_lambda_bounds(anchors: YJAnchors, ymax: float=YMAX):
 
 # %% ../nbs/10_yeojohnson.ipynb #07f787d0
 class YeoJohnsonWarning(UserWarning):
-    "A feature was fitted with lambda = 1 (constant) or with a bounded lambda (overflow)."
+    "A feature was fitted with lambda = 1 (constant), with a bounded lambda (overflow), or before the search converged."
 
 @dataclass
 class ExpYJResult:
@@ -637,28 +651,77 @@ class ExpYJResult:
     lambdas: np.ndarray        # fitted lambda (bounded, 1 for constant features)
     mean: np.ndarray           # mean of Psi(lambda, x)
     var: np.ndarray            # variance of Psi(lambda, x)
-    path: np.ndarray           # (t_max + 1, d) lambda_t, before bounding
-    signs: np.ndarray          # (t_max, d) the revealed signs Delta_t
+    path: np.ndarray           # (steps + 1, d) lambda_t, before bounding
+    signs: np.ndarray          # (steps, d) the revealed signs Delta_t
     bounded: np.ndarray        # the overflow bound was applied
     constant: np.ndarray       # constant feature (lambda = 1)
     sums: YJSums               # pooled sums at the fitted lambdas
     anchors: YJAnchors
+    converged: np.ndarray = None   # the bracket reached LAMBDA_RTOL
 
-def _final_lambdas(lmbda, lb, ub, const, names, ymax, what="constant (or numerically constant)"):
-    "The fitted lambdas: the search's, clipped to the overflow bounds, 1 for constant features; warns about both. Returns (lambdas, bounded)."
+# %% ../nbs/10_yeojohnson.ipynb #a20ffce0
+def _names(names, idx) -> str: return name_list([names[j] for j in idx])
+
+def final_lambdas(state:ExpSearchState, # the search's last state
+                  lb, ub, # per-feature overflow bounds on lambda (`yj_lambda_bounds`)
+                  const, # constant features
+                  names:list, # feature names, for the warnings
+                  ymax:float, # the bound on |Psi| behind lb, ub
+                  what:str="constant (or numerically constant)", # how constant features are described
+                 ) -> tuple:
+    """The fitted lambdas: the search's, clipped to the overflow bounds, 1 for constant features; warns about both and
+    about features whose search did not converge in the steps allowed. Returns (lambdas, bounded, converged)."""
+    lmbda, conv = state.lmbda, state.converged() | const
     lam = np.where(const, 1.0, np.clip(lmbda, lb, ub))
     bounded = ~const & (lam != lmbda)
     if const.any():
-        warnings.warn(f"{what} feature(s) {', '.join(repr(names[j]) for j in np.flatnonzero(const))}: lambda set to 1 (identity)",
+        warnings.warn(f"{what} feature(s) {_names(names, np.flatnonzero(const))}: lambda set to 1 (identity)",
                       YeoJohnsonWarning, stacklevel=3)
     if bounded.any():
-        warnings.warn("the maximum-likelihood lambda would make Psi exceed ymax={:g} for {}; lambda bounded to {}".format(
-            ymax, ', '.join(repr(names[j]) for j in np.flatnonzero(bounded)), np.round(lam[bounded], 6).tolist()),
-            YeoJohnsonWarning, stacklevel=3)
-    return lam, bounded
+        warnings.warn(f"the maximum-likelihood lambda would make Psi exceed ymax={ymax:g} for "
+                      f"{_names(names, np.flatnonzero(bounded))}; lambda bounded to {np.round(lam[bounded], 6).tolist()[:5]}",
+                      YeoJohnsonWarning, stacklevel=3)
+    if not conv.all():
+        j = np.flatnonzero(~conv)
+        warnings.warn(f"the search has not converged after {state.t} steps for {_names(names, j)} (lambda in "
+                      f"[{state.lo[j[0]]:.6g}, {state.hi[j[0]]:.6g}] for the first): raise t_max", YeoJohnsonWarning, stacklevel=3)
+    return lam, bounded, conv
 
-def exp_yj_search(holders, t_max: int=64, ymax: float=YMAX, accelerate: bool=True, names=None) -> ExpYJResult:
-    "ExpYJ (Algorithm 1) over data holders (`YJData` with the same anchors): their sums are added at every step."
+# %% ../nbs/10_yeojohnson.ipynb #1e5ee3b7
+def sign_failures(S:YJSums, # the (pooled) sums at the current lambdas
+                  const, # constant features: their sign is 0 by definition
+                 ) -> np.ndarray:
+    "Features whose sign of the derivative cannot be trusted: non-finite, or 0 only through underflow."
+    D, C = _DC(S)
+    with np.errstate(all='ignore'):
+        a, b = S.s_phi*D, S.n*C
+        E = a - b
+        tiny = np.finfo(np.float64).tiny
+        underflow = ((S.s_phi != 0) & (D != 0) & (np.abs(a) < tiny)) | ((C != 0) & (np.abs(b) < tiny)) | (D <= 0)
+        return ~const & (~np.isfinite(E) | ((E == 0) & underflow))
+
+def check_search(failed, # features whose sign failed (`sign_failures`)
+                 at, # the lambda at which each failed first
+                 anchors:YJAnchors, # the data's extremes
+                 names:list, # feature names
+                ):
+    "ValueError naming the features whose derivative could not be evaluated, with their scale and a remedy."
+    if not failed.any(): return
+    j = np.flatnonzero(failed)
+    scale = np.fmax(np.nan_to_num(anchors.pos_hi), np.nan_to_num(anchors.neg_hi))
+    raise ValueError(f"{_names(names, j)}: the derivative of the Yeo-Johnson log-likelihood is not computable in float64 "
+                     f"(at lambda = {at[j[0]]:.4g}, for values of magnitude up to {scale[j[0]]:.3g}); at such scales "
+                     f"the transform is nearly the identity and its maximum-likelihood lambda is of order 1/max|x|. "
+                     f"Rescale the feature (e.g. divide it by its standard deviation) before fitting")
+
+# %% ../nbs/10_yeojohnson.ipynb #60e0c81d
+def exp_yj_search(holders, # data holders (`YJData`) sharing the same anchors
+                  t_max:int=128, # steps at most; the search stops once every feature has converged
+                  ymax:float=YMAX, # largest |Psi| the fitted transform may produce
+                  accelerate:bool=True, # evaluate the sums with the bracket-aware fast path
+                  names=None, # feature names for messages
+                 ) -> ExpYJResult:
+    "ExpYJ (Algorithm 1) over data holders: their sums are added at every step."
     holders = list(holders)
     if not holders: raise ValueError("no data holder")
     if not isinstance(t_max, numbers.Integral) or isinstance(t_max, bool) or t_max < 0:
@@ -667,27 +730,34 @@ def exp_yj_search(holders, t_max: int=64, ymax: float=YMAX, accelerate: bool=Tru
     if any(h.anchors != anchors for h in holders[1:]): raise ValueError("all data holders must use the same (merged) anchors")
     d = holders[0].d
     names = [f"column {j}" for j in range(d)] if names is None else list(names)
-    empty = np.flatnonzero(anchors.empty)
-    if len(empty): raise ValueError(f"{', '.join(repr(names[j]) for j in empty)} ha{'s' if len(empty) == 1 else 've'} no finite value")
+    if anchors.empty.any():
+        j = np.flatnonzero(anchors.empty)
+        raise ValueError(f"{_names(names, j)} ha{'s' if len(j) == 1 else 've'} no finite value")
     lb, ub = yj_lambda_bounds(anchors, ymax)
     const = anchors.constant
     infeasible = (lb == ub) & ~const
     if infeasible.any():
-        warnings.warn("{}: values beyond ymax={:g} on both sides of 0, no lambda keeps |Psi| <= ymax; lambda set to the "
-                      "value that minimizes max |Psi|, and the variance of Psi may overflow".format(
-                      ', '.join(repr(names[j]) for j in np.flatnonzero(infeasible)), ymax), YeoJohnsonWarning, stacklevel=2)
-    state = ExpSearchState.start(d)
-    path, signs = [state.lmbda], []
-    for _ in range(t_max):
-        S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
-        sg = yj_sign_from_sums(S)
-        sg[const] = 0
-        state = state.update(sg)
-        path.append(state.lmbda); signs.append(sg)
-    lam, bounded = _final_lambdas(state.lmbda, lb, ub, const, names, ymax)
-    S = sum(h.sums(lam, (state.lo, state.hi), accelerate) for h in holders)
-    mean, var = yj_moments_from_sums(S)
-    return ExpYJResult(lam, mean, var, np.array(path), np.array(signs, dtype=np.int8).reshape(t_max, d), bounded, const, S, anchors)
+        warnings.warn(f"{_names(names, np.flatnonzero(infeasible))}: values beyond ymax={ymax:g} on both sides of 0, no "
+                      "lambda keeps |Psi| <= ymax; lambda set to the value that minimizes max |Psi|, and the variance of Psi "
+                      "may overflow", YeoJohnsonWarning, stacklevel=2)
+    with np.errstate(all='ignore'):          # a sum that overflows is caught by `sign_failures`, not printed
+        state, failed, at = ExpSearchState.start(d), np.zeros(d, bool), np.zeros(d)
+        path, signs = [state.lmbda], []
+        while state.t < t_max and not (state.converged() | const | failed).all():
+            S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
+            bad = sign_failures(S, const) & ~failed
+            at[bad], failed = state.lmbda[bad], failed | bad
+            sg = np.where(const | failed, 0, np.nan_to_num(yj_sign_from_sums(S))).astype(np.int8)
+            state = state.update(sg)
+            path.append(state.lmbda)
+            signs.append(sg)
+    check_search(failed, at, anchors, names)
+    lam, bounded, conv = final_lambdas(state, lb, ub, const, names, ymax)
+    with np.errstate(all='ignore'):
+        S = sum(h.sums(lam, state.bracket, accelerate) for h in holders)
+        mean, var = yj_moments_from_sums(S)
+    return ExpYJResult(lam, mean, var, np.array(path), np.array(signs, dtype=np.int8).reshape(-1, d), bounded, const, S,
+                       anchors, conv)
 
 # %% ../nbs/10_yeojohnson.ipynb #f6b2c4de
 def _column_names(X):
@@ -729,7 +799,7 @@ def _as_2d_float(X):
     return A, one, names
 
 # %% ../nbs/10_yeojohnson.ipynb #4669b3a4
-def exp_yj(X, t_max: int=64, ymax: float=YMAX, accelerate: bool=True, full_output: bool=False):
+def exp_yj(X, t_max: int=128, ymax: float=YMAX, accelerate: bool=True, full_output: bool=False):
     "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input); `full_output` returns the `ExpYJResult`."
     A, one, names = _as_2d_float(X)
     res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names)
@@ -816,7 +886,7 @@ def _from_frame(T, f: YJFrame):
 # %% ../nbs/10_yeojohnson.ipynb #7fd04c15
 class YeoJohnsonTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     "Yeo-Johnson power transform fitted by ExpYJ (numerically stable, pooled data); pandas in and out via `set_output`."
-    def __init__(self, standardize: bool=True, t_max: int=64, ymax: float=YMAX):
+    def __init__(self, standardize: bool=True, t_max: int=128, ymax: float=YMAX):
         self.standardize, self.t_max, self.ymax = standardize, t_max, ymax
 
     def __sklearn_tags__(self):

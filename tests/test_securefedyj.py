@@ -90,8 +90,11 @@ def test_search_opens_only_the_signs(demo_fit):
         assert kind == 'bits' and v.size == -(-2*d // 8)*8          # 2d bits, packed
         np.testing.assert_array_equal(np.where(v[:d] == 1, -1, 1), demo_fit.signs_[t])
         assert not v[d:].any()                                       # precision flags (and padding) are 0
-    assert [o[1] for o in opened if o[0] == r['setup']] == ['ring']  # the envelope
+    assert [o[1] for o in opened if o[0] == r['setup']] == ['ring', 'bits']  # the envelope, then the constancy bits
     assert anchors_from_envelope(next(v for rr, k, v in opened if rr == r['setup']).reshape(4, d)) == demo_fit.anchors_
+    bits = [v for rr, k, v in opened if rr == r['setup'] and k == 'bits'][0]
+    np.testing.assert_array_equal(bits[:d].astype(bool), demo_fit.constant_)
+    assert not bits[d:].any()
     assert [o[1] for o in opened if o[0] == r['final']] == ['ring']  # the fitted frame mean and variance
 
 
@@ -189,8 +192,8 @@ def test_public_bounds_reveal_nothing_in_the_setup(datasets):
     parts = [p[0] for p in iid_split(X, y, 3, 0)]
     bounds = np.c_[np.zeros(X.shape[1]), X.max(0) * 2]
     fed = SecureFedYJ(t_max=T_MAX, bounds=bounds, rng=0).fit(parts)
-    t = fed.channel_.transcript
-    assert not (t['round'] == fed.rounds_['setup']).any()
+    opened = revealed_values(fed.channel_, 3, fed.ring_bits_)
+    assert [k for r, k, v in opened if r == fed.rounds_['setup']] == ['bits']     # only whether each feature is constant
     ref = exp_yj(X, t_max=T_MAX, full_output=True)
     np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)
     with pytest.raises(ValueError, match="client0: 'x0', 'x1', .* values outside the public bounds"):
@@ -246,9 +249,12 @@ def test_transformer_matches_pooled_and_roundtrips():
     Xb, yb = load_breast_cancer()
     Xb = Xb.copy(); Xb.iloc[5, 2] = np.nan; Xb.iloc[300, 7] = np.nan
     splits = label_skew_split(Xb, yb, 4, 0.8, rng=1)
-    ft = FedYeoJohnsonTransformer(rng=0).set_output(transform='pandas').fit([Xk for Xk, _ in splits])
+    ft = FedYeoJohnsonTransformer(t_max=T_MAX, rng=0).set_output(transform='pandas').fit([Xk for Xk, _ in splits])
     pt = YeoJohnsonTransformer(t_max=T_MAX).fit(Xb)
     np.testing.assert_array_equal(ft.lambdas_, pt.lambdas_)
+    # with the defaults (same t_max, both stop at convergence) they agree to the float resolution of lambda
+    lam_fed = FedYeoJohnsonTransformer(rng=0).fit([Xk for Xk, _ in splits]).lambdas_
+    np.testing.assert_allclose(lam_fed, YeoJohnsonTransformer().fit(Xb).lambdas_, rtol=1e-12, atol=1e-12)
     for Xk, _ in splits:
         Z = ft.transform(Xk)
         assert isinstance(Z, pd.DataFrame) and (Z.index == Xk.index).all() and list(Z.columns) == list(Xb.columns)
