@@ -15,7 +15,7 @@ from scipy import optimize, special, stats
 from .federation import as_rng
 
 # %% auto #0
-__all__ = ['PrivacyCost', 'RELATIONS', 'GAUSSIAN_METHODS', 'clipped_sensitivity', 'sequential_composition',
+__all__ = ['PrivacyCost', 'RELATIONS', 'GAUSSIAN_METHODS', 'EPS_MAX', 'clipped_sensitivity', 'sequential_composition',
            'parallel_composition', 'laplace_mechanism', 'gaussian_delta', 'gaussian_epsilon', 'gaussian_sigma',
            'gaussian_mechanism', 'matrix_normal_mechanism', 'discrete_laplace', 'discrete_gaussian',
            'discrete_laplace_pmf', 'discrete_gaussian_pmf', 'discrete_laplace_mechanism', 'discrete_gaussian_mechanism',
@@ -166,6 +166,7 @@ def _analytic_z(eps, delta):
 
 # %% ../nbs/20_dp.ipynb #ad68b9f2
 GAUSSIAN_METHODS = ('analytic', 'zhao', 'classic')
+EPS_MAX = 1e15     # the largest epsilon calibrated (the evaluation margin 1e-12 epsilon reaches 1e3 there)
 
 def gaussian_sigma(epsilon:float, delta:float, sensitivity:float=1.0, method:str='analytic') -> float:
     """Noise standard deviation for the Gaussian mechanism to be (epsilon, delta)-DP for a query of l2 `sensitivity`
@@ -174,6 +175,9 @@ def gaussian_sigma(epsilon:float, delta:float, sensitivity:float=1.0, method:str
     'classic' (Dwork & Roth, Thm A.1, only for epsilon < 1)."""
     e = _check_positive(epsilon, 'epsilon'); d = _check_delta(delta, allow_zero=False)
     s = _check_positive(sensitivity, 'sensitivity')
+    if e > EPS_MAX:
+        raise ValueError(f"epsilon={e:g} is beyond {EPS_MAX:g}, where the Gaussian calibration is no longer accurate in "
+                         f"float64; such an epsilon protects nothing")
     if method == 'analytic': return s * _analytic_z(e, d)
     if method == 'zhao':
         c = math.sqrt(math.log(2.0 / (math.sqrt(16.0 * d + 1.0) - 1.0)))
@@ -444,6 +448,10 @@ def calibrate_noise_multiplier(epsilon:float, delta:float, count:int=1, *, accou
     if accountant is not None and accountant.epsilon(d) >= e:
         raise ValueError(f"the accountant's events alone already cost epsilon={accountant.epsilon(d):.4g} >= epsilon={e} at delta={d}")
     eps_of = lambda z: _eps_from_rdp(lambda a: base(a) + c * np.asarray(a, dtype=np.float64) / (2 * z * z), d)[0]
+    floor = eps_of(1e150)                          # what infinite noise would still cost, by this accountant
+    if floor > e:
+        raise ValueError(f"epsilon={e:g} at delta={d:g} is below what the RDP accountant can certify with any noise "
+                         f"(at least {floor:.3g}, from its largest order): raise epsilon or delta")
     lo = hi = 1.0
     if eps_of(hi) > e:
         while eps_of(hi) > e: lo, hi = hi, hi * 2
@@ -525,6 +533,9 @@ class PrivacyBudget:
 def clopper_pearson(k, n, alpha:float=0.05):
     "Two-sided Clopper-Pearson interval (each tail alpha/2) for a binomial proportion with k successes in n trials: (lower, upper)."
     k = np.asarray(k, dtype=np.float64); n = np.asarray(n, dtype=np.float64)
+    if not (np.all(k == np.round(k)) and np.all(n == np.round(n)) and np.all((0 <= k) & (k <= n)) and np.all(n >= 1)):
+        raise ValueError(f"need integer counts 0 <= k <= n with n >= 1; got k={k.tolist()}, n={n.tolist()}")
+    if not 0 < alpha < 1: raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
     lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
     hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
     return lo, hi

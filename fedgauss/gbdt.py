@@ -763,6 +763,10 @@ class GBDTRegressor(RegressorMixin, _GBDT):
     def _encode_y(self, y):
         y = np.asarray(y, float)
         if not np.isfinite(y).all(): raise ValueError("y contains NaN or infinity")
+        big = np.abs(y).max(initial=0.0)
+        if big >= np.finfo(np.float64).max / (4 * max(len(y), 1)):        # sums of gradients must stay finite
+            raise ValueError(f"y reaches {big:.3g}: sums of gradients over {len(y)} rows would overflow float64; "
+                             f"rescale y (e.g. divide it by its standard deviation)")
         return y
     def fit(self, X, y, sample_weight=None):
         "Fit on `X` (array or DataFrame, NaN = missing) and real `y`."

@@ -19,7 +19,7 @@ from .federation import Channel, Party, as_rng, iid_split, label_skew_split, nam
 from .smc import SMC, Shared, FixedPointOverflow
 from .yeojohnson import (TAU0, YMAX, ExpSearchState, YeoJohnsonWarning, YJAnchors, YJData, YJFrame, YJSums,
                                  yj_frame, yj_lambda_bounds, yj_moments_from_frame, yj_sum_bounds, yeo_johnson,
-                                 yeo_johnson_inverse, _g, _gmu, _g_scaled, _gmu_scaled, _to_frame, _from_frame,
+                                 yeo_johnson_inverse, _g, _gmu, _g_scaled, _gmu_scaled, _to_frame, _from_frame, YJTransformerMixin, refuse_unsupported,
                                  _check_numeric_frame, _column_names, final_lambdas, ExpYJResult)
 
 # %% auto #0
@@ -282,8 +282,10 @@ def _check_clients(clients, max_rows:int):
             try: _check_numeric_frame(X)
             except ValueError as e: raise ValueError(f"client {k}: {e}") from None
         names = _column_names(X)
-        try: A = np.array(X, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as e: raise ValueError(f"client {k}: data is not numeric ({e})") from None
+        try:
+            refuse_unsupported(X)
+            A = X.to_numpy(dtype=np.float64, na_value=np.nan) if isinstance(X, pd.DataFrame) else np.array(X, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as e: raise type(e)(f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})") from None
         if A.ndim != 2: raise ValueError(f"client {k}: expected a 2-D table (rows x features); got {A.ndim} dimension(s)")
         if A.shape[0] == 0: raise ValueError(f"client {k} has no rows")
         if A.shape[0] > max_rows: raise ValueError(f"client {k} has {A.shape[0]} rows, more than max_rows={max_rows}")
@@ -348,7 +350,7 @@ def _setup(self:SecureFedYJ, smc:SMC, cl:list, names:list):
 def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, rounds:dict) -> ExpSearchState:
     "The exponential search: one secure sign per feature and step, until every lambda has converged or `t_max` steps."
     K, d, f, ch = len(cl), len(names), self.precision, self.channel_
-    state = ExpSearchState.start(d)
+    state = ExpSearchState.start(d, *yj_lambda_bounds(A, self.ymax))     # the search stays within the public bounds
     path, signs = [state.lmbda], []
     bar = None
     if self.progress:
@@ -379,7 +381,8 @@ def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchStat
     "The final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, computed in SMC and opened."
     K, f, ch = len(cl), self.precision, self.channel_
     lb, ub = yj_lambda_bounds(A, self.ymax)
-    lam, bounded, conv = final_lambdas(state, lb, ub, const, names, self.ymax, what="constant")
+    lam, bounded, conv = final_lambdas(state, lb, ub, const, names, self.ymax, what="constant",
+                                       bounds_from="the public envelope" if self.bounds is None else "the published bounds")
     ch.next_round(); rounds['final'] = ch.round
     pf, norm = yj_frame(lam, A), normalization(lam, A)
     ints = [c.statistics(lam, pf, f, norm, state.bracket) for c in cl]
@@ -458,54 +461,29 @@ def communication_table(fitted:SecureFedYJ) -> pd.DataFrame:
     return pd.DataFrame(rows).T.astype(int)
 
 # %% ../nbs/12_securefedyj.ipynb #b4ce9af0
-class FedYeoJohnsonTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class FedYeoJohnsonTransformer(YJTransformerMixin):
     "Yeo-Johnson transform fitted by SecureFedYJ on a list of client datasets; transforms any client's data (pandas in and out with `set_output`)."
-    def __init__(self, standardize:bool=True, t_max:int=128, precision:int=96, envelope_bits:int=3, bounds=None,
-                 max_rows:int=2**20, ymax:float=YMAX, rng=None, progress:bool=False):
+    def __init__(self, standardize:bool=True, # standardize Psi to zero mean and unit variance
+                 t_max:int=128, # search steps at most
+                 precision:int=96, # fractional bits of the fixed point
+                 envelope_bits:int=3, # significant bits of the public envelope
+                 bounds=None, # published (d, 2) bounds instead of the envelope
+                 max_rows:int=2**20, # public bound on a client's row count
+                 ymax:float=YMAX, # largest |Psi| the fitted transform may produce
+                 rng=None, # randomness of the protocol
+                 progress:bool=False, # progress bar on stderr
+                 copy:bool=True, # False: `transform` overwrites a float64 array in place
+                ):
         self.standardize, self.t_max, self.precision, self.envelope_bits, self.bounds = standardize, t_max, precision, envelope_bits, bounds
-        self.max_rows, self.ymax, self.rng, self.progress = max_rows, ymax, rng, progress
+        self.max_rows, self.ymax, self.rng, self.progress, self.copy = max_rows, ymax, rng, progress, copy
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
-
-    def fit(self, clients, y=None):
-        "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients` (a list of datasets with the same columns)."
+    def fit(self, clients, # one dataset per client, same columns
+            y=None):
+        "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
         p = SecureFedYJ(t_max=self.t_max, precision=self.precision, envelope_bits=self.envelope_bits, bounds=self.bounds,
                         max_rows=self.max_rows, ymax=self.ymax, rng=self.rng, progress=self.progress).fit(clients)
         self.protocol_ = p
-        self.lambdas_, self.frame_ = p.lambdas_, p.frame_
         self.n_features_in_ = p.n_features_in_
         if all(isinstance(c, pd.DataFrame) for c in clients): self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
-        self._mean_t, self._scale_t = p.mean_t_, np.sqrt(p.var_t_)
-        self.mean_ = p.mean_
-        with np.errstate(over='ignore'):
-            self.scale_ = np.exp(self.frame_.log_scale)*self._scale_t
-        const = p.constant_ | (self._scale_t == 0)
-        self.scale_ = np.where(const, 1.0, self.scale_)
-        self._scale_t = np.where(const, np.exp(-self.frame_.log_scale), self._scale_t)
+        self._set_fitted(p.lambdas_, p.frame_, p.mean_t_, np.sqrt(p.var_t_), p.constant_, p.mean_)
         return self
-
-    def _validate(self, X):
-        _check_numeric_frame(X)
-        A = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False, copy=False)
-        if np.isinf(A).any():
-            nm = _column_names(X) or [f"column {j}" for j in range(A.shape[1])]
-            raise ValueError(f"{', '.join(repr(nm[j]) for j in np.flatnonzero(np.isinf(A).any(0))[:5])} contain(s) inf")
-        return A
-
-    def transform(self, X):
-        "Psi(lambda, X), standardized if `standardize`; NaN kept."
-        check_is_fitted(self)
-        A = self._validate(X)
-        out = _to_frame(A, self.frame_, self._mean_t, self._scale_t) if self.standardize else yeo_johnson(A, self.lambdas_)
-        bad = ~np.isfinite(out) & ~np.isnan(A)
-        if bad.any(): warnings.warn(f"{int(bad.sum())} transformed value(s) overflow: input far outside the fitted range", YeoJohnsonWarning, stacklevel=2)
-        return out
-
-    def inverse_transform(self, X):
-        "Map transformed values back to the original scale."
-        check_is_fitted(self)
-        A = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite='allow-nan')
-        return _from_frame(A*self._scale_t + self._mean_t, self.frame_) if self.standardize else yeo_johnson_inverse(A, self.lambdas_)

@@ -541,6 +541,8 @@ def secure_sum(values:dict, channel:Channel|None=None, server:str='server', frac
                drop:tuple=(), on_dropout:str='raise'):
     "Sum of the clients' arrays `values` (dict client -> array of equal shape) revealed to `server` only, by pairwise masking."
     if on_dropout not in ('raise', 'recover'): raise ValueError("on_dropout must be 'raise' or 'recover'")
+    if isinstance(frac_bits, bool) or not isinstance(frac_bits, numbers.Integral) or not 0 <= frac_bits <= 62:
+        raise ValueError(f"frac_bits must be an integer in [0, 62] (fractional bits of the 64-bit fixed point); got {frac_bits!r}")
     channel = channel if channel is not None else Channel()
     names = [_nm(c) for c in values]
     if len(names) < 2: raise ValueError("secure aggregation needs at least 2 clients")

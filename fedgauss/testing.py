@@ -7,4 +7,130 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = []
+__all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs']
+
+# %% ../nbs/03_testing.ipynb #3e4e0910
+def _mpmath():
+    "mpmath, imported on first use (a test-only dependency)."
+    import mpmath
+    return mpmath
+
+# %% ../nbs/03_testing.ipynb #91e1e58a
+class MPYeoJohnson:
+    "Textbook Yeo-Johnson likelihood of one feature in mpmath (repeated values grouped with their counts)."
+    def __init__(self, x, dps=60):
+        mp = _mpmath()
+        x = np.asarray(x, dtype=np.float64)
+        x = x[~np.isnan(x)]
+        vals, cnt = np.unique(x, return_counts=True)
+        self.dps, self.n = dps, int(cnt.sum())
+        self.one_signed = bool((vals >= 0).all() or (vals <= 0).all())
+        all_pos = bool((vals >= 0).all())
+        with mp.workdps(dps):
+            self.sg = [1 if (v > 0 or (v == 0 and all_pos)) else -1 for v in vals]
+            self.ls = [mp.log1p(abs(mp.mpf(float(v)))) for v in vals]
+            self.cs = [int(c) for c in cnt]
+            self.sphi = mp.fsum(c*s*l for c, s, l in zip(self.cs, self.sg, self.ls))
+
+    def _psi(self, lam):
+        mp = _mpmath()
+        psi, dpsi = [], []
+        for s, l in zip(self.sg, self.ls):
+            m = lam if s > 0 else 2 - lam
+            if m == 0: p, q = s*l, l*l/2
+            else:
+                E = mp.exp(m*l)
+                if self.one_signed: p, q = s*E/m, (m*l - 1)*E/m**2
+                else: p, q = s*(E - 1)/m, ((m*l - 1)*E + 1)/m**2
+            psi.append(p); dpsi.append(q)
+        return psi, dpsi
+
+    def dloglik(self, lam):
+        mp = _mpmath()
+        with mp.workdps(self.dps):
+            lam = mp.mpf(lam); n, cs = self.n, self.cs
+            psi, dpsi = self._psi(lam)
+            mu = mp.fsum(c*p for c, p in zip(cs, psi))/n
+            md = mp.fsum(c*q for c, q in zip(cs, dpsi))/n
+            var = mp.fsum(c*(p - mu)**2 for c, p in zip(cs, psi))
+            cov = mp.fsum(c*(p - mu)*(q - md) for c, p, q in zip(cs, psi, dpsi))
+            return self.sphi - n*cov/var
+
+    def loglik(self, lam):
+        "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (textbook Psi, including its constants)."
+        mp = _mpmath()
+        with mp.workdps(self.dps + int(abs(float(lam))*float(max(self.ls))/2.3) + 10):
+            lam = mp.mpf(lam); n, cs = self.n, self.cs
+            psi = [s*(l if (lam if s > 0 else 2 - lam) == 0 else mp.expm1((lam if s > 0 else 2 - lam)*l)/(lam if s > 0 else 2 - lam))
+                   for s, l in zip(self.sg, self.ls)]
+            mu = mp.fsum(c*p for c, p in zip(cs, psi))/n
+            var = mp.fsum(c*(p - mu)**2 for c, p in zip(cs, psi))/n
+            return -mp.mpf(n)/2*mp.log(var) + (lam - 1)*self.sphi
+
+    def mle(self, guess=0.0):
+        "The maximum-likelihood lambda (float)."
+        mp = _mpmath()
+        f = self.dloglik
+        with mp.workdps(self.dps):
+            g = mp.mpf(guess); step = mp.mpf(1e-10)*max(1, abs(g))
+            a = b = g; fa = fb = f(g)
+            for _ in range(400):
+                if fa == 0: return float(a)
+                if (fa > 0) != (fb > 0): break
+                if fa > 0: a, fa = b, fb; b = b + step; fb = f(b)
+                else: b, fb = a, fa; a = a - step; fa = f(a)
+                step *= 4
+            else: raise RuntimeError("no sign change of the derivative found")
+            return float(mp.findroot(f, (a, b), solver='anderson', tol=mp.mpf(10)**(-self.dps + 15)))
+
+# %% ../nbs/03_testing.ipynb #5e3cbfcf
+def mp_yj_mle(x, guess=0.0, dps=60):
+    "Maximum-likelihood Yeo-Johnson lambda of the 1-D data `x` with mpmath."
+    return MPYeoJohnson(x, dps).mle(guess)
+
+# %% ../nbs/03_testing.ipynb #ba318751
+def mp_psi(x, lam, dps=50):
+    "Psi(lam, x) by the four textbook cases, in mpmath, as float."
+    mp = _mpmath()
+    with mp.workdps(dps):
+        x = mp.mpf(float(x)); lam = mp.mpf(float(lam))
+        if x >= 0: v = mp.log1p(x) if lam == 0 else (mp.power(1 + x, lam) - 1)/lam
+        else: v = -mp.log1p(-x) if lam == 2 else -(mp.power(1 - x, 2 - lam) - 1)/(2 - lam)
+        return float(v)
+
+
+def mp_overflow_bound(xmax, ymax, dps=50):
+    "The lambda > 0 with ((1 + xmax)^lambda - 1)/lambda = ymax, solved by mp."
+    mp = _mpmath()
+    with mp.workdps(dps):
+        l = mp.log1p(mp.mpf(float(xmax))); Y = mp.log(mp.mpf(ymax))
+        F = lambda u: mp.log(mp.expm1(u)) - mp.log(u) + mp.log(l) - Y   # u = lambda l
+        u = mp.findroot(F, Y - mp.log(l) + mp.log(Y - mp.log(l)))
+        return float(u/l)
+
+# %% ../nbs/03_testing.ipynb #6b9bd402
+def adversarial_inputs(seed=7):
+    "Inputs built to break the textbook arithmetic (all have a representable maximizer)."
+    r = np.random.default_rng(seed)
+    return {
+        '326 x 0.48 and 10 x 1.0': np.r_[np.full(326, 0.48), np.full(10, 1.0)],
+        '10 x 0.48 and 326 x 1.0': np.r_[np.full(10, 0.48), np.full(326, 1.0)],
+        'normal(0, 1) and one 1e100': np.r_[r.normal(size=300), 1e100],
+        'lognormal and 1e10, 1e15, 1e200': np.r_[r.lognormal(size=200), 1e10, 1e15, 1e200],
+        'uniform(1, 2) and one 1e300': np.r_[r.uniform(1, 2, 300), 1e300],
+        'normal(1e4, 0.1)': r.normal(1e4, 0.1, 100),
+        '1e-8 x lognormal': 1e-8*r.lognormal(size=200),
+        'zeros and exponential': np.r_[np.zeros(300), r.exponential(size=100)],
+        '-lognormal': -r.lognormal(size=300),
+        'normal(0, 1), 50 and 80': np.r_[r.normal(size=300), 50, 80],
+        '-uniform(1, 2) and -1e100': np.r_[-r.uniform(1, 2, 300), -1e100],
+        'zeros and -exponential': np.r_[np.zeros(30), -r.exponential(size=100)],
+        'exponential and one tiny negative': np.r_[r.exponential(size=200), -1e-9],
+    }
+
+
+def overflow_inputs():
+    "Inputs whose maximizer would make Psi overflow: (name, x, side) with side +1 for an upper bound, -1 for a lower one."
+    return [('[10, 10, 10, 9.9]', np.array([10, 10, 10, 9.9]), 1),
+            ('-[10, 10, 10, 9.9]', -np.array([10, 10, 10, 9.9]), -1),
+            ('normal(1e4, 1e-3) (seed 1)', np.random.default_rng(1).normal(1e4, 1e-3, 100), 1)]

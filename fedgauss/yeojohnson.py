@@ -8,14 +8,14 @@ import math, numbers, warnings
 from dataclasses import dataclass, field, fields
 
 from fastcore.basics import patch
-
-from .federation import name_list
-
 import numpy as np
 import pandas as pd
+from scipy.sparse import issparse
 from scipy.special import lambertw
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from .federation import name_list
 
 # %% auto #0
 __all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yeo_johnson', 'yeo_johnson_inverse', 'yeo_johnson_dlambda',
@@ -23,7 +23,7 @@ __all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yeo_johnson', 'ye
            'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums',
            'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds',
            'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
-           'exp_yj', 'yj_sum_bounds', 'YeoJohnsonTransformer']
+           'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin', 'refuse_unsupported', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -558,34 +558,41 @@ def yj_dloglik_sign(x, lmbda):
     return int(v[0]) if scalar else v
 
 # %% ../nbs/10_yeojohnson.ipynb #60d91c5b
-def exp_update(lmbda, lo, hi, sign):
-    "Algorithm 2 (EXPUPDATE), vectorized: returns (lambda_next, lo, hi) given the sign of d/dlambda log L at lambda."
-    lmbda, lo, hi, sign = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lmbda, lo, hi, sign)))
+def exp_update(lmbda, lo, hi, sign, lb=-np.inf, ub=np.inf):
+    """Algorithm 2 (EXPUPDATE), vectorized: returns (lambda_next, lo, hi) given the sign of d/dlambda log L at lambda.
+    Optional limits [lb, ub] (the overflow bounds): lambda never leaves them, and a sign pointing out of the interval
+    from its end settles the search there (the log-likelihood is concave: the constrained maximizer is the end)."""
+    lmbda, lo, hi, sign, lb, ub = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lmbda, lo, hi, sign, lb, ub)))
     up, down, zero = sign > 0, sign < 0, sign == 0
-    nlo = np.where(up | zero, lmbda, lo); nhi = np.where(down | zero, lmbda, hi)
+    nlo = np.where(up | zero, lmbda, lo)
+    nhi = np.where(down | zero, lmbda, hi)
     with np.errstate(invalid='ignore'):
         nl = np.where(up, np.where(np.isposinf(nhi), np.maximum(2*lmbda, 1), (lmbda + nhi)/2),
              np.where(down, np.where(np.isneginf(nlo), np.minimum(2*lmbda, -1), (lmbda + nlo)/2), lmbda))
-    return nl, nlo, nhi
+    end = (up & (lmbda >= ub)) | (down & (lmbda <= lb))
+    nlo, nhi = np.where(end, lmbda, nlo), np.where(end, lmbda, nhi)
+    return np.clip(np.where(end, lmbda, nl), lb, ub), nlo, nhi
 
 @dataclass(frozen=True)
 class ExpSearchState:
-    "State of the exponential search of every feature: current lambda, bracket (lo, hi) and step count t."
+    "State of the exponential search of every feature: current lambda, bracket (lo, hi), step count t, limits [lb, ub]."
     lmbda: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     t: int = 0
+    lb: np.ndarray|float = -np.inf
+    ub: np.ndarray|float = np.inf
 
     @classmethod
-    def start(cls, d: int):
-        "lambda_0 = 0 with an unbounded bracket, for `d` features."
-        return cls(np.zeros(d), np.full(d, -np.inf), np.full(d, np.inf), 0)
+    def start(cls, d:int, lb=-np.inf, ub=np.inf):
+        "lambda_0 = 0 (clipped to [lb, ub]) with an unbounded bracket, for `d` features."
+        return cls(np.clip(np.zeros(d), lb, ub), np.full(d, -np.inf), np.full(d, np.inf), 0, lb, ub)
 
     def update(self, sign):
         "The next state given the (public) sign of the derivative at `lmbda`."
         sign = np.asarray(sign)
         if sign.shape != self.lmbda.shape: raise ValueError(f"sign has shape {sign.shape}, expected {self.lmbda.shape}")
-        return ExpSearchState(*exp_update(self.lmbda, self.lo, self.hi, sign), self.t + 1)
+        return ExpSearchState(*exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub), self.t + 1, self.lb, self.ub)
 
     @property
     def bracket(self): return self.lo, self.hi
@@ -668,18 +675,20 @@ def final_lambdas(state:ExpSearchState, # the search's last state
                   names:list, # feature names, for the warnings
                   ymax:float, # the bound on |Psi| behind lb, ub
                   what:str="constant (or numerically constant)", # how constant features are described
+                  bounds_from:str="the data", # where lb, ub come from, for the warning
                  ) -> tuple:
     """The fitted lambdas: the search's, clipped to the overflow bounds, 1 for constant features; warns about both and
     about features whose search did not converge in the steps allowed. Returns (lambdas, bounded, converged)."""
     lmbda, conv = state.lmbda, state.converged() | const
     lam = np.where(const, 1.0, np.clip(lmbda, lb, ub))
-    bounded = ~const & (lam != lmbda)
+    bounded = ~const & ((lam != lmbda) | ((state.hi - state.lo == 0) & ((lmbda >= ub) | (lmbda <= lb))))
     if const.any():
         warnings.warn(f"{what} feature(s) {_names(names, np.flatnonzero(const))}: lambda set to 1 (identity)",
                       YeoJohnsonWarning, stacklevel=3)
     if bounded.any():
         warnings.warn(f"the maximum-likelihood lambda would make Psi exceed ymax={ymax:g} for "
-                      f"{_names(names, np.flatnonzero(bounded))}; lambda bounded to {np.round(lam[bounded], 6).tolist()[:5]}",
+                      f"{_names(names, np.flatnonzero(bounded))}; lambda bounded to {np.round(lam[bounded], 6).tolist()[:5]} "
+                      f"(bounds from {bounds_from})",
                       YeoJohnsonWarning, stacklevel=3)
     if not conv.all():
         j = np.flatnonzero(~conv)
@@ -741,7 +750,7 @@ def exp_yj_search(holders, # data holders (`YJData`) sharing the same anchors
                       "lambda keeps |Psi| <= ymax; lambda set to the value that minimizes max |Psi|, and the variance of Psi "
                       "may overflow", YeoJohnsonWarning, stacklevel=2)
     with np.errstate(all='ignore'):          # a sum that overflows is caught by `sign_failures`, not printed
-        state, failed, at = ExpSearchState.start(d), np.zeros(d, bool), np.zeros(d)
+        state, failed, at = ExpSearchState.start(d, lb, ub), np.zeros(d, bool), np.zeros(d)
         path, signs = [state.lmbda], []
         while state.t < t_max and not (state.converged() | const | failed).all():
             S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
@@ -883,58 +892,100 @@ def _from_frame(T, f: YJFrame):
         x_psi = yeo_johnson_inverse(psi, lam)
     return np.where(f.mixed | ~inside, x_psi, x_in)
 
-# %% ../nbs/10_yeojohnson.ipynb #7fd04c15
-class YeoJohnsonTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    "Yeo-Johnson power transform fitted by ExpYJ (numerically stable, pooled data); pandas in and out via `set_output`."
-    def __init__(self, standardize: bool=True, t_max: int=128, ymax: float=YMAX):
-        self.standardize, self.t_max, self.ymax = standardize, t_max, ymax
+# %% ../nbs/10_yeojohnson.ipynb #fbe926b6
+class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """What the pooled and the federated Yeo-Johnson transformers share once fitted: validation, `transform`,
+    `inverse_transform`. A subclass's `fit` sets `lambdas_`, `frame_` and the frame mean and scale via `_set_fitted`."""
+    def transform(self, X):
+        "Psi(lambda, X), standardized if `standardize`; NaN kept (pandas out with `set_output`)."
+        return self._transform(X)      # defined in the class body, so that scikit-learn's `set_output` wraps it
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
 
-    def _validate(self, X, reset):
-        _check_numeric_frame(X)
-        if isinstance(X, pd.DataFrame) and X.shape[1] == 0: raise ValueError("X has no columns (0 features)")
-        names = _column_names(X)
-        A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
-        _check_finite(A, names)
-        return A, names
+    def _set_fitted(self, lambdas, frame:YJFrame, mean_t, scale_t, const, mean):
+        "Store the fitted transform: frame mean `mean_t` and scale `scale_t` of Psi; constant features get scale 1."
+        self.lambdas_, self.frame_, self.mean_ = lambdas, frame, mean
+        with np.errstate(over='ignore'):
+            scale = np.exp(frame.log_scale)*scale_t                 # = sqrt(var), without squaring
+        const = const | (scale_t == 0)
+        self.scale_ = np.where(const, 1.0, scale)
+        self._mean_t, self._scale_t = mean_t, np.where(const, np.exp(-frame.log_scale), scale_t)
+
+# %% ../nbs/10_yeojohnson.ipynb #c566b54f
+def refuse_unsupported(X):
+    "Errors that name sparse and complex input (scikit-learn would say something less direct)."
+    if issparse(X): raise TypeError("sparse input is not supported: Yeo-Johnson changes zeros; pass a dense array")
+    kinds = [np.asarray(X).dtype] if not isinstance(X, pd.DataFrame) else list(X.dtypes)
+    if any(getattr(k, 'kind', '') == 'c' for k in kinds): raise ValueError("Complex data not supported: X must be real")
+
+@patch
+def _validate(self:YJTransformerMixin, X, reset:bool):
+    "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
+    refuse_unsupported(X)
+    _check_numeric_frame(X)
+    if isinstance(X, pd.DataFrame) and X.shape[1] == 0: raise ValueError("X has no columns (0 features)")
+    names = _column_names(X)
+    if isinstance(X, (pd.DataFrame, pd.Series)): X = X.astype('float64')      # nullable integers: NA -> NaN
+    A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
+    _check_finite(A, names)
+    return A, names
+
+# %% ../nbs/10_yeojohnson.ipynb #25006789
+@patch
+def _transform(self:YJTransformerMixin, X):
+    "Psi(lambda, X), standardized if `standardize`; NaN kept. With `copy=False`, a float64 array X is overwritten."
+    check_is_fitted(self)
+    A, _ = self._validate(X, reset=False)
+    if not self.standardize: out = yeo_johnson(A, self.lambdas_)
+    else: out = _to_frame(A, self.frame_, self._mean_t, self._scale_t)
+    bad = ~np.isfinite(out) & ~np.isnan(A)
+    if bad.any():
+        warnings.warn(f"{int(bad.sum())} transformed value(s) overflow: input far outside the fitted range",
+                      YeoJohnsonWarning, stacklevel=2)
+    if not getattr(self, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
+        X[...] = out
+        return X
+    return out
+
+@patch
+def inverse_transform(self:YJTransformerMixin, X):
+    "Map transformed values back to the original scale; values outside the range of the transform map to +-inf, with one warning."
+    check_is_fitted(self)
+    A = check_array(np.asarray(X, dtype=np.float64) if isinstance(X, pd.DataFrame) else X, dtype=np.float64,
+                    ensure_all_finite='allow-nan')           # transformed data: feature names are not checked
+    if A.shape[1] != self.n_features_in_:
+        raise ValueError(f"X has {A.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input")
+    with warnings.catch_warnings(), np.errstate(all='ignore'):
+        warnings.simplefilter('ignore', RuntimeWarning)
+        out = yeo_johnson_inverse(A, self.lambdas_) if not self.standardize else _from_frame(A*self._scale_t + self._mean_t, self.frame_)
+    beyond = np.isinf(out) & np.isfinite(A)
+    if beyond.any():
+        warnings.warn(f"{int(beyond.sum())} value(s) lie outside the range of the fitted transform: their inverse is +-inf",
+                      YeoJohnsonWarning, stacklevel=2)
+    if not getattr(self, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
+        X[...] = out
+        return X
+    return out
+
+# %% ../nbs/10_yeojohnson.ipynb #fe55394c
+class YeoJohnsonTransformer(YJTransformerMixin):
+    "Yeo-Johnson power transform fitted by ExpYJ (numerically stable, pooled data); pandas in and out via `set_output`."
+    def __init__(self, standardize:bool=True, # standardize Psi to zero mean and unit variance (as scikit-learn's PowerTransformer)
+                 t_max:int=128, # search steps at most
+                 ymax:float=YMAX, # largest |Psi| the fitted transform may produce
+                 copy:bool=True, # False: `transform` overwrites a float64 array in place (as PowerTransformer)
+                ):
+        self.standardize, self.t_max, self.ymax, self.copy = standardize, t_max, ymax, copy
 
     def fit(self, X, y=None):
         "Fit lambda, mean and scale of every feature."
         A, names = self._validate(X, reset=True)
         res = exp_yj_search([YJData(A)], t_max=self.t_max, ymax=self.ymax, names=names)
-        self.lambdas_ = res.lambdas
-        self.frame_ = res.sums.frame
         D, _ = _DC(res.sums)
-        self._mean_t = res.sums.s_psi/res.sums.n
-        self._scale_t = np.sqrt(np.maximum(D, 0))/res.sums.n
-        self.mean_ = res.mean
-        with np.errstate(over='ignore'):
-            self.scale_ = np.exp(self.frame_.log_scale)*self._scale_t     # = sqrt(var), without squaring
-        const = res.constant | (self._scale_t == 0)
-        self.scale_ = np.where(const, 1.0, self.scale_)
-        self._scale_t = np.where(const, np.exp(-self.frame_.log_scale), self._scale_t)   # scale_ = 1 in Psi units
-        self.bounded_ = res.bounded
-        self.anchors_ = res.anchors
+        self._set_fitted(res.lambdas, res.sums.frame, res.sums.s_psi/res.sums.n, np.sqrt(np.maximum(D, 0))/res.sums.n,
+                         res.constant, res.mean)
+        self.bounded_, self.anchors_ = res.bounded, res.anchors
         return self
-
-    def transform(self, X):
-        "Psi(lambda, X), standardized if `standardize`; NaN kept."
-        check_is_fitted(self)
-        A, _ = self._validate(X, reset=False)
-        if not self.standardize: out = yeo_johnson(A, self.lambdas_)
-        else: out = _to_frame(A, self.frame_, self._mean_t, self._scale_t)
-        bad = ~np.isfinite(out) & ~np.isnan(A)
-        if bad.any():
-            warnings.warn(f"{int(bad.sum())} transformed value(s) overflow: input far outside the fitted range", YeoJohnsonWarning, stacklevel=2)
-        return out
-
-    def inverse_transform(self, X):
-        "Map transformed values back to the original scale."
-        check_is_fitted(self)
-        A = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite='allow-nan')
-        if not self.standardize: return yeo_johnson_inverse(A, self.lambdas_)
-        return _from_frame(A*self._scale_t + self._mean_t, self.frame_)

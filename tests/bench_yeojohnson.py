@@ -6,7 +6,7 @@
 
 Timings are wall-clock on whatever machine runs this (shared machines are noisy): the two fits run in one process,
 alternately, and the ratio of the medians is reported. Accuracy is relative error to the maximum-likelihood lambda
-computed with mpmath (tests/yj_reference.py), on `--ref-features` of the benchmark's features (about 40 s each at
+computed with mpmath (fedgauss.testing), on `--ref-features` of the benchmark's features (about 40 s each at
 100,000 rows) and on every breast-cancer feature and adversarial input with --accuracy.
 """
 import argparse, sys, time, warnings
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from yj_reference import adversarial_inputs, mp_yj_mle            # noqa: E402
+from fedgauss.testing import adversarial_inputs, mp_yj_mle     # noqa: E402
 
 from scipy import stats                                           # noqa: E402
 from sklearn.preprocessing import PowerTransformer                # noqa: E402
