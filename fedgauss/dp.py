@@ -141,9 +141,12 @@ def gaussian_epsilon(sigma:float, delta:float, sensitivity:float=1.0) -> float:
     "Exact (smallest) epsilon of the Gaussian mechanism with noise `sigma`, l2 `sensitivity`, at `delta` (Balle & Wang 2018)."
     z = _check_positive(sigma, 'sigma') / _check_positive(sensitivity, 'sensitivity')
     ld0 = math.log(_check_delta(delta, allow_zero=False))
+    if z < 1e-150: return math.inf                   # 1/z^2 overflows: the noise protects nothing measurable
     if _log_delta_gauss(z, 0.0) <= ld0 - _log_safety(0.0): return 0.0
     lo, hi = 0.0, 1.0
-    while _log_delta_gauss(z, hi) > ld0: lo, hi = hi, 2 * hi
+    while _log_delta_gauss(z, hi) > ld0:
+        lo, hi = hi, 2 * hi
+        if hi > 1e300: return math.inf
     ld = ld0 - _log_safety(hi)
     while _log_delta_gauss(z, hi) > ld: lo, hi = hi, 2 * hi
     e = optimize.brentq(lambda e: _log_delta_gauss(z, e) - ld, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)

@@ -389,6 +389,9 @@ def _check_center(center, c=None, dims=None):
         if dims is not None:
             if v not in dims: raise ValueError(f"{where} has view {v!r}, unknown to the model (views: {list(dims)})")
             if A.shape[1] != dims[v]: raise ValueError(f"{where}, view {v!r}: {A.shape[1]} features, expected {dims[v]}")
+        if np.abs(A).max() > 1e150:
+            raise ValueError(f"{where}, view {v!r}: values up to {np.abs(A).max():.3g} would overflow the model's "
+                             f"second moments in float64; rescale the view")
         if A.shape[0] > 1 and np.ptp(A, axis=0).max() == 0:
             raise ValueError(f"{where}, view {v!r}: every feature is constant, so the view's noise variance would be 0 "
                              f"and the model undefined; leave the view out at this center (a missing view)")

@@ -89,7 +89,8 @@ def _fx(x, W:int=W_EXACT) -> np.ndarray:
     "floor-toward-zero of x 2**W as Python ints (object array), exactly: the integer mantissa of x shifted by its exponent + W."
     x = np.asarray(x, dtype=np.float64)
     if not np.isfinite(x).all():
-        raise FixedPointOverflow("a frame coefficient is not finite in float64: the values are too large for the public frame")
+        raise FixedPointOverflow("a public-frame coefficient is not finite in float64: the values are beyond the scale this "
+                                "protocol supports; rescale the feature (e.g. divide it by its standard deviation)")
     m, e = np.frexp(x)
     M, k = (m*2.0**53).astype(np.int64).ravel().tolist(), (e.astype(np.int64) - 53 + W).ravel().tolist()
     out = np.empty(x.shape, dtype=object)
@@ -306,7 +307,7 @@ def _check_clients(clients, max_rows:int):
 class SecureFedYJ(BaseEstimator):
     "ExpYJ across clients under secure multiparty computation: the pooled fit, revealing only the signs of the derivative (and the fitted parameters)."
     def __init__(self, t_max:int=128, # search steps at most (the search stops once every lambda has converged)
-                 precision:int=96, # fractional bits of the fixed-point statistics (at most 190)
+                 precision:int|str='auto', # fractional bits of the fixed point (at most 190); 'auto': 96, and 190 if 96 cannot resolve a feature
                  envelope_bits:int=3, # significant bits of the public envelope of log(1 + |x|)
                  bounds=None, # published (d, 2) bounds [low, high] per feature, instead of the envelope
                  max_rows:int=2**20, # public bound on any client's row count
@@ -322,9 +323,11 @@ class SecureFedYJ(BaseEstimator):
     def _check_params(self):
         for name in ('t_max', 'precision', 'envelope_bits', 'max_rows'):
             v = getattr(self, name)
+            if name == 'precision' and v == 'auto': continue
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < (0 if name == 't_max' else 1):
                 raise ValueError(f"{name} must be a {'non-negative' if name == 't_max' else 'positive'} integer; got {v!r}")
-        if self.precision > 190: raise ValueError(f"precision must be at most 190 fractional bits; got {self.precision}")
+        if self.precision != 'auto' and self.precision > 190:
+            raise ValueError(f"precision must be at most 190 fractional bits, or 'auto'; got {self.precision}")
 
 # %% ../nbs/12_securefedyj.ipynb #e093ec60
 @patch
@@ -347,9 +350,9 @@ def _setup(self:SecureFedYJ, smc:SMC, cl:list, names:list):
 
 # %% ../nbs/12_securefedyj.ipynb #b6431144
 @patch
-def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, rounds:dict) -> ExpSearchState:
+def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, rounds:dict, f:int) -> ExpSearchState:
     "The exponential search: one secure sign per feature and step, until every lambda has converged or `t_max` steps."
-    K, d, f, ch = len(cl), len(names), self.precision, self.channel_
+    K, d, ch = len(cl), len(names), self.channel_
     state = ExpSearchState.start(d, *yj_lambda_bounds(A, self.ymax))     # the search stays within the public bounds
     path, signs = [state.lmbda], []
     bar = None
@@ -377,9 +380,9 @@ def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, 
 
 # %% ../nbs/12_securefedyj.ipynb #ff3f58e7
 @patch
-def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchState, const, names:list, rounds:dict):
+def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchState, const, names:list, rounds:dict, f:int):
     "The final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, computed in SMC and opened."
-    K, f, ch = len(cl), self.precision, self.channel_
+    K, ch = len(cl), self.channel_
     lb, ub = yj_lambda_bounds(A, self.ymax)
     lam, bounded, conv = final_lambdas(state, lb, ub, const, names, self.ymax, what="constant",
                                        bounds_from="the public envelope" if self.bounds is None else "the published bounds")
@@ -403,21 +406,32 @@ def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchStat
 @patch
 def fit(self:SecureFedYJ, clients, # one dataset per client (2-D arrays or DataFrames with the same columns)
         y=None):
-    "Run the protocol on `clients`: setup, search, final round, all through one `Channel` (`channel_`)."
+    "Run the protocol on `clients` through one `Channel` (`channel_`); with `precision='auto'`, once more at 190 bits if needed."
     self._check_params()
     Xs, names = _check_clients(clients, self.max_rows)
-    K, d, f = len(Xs), Xs[0].shape[1], self.precision
+    if self.precision != 'auto': return self._run(Xs, names, self.precision)
+    try: return self._run(Xs, names, 96)
+    except FixedPointPrecisionError as e:
+        warnings.warn(f"{str(e).split(':')[0]}: not resolved at precision 96; the protocol was run again at precision 190",
+                      YeoJohnsonWarning, stacklevel=2)
+        return self._run(Xs, names, 190)
+
+@patch
+def _run(self:SecureFedYJ, Xs:list, names:list, f:int):
+    "The protocol at precision `f`: setup, search, final round."
+    K, d = len(Xs), Xs[0].shape[1]
     self.channel_ = ch = Channel()
     cl = [YJClient(f'client{k}', ch, X) for k, X in enumerate(Xs)]
     L = self.ring_bits or ring_bits_for(K, self.max_rows, f, self.stat_bits)
     smc = SMC(cl, ch, dealer='server', ring_bits=L, stat_bits=self.stat_bits, rng=self.rng)
     ch.next_round()
     rounds = {'setup': ch.round}
-    A, const = self._setup(smc, cl, names)
-    for c in cl: c.prepare(A, names)
-    state = self._search(smc, cl, A, const, names, rounds)
-    self._finish(smc, cl, A, state, const, names, rounds)
-    self.rounds_, self.ring_bits_ = rounds, L
+    with np.errstate(all='ignore'):      # float trouble in the frames surfaces as FixedPointOverflow or a precision error
+        A, const = self._setup(smc, cl, names)
+        for c in cl: c.prepare(A, names)
+        state = self._search(smc, cl, A, const, names, rounds, f)
+        self._finish(smc, cl, A, state, const, names, rounds, f)
+    self.rounds_, self.ring_bits_, self.precision_ = rounds, L, f
     self.n_clients_, self.n_features_in_, self.feature_names_ = K, d, names
     return self
 
@@ -465,7 +479,7 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
     "Yeo-Johnson transform fitted by SecureFedYJ on a list of client datasets; transforms any client's data (pandas in and out with `set_output`)."
     def __init__(self, standardize:bool=True, # standardize Psi to zero mean and unit variance
                  t_max:int=128, # search steps at most
-                 precision:int=96, # fractional bits of the fixed point
+                 precision:int|str='auto', # fractional bits of the fixed point ('auto': 96, or 190 if needed)
                  envelope_bits:int=3, # significant bits of the public envelope
                  bounds=None, # published (d, 2) bounds instead of the envelope
                  max_rows:int=2**20, # public bound on a client's row count

@@ -23,7 +23,7 @@ __all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yeo_johnson', 'ye
            'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums',
            'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds',
            'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
-           'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin', 'refuse_unsupported', 'YeoJohnsonTransformer']
+           'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -56,7 +56,7 @@ def yeo_johnson(x, lmbda):
     x, lam = np.broadcast_arrays(x, lam)
     s = np.where(x < 0, -1.0, 1.0)
     with np.errstate(invalid='ignore'):
-        return s*_g(_lam_s(x, lam), np.log1p(np.abs(x)))
+        return np.where(lam == 1, x, s*_g(_lam_s(x, lam), np.log1p(np.abs(x))))     # lambda = 1: the identity, exactly
 
 # %% ../nbs/10_yeojohnson.ipynb #3c222a85
 def yeo_johnson_inverse(y, lmbda):
@@ -69,7 +69,7 @@ def yeo_johnson_inverse(y, lmbda):
     with np.errstate(over='ignore', invalid='ignore'):
         out = s*np.expm1(_ginv(mu, np.abs(y)))
     beyond = (arg <= -1) & ~np.isnan(y)
-    out = np.where(beyond, s*np.inf, out)
+    out = np.where(beyond, s*np.inf, np.where(lam == 1, y, out))       # lambda = 1: the identity, exactly
     if beyond.any():
         warnings.warn(f"{int(beyond.sum())} value(s) lie outside the range of the Yeo-Johnson transform "
                       "(lambda*|y| <= -1); their inverse is +-inf", RuntimeWarning, stacklevel=2)
@@ -788,9 +788,24 @@ def _check_finite(X, names):
         names = names or [f"column {j}" for j in range(X.shape[1])]
         raise ValueError(f"{', '.join(repr(names[j]) for j in np.flatnonzero(inf)[:5])} contain(s) inf: Yeo-Johnson needs finite values")
 
+def as_float_frame(X):
+    "A DataFrame or Series as float64 with pandas' NA (nullable dtypes) as NaN, index and names kept; other input as is."
+    if isinstance(X, pd.DataFrame):
+        return pd.DataFrame(X.to_numpy(dtype=np.float64, na_value=np.nan), index=X.index, columns=X.columns)
+    if isinstance(X, pd.Series): return pd.Series(X.to_numpy(dtype=np.float64, na_value=np.nan), index=X.index, name=X.name)
+    return X
+
+def refuse_unsupported(X):
+    "Errors that name sparse and complex input (scikit-learn would say something less direct)."
+    if issparse(X): raise TypeError("sparse input is not supported: Yeo-Johnson changes zeros; pass a dense array")
+    kinds = [np.asarray(X).dtype] if not isinstance(X, pd.DataFrame) else list(X.dtypes)
+    if any(getattr(k, 'kind', '') == 'c' for k in kinds): raise ValueError("Complex data not supported: X must be real")
+
 def _as_2d_float(X):
+    refuse_unsupported(X)
     _check_numeric_frame(X)
     names = _column_names(X)
+    X = as_float_frame(X)
     try: A = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raw = np.asarray(X, dtype=object)
@@ -915,12 +930,6 @@ class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._mean_t, self._scale_t = mean_t, np.where(const, np.exp(-frame.log_scale), scale_t)
 
 # %% ../nbs/10_yeojohnson.ipynb #c566b54f
-def refuse_unsupported(X):
-    "Errors that name sparse and complex input (scikit-learn would say something less direct)."
-    if issparse(X): raise TypeError("sparse input is not supported: Yeo-Johnson changes zeros; pass a dense array")
-    kinds = [np.asarray(X).dtype] if not isinstance(X, pd.DataFrame) else list(X.dtypes)
-    if any(getattr(k, 'kind', '') == 'c' for k in kinds): raise ValueError("Complex data not supported: X must be real")
-
 @patch
 def _validate(self:YJTransformerMixin, X, reset:bool):
     "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
@@ -928,7 +937,7 @@ def _validate(self:YJTransformerMixin, X, reset:bool):
     _check_numeric_frame(X)
     if isinstance(X, pd.DataFrame) and X.shape[1] == 0: raise ValueError("X has no columns (0 features)")
     names = _column_names(X)
-    if isinstance(X, (pd.DataFrame, pd.Series)): X = X.astype('float64')      # nullable integers: NA -> NaN
+    X = as_float_frame(X)
     A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
     _check_finite(A, names)
     return A, names

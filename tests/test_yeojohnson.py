@@ -368,7 +368,10 @@ def test_property_sums_add_and_sign_matches_finite_difference(x, cut, lam):
 def test_property_fit_is_finite_and_maximizes(x):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always', YeoJohnsonWarning)
-        res = exp_yj(x, full_output=True)
+        try: res = exp_yj(x, full_output=True)
+        except ValueError as e:                  # documented: values so small that the derivative underflows
+            assert 'not computable in float64' in str(e) and np.abs(x).max() < 1e-8, (str(e), np.abs(x).max())
+            return
         t = YeoJohnsonTransformer().fit(x[:, None]); z = t.transform(x[:, None])
     lam = res.lambdas[0]
     assert np.isfinite(lam) and np.isfinite(res.mean).all() and np.isfinite(z).all() and np.isfinite(t.scale_).all()
