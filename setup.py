@@ -49,7 +49,8 @@ setuptools.setup(
     packages = setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require={ 'dev': dev_requirements + test_requirements, 'test': test_requirements, 'learn': learn_requirements },
+    extras_require={ 'dev': dev_requirements + test_requirements, 'test': test_requirements,
+                     'learn': learn_requirements + test_requirements },     # the notebooks import the peers they compare with
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),
