@@ -24,6 +24,9 @@ def test_help_lists_commands():
 
 
 def test_datasets_all_ok():
+    from fedgauss.data import DATASETS, fetch_file
+    for files in DATASETS.values():
+        for f in files: fetch_file(f.name)         # present or downloadable, else the test is skipped (conftest)
     r = fedgauss_cmd('datasets')
     assert r.returncode == 0, r.stderr
     assert '11 ok' in r.stdout and 'checksum mismatch' not in r.stdout
