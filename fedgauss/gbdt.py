@@ -21,10 +21,10 @@ except ImportError:                   # pragma: no cover - private scipy API; fa
     _csc_matvec = None
 
 # %% auto #0
-__all__ = ['newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss', 'SquaredLoss',
+__all__ = ['MISSING', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss', 'SquaredLoss',
            'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner', 'build_histograms',
            'Splits', 'find_best_splits', 'Tree', 'LocalHistograms', 'grow_tree', 'forest_margin', 'GBDTClassifier',
-           'GBDTRegressor']
+           'GBDTRegressor', 'node_counts', 'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
 def newton_weight(G, H, reg_lambda:float=1.0, min_child_weight:float=0.0):
@@ -368,6 +368,7 @@ class Tree:
     sum_hess: np.ndarray
     depth: np.ndarray
     feature_names: list|None = None
+    count: np.ndarray|None = None       # training rows per node, when recorded (`node_counts`)
 
     @property
     def is_leaf(self): return self.left < 0
@@ -642,7 +643,9 @@ def _check_params(est):
     real('reg_lambda', 0, False); real('gamma', 0, False); real('min_child_weight', 0, False)
     if not isinstance(est.max_bins, numbers.Integral) or isinstance(est.max_bins, bool) or not 2 <= est.max_bins <= 65535:
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {est.max_bins!r}")
-    if est.missing not in ('learn', 'impute'): raise ValueError(f"missing must be 'learn' or 'impute'; got {est.missing!r}")
+    if est.missing not in MISSING: raise ValueError(f"missing must be one of {MISSING}; got {est.missing!r}")
+
+MISSING = ('learn', 'impute', 'probabilistic')
 
 def forest_margin(trees, X, chunk_rows:int=8192) -> np.ndarray:
     "Sum of the trees' predictions for the rows of `X` (floats, NaN missing), all trees walked together."
@@ -718,13 +721,16 @@ class _GBDT(BaseEstimator):
             tree = grow_tree(provider, layout, max_depth=self.max_depth, learning_rate=self.learning_rate,
                              reg_lambda=self.reg_lambda, gamma=self.gamma, min_child_weight=self.min_child_weight, feature_names=names)
             margin += provider.row_values(tree.value)
+            if self.missing == 'probabilistic': tree.count = node_counts(tree, codes, layout.n_bins)
             self.trees_.append(tree)
         self.train_margin_ = margin
         return self
 
     def _margin(self, X) -> np.ndarray:
         check_is_fitted(self)
-        return self.base_margin_ + forest_margin(self.trees_, self._validate_X(X))
+        X = self._validate_X(X)
+        if self.missing == 'probabilistic': return self.base_margin_ + probabilistic_margin(self.trees_, X)
+        return self.base_margin_ + forest_margin(self.trees_, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__(); tags.input_tags.allow_nan = True
@@ -772,3 +778,49 @@ class GBDTRegressor(RegressorMixin, _GBDT):
         "Fit on `X` (array or DataFrame, NaN = missing) and real `y`."
         return self._fit(X, y, sample_weight)
     def predict(self, X) -> np.ndarray: return self._margin(X)
+
+# %% ../nbs/30_gbdt.ipynb #c158db5d
+def node_counts(tree:Tree, # a fitted tree
+                codes, # the bin codes of the training rows (the grower's input)
+                n_bins, # bins per feature (the missing code is `n_bins[f]`)
+               ) -> np.ndarray:
+    "Training rows reaching each node: leaf counts of the routed rows, summed up the tree."
+    c = np.bincount(tree.apply_binned(codes, n_bins), minlength=tree.n_nodes).astype(float)
+    for d in range(tree.max_depth - 1, -1, -1):           # children are deeper than their parent
+        at = np.flatnonzero((tree.depth == d) & ~tree.is_leaf)
+        c[at] = c[tree.left[at]] + c[tree.right[at]]
+    return c
+
+# %% ../nbs/30_gbdt.ipynb #1ffd6aee
+def probabilistic_margin(trees, # fitted trees
+                         X, # rows, NaN for missing
+                         weights:str='count', # 'count' (training rows, `Tree.count`) or 'cover' (Hessian sums)
+                         chunk_rows:int=4096, # rows per block (memory: rows x nodes)
+                        ) -> np.ndarray:
+    "Sum of the trees' expected predictions, a missing split feature sending the row both ways by training fractions."
+    if weights not in ('count', 'cover'): raise ValueError(f"weights must be 'count' or 'cover'; got {weights!r}")
+    X, out = np.asarray(X, float), np.zeros(len(X))
+    for t in trees:
+        w = t.count if weights == 'count' else t.sum_hess
+        if w is None: raise ValueError("these trees carry no node counts: fit with missing='probabilistic', or use weights='cover'")
+        inner = np.flatnonzero(~t.is_leaf)
+        pi = np.zeros(t.n_nodes)
+        pi[inner] = w[t.left[inner]] / np.maximum(w[t.left[inner]] + w[t.right[inner]], 1e-300)
+        for a in range(0, len(X), chunk_rows):
+            out[a:a + chunk_rows] += _expected_tree(t, X[a:a + chunk_rows], pi)
+    return out
+
+# %% ../nbs/30_gbdt.ipynb #4627eb8c
+def _expected_tree(t:Tree, X, pi) -> np.ndarray:
+    "One tree's expected prediction: the weight W[row, node] of reaching each node, propagated level by level."
+    W = np.zeros((len(X), t.n_nodes))
+    W[:, 0] = 1.0
+    for d in range(t.max_depth):
+        at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
+        x = X[:, t.feature[at]]
+        go_left = np.where(np.isnan(x), pi[at], x < t.threshold[at])
+        wl = W[:, at] * go_left
+        W[:, t.left[at]] += wl
+        W[:, t.right[at]] += W[:, at] - wl
+    leaves = np.flatnonzero(t.is_leaf)
+    return W[:, leaves] @ t.value[leaves]

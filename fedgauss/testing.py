@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs']
+__all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs',
+           'expected_over_paths']
 
 # %% ../nbs/03_testing.ipynb #3e4e0910
 def _mpmath():
@@ -134,3 +135,19 @@ def overflow_inputs():
     return [('[10, 10, 10, 9.9]', np.array([10, 10, 10, 9.9]), 1),
             ('-[10, 10, 10, 9.9]', -np.array([10, 10, 10, 9.9]), -1),
             ('normal(1e4, 1e-3) (seed 1)', np.random.default_rng(1).normal(1e4, 1e-3, 100), 1)]
+
+# %% ../nbs/03_testing.ipynb #163cd882
+def expected_over_paths(tree, # a `fedgauss.gbdt.Tree`
+                        x, # one row (NaN: missing)
+                        weights, # per-node training counts (or Hessian cover)
+                       ) -> float:
+    "Sum over leaves of leaf value x probability of reaching it."
+    def walk(node, prob):
+        if tree.left[node] < 0: return prob * tree.value[node]
+        l, r = tree.left[node], tree.right[node]
+        v = x[tree.feature[node]]
+        if np.isnan(v):
+            pi = weights[l] / (weights[l] + weights[r])
+            return walk(l, prob * pi) + walk(r, prob * (1 - pi))
+        return walk(l, prob) if v < tree.threshold[node] else walk(r, prob)
+    return float(walk(0, 1.0))
