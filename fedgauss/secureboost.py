@@ -21,7 +21,7 @@ except ImportError: _mpz = int                      # pragma: no cover - pure Py
 
 # %% auto #0
 __all__ = ['GH_SLOT', 'BIN_BITS', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins', 'PassiveParty', 'ActiveParty',
-           'FederatedHistograms', 'SecureBoostClassifier', 'leaf_purity']
+           'FederatedHistograms', 'SecureBoostClassifier', 'leaf_purity', 'weight_identity_error']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1            # bits of the H slot; G sits above it, signed
@@ -128,7 +128,7 @@ def answer_histograms(self:PassiveParty):
     order = np.argsort(out_slot, kind='stable'); out_slot, src = out_slot[order], src[order].tolist()
     starts = np.flatnonzero(np.r_[True, out_slot[1:] != out_slot[:-1]]).tolist() + [len(src)]
     hist, cts = [1] * (K * S), self.cts               # 1 = E(0) for empty bins
-    for a, b in zip(starts[:-1], starts[1:]):
+    for a, b in zip(starts[:-1], starts[1:] if src else []):
         acc = cts[src[a]]
         for t in src[a + 1:b]: acc = acc * cts[t] % n2
         hist[out_slot[a]] = acc
@@ -508,3 +508,16 @@ def leaf_purity(leaf_of_row, # the leaf of each training row in one tree
     n_j = np.bincount(leaf); th = np.bincount(leaf, y) / n_j
     pur = np.maximum(th, 1 - th)
     return dict(purity=float((n_j * pur).sum() / len(y)), rows_in_90pct_pure_leaves=float(n_j[pur >= 0.9].sum() / len(y)))
+
+def weight_identity_error(tree:Tree, # a fitted tree
+                          leaf_of_row, # the leaf of each training row in it
+                          y, # binary labels
+                          reg_lambda:float, # the fit's reg_lambda
+                          learning_rate:float, # the fit's learning_rate
+                         ) -> float:
+    "Row-weighted mean $|\\hat\\theta_j-\\theta_j|$ of the first-tree identity $\\hat\\theta_j = a + (a(1-a)+\\lambda/n_j)w_j$ applied to this tree's leaves."
+    y = np.asarray(y, float); a = y.mean(); leaf = np.asarray(leaf_of_row)
+    n_j = np.bincount(leaf, minlength=tree.n_nodes); th = np.bincount(leaf, y, minlength=tree.n_nodes) / np.maximum(n_j, 1)
+    at = np.flatnonzero(n_j > 0); w = tree.value[at] / learning_rate
+    est = a + (a * (1 - a) + reg_lambda / n_j[at]) * w
+    return float((n_j[at] * np.abs(est - th[at])).sum() / n_j.sum())
