@@ -21,10 +21,10 @@ except ImportError:                   # pragma: no cover - private scipy API; fa
     _csc_matvec = None
 
 # %% auto #0
-__all__ = ['MISSING', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss', 'SquaredLoss',
-           'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner', 'build_histograms',
-           'Splits', 'find_best_splits', 'Tree', 'LocalHistograms', 'grow_tree', 'forest_margin', 'GBDTClassifier',
-           'GBDTRegressor', 'node_counts', 'probabilistic_margin']
+__all__ = ['GRID_BITS', 'MISSING', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
+           'SquaredLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner',
+           'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'LocalHistograms', 'grow_tree', 'snap_to_grid',
+           'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts', 'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
 def newton_weight(G, H, reg_lambda:float=1.0, min_child_weight:float=0.0):
@@ -602,6 +602,21 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
     depth = np.repeat(np.arange(len(sizes)), sizes)
     return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
 
+# %% ../nbs/30_gbdt.ipynb #c798367a
+GRID_BITS = 50    # sums of grid integers stay below 2^GRID_BITS in magnitude: exact in float64 (53-bit significand)
+
+def snap_to_grid(g, # per-row gradients
+                 h, # per-row Hessians (non-negative)
+                ) -> tuple:
+    "`(g, h, k)`: `g` and `h` rounded to multiples of $2^{-k}$, `k` the finest grid on which every partial sum is exact in float64."
+    g, h = np.asarray(g, float), np.asarray(h, float)
+    if not (np.isfinite(g).all() and np.isfinite(h).all()): raise ValueError("gradients and Hessians must be finite")
+    s = max(float(np.abs(g).sum()), float(np.abs(h).sum()))
+    if s == 0: return g.copy(), h.copy(), 0
+    if len(g) >= 2 ** (GRID_BITS - 2): raise ValueError(f"{len(g)} rows: too many for exact sums on a {GRID_BITS}-bit grid")
+    k = min(GRID_BITS - 2 - int(np.ceil(np.log2(s))), 1000)
+    return np.ldexp(np.rint(np.ldexp(g, k)), -k), np.ldexp(np.rint(np.ldexp(h, k)), -k), k
+
 # %% ../nbs/30_gbdt.ipynb #eb05408e
 def _frame_categories(X) -> dict:
     "The categories of each pandas `category` column of a DataFrame `X`, by column name (empty for other inputs)."
@@ -717,6 +732,7 @@ class _GBDT(BaseEstimator):
         self.trees_ = []
         for _ in range(self.n_estimators):
             loss.gradients(y, margin, sw, out=gh)
+            gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])     # exact sums in any order (see above)
             provider.start_tree(gh)
             tree = grow_tree(provider, layout, max_depth=self.max_depth, learning_rate=self.learning_rate,
                              reg_lambda=self.reg_lambda, gamma=self.gamma, min_child_weight=self.min_child_weight, feature_names=names)
