@@ -152,7 +152,7 @@ def expected_over_paths(tree, # a `fedgauss.gbdt.Tree`
         return walk(l, prob) if v < tree.threshold[node] else walk(r, prob)
     return float(walk(0, 1.0))
 
-# %% ../nbs/03_testing.ipynb
+# %% ../nbs/03_testing.ipynb #c03a8719
 def most_similar_brute(Hq, # hash values (n, L) of the query rows
                        Hr, # hash values (m, L) of the reference rows
                       ) -> tuple:
