@@ -153,6 +153,7 @@ def _check_clients(clients, allow_nan:bool):
     for k, c in enumerate(clients):
         if not isinstance(c, (list, tuple)) or len(c) != 2: raise ValueError(f"client {k} must be an (X, y) pair")
         X, y = c
+        if hasattr(X, 'tocsr') or hasattr(X, 'sparse'): raise ValueError(f"client {k}: sparse input is not supported; pass a dense array")
         if isinstance(X, pd.DataFrame):
             cols = [str(v) for v in X.columns]
             if names is None and k == 0: names = cols
@@ -291,7 +292,10 @@ def _lsh_maps(est, parties, agg, pairs:list, send:list) -> dict:
         lo, hi = (allX.min(axis=0), allX.max(axis=0)) if est.lsh_scale == 'bounds' else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
     span = np.where(hi > lo, hi - lo, 1.0)
     lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)      # seed shared by the parties
-    for p in parties: p.send(agg, 'hash values', lsh.hash((np.asarray(p._X, float) - lo) / span).astype(np.int32))
+    for p in parties:
+        H = lsh.hash((np.asarray(p._X, float) - lo) / span)
+        if len(H) and np.abs(H).max() >= 2**31: raise ValueError(f"{p.name}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r")
+        p.send(agg, 'hash values', H.astype(np.int32))
     H = [agg.receive('hash values', sender=p) for p in parties]
     est.timings_['hashing'] = time.perf_counter() - t0; t0 = time.perf_counter()
     maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in pairs}

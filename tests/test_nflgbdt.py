@@ -201,3 +201,12 @@ def test_nan_rules(data):
     with pytest.raises(ValueError, match='lsh_scale'): NFLGBDTClassifier(lsh_scale='x', **KW).fit(clients)
     with pytest.raises(ValueError, match='epsilon'): TFLClassifier(epsilon=-1).fit(clients)
     with pytest.raises(ValueError, match='epsilon'): FGBDTGClassifier(epsilon=np.nan).fit(clients)
+
+
+def test_sparse_and_hash_range_refused(data):
+    import scipy.sparse as sps
+    clients, _, _ = data
+    with pytest.raises(ValueError, match='sparse'):
+        NFLGBDTClassifier(**KW).fit([(sps.csr_matrix(clients[0][0]), clients[0][1]), clients[1]])
+    with pytest.raises(ValueError, match='int32'):
+        NFLGBDTClassifier(lsh_bounds=(np.zeros(6), np.full(6, 1e-12)), **KW).fit(clients)
