@@ -8,7 +8,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs',
-           'expected_over_paths']
+           'expected_over_paths', 'most_similar_brute']
 
 # %% ../nbs/03_testing.ipynb #3e4e0910
 def _mpmath():
@@ -151,3 +151,17 @@ def expected_over_paths(tree, # a `fedgauss.gbdt.Tree`
             return walk(l, prob * pi) + walk(r, prob * (1 - pi))
         return walk(l, prob) if v < tree.threshold[node] else walk(r, prob)
     return float(walk(0, 1.0))
+
+# %% ../nbs/03_testing.ipynb #c03a8719
+def most_similar_brute(Hq, # hash values (n, L) of the query rows
+                       Hr, # hash values (m, L) of the reference rows
+                      ) -> tuple:
+    "For each query row, the reference row sharing the most hash values (ties: smallest index) and the count: a double loop."
+    idx, cnt = [], []
+    for q in np.asarray(Hq):
+        best, arg = -1, -1
+        for j, r in enumerate(np.asarray(Hr)):
+            s = int(sum(int(a == b) for a, b in zip(q, r)))
+            if s > best: best, arg = s, j
+        idx.append(arg); cnt.append(best)
+    return np.array(idx), np.array(cnt)
