@@ -13,16 +13,13 @@ from scipy import special
 from sklearn.base import BaseEstimator
 
 from .federation import Channel, Party, as_rng, drop_views
-from .dp import (PrivacyBudget, PrivacyBudgetExceeded, RDPAccountant, gaussian_mechanism, gaussian_sigma,
-                         laplace_mechanism, matrix_normal_mechanism, sequential_composition)
 
 # %% auto #0
-__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'DP_INIT', 'DP_KEYS', 'CenterStats',
-           'penalised_loglik', 'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2',
-           'em_iteration', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter',
-           'MVPPCAMaster', 'FedMVPPCA', 'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic',
-           'make_multiview_synthetic', 'scenario_iid', 'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario',
-           'minmax_center', 'prior_sd', 'dp_radii', 'clip_norm', 'CenterDP', 'DPFedMVPPCA']
+__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats', 'penalised_loglik',
+           'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2', 'em_iteration',
+           'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter', 'MVPPCAMaster', 'FedMVPPCA',
+           'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid',
+           'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center']
 
 # %% ../nbs/40_mvppca.ipynb #fdf9f12d
 @dataclass
@@ -439,7 +436,10 @@ class FedMVPPCA(BaseEstimator):
         for c, cc in enumerate(centers):
             D = sum(A.shape[1] for A in cc.values())
             if q >= D: raise ValueError(f"n_components={q} must be smaller than the {D} features of center {c}")
-        dp = _make_dp(self.dp, R, dims, q) if self.dp is not None else None
+        dp = None
+        if self.dp is not None:
+            from fedgauss.mvppca_dp import make_dp    # the DP version lives in its own module (41_mvppca_dp)
+            dp = make_dp(self.dp, R, dims, q)
         rng = as_rng(self.rng)
         channel = Channel()
         master = MVPPCAMaster('master', channel)
@@ -642,121 +642,3 @@ def minmax_center(center:dict) -> dict:
         lo, hi = X.min(0), X.max(0)
         out[v] = (X - lo) / np.where(hi > lo, hi - lo, 1.0)
     return out
-
-# %% ../nbs/40_mvppca.ipynb #63fc485e
-DP_INIT = dict(mu=0.5, s_mu=1 / 12, W=0.0, s_W_times_q=1 / 12, sigma2=1 / 48, sigma2_sd=1 / 48)
-DP_KEYS = ('epsilon', 'delta', 'clip', 'method', 'init', 'budget')
-
-def _ig_sd(g):
-    "Standard deviation of the global inverse gamma of a view, or its point sigma2 when alpha <= 2 (or no inverse gamma)."
-    if g.get('sigma2_sd') is not None: return float(g['sigma2_sd'])
-    a, b = g.get('alpha'), g.get('beta')
-    if a is None or a <= 2: return float(g['sigma2'])
-    return float(b / ((a - 1) * np.sqrt(a - 2)))
-
-def prior_sd(g:dict) -> dict:
-    "Standard deviations of a view's global prior: sqrt(s_mu) per entry of mu, sqrt(s_W) per entry of W, and the inverse gamma's."
-    if not (np.isfinite(g['s_mu']) and np.isfinite(g['s_W'])):
-        raise ValueError("DP-Fed-mv-PPCA needs a finite global spread to clip against: every view must be held by at least 2 centers")
-    return dict(mu=float(np.sqrt(g['s_mu'])), W=float(np.sqrt(g['s_W'])), sigma2=_ig_sd(g))
-
-def dp_radii(g:dict, clip:float=1.0, cap:dict|None=None) -> dict:
-    "Clipping radii of a view's (mu, W, sigma2) differences: clip * the global prior's standard deviation, at most clip * the public prior's (`cap`)."
-    sd = prior_sd(g)
-    if cap is not None: sd = {k: min(sd[k], v) for k, v in prior_sd(cap).items()}
-    return {k: clip * max(v, np.sqrt(SPREAD_FLOOR)) for k, v in sd.items()}
-
-def clip_norm(x, radius:float):
-    "`x` scaled down (if needed) to Frobenius / l2 / absolute norm at most `radius`; returns (clipped, was_clipped)."
-    x = np.asarray(x, dtype=float); n = float(np.sqrt(np.sum(x * x)))
-    return (x * (radius / n), True) if n > radius else (x.copy(), False)
-
-# %% ../nbs/40_mvppca.ipynb #bda63cee
-class CenterDP:
-    "One center's DP release: clip the differences to the global distribution, add noise, spend from the center's `PrivacyBudget`."
-    def __init__(self, epsilon:float, delta:float, clip:float, method:str, init:dict, budget:PrivacyBudget, n_views:int):
-        self.epsilon, self.delta, self.clip, self.method, self.init = epsilon, delta, clip, method, init
-        self.budget, self.n_views = budget, n_views
-        self.accountant = RDPAccountant()
-        self.log = []          # one row per round and view: radii, whether clipped, noise standard deviations
-
-    def privatize(self, payload:dict, priors:dict|None, rng) -> dict:
-        "Released parameters: global + clipped (local - global) + noise, for each view of `payload`."
-        ref = self.init if priors is None else priors
-        e, dl, out = self.epsilon, self.delta, {}
-        for v, p in payload.items():
-            g = ref[v]; r = dp_radii(g, self.clip, self.init[v])
-            dmu, cmu = clip_norm(p['mu'] - g['mu'], r['mu'])
-            dW, cW = clip_norm(p['W'] - g['W'], r['W'])
-            ds, cs = clip_norm(p['sigma2'] - g['sigma2'], r['sigma2'])
-            out[v] = dict(mu=gaussian_mechanism(g['mu'] + dmu, 2 * r['mu'], e, dl, rng, method=self.method, budget=self.budget),
-                          W=matrix_normal_mechanism(g['W'] + dW, 2 * r['W'], e, dl, rng, method=self.method, budget=self.budget),
-                          sigma2=float(laplace_mechanism(float(g['sigma2'] + ds), 2 * r['sigma2'], e, rng, budget=self.budget)))
-            z = gaussian_sigma(e, dl, 1.0, self.method)               # noise multiplier sigma / sensitivity
-            self.accountant.add_gaussian(z, count=2).add_laplace(epsilon=e)
-            self.log.append(dict(view=v, radius_mu=r['mu'], radius_W=r['W'], radius_sigma2=r['sigma2'], clipped_mu=cmu, clipped_W=cW,
-                                 clipped_sigma2=cs, noise_sd_mu=z * 2 * r['mu'], noise_sd_W=z * 2 * r['W'], noise_scale_sigma2=2 * r['sigma2'] / e))
-        return out
-
-# %% ../nbs/40_mvppca.ipynb #3c990481
-class DPFedMVPPCA:
-    "The DP settings of a whole federation: per-mechanism (epsilon, delta), clipping factor, noise calibration, public round-1 prior."
-    def __init__(self, epsilon, delta, n_rounds:int, dims:dict, n_components:int, clip:float=1.0, method:str='zhao', init:dict|None=None, budget=None):
-        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (np.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"dp epsilon must be a finite number > 0; got {epsilon!r}")
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 < delta < 1):
-            raise ValueError(f"dp delta must be in (0, 1) (the Gaussian mechanisms need delta > 0); got {delta!r}")
-        if isinstance(clip, bool) or not isinstance(clip, numbers.Real) or not (np.isfinite(clip) and clip > 0):
-            raise ValueError(f"dp clip must be a finite number > 0; got {clip!r}")
-        if method not in ('zhao', 'analytic', 'classic'): raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
-        self.epsilon, self.delta, self.clip, self.method = float(epsilon), float(delta), float(clip), method
-        self.n_rounds, self.dims, self.q = n_rounds, dict(dims), n_components
-        gaussian_sigma(self.epsilon, self.delta, 1.0, method)         # fails early (e.g. 'classic' with epsilon >= 1)
-        ini = {**DP_INIT, **(init or {})}
-        unknown = set(ini) - set(DP_INIT)
-        if unknown: raise ValueError(f"unknown keys in dp['init']: {sorted(unknown)}; allowed: {sorted(DP_INIT)}")
-        self.init = {v: dict(mu=np.full(d, float(ini['mu'])), s_mu=float(ini['s_mu']), W=np.full((d, n_components), float(ini['W'])),
-                             s_W=float(ini['s_W_times_q']) / n_components, sigma2=float(ini['sigma2']), sigma2_sd=float(ini['sigma2_sd']),
-                             alpha=None, beta=None) for v, d in self.dims.items()}
-        self.budget_total = budget
-        self.centers = {}
-
-    def round_cost(self, n_views:int):
-        "(epsilon, delta) of one round's release of a center with `n_views` views: (3 K eps, 2 K delta) by sequential composition."
-        return sequential_composition([(self.epsilon, self.delta), (self.epsilon, self.delta), (self.epsilon, 0.0)] * n_views)
-
-    def run_cost(self, n_views:int):
-        "(epsilon, delta) of the whole run for one center by basic sequential composition over the rounds."
-        e, d = self.round_cost(n_views)
-        return sequential_composition([(e, d)] * self.n_rounds)
-
-    def for_center(self, name:str, n_views:int) -> CenterDP:
-        "The DP release object of one center, with its whole-run `PrivacyBudget` (checked before any release)."
-        need = self.run_cost(n_views)
-        total = need if self.budget_total is None else tuple(self.budget_total)
-        budget = PrivacyBudget(*total)
-        if not budget.can_spend(*need):
-            raise PrivacyBudgetExceeded(f"{name}: {self.n_rounds} rounds with {n_views} views need (epsilon={need[0]:.6g}, delta={need[1]:.3g}) "
-                                        f"by basic composition, more than its budget (epsilon={total[0]:.6g}, delta={total[1]:.3g}); nothing was released")
-        self.centers[name] = CenterDP(self.epsilon, self.delta, self.clip, self.method, self.init, budget, n_views)
-        return self.centers[name]
-
-    def account(self) -> pd.DataFrame:
-        "Per center: the per-round guarantee, the whole-run guarantee by basic and by Renyi-DP composition, and what its budget recorded."
-        rows = []
-        for name, c in self.centers.items():
-            er, dr = self.round_cost(c.n_views); eb, db = self.run_cost(c.n_views)
-            s = c.budget.spent
-            rows.append(dict(center=name, views=c.n_views, round_epsilon=er, round_delta=dr, run_epsilon_basic=eb, run_delta=db,
-                             run_epsilon_rdp=c.accountant.epsilon(db) if db > 0 else np.nan,
-                             spent_epsilon=s.epsilon, spent_delta=s.delta, n_spends=len(c.budget.ledger)))
-        return pd.DataFrame(rows).set_index('center')
-
-def _make_dp(dp, n_rounds:int, dims:dict, n_components:int=None) -> DPFedMVPPCA:
-    "Validate the estimator's `dp` dict and build the federation's DP settings."
-    if not isinstance(dp, dict): raise TypeError(f"dp must be a dict like dict(epsilon=1.0, delta=1e-5); got {type(dp).__name__}")
-    unknown = set(dp) - set(DP_KEYS)
-    if unknown: raise ValueError(f"unknown dp keys {sorted(unknown)}; allowed: {list(DP_KEYS)}")
-    if 'epsilon' not in dp or 'delta' not in dp: raise ValueError("dp needs both 'epsilon' and 'delta'")
-    return DPFedMVPPCA(dp['epsilon'], dp['delta'], n_rounds, dims, n_components, clip=dp.get('clip', 1.0), method=dp.get('method', 'zhao'),
-                       init=dp.get('init'), budget=dp.get('budget'))

@@ -293,7 +293,9 @@ def test_quarto_features(tmp_path):
     assert [p['docname'] for p in pages] == ['index', 'federation', 'docs_features']
 
     report = check_docs.check_site(site, None, chromium=chromium)
-    assert not report['problems'], '\n'.join(report['problems'])
+    # the copy has two of the notebooks: the landing page's links to the others have no page to go to
+    problems = [p for p in report['problems'] if not re.match(r'index\.html: broken link: \S+/\d\d_\w+\.ipynb \(no such file\)$', p)]
+    assert not problems, '\n'.join(problems)
     page = report['pages']['docs_features.html']
     assert page['math_total'] >= 5 and page['math_typeset'] == page['math_total']
 

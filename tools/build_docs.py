@@ -373,7 +373,7 @@ def convert_markdown(src: str, site: Site, docname: str, asis: bool = False) -> 
             continue
         if (fm := _FIGURE_LINE.match(line)):      # a picture with a #fig- label is a figure, as in Quarto
             ident, _, kv = parse_attrs(fm['attrs'])
-            out += [f':::{{figure}} {fm["src"]}', f':name: {ident}']
+            out += [f':::{{figure}} {fm["src"]}', f':name: {ident}', f':alt: {kv.get("fig-alt") or plain_text(fm["cap"])}']
             out += [f':{k}: {kv[k]}' for k in ('width', 'height') if k in kv]
             out += ['', (f'Figure {site.labels[ident]}: ' if ident in site.labels else '') + _convert_inline(fm['cap'], site, docname), ':::']
             continue
