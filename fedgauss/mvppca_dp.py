@@ -74,7 +74,11 @@ class CenterDP:
 
 # %% ../nbs/41_mvppca_dp.ipynb #e1638497
 @patch
-def privatize(self:CenterDP, payload:dict, priors:dict|None, rng) -> dict:
+def privatize(self:CenterDP,
+              payload:dict, # view -> the center's local dict(mu, W, sigma2)
+              priors:dict|None, # view -> the current global prior; None in round 1 (the public prior is used)
+              rng, # numpy Generator for the noise
+             ) -> dict:
     "Released parameters: global + clipped (local - global) + noise, for each view of `payload`."
     ref = self.init if priors is None else priors
     e, dl, out = self.epsilon, self.delta, {}
@@ -127,20 +131,27 @@ class DPFedMVPPCA:
 
 # %% ../nbs/41_mvppca_dp.ipynb #9c1fcb2b
 @patch
-def round_cost(self:DPFedMVPPCA, n_views:int):
+def round_cost(self:DPFedMVPPCA,
+               n_views:int, # number of views the center holds
+              ):
     "(epsilon, delta) of one round's release of a center with `n_views` views: (3 K eps, 2 K delta) by sequential composition."
     return sequential_composition([(self.epsilon, self.delta), (self.epsilon, self.delta), (self.epsilon, 0.0)] * n_views)
 
 # %% ../nbs/41_mvppca_dp.ipynb #2b147c09
 @patch
-def run_cost(self:DPFedMVPPCA, n_views:int):
+def run_cost(self:DPFedMVPPCA,
+             n_views:int, # number of views the center holds
+            ):
     "(epsilon, delta) of the whole run for one center by basic sequential composition over the rounds."
     e, d = self.round_cost(n_views)
     return sequential_composition([(e, d)] * self.n_rounds)
 
 # %% ../nbs/41_mvppca_dp.ipynb #e21a885b
 @patch
-def for_center(self:DPFedMVPPCA, name:str, n_views:int) -> CenterDP:
+def for_center(self:DPFedMVPPCA,
+               name:str, # the center's name (key of `centers` and of the account)
+               n_views:int, # number of views it holds
+              ) -> CenterDP:
     "The DP release object of one center, with its whole-run `PrivacyBudget` (checked before any release)."
     need = self.run_cost(n_views)
     total = need if self.budget_total is None else tuple(self.budget_total)
