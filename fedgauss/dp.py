@@ -665,7 +665,7 @@ def __repr__(self:PrivacyBudget):
     s = self.spent
     return f"PrivacyBudget(spent epsilon={s.epsilon:.4g}/{self.total.epsilon:.4g}, delta={s.delta:.3g}/{self.total.delta:.3g})"
 
-# %% ../nbs/20_dp.ipynb
+# %% ../nbs/20_dp.ipynb #7b5076b2
 def clopper_pearson(k, # numbers of successes
                     n, # numbers of trials
                     alpha:float=0.05, # 1 - confidence level (each tail alpha/2)
@@ -679,7 +679,7 @@ def clopper_pearson(k, # numbers of successes
     hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
     return lo, hi
 
-# %% ../nbs/20_dp.ipynb
+# %% ../nbs/20_dp.ipynb #36ca454b
 def _tests_lower_bounds(s0, s1, taus, delta, alpha):
     "Clopper-Pearson lower bounds on epsilon for the four threshold tests at each tau; s0, s1 sorted samples."
     n0, n1 = len(s0), len(s1)
@@ -692,7 +692,7 @@ def _tests_lower_bounds(s0, s1, taus, delta, alpha):
             out.append(np.where(lo > delta, np.log(np.maximum(lo - delta, 1e-300) / hi), -np.inf))
     return np.stack(out)   # (4 tests, n_taus)
 
-# %% ../nbs/20_dp.ipynb
+# %% ../nbs/20_dp.ipynb #374f0d15
 def audit_epsilon_lower_bound(out0, # scalar outputs of the mechanism on D
                               out1, # scalar outputs on a neighbouring D'
                               delta:float=0.0, # the delta at which epsilon is bounded
