@@ -14,7 +14,10 @@ __all__ = ['COMMANDS', 'CLIError', 'arg', 'command', 'build_parser', 'main']
 # %% ../nbs/02_cli.ipynb #f25f3377
 class CLIError(Exception):
     "An error the user can fix; `main` prints it as one line and exits with `code`."
-    def __init__(self, msg, code:int=2): super().__init__(msg); self.code = code
+    def __init__(self,
+                 msg, # the message printed on stderr
+                 code:int=2, # the exit status
+                ): super().__init__(msg); self.code = code
 
 COMMANDS: dict = {}
 

@@ -252,7 +252,8 @@ def _int_nbytes(v:int) -> int:
     return max(1, (bits + 7) // 8)
 
 @singledispatch
-def payload_nbytes(obj) -> int:
+def payload_nbytes(obj, # a payload: array, number, string, bytes, or a list/tuple/dict of them
+                  ) -> int:
     "Bytes needed to send `obj`. Extend with `@payload_nbytes.register(MyType)`."
     nb = getattr(obj, 'nbytes', None)
     if isinstance(nb, numbers.Integral): return int(nb)
@@ -455,9 +456,20 @@ class Party:
 
     @property
     def n_rows(self) -> int: return 0 if self._X is None else _n_rows(self._X)
-    def send(self, receiver, kind:str, payload): return self.channel.send(self, receiver, kind, payload)
-    def broadcast(self, receivers, kind:str, payload): return self.channel.broadcast(self, receivers, kind, payload)
-    def receive(self, kind:str|None=None, sender=None): return self.channel.receive(self, kind, sender)
+    def send(self,
+             receiver, # a party or its name
+             kind:str, # what the message is
+             payload, # what is sent (the receiver gets a copy)
+            ): return self.channel.send(self, receiver, kind, payload)
+    def broadcast(self,
+                  receivers, # parties or names: one message to each
+                  kind:str, # what the message is
+                  payload, # what is sent (a copy to each receiver)
+                 ): return self.channel.broadcast(self, receivers, kind, payload)
+    def receive(self,
+                kind:str|None=None, # only a message of this kind (None: any)
+                sender=None, # only a message from this party or name (None: anyone)
+               ): return self.channel.receive(self, kind, sender)
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, n_rows={self.n_rows})"
 
 def make_parties(splits, # the clients' (X, y) pairs

@@ -349,7 +349,14 @@ def _draw_from_global(g:dict, rng) -> dict:
 # %% ../nbs/40_mvppca.ipynb #f1c014f1
 class MVPPCACenter(Party):
     "A center of Fed-mv-PPCA: owns its views, runs local MAP-EM, and sends only the parameters of the views it has."
-    def __init__(self, name:str, channel:Channel, views:dict, n_components:int, rng=None, dp=None):
+    def __init__(self,
+                 name:str, # the center's name on the channel
+                 channel:Channel, # the channel it talks through
+                 views:dict, # its private data: view name -> (n, d_k) array
+                 n_components:int, # latent dimension q
+                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                 dp=None, # its DP release (`CenterDP` from `fedgauss.mvppca_dp`), or None
+                ):
         super().__init__(name, channel)
         self._views = views
         self._stats = CenterStats.from_views(views)
@@ -393,7 +400,10 @@ class MVPPCACenter(Party):
 # %% ../nbs/40_mvppca.ipynb #553e71fa
 class MVPPCAMaster(Party):
     "The master of Fed-mv-PPCA: sees only the centers' parameters; estimates and sends back the global distribution."
-    def __init__(self, name:str='master', channel:Channel|None=None):
+    def __init__(self,
+                 name:str='master', # the master's name on the channel
+                 channel:Channel|None=None, # the channel it talks through
+                ):
         super().__init__(name, channel)
         self.global_, self._views_of = None, {}
 
