@@ -14,7 +14,10 @@ __all__ = ['COMMANDS', 'CLIError', 'arg', 'command', 'build_parser', 'main']
 # %% ../nbs/02_cli.ipynb #f25f3377
 class CLIError(Exception):
     "An error the user can fix; `main` prints it as one line and exits with `code`."
-    def __init__(self, msg, code:int=2): super().__init__(msg); self.code = code
+    def __init__(self,
+                 msg, # the message printed on stderr
+                 code:int=2, # the exit status
+                ): super().__init__(msg); self.code = code
 
 COMMANDS: dict = {}
 
@@ -22,7 +25,10 @@ def arg(*flags, **kwargs):
     "An argument of a subcommand: the same parameters as `argparse.ArgumentParser.add_argument`."
     return flags, kwargs
 
-def command(name:str, help:str, args:list=()):
+def command(name:str, # the subcommand, e.g. `demo`
+            help:str, # one line for `fedgauss --help`
+            args:list=(), # argparse arguments: (flags, kwargs) pairs
+           ):
     "Register the decorated `f(args) -> int` as the subcommand `fedgauss name`."
     def deco(f):
         COMMANDS[name] = (f, help, list(args))
@@ -54,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/02_cli.ipynb #8d24d5cc
-def main(argv:list|None=None) -> int:
+def main(argv:list | None=None, # the arguments (default: sys.argv[1:])
+        ) -> int:
     "Entry point of the `fedgauss` command; returns the exit code."
     parser = build_parser()
     args = parser.parse_args(argv)

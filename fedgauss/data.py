@@ -16,7 +16,7 @@ __all__ = ['DATASETS', 'ADULT_COLUMNS', 'ADULT_LEVELS', 'LIBSVM_FILES', 'SKEWED_
            'DataUnavailable', 'fetch_file', 'load_breast_cancer', 'load_adult', 'load_libsvm', 'load_a9a',
            'load_credit_default', 'load_bank', 'make_skewed_features', 'dataset_status', 'download_datasets']
 
-# %% ../nbs/01_data.ipynb #3ff38c6f
+# %% ../nbs/01_data.ipynb #a83de601
 @dataclass(frozen=True)
 class DataFile:
     "A file of a dataset: its name, the sha256 of its content, and where to download it."
@@ -28,9 +28,12 @@ class DataFile:
     note: str = ''
 
 _UCI = 'https://archive.ics.uci.edu/static/public'
+
 _LIBSVM = 'https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary'
+
 _TICK = 'https://raw.githubusercontent.com/X-DataInitiative/tick-datasets/9d959b6e53e17145e93e9849ff1f9f6d2de8ae51/binary/ijcnn1'
 
+# %% ../nbs/01_data.ipynb #99fc072b
 DATASETS = {
     'adult': [
         DataFile('adult.data', '5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d', f'{_UCI}/2/adult.zip', ('adult.data',)),
@@ -56,6 +59,7 @@ DATASETS = {
                  note='LIBSVM ijcnn1.t (91,701 rows)')],
 }
 
+# %% ../nbs/01_data.ipynb #a1bb1aaa
 def _datafile(fname:str) -> DataFile:
     for files in DATASETS.values():
         for f in files:
@@ -63,7 +67,8 @@ def _datafile(fname:str) -> DataFile:
     raise KeyError(f"unknown data file {fname!r}")
 
 # %% ../nbs/01_data.ipynb #b79f3eb7
-def get_data_home(data_home=None) -> Path:
+def get_data_home(data_home=None, # a directory to use instead of the default
+                 ) -> Path:
     "The data directory: `data_home`, else `$FEDGAUSS_DATA`, else `$XDG_CACHE_HOME/fedgauss` (default `~/.cache/fedgauss`)."
     if data_home is None: data_home = os.environ.get('FEDGAUSS_DATA') or None
     if data_home is None: data_home = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'fedgauss'
@@ -152,7 +157,8 @@ def fetch_file(fname:str, # a known data file, e.g. `'adult.data'`
                               f"({type(e).__name__}: {e}). To use it offline, {where}") from e
 
 # %% ../nbs/01_data.ipynb #35a1987c
-def load_breast_cancer(data_home=None):
+def load_breast_cancer(data_home=None, # unused: the data ship with scikit-learn
+                      ):
     "Wisconsin diagnostic breast cancer (scikit-learn's copy): `X` 569 x 30 floats, `y` 1 = benign."
     from sklearn.datasets import load_breast_cancer as _lbc
     b = _lbc(as_frame=True)
@@ -184,7 +190,10 @@ def _categorize(X, levels):
     return X
 
 # %% ../nbs/01_data.ipynb #24effc96
-def load_adult(split:str='train', data_home=None, download_if_missing:bool=True):
+def load_adult(split:str='train', # 'train' or 'test'
+               data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+               download_if_missing:bool=True, # download (and verify) the file when it is not on disk
+              ):
     "UCI Adult: `X` (14 columns; categoricals as `category`, `?` as NaN), `y` 1 = income > 50K."
     _check_split(split)
     path = fetch_file('adult.data' if split == 'train' else 'adult.test', data_home, download_if_missing)
@@ -198,7 +207,11 @@ def load_adult(split:str='train', data_home=None, download_if_missing:bool=True)
 # %% ../nbs/01_data.ipynb #b8392822
 LIBSVM_FILES = {'a9a': ('a9a', 'a9a.t', 123), 'cod-rna': ('cod-rna', 'cod-rna.t', 8), 'ijcnn1': ('ijcnn1.trn', 'ijcnn1.tst', 22)}
 
-def load_libsvm(name:str, split:str='train', data_home=None, download_if_missing:bool=True):
+def load_libsvm(name:str, # the LIBSVM dataset name
+                split:str='train', # 'train' or 'test'
+                data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+                download_if_missing:bool=True, # download (and verify) the file when it is not on disk
+               ):
     "LIBSVM binary dataset `name` ('a9a', 'cod-rna', 'ijcnn1') as a dense frame `X` and `y` in {0, 1}."
     from sklearn.datasets import load_svmlight_file
     if name not in LIBSVM_FILES: raise ValueError(f"unknown LIBSVM dataset {name!r}; known: {sorted(LIBSVM_FILES)}")
@@ -210,12 +223,17 @@ def load_libsvm(name:str, split:str='train', data_home=None, download_if_missing
     if not set(np.unique(y)) <= {-1.0, 1.0}: raise ValueError(f"{path}: labels are not +-1")
     return X, pd.Series((y > 0).astype(np.int64), name='label')
 
-def load_a9a(split:str='train', data_home=None, download_if_missing:bool=True):
+def load_a9a(split:str='train', # 'train' or 'test'
+             data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+             download_if_missing:bool=True, # download (and verify) the file when it is not on disk
+            ):
     "LIBSVM a9a (binarised Adult, 123 binary features)."
     return load_libsvm('a9a', split, data_home, download_if_missing)
 
 # %% ../nbs/01_data.ipynb #6dae3998
-def load_credit_default(data_home=None, download_if_missing:bool=True):
+def load_credit_default(data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+                        download_if_missing:bool=True, # download (and verify) the file when it is not on disk
+                       ):
     "UCI default of credit card clients (Taiwan): `X` 30,000 x 23 integers, `y` 1 = default."
     path = fetch_file('UCI_Credit_Card.csv', data_home, download_if_missing)
     with _open(path) as f: df = pd.read_csv(f)
@@ -225,7 +243,11 @@ def load_credit_default(data_home=None, download_if_missing:bool=True):
     return X.astype(np.int64), y
 
 # %% ../nbs/01_data.ipynb #331b981a
-def load_bank(variant:str='full', data_home=None, download_if_missing:bool=True, drop_duration:bool=False):
+def load_bank(variant:str='full', # which UCI file: 'full' (bank-full.csv) or 'additional' (bank-additional-full.csv)
+              data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+              download_if_missing:bool=True, # download (and verify) the file when it is not on disk
+              drop_duration:bool=False, # drop `duration` (known only after the call: it leaks the label)
+             ):
     "UCI bank marketing (`variant` 'full' or 'additional'): `X` with categoricals as `category`, `y` 1 = subscribed."
     if variant not in ('full', 'additional'): raise ValueError(f"variant must be 'full' or 'additional'; got {variant!r}")
     path = fetch_file('bank-full.csv' if variant == 'full' else 'bank-additional-full.csv', data_home, download_if_missing)
@@ -239,7 +261,10 @@ def load_bank(variant:str='full', data_home=None, download_if_missing:bool=True,
 SKEWED_FAMILIES = ('lognormal', 'exponential', 'gamma', 'pareto', 'chi-square', 'beta(0.5, 5)', 'exponential - c (mixed sign)',
                    '-lognormal', 'weibull', 't(5) + exponential (mixed sign)')
 
-def make_skewed_features(n:int=100_000, d:int=50, rng=0) -> np.ndarray:
+def make_skewed_features(n:int=100000, # number of rows
+                         d:int=50, # number of features
+                         rng=0, # a numpy Generator, a seed, or None
+                        ) -> np.ndarray:
     "n x d skewed features: column j is drawn from family j mod 10 of `SKEWED_FAMILIES`, times a random scale 10**U(-2, 4)."
     if not (isinstance(n, numbers.Integral) and n > 0 and isinstance(d, numbers.Integral) and d > 0):
         raise ValueError(f"n and d must be positive integers; got n={n!r}, d={d!r}")

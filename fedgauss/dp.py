@@ -13,6 +13,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from .federation import as_rng
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['PrivacyCost', 'RELATIONS', 'GAUSSIAN_METHODS', 'EPS_MAX', 'clipped_sensitivity', 'sequential_composition',
@@ -22,7 +23,7 @@ __all__ = ['PrivacyCost', 'RELATIONS', 'GAUSSIAN_METHODS', 'EPS_MAX', 'clipped_s
            'gaussian_rdp', 'laplace_rdp', 'RDPAccountant', 'calibrate_noise_multiplier', 'PrivacyBudgetExceeded',
            'PrivacyBudget', 'clopper_pearson', 'audit_epsilon_lower_bound']
 
-# %% ../nbs/20_dp.ipynb #ab68fc2f
+# %% ../nbs/20_dp.ipynb #4b9c8d3d
 def _check_positive(x, name):
     "`x` as a float, raising ValueError naming `name` unless it is a finite number > 0."
     if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
@@ -42,11 +43,13 @@ def _check_delta(delta, name='delta', allow_zero=True):
         raise ValueError(f"{name} must be a number in {'[0, 1)' if allow_zero else '(0, 1)'}; got {delta!r}")
     return d
 
+# %% ../nbs/20_dp.ipynb #5361457b
 def _check_count(count, name='count'):
     if isinstance(count, bool) or not isinstance(count, (numbers.Integral, np.integer)) or count < 1:
         raise ValueError(f"{name} must be a positive integer; got {count!r}")
     return int(count)
 
+# %% ../nbs/20_dp.ipynb #b163a250
 def _as_values(value, name='value', integer=False):
     "A fresh array copy of `value` (float64, or int64 if `integer`) and a function wrapping an array back into `value`'s type."
     if isinstance(value, pd.DataFrame):
@@ -78,14 +81,17 @@ PrivacyCost.__doc__ = "A privacy cost (epsilon, delta)."
 
 RELATIONS = ('add_remove', 'replace_one')
 
-def clipped_sensitivity(clip_norm:float, relation:str='add_remove') -> float:
+def clipped_sensitivity(clip_norm:float, # the bound C on each record's contribution (its norm after clipping)
+                        relation:str='add_remove', # neighbouring datasets: 'add_remove' (sensitivity C) or 'replace' (2C)
+                       ) -> float:
     "Sensitivity of a sum of records clipped to norm `clip_norm`: `clip_norm` under add/remove-one, `2*clip_norm` under replace-one."
     c = _check_positive(clip_norm, 'clip_norm')
     if relation not in RELATIONS: raise ValueError(f"relation must be one of {RELATIONS}; got {relation!r}")
     return c if relation == 'add_remove' else 2 * c
 
 # %% ../nbs/20_dp.ipynb #575ffeb9
-def sequential_composition(costs) -> PrivacyCost:
+def sequential_composition(costs, # (epsilon, delta) pairs of mechanisms run on the same data
+                          ) -> PrivacyCost:
     "Basic sequential composition: the sums of the epsilons and of the deltas of `costs` (pairs or `PrivacyCost`) spent on the same data."
     costs = list(costs)
     if not costs: return PrivacyCost(0.0, 0.0)
@@ -93,7 +99,8 @@ def sequential_composition(costs) -> PrivacyCost:
     dels = [_check_delta(d) for _, d in costs]
     return PrivacyCost(math.fsum(eps), min(1.0, math.fsum(dels)))
 
-def parallel_composition(costs) -> PrivacyCost:
+def parallel_composition(costs, # (epsilon, delta) pairs of mechanisms run on disjoint data
+                        ) -> PrivacyCost:
     "Parallel composition: the largest epsilon and delta of `costs` spent on disjoint parts of the data."
     costs = list(costs)
     if not costs: return PrivacyCost(0.0, 0.0)
@@ -102,7 +109,13 @@ def parallel_composition(costs) -> PrivacyCost:
     return PrivacyCost(max(eps), max(dels))
 
 # %% ../nbs/20_dp.ipynb #f41a6b78
-def laplace_mechanism(value, sensitivity:float, epsilon:float, rng=None, *, budget=None):
+def laplace_mechanism(value, # the exact answer: a number or an array
+                      sensitivity:float, # l1 sensitivity of the answer
+                      epsilon:float, # privacy parameter (> 0)
+                      rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                      *,
+                      budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+                     ):
     """`value` + i.i.d. Laplace noise of scale `sensitivity/epsilon` per entry: epsilon-DP (delta = 0).
     `sensitivity` is the l1 sensitivity of the query under the neighbouring relation you account with
     (add/remove-one in fedgauss; see `clipped_sensitivity`). If `budget` (a `PrivacyBudget`) is given,
@@ -130,14 +143,20 @@ def _log_safety(eps):
     return 1e-12 * max(1.0, eps)
 
 # %% ../nbs/20_dp.ipynb #a989c92c
-def gaussian_delta(sigma:float, epsilon:float, sensitivity:float=1.0) -> float:
+def gaussian_delta(sigma:float, # noise standard deviation
+                   epsilon:float, # privacy parameter (>= 0)
+                   sensitivity:float=1.0, # l2 sensitivity
+                  ) -> float:
     "Exact delta at which the Gaussian mechanism with noise `sigma` and l2 `sensitivity` is (epsilon, delta)-DP (Balle & Wang 2018)."
     z = _check_positive(sigma, 'sigma') / _check_positive(sensitivity, 'sensitivity')
     if isinstance(epsilon, bool) or not (isinstance(epsilon, numbers.Real) and math.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0; got {epsilon!r}")
     return float(np.exp(_log_delta_gauss(z, float(epsilon))))
 
-def gaussian_epsilon(sigma:float, delta:float, sensitivity:float=1.0) -> float:
+def gaussian_epsilon(sigma:float, # noise standard deviation
+                     delta:float, # privacy parameter in (0, 1)
+                     sensitivity:float=1.0, # l2 sensitivity
+                    ) -> float:
     "Exact (smallest) epsilon of the Gaussian mechanism with noise `sigma`, l2 `sensitivity`, at `delta` (Balle & Wang 2018)."
     z = _check_positive(sigma, 'sigma') / _check_positive(sensitivity, 'sensitivity')
     ld0 = math.log(_check_delta(delta, allow_zero=False))
@@ -171,7 +190,11 @@ def _analytic_z(eps, delta):
 GAUSSIAN_METHODS = ('analytic', 'zhao', 'classic')
 EPS_MAX = 1e15     # the largest epsilon calibrated (the evaluation margin 1e-12 epsilon reaches 1e3 there)
 
-def gaussian_sigma(epsilon:float, delta:float, sensitivity:float=1.0, method:str='analytic') -> float:
+def gaussian_sigma(epsilon:float, # privacy parameter (> 0)
+                   delta:float, # privacy parameter in (0, 1)
+                   sensitivity:float=1.0, # l2 sensitivity
+                   method:str='analytic', # 'analytic' (exact, Balle & Wang), 'zhao' (improved classic) or 'classic' (epsilon < 1)
+                  ) -> float:
     """Noise standard deviation for the Gaussian mechanism to be (epsilon, delta)-DP for a query of l2 `sensitivity`
     (computed under the neighbouring relation you account with; add/remove-one in fedgauss).
     `method`: 'analytic' (Balle & Wang 2018, exact and smallest), 'zhao' (Zhao et al. 2019, closed form, any epsilon),
@@ -191,7 +214,15 @@ def gaussian_sigma(epsilon:float, delta:float, sensitivity:float=1.0, method:str
     raise ValueError(f"method must be one of {GAUSSIAN_METHODS}; got {method!r}")
 
 # %% ../nbs/20_dp.ipynb #086c3e6e
-def gaussian_mechanism(value, sensitivity:float, epsilon:float, delta:float, rng=None, method:str='analytic', *, budget=None):
+def gaussian_mechanism(value, # the exact answer: a number or an array
+                       sensitivity:float, # l2 sensitivity of the answer
+                       epsilon:float, # privacy parameter (> 0)
+                       delta:float, # privacy parameter in (0, 1)
+                       rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                       method:str='analytic', # noise calibration, as in `gaussian_sigma`
+                       *,
+                       budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+                      ):
     """`value` + i.i.d. N(0, sigma^2) noise per entry, sigma from `gaussian_sigma(epsilon, delta, sensitivity, method)`:
     (epsilon, delta)-DP for a query of l2 `sensitivity` under the neighbouring relation it was computed for
     (add/remove-one in fedgauss). Its Renyi-DP is that of noise multiplier sigma/sensitivity (`RDPAccountant.add_gaussian`).
@@ -202,14 +233,22 @@ def gaussian_mechanism(value, sensitivity:float, epsilon:float, delta:float, rng
     return wrap(arr + as_rng(rng).normal(0.0, sigma, size=arr.shape))
 
 # %% ../nbs/20_dp.ipynb #fe0fa65f
-def matrix_normal_mechanism(value, sensitivity:float, epsilon:float, delta:float, rng=None, method:str='analytic', *, budget=None):
+def matrix_normal_mechanism(value, # the exact matrix
+                            sensitivity:float, # Frobenius sensitivity of the matrix
+                            epsilon:float, # privacy parameter (> 0)
+                            delta:float, # privacy parameter in (0, 1)
+                            rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                            method:str='analytic', # noise calibration, as in `gaussian_sigma`
+                            *,
+                            budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+                           ):
     """Matrix `value` + noise from MN(0, sigma I, sigma I) (i.i.d. N(0, sigma^2) entries), sigma from `gaussian_sigma`:
     (epsilon, delta)-DP when `sensitivity` is the Frobenius-norm sensitivity of the matrix under your neighbouring relation."""
     arr, _ = _as_values(value)
     if arr.ndim != 2: raise ValueError(f"value must be a matrix (2-D); got shape {arr.shape}")
     return gaussian_mechanism(value, sensitivity, epsilon, delta, rng, method, budget=budget)
 
-# %% ../nbs/20_dp.ipynb #44631755
+# %% ../nbs/20_dp.ipynb #6108b58e
 _NBITS = 52   # numerators of rationalised parameters stay below 2**52, so all integer arithmetic fits in int64
 
 def _ceil_dyadic(x, name, nbits=_NBITS, max_den_bits=62):
@@ -222,6 +261,7 @@ def _ceil_dyadic(x, name, nbits=_NBITS, max_den_bits=62):
     n = -((-x.numerator * d) // x.denominator)   # ceil(x * d)
     return int(n), int(d)
 
+# %% ../nbs/20_dp.ipynb #9ead34bb
 def _bern_exp_frac(r, B, rng):
     "Exact Bernoulli(exp(-r/B)) per element, for an int64 array 0 <= r <= B and an int 0 < B < 2**63."
     r = np.asarray(r, dtype=np.int64); out = np.empty(r.shape[0], dtype=bool)
@@ -233,6 +273,7 @@ def _bern_exp_frac(r, B, rng):
         act = act[A]; K += 1
     return out
 
+# %% ../nbs/20_dp.ipynb #728349f7
 def _bern_exp1_run(m, rng, stop_at=None):
     """Number of consecutive Bernoulli(exp(-1)) successes before the first failure, for m independent runs;
     if `stop_at` (int64 array) is given a run stops early once it reaches stop_at (so the result is min(V, stop_at))."""
@@ -254,6 +295,7 @@ def _bern_exp(num, B, rng):
     if has.size: res[has] = _bern_exp1_run(has.size, rng, stop_at=fl[has]) >= fl[has]
     return res
 
+# %% ../nbs/20_dp.ipynb #56eaeabd
 def _dlap_attempts(a, b, m, rng):
     "m i.i.d. attempts of CKS Algorithm 2 for Lap_Z(a/b): (ok, value) arrays."
     U = rng.integers(0, a, size=m)
@@ -265,6 +307,7 @@ def _dlap_attempts(a, b, m, rng):
     ok = D & ~(neg & (Y == 0))
     return ok, np.where(neg, -Y, Y)
 
+# %% ../nbs/20_dp.ipynb #731b059b
 def _fill(size, attempt, rate, rng):
     "Batch rejection sampling: fill `size` slots with accepted draws of `attempt(m) -> (ok, values)`, i.i.d. attempts."
     shape = () if size is None else ((int(size),) if isinstance(size, numbers.Integral) else tuple(int(s) for s in size))
@@ -277,7 +320,10 @@ def _fill(size, attempt, rate, rng):
     return out.reshape(shape) if shape else int(out[0])
 
 # %% ../nbs/20_dp.ipynb #4dc779a7
-def discrete_laplace(scale:float, size=None, rng=None):
+def discrete_laplace(scale:float, # t in P[x] ∝ exp(-|x|/t) (> 0)
+                     size=None, # output shape (None: one int)
+                     rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                    ):
     "Exact draws from the discrete Laplace Lap_Z(scale), P[x] ∝ exp(-|x|/scale) on the integers (CKS 2020, Alg. 2); int64."
     a, b = _ceil_dyadic(_check_positive(scale, 'scale'), 'scale')
     rng = as_rng(rng)
@@ -299,7 +345,10 @@ def _dgauss_attempts(n, d, m, rng):
     acc[idx] = _bern_exp(num[idx], B, rng)
     return acc, Y
 
-def discrete_gaussian(sigma:float, size=None, rng=None):
+def discrete_gaussian(sigma:float, # sigma in P[x] ∝ exp(-x²/(2 sigma²)), at least 2**-10
+                      size=None, # output shape (None: one int)
+                      rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                     ):
     """Exact draws from the discrete Gaussian N_Z(0, sigma^2), P[x] ∝ exp(-x^2/(2 sigma^2)) on the integers
     (CKS 2020, Alg. 3), int64. sigma^2 is rounded up to a dyadic rational: 51 significant bits if sigma >= 1,
     a multiple of 2**-24 if sigma < 1 (more noise, never less privacy)."""
@@ -310,7 +359,9 @@ def discrete_gaussian(sigma:float, size=None, rng=None):
     return _fill(size, lambda m: _dgauss_attempts(n, d, m, rng), 0.25, rng)
 
 # %% ../nbs/20_dp.ipynb #337fdbc0
-def discrete_laplace_pmf(x, scale:float):
+def discrete_laplace_pmf(x, # integers
+                         scale:float, # t in P[x] ∝ exp(-|x|/t)
+                        ):
     "P[X = x] for X ~ Lap_Z(scale)."
     t = _check_positive(scale, 'scale'); q = math.exp(-1.0 / t)
     return (1 - q) / (1 + q) * np.exp(-np.abs(np.asarray(x, dtype=np.float64)) / t)
@@ -322,13 +373,21 @@ def _dgauss_norm(sigma):
     k = np.arange(1, 4, dtype=np.float64)
     return sigma * math.sqrt(2 * math.pi) * (1 + 2 * np.exp(-2 * math.pi**2 * sigma**2 * k**2).sum())
 
-def discrete_gaussian_pmf(x, sigma:float):
+def discrete_gaussian_pmf(x, # integers
+                          sigma:float, # sigma in P[x] ∝ exp(-x²/(2 sigma²))
+                         ):
     "P[X = x] for X ~ N_Z(0, sigma^2)."
     s = _check_positive(sigma, 'sigma')
     return np.exp(-np.asarray(x, dtype=np.float64)**2 / (2 * s * s)) / _dgauss_norm(s)
 
 # %% ../nbs/20_dp.ipynb #1fae41c9
-def discrete_laplace_mechanism(value, sensitivity:float, epsilon:float, rng=None, *, budget=None):
+def discrete_laplace_mechanism(value, # the exact integer answer: an int or an integer array
+                               sensitivity:float, # l1 sensitivity (in integer units)
+                               epsilon:float, # privacy parameter (> 0)
+                               rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                               *,
+                               budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+                              ):
     """Integer `value` + exact discrete Laplace noise of scale `sensitivity/epsilon` per entry: epsilon-DP for an
     integer-valued query with l1 `sensitivity` (grid units) under your neighbouring relation. Returns int64."""
     s = _check_positive(sensitivity, 'sensitivity'); e = _check_positive(epsilon, 'epsilon')
@@ -336,7 +395,13 @@ def discrete_laplace_mechanism(value, sensitivity:float, epsilon:float, rng=None
     if budget is not None: budget.spend(epsilon=e, delta=0.0, label='discrete_laplace_mechanism')
     return wrap(arr + discrete_laplace(s / e, arr.shape, rng))
 
-def discrete_gaussian_mechanism(value, sensitivity:float, noise_multiplier:float, rng=None, *, accountant=None):
+def discrete_gaussian_mechanism(value, # the exact integer answer: an int or an integer array
+                                sensitivity:float, # l2 sensitivity (in integer units)
+                                noise_multiplier:float, # sigma / sensitivity
+                                rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                                *,
+                                accountant=None, # an RDPAccountant that records the release
+                               ):
     """Integer `value` + exact discrete Gaussian noise N_Z(0, sigma^2), sigma = noise_multiplier * sensitivity (l2, grid units),
     per entry: (alpha * 1/(2 noise_multiplier^2))-RDP under your neighbouring relation (CKS 2020, Thm 14).
     If `accountant` (an `RDPAccountant`) is given, the release is recorded in it. Returns int64."""
@@ -347,12 +412,16 @@ def discrete_gaussian_mechanism(value, sensitivity:float, noise_multiplier:float
     return wrap(arr + noise)
 
 # %% ../nbs/20_dp.ipynb #682593ad
-def gaussian_rdp(orders, noise_multiplier:float):
+def gaussian_rdp(orders, # Rényi orders alpha >= 1
+                 noise_multiplier:float, # z = sigma / l2 sensitivity
+                ):
     "RDP curve alpha / (2 z^2) of the Gaussian mechanism with noise multiplier z = sigma / l2-sensitivity."
     z = _check_positive(noise_multiplier, 'noise_multiplier')
     return np.asarray(orders, dtype=np.float64) / (2.0 * z * z)
 
-def laplace_rdp(orders, noise_multiplier:float):
+def laplace_rdp(orders, # Rényi orders alpha >= 1
+                noise_multiplier:float, # z = scale / l1 sensitivity
+               ):
     "RDP curve of the Laplace mechanism with noise multiplier z = scale / l1-sensitivity (Mironov 2017, Prop. 6)."
     e0 = 1.0 / _check_positive(noise_multiplier, 'noise_multiplier')
     a = np.asarray(orders, dtype=np.float64)
@@ -384,7 +453,7 @@ def _eps_from_rdp(rdp_fn, delta, conversion='improved'):
         if res.fun < best: best, blu = float(res.fun), float(res.x)
     return max(best, 0.0), 1.0 + math.exp(blu)
 
-# %% ../nbs/20_dp.ipynb #ddd5ec1f
+# %% ../nbs/20_dp.ipynb #27f8d9a8
 class RDPAccountant:
     """Renyi-DP accountant: composes Gaussian (continuous or discrete), Laplace and custom RDP curves by adding them,
     and converts the total to (epsilon, delta) with the improved conversion minimised over all orders alpha > 1.
@@ -393,56 +462,95 @@ class RDPAccountant:
     def __init__(self):
         self._events = []          # (kind, noise_multiplier or None, count, curve)
 
-    def add_gaussian(self, noise_multiplier:float, count:int=1):
-        "Record `count` Gaussian mechanisms with noise multiplier sigma / l2-sensitivity; returns self."
-        z = _check_positive(noise_multiplier, 'noise_multiplier'); c = _check_count(count)
-        self._events.append(('gaussian', z, c, lambda a: gaussian_rdp(a, z))); return self
+# %% ../nbs/20_dp.ipynb #0d8f3097
+@patch
+def add_gaussian(self:RDPAccountant,
+                 noise_multiplier:float, # sigma / l2 sensitivity
+                 count:int=1, # number of such releases
+                ):
+    "Record `count` Gaussian mechanisms with noise multiplier sigma / l2-sensitivity; returns self."
+    z = _check_positive(noise_multiplier, 'noise_multiplier'); c = _check_count(count)
+    self._events.append(('gaussian', z, c, lambda a: gaussian_rdp(a, z))); return self
 
-    def add_laplace(self, noise_multiplier:float|None=None, count:int=1, *, epsilon:float|None=None):
-        "Record `count` Laplace mechanisms, given the noise multiplier scale / l1-sensitivity or its pure `epsilon` = 1/multiplier; returns self."
-        if (noise_multiplier is None) == (epsilon is None): raise ValueError("give exactly one of noise_multiplier and epsilon")
-        z = _check_positive(noise_multiplier, 'noise_multiplier') if epsilon is None else 1.0 / _check_positive(epsilon, 'epsilon')
-        c = _check_count(count)
-        self._events.append(('laplace', z, c, lambda a: laplace_rdp(a, z))); return self
+# %% ../nbs/20_dp.ipynb #a79d0274
+@patch
+def add_laplace(self:RDPAccountant,
+                noise_multiplier:float|None=None, # scale / l1 sensitivity (or give epsilon)
+                count:int=1, # number of such releases
+                *,
+                epsilon:float|None=None, # the mechanism's pure epsilon = 1 / noise_multiplier
+               ):
+    "Record `count` Laplace mechanisms, given the noise multiplier scale / l1-sensitivity or its pure `epsilon` = 1/multiplier; returns self."
+    if (noise_multiplier is None) == (epsilon is None): raise ValueError("give exactly one of noise_multiplier and epsilon")
+    z = _check_positive(noise_multiplier, 'noise_multiplier') if epsilon is None else 1.0 / _check_positive(epsilon, 'epsilon')
+    c = _check_count(count)
+    self._events.append(('laplace', z, c, lambda a: laplace_rdp(a, z))); return self
 
-    def add_rdp(self, curve, count:int=1, name:str='custom'):
-        "Record `count` mechanisms with RDP curve `curve(orders) -> rdp` (vectorized, valid for orders >= 1); returns self."
-        if not callable(curve): raise ValueError("curve must be a function of the orders alpha")
-        c = _check_count(count)
-        test = np.asarray(curve(np.array([1.0, 2.0, 1e3])), dtype=np.float64)
-        if test.shape != (3,) or np.isnan(test).any() or (test < 0).any(): raise ValueError("curve must map an array of orders to non-negative RDP values")
-        self._events.append((str(name), None, c, curve)); return self
+# %% ../nbs/20_dp.ipynb #38e1f8aa
+@patch
+def add_rdp(self:RDPAccountant,
+            curve, # function orders -> RDP values (vectorized, orders >= 1)
+            count:int=1, # number of such mechanisms
+            name:str='custom', # label in the event list
+           ):
+    "Record `count` mechanisms with RDP curve `curve(orders) -> rdp` (vectorized, valid for orders >= 1); returns self."
+    if not callable(curve): raise ValueError("curve must be a function of the orders alpha")
+    c = _check_count(count)
+    test = np.asarray(curve(np.array([1.0, 2.0, 1e3])), dtype=np.float64)
+    if test.shape != (3,) or np.isnan(test).any() or (test < 0).any(): raise ValueError("curve must map an array of orders to non-negative RDP values")
+    self._events.append((str(name), None, c, curve)); return self
 
-    def rdp(self, orders):
-        "Total RDP of the recorded events at `orders` (each >= 1)."
-        a = np.asarray(orders, dtype=np.float64)
-        if np.isnan(a).any() or (a < 1).any(): raise ValueError("orders must be >= 1")
-        tot = np.zeros_like(a)
-        for _, _, c, f in self._events: tot = tot + c * np.asarray(f(a), dtype=np.float64)
-        return tot
+# %% ../nbs/20_dp.ipynb #e7c8fcef
+@patch
+def rdp(self:RDPAccountant,
+        orders, # Rényi orders alpha >= 1
+       ):
+    "Total RDP of the recorded events at `orders` (each >= 1)."
+    a = np.asarray(orders, dtype=np.float64)
+    if np.isnan(a).any() or (a < 1).any(): raise ValueError("orders must be >= 1")
+    tot = np.zeros_like(a)
+    for _, _, c, f in self._events: tot = tot + c * np.asarray(f(a), dtype=np.float64)
+    return tot
 
-    def epsilon(self, delta:float, conversion:str='improved', return_order:bool=False):
-        "Smallest epsilon (over all orders) at which the composition is (epsilon, delta)-DP; `conversion` 'improved' or 'classic'."
-        d = _check_delta(delta, allow_zero=False)
-        if not self._events: return (0.0, math.inf) if return_order else 0.0
-        eps, a = _eps_from_rdp(self.rdp, d, conversion)
-        return (eps, a) if return_order else eps
+# %% ../nbs/20_dp.ipynb #9da57238
+@patch
+def epsilon(self:RDPAccountant,
+            delta:float, # target delta, in (0, 1)
+            conversion:str='improved', # RDP -> (epsilon, delta): 'improved' (Canonne et al.) or 'classic' (Mironov)
+            return_order:bool=False, # also return the order alpha that gives the minimum
+           ):
+    "Smallest epsilon (over all orders) at which the composition is (epsilon, delta)-DP; `conversion` 'improved' or 'classic'."
+    d = _check_delta(delta, allow_zero=False)
+    if not self._events: return (0.0, math.inf) if return_order else 0.0
+    eps, a = _eps_from_rdp(self.rdp, d, conversion)
+    return (eps, a) if return_order else eps
 
-    @property
-    def events(self) -> pd.DataFrame:
-        "The recorded events: kind, noise multiplier, count."
-        return pd.DataFrame([dict(kind=k, noise_multiplier=z, count=c) for k, z, c, _ in self._events], columns=['kind', 'noise_multiplier', 'count'])
+# %% ../nbs/20_dp.ipynb #74ad5241
+@patch(as_prop=True)
+def events(self:RDPAccountant) -> pd.DataFrame:
+    "The recorded events: kind, noise multiplier, count."
+    return pd.DataFrame([dict(kind=k, noise_multiplier=z, count=c) for k, z, c, _ in self._events], columns=['kind', 'noise_multiplier', 'count'])
 
-    def copy(self):
-        "An independent accountant with the same events (for planning: add the next step to a copy, check, then commit)."
-        new = RDPAccountant(); new._events = list(self._events); return new
+# %% ../nbs/20_dp.ipynb #e87d62a5
+@patch
+def copy(self:RDPAccountant):
+    "An independent accountant with the same events (for planning: add the next step to a copy, check, then commit)."
+    new = RDPAccountant(); new._events = list(self._events); return new
 
-    def __repr__(self):
-        n = sum(c for _, _, c, _ in self._events)
-        return f"RDPAccountant({len(self._events)} event groups, {n} mechanisms)"
+# %% ../nbs/20_dp.ipynb #88616d0f
+@patch
+def __repr__(self:RDPAccountant):
+    n = sum(c for _, _, c, _ in self._events)
+    return f"RDPAccountant({len(self._events)} event groups, {n} mechanisms)"
 
 # %% ../nbs/20_dp.ipynb #5e630a34
-def calibrate_noise_multiplier(epsilon:float, delta:float, count:int=1, *, accountant:RDPAccountant|None=None, rtol:float=1e-6) -> float:
+def calibrate_noise_multiplier(epsilon:float, # target epsilon of the whole composition
+                               delta:float, # its delta, in (0, 1)
+                               count:int=1, # number of Gaussian releases composed
+                               *,
+                               accountant:RDPAccountant|None=None, # events already spent, composed with the new ones
+                               rtol:float=1e-6, # relative tolerance of the bisection on the multiplier
+                              ) -> float:
     """Smallest noise multiplier z (to relative `rtol`, never too small) such that `count` Gaussian mechanisms with
     multiplier z, composed with the events already in `accountant` (if any), are (epsilon, delta)-DP by `RDPAccountant`."""
     e = _check_positive(epsilon, 'epsilon'); d = _check_delta(delta, allow_zero=False); c = _check_count(count)
@@ -466,74 +574,102 @@ def calibrate_noise_multiplier(epsilon:float, delta:float, count:int=1, *, accou
         else: lo = mid
     return hi
 
-# %% ../nbs/20_dp.ipynb #c89d1996
+# %% ../nbs/20_dp.ipynb #b55e9831
 class PrivacyBudgetExceeded(RuntimeError):
     "Raised when a spend would exceed a `PrivacyBudget`; nothing is recorded."
 
+# %% ../nbs/20_dp.ipynb #a9f4493e
 class PrivacyBudget:
     """A total (epsilon, delta) privacy budget with a ledger of spends, composed sequentially (sums). The guarantee holds
     for the neighbouring relation under which the spent mechanisms' sensitivities were computed (add/remove-one in fedgauss)."""
     _SLACK = 1e-12
-
-    def __init__(self, epsilon:float, delta:float=0.0):
+    def __init__(self,
+                 epsilon:float, # total epsilon (> 0)
+                 delta:float=0.0, # total delta, in [0, 1)
+                ):
         self.total = PrivacyCost(_check_positive(epsilon, 'epsilon'), _check_delta(delta))
         self._ledger = []
 
-    @property
-    def spent(self) -> PrivacyCost:
-        "Total spent so far (sum of the ledger)."
-        return PrivacyCost(math.fsum(r['epsilon'] for r in self._ledger), math.fsum(r['delta'] for r in self._ledger))
+# %% ../nbs/20_dp.ipynb #a110cfd9
+@patch(as_prop=True)
+def spent(self:PrivacyBudget) -> PrivacyCost:
+    "Total spent so far (sum of the ledger)."
+    return PrivacyCost(math.fsum(r['epsilon'] for r in self._ledger), math.fsum(r['delta'] for r in self._ledger))
 
-    @property
-    def remaining(self) -> PrivacyCost:
-        "What is left of the total (never negative)."
+# %% ../nbs/20_dp.ipynb #fda36af1
+@patch(as_prop=True)
+def remaining(self:PrivacyBudget) -> PrivacyCost:
+    "What is left of the total (never negative)."
+    s = self.spent
+    return PrivacyCost(max(0.0, self.total.epsilon - s.epsilon), max(0.0, self.total.delta - s.delta))
+
+# %% ../nbs/20_dp.ipynb #951e1e7e
+@patch
+def _cost(self:PrivacyBudget, epsilon, delta, accountant):
+    if accountant is not None:
+        if epsilon is not None: raise ValueError("give either epsilon or accountant, not both")
+        if not isinstance(accountant, RDPAccountant): raise ValueError(f"accountant must be an RDPAccountant; got {type(accountant).__name__}")
+        if delta is None: raise ValueError("delta is required to convert the accountant's RDP to (epsilon, delta)")
+        d = _check_delta(delta, allow_zero=False)
+        return accountant.epsilon(d), d
+    if epsilon is None: raise ValueError("epsilon is required (or an accountant)")
+    e = 0.0 if epsilon == 0 else _check_positive(epsilon, 'epsilon')
+    return e, _check_delta(0.0 if delta is None else delta)
+
+# %% ../nbs/20_dp.ipynb #33c2823e
+@patch
+def can_spend(self:PrivacyBudget,
+              epsilon:float|None=None, # the epsilon of the spend
+              delta:float|None=None, # its delta (with an accountant: the delta to convert at)
+              *,
+              accountant:RDPAccountant|None=None, # spend this accountant's composed cost instead
+             ) -> bool:
+    "Whether `spend` with these arguments would succeed (records nothing)."
+    e, d = self._cost(epsilon, delta, accountant)
+    s = self.spent
+    return (math.fsum([s.epsilon, e]) <= self.total.epsilon * (1 + self._SLACK)
+            and math.fsum([s.delta, d]) <= self.total.delta * (1 + self._SLACK))
+
+# %% ../nbs/20_dp.ipynb #dcce3100
+@patch
+def spend(self:PrivacyBudget,
+          epsilon:float|None=None, # the epsilon of the spend
+          delta:float|None=None, # its delta (with an accountant: the delta to convert at)
+          *,
+          accountant:RDPAccountant|None=None, # spend this accountant's composed cost instead
+          label:str|None=None, # the ledger's name for the spend
+         ) -> PrivacyCost:
+    """Spend (epsilon, delta), or the cost of `accountant`'s composed events at `delta`; raises `PrivacyBudgetExceeded`
+    (recording nothing) if the total would be exceeded. Returns the cost recorded."""
+    e, d = self._cost(epsilon, delta, accountant)
+    if not self.can_spend(e, d):
         s = self.spent
-        return PrivacyCost(max(0.0, self.total.epsilon - s.epsilon), max(0.0, self.total.delta - s.delta))
+        raise PrivacyBudgetExceeded(
+            f"spending (epsilon={e:.6g}, delta={d:.3g}) would exceed the budget (epsilon={self.total.epsilon:.6g}, "
+            f"delta={self.total.delta:.3g}): already spent (epsilon={s.epsilon:.6g}, delta={s.delta:.3g})")
+    if label is None: label = 'rdp_accountant' if accountant is not None else f'spend {len(self._ledger)}'
+    self._ledger.append(dict(label=str(label), epsilon=e, delta=d))
+    return PrivacyCost(e, d)
 
-    def _cost(self, epsilon, delta, accountant):
-        if accountant is not None:
-            if epsilon is not None: raise ValueError("give either epsilon or accountant, not both")
-            if not isinstance(accountant, RDPAccountant): raise ValueError(f"accountant must be an RDPAccountant; got {type(accountant).__name__}")
-            if delta is None: raise ValueError("delta is required to convert the accountant's RDP to (epsilon, delta)")
-            d = _check_delta(delta, allow_zero=False)
-            return accountant.epsilon(d), d
-        if epsilon is None: raise ValueError("epsilon is required (or an accountant)")
-        e = 0.0 if epsilon == 0 else _check_positive(epsilon, 'epsilon')
-        return e, _check_delta(0.0 if delta is None else delta)
+# %% ../nbs/20_dp.ipynb #fdfc1e09
+@patch(as_prop=True)
+def ledger(self:PrivacyBudget) -> pd.DataFrame:
+    "One row per spend: label, epsilon, delta, and the running totals."
+    df = pd.DataFrame(self._ledger, columns=['label', 'epsilon', 'delta'])
+    df['cum_epsilon'] = df['epsilon'].cumsum(); df['cum_delta'] = df['delta'].cumsum()
+    return df
 
-    def can_spend(self, epsilon:float|None=None, delta:float|None=None, *, accountant:RDPAccountant|None=None) -> bool:
-        "Whether `spend` with these arguments would succeed (records nothing)."
-        e, d = self._cost(epsilon, delta, accountant)
-        s = self.spent
-        return (math.fsum([s.epsilon, e]) <= self.total.epsilon * (1 + self._SLACK)
-                and math.fsum([s.delta, d]) <= self.total.delta * (1 + self._SLACK))
+# %% ../nbs/20_dp.ipynb #436974da
+@patch
+def __repr__(self:PrivacyBudget):
+    s = self.spent
+    return f"PrivacyBudget(spent epsilon={s.epsilon:.4g}/{self.total.epsilon:.4g}, delta={s.delta:.3g}/{self.total.delta:.3g})"
 
-    def spend(self, epsilon:float|None=None, delta:float|None=None, *, accountant:RDPAccountant|None=None, label:str|None=None) -> PrivacyCost:
-        """Spend (epsilon, delta), or the cost of `accountant`'s composed events at `delta`; raises `PrivacyBudgetExceeded`
-        (recording nothing) if the total would be exceeded. Returns the cost recorded."""
-        e, d = self._cost(epsilon, delta, accountant)
-        if not self.can_spend(e, d):
-            s = self.spent
-            raise PrivacyBudgetExceeded(
-                f"spending (epsilon={e:.6g}, delta={d:.3g}) would exceed the budget (epsilon={self.total.epsilon:.6g}, "
-                f"delta={self.total.delta:.3g}): already spent (epsilon={s.epsilon:.6g}, delta={s.delta:.3g})")
-        if label is None: label = 'rdp_accountant' if accountant is not None else f'spend {len(self._ledger)}'
-        self._ledger.append(dict(label=str(label), epsilon=e, delta=d))
-        return PrivacyCost(e, d)
-
-    @property
-    def ledger(self) -> pd.DataFrame:
-        "One row per spend: label, epsilon, delta, and the running totals."
-        df = pd.DataFrame(self._ledger, columns=['label', 'epsilon', 'delta'])
-        df['cum_epsilon'] = df['epsilon'].cumsum(); df['cum_delta'] = df['delta'].cumsum()
-        return df
-
-    def __repr__(self):
-        s = self.spent
-        return f"PrivacyBudget(spent epsilon={s.epsilon:.4g}/{self.total.epsilon:.4g}, delta={s.delta:.3g}/{self.total.delta:.3g})"
-
-# %% ../nbs/20_dp.ipynb #19ed6a82
-def clopper_pearson(k, n, alpha:float=0.05):
+# %% ../nbs/20_dp.ipynb #7b5076b2
+def clopper_pearson(k, # numbers of successes
+                    n, # numbers of trials
+                    alpha:float=0.05, # 1 - confidence level (each tail alpha/2)
+                   ):
     "Two-sided Clopper-Pearson interval (each tail alpha/2) for a binomial proportion with k successes in n trials: (lower, upper)."
     k = np.asarray(k, dtype=np.float64); n = np.asarray(n, dtype=np.float64)
     if not (np.all(k == np.round(k)) and np.all(n == np.round(n)) and np.all((0 <= k) & (k <= n)) and np.all(n >= 1)):
@@ -543,6 +679,7 @@ def clopper_pearson(k, n, alpha:float=0.05):
     hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
     return lo, hi
 
+# %% ../nbs/20_dp.ipynb #36ca454b
 def _tests_lower_bounds(s0, s1, taus, delta, alpha):
     "Clopper-Pearson lower bounds on epsilon for the four threshold tests at each tau; s0, s1 sorted samples."
     n0, n1 = len(s0), len(s1)
@@ -555,7 +692,13 @@ def _tests_lower_bounds(s0, s1, taus, delta, alpha):
             out.append(np.where(lo > delta, np.log(np.maximum(lo - delta, 1e-300) / hi), -np.inf))
     return np.stack(out)   # (4 tests, n_taus)
 
-def audit_epsilon_lower_bound(out0, out1, delta:float=0.0, alpha:float=0.05, n_thresholds:int=400) -> dict:
+# %% ../nbs/20_dp.ipynb #374f0d15
+def audit_epsilon_lower_bound(out0, # scalar outputs of the mechanism on D
+                              out1, # scalar outputs on a neighbouring D'
+                              delta:float=0.0, # the delta at which epsilon is bounded
+                              alpha:float=0.05, # the bound holds with probability >= 1 - alpha
+                              n_thresholds:int=400, # thresholds tried on the first half of the samples
+                             ) -> dict:
     """Lower bound on epsilon, valid with probability >= 1 - alpha, from scalar outputs `out0` = M(D) and `out1` = M(D')
     of a mechanism on two neighbouring datasets, by the best threshold test with Clopper-Pearson intervals.
     The test is chosen on the first half of each sample, the bound computed on the second half."""

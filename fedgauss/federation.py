@@ -12,6 +12,7 @@ from functools import singledispatch
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['as_rng', 'name_list', 'iid_split', 'check_partition', 'label_skew_split', 'class_shares', 'size_skew_split',
@@ -19,7 +20,8 @@ __all__ = ['as_rng', 'name_list', 'iid_split', 'check_partition', 'label_skew_sp
            'Party', 'make_parties']
 
 # %% ../nbs/00_federation.ipynb #956dc9ab
-def as_rng(rng=None) -> np.random.Generator:
+def as_rng(rng=None, # a numpy Generator (returned as is), an int seed, or None (fresh entropy)
+          ) -> np.random.Generator:
     "Return a `numpy.random.Generator` from a Generator (returned as is), an int seed, a `SeedSequence` or `None`."
     if isinstance(rng, np.random.Generator): return rng
     if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)) and not isinstance(rng, bool):
@@ -68,7 +70,11 @@ def _assemble(X, y, parts):
     return [(_take(X, p), _take(y, p)) for p in parts]
 
 # %% ../nbs/00_federation.ipynb #717d5505
-def iid_split(X, y=None, n_clients:int=2, rng=None):
+def iid_split(X, # the rows to split: array or DataFrame, (n, d)
+              y=None, # labels, (n,), split along with X
+              n_clients:int=2, # number of clients
+              rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+             ):
     "Split rows uniformly at random into `n_clients` nearly equal parts; returns a list of `(X_k, y_k)`."
     n = _check_Xy(X, y)
     K = _check_n_clients(n_clients, n)
@@ -76,7 +82,9 @@ def iid_split(X, y=None, n_clients:int=2, rng=None):
     return _assemble(X, y, np.array_split(perm, K))
 
 # %% ../nbs/00_federation.ipynb #08d7c386
-def check_partition(splits, n:int|None=None) -> np.ndarray:
+def check_partition(splits, # the clients' row indices (or (X, y) pairs carrying an `index_`)
+                    n:int|None=None, # total number of rows, if known: the splits must cover exactly 0..n-1
+                   ) -> np.ndarray:
     "Row labels of all clients (DataFrames or Series, whose index identifies rows), asserting they form an exact partition of `n` rows."
     labels = []
     for Xk, _ in splits:
@@ -88,7 +96,12 @@ def check_partition(splits, n:int|None=None) -> np.ndarray:
     return allv
 
 # %% ../nbs/00_federation.ipynb #4f695d81
-def label_skew_split(X, y, n_clients:int=2, theta:float=0.8, rng=None):
+def label_skew_split(X, # the rows to split, (n, d)
+                     y, # class labels, (n,)
+                     n_clients:int=2, # number of clients
+                     theta:float=0.8, # imbalance ratio: share of a client's rows from its majority class
+                     rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                    ):
     "Binary label skew: the first `n_clients//2` clients get a share `theta` of class 0 and `1-theta` of class 1, the others the rest."
     n = _check_Xy(X, y)
     if y is None: raise ValueError("label_skew_split needs labels y")
@@ -112,7 +125,9 @@ def label_skew_split(X, y, n_clients:int=2, theta:float=0.8, rng=None):
     return _assemble(X, y, parts)
 
 # %% ../nbs/00_federation.ipynb #dafdaec5
-def class_shares(splits, normalize:bool=False) -> pd.DataFrame:
+def class_shares(splits, # the clients' (X, y) pairs
+                 normalize:bool=False, # fractions of each client's rows instead of counts
+                ) -> pd.DataFrame:
     "Rows of each class per client (clients as rows); `normalize=True` gives each client's class proportions."
     rows = {f'client {k}': pd.Series(np.asarray(yk)).value_counts() for k, (_, yk) in enumerate(splits)}
     df = pd.DataFrame(rows).T.fillna(0).astype(int).sort_index(axis=1)
@@ -134,7 +149,11 @@ def _check_sizes(sizes, n):
     raise ValueError(f"sizes must be integers adding up to the {n} rows or proportions adding up to 1; they add up to {s.sum():g}")
 
 # %% ../nbs/00_federation.ipynb #50abd36f
-def size_skew_split(X, y=None, sizes=(0.5, 0.3, 0.2), rng=None):
+def size_skew_split(X, # the rows to split, (n, d)
+                    y=None, # labels, (n,), split along with X
+                    sizes=(0.5, 0.3, 0.2), # the clients' shares of the rows (sum to 1)
+                    rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                   ):
     "Random split into clients of the given `sizes` (integers adding up to n, or proportions adding up to 1)."
     n = _check_Xy(X, y)
     sizes = _check_sizes(sizes, n)
@@ -156,7 +175,13 @@ def _counts_from_pool(rng, n_k, q, remaining):
     return counts
 
 # %% ../nbs/00_federation.ipynb #39fa305e
-def dirichlet_split(X, y, n_clients:int=2, alpha:float=1.0, rng=None, sizes=None):
+def dirichlet_split(X, # the rows to split, (n, d)
+                    y, # class labels, (n,)
+                    n_clients:int=2, # number of clients
+                    alpha:float=1.0, # Dirichlet concentration: small = each client holds few classes
+                    rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                    sizes=None, # the clients' shares of the rows (default: as the Dirichlet draws give)
+                   ):
     "Label skew after Hsu et al. 2019: client k's class mix is drawn from Dir(alpha * p); clients have nearly equal sizes (or `sizes`)."
     n = _check_Xy(X, y)
     if y is None: raise ValueError("dirichlet_split needs labels y")
@@ -179,7 +204,11 @@ def dirichlet_split(X, y, n_clients:int=2, alpha:float=1.0, rng=None, sizes=None
     return _assemble(X, y, parts)
 
 # %% ../nbs/00_federation.ipynb #2844bed6
-def vertical_split(X, groups, y=None, label_party:int=0):
+def vertical_split(X, # the rows, (n, d): every party gets all rows, some columns
+                   groups, # the columns of each party: a list of column lists (names or positions)
+                   y=None, # labels, given to the party `label_party` only
+                   label_party:int=0, # which party holds the labels (the active party)
+                  ):
     "Split the columns of `X` into parties; returns a list of `(X_p, y_p)`, with `y_p = y` for `label_party` and `None` otherwise."
     n = _check_Xy(X, y)
     is_df = isinstance(X, pd.DataFrame)
@@ -201,7 +230,9 @@ def vertical_split(X, groups, y=None, label_party:int=0):
     return [(take(g), y if p == label_party else None) for p, g in enumerate(groups)]
 
 # %% ../nbs/00_federation.ipynb #c67804d5
-def drop_views(centers:list, missing:dict) -> list:
+def drop_views(centers:list, # the centers, each a dict view name -> array
+               missing:dict, # center index -> the view name (or list of names) it lacks
+              ) -> list:
     "Copy of `centers` (dicts view -> data) without the views `missing[c]` at center index `c`."
     out = [dict(c) for c in centers]
     for c, views in missing.items():
@@ -213,7 +244,7 @@ def drop_views(centers:list, missing:dict) -> list:
         if not out[c]: raise ValueError(f"center {c} would have no view left")
     return out
 
-# %% ../nbs/00_federation.ipynb #bb29101c
+# %% ../nbs/00_federation.ipynb #e363d0b3
 def _all_ints(flat:list) -> bool: return set(map(type, flat)) <= {int}
 
 def _int_nbytes(v:int) -> int:
@@ -221,7 +252,8 @@ def _int_nbytes(v:int) -> int:
     return max(1, (bits + 7) // 8)
 
 @singledispatch
-def payload_nbytes(obj) -> int:
+def payload_nbytes(obj, # a payload: array, number, string, bytes, or a list/tuple/dict of them
+                  ) -> int:
     "Bytes needed to send `obj`. Extend with `@payload_nbytes.register(MyType)`."
     nb = getattr(obj, 'nbytes', None)
     if isinstance(nb, numbers.Integral): return int(nb)
@@ -234,6 +266,7 @@ def _(obj): return 0
 @payload_nbytes.register(np.bool_)
 def _(obj): return 1
 
+# %% ../nbs/00_federation.ipynb #96d97703
 @payload_nbytes.register(int)
 def _(obj): return _int_nbytes(obj)   # unsigned for x >= 0, two's complement for x < 0
 
@@ -249,6 +282,7 @@ def _(obj): return len(obj.encode())
 @payload_nbytes.register(bytes)
 def _(obj): return len(obj)
 
+# %% ../nbs/00_federation.ipynb #a7f203ba
 @payload_nbytes.register(np.ndarray)
 def _(obj):
     if obj.dtype != object: return int(obj.nbytes)
@@ -269,6 +303,7 @@ def _(obj): return int(sum(payload_nbytes(v) for v in obj))
 @payload_nbytes.register(dict)
 def _(obj): return int(sum(payload_nbytes(v) for v in obj.values()))
 
+# %% ../nbs/00_federation.ipynb #70269b2c
 @payload_nbytes.register(pd.DataFrame)
 @payload_nbytes.register(pd.Series)
 def _(obj): return payload_nbytes(obj.to_numpy())
@@ -294,7 +329,7 @@ def _name(p) -> str:
     if not isinstance(n, str) or not n: raise TypeError(f"parties are named by non-empty strings; got {p!r}")
     return n
 
-# %% ../nbs/00_federation.ipynb #baa23767
+# %% ../nbs/00_federation.ipynb #2f2d783a
 def _copy_payload(obj):
     "The receiver's copy of a payload: numpy arrays of numbers or of Python ints are copied cheaply, anything else deeply."
     if isinstance(obj, np.ndarray) and (obj.dtype != object or _all_ints(obj.ravel().tolist())):
@@ -303,86 +338,144 @@ def _copy_payload(obj):
     if own is not None: return own(obj, {})   # a payload type that knows how to copy itself (e.g. RingElements)
     return copy.deepcopy(obj)
 
+# %% ../nbs/00_federation.ipynb #c1a08c67
 class Channel:
     "In-memory transport that delivers messages between named parties and records every one."
-    def __init__(self, record_payloads:bool=True):
+    def __init__(self,
+                 record_payloads:bool=True, # keep each message's payload in `messages` (False: sizes only)
+                ):
         self.record_payloads = record_payloads
         self.round = 0
         self.messages: list[Message] = []
         self._boxes = defaultdict(deque)
 
-    def next_round(self) -> int:
-        "Start a new communication round; returns its number (the first is 1)."
-        self.round += 1
-        return self.round
+# %% ../nbs/00_federation.ipynb #ecdf4570
+@patch
+def next_round(self:Channel) -> int:
+    "Start a new communication round; returns its number (the first is 1)."
+    self.round += 1
+    return self.round
 
-    def send(self, sender, receiver, kind:str, payload) -> Message:
-        "Send a copy of `payload` from `sender` to `receiver`, recording it."
-        s, r = _name(sender), _name(receiver)
-        if s == r: raise ValueError(f"{s} cannot send a message to itself")
-        payload = _copy_payload(payload)
-        msg = Message(self.round, s, r, str(kind), payload_nbytes(payload), payload)
-        self._boxes[r].append(msg)
-        self.messages.append(msg if self.record_payloads else Message(msg.round, s, r, msg.kind, msg.nbytes, None))
-        return msg
+# %% ../nbs/00_federation.ipynb #635dbaad
+@patch
+def send(self:Channel,
+         sender, # a party or its name
+         receiver, # a party or its name (not the sender)
+         kind:str, # what the message is, e.g. 'local_sums'
+         payload, # what is sent: the receiver gets a copy; its bytes are counted
+        ) -> Message:
+    "Send a copy of `payload` from `sender` to `receiver`, recording it."
+    s, r = _name(sender), _name(receiver)
+    if s == r: raise ValueError(f"{s} cannot send a message to itself")
+    payload = _copy_payload(payload)
+    msg = Message(self.round, s, r, str(kind), payload_nbytes(payload), payload)
+    self._boxes[r].append(msg)
+    self.messages.append(msg if self.record_payloads else Message(msg.round, s, r, msg.kind, msg.nbytes, None))
+    return msg
 
-    def broadcast(self, sender, receivers, kind:str, payload) -> list[Message]:
-        "Send `payload` to each receiver: one message (and its bytes) per receiver."
-        return [self.send(sender, r, kind, payload) for r in receivers]
+# %% ../nbs/00_federation.ipynb #718d37a1
+@patch
+def broadcast(self:Channel,
+              sender, # a party or its name
+              receivers, # parties or names: one message to each
+              kind:str, # what the message is
+              payload, # what is sent (a copy to each receiver)
+             ) -> list[Message]:
+    "Send `payload` to each receiver: one message (and its bytes) per receiver."
+    return [self.send(sender, r, kind, payload) for r in receivers]
 
-    def receive(self, receiver, kind:str|None=None, sender=None):
-        "Payload of the oldest message for `receiver` (optionally of this `kind`, from this `sender`)."
-        r = _name(receiver); s = None if sender is None else _name(sender)
-        box = self._boxes[r]
-        for i, m in enumerate(box):
-            if (kind is None or m.kind == kind) and (s is None or m.sender == s):
-                del box[i]
-                return m.payload
-        raise ChannelError(f"no message for {r}" + (f" of kind {kind!r}" if kind else "") + (f" from {s}" if s else ""))
+# %% ../nbs/00_federation.ipynb #dbd4f90d
+@patch
+def receive(self:Channel,
+            receiver, # a party or its name
+            kind:str|None=None, # only a message of this kind (None: any)
+            sender=None, # only a message from this party or name (None: anyone)
+           ):
+    "Payload of the oldest message for `receiver` (optionally of this `kind`, from this `sender`)."
+    r = _name(receiver); s = None if sender is None else _name(sender)
+    box = self._boxes[r]
+    for i, m in enumerate(box):
+        if (kind is None or m.kind == kind) and (s is None or m.sender == s):
+            del box[i]
+            return m.payload
+    raise ChannelError(f"no message for {r}" + (f" of kind {kind!r}" if kind else "") + (f" from {s}" if s else ""))
 
-    def pending(self, receiver) -> int:
-        "Number of undelivered messages waiting for `receiver`."
-        return len(self._boxes[_name(receiver)])
+# %% ../nbs/00_federation.ipynb #db490709
+@patch
+def pending(self:Channel,
+            receiver, # a party or its name
+           ) -> int:
+    "Number of undelivered messages waiting for `receiver`."
+    return len(self._boxes[_name(receiver)])
 
-    @property
-    def transcript(self) -> pd.DataFrame:
-        "One row per message: round, sender, receiver, kind, bytes."
-        return pd.DataFrame([(m.round, m.sender, m.receiver, m.kind, m.nbytes) for m in self.messages],
-                            columns=['round', 'sender', 'receiver', 'kind', 'bytes'])
+# %% ../nbs/00_federation.ipynb #75fce5f6
+@patch(as_prop=True)
+def transcript(self:Channel) -> pd.DataFrame:
+    "One row per message: round, sender, receiver, kind, bytes."
+    return pd.DataFrame([(m.round, m.sender, m.receiver, m.kind, m.nbytes) for m in self.messages],
+                        columns=['round', 'sender', 'receiver', 'kind', 'bytes'])
 
-    def bytes_by_party(self) -> pd.DataFrame:
-        "Bytes and messages sent and received by each party."
-        t = self.transcript
-        out = pd.DataFrame({'bytes_sent': t.groupby('sender')['bytes'].sum(), 'bytes_received': t.groupby('receiver')['bytes'].sum(),
-                            'messages_sent': t.groupby('sender').size(), 'messages_received': t.groupby('receiver').size()})
-        out.index.name = 'party'
-        return out.fillna(0).astype(int)
+# %% ../nbs/00_federation.ipynb #ef3014ac
+@patch
+def bytes_by_party(self:Channel) -> pd.DataFrame:
+    "Bytes and messages sent and received by each party."
+    t = self.transcript
+    out = pd.DataFrame({'bytes_sent': t.groupby('sender')['bytes'].sum(), 'bytes_received': t.groupby('receiver')['bytes'].sum(),
+                        'messages_sent': t.groupby('sender').size(), 'messages_received': t.groupby('receiver').size()})
+    out.index.name = 'party'
+    return out.fillna(0).astype(int)
 
-    def bytes_by_round(self) -> pd.Series:
-        "Total bytes sent in each round."
-        return self.transcript.groupby('round')['bytes'].sum()
+# %% ../nbs/00_federation.ipynb #752f5047
+@patch
+def bytes_by_round(self:Channel) -> pd.Series:
+    "Total bytes sent in each round."
+    return self.transcript.groupby('round')['bytes'].sum()
 
-    def summary(self) -> dict:
-        "Total bytes, messages and rounds."
-        t = self.transcript
-        return dict(total_bytes=int(t['bytes'].sum()), n_messages=len(t), n_rounds=int(t['round'].nunique()))
+# %% ../nbs/00_federation.ipynb #badfbdc7
+@patch
+def summary(self:Channel) -> dict:
+    "Total bytes, messages and rounds."
+    t = self.transcript
+    return dict(total_bytes=int(t['bytes'].sum()), n_messages=len(t), n_rounds=int(t['round'].nunique()))
 
-    def __repr__(self): return f"Channel({len(self.messages)} messages, {self.summary()['total_bytes']} bytes, round {self.round})"
+# %% ../nbs/00_federation.ipynb #32a4c15c
+@patch
+def __repr__(self:Channel): return f"Channel({len(self.messages)} messages, {self.summary()['total_bytes']} bytes, round {self.round})"
 
 # %% ../nbs/00_federation.ipynb #867caedd
 class Party:
     "A named participant that owns private rows and talks only through its `Channel`."
-    def __init__(self, name:str, channel:Channel|None=None, X=None, y=None):
+    def __init__(self,
+                 name:str, # the party's name on the channel
+                 channel:Channel|None=None, # the channel it talks through
+                 X=None, # its private rows (never sent by fedgauss protocols)
+                 y=None, # its private labels
+                ):
         self.name, self.channel = _name(name), channel
         self._X, self._y = X, y
 
     @property
     def n_rows(self) -> int: return 0 if self._X is None else _n_rows(self._X)
-    def send(self, receiver, kind:str, payload): return self.channel.send(self, receiver, kind, payload)
-    def broadcast(self, receivers, kind:str, payload): return self.channel.broadcast(self, receivers, kind, payload)
-    def receive(self, kind:str|None=None, sender=None): return self.channel.receive(self, kind, sender)
+    def send(self,
+             receiver, # a party or its name
+             kind:str, # what the message is
+             payload, # what is sent (the receiver gets a copy)
+            ): return self.channel.send(self, receiver, kind, payload)
+    def broadcast(self,
+                  receivers, # parties or names: one message to each
+                  kind:str, # what the message is
+                  payload, # what is sent (a copy to each receiver)
+                 ): return self.channel.broadcast(self, receivers, kind, payload)
+    def receive(self,
+                kind:str|None=None, # only a message of this kind (None: any)
+                sender=None, # only a message from this party or name (None: anyone)
+               ): return self.channel.receive(self, kind, sender)
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, n_rows={self.n_rows})"
 
-def make_parties(splits, channel:Channel, prefix:str='client', cls=Party) -> list:
+def make_parties(splits, # the clients' (X, y) pairs
+                 channel:Channel, # the channel all parties talk through
+                 prefix:str='client', # names are prefix0, prefix1, ...
+                 cls=Party, # the Party class to build
+                ) -> list:
     "One party per `(X_k, y_k)` in `splits`, named `prefix0`, `prefix1`, ..."
     return [cls(f'{prefix}{k}', channel, Xk, yk) for k, (Xk, yk) in enumerate(splits)]

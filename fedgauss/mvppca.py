@@ -13,16 +13,14 @@ from scipy import special
 from sklearn.base import BaseEstimator
 
 from .federation import Channel, Party, as_rng, drop_views
-from .dp import (PrivacyBudget, PrivacyBudgetExceeded, RDPAccountant, gaussian_mechanism, gaussian_sigma,
-                         laplace_mechanism, matrix_normal_mechanism, sequential_composition)
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'DP_INIT', 'DP_KEYS', 'CenterStats',
-           'penalised_loglik', 'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2',
-           'em_iteration', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter',
-           'MVPPCAMaster', 'FedMVPPCA', 'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic',
-           'make_multiview_synthetic', 'scenario_iid', 'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario',
-           'minmax_center', 'prior_sd', 'dp_radii', 'clip_norm', 'CenterDP', 'DPFedMVPPCA']
+__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats', 'penalised_loglik',
+           'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2', 'em_iteration',
+           'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter', 'MVPPCAMaster', 'FedMVPPCA',
+           'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid',
+           'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center']
 
 # %% ../nbs/40_mvppca.ipynb #fdf9f12d
 @dataclass
@@ -48,7 +46,9 @@ class CenterStats:
     @property
     def dim(self) -> int: return self.mean.shape[0]
 
-    def scatter_at(self, mu):
+    def scatter_at(self,
+                   mu, # the stacked mean to take the scatter around
+                  ):
         "Scatter around `mu`: S0 + N (mean - mu)(mean - mu)^T."
         e = self.mean - mu
         return self.scatter + self.n * np.outer(e, e)
@@ -86,7 +86,10 @@ def _log_prior(stats, params, priors):
     return lp
 
 # %% ../nbs/40_mvppca.ipynb #bef7e20d
-def penalised_loglik(stats:CenterStats, params:dict, priors:dict|None=None) -> float:
+def penalised_loglik(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+                     params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+                     priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+                    ) -> float:
     "Marginal log-likelihood of the center's rows (x integrated out) plus the log priors: the objective of local MAP-EM."
     W, mu, lam, s2 = _stack(stats, params)
     LW = lam[:, None] * W
@@ -99,7 +102,10 @@ def penalised_loglik(stats:CenterStats, params:dict, priors:dict|None=None) -> f
     return float(ll + _log_prior(stats, params, priors))
 
 # %% ../nbs/40_mvppca.ipynb #2c982c99
-def update_mu(stats:CenterStats, params:dict, priors:dict|None=None) -> dict:
+def update_mu(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+              params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+              priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
+             ) -> dict:
     "MAP of the stacked mean under the marginal N(mu, WW^T + Psi) and the normal priors; the sample mean for views without a prior."
     pvec = np.zeros(stats.dim); mt = np.zeros(stats.dim)
     for v in stats.views:
@@ -113,7 +119,10 @@ def update_mu(stats:CenterStats, params:dict, priors:dict|None=None) -> dict:
     return {v: dict(params[v], mu=mu[stats.slices[v]].copy()) for v in stats.views}
 
 # %% ../nbs/40_mvppca.ipynb #540ea2ac
-def posterior_x(center:dict, params:dict, views=None):
+def posterior_x(center:dict, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+                params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+                views=None, # the views to condition on (default: all the center has)
+               ):
     "Posterior means <x_n> (n, q) and covariance M (q, q) of the latent given the views of `center` (restricted to `views`)."
     views = [v for v in (center if views is None else views) if v in center]
     if not views: raise ValueError("posterior_x needs at least one observed view")
@@ -126,7 +135,9 @@ def posterior_x(center:dict, params:dict, views=None):
     M = np.linalg.inv(A)
     return B @ M, (M + M.T) / 2
 
-def e_step(stats:CenterStats, params:dict):
+def e_step(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+           params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+          ):
     "Sufficient statistics of the E-step: M, G = sum_n (t_n - mu)<x_n>^T (D, q), Sxx = sum_n <x_n x_n^T> (q, q), S(mu)."
     W, mu, lam, _ = _stack(stats, params)
     q = W.shape[1]
@@ -138,8 +149,11 @@ def e_step(stats:CenterStats, params:dict):
     Sxx = stats.n * M + G.T @ LW @ M
     return M, G, (Sxx + Sxx.T) / 2, S
 
-# %% ../nbs/40_mvppca.ipynb #1bc0bfb0
-def expected_loglik(stats:CenterStats, params:dict, estep) -> float:
+# %% ../nbs/40_mvppca.ipynb #e9ea306e
+def expected_loglik(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+                    params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+                    estep, # the E-step moments (M, G, Sxx, S) from `e_step`
+                   ) -> float:
     "Q: the expected complete-data log-likelihood of `params` under the posterior moments `estep` (from `e_step`)."
     M, G, Sxx, S = estep
     q = M.shape[0]
@@ -151,7 +165,12 @@ def expected_loglik(stats:CenterStats, params:dict, estep) -> float:
         Q += -0.5 * stats.n * d * np.log(2 * np.pi * s2) - 0.5 * Sk / s2
     return float(Q)
 
-def update_W(stats:CenterStats, params:dict, estep, priors:dict|None=None) -> dict:
+# %% ../nbs/40_mvppca.ipynb #1bc85c1c
+def update_W(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+             params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+             estep, # the E-step moments (M, G, Sxx, S) from `e_step`
+             priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
+            ) -> dict:
     "MAP of each view's W given the E-step moments and the current sigma2 (ML without a prior)."
     M, G, Sxx, S = estep
     q = M.shape[0]
@@ -166,7 +185,12 @@ def update_W(stats:CenterStats, params:dict, estep, priors:dict|None=None) -> di
         out[v] = dict(params[v], W=W)
     return out
 
-def update_sigma2(stats:CenterStats, params:dict, estep, priors:dict|None=None) -> dict:
+# %% ../nbs/40_mvppca.ipynb #51d9abe9
+def update_sigma2(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+                  params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+                  estep, # the E-step moments (M, G, Sxx, S) from `e_step`
+                  priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
+                 ) -> dict:
     "MAP of each view's noise variance given the new W and the E-step moments (ML without a prior)."
     M, G, Sxx, S = estep
     out = {}
@@ -178,7 +202,10 @@ def update_sigma2(stats:CenterStats, params:dict, estep, priors:dict|None=None) 
         out[v] = dict(params[v], sigma2=float((Sk + 2 * b) / (stats.n * d + 2 * (a + 1))))
     return out
 
-def em_iteration(stats:CenterStats, params:dict, priors:dict|None=None) -> dict:
+def em_iteration(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+                 params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+                 priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+                ) -> dict:
     "One local MAP-EM iteration: mu, E-step, W, sigma2 (in this order)."
     params = update_mu(stats, params, priors)
     es = e_step(stats, params)
@@ -196,7 +223,11 @@ def _init_params(stats:CenterStats, q:int, rng) -> dict:
     return out
 
 # %% ../nbs/40_mvppca.ipynb #d750469e
-def local_em(stats:CenterStats, params:dict, priors:dict|None=None, n_iter:int=1) -> dict:
+def local_em(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
+             params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
+             priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+             n_iter:int=1, # number of MAP-EM iterations
+            ) -> dict:
     "`n_iter` local MAP-EM iterations (the same updates as `em_iteration`), on stacked arrays."
     views, N, D = stats.views, stats.n, stats.dim
     W, mu, _, s2 = _stack(stats, params)
@@ -235,7 +266,9 @@ def local_em(stats:CenterStats, params:dict, priors:dict|None=None, n_iter:int=1
     return {v: dict(mu=mu[stats.slices[v]].copy(), W=W[stats.slices[v]].copy(), sigma2=float(s2[i])) for i, v in enumerate(views)}
 
 # %% ../nbs/40_mvppca.ipynb #0a1319c7
-def inv_digamma(y, n_iter:int=6):
+def inv_digamma(y, # values of the digamma function
+                n_iter:int=6, # Newton steps from Minka's start
+               ):
     "Inverse of the digamma function, elementwise (Newton's method from Minka's start)."
     y = np.asarray(y, dtype=float)
     with np.errstate(divide='ignore'):
@@ -246,7 +279,10 @@ def inv_digamma(y, n_iter:int=6):
 # %% ../nbs/40_mvppca.ipynb #e24da271
 ALPHA_MAX = 1e12   # the inverse gamma of identical values is a point mass: cap alpha there
 
-def fit_inverse_gamma(x, tol:float=1e-12, max_fixed_point:int=10):
+def fit_inverse_gamma(x, # positive samples
+                      tol:float=1e-12, # relative tolerance of the fixed point on alpha
+                      max_fixed_point:int=10, # fixed-point steps before Newton takes over
+                     ):
     "Maximum-likelihood (alpha, beta) of an inverse gamma from positive samples `x` (Llera & Beckmann 2016 fixed point, Newton finish)."
     x = np.asarray(x, dtype=float).ravel()
     if len(x) < 2: raise ValueError(f"fit_inverse_gamma needs at least 2 values; got {len(x)}")
@@ -276,7 +312,8 @@ def fit_inverse_gamma(x, tol:float=1e-12, max_fixed_point:int=10):
 SPREAD_FLOOR = 1e-12
 SIGMA2_FLOOR = 1e-12   # a noisy (DP) sigma2 can come out <= 0: the master floors it at 1e-3 x the largest one (post-processing)
 
-def master_step(locals_:list) -> dict:
+def master_step(locals_:list, # the centers' parameters this round: one dict view -> dict(mu, W, sigma2) per center
+               ) -> dict:
     "Global distribution of each view from the centers' parameters (`locals_`: list of dicts view -> {'mu','W','sigma2'})."
     views = list(dict.fromkeys(v for p in locals_ for v in p))
     out = {}
@@ -309,10 +346,17 @@ def _draw_from_global(g:dict, rng) -> dict:
     s2 = g['beta'] / rng.gamma(g['alpha']) if g.get('alpha') is not None else g['sigma2']
     return dict(mu=np.asarray(mu, dtype=float), W=np.asarray(W, dtype=float), sigma2=float(s2))
 
-# %% ../nbs/40_mvppca.ipynb #e0d4bd00
+# %% ../nbs/40_mvppca.ipynb #f1c014f1
 class MVPPCACenter(Party):
     "A center of Fed-mv-PPCA: owns its views, runs local MAP-EM, and sends only the parameters of the views it has."
-    def __init__(self, name:str, channel:Channel, views:dict, n_components:int, rng=None, dp=None):
+    def __init__(self,
+                 name:str, # the center's name on the channel
+                 channel:Channel, # the channel it talks through
+                 views:dict, # its private data: view name -> (n, d_k) array
+                 n_components:int, # latent dimension q
+                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                 dp=None, # its DP release (`CenterDP` from `fedgauss.mvppca_dp`), or None
+                ):
         super().__init__(name, channel)
         self._views = views
         self._stats = CenterStats.from_views(views)
@@ -324,7 +368,11 @@ class MVPPCACenter(Party):
     @property
     def views(self) -> tuple: return self._stats.views
 
-    def local_round(self, master, n_iter:int, first:bool=False):
+    def local_round(self,
+                    master, # the master party
+                    n_iter:int, # local MAP-EM iterations
+                    first:bool=False, # round 1: no global distribution to receive, plain EM
+                   ):
         "Receive the global distribution (except in the first round), run `n_iter` local iterations, send the parameters."
         if first:
             priors, params = None, _init_params(self._stats, self.n_components, self._rng)
@@ -343,17 +391,25 @@ class MVPPCACenter(Party):
         self.send(master, 'local_params', payload)
         return params
 
-    def penalised_loglik(self, priors=None) -> float:
+    def penalised_loglik(self,
+                         priors=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+                        ) -> float:
         "The local objective at the current parameters (computed at the center, for monitoring)."
         return penalised_loglik(self._stats, self._params, priors)
 
+# %% ../nbs/40_mvppca.ipynb #553e71fa
 class MVPPCAMaster(Party):
     "The master of Fed-mv-PPCA: sees only the centers' parameters; estimates and sends back the global distribution."
-    def __init__(self, name:str='master', channel:Channel|None=None):
+    def __init__(self,
+                 name:str='master', # the master's name on the channel
+                 channel:Channel|None=None, # the channel it talks through
+                ):
         super().__init__(name, channel)
         self.global_, self._views_of = None, {}
 
-    def aggregate(self, centers) -> dict:
+    def aggregate(self,
+                  centers, # the center parties: one parameter message from each
+                 ) -> dict:
         "Receive one parameter message from each center and run the master step."
         locals_ = []
         for c in centers:
@@ -363,12 +419,14 @@ class MVPPCAMaster(Party):
         self.global_ = master_step(locals_)
         return self.global_
 
-    def send_global(self, centers):
+    def send_global(self,
+                    centers, # the center parties
+                   ):
         "Send each center the global distribution of the views it reported."
         for c in centers:
             self.send(c, 'global', {v: self.global_[v] for v in self._views_of[c.name]})
 
-# %% ../nbs/40_mvppca.ipynb #5396b325
+# %% ../nbs/40_mvppca.ipynb #bcf71cde
 def _check_center(center, c=None, dims=None):
     "Validate one center (dict view -> 2-D finite numeric array with the same rows); returns a dict of float arrays."
     where = "center" if c is None else f"center {c}"
@@ -398,6 +456,7 @@ def _check_center(center, c=None, dims=None):
         out[v] = A
     return out
 
+# %% ../nbs/40_mvppca.ipynb #2beb7cae
 def _check_centers(centers):
     "Validate a federation: a non-empty list of centers with consistent view dimensions; returns (centers, dims)."
     if isinstance(centers, dict): raise TypeError("fit takes a list of centers (each a dict view -> array), not a single dict")
@@ -418,7 +477,7 @@ def _check_int(name, value, low):
         raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
     return int(value)
 
-# %% ../nbs/40_mvppca.ipynb #4ff5ad17
+# %% ../nbs/40_mvppca.ipynb #935024f7
 class FedMVPPCA(BaseEstimator):
     """Federated multi-view PPCA (Balelli, Silva & Lorenzi 2022); `dp=dict(epsilon=..., delta=...)` gives DP-Fed-mv-PPCA.
 
@@ -426,87 +485,128 @@ class FedMVPPCA(BaseEstimator):
     (`n_init_iter` in the first); `dp` per-mechanism, per-round (epsilon, delta) and optionally `clip`, `method`, `init`, `budget`;
     `rng` a Generator or seed. Fitted: `mu_`, `W_`, `sigma2_` (global parameters, dicts by view), the global priors
     `s_mu_`, `s_W_`, `alpha_`, `beta_`, `global_`, `history_` (per round and view), `channel_` (the transcript), `dp_`."""
-    def __init__(self, n_components:int=2, n_rounds:int=100, n_local_iter:int=15, n_init_iter:int=30, dp:dict|None=None, rng=None):
+    def __init__(self,
+                 n_components:int=2, # latent dimension q
+                 n_rounds:int=100, # communication rounds
+                 n_local_iter:int=15, # local MAP-EM iterations per round
+                 n_init_iter:int=30, # local EM iterations in the first round (no prior yet)
+                 dp:dict|None=None, # DP-Fed-mv-PPCA: dict(epsilon=, delta=) per mechanism and round, optionally clip, method, init, budget (see `41_mvppca_dp`)
+                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                ):
         self.n_components, self.n_rounds, self.n_local_iter, self.n_init_iter = n_components, n_rounds, n_local_iter, n_init_iter
         self.dp, self.rng = dp, rng
 
-    def fit(self, centers, y=None):
-        "Fit on a list of centers, each a dict view name -> (n_c, d_k) array of the views it has."
-        q = _check_int('n_components', self.n_components, 1)
-        R = _check_int('n_rounds', self.n_rounds, 1)
-        it0, it = _check_int('n_init_iter', self.n_init_iter, 1), _check_int('n_local_iter', self.n_local_iter, 1)
-        centers, dims = _check_centers(centers)
-        for c, cc in enumerate(centers):
-            D = sum(A.shape[1] for A in cc.values())
-            if q >= D: raise ValueError(f"n_components={q} must be smaller than the {D} features of center {c}")
-        dp = _make_dp(self.dp, R, dims, q) if self.dp is not None else None
-        rng = as_rng(self.rng)
-        channel = Channel()
-        master = MVPPCAMaster('master', channel)
-        if dp is not None:
-            held = pd.Series([v for cc in centers for v in cc]).value_counts()
-            if (held < 2).any(): raise ValueError(f"DP-Fed-mv-PPCA needs every view at >= 2 centers to set its clipping radius; views {list(held[held < 2].index)} are at one")
-            dps = [dp.for_center(f'center{c}', len(cc)) for c, cc in enumerate(centers)]   # budgets checked before any release
-        parties = [MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=None if dp is None else dps[c])
-                   for c, (cc, r) in enumerate(zip(centers, rng.spawn(len(centers))))]
-        hist = []
-        for r in range(R):
-            channel.next_round()
-            if r: master.send_global(parties)
-            for p in parties: p.local_round(master, it0 if r == 0 else it, first=(r == 0))
-            g = master.aggregate(parties)
-            hist += [dict(round=r + 1, view=v, **{k: g[v][k] for k in ('sigma2', 's_mu', 's_W', 'alpha', 'beta')}) for v in g]
-        self.views_ = list(dims)
-        self.n_features_views_ = dict(dims)
-        self.global_ = g
-        self.mu_ = {v: g[v]['mu'] for v in dims}
-        self.W_ = {v: g[v]['W'] for v in dims}
-        self.sigma2_ = {v: g[v]['sigma2'] for v in dims}
-        self.s_mu_ = {v: g[v]['s_mu'] for v in dims}
-        self.s_W_ = {v: g[v]['s_W'] for v in dims}
-        self.alpha_ = {v: g[v]['alpha'] for v in dims}
-        self.beta_ = {v: g[v]['beta'] for v in dims}
-        self.history_ = pd.DataFrame(hist)
-        self.channel_ = channel
-        self.dp_ = dp
-        return self
+# %% ../nbs/40_mvppca.ipynb #55acccb3
+@patch
+def fit(self:FedMVPPCA,
+        centers, # the centers: a list of dicts view name -> (n_c, d_k) array
+        y=None, # ignored (scikit-learn API)
+       ):
+    "Fit on a list of centers, each a dict view name -> (n_c, d_k) array of the views it has."
+    q = _check_int('n_components', self.n_components, 1)
+    R = _check_int('n_rounds', self.n_rounds, 1)
+    it0, it = _check_int('n_init_iter', self.n_init_iter, 1), _check_int('n_local_iter', self.n_local_iter, 1)
+    centers, dims = _check_centers(centers)
+    for c, cc in enumerate(centers):
+        D = sum(A.shape[1] for A in cc.values())
+        if q >= D: raise ValueError(f"n_components={q} must be smaller than the {D} features of center {c}")
+    dp = None
+    if self.dp is not None:
+        from fedgauss.mvppca_dp import make_dp    # the DP version lives in its own module (41_mvppca_dp)
+        dp = make_dp(self.dp, R, dims, q)
+    rng = as_rng(self.rng)
+    channel = Channel()
+    master = MVPPCAMaster('master', channel)
+    if dp is not None:
+        held = pd.Series([v for cc in centers for v in cc]).value_counts()
+        if (held < 2).any(): raise ValueError(f"DP-Fed-mv-PPCA needs every view at >= 2 centers to set its clipping radius; views {list(held[held < 2].index)} are at one")
+        dps = [dp.for_center(f'center{c}', len(cc)) for c, cc in enumerate(centers)]   # budgets checked before any release
+    parties = [MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=None if dp is None else dps[c])
+               for c, (cc, r) in enumerate(zip(centers, rng.spawn(len(centers))))]
+    hist = []
+    for r in range(R):
+        channel.next_round()
+        if r: master.send_global(parties)
+        for p in parties: p.local_round(master, it0 if r == 0 else it, first=(r == 0))
+        g = master.aggregate(parties)
+        hist += [dict(round=r + 1, view=v, **{k: g[v][k] for k in ('sigma2', 's_mu', 's_W', 'alpha', 'beta')}) for v in g]
+    self.views_ = list(dims)
+    self.n_features_views_ = dict(dims)
+    self.global_ = g
+    self.mu_ = {v: g[v]['mu'] for v in dims}
+    self.W_ = {v: g[v]['W'] for v in dims}
+    self.sigma2_ = {v: g[v]['sigma2'] for v in dims}
+    self.s_mu_ = {v: g[v]['s_mu'] for v in dims}
+    self.s_W_ = {v: g[v]['s_W'] for v in dims}
+    self.alpha_ = {v: g[v]['alpha'] for v in dims}
+    self.beta_ = {v: g[v]['beta'] for v in dims}
+    self.history_ = pd.DataFrame(hist)
+    self.channel_ = channel
+    self.dp_ = dp
+    return self
 
-    def _global_params(self):
-        return {v: dict(mu=self.mu_[v], W=self.W_[v], sigma2=self.sigma2_[v]) for v in self.views_}
+# %% ../nbs/40_mvppca.ipynb #04828027
+@patch
+def _global_params(self:FedMVPPCA):
+    return {v: dict(mu=self.mu_[v], W=self.W_[v], sigma2=self.sigma2_[v]) for v in self.views_}
 
-    def _check_fitted_center(self, center):
-        if not hasattr(self, 'W_'): raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
-        return _check_center(center, None, self.n_features_views_)
+# %% ../nbs/40_mvppca.ipynb #6de4ebd3
+@patch
+def _check_fitted_center(self:FedMVPPCA, center):
+    if not hasattr(self, 'W_'): raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
+    return _check_center(center, None, self.n_features_views_)
 
-    def transform(self, center):
-        "Posterior means of the latent variables of a center's subjects, from the views it has (global parameters)."
-        cc = self._check_fitted_center(center)
-        Ex, _ = posterior_x(cc, self._global_params())
-        first = next(iter(center.values()))
-        if isinstance(first, pd.DataFrame): return pd.DataFrame(Ex, index=first.index, columns=[f'x{j}' for j in range(Ex.shape[1])])
-        return Ex
+# %% ../nbs/40_mvppca.ipynb #75e3d03b
+@patch
+def transform(self:FedMVPPCA,
+              center, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+             ):
+    "Posterior means of the latent variables of a center's subjects, from the views it has (global parameters)."
+    cc = self._check_fitted_center(center)
+    Ex, _ = posterior_x(cc, self._global_params())
+    first = next(iter(center.values()))
+    if isinstance(first, pd.DataFrame): return pd.DataFrame(Ex, index=first.index, columns=[f'x{j}' for j in range(Ex.shape[1])])
+    return Ex
 
-    def reconstruct(self, center) -> dict:
-        "Reconstruction W x + mu of each view the center has, from the latent means given all its views."
-        cc = self._check_fitted_center(center)
-        Ex, _ = posterior_x(cc, self._global_params())
-        return {v: Ex @ self.W_[v].T + self.mu_[v] for v in cc}
+# %% ../nbs/40_mvppca.ipynb #53429bf9
+@patch
+def reconstruct(self:FedMVPPCA,
+                center, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+               ) -> dict:
+    "Reconstruction W x + mu of each view the center has, from the latent means given all its views."
+    cc = self._check_fitted_center(center)
+    Ex, _ = posterior_x(cc, self._global_params())
+    return {v: Ex @ self.W_[v].T + self.mu_[v] for v in cc}
 
-    def predict_missing(self, center, view):
-        "Prediction W~ <x> + mu~ of `view` from the center's other views (the posterior mean of the view given them)."
-        cc = self._check_fitted_center(center)
-        if view not in self.n_features_views_: raise ValueError(f"unknown view {view!r}; the model has {self.views_}")
-        others = [v for v in cc if v != view]
-        if not others: raise ValueError(f"the center has no view other than {view!r} to predict it from")
-        Ex, _ = posterior_x(cc, self._global_params(), others)
-        return Ex @ self.W_[view].T + self.mu_[view]
+# %% ../nbs/40_mvppca.ipynb #b4ebb279
+@patch
+def predict_missing(self:FedMVPPCA,
+                    center, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+                    view, # the view to predict from the center's other views
+                   ):
+    "Prediction W~ <x> + mu~ of `view` from the center's other views (the posterior mean of the view given them)."
+    cc = self._check_fitted_center(center)
+    if view not in self.n_features_views_: raise ValueError(f"unknown view {view!r}; the model has {self.views_}")
+    others = [v for v in cc if v != view]
+    if not others: raise ValueError(f"the center has no view other than {view!r} to predict it from")
+    Ex, _ = posterior_x(cc, self._global_params(), others)
+    return Ex @ self.W_[view].T + self.mu_[view]
 
-    def waic(self, centers, n_draws:int=500, rng=None) -> pd.Series:
-        "WAIC of the global distribution on `centers` (lower is better): lppd, p_waic and waic = -2 (lppd - p_waic)."
-        return waic(self, centers, n_draws=n_draws, rng=rng)
+# %% ../nbs/40_mvppca.ipynb #d0a9ec8f
+@patch
+def waic(self:FedMVPPCA,
+         centers, # the centers to evaluate on (list of dicts view -> array)
+         n_draws:int=500, # draws of the global distribution
+         rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+        ) -> pd.Series:
+    "WAIC of the global distribution on `centers` (lower is better): lppd, p_waic and waic = -2 (lppd - p_waic)."
+    return waic(self, centers, n_draws=n_draws, rng=rng)
 
-# %% ../nbs/40_mvppca.ipynb #cff6b763
-def draw_global(global_:dict, n_draws:int, rng=None) -> dict:
+# %% ../nbs/40_mvppca.ipynb #2fe1629b
+def draw_global(global_:dict, # the fitted global distribution (`FedMVPPCA.global_`)
+                n_draws:int, # number of draws
+                rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+               ) -> dict:
     "`n_draws` parameter sets from the global distribution: view -> dict(mu (S,d), W (S,d,q), sigma2 (S,))."
     rng = as_rng(rng)
     out = {}
@@ -518,7 +618,10 @@ def draw_global(global_:dict, n_draws:int, rng=None) -> dict:
         out[v] = dict(mu=mu, W=W, sigma2=s2)
     return out
 
-def pointwise_loglik(center:dict, draws:dict) -> np.ndarray:
+# %% ../nbs/40_mvppca.ipynb #80433f35
+def pointwise_loglik(center:dict, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+                     draws:dict, # parameter draws from `draw_global`
+                    ) -> np.ndarray:
     "Log-likelihood (S, n) of each subject's observed views under each draw, x integrated out."
     views = list(center)
     W = np.concatenate([draws[v]['W'] for v in views], axis=1)                      # (S, D, q)
@@ -535,9 +638,11 @@ def pointwise_loglik(center:dict, draws:dict) -> np.ndarray:
     logdet = -np.log(lam).sum(1) + np.linalg.slogdet(A)[1]
     return -0.5 * (D * np.log(2 * np.pi) + logdet[:, None] + quad)
 
+# %% ../nbs/40_mvppca.ipynb #892ea28c
 WAIC_VAR_LIMIT = 0.4   # per-subject variance of the log-likelihood above which WAIC's penalty is unreliable (Vehtari, Gelman & Gabry 2017)
 
-def waic_from_loglik(ll:np.ndarray) -> pd.Series:
+def waic_from_loglik(ll:np.ndarray, # (draws, subjects) log-likelihoods
+                    ) -> pd.Series:
     "lppd, p_waic and waic from a (draws, subjects) matrix of log-likelihoods, in log space; with the largest per-subject variance and the share of subjects above 0.4."
     ll = np.asarray(ll, dtype=float)
     S = ll.shape[0]
@@ -548,7 +653,11 @@ def waic_from_loglik(ll:np.ndarray) -> pd.Series:
     return pd.Series(dict(waic=-2 * (lppd - p), lppd=lppd, p_waic=p, n_subjects=ll.shape[1],
                           p_waic_max=float(v.max()), frac_unreliable=float(np.mean(v > WAIC_VAR_LIMIT))))
 
-def waic(model:FedMVPPCA, centers, n_draws:int=500, rng=None) -> pd.Series:
+def waic(model:FedMVPPCA, # a fitted `FedMVPPCA`
+         centers, # the centers to evaluate on (list of dicts view -> array)
+         n_draws:int=500, # draws of the global distribution
+         rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+        ) -> pd.Series:
     "WAIC of a fitted model's global distribution on `centers` (list of dicts view -> array)."
     if not hasattr(model, 'global_'): raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
     if isinstance(centers, dict): centers = [centers]
@@ -557,8 +666,17 @@ def waic(model:FedMVPPCA, centers, n_draws:int=500, rng=None) -> pd.Series:
     return waic_from_loglik(np.concatenate([pointwise_loglik(c, draws) for c in centers], axis=1))
 
 # %% ../nbs/40_mvppca.ipynb #dad3d9c0
-def make_multiview_synthetic(n:int=400, dims=(15, 8, 10), q:int=5, n_shifted:int=250, rng=None, shift:float=3.0,
-                             w_range=(-2.0, 2.0), mu_range=(-5.0, 5.0), sigma2_range=(0.1, 0.3), return_params:bool=False):
+def make_multiview_synthetic(n:int=400, # number of subjects
+                             dims=(15, 8, 10), # features of each view
+                             q:int=5, # latent dimension
+                             n_shifted:int=250, # subjects of the shifted group
+                             rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                             shift:float=3.0, # shift of the shifted group's latent mean
+                             w_range=(-2.0, 2.0), # range of the uniform loadings
+                             mu_range=(-5.0, 5.0), # range of the uniform view means
+                             sigma2_range=(0.1, 0.3), # range of the uniform noise variances
+                             return_params:bool=False, # also return the true parameters
+                            ):
     "Multi-view data from the mv-PPCA model with two latent groups: returns (views dict 'view1'.. -> (n, d_k) array, groups (n,) 0/1)."
     n, q, n_shifted = _check_int('n', n, 2), _check_int('q', q, 1), _check_int('n_shifted', n_shifted, 0)
     if n_shifted > n: raise ValueError(f"n_shifted={n_shifted} exceeds n={n}")
@@ -598,13 +716,22 @@ def _missing_for(views, C):
     _, second, third = _thirds(C)
     return {**{c: [names[1]] for c in second}, **{c: [names[2]] for c in third}}
 
-# %% ../nbs/40_mvppca.ipynb #feff9375
-def scenario_iid(views:dict, groups, n_centers:int, rng=None):
+# %% ../nbs/40_mvppca.ipynb #de2f1fbb
+def scenario_iid(views:dict, # view name -> (n, d_k) array of all subjects
+                 groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+                 n_centers:int, # number of centers
+                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                ):
     "IID scenario: shuffle subjects, split into nearly equal centers with all views. Returns (centers, groups per center)."
     n, groups, C = _check_scenario(views, groups, n_centers)
     return _take_rows(views, groups, [np.sort(p) for p in np.array_split(as_rng(rng).permutation(n), C)])
 
-def scenario_g(views:dict, groups, n_centers:int, rng=None):
+# %% ../nbs/40_mvppca.ipynb #573ed0f7
+def scenario_g(views:dict, # view name -> (n, d_k) array of all subjects
+               groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+               n_centers:int, # number of centers
+               rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+              ):
     "Scenario G: a third of the centers hold both groups, a third only group 0, a third only group 1."
     n, groups, C = _check_scenario(views, groups, n_centers, 3)
     if set(np.unique(groups)) != {0, 1}: raise ValueError("scenario G needs groups labelled 0 and 1")
@@ -615,148 +742,47 @@ def scenario_g(views:dict, groups, n_centers:int, rng=None):
         for c, p in zip(holders, np.array_split(rng.permutation(np.flatnonzero(groups == g)), len(holders))): parts[c].append(p)
     return _take_rows(views, groups, [np.sort(np.concatenate(p)) for p in parts])
 
-def scenario_k(views:dict, groups, n_centers:int, rng=None):
+# %% ../nbs/40_mvppca.ipynb #0c92ff08
+def scenario_k(views:dict, # view name -> (n, d_k) array of all subjects
+               groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+               n_centers:int, # number of centers
+               rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+              ):
     "Scenario K: IID subjects; a third of the centers lack view 2, a third lack view 3."
     _check_scenario(views, groups, n_centers, 3)
     centers, gs = scenario_iid(views, groups, n_centers, rng)
     return drop_views(centers, _missing_for(views, n_centers)), gs
 
-def scenario_gk(views:dict, groups, n_centers:int, rng=None):
+# %% ../nbs/40_mvppca.ipynb #f8380378
+def scenario_gk(views:dict, # view name -> (n, d_k) array of all subjects
+                groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+                n_centers:int, # number of centers
+                rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+               ):
     "Scenario G/K: the G split, with the group-0-only centers lacking view 2 and the group-1-only centers lacking view 3."
     _check_scenario(views, groups, n_centers, 3)
     centers, gs = scenario_g(views, groups, n_centers, rng)
     return drop_views(centers, _missing_for(views, n_centers)), gs
 
+# %% ../nbs/40_mvppca.ipynb #df46d0bd
 SCENARIOS = {'IID': scenario_iid, 'G': scenario_g, 'K': scenario_k, 'G/K': scenario_gk}
 
-def make_scenario(name:str, views:dict, groups, n_centers:int, rng=None):
+def make_scenario(name:str, # 'IID', 'G', 'K' or 'G-K'
+                  views:dict, # view name -> (n, d_k) array of all subjects
+                  groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+                  n_centers:int, # number of centers
+                  rng=None, # a numpy Generator, a seed, or None (fresh entropy)
+                 ):
     "Build scenario `name` ('IID', 'G', 'K' or 'G/K'): returns (centers, groups per center)."
     if name not in SCENARIOS: raise ValueError(f"unknown scenario {name!r}; choose one of {list(SCENARIOS)}")
     return SCENARIOS[name](views, groups, n_centers, rng)
 
 # %% ../nbs/40_mvppca.ipynb #bb6769aa
-def minmax_center(center:dict) -> dict:
+def minmax_center(center:dict, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+                 ) -> dict:
     "Each feature of each view scaled to [0, 1] with this center's own minimum and maximum (a new dict)."
     out = {}
     for v, X in _check_center(center).items():
         lo, hi = X.min(0), X.max(0)
         out[v] = (X - lo) / np.where(hi > lo, hi - lo, 1.0)
     return out
-
-# %% ../nbs/40_mvppca.ipynb #63fc485e
-DP_INIT = dict(mu=0.5, s_mu=1 / 12, W=0.0, s_W_times_q=1 / 12, sigma2=1 / 48, sigma2_sd=1 / 48)
-DP_KEYS = ('epsilon', 'delta', 'clip', 'method', 'init', 'budget')
-
-def _ig_sd(g):
-    "Standard deviation of the global inverse gamma of a view, or its point sigma2 when alpha <= 2 (or no inverse gamma)."
-    if g.get('sigma2_sd') is not None: return float(g['sigma2_sd'])
-    a, b = g.get('alpha'), g.get('beta')
-    if a is None or a <= 2: return float(g['sigma2'])
-    return float(b / ((a - 1) * np.sqrt(a - 2)))
-
-def prior_sd(g:dict) -> dict:
-    "Standard deviations of a view's global prior: sqrt(s_mu) per entry of mu, sqrt(s_W) per entry of W, and the inverse gamma's."
-    if not (np.isfinite(g['s_mu']) and np.isfinite(g['s_W'])):
-        raise ValueError("DP-Fed-mv-PPCA needs a finite global spread to clip against: every view must be held by at least 2 centers")
-    return dict(mu=float(np.sqrt(g['s_mu'])), W=float(np.sqrt(g['s_W'])), sigma2=_ig_sd(g))
-
-def dp_radii(g:dict, clip:float=1.0, cap:dict|None=None) -> dict:
-    "Clipping radii of a view's (mu, W, sigma2) differences: clip * the global prior's standard deviation, at most clip * the public prior's (`cap`)."
-    sd = prior_sd(g)
-    if cap is not None: sd = {k: min(sd[k], v) for k, v in prior_sd(cap).items()}
-    return {k: clip * max(v, np.sqrt(SPREAD_FLOOR)) for k, v in sd.items()}
-
-def clip_norm(x, radius:float):
-    "`x` scaled down (if needed) to Frobenius / l2 / absolute norm at most `radius`; returns (clipped, was_clipped)."
-    x = np.asarray(x, dtype=float); n = float(np.sqrt(np.sum(x * x)))
-    return (x * (radius / n), True) if n > radius else (x.copy(), False)
-
-# %% ../nbs/40_mvppca.ipynb #bda63cee
-class CenterDP:
-    "One center's DP release: clip the differences to the global distribution, add noise, spend from the center's `PrivacyBudget`."
-    def __init__(self, epsilon:float, delta:float, clip:float, method:str, init:dict, budget:PrivacyBudget, n_views:int):
-        self.epsilon, self.delta, self.clip, self.method, self.init = epsilon, delta, clip, method, init
-        self.budget, self.n_views = budget, n_views
-        self.accountant = RDPAccountant()
-        self.log = []          # one row per round and view: radii, whether clipped, noise standard deviations
-
-    def privatize(self, payload:dict, priors:dict|None, rng) -> dict:
-        "Released parameters: global + clipped (local - global) + noise, for each view of `payload`."
-        ref = self.init if priors is None else priors
-        e, dl, out = self.epsilon, self.delta, {}
-        for v, p in payload.items():
-            g = ref[v]; r = dp_radii(g, self.clip, self.init[v])
-            dmu, cmu = clip_norm(p['mu'] - g['mu'], r['mu'])
-            dW, cW = clip_norm(p['W'] - g['W'], r['W'])
-            ds, cs = clip_norm(p['sigma2'] - g['sigma2'], r['sigma2'])
-            out[v] = dict(mu=gaussian_mechanism(g['mu'] + dmu, 2 * r['mu'], e, dl, rng, method=self.method, budget=self.budget),
-                          W=matrix_normal_mechanism(g['W'] + dW, 2 * r['W'], e, dl, rng, method=self.method, budget=self.budget),
-                          sigma2=float(laplace_mechanism(float(g['sigma2'] + ds), 2 * r['sigma2'], e, rng, budget=self.budget)))
-            z = gaussian_sigma(e, dl, 1.0, self.method)               # noise multiplier sigma / sensitivity
-            self.accountant.add_gaussian(z, count=2).add_laplace(epsilon=e)
-            self.log.append(dict(view=v, radius_mu=r['mu'], radius_W=r['W'], radius_sigma2=r['sigma2'], clipped_mu=cmu, clipped_W=cW,
-                                 clipped_sigma2=cs, noise_sd_mu=z * 2 * r['mu'], noise_sd_W=z * 2 * r['W'], noise_scale_sigma2=2 * r['sigma2'] / e))
-        return out
-
-# %% ../nbs/40_mvppca.ipynb #3c990481
-class DPFedMVPPCA:
-    "The DP settings of a whole federation: per-mechanism (epsilon, delta), clipping factor, noise calibration, public round-1 prior."
-    def __init__(self, epsilon, delta, n_rounds:int, dims:dict, n_components:int, clip:float=1.0, method:str='zhao', init:dict|None=None, budget=None):
-        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (np.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"dp epsilon must be a finite number > 0; got {epsilon!r}")
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 < delta < 1):
-            raise ValueError(f"dp delta must be in (0, 1) (the Gaussian mechanisms need delta > 0); got {delta!r}")
-        if isinstance(clip, bool) or not isinstance(clip, numbers.Real) or not (np.isfinite(clip) and clip > 0):
-            raise ValueError(f"dp clip must be a finite number > 0; got {clip!r}")
-        if method not in ('zhao', 'analytic', 'classic'): raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
-        self.epsilon, self.delta, self.clip, self.method = float(epsilon), float(delta), float(clip), method
-        self.n_rounds, self.dims, self.q = n_rounds, dict(dims), n_components
-        gaussian_sigma(self.epsilon, self.delta, 1.0, method)         # fails early (e.g. 'classic' with epsilon >= 1)
-        ini = {**DP_INIT, **(init or {})}
-        unknown = set(ini) - set(DP_INIT)
-        if unknown: raise ValueError(f"unknown keys in dp['init']: {sorted(unknown)}; allowed: {sorted(DP_INIT)}")
-        self.init = {v: dict(mu=np.full(d, float(ini['mu'])), s_mu=float(ini['s_mu']), W=np.full((d, n_components), float(ini['W'])),
-                             s_W=float(ini['s_W_times_q']) / n_components, sigma2=float(ini['sigma2']), sigma2_sd=float(ini['sigma2_sd']),
-                             alpha=None, beta=None) for v, d in self.dims.items()}
-        self.budget_total = budget
-        self.centers = {}
-
-    def round_cost(self, n_views:int):
-        "(epsilon, delta) of one round's release of a center with `n_views` views: (3 K eps, 2 K delta) by sequential composition."
-        return sequential_composition([(self.epsilon, self.delta), (self.epsilon, self.delta), (self.epsilon, 0.0)] * n_views)
-
-    def run_cost(self, n_views:int):
-        "(epsilon, delta) of the whole run for one center by basic sequential composition over the rounds."
-        e, d = self.round_cost(n_views)
-        return sequential_composition([(e, d)] * self.n_rounds)
-
-    def for_center(self, name:str, n_views:int) -> CenterDP:
-        "The DP release object of one center, with its whole-run `PrivacyBudget` (checked before any release)."
-        need = self.run_cost(n_views)
-        total = need if self.budget_total is None else tuple(self.budget_total)
-        budget = PrivacyBudget(*total)
-        if not budget.can_spend(*need):
-            raise PrivacyBudgetExceeded(f"{name}: {self.n_rounds} rounds with {n_views} views need (epsilon={need[0]:.6g}, delta={need[1]:.3g}) "
-                                        f"by basic composition, more than its budget (epsilon={total[0]:.6g}, delta={total[1]:.3g}); nothing was released")
-        self.centers[name] = CenterDP(self.epsilon, self.delta, self.clip, self.method, self.init, budget, n_views)
-        return self.centers[name]
-
-    def account(self) -> pd.DataFrame:
-        "Per center: the per-round guarantee, the whole-run guarantee by basic and by Renyi-DP composition, and what its budget recorded."
-        rows = []
-        for name, c in self.centers.items():
-            er, dr = self.round_cost(c.n_views); eb, db = self.run_cost(c.n_views)
-            s = c.budget.spent
-            rows.append(dict(center=name, views=c.n_views, round_epsilon=er, round_delta=dr, run_epsilon_basic=eb, run_delta=db,
-                             run_epsilon_rdp=c.accountant.epsilon(db) if db > 0 else np.nan,
-                             spent_epsilon=s.epsilon, spent_delta=s.delta, n_spends=len(c.budget.ledger)))
-        return pd.DataFrame(rows).set_index('center')
-
-def _make_dp(dp, n_rounds:int, dims:dict, n_components:int=None) -> DPFedMVPPCA:
-    "Validate the estimator's `dp` dict and build the federation's DP settings."
-    if not isinstance(dp, dict): raise TypeError(f"dp must be a dict like dict(epsilon=1.0, delta=1e-5); got {type(dp).__name__}")
-    unknown = set(dp) - set(DP_KEYS)
-    if unknown: raise ValueError(f"unknown dp keys {sorted(unknown)}; allowed: {list(DP_KEYS)}")
-    if 'epsilon' not in dp or 'delta' not in dp: raise ValueError("dp needs both 'epsilon' and 'delta'")
-    return DPFedMVPPCA(dp['epsilon'], dp['delta'], n_rounds, dims, n_components, clip=dp.get('clip', 1.0), method=dp.get('method', 'zhao'),
-                       init=dp.get('init'), budget=dp.get('budget'))

@@ -9,7 +9,8 @@ from sklearn.decomposition import PCA
 
 from fedgauss.dp import PrivacyBudgetExceeded, RDPAccountant, gaussian_sigma
 from fedgauss.federation import drop_views
-from fedgauss.mvppca import (CenterStats, FedMVPPCA, _init_params, _log_prior, dp_radii, e_step, em_iteration, expected_loglik,
+from fedgauss.mvppca_dp import dp_radii
+from fedgauss.mvppca import (CenterStats, FedMVPPCA, _init_params, _log_prior, e_step, em_iteration, expected_loglik,
                              fit_inverse_gamma, inv_digamma, local_em, make_multiview_synthetic, make_scenario, master_step,
                              minmax_center, penalised_loglik, pointwise_loglik, draw_global, scenario_g, scenario_gk, scenario_iid,
                              scenario_k, update_W, update_mu, update_sigma2, waic_from_loglik)

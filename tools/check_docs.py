@@ -204,6 +204,95 @@ _INSPECT = r"""
 """
 
 
+# clipping: what the reader cannot see without scrolling sideways, at a given window width
+CLIP_WIDTH = 1280
+MIN_SCALE = 0.75
+_CLIPPED = r"""
+((MIN_SCALE) => {
+  const col = document.querySelector('article.bd-article') || document.querySelector('article');
+  if (!col) return {checked: 0, clipped: [], shrunk: [], no_alt: [], split_ops: [], wrapped: 0, column: 0};
+  const colBox = col.getBoundingClientRect();
+  const scrollParent = el => {
+    for (let p = el.parentElement; p && p !== col.parentElement; p = p.parentElement)
+      if (/(auto|scroll|hidden)/.test(getComputedStyle(p).overflowX)) return p;
+    return null;
+  };
+  const near = el => {   // where on the page: the nearest heading above, and a bit of the element's own text
+    let h = null;
+    for (const x of col.querySelectorAll('h1, h2, h3')) {
+      if (x.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) h = x; else break;
+    }
+    let tex = '';
+    if (el.tagName === 'MJX-CONTAINER' && window.MathJax && MathJax.startup && MathJax.startup.document) {
+      const item = MathJax.startup.document.getMathItemsWithin(el.parentElement).find(m => m.typesetRoot === el);
+      if (item) tex = '$' + item.math.trim() + '$';
+    }
+    const own = el.tagName === 'IMG' ? (el.alt || el.getAttribute('src')) : (el.getAttribute('aria-label') || el.textContent || '');
+    const text = (tex || own).replace(/\s+/g, ' ').trim().slice(0, 70);
+    return [h ? h.textContent.replace(/#$/, '').trim().slice(0, 40) : '', text];
+  };
+  const where = el => { const [h, t] = near(el); return (h ? '§' + h + ': ' : '') + t; };
+  const items = [...col.querySelectorAll('mjx-container')].map(e => ['math', e])
+    .concat([...col.querySelectorAll('pre')].map(e => [e.closest('.cell_output, .output') ? 'output' : 'code', e]))
+    .concat([...col.querySelectorAll('img')].map(e => ['image', e]));
+  const clipped = [];
+  let checked = 0;
+  for (const [kind, el] of items) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;          // not displayed (a closed fold)
+    checked++;
+    const why = [];
+    const ox = getComputedStyle(el).overflowX;
+    if (ox !== 'visible' && el.scrollWidth > el.clientWidth + 1)
+      why.push(`scrolls ${el.scrollWidth - el.clientWidth}px`);
+    const sp = scrollParent(el);
+    if (sp && sp.scrollWidth > sp.clientWidth + 1 && r.right > sp.getBoundingClientRect().right + 1)
+      why.push(`cut by its ${sp.tagName.toLowerCase()}.${(sp.className || '').toString().split(' ')[0]} by ${Math.round(r.right - sp.getBoundingClientRect().right)}px`);
+    if (r.right > colBox.right + 1) why.push(`${Math.round(r.right - colBox.right)}px beyond the column`);
+    if (why.length) { const [section, what] = near(el); clipped.push({kind, section, what, why: why.join('; ')}); }
+  }
+  // pictures drawn wider than the column are shown scaled down: below 3/4 their labels get too small to read
+  const shrunk = [...col.querySelectorAll('img')].filter(i => i.naturalWidth && i.getBoundingClientRect().width > 0
+      && i.getBoundingClientRect().width < MIN_SCALE * i.naturalWidth)
+    .map(i => ({kind: 'image', section: near(i)[0], what: near(i)[1], why: `shown at ${Math.round(100 * i.getBoundingClientRect().width / i.naturalWidth)}% of its ${i.naturalWidth}px`}));
+  // pictures without a text alternative (Sphinx's default alt is the file name)
+  const no_alt = [...col.querySelectorAll('img')].filter(i => !i.alt || /\.(png|svg|jpe?g|gif)$/i.test(i.alt.trim()))
+    .map(i => where(i) + ' ' + i.getAttribute('src'));
+  // an operator name read as a name and a number (`\operatorname{expm1}` -> "expm" "1")
+  const split_ops = [...col.querySelectorAll('mjx-container mjx-texatom[texclass="OP"]')]
+    .filter(t => t.querySelector(':scope > mjx-mi') && t.querySelector(':scope > mjx-mn')).map(t => where(t.closest('mjx-container')));
+  // code and output lines longer than the column wrap (not clipped, but worth knowing)
+  const wrapped = [...col.querySelectorAll('pre')].filter(p => {
+    const r = p.getBoundingClientRect(); if (!r.height) return false;
+    const cs = getComputedStyle(p), lh = parseFloat(cs.lineHeight) || 1.2 * parseFloat(cs.fontSize);
+    const lines = p.textContent.replace(/\n$/, '').split('\n').length;
+    return p.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom) > (lines + 0.5) * lh;
+  }).length;
+  return {checked, clipped, shrunk, no_alt, split_ops, wrapped, column: Math.round(colBox.width)};
+})(MIN_SCALE_VALUE)
+""".replace('MIN_SCALE_VALUE', str(MIN_SCALE))
+
+
+def layout(b: Browser) -> dict:
+    """What does not fit on the page now loaded in `b` (after `_INSPECT`): equations, code, outputs and
+    pictures that scroll inside themselves, are cut by a scrolling or hiding ancestor, or end right of
+    the content column ('clipped'); pictures shown below MIN_SCALE of their size ('shrunk'); pictures
+    without alt text; operator names split into a name and a number; how many code blocks wrap."""
+    b.js('new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))')
+    return b.js(_CLIPPED)
+
+
+def clipped_elements(b: Browser, url: str, width: int = CLIP_WIDTH) -> dict:
+    "`layout` of the page at `url` in a window `width` px wide."
+    b.send('Emulation.setDeviceMetricsOverride', width=width, height=900, deviceScaleFactor=1, mobile=False)
+    try:
+        b.goto(url)
+        b.js(_INSPECT)   # MathJax done, fonts and images loaded
+        return layout(b)
+    finally:
+        b.send('Emulation.clearDeviceMetricsOverride')
+
+
 def _page_problems(b: Browser, base: str) -> list[str]:
     "Console errors, exceptions, failed requests and requests that leave the site."
     out = []
@@ -226,8 +315,11 @@ def _page_problems(b: Browser, base: str) -> list[str]:
     return out
 
 
-def check_site(site: Path, shots: Path | None = None, chromium: str | None = None, search_word: str = 'partition') -> dict:
-    "Check every page of `site`; returns {'pages': {page: info}, 'problems': [...], 'shots': [...]}."
+def check_site(site: Path, shots: Path | None = None, chromium: str | None = None, search_word: str = 'partition',
+               clip_width: int = CLIP_WIDTH) -> dict:
+    """Check every page of `site`; returns {'pages': {page: info}, 'problems': [...], 'shots': [...]}.
+    Each page's `info['layout']` says what does not fit in a window `clip_width` px wide (see `layout`):
+    the caller decides what to accept; operator names split in two and pictures without alt text are problems."""
     chromium = chromium or find_chromium()
     if not chromium: raise CDPError('Chromium not found: install Debian\'s `chromium` (or set $CHROMIUM)')
     pages_meta = json.loads((site / '_pages.json').read_text()) if (site / '_pages.json').exists() else []
@@ -237,9 +329,12 @@ def check_site(site: Path, shots: Path | None = None, chromium: str | None = Non
     with Server(site) as srv:
         b = Browser(chromium)
         try:
+            # every page is read in a window `clip_width` px wide, where its layout is measured
+            b.send('Emulation.setDeviceMetricsOverride', width=clip_width, height=900, deviceScaleFactor=1, mobile=False)
             for rel in html:
                 b.goto(srv.url + rel)
                 info = b.js(_INSPECT)
+                info['layout'] = layout(b)
                 b.drain(0.1)
                 info['problems'] = _page_problems(b, srv.url)
                 report[rel] = info
@@ -277,6 +372,8 @@ def check_site(site: Path, shots: Path | None = None, chromium: str | None = Non
         p += [f'raw TeX left in the text: {t!r}' for t in info['raw_math']]
         p += [f'image did not load: {im["src"]}' for im in info['images'] if not im['ok']]
         if info['system_messages']: p.append(f'{info["system_messages"]} docutils error messages on the page')
+        p += [f'operator name read as a name and a number (use \\operatorname{{\\text{{..}}}}): {x}' for x in info['layout']['split_ops']]
+        p += [f'picture without alt text: {x}' for x in info['layout']['no_alt']]
         broken = set()
         for href in info['links']:
             if not href.startswith(srv.url): continue
@@ -313,6 +410,9 @@ def main(argv=None):
         print(f'{rel:28} math {info["math_typeset"]:3}/{info["math_total"]:<3} images {len(info["images"]):2} '
               f'links {len(info["links"]):4}  {"ok" if not info["problems"] else str(len(info["problems"])) + " problem(s)"}')
     print(f'search: {len(r["search"])} results; screenshots: {", ".join(r["shots"])}; {time.perf_counter() - t0:.1f} s')
+    for rel, info in r['pages'].items():
+        for x in info['layout']['clipped'] + info['layout']['shrunk']:
+            print(f'AT {CLIP_WIDTH}px {rel} §{x["section"]}: {x["kind"]} {x["why"]}: {x["what"]}')
     for x in r['problems']: print('PROBLEM', x)
     return 1 if r['problems'] else 0
 
