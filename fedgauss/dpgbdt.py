@@ -12,6 +12,7 @@ from fastcore.basics import patch
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted
 
 from .federation import Channel, Party, as_rng, iid_split
 from .dp import RDPAccountant, calibrate_noise_multiplier, gaussian_sigma, gaussian_epsilon, discrete_gaussian
@@ -610,7 +611,7 @@ def _grow_levels(self:_DPGBDT, feats, rng):
 @patch
 def decision_function(self:_DPGBDT, X) -> np.ndarray:
     "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
-    if not hasattr(self, 'tree_leaves_'): raise ValueError("this estimator is not fitted yet: call fit first")
+    check_is_fitted(self, 'tree_leaves_')
     A = _as_matrix(X, getattr(self, 'feature_names_in_', None))
     if A.shape[1] != self.n_features_in_: raise ValueError(f"X has {A.shape[1]} features, expected {self.n_features_in_}")
     return forest_sum(A, self.tree_features_, self.tree_thresholds_, self.tree_leaves_, self.max_depth)
@@ -640,7 +641,9 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         p = np.clip(m, 0, 1) if self.weight_update == 'averaging' else expit(m)
         return np.c_[1 - p, p]
 
-    def predict(self, X) -> np.ndarray: return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+    def predict(self, X) -> np.ndarray:
+        p = self.predict_proba(X)[:, 1]
+        return self.classes_[(p > 0.5).astype(int)]
 
 # %% ../nbs/31_dpgbdt.ipynb
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
