@@ -357,9 +357,11 @@ def _as_matrix(X, columns=None):
                 except (TypeError, ValueError) as e: raise ValueError(f"column {c!r} of X must be numeric or categorical: {e}") from None
         A = np.column_stack(cols) if cols else np.empty((len(X), 0))
     else:
+        if hasattr(X, 'tocsr') or hasattr(X, 'toarray'): raise TypeError("sparse input is not supported: pass a dense array")
+        if np.iscomplexobj(X): raise ValueError("Complex data not supported")
         try: A = np.asarray(X, dtype=float)
         except (TypeError, ValueError) as e: raise ValueError(f"X must be numeric: {e}") from None
-    if A.ndim != 2: raise ValueError(f"X must be 2-d; got shape {A.shape}")
+    if A.ndim != 2: raise ValueError(f"Expected 2D array, got shape {A.shape}: X must be 2-d. Reshape your data")
     if not np.isfinite(A).all(): raise ValueError("X contains NaN or infinity: impute or drop those rows first")
     return A
 
@@ -619,6 +621,7 @@ def decision_function(self:_DPGBDT, X) -> np.ndarray:
 @patch
 def _split_input(self:_DPGBDT, X, y):
     if y is None:
+        if not isinstance(X, (list, tuple)): raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None (or pass a list of client (X_k, y_k))")
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
