@@ -14,25 +14,35 @@ __all__ = ['COMMANDS', 'CLIError', 'arg', 'command', 'build_parser', 'main']
 # %% ../nbs/02_cli.ipynb #f25f3377
 class CLIError(Exception):
     "An error the user can fix; `main` prints it as one line and exits with `code`."
-    def __init__(self,
-                 msg, # the message printed on stderr
-                 code:int=2, # the exit status
-                ): super().__init__(msg); self.code = code
+
+    def __init__(
+        self,
+        msg,  # the message printed on stderr
+        code: int = 2,  # the exit status
+    ):
+        super().__init__(msg)
+        self.code = code
+
 
 COMMANDS: dict = {}
+
 
 def arg(*flags, **kwargs):
     "An argument of a subcommand: the same parameters as `argparse.ArgumentParser.add_argument`."
     return flags, kwargs
 
-def command(name:str, # the subcommand, e.g. `demo`
-            help:str, # one line for `fedgauss --help`
-            args:list=(), # argparse arguments: (flags, kwargs) pairs
-           ):
+
+def command(
+    name: str,  # the subcommand, e.g. `demo`
+    help: str,  # one line for `fedgauss --help`
+    args: list = (),  # argparse arguments: (flags, kwargs) pairs
+):
     "Register the decorated `f(args) -> int` as the subcommand `fedgauss name`."
+
     def deco(f):
         COMMANDS[name] = (f, help, list(args))
         return f
+
     return deco
 
 # %% ../nbs/02_cli.ipynb #29aa7d6a
@@ -41,13 +51,18 @@ def _fedgauss_errors() -> tuple:
     from fedgauss.smc import FixedPointOverflow
     from fedgauss.securefedyj import FixedPointPrecisionError
     from fedgauss.dp import PrivacyBudgetExceeded
+
     return FixedPointOverflow, FixedPointPrecisionError, PrivacyBudgetExceeded
 
-def _warn_line(cmd:str):
+
+def _warn_line(cmd: str):
     "A `warnings.showwarning` that prints one line `fedgauss CMD: warning: ...`, without source file or code line."
+
     def show(message, category, filename, lineno, file=None, line=None):
         print(f"fedgauss {cmd}: warning: {message}", file=sys.stderr)
+
     return show
+
 
 def build_parser() -> argparse.ArgumentParser:
     "The `fedgauss` parser, with one subparser per registered command."
@@ -56,12 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest='command', metavar='COMMAND')
     for name, (f, hlp, args) in COMMANDS.items():
         cp = sub.add_parser(name, help=hlp, description=hlp)
-        for flags, kw in args: cp.add_argument(*flags, **kw)
+        for flags, kw in args:
+            cp.add_argument(*flags, **kw)
     return p
 
 # %% ../nbs/02_cli.ipynb #8d24d5cc
-def main(argv:list | None=None, # the arguments (default: sys.argv[1:])
-        ) -> int:
+def main(
+    argv: list | None = None,  # the arguments (default: sys.argv[1:])
+) -> int:
     "Entry point of the `fedgauss` command; returns the exit code."
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -69,29 +86,44 @@ def main(argv:list | None=None, # the arguments (default: sys.argv[1:])
         parser.print_help()
         return 0
     with warnings.catch_warnings():
-        warnings.simplefilter('default')                   # each distinct warning once
+        warnings.simplefilter('default')  # each distinct warning once
         warnings.showwarning = _warn_line(args.command)
-        try: return int(COMMANDS[args.command][0](args) or 0)
-        except CLIError as e: msg, code = str(e), e.code
-        except (ValueError, OSError, *_fedgauss_errors()) as e: msg, code = str(e), 2
+        try:
+            return int(COMMANDS[args.command][0](args) or 0)
+        except CLIError as e:
+            msg, code = str(e), e.code
+        except (ValueError, OSError, *_fedgauss_errors()) as e:
+            msg, code = str(e), 2
     print(f"fedgauss {args.command}: error: {msg}".splitlines()[0], file=sys.stderr)
     return code
 
 # %% ../nbs/02_cli.ipynb #533f64cc
-@command('datasets', 'List the known datasets, where each was found, and verify their checksums; --download fetches the missing ones.',
-         [arg('--data-home', default=None, help='data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)'),
-          arg('--no-verify', action='store_true', help='do not hash the files'),
-          arg('--download', nargs='*', metavar='NAME', default=None,
-              help='download the missing files of these datasets (all if no name is given), checksums verified')])
+@command(
+    'datasets',
+    'List the known datasets, where each was found, and verify their checksums; --download fetches the missing ones.',
+    [
+        arg('--data-home', default=None, help='data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)'),
+        arg('--no-verify', action='store_true', help='do not hash the files'),
+        arg(
+            '--download',
+            nargs='*',
+            metavar='NAME',
+            default=None,
+            help='download the missing files of these datasets (all if no name is given), checksums verified',
+        ),
+    ],
+)
 def _cmd_datasets(args) -> int:
     from fedgauss.data import dataset_status, download_datasets, get_data_home
+
     home = get_data_home(args.data_home)
     if args.download is not None:
         print(f"downloading into {home} ...")
         got = download_datasets(args.download or None, args.data_home)
         print(got.fillna('-').to_string(index=False))
         failed = got['status'] != 'ok'
-        if failed.any(): raise CLIError(f"{int(failed.sum())} file(s) could not be downloaded (see above)", code=1)
+        if failed.any():
+            raise CLIError(f"{int(failed.sum())} file(s) could not be downloaded (see above)", code=1)
         return 0
     st = dataset_status(args.data_home, verify=not args.no_verify)
     print(f"data directory: {home}")
@@ -99,52 +131,98 @@ def _cmd_datasets(args) -> int:
     print(st.assign(path=st['path'].fillna('-'), size=size).drop(columns='bytes').to_string(index=False))
     counts = st['status'].value_counts()
     print(', '.join(f"{v} {k}" for k, v in counts.items()))
-    if counts.get('missing'): print("missing files are downloaded on first use; `fedgauss datasets --download` fetches them now")
+    if counts.get('missing'):
+        print("missing files are downloaded on first use; `fedgauss datasets --download` fetches them now")
     bad = st.loc[st['status'].isin(['checksum mismatch', 'unreadable']), 'path'].tolist()
-    if bad: raise CLIError(f"checksum mismatch or unreadable file: {', '.join(bad)} in {home}: delete or replace these files", code=1)
+    if bad:
+        raise CLIError(
+            f"checksum mismatch or unreadable file: {', '.join(bad)} in {home}: delete or replace these files", code=1
+        )
     return 0
 
 # %% ../nbs/02_cli.ipynb #577454c5
-@command('demo', 'SecureFedYJ on breast cancer split across 3 simulated hospitals: lambdas vs pooled ExpYJ, communication, what is revealed; saves a figure.',
-         [arg('--out', default='fedgauss-demo.png', help='where to save the before/after figure (PNG)'),
-          arg('--clients', type=int, default=3, help='number of hospitals (default 3)'),
-          arg('--theta', type=float, default=0.8, help='label-skew imbalance ratio (0.5 = balanced)'),
-          arg('--t-max', type=int, default=128, help='search steps at most (the search stops once lambda has converged)'),
-          arg('--seed', type=int, default=0, help='seed of the split and of the protocol randomness'),
-          arg('--no-progress', action='store_true', help='no progress bar')])
+@command(
+    'demo',
+    'SecureFedYJ on breast cancer split across 3 simulated hospitals: lambdas vs pooled ExpYJ, communication, what is revealed; saves a figure.',
+    [
+        arg('--out', default='fedgauss-demo.png', help='where to save the before/after figure (PNG)'),
+        arg('--clients', type=int, default=3, help='number of hospitals (default 3)'),
+        arg('--theta', type=float, default=0.8, help='label-skew imbalance ratio (0.5 = balanced)'),
+        arg('--t-max', type=int, default=128, help='search steps at most (the search stops once lambda has converged)'),
+        arg('--seed', type=int, default=0, help='seed of the split and of the protocol randomness'),
+        arg('--no-progress', action='store_true', help='no progress bar'),
+    ],
+)
 def _cmd_demo(args) -> int:
     from fedgauss.yjcli import run_demo
-    if args.clients < 1: raise CLIError(f"--clients must be at least 1; got {args.clients}")
-    if args.t_max < 0: raise CLIError(f"--t-max must be non-negative; got {args.t_max}")
-    run_demo(args.out, n_clients=args.clients, theta=args.theta, t_max=args.t_max, rng=args.seed, progress=not args.no_progress)
+
+    if args.clients < 1:
+        raise CLIError(f"--clients must be at least 1; got {args.clients}")
+    if args.t_max < 0:
+        raise CLIError(f"--t-max must be non-negative; got {args.t_max}")
+    run_demo(
+        args.out,
+        n_clients=args.clients,
+        theta=args.theta,
+        t_max=args.t_max,
+        rng=args.seed,
+        progress=not args.no_progress,
+    )
     return 0
 
 # %% ../nbs/02_cli.ipynb #4b15f208
-def _columns(s:str) -> list: return [c.strip() for c in s.split(',') if c.strip()]
+def _columns(s: str) -> list:
+    return [c.strip() for c in s.split(',') if c.strip()]
 
-@command('yj', 'Gaussianize a CSV with SecureFedYJ: one client per value of a column (or K random clients); writes the transformed CSV.',
-         [arg('input', help='CSV file (plain, .gz, .bz2 or .xz): one row per record'),
-          arg('--client-column', default=None, help='column whose values name the clients (never transformed)'),
-          arg('--clients', type=int, default=None, help='split the rows into this many random clients instead'),
-          arg('--columns', type=_columns, default=None, help='comma-separated columns to transform (default: all numeric)'),
-          arg('--exclude', type=_columns, default=[], help='comma-separated columns to leave untouched'),
-          arg('--pass-through', action='store_true', help='keep non-numeric columns unchanged instead of refusing them'),
-          arg('--sep', default=None, help='field separator (default: sniffed from the file)'),
-          arg('--no-header', action='store_true', help='the file has no header row: columns are named 0, 1, 2, ...'),
-          arg('--out', default=None, help='output CSV (default: INPUT.yj.csv next to the input)'),
-          arg('--figure', default=None, help='also save a before/after figure of the most skewed features (PNG)'),
-          arg('--t-max', type=int, default=128, help='search steps at most (default 128; stops once lambda has converged)'),
-          arg('--seed', type=int, default=0, help='seed of the random split and of the protocol randomness'),
-          arg('--progress', action='store_true', help='show a progress bar')])
+
+@command(
+    'yj',
+    'Gaussianize a CSV with SecureFedYJ: one client per value of a column (or K random clients); writes the transformed CSV.',
+    [
+        arg('input', help='CSV file (plain, .gz, .bz2 or .xz): one row per record'),
+        arg('--client-column', default=None, help='column whose values name the clients (never transformed)'),
+        arg('--clients', type=int, default=None, help='split the rows into this many random clients instead'),
+        arg(
+            '--columns', type=_columns, default=None, help='comma-separated columns to transform (default: all numeric)'
+        ),
+        arg('--exclude', type=_columns, default=[], help='comma-separated columns to leave untouched'),
+        arg('--pass-through', action='store_true', help='keep non-numeric columns unchanged instead of refusing them'),
+        arg('--sep', default=None, help='field separator (default: sniffed from the file)'),
+        arg('--no-header', action='store_true', help='the file has no header row: columns are named 0, 1, 2, ...'),
+        arg('--out', default=None, help='output CSV (default: INPUT.yj.csv next to the input)'),
+        arg('--figure', default=None, help='also save a before/after figure of the most skewed features (PNG)'),
+        arg(
+            '--t-max', type=int, default=128, help='search steps at most (default 128; stops once lambda has converged)'
+        ),
+        arg('--seed', type=int, default=0, help='seed of the random split and of the protocol randomness'),
+        arg('--progress', action='store_true', help='show a progress bar'),
+    ],
+)
 def _cmd_yj(args) -> int:
     from fedgauss.yjcli import gaussianize_csv, print_report
-    if (args.client_column is None) == (args.clients is None): raise CLIError("give exactly one of --client-column COL or --clients K")
-    if args.t_max < 0: raise CLIError(f"--t-max must be non-negative; got {args.t_max}")
-    r = gaussianize_csv(args.input, client_column=args.client_column, n_clients=args.clients, columns=args.columns,
-                        exclude=args.exclude, pass_through=args.pass_through, sep=args.sep, header=not args.no_header,
-                        out=args.out, figure=args.figure, t_max=args.t_max, rng=args.seed, progress=args.progress)
+
+    if (args.client_column is None) == (args.clients is None):
+        raise CLIError("give exactly one of --client-column COL or --clients K")
+    if args.t_max < 0:
+        raise CLIError(f"--t-max must be non-negative; got {args.t_max}")
+    r = gaussianize_csv(
+        args.input,
+        client_column=args.client_column,
+        n_clients=args.clients,
+        columns=args.columns,
+        exclude=args.exclude,
+        pass_through=args.pass_through,
+        sep=args.sep,
+        header=not args.no_header,
+        out=args.out,
+        figure=args.figure,
+        t_max=args.t_max,
+        rng=args.seed,
+        progress=args.progress,
+    )
     p = r.transformer.protocol_
     print(f"{p.n_clients_} clients, {p.n_features_in_} features transformed")
     print_report(r)
-    for what, path in r.outputs.items(): print(f"wrote {path} ({what})")
+    for what, path in r.outputs.items():
+        print(f"wrote {path} ({what})")
     return 0

@@ -20,12 +20,14 @@ __all__ = ['DATASETS', 'ADULT_COLUMNS', 'ADULT_LEVELS', 'LIBSVM_FILES', 'SKEWED_
 @dataclass(frozen=True)
 class DataFile:
     "A file of a dataset: its name, the sha256 of its content, and where to download it."
-    name: str                   # file name in the data directory (uncompressed content)
-    sha256: str                 # of the decompressed content
-    url: str                    # where to download it
-    member: tuple = ()          # path inside a (possibly nested) zip archive at `url`
-    compression: str|None = None  # 'gz' or 'bz2' if the download itself is compressed
+
+    name: str  # file name in the data directory (uncompressed content)
+    sha256: str  # of the decompressed content
+    url: str  # where to download it
+    member: tuple = ()  # path inside a (possibly nested) zip archive at `url`
+    compression: str | None = None  # 'gz' or 'bz2' if the download itself is compressed
     note: str = ''
+
 
 _UCI = 'https://archive.ics.uci.edu/static/public'
 
@@ -36,95 +38,158 @@ _TICK = 'https://raw.githubusercontent.com/X-DataInitiative/tick-datasets/9d959b
 # %% ../nbs/01_data.ipynb #99fc072b
 DATASETS = {
     'adult': [
-        DataFile('adult.data', '5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d', f'{_UCI}/2/adult.zip', ('adult.data',)),
-        DataFile('adult.test', 'a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05', f'{_UCI}/2/adult.zip', ('adult.test',))],
+        DataFile(
+            'adult.data',
+            '5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d',
+            f'{_UCI}/2/adult.zip',
+            ('adult.data',),
+        ),
+        DataFile(
+            'adult.test',
+            'a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05',
+            f'{_UCI}/2/adult.zip',
+            ('adult.test',),
+        ),
+    ],
     'a9a': [
         DataFile('a9a', 'f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906', f'{_LIBSVM}/a9a'),
-        DataFile('a9a.t', '1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9', f'{_LIBSVM}/a9a.t')],
+        DataFile('a9a.t', '1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9', f'{_LIBSVM}/a9a.t'),
+    ],
     'credit_default': [
-        DataFile('UCI_Credit_Card.csv', 'a0f0ab49d6326671d6cd83be5c88dcf18007025fe9a53ecd699119c871176ca1',
-                 'https://github.com/DSPavan/PyClassNotes/raw/347c9951427460a3a43a29e0342ba78496baacf0/UCI_Credit_Card.csv.zip',
-                 ('UCI_Credit_Card.csv',), note="Kaggle's CSV of the UCI 'default of credit card clients' data")],
+        DataFile(
+            'UCI_Credit_Card.csv',
+            'a0f0ab49d6326671d6cd83be5c88dcf18007025fe9a53ecd699119c871176ca1',
+            'https://github.com/DSPavan/PyClassNotes/raw/347c9951427460a3a43a29e0342ba78496baacf0/UCI_Credit_Card.csv.zip',
+            ('UCI_Credit_Card.csv',),
+            note="Kaggle's CSV of the UCI 'default of credit card clients' data",
+        )
+    ],
     'bank': [
-        DataFile('bank-full.csv', 'd1513ec63b385506f7cfce9f2c5caa9fe99e7ba4e8c3fa264b3aaf0f849ed32d', f'{_UCI}/222/bank+marketing.zip', ('bank.zip', 'bank-full.csv')),
-        DataFile('bank-additional-full.csv', '74adfc578bf77a7ff4bb1ba4a9f8709d9e3c6907342959c2c8416847e0afb4d8', f'{_UCI}/222/bank+marketing.zip',
-                 ('bank-additional.zip', 'bank-additional/bank-additional-full.csv'))],
+        DataFile(
+            'bank-full.csv',
+            'd1513ec63b385506f7cfce9f2c5caa9fe99e7ba4e8c3fa264b3aaf0f849ed32d',
+            f'{_UCI}/222/bank+marketing.zip',
+            ('bank.zip', 'bank-full.csv'),
+        ),
+        DataFile(
+            'bank-additional-full.csv',
+            '74adfc578bf77a7ff4bb1ba4a9f8709d9e3c6907342959c2c8416847e0afb4d8',
+            f'{_UCI}/222/bank+marketing.zip',
+            ('bank-additional.zip', 'bank-additional/bank-additional-full.csv'),
+        ),
+    ],
     'cod-rna': [
         DataFile('cod-rna', '65b7cc0689fc29bba5db8b50fab0b6446d985f4bf8f6f5dd474f7df8b2f1ab6c', f'{_LIBSVM}/cod-rna'),
-        DataFile('cod-rna.t', '58cff16df896436b06343df78ccaef37a6979d819abbcadbec3cb16b93938df6', f'{_LIBSVM}/cod-rna.t')],
+        DataFile(
+            'cod-rna.t', '58cff16df896436b06343df78ccaef37a6979d819abbcadbec3cb16b93938df6', f'{_LIBSVM}/cod-rna.t'
+        ),
+    ],
     'ijcnn1': [
-        DataFile('ijcnn1.trn', '7fe291672c3fefe6a7e3c51529becd23f0e985ba05ffb8d53c9c648c1e91cc19', f'{_TICK}/ijcnn1.trn.bz2', compression='bz2',
-                 note='LIBSVM ijcnn1.tr + ijcnn1.val (49,990 rows)'),
-        DataFile('ijcnn1.tst', 'e7b0bbd518641980dc322746c6bc59d019d3153934e6258e48f9d8cfae2c4bb8', f'{_TICK}/ijcnn1.tst.bz2', compression='bz2',
-                 note='LIBSVM ijcnn1.t (91,701 rows)')],
+        DataFile(
+            'ijcnn1.trn',
+            '7fe291672c3fefe6a7e3c51529becd23f0e985ba05ffb8d53c9c648c1e91cc19',
+            f'{_TICK}/ijcnn1.trn.bz2',
+            compression='bz2',
+            note='LIBSVM ijcnn1.tr + ijcnn1.val (49,990 rows)',
+        ),
+        DataFile(
+            'ijcnn1.tst',
+            'e7b0bbd518641980dc322746c6bc59d019d3153934e6258e48f9d8cfae2c4bb8',
+            f'{_TICK}/ijcnn1.tst.bz2',
+            compression='bz2',
+            note='LIBSVM ijcnn1.t (91,701 rows)',
+        ),
+    ],
 }
 
 # %% ../nbs/01_data.ipynb #a1bb1aaa
-def _datafile(fname:str) -> DataFile:
+def _datafile(fname: str) -> DataFile:
     for files in DATASETS.values():
         for f in files:
-            if f.name == fname: return f
+            if f.name == fname:
+                return f
     raise KeyError(f"unknown data file {fname!r}")
 
 # %% ../nbs/01_data.ipynb #b79f3eb7
-def get_data_home(data_home=None, # a directory to use instead of the default
-                 ) -> Path:
+def get_data_home(
+    data_home=None,  # a directory to use instead of the default
+) -> Path:
     "The data directory: `data_home`, else `$FEDGAUSS_DATA`, else `$XDG_CACHE_HOME/fedgauss` (default `~/.cache/fedgauss`)."
-    if data_home is None: data_home = os.environ.get('FEDGAUSS_DATA') or None
-    if data_home is None: data_home = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'fedgauss'
+    if data_home is None:
+        data_home = os.environ.get('FEDGAUSS_DATA') or None
+    if data_home is None:
+        data_home = Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'fedgauss'
     return Path(data_home).expanduser()
 
 # %% ../nbs/01_data.ipynb #50aed67f
 _OPENERS = {'.gz': gzip.open, '.bz2': bz2.open, '': open}
 
-def _open(path:Path):
+
+def _open(path: Path):
     "Open a possibly compressed file for binary reading of its content."
     return _OPENERS.get(path.suffix if path.suffix in ('.gz', '.bz2') else '', open)(path, 'rb')
 
-def _sha256_of(path:Path) -> str:
+
+def _sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with _open(path) as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
     return h.hexdigest()
+
 
 _verified = {}  # (path, size, mtime) -> sha256, so a file is hashed once per process
 
-def _checked_sha256(path:Path) -> str:
+
+def _checked_sha256(path: Path) -> str:
     "sha256 of the content of `path`, or `'unreadable: <reason>'` if it cannot be decompressed or read."
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _verified:
-        try: _verified[key] = _sha256_of(path)
-        except (OSError, EOFError, ValueError) as e: return f'unreadable: {type(e).__name__}: {e}'
+        try:
+            _verified[key] = _sha256_of(path)
+        except (OSError, EOFError, ValueError) as e:
+            return f'unreadable: {type(e).__name__}: {e}'
     return _verified[key]
 
-def _candidates(home:Path, df:DataFile):
-    return [home/(df.name + ext) for ext in ('', '.gz', '.bz2')]
+
+def _candidates(home: Path, df: DataFile):
+    return [home / (df.name + ext) for ext in ('', '.gz', '.bz2')]
+
 
 class ChecksumError(ValueError):
     "A data file's content does not have the recorded sha256."
 
 # %% ../nbs/01_data.ipynb #4ca7bf34
-def _extract(raw:bytes, member:tuple) -> bytes:
+def _extract(raw: bytes, member: tuple) -> bytes:
     "Content of `member` (a path through nested zip archives) inside the zip bytes `raw`."
     for name in member:
         with zipfile.ZipFile(io.BytesIO(raw)) as z:
-            if name not in z.namelist(): raise FileNotFoundError(f"{name} is not in the downloaded archive (it has {z.namelist()[:10]})")
+            if name not in z.namelist():
+                raise FileNotFoundError(f"{name} is not in the downloaded archive (it has {z.namelist()[:10]})")
             raw = z.read(name)
     return raw
 
-def _download(df:DataFile, dest:Path, timeout:float=60) -> Path:
+
+def _download(df: DataFile, dest: Path, timeout: float = 60) -> Path:
     "Download `df` into `dest`, verify its sha256, and only then move it into place."
-    with urllib.request.urlopen(df.url, timeout=timeout) as r: raw = r.read()
-    if df.compression == 'gz': raw = gzip.decompress(raw)
-    elif df.compression == 'bz2': raw = bz2.decompress(raw)
-    if df.member: raw = _extract(raw, df.member)
+    with urllib.request.urlopen(df.url, timeout=timeout) as r:
+        raw = r.read()
+    if df.compression == 'gz':
+        raw = gzip.decompress(raw)
+    elif df.compression == 'bz2':
+        raw = bz2.decompress(raw)
+    if df.member:
+        raw = _extract(raw, df.member)
     got = hashlib.sha256(raw).hexdigest()
     if got != df.sha256:
-        raise ChecksumError(f"{df.name} downloaded from {df.url} has sha256 {got}, expected {df.sha256}: refusing to use it")
+        raise ChecksumError(
+            f"{df.name} downloaded from {df.url} has sha256 {got}, expected {df.sha256}: refusing to use it"
+        )
     dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp: tmp.write(raw)
-    target = dest/df.name
+    with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
+        tmp.write(raw)
+    target = dest / df.name
     os.replace(tmp.name, target)
     return target
 
@@ -132,10 +197,12 @@ def _download(df:DataFile, dest:Path, timeout:float=60) -> Path:
 class DataUnavailable(FileNotFoundError):
     "A data file is neither in the data directory nor downloadable (no network, or downloads disabled)."
 
-def fetch_file(fname:str, # a known data file, e.g. `'adult.data'`
-               data_home=None, # data directory (default: `get_data_home()`)
-               download_if_missing:bool=True, # download a missing file from its source (checksum verified)
-              ) -> Path:
+
+def fetch_file(
+    fname: str,  # a known data file, e.g. `'adult.data'`
+    data_home=None,  # data directory (default: `get_data_home()`)
+    download_if_missing: bool = True,  # download a missing file from its source (checksum verified)
+) -> Path:
     "Path of the verified data file `fname`, downloading it into the data directory if needed."
     df = _datafile(fname)
     home = get_data_home(data_home)
@@ -144,29 +211,54 @@ def fetch_file(fname:str, # a known data file, e.g. `'adult.data'`
         got = _checked_sha256(found[0])
         if got != df.sha256:
             what = got if got.startswith('unreadable') else f"content sha256 {got}, expected {df.sha256}"
-            raise ChecksumError(f"{found[0]} has {what}: the file is corrupt or another version; "
-                                f"delete it (it will be downloaded again) or replace it with the published file")
+            raise ChecksumError(
+                f"{found[0]} has {what}: the file is corrupt or another version; "
+                f"delete it (it will be downloaded again) or replace it with the published file"
+            )
         return found[0]
-    where = (f"put {df.name} (or {df.name}.gz / {df.name}.bz2) in {home}, or point FEDGAUSS_DATA or data_home= "
-             f"at a directory holding it, or run `fedgauss datasets --download`")
-    if not download_if_missing: raise DataUnavailable(f"{df.name} is not in the data directory {home}: {where}")
-    try: return _download(df, home)
-    except ChecksumError: raise
+    where = (
+        f"put {df.name} (or {df.name}.gz / {df.name}.bz2) in {home}, or point FEDGAUSS_DATA or data_home= "
+        f"at a directory holding it, or run `fedgauss datasets --download`"
+    )
+    if not download_if_missing:
+        raise DataUnavailable(f"{df.name} is not in the data directory {home}: {where}")
+    try:
+        return _download(df, home)
+    except ChecksumError:
+        raise
     except Exception as e:
-        raise DataUnavailable(f"{df.name} is not in the data directory {home} and downloading it from {df.url} failed "
-                              f"({type(e).__name__}: {e}). To use it offline, {where}") from e
+        raise DataUnavailable(
+            f"{df.name} is not in the data directory {home} and downloading it from {df.url} failed "
+            f"({type(e).__name__}: {e}). To use it offline, {where}"
+        ) from e
 
 # %% ../nbs/01_data.ipynb #35a1987c
-def load_breast_cancer(data_home=None, # unused: the data ship with scikit-learn
-                      ):
+def load_breast_cancer(
+    data_home=None,  # unused: the data ship with scikit-learn
+):
     "Wisconsin diagnostic breast cancer (scikit-learn's copy): `X` 569 x 30 floats, `y` 1 = benign."
     from sklearn.datasets import load_breast_cancer as _lbc
+
     b = _lbc(as_frame=True)
     return b.data.copy(), b.target.rename('benign').astype(np.int64)
 
 # %% ../nbs/01_data.ipynb #2ad8f01f
-ADULT_COLUMNS = ['age', 'workclass', 'fnlwgt', 'education', 'education_num', 'marital_status', 'occupation',
-                 'relationship', 'race', 'sex', 'capital_gain', 'capital_loss', 'hours_per_week', 'native_country']
+ADULT_COLUMNS = [
+    'age',
+    'workclass',
+    'fnlwgt',
+    'education',
+    'education_num',
+    'marital_status',
+    'occupation',
+    'relationship',
+    'race',
+    'sex',
+    'capital_gain',
+    'capital_loss',
+    'hours_per_week',
+    'native_country',
+]
 ADULT_LEVELS = {  # from adult.names
     'workclass': 'Private Self-emp-not-inc Self-emp-inc Federal-gov Local-gov State-gov Without-pay Never-worked',
     'education': 'Bachelors Some-college 11th HS-grad Prof-school Assoc-acdm Assoc-voc 9th 7th-8th 12th Masters 1st-4th 10th Doctorate 5th-6th Preschool',
@@ -175,115 +267,170 @@ ADULT_LEVELS = {  # from adult.names
     'relationship': 'Wife Own-child Husband Not-in-family Other-relative Unmarried',
     'race': 'White Asian-Pac-Islander Amer-Indian-Eskimo Other Black',
     'sex': 'Female Male',
-    'native_country': 'United-States Cambodia England Puerto-Rico Canada Germany Outlying-US(Guam-USVI-etc) India Japan Greece South China Cuba Iran Honduras Philippines Italy Poland Jamaica Vietnam Mexico Portugal Ireland France Dominican-Republic Laos Ecuador Taiwan Haiti Columbia Hungary Guatemala Nicaragua Scotland Thailand Yugoslavia El-Salvador Trinadad&Tobago Peru Hong Holand-Netherlands'}
+    'native_country': 'United-States Cambodia England Puerto-Rico Canada Germany Outlying-US(Guam-USVI-etc) India Japan Greece South China Cuba Iran Honduras Philippines Italy Poland Jamaica Vietnam Mexico Portugal Ireland France Dominican-Republic Laos Ecuador Taiwan Haiti Columbia Hungary Guatemala Nicaragua Scotland Thailand Yugoslavia El-Salvador Trinadad&Tobago Peru Hong Holand-Netherlands',
+}
 ADULT_LEVELS = {k: v.split() for k, v in ADULT_LEVELS.items()}
 
 # %% ../nbs/01_data.ipynb #f44fd218
 def _check_split(split, allowed=('train', 'test')):
-    if split not in allowed: raise ValueError(f"split must be one of {allowed}; got {split!r}")
+    if split not in allowed:
+        raise ValueError(f"split must be one of {allowed}; got {split!r}")
+
 
 def _categorize(X, levels):
     for c, lv in levels.items():
         bad = set(X[c].dropna().unique()) - set(lv)
-        if bad: raise ValueError(f"column {c} has values outside its documented levels: {sorted(bad)[:5]}")
+        if bad:
+            raise ValueError(f"column {c} has values outside its documented levels: {sorted(bad)[:5]}")
         X[c] = pd.Categorical(X[c], categories=lv)
     return X
 
 # %% ../nbs/01_data.ipynb #24effc96
-def load_adult(split:str='train', # 'train' or 'test'
-               data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
-               download_if_missing:bool=True, # download (and verify) the file when it is not on disk
-              ):
+def load_adult(
+    split: str = 'train',  # 'train' or 'test'
+    data_home=None,  # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+    download_if_missing: bool = True,  # download (and verify) the file when it is not on disk
+):
     "UCI Adult: `X` (14 columns; categoricals as `category`, `?` as NaN), `y` 1 = income > 50K."
     _check_split(split)
     path = fetch_file('adult.data' if split == 'train' else 'adult.test', data_home, download_if_missing)
     with _open(path) as f:
-        df = pd.read_csv(f, header=None, names=ADULT_COLUMNS + ['income'], sep=',', skipinitialspace=True,
-                         skiprows=1 if split == 'test' else 0, na_values=['?'], skip_blank_lines=True)
+        df = pd.read_csv(
+            f,
+            header=None,
+            names=ADULT_COLUMNS + ['income'],
+            sep=',',
+            skipinitialspace=True,
+            skiprows=1 if split == 'test' else 0,
+            na_values=['?'],
+            skip_blank_lines=True,
+        )
     y = df.pop('income').str.rstrip('.').map({'>50K': 1, '<=50K': 0})
-    if y.isna().any(): raise ValueError(f"unexpected labels in {path}: {df.loc[y.isna()].index[:5].tolist()}")
+    if y.isna().any():
+        raise ValueError(f"unexpected labels in {path}: {df.loc[y.isna()].index[:5].tolist()}")
     return _categorize(df, ADULT_LEVELS), y.astype(np.int64).rename('income')
 
 # %% ../nbs/01_data.ipynb #b8392822
-LIBSVM_FILES = {'a9a': ('a9a', 'a9a.t', 123), 'cod-rna': ('cod-rna', 'cod-rna.t', 8), 'ijcnn1': ('ijcnn1.trn', 'ijcnn1.tst', 22)}
+LIBSVM_FILES = {
+    'a9a': ('a9a', 'a9a.t', 123),
+    'cod-rna': ('cod-rna', 'cod-rna.t', 8),
+    'ijcnn1': ('ijcnn1.trn', 'ijcnn1.tst', 22),
+}
 
-def load_libsvm(name:str, # the LIBSVM dataset name
-                split:str='train', # 'train' or 'test'
-                data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
-                download_if_missing:bool=True, # download (and verify) the file when it is not on disk
-               ):
+
+def load_libsvm(
+    name: str,  # the LIBSVM dataset name
+    split: str = 'train',  # 'train' or 'test'
+    data_home=None,  # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+    download_if_missing: bool = True,  # download (and verify) the file when it is not on disk
+):
     "LIBSVM binary dataset `name` ('a9a', 'cod-rna', 'ijcnn1') as a dense frame `X` and `y` in {0, 1}."
     from sklearn.datasets import load_svmlight_file
-    if name not in LIBSVM_FILES: raise ValueError(f"unknown LIBSVM dataset {name!r}; known: {sorted(LIBSVM_FILES)}")
+
+    if name not in LIBSVM_FILES:
+        raise ValueError(f"unknown LIBSVM dataset {name!r}; known: {sorted(LIBSVM_FILES)}")
     _check_split(split)
     train, test, d = LIBSVM_FILES[name]
     path = fetch_file(train if split == 'train' else test, data_home, download_if_missing)
-    with _open(path) as f: Xs, y = load_svmlight_file(f, n_features=d)
+    with _open(path) as f:
+        Xs, y = load_svmlight_file(f, n_features=d)
     X = pd.DataFrame(Xs.toarray(), columns=[f'x{j}' for j in range(1, d + 1)])
-    if not set(np.unique(y)) <= {-1.0, 1.0}: raise ValueError(f"{path}: labels are not +-1")
+    if not set(np.unique(y)) <= {-1.0, 1.0}:
+        raise ValueError(f"{path}: labels are not +-1")
     return X, pd.Series((y > 0).astype(np.int64), name='label')
 
-def load_a9a(split:str='train', # 'train' or 'test'
-             data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
-             download_if_missing:bool=True, # download (and verify) the file when it is not on disk
-            ):
+
+def load_a9a(
+    split: str = 'train',  # 'train' or 'test'
+    data_home=None,  # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+    download_if_missing: bool = True,  # download (and verify) the file when it is not on disk
+):
     "LIBSVM a9a (binarised Adult, 123 binary features)."
     return load_libsvm('a9a', split, data_home, download_if_missing)
 
 # %% ../nbs/01_data.ipynb #6dae3998
-def load_credit_default(data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
-                        download_if_missing:bool=True, # download (and verify) the file when it is not on disk
-                       ):
+def load_credit_default(
+    data_home=None,  # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+    download_if_missing: bool = True,  # download (and verify) the file when it is not on disk
+):
     "UCI default of credit card clients (Taiwan): `X` 30,000 x 23 integers, `y` 1 = default."
     path = fetch_file('UCI_Credit_Card.csv', data_home, download_if_missing)
-    with _open(path) as f: df = pd.read_csv(f)
+    with _open(path) as f:
+        df = pd.read_csv(f)
     y = df.pop('default.payment.next.month').astype(np.int64).rename('default')
     X = df.drop(columns='ID')
-    if not np.all(X.values == np.round(X.values)): raise ValueError(f"{path}: non-integer values")
+    if not np.all(X.values == np.round(X.values)):
+        raise ValueError(f"{path}: non-integer values")
     return X.astype(np.int64), y
 
 # %% ../nbs/01_data.ipynb #331b981a
-def load_bank(variant:str='full', # which UCI file: 'full' (bank-full.csv) or 'additional' (bank-additional-full.csv)
-              data_home=None, # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
-              download_if_missing:bool=True, # download (and verify) the file when it is not on disk
-              drop_duration:bool=False, # drop `duration` (known only after the call: it leaks the label)
-             ):
+def load_bank(
+    variant: str = 'full',  # which UCI file: 'full' (bank-full.csv) or 'additional' (bank-additional-full.csv)
+    data_home=None,  # data directory (default: $FEDGAUSS_DATA, else ~/.cache/fedgauss)
+    download_if_missing: bool = True,  # download (and verify) the file when it is not on disk
+    drop_duration: bool = False,  # drop `duration` (known only after the call: it leaks the label)
+):
     "UCI bank marketing (`variant` 'full' or 'additional'): `X` with categoricals as `category`, `y` 1 = subscribed."
-    if variant not in ('full', 'additional'): raise ValueError(f"variant must be 'full' or 'additional'; got {variant!r}")
-    path = fetch_file('bank-full.csv' if variant == 'full' else 'bank-additional-full.csv', data_home, download_if_missing)
-    with _open(path) as f: X = pd.read_csv(f, sep=';')
+    if variant not in ('full', 'additional'):
+        raise ValueError(f"variant must be 'full' or 'additional'; got {variant!r}")
+    path = fetch_file(
+        'bank-full.csv' if variant == 'full' else 'bank-additional-full.csv', data_home, download_if_missing
+    )
+    with _open(path) as f:
+        X = pd.read_csv(f, sep=';')
     y = X.pop('y').map({'yes': 1, 'no': 0}).astype(np.int64).rename('subscribed')
     for c in X.columns:
-        if not pd.api.types.is_numeric_dtype(X[c]): X[c] = pd.Categorical(X[c], categories=sorted(X[c].unique()))
+        if not pd.api.types.is_numeric_dtype(X[c]):
+            X[c] = pd.Categorical(X[c], categories=sorted(X[c].unique()))
     return (X.drop(columns='duration') if drop_duration else X), y
 
 # %% ../nbs/01_data.ipynb #608c1f80
-SKEWED_FAMILIES = ('lognormal', 'exponential', 'gamma', 'pareto', 'chi-square', 'beta(0.5, 5)', 'exponential - c (mixed sign)',
-                   '-lognormal', 'weibull', 't(5) + exponential (mixed sign)')
+SKEWED_FAMILIES = (
+    'lognormal',
+    'exponential',
+    'gamma',
+    'pareto',
+    'chi-square',
+    'beta(0.5, 5)',
+    'exponential - c (mixed sign)',
+    '-lognormal',
+    'weibull',
+    't(5) + exponential (mixed sign)',
+)
 
-def make_skewed_features(n:int=100000, # number of rows
-                         d:int=50, # number of features
-                         rng=0, # a numpy Generator, a seed, or None
-                        ) -> np.ndarray:
+
+def make_skewed_features(
+    n: int = 100000,  # number of rows
+    d: int = 50,  # number of features
+    rng=0,  # a numpy Generator, a seed, or None
+) -> np.ndarray:
     "n x d skewed features: column j is drawn from family j mod 10 of `SKEWED_FAMILIES`, times a random scale 10**U(-2, 4)."
     if not (isinstance(n, numbers.Integral) and n > 0 and isinstance(d, numbers.Integral) and d > 0):
         raise ValueError(f"n and d must be positive integers; got n={n!r}, d={d!r}")
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     cols = []
     for j in range(d):
-        k, sc = j % 10, 10**rng.uniform(-2, 4)
-        c = [lambda: rng.lognormal(0, rng.uniform(0.3, 1.5), n), lambda: rng.exponential(1, n),
-             lambda: rng.gamma(rng.uniform(0.5, 3), 1, n), lambda: rng.pareto(rng.uniform(2, 5), n),
-             lambda: rng.chisquare(rng.integers(1, 6), n), lambda: rng.beta(0.5, 5, n),
-             lambda: rng.exponential(1, n) - rng.uniform(0.2, 1), lambda: -rng.lognormal(0, 1, n),
-             lambda: rng.weibull(rng.uniform(0.5, 1.5), n), lambda: rng.standard_t(5, n) + rng.exponential(2, n)][k]()
-        cols.append(c*sc)
+        k, sc = j % 10, 10 ** rng.uniform(-2, 4)
+        c = [
+            lambda: rng.lognormal(0, rng.uniform(0.3, 1.5), n),
+            lambda: rng.exponential(1, n),
+            lambda: rng.gamma(rng.uniform(0.5, 3), 1, n),
+            lambda: rng.pareto(rng.uniform(2, 5), n),
+            lambda: rng.chisquare(rng.integers(1, 6), n),
+            lambda: rng.beta(0.5, 5, n),
+            lambda: rng.exponential(1, n) - rng.uniform(0.2, 1),
+            lambda: -rng.lognormal(0, 1, n),
+            lambda: rng.weibull(rng.uniform(0.5, 1.5), n),
+            lambda: rng.standard_t(5, n) + rng.exponential(2, n),
+        ][k]()
+        cols.append(c * sc)
     return np.column_stack(cols)
 
 # %% ../nbs/01_data.ipynb #ed984542
-def dataset_status(data_home=None, # data directory (default: `get_data_home()`)
-                   verify:bool=True, # hash each file present (once per process)
-                  ) -> pd.DataFrame:
+def dataset_status(
+    data_home=None,  # data directory (default: `get_data_home()`)
+    verify: bool = True,  # hash each file present (once per process)
+) -> pd.DataFrame:
     """One row per known data file: dataset, file, the file found relative to the data directory (or None),
     size in bytes, and status ('ok', 'missing', 'checksum mismatch', 'unreadable', 'unverified')."""
     home = get_data_home(data_home)
@@ -296,19 +443,28 @@ def dataset_status(data_home=None, # data directory (default: `get_data_home()`)
                 continue
             p = found[0]
             got = _checked_sha256(p) if verify else None
-            status = ('unverified' if not verify else 'ok' if got == df.sha256 else
-                      'unreadable' if got.startswith('unreadable') else 'checksum mismatch')
+            status = (
+                'unverified'
+                if not verify
+                else 'ok'
+                if got == df.sha256
+                else 'unreadable'
+                if got.startswith('unreadable')
+                else 'checksum mismatch'
+            )
             rows.append((ds, df.name, p.name, p.stat().st_size, status))
     return pd.DataFrame(rows, columns=['dataset', 'file', 'path', 'bytes', 'status'])
 
 # %% ../nbs/01_data.ipynb #cc970124
-def download_datasets(names=None, # dataset names (keys of `DATASETS`); default: all
-                      data_home=None, # data directory (default: `get_data_home()`)
-                     ) -> pd.DataFrame:
+def download_datasets(
+    names=None,  # dataset names (keys of `DATASETS`); default: all
+    data_home=None,  # data directory (default: `get_data_home()`)
+) -> pd.DataFrame:
     "Download and verify the missing files of the datasets `names`: one row per file with its status."
     names = list(DATASETS) if names is None else [names] if isinstance(names, str) else list(names)
     unknown = [n for n in names if n not in DATASETS]
-    if unknown: raise ValueError(f"unknown dataset(s) {unknown}; known: {sorted(DATASETS)}")
+    if unknown:
+        raise ValueError(f"unknown dataset(s) {unknown}; known: {sorted(DATASETS)}")
     rows = []
     for ds in names:
         for df in DATASETS[ds]:

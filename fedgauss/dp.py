@@ -33,6 +33,7 @@ def _check_positive(x, name):
         raise ValueError(f"{name} must be a positive finite number; got {x!r}")
     return xf
 
+
 def _check_delta(delta, name='delta', allow_zero=True):
     "`delta` as a float in [0, 1) (or (0, 1) when `allow_zero` is False), else ValueError naming it."
     if isinstance(delta, bool) or not isinstance(delta, (numbers.Real, np.floating, np.integer)):
@@ -61,18 +62,22 @@ def _as_values(value, name='value', integer=False):
     else:
         raw = np.array(value, copy=True)
         wrap = (lambda a: a[()].item()) if raw.ndim == 0 else (lambda a: a)
-    if raw.size == 0: raise ValueError(f"{name} is empty")
+    if raw.size == 0:
+        raise ValueError(f"{name} is empty")
     if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == bool):
         raise ValueError(f"{name} must be numeric; got dtype {raw.dtype}")
     if integer:
-        if np.issubdtype(raw.dtype, np.integer): return raw.astype(np.int64), wrap
+        if np.issubdtype(raw.dtype, np.integer):
+            return raw.astype(np.int64), wrap
         f = raw.astype(np.float64)
-        if not np.isfinite(f).all(): raise ValueError(f"{name} contains NaN or inf")
+        if not np.isfinite(f).all():
+            raise ValueError(f"{name} contains NaN or inf")
         if not (f == np.round(f)).all() or np.abs(f).max() >= 2.0**62:
             raise ValueError(f"{name} must hold integers (a fixed-point or integer grid); got non-integer entries")
         return f.astype(np.int64), wrap
     arr = raw.astype(np.float64)
-    if not np.isfinite(arr).all(): raise ValueError(f"{name} contains NaN or inf")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf")
     return arr, wrap
 
 # %% ../nbs/20_dp.ipynb #c0b2fff1
@@ -81,95 +86,119 @@ PrivacyCost.__doc__ = "A privacy cost (epsilon, delta)."
 
 RELATIONS = ('add_remove', 'replace_one')
 
-def clipped_sensitivity(clip_norm:float, # the bound C on each record's contribution (its norm after clipping)
-                        relation:str='add_remove', # neighbouring datasets: 'add_remove' (sensitivity C) or 'replace' (2C)
-                       ) -> float:
+
+def clipped_sensitivity(
+    clip_norm: float,  # the bound C on each record's contribution (its norm after clipping)
+    relation: str = 'add_remove',  # neighbouring datasets: 'add_remove' (sensitivity C) or 'replace' (2C)
+) -> float:
     "Sensitivity of a sum of records clipped to norm `clip_norm`: `clip_norm` under add/remove-one, `2*clip_norm` under replace-one."
     c = _check_positive(clip_norm, 'clip_norm')
-    if relation not in RELATIONS: raise ValueError(f"relation must be one of {RELATIONS}; got {relation!r}")
+    if relation not in RELATIONS:
+        raise ValueError(f"relation must be one of {RELATIONS}; got {relation!r}")
     return c if relation == 'add_remove' else 2 * c
 
 # %% ../nbs/20_dp.ipynb #575ffeb9
-def sequential_composition(costs, # (epsilon, delta) pairs of mechanisms run on the same data
-                          ) -> PrivacyCost:
+def sequential_composition(
+    costs,  # (epsilon, delta) pairs of mechanisms run on the same data
+) -> PrivacyCost:
     "Basic sequential composition: the sums of the epsilons and of the deltas of `costs` (pairs or `PrivacyCost`) spent on the same data."
     costs = list(costs)
-    if not costs: return PrivacyCost(0.0, 0.0)
+    if not costs:
+        return PrivacyCost(0.0, 0.0)
     eps = [_check_positive(e, 'epsilon') if e != 0 else 0.0 for e, _ in costs]
     dels = [_check_delta(d) for _, d in costs]
     return PrivacyCost(math.fsum(eps), min(1.0, math.fsum(dels)))
 
-def parallel_composition(costs, # (epsilon, delta) pairs of mechanisms run on disjoint data
-                        ) -> PrivacyCost:
+
+def parallel_composition(
+    costs,  # (epsilon, delta) pairs of mechanisms run on disjoint data
+) -> PrivacyCost:
     "Parallel composition: the largest epsilon and delta of `costs` spent on disjoint parts of the data."
     costs = list(costs)
-    if not costs: return PrivacyCost(0.0, 0.0)
+    if not costs:
+        return PrivacyCost(0.0, 0.0)
     eps = [_check_positive(e, 'epsilon') if e != 0 else 0.0 for e, _ in costs]
     dels = [_check_delta(d) for _, d in costs]
     return PrivacyCost(max(eps), max(dels))
 
 # %% ../nbs/20_dp.ipynb #f41a6b78
-def laplace_mechanism(value, # the exact answer: a number or an array
-                      sensitivity:float, # l1 sensitivity of the answer
-                      epsilon:float, # privacy parameter (> 0)
-                      rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                      *,
-                      budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
-                     ):
+def laplace_mechanism(
+    value,  # the exact answer: a number or an array
+    sensitivity: float,  # l1 sensitivity of the answer
+    epsilon: float,  # privacy parameter (> 0)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    *,
+    budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+):
     """`value` + i.i.d. Laplace noise of scale `sensitivity/epsilon` per entry: epsilon-DP (delta = 0).
     `sensitivity` is the l1 sensitivity of the query under the neighbouring relation you account with
     (add/remove-one in fedgauss; see `clipped_sensitivity`). If `budget` (a `PrivacyBudget`) is given,
     (epsilon, 0) is spent from it *before* any noise is drawn, so a refused spend releases nothing."""
-    s = _check_positive(sensitivity, 'sensitivity'); e = _check_positive(epsilon, 'epsilon')
+    s = _check_positive(sensitivity, 'sensitivity')
+    e = _check_positive(epsilon, 'epsilon')
     arr, wrap = _as_values(value)
-    if budget is not None: budget.spend(epsilon=e, delta=0.0, label='laplace_mechanism')
+    if budget is not None:
+        budget.spend(epsilon=e, delta=0.0, label='laplace_mechanism')
     return wrap(arr + as_rng(rng).laplace(0.0, s / e, size=arr.shape))
 
 # %% ../nbs/20_dp.ipynb #e7e5e5c7
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(40)
+
 
 def _log_delta_gauss(z, eps):
     "log delta(sigma, eps) of the Gaussian mechanism with noise multiplier z = sigma/sensitivity (Balle & Wang 2018, Thm 8)."
     u = 1.0 / z
     la = float(special.log_ndtr(0.5 * u - eps * z))
     lb = eps + float(special.log_ndtr(-0.5 * u - eps * z))
-    if lb < la - math.log(2): return la + math.log1p(-math.exp(lb - la))
-    t = -eps * z + 0.5 * u * _GL_X                                   # Gauss-Legendre nodes on [b, a]
+    if lb < la - math.log(2):
+        return la + math.log1p(-math.exp(lb - la))
+    t = -eps * z + 0.5 * u * _GL_X  # Gauss-Legendre nodes on [b, a]
     g = 0.5 * u * float(np.dot(_GL_W, math.sqrt(2 / math.pi) / special.erfcx(-t / math.sqrt(2)) - eps * z))
     return lb + math.log(math.expm1(g)) if g > 0 else -math.inf
+
 
 def _log_safety(eps):
     "Margin on log delta covering the evaluation error (~1e-14, and a few ulps of eps when eps is huge): sigma and epsilon are never too small."
     return 1e-12 * max(1.0, eps)
 
 # %% ../nbs/20_dp.ipynb #a989c92c
-def gaussian_delta(sigma:float, # noise standard deviation
-                   epsilon:float, # privacy parameter (>= 0)
-                   sensitivity:float=1.0, # l2 sensitivity
-                  ) -> float:
+def gaussian_delta(
+    sigma: float,  # noise standard deviation
+    epsilon: float,  # privacy parameter (>= 0)
+    sensitivity: float = 1.0,  # l2 sensitivity
+) -> float:
     "Exact delta at which the Gaussian mechanism with noise `sigma` and l2 `sensitivity` is (epsilon, delta)-DP (Balle & Wang 2018)."
     z = _check_positive(sigma, 'sigma') / _check_positive(sensitivity, 'sensitivity')
     if isinstance(epsilon, bool) or not (isinstance(epsilon, numbers.Real) and math.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0; got {epsilon!r}")
     return float(np.exp(_log_delta_gauss(z, float(epsilon))))
 
-def gaussian_epsilon(sigma:float, # noise standard deviation
-                     delta:float, # privacy parameter in (0, 1)
-                     sensitivity:float=1.0, # l2 sensitivity
-                    ) -> float:
+
+def gaussian_epsilon(
+    sigma: float,  # noise standard deviation
+    delta: float,  # privacy parameter in (0, 1)
+    sensitivity: float = 1.0,  # l2 sensitivity
+) -> float:
     "Exact (smallest) epsilon of the Gaussian mechanism with noise `sigma`, l2 `sensitivity`, at `delta` (Balle & Wang 2018)."
     z = _check_positive(sigma, 'sigma') / _check_positive(sensitivity, 'sensitivity')
     ld0 = math.log(_check_delta(delta, allow_zero=False))
-    if z < 1e-150: return math.inf                   # 1/z^2 overflows: the noise protects nothing measurable
-    if _log_delta_gauss(z, 0.0) <= ld0 - _log_safety(0.0): return 0.0
+    if z < 1e-150:
+        return math.inf  # 1/z^2 overflows: the noise protects nothing measurable
+    if _log_delta_gauss(z, 0.0) <= ld0 - _log_safety(0.0):
+        return 0.0
     lo, hi = 0.0, 1.0
     while _log_delta_gauss(z, hi) > ld0:
         lo, hi = hi, 2 * hi
-        if hi > 1e300: return math.inf
+        if hi > 1e300:
+            return math.inf
     ld = ld0 - _log_safety(hi)
-    while _log_delta_gauss(z, hi) > ld: lo, hi = hi, 2 * hi
-    e = optimize.brentq(lambda e: _log_delta_gauss(z, e) - ld, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    while _log_delta_gauss(z, e) > ld: e = float(np.nextafter(e, np.inf))   # the side where delta(eps) <= delta
+    while _log_delta_gauss(z, hi) > ld:
+        lo, hi = hi, 2 * hi
+    e = optimize.brentq(
+        lambda e: _log_delta_gauss(z, e) - ld, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500
+    )
+    while _log_delta_gauss(z, e) > ld:
+        e = float(np.nextafter(e, np.inf))  # the side where delta(eps) <= delta
     return e
 
 # %% ../nbs/20_dp.ipynb #76938939
@@ -178,99 +207,124 @@ def _analytic_z(eps, delta):
     ld = math.log(delta) - _log_safety(eps)
     h = lambda lz: _log_delta_gauss(math.exp(lz), eps) - ld
     lo, hi = math.log(0.1), 0.0
-    while h(lo) < 0: lo, hi = lo - math.log(10), lo
-    while h(hi) > 0: lo, hi = hi, hi + math.log(10)
+    while h(lo) < 0:
+        lo, hi = lo - math.log(10), lo
+    while h(hi) > 0:
+        lo, hi = hi, hi + math.log(10)
     lz = optimize.brentq(h, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     z = math.exp(lz)
     # brentq returns a point within tolerance of the root: step up by ulps until delta(z) <= delta holds
-    while h(math.log(z)) > 0: z = np.nextafter(z, np.inf)
+    while h(math.log(z)) > 0:
+        z = np.nextafter(z, np.inf)
     return float(z)
 
 # %% ../nbs/20_dp.ipynb #ad68b9f2
 GAUSSIAN_METHODS = ('analytic', 'zhao', 'classic')
-EPS_MAX = 1e15     # the largest epsilon calibrated (the evaluation margin 1e-12 epsilon reaches 1e3 there)
+EPS_MAX = 1e15  # the largest epsilon calibrated (the evaluation margin 1e-12 epsilon reaches 1e3 there)
 
-def gaussian_sigma(epsilon:float, # privacy parameter (> 0)
-                   delta:float, # privacy parameter in (0, 1)
-                   sensitivity:float=1.0, # l2 sensitivity
-                   method:str='analytic', # 'analytic' (exact, Balle & Wang), 'zhao' (improved classic) or 'classic' (epsilon < 1)
-                  ) -> float:
+
+def gaussian_sigma(
+    epsilon: float,  # privacy parameter (> 0)
+    delta: float,  # privacy parameter in (0, 1)
+    sensitivity: float = 1.0,  # l2 sensitivity
+    method: str = 'analytic',  # 'analytic' (exact, Balle & Wang), 'zhao' (improved classic) or 'classic' (epsilon < 1)
+) -> float:
     """Noise standard deviation for the Gaussian mechanism to be (epsilon, delta)-DP for a query of l2 `sensitivity`
     (computed under the neighbouring relation you account with; add/remove-one in fedgauss).
     `method`: 'analytic' (Balle & Wang 2018, exact and smallest), 'zhao' (Zhao et al. 2019, closed form, any epsilon),
     'classic' (Dwork & Roth, Thm A.1, only for epsilon < 1)."""
-    e = _check_positive(epsilon, 'epsilon'); d = _check_delta(delta, allow_zero=False)
+    e = _check_positive(epsilon, 'epsilon')
+    d = _check_delta(delta, allow_zero=False)
     s = _check_positive(sensitivity, 'sensitivity')
     if e > EPS_MAX:
-        raise ValueError(f"epsilon={e:g} is beyond {EPS_MAX:g}, where the Gaussian calibration is no longer accurate in "
-                         f"float64; such an epsilon protects nothing")
-    if method == 'analytic': return s * _analytic_z(e, d)
+        raise ValueError(
+            f"epsilon={e:g} is beyond {EPS_MAX:g}, where the Gaussian calibration is no longer accurate in "
+            f"float64; such an epsilon protects nothing"
+        )
+    if method == 'analytic':
+        return s * _analytic_z(e, d)
     if method == 'zhao':
         c = math.sqrt(math.log(2.0 / (math.sqrt(16.0 * d + 1.0) - 1.0)))
         return (c + math.sqrt(c * c + e)) * s / (e * math.sqrt(2.0))
     if method == 'classic':
-        if e >= 1: raise ValueError(f"method='classic' (Dwork & Roth, Thm A.1) is only valid for epsilon < 1; got epsilon={e}. Use method='analytic'")
+        if e >= 1:
+            raise ValueError(
+                f"method='classic' (Dwork & Roth, Thm A.1) is only valid for epsilon < 1; got epsilon={e}. Use method='analytic'"
+            )
         return s * math.sqrt(2.0 * math.log(1.25 / d)) / e
     raise ValueError(f"method must be one of {GAUSSIAN_METHODS}; got {method!r}")
 
 # %% ../nbs/20_dp.ipynb #086c3e6e
-def gaussian_mechanism(value, # the exact answer: a number or an array
-                       sensitivity:float, # l2 sensitivity of the answer
-                       epsilon:float, # privacy parameter (> 0)
-                       delta:float, # privacy parameter in (0, 1)
-                       rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                       method:str='analytic', # noise calibration, as in `gaussian_sigma`
-                       *,
-                       budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
-                      ):
+def gaussian_mechanism(
+    value,  # the exact answer: a number or an array
+    sensitivity: float,  # l2 sensitivity of the answer
+    epsilon: float,  # privacy parameter (> 0)
+    delta: float,  # privacy parameter in (0, 1)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    method: str = 'analytic',  # noise calibration, as in `gaussian_sigma`
+    *,
+    budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+):
     """`value` + i.i.d. N(0, sigma^2) noise per entry, sigma from `gaussian_sigma(epsilon, delta, sensitivity, method)`:
     (epsilon, delta)-DP for a query of l2 `sensitivity` under the neighbouring relation it was computed for
     (add/remove-one in fedgauss). Its Renyi-DP is that of noise multiplier sigma/sensitivity (`RDPAccountant.add_gaussian`).
     If `budget` is given, (epsilon, delta) is spent from it before any noise is drawn."""
     sigma = gaussian_sigma(epsilon, delta, sensitivity, method)
     arr, wrap = _as_values(value)
-    if budget is not None: budget.spend(epsilon=epsilon, delta=delta, label=f'gaussian_mechanism[{method}]')
+    if budget is not None:
+        budget.spend(epsilon=epsilon, delta=delta, label=f'gaussian_mechanism[{method}]')
     return wrap(arr + as_rng(rng).normal(0.0, sigma, size=arr.shape))
 
 # %% ../nbs/20_dp.ipynb #fe0fa65f
-def matrix_normal_mechanism(value, # the exact matrix
-                            sensitivity:float, # Frobenius sensitivity of the matrix
-                            epsilon:float, # privacy parameter (> 0)
-                            delta:float, # privacy parameter in (0, 1)
-                            rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                            method:str='analytic', # noise calibration, as in `gaussian_sigma`
-                            *,
-                            budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
-                           ):
+def matrix_normal_mechanism(
+    value,  # the exact matrix
+    sensitivity: float,  # Frobenius sensitivity of the matrix
+    epsilon: float,  # privacy parameter (> 0)
+    delta: float,  # privacy parameter in (0, 1)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    method: str = 'analytic',  # noise calibration, as in `gaussian_sigma`
+    *,
+    budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+):
     """Matrix `value` + noise from MN(0, sigma I, sigma I) (i.i.d. N(0, sigma^2) entries), sigma from `gaussian_sigma`:
     (epsilon, delta)-DP when `sensitivity` is the Frobenius-norm sensitivity of the matrix under your neighbouring relation."""
     arr, _ = _as_values(value)
-    if arr.ndim != 2: raise ValueError(f"value must be a matrix (2-D); got shape {arr.shape}")
+    if arr.ndim != 2:
+        raise ValueError(f"value must be a matrix (2-D); got shape {arr.shape}")
     return gaussian_mechanism(value, sensitivity, epsilon, delta, rng, method, budget=budget)
 
 # %% ../nbs/20_dp.ipynb #6108b58e
-_NBITS = 52   # numerators of rationalised parameters stay below 2**52, so all integer arithmetic fits in int64
+_NBITS = 52  # numerators of rationalised parameters stay below 2**52, so all integer arithmetic fits in int64
+
 
 def _ceil_dyadic(x, name, nbits=_NBITS, max_den_bits=62):
     "(n, d) with n/d >= x, d = 2**j, n <= 2**nbits: x rounded up to a dyadic rational with ~nbits of precision."
     x = Fraction(x)
-    if x <= 0: raise ValueError(f"{name} must be positive")
-    if x >= 2**(nbits - 1): raise ValueError(f"{name}={float(x):.4g} is too large for the exact sampler (below 2**{nbits - 1}); use a coarser grid")
+    if x <= 0:
+        raise ValueError(f"{name} must be positive")
+    if x >= 2 ** (nbits - 1):
+        raise ValueError(
+            f"{name}={float(x):.4g} is too large for the exact sampler (below 2**{nbits - 1}); use a coarser grid"
+        )
     j = min(max_den_bits, max(0, nbits - math.ceil(math.log2(x)) - 1))
     d = 1 << j
-    n = -((-x.numerator * d) // x.denominator)   # ceil(x * d)
+    n = -((-x.numerator * d) // x.denominator)  # ceil(x * d)
     return int(n), int(d)
 
 # %% ../nbs/20_dp.ipynb #9ead34bb
 def _bern_exp_frac(r, B, rng):
     "Exact Bernoulli(exp(-r/B)) per element, for an int64 array 0 <= r <= B and an int 0 < B < 2**63."
-    r = np.asarray(r, dtype=np.int64); out = np.empty(r.shape[0], dtype=bool)
-    act = np.arange(r.shape[0]); K = 1       # every element still running in round K has counter K
+    r = np.asarray(r, dtype=np.int64)
+    out = np.empty(r.shape[0], dtype=bool)
+    act = np.arange(r.shape[0])
+    K = 1  # every element still running in round K has counter K
     while act.size:
-        A = rng.integers(0, B, size=act.size) < r[act]                 # Bernoulli(r / B) ...
-        if K > 1: A &= rng.integers(0, K, size=act.size) == 0          # ... and Bernoulli(1 / K)
+        A = rng.integers(0, B, size=act.size) < r[act]  # Bernoulli(r / B) ...
+        if K > 1:
+            A &= rng.integers(0, K, size=act.size) == 0  # ... and Bernoulli(1 / K)
         out[act[~A]] = (K & 1) == 1
-        act = act[A]; K += 1
+        act = act[A]
+        K += 1
     return out
 
 # %% ../nbs/20_dp.ipynb #728349f7
@@ -282,17 +336,23 @@ def _bern_exp1_run(m, rng, stop_at=None):
     one = np.ones(m, dtype=np.int64)
     while act.size:
         s = _bern_exp_frac(one[act], 1, rng)
-        act = act[s]; V[act] += 1
-        if stop_at is not None: act = act[V[act] < stop_at[act]]
+        act = act[s]
+        V[act] += 1
+        if stop_at is not None:
+            act = act[V[act] < stop_at[act]]
     return V
+
 
 def _bern_exp(num, B, rng):
     "Exact Bernoulli(exp(-num/B)) for num >= 0 (int64 or Python-int object array) and a scalar int 0 < B < 2**63."
-    fl = num // B; r = num - fl * B
-    fl = np.asarray(np.where(fl > 2**62, 2**62, fl), dtype=np.int64); r = np.asarray(r, dtype=np.int64)
-    res = _bern_exp_frac(r, B, rng)                         # exp(-frac)
-    has = np.flatnonzero(res & (fl > 0))                    # and floor(gamma) successes of Bernoulli(exp(-1))
-    if has.size: res[has] = _bern_exp1_run(has.size, rng, stop_at=fl[has]) >= fl[has]
+    fl = num // B
+    r = num - fl * B
+    fl = np.asarray(np.where(fl > 2**62, 2**62, fl), dtype=np.int64)
+    r = np.asarray(r, dtype=np.int64)
+    res = _bern_exp_frac(r, B, rng)  # exp(-frac)
+    has = np.flatnonzero(res & (fl > 0))  # and floor(gamma) successes of Bernoulli(exp(-1))
+    if has.size:
+        res[has] = _bern_exp1_run(has.size, rng, stop_at=fl[has]) >= fl[has]
     return res
 
 # %% ../nbs/20_dp.ipynb #56eaeabd
@@ -301,8 +361,10 @@ def _dlap_attempts(a, b, m, rng):
     U = rng.integers(0, a, size=m)
     D = _bern_exp_frac(U, a, rng)
     V = _bern_exp1_run(m, rng)
-    if V.max(initial=0) < (2**62) // a: Y = (U + a * V) // b
-    else: Y = np.array((U.astype(object) + a * V.astype(object)) // b, dtype=np.int64)   # never in practice; exact anyway
+    if V.max(initial=0) < (2**62) // a:
+        Y = (U + a * V) // b
+    else:
+        Y = np.array((U.astype(object) + a * V.astype(object)) // b, dtype=np.int64)  # never in practice; exact anyway
     neg = rng.integers(0, 2, size=m).astype(bool)
     ok = D & ~(neg & (Y == 0))
     return ok, np.where(neg, -Y, Y)
@@ -310,118 +372,150 @@ def _dlap_attempts(a, b, m, rng):
 # %% ../nbs/20_dp.ipynb #731b059b
 def _fill(size, attempt, rate, rng):
     "Batch rejection sampling: fill `size` slots with accepted draws of `attempt(m) -> (ok, values)`, i.i.d. attempts."
-    shape = () if size is None else ((int(size),) if isinstance(size, numbers.Integral) else tuple(int(s) for s in size))
-    n = int(np.prod(shape, dtype=np.int64)); out = np.empty(n, dtype=np.int64); got = tried = acc = 0
+    shape = (
+        () if size is None else ((int(size),) if isinstance(size, numbers.Integral) else tuple(int(s) for s in size))
+    )
+    n = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(n, dtype=np.int64)
+    got = tried = acc = 0
     while got < n:
         m = int((n - got) / rate * 1.05) + 16
         ok, val = attempt(m)
-        tried += m; acc += int(ok.sum()); rate = max(acc, 1) / tried      # observed acceptance rate
-        val = val[ok][: n - got]; out[got:got + len(val)] = val; got += len(val)
+        tried += m
+        acc += int(ok.sum())
+        rate = max(acc, 1) / tried  # observed acceptance rate
+        val = val[ok][: n - got]
+        out[got : got + len(val)] = val
+        got += len(val)
     return out.reshape(shape) if shape else int(out[0])
 
 # %% ../nbs/20_dp.ipynb #4dc779a7
-def discrete_laplace(scale:float, # t in P[x] ∝ exp(-|x|/t) (> 0)
-                     size=None, # output shape (None: one int)
-                     rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                    ):
+def discrete_laplace(
+    scale: float,  # t in P[x] ∝ exp(-|x|/t) (> 0)
+    size=None,  # output shape (None: one int)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Exact draws from the discrete Laplace Lap_Z(scale), P[x] ∝ exp(-|x|/scale) on the integers (CKS 2020, Alg. 2); int64."
     a, b = _ceil_dyadic(_check_positive(scale, 'scale'), 'scale')
     rng = as_rng(rng)
     return _fill(size, lambda m: _dlap_attempts(a, b, m, rng), 0.3, rng)
 
+
 def _dgauss_attempts(n, d, m, rng):
     "m i.i.d. attempts of CKS Algorithm 3 for N_Z(0, n/d): (ok, value) arrays."
-    if n >= d:                                  # sigma >= 1: proposal scale t = sigma^2 / c, c = floor(sigma)
+    if n >= d:  # sigma >= 1: proposal scale t = sigma^2 / c, c = floor(sigma)
         c = math.isqrt(n // d)
         ok, Y = _dlap_attempts(n, d * c, m, rng)
-        z = np.abs(Y) - c; B = 2 * n            # gamma = (|Y| - c)^2 d / (2 n)
-        num = z * z * d if np.abs(z).max(initial=0) < 2**((62 - d.bit_length()) // 2) else (z.astype(object) ** 2) * d
-    else:                                       # sigma < 1: proposal scale t = 1
+        z = np.abs(Y) - c
+        B = 2 * n  # gamma = (|Y| - c)^2 d / (2 n)
+        num = z * z * d if np.abs(z).max(initial=0) < 2 ** ((62 - d.bit_length()) // 2) else (z.astype(object) ** 2) * d
+    else:  # sigma < 1: proposal scale t = 1
         ok, Y = _dlap_attempts(1, 1, m, rng)
-        z = d * np.abs(Y) - n; B = 2 * n * d    # gamma = (d |Y| - n)^2 / (2 n d)
+        z = d * np.abs(Y) - n
+        B = 2 * n * d  # gamma = (d |Y| - n)^2 / (2 n d)
         num = z * z if np.abs(z).max(initial=0) < 2**31 else z.astype(object) ** 2
     acc = np.zeros(m, dtype=bool)
     idx = np.flatnonzero(ok)
     acc[idx] = _bern_exp(num[idx], B, rng)
     return acc, Y
 
-def discrete_gaussian(sigma:float, # sigma in P[x] ∝ exp(-x²/(2 sigma²)), at least 2**-10
-                      size=None, # output shape (None: one int)
-                      rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                     ):
+
+def discrete_gaussian(
+    sigma: float,  # sigma in P[x] ∝ exp(-x²/(2 sigma²)), at least 2**-10
+    size=None,  # output shape (None: one int)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     """Exact draws from the discrete Gaussian N_Z(0, sigma^2), P[x] ∝ exp(-x^2/(2 sigma^2)) on the integers
     (CKS 2020, Alg. 3), int64. sigma^2 is rounded up to a dyadic rational: 51 significant bits if sigma >= 1,
     a multiple of 2**-24 if sigma < 1 (more noise, never less privacy)."""
     s = _check_positive(sigma, 'sigma')
-    if s < 2.0**-10: raise ValueError(f"sigma={s} is below 2**-10: the discrete Gaussian is then 0 with probability > 1 - 1e-300; use sigma >= 2**-10")
+    if s < 2.0**-10:
+        raise ValueError(
+            f"sigma={s} is below 2**-10: the discrete Gaussian is then 0 with probability > 1 - 1e-300; use sigma >= 2**-10"
+        )
     n, d = _ceil_dyadic(Fraction(s) ** 2, 'sigma**2', max_den_bits=24 if s < 1 else 62)
     rng = as_rng(rng)
     return _fill(size, lambda m: _dgauss_attempts(n, d, m, rng), 0.25, rng)
 
 # %% ../nbs/20_dp.ipynb #337fdbc0
-def discrete_laplace_pmf(x, # integers
-                         scale:float, # t in P[x] ∝ exp(-|x|/t)
-                        ):
+def discrete_laplace_pmf(
+    x,  # integers
+    scale: float,  # t in P[x] ∝ exp(-|x|/t)
+):
     "P[X = x] for X ~ Lap_Z(scale)."
-    t = _check_positive(scale, 'scale'); q = math.exp(-1.0 / t)
+    t = _check_positive(scale, 'scale')
+    q = math.exp(-1.0 / t)
     return (1 - q) / (1 + q) * np.exp(-np.abs(np.asarray(x, dtype=np.float64)) / t)
+
 
 def _dgauss_norm(sigma):
     if sigma < 8:
         y = np.arange(-int(40 * sigma) - 40, int(40 * sigma) + 41, dtype=np.float64)
-        return math.fsum(np.exp(-y**2 / (2 * sigma**2)))
+        return math.fsum(np.exp(-(y**2) / (2 * sigma**2)))
     k = np.arange(1, 4, dtype=np.float64)
     return sigma * math.sqrt(2 * math.pi) * (1 + 2 * np.exp(-2 * math.pi**2 * sigma**2 * k**2).sum())
 
-def discrete_gaussian_pmf(x, # integers
-                          sigma:float, # sigma in P[x] ∝ exp(-x²/(2 sigma²))
-                         ):
+
+def discrete_gaussian_pmf(
+    x,  # integers
+    sigma: float,  # sigma in P[x] ∝ exp(-x²/(2 sigma²))
+):
     "P[X = x] for X ~ N_Z(0, sigma^2)."
     s = _check_positive(sigma, 'sigma')
-    return np.exp(-np.asarray(x, dtype=np.float64)**2 / (2 * s * s)) / _dgauss_norm(s)
+    return np.exp(-(np.asarray(x, dtype=np.float64) ** 2) / (2 * s * s)) / _dgauss_norm(s)
 
 # %% ../nbs/20_dp.ipynb #1fae41c9
-def discrete_laplace_mechanism(value, # the exact integer answer: an int or an integer array
-                               sensitivity:float, # l1 sensitivity (in integer units)
-                               epsilon:float, # privacy parameter (> 0)
-                               rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                               *,
-                               budget=None, # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
-                              ):
+def discrete_laplace_mechanism(
+    value,  # the exact integer answer: an int or an integer array
+    sensitivity: float,  # l1 sensitivity (in integer units)
+    epsilon: float,  # privacy parameter (> 0)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    *,
+    budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
+):
     """Integer `value` + exact discrete Laplace noise of scale `sensitivity/epsilon` per entry: epsilon-DP for an
     integer-valued query with l1 `sensitivity` (grid units) under your neighbouring relation. Returns int64."""
-    s = _check_positive(sensitivity, 'sensitivity'); e = _check_positive(epsilon, 'epsilon')
+    s = _check_positive(sensitivity, 'sensitivity')
+    e = _check_positive(epsilon, 'epsilon')
     arr, wrap = _as_values(value, integer=True)
-    if budget is not None: budget.spend(epsilon=e, delta=0.0, label='discrete_laplace_mechanism')
+    if budget is not None:
+        budget.spend(epsilon=e, delta=0.0, label='discrete_laplace_mechanism')
     return wrap(arr + discrete_laplace(s / e, arr.shape, rng))
 
-def discrete_gaussian_mechanism(value, # the exact integer answer: an int or an integer array
-                                sensitivity:float, # l2 sensitivity (in integer units)
-                                noise_multiplier:float, # sigma / sensitivity
-                                rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                                *,
-                                accountant=None, # an RDPAccountant that records the release
-                               ):
+
+def discrete_gaussian_mechanism(
+    value,  # the exact integer answer: an int or an integer array
+    sensitivity: float,  # l2 sensitivity (in integer units)
+    noise_multiplier: float,  # sigma / sensitivity
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    *,
+    accountant=None,  # an RDPAccountant that records the release
+):
     """Integer `value` + exact discrete Gaussian noise N_Z(0, sigma^2), sigma = noise_multiplier * sensitivity (l2, grid units),
     per entry: (alpha * 1/(2 noise_multiplier^2))-RDP under your neighbouring relation (CKS 2020, Thm 14).
     If `accountant` (an `RDPAccountant`) is given, the release is recorded in it. Returns int64."""
-    s = _check_positive(sensitivity, 'sensitivity'); z = _check_positive(noise_multiplier, 'noise_multiplier')
+    s = _check_positive(sensitivity, 'sensitivity')
+    z = _check_positive(noise_multiplier, 'noise_multiplier')
     arr, wrap = _as_values(value, integer=True)
     noise = discrete_gaussian(z * s, arr.shape, rng)
-    if accountant is not None: accountant.add_gaussian(z)
+    if accountant is not None:
+        accountant.add_gaussian(z)
     return wrap(arr + noise)
 
 # %% ../nbs/20_dp.ipynb #682593ad
-def gaussian_rdp(orders, # Rényi orders alpha >= 1
-                 noise_multiplier:float, # z = sigma / l2 sensitivity
-                ):
+def gaussian_rdp(
+    orders,  # Rényi orders alpha >= 1
+    noise_multiplier: float,  # z = sigma / l2 sensitivity
+):
     "RDP curve alpha / (2 z^2) of the Gaussian mechanism with noise multiplier z = sigma / l2-sensitivity."
     z = _check_positive(noise_multiplier, 'noise_multiplier')
     return np.asarray(orders, dtype=np.float64) / (2.0 * z * z)
 
-def laplace_rdp(orders, # Rényi orders alpha >= 1
-                noise_multiplier:float, # z = scale / l1 sensitivity
-               ):
+
+def laplace_rdp(
+    orders,  # Rényi orders alpha >= 1
+    noise_multiplier: float,  # z = scale / l1 sensitivity
+):
     "RDP curve of the Laplace mechanism with noise multiplier z = scale / l1-sensitivity (Mironov 2017, Prop. 6)."
     e0 = 1.0 / _check_positive(noise_multiplier, 'noise_multiplier')
     a = np.asarray(orders, dtype=np.float64)
@@ -430,7 +524,8 @@ def laplace_rdp(orders, # Rényi orders alpha >= 1
     return np.where(a == 1, e0 + math.expm1(-e0), r)
 
 # %% ../nbs/20_dp.ipynb #f830947b
-_LOGU = np.linspace(math.log(1e-8), math.log(1e8), 801)   # log(alpha - 1): 16 decades, 50 points per decade
+_LOGU = np.linspace(math.log(1e-8), math.log(1e8), 801)  # log(alpha - 1): 16 decades, 50 points per decade
+
 
 def _conv(logu, rdp, delta, conversion):
     u = np.exp(logu)
@@ -438,19 +533,26 @@ def _conv(logu, rdp, delta, conversion):
         return rdp + (logu - np.log1p(u)) - math.log(delta) / u - np.log1p(u) / u
     return rdp - math.log(delta) / u
 
+
 def _eps_from_rdp(rdp_fn, delta, conversion='improved'):
     "min over alpha > 1 of the RDP -> (eps, delta) conversion of the curve `rdp_fn(alphas)`; returns (eps, alpha)."
-    if conversion not in ('improved', 'classic'): raise ValueError(f"conversion must be 'improved' or 'classic'; got {conversion!r}")
+    if conversion not in ('improved', 'classic'):
+        raise ValueError(f"conversion must be 'improved' or 'classic'; got {conversion!r}")
     kl = float(rdp_fn(np.array([1.0]))[0])
-    if delta * delta + math.expm1(-kl) > 0: return 0.0, 1.0          # TV <= sqrt(1 - exp(-KL)) <= delta
+    if delta * delta + math.expm1(-kl) > 0:
+        return 0.0, 1.0  # TV <= sqrt(1 - exp(-KL)) <= delta
     f = lambda lu: _conv(lu, rdp_fn(1 + np.exp(lu)), delta, conversion)
-    vals = f(_LOGU); vals = np.where(np.isnan(vals), np.inf, vals)
-    i = int(np.argmin(vals)); best, blu = float(vals[i]), float(_LOGU[i])
+    vals = f(_LOGU)
+    vals = np.where(np.isnan(vals), np.inf, vals)
+    i = int(np.argmin(vals))
+    best, blu = float(vals[i]), float(_LOGU[i])
     lo, hi = _LOGU[max(i - 1, 0)], _LOGU[min(i + 1, len(_LOGU) - 1)]
     if hi > lo:
-        res = optimize.minimize_scalar(lambda lu: float(f(np.array([lu]))[0]), bounds=(lo, hi), method='bounded',
-                                       options=dict(xatol=1e-12))
-        if res.fun < best: best, blu = float(res.fun), float(res.x)
+        res = optimize.minimize_scalar(
+            lambda lu: float(f(np.array([lu]))[0]), bounds=(lo, hi), method='bounded', options=dict(xatol=1e-12)
+        )
+        if res.fun < best:
+            best, blu = float(res.fun), float(res.x)
     return max(best, 0.0), 1.0 + math.exp(blu)
 
 # %% ../nbs/20_dp.ipynb #27f8d9a8
@@ -459,119 +561,156 @@ class RDPAccountant:
     and converts the total to (epsilon, delta) with the improved conversion minimised over all orders alpha > 1.
     Noise multipliers are noise scale / sensitivity, with sensitivities computed under one neighbouring relation
     (add/remove-one in fedgauss)."""
+
     def __init__(self):
-        self._events = []          # (kind, noise_multiplier or None, count, curve)
+        self._events = []  # (kind, noise_multiplier or None, count, curve)
 
 # %% ../nbs/20_dp.ipynb #0d8f3097
 @patch
-def add_gaussian(self:RDPAccountant,
-                 noise_multiplier:float, # sigma / l2 sensitivity
-                 count:int=1, # number of such releases
-                ):
+def add_gaussian(
+    self: RDPAccountant,
+    noise_multiplier: float,  # sigma / l2 sensitivity
+    count: int = 1,  # number of such releases
+):
     "Record `count` Gaussian mechanisms with noise multiplier sigma / l2-sensitivity; returns self."
-    z = _check_positive(noise_multiplier, 'noise_multiplier'); c = _check_count(count)
-    self._events.append(('gaussian', z, c, lambda a: gaussian_rdp(a, z))); return self
+    z = _check_positive(noise_multiplier, 'noise_multiplier')
+    c = _check_count(count)
+    self._events.append(('gaussian', z, c, lambda a: gaussian_rdp(a, z)))
+    return self
 
 # %% ../nbs/20_dp.ipynb #a79d0274
 @patch
-def add_laplace(self:RDPAccountant,
-                noise_multiplier:float|None=None, # scale / l1 sensitivity (or give epsilon)
-                count:int=1, # number of such releases
-                *,
-                epsilon:float|None=None, # the mechanism's pure epsilon = 1 / noise_multiplier
-               ):
+def add_laplace(
+    self: RDPAccountant,
+    noise_multiplier: float | None = None,  # scale / l1 sensitivity (or give epsilon)
+    count: int = 1,  # number of such releases
+    *,
+    epsilon: float | None = None,  # the mechanism's pure epsilon = 1 / noise_multiplier
+):
     "Record `count` Laplace mechanisms, given the noise multiplier scale / l1-sensitivity or its pure `epsilon` = 1/multiplier; returns self."
-    if (noise_multiplier is None) == (epsilon is None): raise ValueError("give exactly one of noise_multiplier and epsilon")
-    z = _check_positive(noise_multiplier, 'noise_multiplier') if epsilon is None else 1.0 / _check_positive(epsilon, 'epsilon')
+    if (noise_multiplier is None) == (epsilon is None):
+        raise ValueError("give exactly one of noise_multiplier and epsilon")
+    z = (
+        _check_positive(noise_multiplier, 'noise_multiplier')
+        if epsilon is None
+        else 1.0 / _check_positive(epsilon, 'epsilon')
+    )
     c = _check_count(count)
-    self._events.append(('laplace', z, c, lambda a: laplace_rdp(a, z))); return self
+    self._events.append(('laplace', z, c, lambda a: laplace_rdp(a, z)))
+    return self
 
 # %% ../nbs/20_dp.ipynb #38e1f8aa
 @patch
-def add_rdp(self:RDPAccountant,
-            curve, # function orders -> RDP values (vectorized, orders >= 1)
-            count:int=1, # number of such mechanisms
-            name:str='custom', # label in the event list
-           ):
+def add_rdp(
+    self: RDPAccountant,
+    curve,  # function orders -> RDP values (vectorized, orders >= 1)
+    count: int = 1,  # number of such mechanisms
+    name: str = 'custom',  # label in the event list
+):
     "Record `count` mechanisms with RDP curve `curve(orders) -> rdp` (vectorized, valid for orders >= 1); returns self."
-    if not callable(curve): raise ValueError("curve must be a function of the orders alpha")
+    if not callable(curve):
+        raise ValueError("curve must be a function of the orders alpha")
     c = _check_count(count)
     test = np.asarray(curve(np.array([1.0, 2.0, 1e3])), dtype=np.float64)
-    if test.shape != (3,) or np.isnan(test).any() or (test < 0).any(): raise ValueError("curve must map an array of orders to non-negative RDP values")
-    self._events.append((str(name), None, c, curve)); return self
+    if test.shape != (3,) or np.isnan(test).any() or (test < 0).any():
+        raise ValueError("curve must map an array of orders to non-negative RDP values")
+    self._events.append((str(name), None, c, curve))
+    return self
 
 # %% ../nbs/20_dp.ipynb #e7c8fcef
 @patch
-def rdp(self:RDPAccountant,
-        orders, # Rényi orders alpha >= 1
-       ):
+def rdp(
+    self: RDPAccountant,
+    orders,  # Rényi orders alpha >= 1
+):
     "Total RDP of the recorded events at `orders` (each >= 1)."
     a = np.asarray(orders, dtype=np.float64)
-    if np.isnan(a).any() or (a < 1).any(): raise ValueError("orders must be >= 1")
+    if np.isnan(a).any() or (a < 1).any():
+        raise ValueError("orders must be >= 1")
     tot = np.zeros_like(a)
-    for _, _, c, f in self._events: tot = tot + c * np.asarray(f(a), dtype=np.float64)
+    for _, _, c, f in self._events:
+        tot = tot + c * np.asarray(f(a), dtype=np.float64)
     return tot
 
 # %% ../nbs/20_dp.ipynb #9da57238
 @patch
-def epsilon(self:RDPAccountant,
-            delta:float, # target delta, in (0, 1)
-            conversion:str='improved', # RDP -> (epsilon, delta): 'improved' (Canonne et al.) or 'classic' (Mironov)
-            return_order:bool=False, # also return the order alpha that gives the minimum
-           ):
+def epsilon(
+    self: RDPAccountant,
+    delta: float,  # target delta, in (0, 1)
+    conversion: str = 'improved',  # RDP -> (epsilon, delta): 'improved' (Canonne et al.) or 'classic' (Mironov)
+    return_order: bool = False,  # also return the order alpha that gives the minimum
+):
     "Smallest epsilon (over all orders) at which the composition is (epsilon, delta)-DP; `conversion` 'improved' or 'classic'."
     d = _check_delta(delta, allow_zero=False)
-    if not self._events: return (0.0, math.inf) if return_order else 0.0
+    if not self._events:
+        return (0.0, math.inf) if return_order else 0.0
     eps, a = _eps_from_rdp(self.rdp, d, conversion)
     return (eps, a) if return_order else eps
 
 # %% ../nbs/20_dp.ipynb #74ad5241
 @patch(as_prop=True)
-def events(self:RDPAccountant) -> pd.DataFrame:
+def events(self: RDPAccountant) -> pd.DataFrame:
     "The recorded events: kind, noise multiplier, count."
-    return pd.DataFrame([dict(kind=k, noise_multiplier=z, count=c) for k, z, c, _ in self._events], columns=['kind', 'noise_multiplier', 'count'])
+    return pd.DataFrame(
+        [dict(kind=k, noise_multiplier=z, count=c) for k, z, c, _ in self._events],
+        columns=['kind', 'noise_multiplier', 'count'],
+    )
 
 # %% ../nbs/20_dp.ipynb #e87d62a5
 @patch
-def copy(self:RDPAccountant):
+def copy(self: RDPAccountant):
     "An independent accountant with the same events (for planning: add the next step to a copy, check, then commit)."
-    new = RDPAccountant(); new._events = list(self._events); return new
+    new = RDPAccountant()
+    new._events = list(self._events)
+    return new
 
 # %% ../nbs/20_dp.ipynb #88616d0f
 @patch
-def __repr__(self:RDPAccountant):
+def __repr__(self: RDPAccountant):
     n = sum(c for _, _, c, _ in self._events)
     return f"RDPAccountant({len(self._events)} event groups, {n} mechanisms)"
 
 # %% ../nbs/20_dp.ipynb #5e630a34
-def calibrate_noise_multiplier(epsilon:float, # target epsilon of the whole composition
-                               delta:float, # its delta, in (0, 1)
-                               count:int=1, # number of Gaussian releases composed
-                               *,
-                               accountant:RDPAccountant|None=None, # events already spent, composed with the new ones
-                               rtol:float=1e-6, # relative tolerance of the bisection on the multiplier
-                              ) -> float:
+def calibrate_noise_multiplier(
+    epsilon: float,  # target epsilon of the whole composition
+    delta: float,  # its delta, in (0, 1)
+    count: int = 1,  # number of Gaussian releases composed
+    *,
+    accountant: RDPAccountant | None = None,  # events already spent, composed with the new ones
+    rtol: float = 1e-6,  # relative tolerance of the bisection on the multiplier
+) -> float:
     """Smallest noise multiplier z (to relative `rtol`, never too small) such that `count` Gaussian mechanisms with
     multiplier z, composed with the events already in `accountant` (if any), are (epsilon, delta)-DP by `RDPAccountant`."""
-    e = _check_positive(epsilon, 'epsilon'); d = _check_delta(delta, allow_zero=False); c = _check_count(count)
-    if not (0 < rtol <= 1e-3): raise ValueError(f"rtol must be in (0, 1e-3]; got {rtol!r}")
+    e = _check_positive(epsilon, 'epsilon')
+    d = _check_delta(delta, allow_zero=False)
+    c = _check_count(count)
+    if not (0 < rtol <= 1e-3):
+        raise ValueError(f"rtol must be in (0, 1e-3]; got {rtol!r}")
     base = accountant.rdp if accountant is not None else (lambda a: np.zeros_like(np.asarray(a, dtype=np.float64)))
     if accountant is not None and accountant.epsilon(d) >= e:
-        raise ValueError(f"the accountant's events alone already cost epsilon={accountant.epsilon(d):.4g} >= epsilon={e} at delta={d}")
+        raise ValueError(
+            f"the accountant's events alone already cost epsilon={accountant.epsilon(d):.4g} >= epsilon={e} at delta={d}"
+        )
     eps_of = lambda z: _eps_from_rdp(lambda a: base(a) + c * np.asarray(a, dtype=np.float64) / (2 * z * z), d)[0]
-    floor = eps_of(1e150)                          # what infinite noise would still cost, by this accountant
+    floor = eps_of(1e150)  # what infinite noise would still cost, by this accountant
     if floor > e:
-        raise ValueError(f"epsilon={e:g} at delta={d:g} is below what the RDP accountant can certify with any noise "
-                         f"(at least {floor:.3g}, from its largest order): raise epsilon or delta")
+        raise ValueError(
+            f"epsilon={e:g} at delta={d:g} is below what the RDP accountant can certify with any noise "
+            f"(at least {floor:.3g}, from its largest order): raise epsilon or delta"
+        )
     lo = hi = 1.0
     if eps_of(hi) > e:
-        while eps_of(hi) > e: lo, hi = hi, hi * 2
+        while eps_of(hi) > e:
+            lo, hi = hi, hi * 2
     else:
-        while eps_of(lo) <= e and lo > 1e-12: hi, lo = lo, lo / 2
+        while eps_of(lo) <= e and lo > 1e-12:
+            hi, lo = lo, lo / 2
     while hi / lo - 1 > rtol:
         mid = math.sqrt(lo * hi)
-        if eps_of(mid) <= e: hi = mid
-        else: lo = mid
+        if eps_of(mid) <= e:
+            hi = mid
+        else:
+            lo = mid
     return hi
 
 # %% ../nbs/20_dp.ipynb #b55e9831
@@ -582,63 +721,73 @@ class PrivacyBudgetExceeded(RuntimeError):
 class PrivacyBudget:
     """A total (epsilon, delta) privacy budget with a ledger of spends, composed sequentially (sums). The guarantee holds
     for the neighbouring relation under which the spent mechanisms' sensitivities were computed (add/remove-one in fedgauss)."""
+
     _SLACK = 1e-12
-    def __init__(self,
-                 epsilon:float, # total epsilon (> 0)
-                 delta:float=0.0, # total delta, in [0, 1)
-                ):
+
+    def __init__(
+        self,
+        epsilon: float,  # total epsilon (> 0)
+        delta: float = 0.0,  # total delta, in [0, 1)
+    ):
         self.total = PrivacyCost(_check_positive(epsilon, 'epsilon'), _check_delta(delta))
         self._ledger = []
 
 # %% ../nbs/20_dp.ipynb #a110cfd9
 @patch(as_prop=True)
-def spent(self:PrivacyBudget) -> PrivacyCost:
+def spent(self: PrivacyBudget) -> PrivacyCost:
     "Total spent so far (sum of the ledger)."
     return PrivacyCost(math.fsum(r['epsilon'] for r in self._ledger), math.fsum(r['delta'] for r in self._ledger))
 
 # %% ../nbs/20_dp.ipynb #fda36af1
 @patch(as_prop=True)
-def remaining(self:PrivacyBudget) -> PrivacyCost:
+def remaining(self: PrivacyBudget) -> PrivacyCost:
     "What is left of the total (never negative)."
     s = self.spent
     return PrivacyCost(max(0.0, self.total.epsilon - s.epsilon), max(0.0, self.total.delta - s.delta))
 
 # %% ../nbs/20_dp.ipynb #951e1e7e
 @patch
-def _cost(self:PrivacyBudget, epsilon, delta, accountant):
+def _cost(self: PrivacyBudget, epsilon, delta, accountant):
     if accountant is not None:
-        if epsilon is not None: raise ValueError("give either epsilon or accountant, not both")
-        if not isinstance(accountant, RDPAccountant): raise ValueError(f"accountant must be an RDPAccountant; got {type(accountant).__name__}")
-        if delta is None: raise ValueError("delta is required to convert the accountant's RDP to (epsilon, delta)")
+        if epsilon is not None:
+            raise ValueError("give either epsilon or accountant, not both")
+        if not isinstance(accountant, RDPAccountant):
+            raise ValueError(f"accountant must be an RDPAccountant; got {type(accountant).__name__}")
+        if delta is None:
+            raise ValueError("delta is required to convert the accountant's RDP to (epsilon, delta)")
         d = _check_delta(delta, allow_zero=False)
         return accountant.epsilon(d), d
-    if epsilon is None: raise ValueError("epsilon is required (or an accountant)")
+    if epsilon is None:
+        raise ValueError("epsilon is required (or an accountant)")
     e = 0.0 if epsilon == 0 else _check_positive(epsilon, 'epsilon')
     return e, _check_delta(0.0 if delta is None else delta)
 
 # %% ../nbs/20_dp.ipynb #33c2823e
 @patch
-def can_spend(self:PrivacyBudget,
-              epsilon:float|None=None, # the epsilon of the spend
-              delta:float|None=None, # its delta (with an accountant: the delta to convert at)
-              *,
-              accountant:RDPAccountant|None=None, # spend this accountant's composed cost instead
-             ) -> bool:
+def can_spend(
+    self: PrivacyBudget,
+    epsilon: float | None = None,  # the epsilon of the spend
+    delta: float | None = None,  # its delta (with an accountant: the delta to convert at)
+    *,
+    accountant: RDPAccountant | None = None,  # spend this accountant's composed cost instead
+) -> bool:
     "Whether `spend` with these arguments would succeed (records nothing)."
     e, d = self._cost(epsilon, delta, accountant)
     s = self.spent
-    return (math.fsum([s.epsilon, e]) <= self.total.epsilon * (1 + self._SLACK)
-            and math.fsum([s.delta, d]) <= self.total.delta * (1 + self._SLACK))
+    return math.fsum([s.epsilon, e]) <= self.total.epsilon * (1 + self._SLACK) and math.fsum(
+        [s.delta, d]
+    ) <= self.total.delta * (1 + self._SLACK)
 
 # %% ../nbs/20_dp.ipynb #dcce3100
 @patch
-def spend(self:PrivacyBudget,
-          epsilon:float|None=None, # the epsilon of the spend
-          delta:float|None=None, # its delta (with an accountant: the delta to convert at)
-          *,
-          accountant:RDPAccountant|None=None, # spend this accountant's composed cost instead
-          label:str|None=None, # the ledger's name for the spend
-         ) -> PrivacyCost:
+def spend(
+    self: PrivacyBudget,
+    epsilon: float | None = None,  # the epsilon of the spend
+    delta: float | None = None,  # its delta (with an accountant: the delta to convert at)
+    *,
+    accountant: RDPAccountant | None = None,  # spend this accountant's composed cost instead
+    label: str | None = None,  # the ledger's name for the spend
+) -> PrivacyCost:
     """Spend (epsilon, delta), or the cost of `accountant`'s composed events at `delta`; raises `PrivacyBudgetExceeded`
     (recording nothing) if the total would be exceeded. Returns the cost recorded."""
     e, d = self._cost(epsilon, delta, accountant)
@@ -646,35 +795,41 @@ def spend(self:PrivacyBudget,
         s = self.spent
         raise PrivacyBudgetExceeded(
             f"spending (epsilon={e:.6g}, delta={d:.3g}) would exceed the budget (epsilon={self.total.epsilon:.6g}, "
-            f"delta={self.total.delta:.3g}): already spent (epsilon={s.epsilon:.6g}, delta={s.delta:.3g})")
-    if label is None: label = 'rdp_accountant' if accountant is not None else f'spend {len(self._ledger)}'
+            f"delta={self.total.delta:.3g}): already spent (epsilon={s.epsilon:.6g}, delta={s.delta:.3g})"
+        )
+    if label is None:
+        label = 'rdp_accountant' if accountant is not None else f'spend {len(self._ledger)}'
     self._ledger.append(dict(label=str(label), epsilon=e, delta=d))
     return PrivacyCost(e, d)
 
 # %% ../nbs/20_dp.ipynb #fdfc1e09
 @patch(as_prop=True)
-def ledger(self:PrivacyBudget) -> pd.DataFrame:
+def ledger(self: PrivacyBudget) -> pd.DataFrame:
     "One row per spend: label, epsilon, delta, and the running totals."
     df = pd.DataFrame(self._ledger, columns=['label', 'epsilon', 'delta'])
-    df['cum_epsilon'] = df['epsilon'].cumsum(); df['cum_delta'] = df['delta'].cumsum()
+    df['cum_epsilon'] = df['epsilon'].cumsum()
+    df['cum_delta'] = df['delta'].cumsum()
     return df
 
 # %% ../nbs/20_dp.ipynb #436974da
 @patch
-def __repr__(self:PrivacyBudget):
+def __repr__(self: PrivacyBudget):
     s = self.spent
     return f"PrivacyBudget(spent epsilon={s.epsilon:.4g}/{self.total.epsilon:.4g}, delta={s.delta:.3g}/{self.total.delta:.3g})"
 
 # %% ../nbs/20_dp.ipynb #7b5076b2
-def clopper_pearson(k, # numbers of successes
-                    n, # numbers of trials
-                    alpha:float=0.05, # 1 - confidence level (each tail alpha/2)
-                   ):
+def clopper_pearson(
+    k,  # numbers of successes
+    n,  # numbers of trials
+    alpha: float = 0.05,  # 1 - confidence level (each tail alpha/2)
+):
     "Two-sided Clopper-Pearson interval (each tail alpha/2) for a binomial proportion with k successes in n trials: (lower, upper)."
-    k = np.asarray(k, dtype=np.float64); n = np.asarray(n, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
     if not (np.all(k == np.round(k)) and np.all(n == np.round(n)) and np.all((0 <= k) & (k <= n)) and np.all(n >= 1)):
         raise ValueError(f"need integer counts 0 <= k <= n with n >= 1; got k={k.tolist()}, n={n.tolist()}")
-    if not 0 < alpha < 1: raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
     lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
     hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
     return lo, hi
@@ -683,36 +838,50 @@ def clopper_pearson(k, # numbers of successes
 def _tests_lower_bounds(s0, s1, taus, delta, alpha):
     "Clopper-Pearson lower bounds on epsilon for the four threshold tests at each tau; s0, s1 sorted samples."
     n0, n1 = len(s0), len(s1)
-    g0 = n0 - np.searchsorted(s0, taus, 'right'); g1 = n1 - np.searchsorted(s1, taus, 'right')   # counts y > tau
-    l0 = np.searchsorted(s0, taus, 'left'); l1 = np.searchsorted(s1, taus, 'left')               # counts y < tau
+    g0 = n0 - np.searchsorted(s0, taus, 'right')
+    g1 = n1 - np.searchsorted(s1, taus, 'right')  # counts y > tau
+    l0 = np.searchsorted(s0, taus, 'left')
+    l1 = np.searchsorted(s1, taus, 'left')  # counts y < tau
     out = []
     for num, nn, den, nd in [(g1, n1, g0, n0), (l0, n0, l1, n1), (g0, n0, g1, n1), (l1, n1, l0, n0)]:
-        lo, _ = clopper_pearson(num, nn, alpha); _, hi = clopper_pearson(den, nd, alpha)
+        lo, _ = clopper_pearson(num, nn, alpha)
+        _, hi = clopper_pearson(den, nd, alpha)
         with np.errstate(divide='ignore', invalid='ignore'):
             out.append(np.where(lo > delta, np.log(np.maximum(lo - delta, 1e-300) / hi), -np.inf))
-    return np.stack(out)   # (4 tests, n_taus)
+    return np.stack(out)  # (4 tests, n_taus)
 
 # %% ../nbs/20_dp.ipynb #374f0d15
-def audit_epsilon_lower_bound(out0, # scalar outputs of the mechanism on D
-                              out1, # scalar outputs on a neighbouring D'
-                              delta:float=0.0, # the delta at which epsilon is bounded
-                              alpha:float=0.05, # the bound holds with probability >= 1 - alpha
-                              n_thresholds:int=400, # thresholds tried on the first half of the samples
-                             ) -> dict:
+def audit_epsilon_lower_bound(
+    out0,  # scalar outputs of the mechanism on D
+    out1,  # scalar outputs on a neighbouring D'
+    delta: float = 0.0,  # the delta at which epsilon is bounded
+    alpha: float = 0.05,  # the bound holds with probability >= 1 - alpha
+    n_thresholds: int = 400,  # thresholds tried on the first half of the samples
+) -> dict:
     """Lower bound on epsilon, valid with probability >= 1 - alpha, from scalar outputs `out0` = M(D) and `out1` = M(D')
     of a mechanism on two neighbouring datasets, by the best threshold test with Clopper-Pearson intervals.
     The test is chosen on the first half of each sample, the bound computed on the second half."""
-    o0 = np.asarray(out0, dtype=np.float64).ravel(); o1 = np.asarray(out1, dtype=np.float64).ravel()
-    if len(o0) < 20 or len(o1) < 20: raise ValueError("out0 and out1 need at least 20 samples each")
-    if not (np.isfinite(o0).all() and np.isfinite(o1).all()): raise ValueError("out0 and out1 must be finite")
+    o0 = np.asarray(out0, dtype=np.float64).ravel()
+    o1 = np.asarray(out1, dtype=np.float64).ravel()
+    if len(o0) < 20 or len(o1) < 20:
+        raise ValueError("out0 and out1 need at least 20 samples each")
+    if not (np.isfinite(o0).all() and np.isfinite(o1).all()):
+        raise ValueError("out0 and out1 must be finite")
     d = _check_delta(delta)
-    if not (0 < alpha < 1): raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    if not (0 < alpha < 1):
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
     h0, h1 = len(o0) // 2, len(o1) // 2
-    sel0, sel1 = np.sort(o0[:h0]), np.sort(o1[:h1]); ev0, ev1 = np.sort(o0[h0:]), np.sort(o1[h1:])
+    sel0, sel1 = np.sort(o0[:h0]), np.sort(o1[:h1])
+    ev0, ev1 = np.sort(o0[h0:]), np.sort(o1[h1:])
     both = np.concatenate([sel0, sel1])
     taus = np.unique(np.quantile(both, np.linspace(0, 1, n_thresholds + 2)[1:-1]))
     lb_sel = _tests_lower_bounds(sel0, sel1, taus, d, alpha)
     t, j = np.unravel_index(int(np.argmax(lb_sel)), lb_sel.shape)
-    lb = float(_tests_lower_bounds(ev0, ev1, taus[j:j + 1], d, alpha)[t, 0])
-    return dict(epsilon_lb=max(lb, 0.0), threshold=float(taus[j]), test=['y>t: D\' vs D', 'y<t: D vs D\'', 'y>t: D vs D\'', 'y<t: D\' vs D'][t],
-                n=(len(o0), len(o1)), alpha=alpha)
+    lb = float(_tests_lower_bounds(ev0, ev1, taus[j : j + 1], d, alpha)[t, 0])
+    return dict(
+        epsilon_lb=max(lb, 0.0),
+        threshold=float(taus[j]),
+        test=['y>t: D\' vs D', 'y<t: D vs D\'', 'y>t: D vs D\'', 'y<t: D\' vs D'][t],
+        n=(len(o0), len(o1)),
+        alpha=alpha,
+    )

@@ -18,8 +18,11 @@ from .federation import Channel, Party, as_rng, iid_split
 from .dp import RDPAccountant, calibrate_noise_multiplier, gaussian_sigma, gaussian_epsilon, discrete_gaussian
 from .gbdt import uniform_candidates, log_candidates, quantile_candidates
 from .smc import RFC3526_P2048
-try: from gmpy2 import powmod as _powmod, mpz as _mpz     # optional speed-up (the 'fast' extra)
-except ImportError: _powmod, _mpz = pow, int
+
+try:
+    from gmpy2 import powmod as _powmod, mpz as _mpz  # optional speed-up (the 'fast' extra)
+except ImportError:
+    _powmod, _mpz = pow, int
 
 # %% auto #0
 __all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
@@ -28,90 +31,119 @@ __all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensi
            'leaf_values', 'DPGBDTClient', 'feature_schedule', 'DPGBDTClassifier', 'DPGBDTRegressor']
 
 # %% ../nbs/31_dpgbdt.ipynb #c04dc2f8
-def gh_sensitivity(weight_update:str='newton', # 'newton', 'gradient' or 'averaging'
-                   task:str='classification', # 'classification' or 'regression'
-                   grad_clip:float=1.0, # regression: per-sample gradient clip c
-                  ) -> tuple:
+def gh_sensitivity(
+    weight_update: str = 'newton',  # 'newton', 'gradient' or 'averaging'
+    task: str = 'classification',  # 'classification' or 'regression'
+    grad_clip: float = 1.0,  # regression: per-sample gradient clip c
+) -> tuple:
     "Add/remove sensitivities $(\\Delta_g, \\Delta_h)$ of a sum of per-row gradients and Hessians."
-    if weight_update not in WEIGHT_UPDATES: raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}; got {weight_update!r}")
-    if task == 'regression': return float(grad_clip), 1.0
+    if weight_update not in WEIGHT_UPDATES:
+        raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}; got {weight_update!r}")
+    if task == 'regression':
+        return float(grad_clip), 1.0
     return (1.0, 0.25) if weight_update == 'newton' else (1.0, 1.0)
+
 
 WEIGHT_UPDATES = ('newton', 'gradient', 'averaging')
 
 # %% ../nbs/31_dpgbdt.ipynb #bcb8af5f
 SPLIT_METHODS = ('totally_random', 'partially_random', 'hist')
 
-def plan_queries(split_method:str, # one of SPLIT_METHODS
-                 tree_features:list, # number of features k_t of each tree
-                 max_depth:int, # levels of splits d
-                 ih_trees:int=0, # trees that release a Hessian histogram (iterative Hessian)
-                 gh_release:str='split', # 'vector' (G, H together) or 'split' (one query each)
-                ) -> dict:
+
+def plan_queries(
+    split_method: str,  # one of SPLIT_METHODS
+    tree_features: list,  # number of features k_t of each tree
+    max_depth: int,  # levels of splits d
+    ih_trees: int = 0,  # trees that release a Hessian histogram (iterative Hessian)
+    gh_release: str = 'split',  # 'vector' (G, H together) or 'split' (one query each)
+) -> dict:
     "Number of Gaussian queries (same multiplier) per component of the fit."
-    if split_method not in SPLIT_METHODS: raise ValueError(f"split_method must be one of {SPLIT_METHODS}; got {split_method!r}")
-    if gh_release not in ('vector', 'split'): raise ValueError(f"gh_release must be 'vector' or 'split'; got {gh_release!r}")
+    if split_method not in SPLIT_METHODS:
+        raise ValueError(f"split_method must be one of {SPLIT_METHODS}; got {split_method!r}")
+    if gh_release not in ('vector', 'split'):
+        raise ValueError(f"gh_release must be 'vector' or 'split'; got {gh_release!r}")
     m = 1 if gh_release == 'vector' else 2
-    k = np.asarray(tree_features, int); T = len(k)
+    k = np.asarray(tree_features, int)
+    T = len(k)
     q = {}
-    if split_method == 'totally_random': q['leaves'] = m * T
-    elif split_method == 'hist': q['histograms'] = int(m * max_depth * k.sum())
-    else: q['root'] = m * T; q['left sums'] = int(m * max_depth * k.sum())
-    if ih_trees: q['hessian histogram'] = int(k[:ih_trees].sum())
+    if split_method == 'totally_random':
+        q['leaves'] = m * T
+    elif split_method == 'hist':
+        q['histograms'] = int(m * max_depth * k.sum())
+    else:
+        q['root'] = m * T
+        q['left sums'] = int(m * max_depth * k.sum())
+    if ih_trees:
+        q['hessian histogram'] = int(k[:ih_trees].sum())
     return q
 
 # %% ../nbs/31_dpgbdt.ipynb #3c2c04ff
-def calibrate_multiplier(epsilon:float, delta:float, count:int, accountant:str='rdp') -> float:
+def calibrate_multiplier(epsilon: float, delta: float, count: int, accountant: str = 'rdp') -> float:
     "Noise multiplier $z$ such that `count` Gaussian queries with multiplier $z$ are (epsilon, delta)-DP by `accountant`."
-    if accountant == 'rdp': return calibrate_noise_multiplier(epsilon, delta, count)
-    if accountant == 'exact': return math.sqrt(count) * gaussian_sigma(epsilon, delta, 1.0)
+    if accountant == 'rdp':
+        return calibrate_noise_multiplier(epsilon, delta, count)
+    if accountant == 'exact':
+        return math.sqrt(count) * gaussian_sigma(epsilon, delta, 1.0)
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
-def spent_epsilon(z:float, delta:float, count:int, accountant:str='rdp') -> float:
+
+def spent_epsilon(z: float, delta: float, count: int, accountant: str = 'rdp') -> float:
     "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant`."
-    if accountant == 'rdp': return RDPAccountant().add_gaussian(z, count).epsilon(delta)
-    if accountant == 'exact': return gaussian_epsilon(z / math.sqrt(count), delta)
+    if accountant == 'rdp':
+        return RDPAccountant().add_gaussian(z, count).epsilon(delta)
+    if accountant == 'exact':
+        return gaussian_epsilon(z / math.sqrt(count), delta)
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #8475df68
-def ddg_tau_log10(sigma_client:float, n_clients:int) -> float:
+def ddg_tau_log10(sigma_client: float, n_clients: int) -> float:
     "log10 of Kairouz-Liu-Steinke's tau for the sum of `n_clients` discrete Gaussians of standard deviation `sigma_client`."
     j = np.arange(1, n_clients, dtype=float)
-    if len(j) == 0: return -math.inf
-    a = -2 * math.pi ** 2 * sigma_client ** 2 * j / (j + 1)       # natural-log terms
+    if len(j) == 0:
+        return -math.inf
+    a = -2 * math.pi**2 * sigma_client**2 * j / (j + 1)  # natural-log terms
     m = a.max()
     return (math.log(10) + m + math.log(np.exp(a - m).sum())) / math.log(10)
 
 # %% ../nbs/31_dpgbdt.ipynb #67142917
 class NoisePool:
     "Pre-drawn exact discrete Gaussian samples N_Z(0, sigma^2), handed out once each."
-    def __init__(self, sigma:float, size:int, rng=None):
-        self.sigma, self.rng = float(sigma), as_rng(rng)
-        self._buf = discrete_gaussian(self.sigma, max(int(size), 1), self.rng); self._pos = 0
 
-    def take(self, n:int) -> np.ndarray:
+    def __init__(self, sigma: float, size: int, rng=None):
+        self.sigma, self.rng = float(sigma), as_rng(rng)
+        self._buf = discrete_gaussian(self.sigma, max(int(size), 1), self.rng)
+        self._pos = 0
+
+    def take(self, n: int) -> np.ndarray:
         "The next `n` samples (drawing more if the plan was exceeded)."
         if self._pos + n > len(self._buf):
-            self._buf = np.concatenate([self._buf[self._pos:], discrete_gaussian(self.sigma, max(n, 1024), self.rng)]); self._pos = 0
-        out = self._buf[self._pos:self._pos + n]; self._pos += n
+            self._buf = np.concatenate([self._buf[self._pos :], discrete_gaussian(self.sigma, max(n, 1024), self.rng)])
+            self._pos = 0
+        out = self._buf[self._pos : self._pos + n]
+        self._pos += n
         return out
 
 # %% ../nbs/31_dpgbdt.ipynb #4fa18a08
-def _prg(seed:int) -> np.random.Generator:
+def _prg(seed: int) -> np.random.Generator:
     "The pairwise mask stream of a shared Diffie-Hellman seed (both clients of the pair draw the same values, in order)."
     return np.random.default_rng(int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big'))
 
+
 class SecAggClient(Party):
     "A client of the masked secure sum: holds its DH secret and one mask stream per other client."
-    def key_agree(self, server:str, rng):
+
+    def key_agree(self, server: str, rng):
         self._secret = int.from_bytes(rng.bytes(32), 'big')
         self.send(server, 'public key', int(_powmod(2, self._secret, _mpz(RFC3526_P2048))))
 
-    def key_finish(self, server:str):
+    def key_finish(self, server: str):
         keys = self.receive('public keys', sender=server)
-        self._streams = {o: (o > self.name, _prg(int(_powmod(_mpz(pk), self._secret, _mpz(RFC3526_P2048))))) for o, pk in keys.items()}
+        self._streams = {
+            o: (o > self.name, _prg(int(_powmod(_mpz(pk), self._secret, _mpz(RFC3526_P2048)))))
+            for o, pk in keys.items()
+        }
 
-    def premask(self, n:int):
+    def premask(self, n: int):
         "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
         tot = np.zeros(n, np.uint64)
         for o, (plus, g) in self._streams.items():
@@ -119,15 +151,17 @@ class SecAggClient(Party):
             tot = tot + m if plus else tot - m
         self._mask, self._mpos = tot, 0
 
-    def masked(self, ints:np.ndarray) -> np.ndarray:
+    def masked(self, ints: np.ndarray) -> np.ndarray:
         "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
         y = np.asarray(ints, np.int64).ravel().view(np.uint64)
-        if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask): self.premask(max(y.size, 4096))
-        out = y + self._mask[self._mpos:self._mpos + y.size]; self._mpos += y.size
+        if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
+            self.premask(max(y.size, 4096))
+        out = y + self._mask[self._mpos : self._mpos + y.size]
+        self._mpos += y.size
         return out
 
 # %% ../nbs/31_dpgbdt.ipynb #01d4aab8
-def secure_aggregate(server:str, clients:list, kind:str) -> np.ndarray:
+def secure_aggregate(server: str, clients: list, kind: str) -> np.ndarray:
     "Server side of one release: receive each client's masked vector of `kind` and return the int64 sum (mod 2^64)."
     tot = None
     for c in clients:
@@ -135,74 +169,97 @@ def secure_aggregate(server:str, clients:list, kind:str) -> np.ndarray:
         tot = y if tot is None else tot + y
     return tot.view(np.int64)
 
-def key_agreement(server:str, clients:list, rng):
+
+def key_agreement(server: str, clients: list, rng):
     "One Diffie-Hellman round through the server: every pair of clients gets a shared seed."
     ch = clients[0].channel
-    for c in clients: c.key_agree(server, rng)
+    for c in clients:
+        c.key_agree(server, rng)
     pub = {c.name: ch.receive(server, 'public key', sender=c.name) for c in clients}
-    for c in clients: ch.send(server, c.name, 'public keys', {o: v for o, v in pub.items() if o != c.name})
-    for c in clients: c.key_finish(server)
+    for c in clients:
+        ch.send(server, c.name, 'public keys', {o: v for o, v in pub.items() if o != c.name})
+    for c in clients:
+        c.key_finish(server)
 
 # %% ../nbs/31_dpgbdt.ipynb #92153199
 CANDIDATES = ('uniform', 'log', 'quantile', 'iterative_hessian')
 
-def initial_candidates(method:str, lo, hi, n_candidates:int, X=None) -> np.ndarray:
+
+def initial_candidates(method: str, lo, hi, n_candidates: int, X=None) -> np.ndarray:
     "(F, Q) thresholds per feature (rows padded with +inf) from public bounds, or pooled quantiles for 'quantile'."
-    if method not in CANDIDATES: raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {method!r}")
+    if method not in CANDIDATES:
+        raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {method!r}")
     F, Q = len(lo), int(n_candidates)
     out = np.full((F, Q), np.inf)
     for f in range(F):
-        if method == 'quantile': t = quantile_candidates(X[:, f], Q + 1)[:Q]
-        elif hi[f] <= lo[f]: t = np.array([lo[f]])                 # constant feature: one threshold, nothing to split
-        elif method == 'log': t = log_candidates(lo[f], hi[f], Q + 1)
-        else: t = uniform_candidates(lo[f], hi[f], Q + 1)
-        out[f, :len(t)] = t
+        if method == 'quantile':
+            t = quantile_candidates(X[:, f], Q + 1)[:Q]
+        elif hi[f] <= lo[f]:
+            t = np.array([lo[f]])  # constant feature: one threshold, nothing to split
+        elif method == 'log':
+            t = log_candidates(lo[f], hi[f], Q + 1)
+        else:
+            t = uniform_candidates(lo[f], hi[f], Q + 1)
+        out[f, : len(t)] = t
     return out
 
 # %% ../nbs/31_dpgbdt.ipynb #5ee43282
-def ih_candidates(thresholds, lo:float, hi:float, hess_hist) -> np.ndarray:
+def ih_candidates(thresholds, lo: float, hi: float, hess_hist) -> np.ndarray:
     "New thresholds splitting the (noisy) Hessian mass of the current bins evenly (piecewise-uniform density within bins)."
-    t = np.asarray(thresholds, float); Q = len(t)
-    if not np.isfinite(t).all() or not hi > lo: return t
+    t = np.asarray(thresholds, float)
+    Q = len(t)
+    if not np.isfinite(t).all() or not hi > lo:
+        return t
     edges = np.concatenate([[min(lo, t[0])], t, [max(hi, t[-1])]])
     w = np.clip(np.asarray(hess_hist, float), 0, None)
-    if w.sum() <= 0: return t
+    if w.sum() <= 0:
+        return t
     w = w + 1e-3 * w.mean()
     cdf = np.concatenate([[0.0], np.cumsum(w)]) / w.sum()
     return np.interp(np.arange(1, Q + 1) / (Q + 1), cdf, edges)
 
 # %% ../nbs/31_dpgbdt.ipynb #bc19def7
-def random_tree_splits(candidates, features, max_depth:int, rng) -> tuple:
+def random_tree_splits(candidates, features, max_depth: int, rng) -> tuple:
     "Totally random complete tree: (feature, candidate index) per internal node, -1 index for 'all left'."
     F, Q = candidates.shape
-    n_int = 2 ** max_depth - 1
+    n_int = 2**max_depth - 1
     feat, idx = np.zeros(n_int, np.intp), np.full(n_int, -1, np.intp)
     nfin = np.isfinite(candidates).sum(1)
-    lo = {0: np.full(F, -1)}; hi = {0: nfin.copy()}
+    lo = {0: np.full(F, -1)}
+    hi = {0: nfin.copy()}
     for i in range(n_int):
         a, b = lo.pop(i), hi.pop(i)
         ok = [f for f in features if b[f] - a[f] >= 2]
         if ok:
-            f = ok[rng.integers(len(ok))]; j = int(rng.integers(a[f] + 1, b[f]))
+            f = ok[rng.integers(len(ok))]
+            j = int(rng.integers(a[f] + 1, b[f]))
             feat[i], idx[i] = f, j
-            bl, ar = b.copy(), a.copy(); bl[f] = j; ar[f] = j
-        else: bl, ar = b, a; feat[i] = features[0]
+            bl, ar = b.copy(), a.copy()
+            bl[f] = j
+            ar[f] = j
+        else:
+            bl, ar = b, a
+            feat[i] = features[0]
         lo[2 * i + 1], hi[2 * i + 1], lo[2 * i + 2], hi[2 * i + 2] = a, bl, ar, b
     return feat, idx
 
 # %% ../nbs/31_dpgbdt.ipynb #27bd94b8
-def route(X, feat, thr, max_depth:int) -> np.ndarray:
+def route(X, feat, thr, max_depth: int) -> np.ndarray:
     "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr)."
-    node = np.zeros(len(X), np.intp); rows = np.arange(len(X))
+    node = np.zeros(len(X), np.intp)
+    rows = np.arange(len(X))
     for _ in range(max_depth):
         node = 2 * node + 1 + (X[rows, feat[node]] >= thr[node])
-    return node - (2 ** max_depth - 1)
+    return node - (2**max_depth - 1)
 
-def forest_sum(X, feats, thrs, leaves, max_depth:int, chunk:int=64) -> np.ndarray:
+
+def forest_sum(X, feats, thrs, leaves, max_depth: int, chunk: int = 64) -> np.ndarray:
     "Sum over trees of the leaf values reached by each row (trees stacked as (T, nodes) arrays)."
-    out = np.zeros(len(X)); rows = np.arange(len(X))[None, :]; off = 2 ** max_depth - 1
+    out = np.zeros(len(X))
+    rows = np.arange(len(X))[None, :]
+    off = 2**max_depth - 1
     for s in range(0, len(feats), chunk):
-        f, t, v = feats[s:s + chunk], thrs[s:s + chunk], leaves[s:s + chunk]
+        f, t, v = feats[s : s + chunk], thrs[s : s + chunk], leaves[s : s + chunk]
         tr = np.arange(len(f))[:, None]
         node = np.zeros((len(f), len(X)), np.intp)
         for _ in range(max_depth):
@@ -217,29 +274,36 @@ def _score(G, H, lam, clip=2.0):
     w = np.clip(-G / H, -clip, clip)
     return -(2 * G * w + H * w * w)
 
+
 def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
     "XGBoost's split gain with max_delta_step = `clip`; the parent's (G, H) default to the children's sums."
-    G = GL + GR if G is None else G; H = HL + HR if H is None else H
+    G = GL + GR if G is None else G
+    H = HL + HR if H is None else H
     return _score(GL, HL, lam, clip) + _score(GR, HR, lam, clip) - _score(G, H, lam, clip)
 
-def hist_best_splits(hist, nfin, lam:float, node_tot=None, clip:float=2.0) -> tuple:
+
+def hist_best_splits(hist, nfin, lam: float, node_tot=None, clip: float = 2.0) -> tuple:
     "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
-    cs = np.cumsum(hist, axis=2)[:, :, :-1]                     # left sums for candidate j: bins 0..j
+    cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
     rs = hist.sum(2, keepdims=True) - cs
     P = (None, None) if node_tot is None else (node_tot[:, None, None, 0], node_tot[:, None, None, 1])
     g = _gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
     Q = g.shape[2]
     g = np.where(np.arange(Q)[None, None, :] < nfin[None, :, None], g, -np.inf)
     flat = g.reshape(len(g), -1).argmax(1)
-    fs, js = np.divmod(flat, Q); n = np.arange(len(g))
+    fs, js = np.divmod(flat, Q)
+    n = np.arange(len(g))
     return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
 
 # %% ../nbs/31_dpgbdt.ipynb #9b721bca
-def leaf_values(G, H, weight_update:str, reg_lambda:float=1.0, leaf_clip:float=2.0, task:str='classification') -> np.ndarray:
+def leaf_values(
+    G, H, weight_update: str, reg_lambda: float = 1.0, leaf_clip: float = 2.0, task: str = 'classification'
+) -> np.ndarray:
     "Leaf values from noisy sums (before the learning rate / averaging)."
     G, H = np.asarray(G, float), np.asarray(H, float)
     if weight_update == 'averaging':
-        if task == 'regression': return np.where(H > 0, G / np.maximum(H, 1e-12), 0.0)
+        if task == 'regression':
+            return np.where(H > 0, G / np.maximum(H, 1e-12), 0.0)
         return np.where(H > 0, np.clip(G / np.maximum(H, 1e-12), 0, 1), 0.5)
     w = np.where(H > 0, -G / (np.maximum(H, 0) + reg_lambda), 0.0)
     return np.clip(w, -leaf_clip, leaf_clip)
@@ -247,27 +311,37 @@ def leaf_values(G, H, weight_update:str, reg_lambda:float=1.0, leaf_clip:float=2
 # %% ../nbs/31_dpgbdt.ipynb #b7ab6bc3
 class DPGBDTClient(SecAggClient):
     "A client: its rows never leave it; it releases noisy masked sums only."
-    def setup(self, candidates, loss:str, dg:float, dh:float, weight_update:str, grad_clip:float):
-        self._X = np.asarray(self._X, float); self._y = np.asarray(self._y, float)
-        self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
-        self.margin = np.zeros(len(self._y)); self.cand = candidates.copy(); self.pools = {}
-        self.codes = np.empty(self._X.shape, np.int16)
-        for f in range(self._X.shape[1]): self.rebin(f, candidates[f])
 
-    def rebin(self, f:int, t):
-        self.cand[f] = t; self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
+    def setup(self, candidates, loss: str, dg: float, dh: float, weight_update: str, grad_clip: float):
+        self._X = np.asarray(self._X, float)
+        self._y = np.asarray(self._y, float)
+        self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
+        self.margin = np.zeros(len(self._y))
+        self.cand = candidates.copy()
+        self.pools = {}
+        self.codes = np.empty(self._X.shape, np.int16)
+        for f in range(self._X.shape[1]):
+            self.rebin(f, candidates[f])
+
+    def rebin(self, f: int, t):
+        self.cand[f] = t
+        self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
 
     def gradients(self):
         y, m = self._y, self.margin
-        if self.wu == 'averaging': g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
+        if self.wu == 'averaging':
+            g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
         elif self.loss == 'logistic':
-            p = expit(m); g = p - y; h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
-        else: g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
+            p = expit(m)
+            g = p - y
+            h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
+        else:
+            g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
         self.g, self.h = g, h
 
 # %% ../nbs/31_dpgbdt.ipynb #38be4730
 @patch
-def release(self:DPGBDTClient, server:str, component:str, blocks:list):
+def release(self: DPGBDTClient, server: str, component: str, blocks: list):
     "Send the masked noisy fixed-point encoding of `blocks` = [(array, sigma_client)] as one message of kind 'noisy <component>'."
     parts = []
     for a, s in blocks:
@@ -276,15 +350,17 @@ def release(self:DPGBDTClient, server:str, component:str, blocks:list):
         parts.append(np.rint(np.ldexp(a, self.frac_bits)).astype(np.int64) + noise)
     self.send(server, f'noisy {component}', self.masked(np.concatenate(parts)))
 
-@patch
-def leaf_sums(self:DPGBDTClient, feat, thr, max_depth:int):
-    "Route rows; per-leaf sums of g and h."
-    self.leaf = route(self._X, feat, thr, max_depth)
-    L = 2 ** max_depth
-    return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
 
 @patch
-def node_hist(self:DPGBDTClient, node, n_nodes:int, features, weights) -> np.ndarray:
+def leaf_sums(self: DPGBDTClient, feat, thr, max_depth: int):
+    "Route rows; per-leaf sums of g and h."
+    self.leaf = route(self._X, feat, thr, max_depth)
+    L = 2**max_depth
+    return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
+
+
+@patch
+def node_hist(self: DPGBDTClient, node, n_nodes: int, features, weights) -> np.ndarray:
     "(n_nodes, k, Q+1) histogram of `weights` of the rows by node and bin of each feature in `features`."
     Q1 = self.cand.shape[1] + 1
     out = np.empty((n_nodes, len(features), Q1))
@@ -294,51 +370,74 @@ def node_hist(self:DPGBDTClient, node, n_nodes:int, features, weights) -> np.nda
 
 # %% ../nbs/31_dpgbdt.ipynb #ed981f6a
 class _DPGBDT(BaseEstimator):
-    def __init__(self, epsilon:float=1.0, # total privacy budget; None or inf: no noise (non-private reference)
-                 delta:float|None=None, # None: 1/n
-                 n_estimators:int=100, # trees T (full cycles over the features if `full_cycles`)
-                 max_depth:int=4, # levels of splits d (2^d leaves)
-                 learning_rate:float=0.3, # multiplies every boosting leaf
-                 reg_lambda:float=1.0, # L2 regularisation lambda of the leaves and gains
-                 split_method:str='totally_random', # 'totally_random', 'partially_random' or 'hist'
-                 weight_update:str='newton', # 'newton', 'gradient' or 'averaging' (random forest)
-                 split_candidates:str='iterative_hessian', # 'uniform', 'log', 'quantile' (non-private), 'iterative_hessian'
-                 n_candidates:int=32, # Q thresholds per feature
-                 ih_rounds:int=5, # trees (per feature when cycling) that release a Hessian histogram
-                 feature_interaction:str|None=None, # None (all features), 'cyclical' or 'random' k-way
-                 k:int|None=None, # features per tree for feature_interaction
-                 full_cycles:bool=False, # DP-EBM: n_estimators counts full cycles over the features
-                 batch_size:float=1, # B trees per gradient update (int), or a fraction of T; 1 = boosting
-                 gh_release:str='split', # 'split' (G and H one query each) or 'vector' (together)
-                 leaf_clip:float=2.0, # clip boosting leaves to +-leaf_clip before the learning rate
-                 grad_clip:float=1.0, # regression: per-sample gradient clip
-                 feature_bounds=None, # (F, 2) public [low, high] per feature; None: declared public, read from the data
-                 accountant:str='rdp', # 'rdp' or 'exact'
-                 n_clients:int=10, # clients for fit(X, y)
-                 frac_bits:int=16, # fixed-point fractional bits of the secure aggregation
-                 noise:str='distributed', # 'distributed' (each client adds a discrete Gaussian share) or 'aggregator' (one noise party)
-                 rng=None, # int or numpy Generator
-                ):
+    def __init__(
+        self,
+        epsilon: float = 1.0,  # total privacy budget; None or inf: no noise (non-private reference)
+        delta: float | None = None,  # None: 1/n
+        n_estimators: int = 100,  # trees T (full cycles over the features if `full_cycles`)
+        max_depth: int = 4,  # levels of splits d (2^d leaves)
+        learning_rate: float = 0.3,  # multiplies every boosting leaf
+        reg_lambda: float = 1.0,  # L2 regularisation lambda of the leaves and gains
+        split_method: str = 'totally_random',  # 'totally_random', 'partially_random' or 'hist'
+        weight_update: str = 'newton',  # 'newton', 'gradient' or 'averaging' (random forest)
+        split_candidates: str = 'iterative_hessian',  # 'uniform', 'log', 'quantile' (non-private), 'iterative_hessian'
+        n_candidates: int = 32,  # Q thresholds per feature
+        ih_rounds: int = 5,  # trees (per feature when cycling) that release a Hessian histogram
+        feature_interaction: str | None = None,  # None (all features), 'cyclical' or 'random' k-way
+        k: int | None = None,  # features per tree for feature_interaction
+        full_cycles: bool = False,  # DP-EBM: n_estimators counts full cycles over the features
+        batch_size: float = 1,  # B trees per gradient update (int), or a fraction of T; 1 = boosting
+        gh_release: str = 'split',  # 'split' (G and H one query each) or 'vector' (together)
+        leaf_clip: float = 2.0,  # clip boosting leaves to +-leaf_clip before the learning rate
+        grad_clip: float = 1.0,  # regression: per-sample gradient clip
+        feature_bounds=None,  # (F, 2) public [low, high] per feature; None: declared public, read from the data
+        accountant: str = 'rdp',  # 'rdp' or 'exact'
+        n_clients: int = 10,  # clients for fit(X, y)
+        frac_bits: int = 16,  # fixed-point fractional bits of the secure aggregation
+        noise: str = 'distributed',  # 'distributed' (each client adds a discrete Gaussian share) or 'aggregator' (one noise party)
+        rng=None,  # int or numpy Generator
+    ):
         for kk, v in list(locals().items()):
-            if kk != 'self': setattr(self, kk, v)
+            if kk != 'self':
+                setattr(self, kk, v)
 
     @classmethod
-    def preset(cls, name:str, **overrides):
+    def preset(cls, name: str, **overrides):
         "One of the paper's named methods (PRESETS), with parameters overridden by `overrides`."
-        if name not in PRESETS: raise ValueError(f"unknown preset {name!r}; known: {sorted(PRESETS)}")
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; known: {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
 
 # %% ../nbs/31_dpgbdt.ipynb #943705b9
 PRESETS = {
     'DP-TR Newton': dict(split_method='totally_random', weight_update='newton', split_candidates='uniform'),
-    'DP-TR Newton IH': dict(split_method='totally_random', weight_update='newton', split_candidates='iterative_hessian'),
-    'DP-TR Newton IH EBM': dict(split_method='totally_random', weight_update='newton', split_candidates='iterative_hessian',
-                                feature_interaction='cyclical', k=1),
-    'DP-TR Batch Newton IH EBM': dict(split_method='totally_random', weight_update='newton', split_candidates='iterative_hessian',
-                                      feature_interaction='cyclical', k=1, batch_size=0.25),
+    'DP-TR Newton IH': dict(
+        split_method='totally_random', weight_update='newton', split_candidates='iterative_hessian'
+    ),
+    'DP-TR Newton IH EBM': dict(
+        split_method='totally_random',
+        weight_update='newton',
+        split_candidates='iterative_hessian',
+        feature_interaction='cyclical',
+        k=1,
+    ),
+    'DP-TR Batch Newton IH EBM': dict(
+        split_method='totally_random',
+        weight_update='newton',
+        split_candidates='iterative_hessian',
+        feature_interaction='cyclical',
+        k=1,
+        batch_size=0.25,
+    ),
     'DP-RF': dict(split_method='totally_random', weight_update='averaging', split_candidates='uniform'),
-    'DP-EBM': dict(split_method='totally_random', weight_update='gradient', split_candidates='uniform',
-                   feature_interaction='cyclical', k=1, full_cycles=True),
+    'DP-EBM': dict(
+        split_method='totally_random',
+        weight_update='gradient',
+        split_candidates='uniform',
+        feature_interaction='cyclical',
+        k=1,
+        full_cycles=True,
+    ),
     'DP-GBM': dict(split_method='hist', weight_update='gradient', split_candidates='uniform'),
     'FEVERLESS': dict(split_method='hist', weight_update='newton', split_candidates='uniform'),
 }
@@ -346,61 +445,87 @@ PRESETS = {
 # %% ../nbs/31_dpgbdt.ipynb #e4dfc1e0
 def _as_matrix(X, columns=None):
     if isinstance(X, pd.DataFrame):
-        if columns is not None and list(X.columns) != list(columns): raise ValueError(f"columns {list(X.columns)} differ from {list(columns)}")
+        if columns is not None and list(X.columns) != list(columns):
+            raise ValueError(f"columns {list(X.columns)} differ from {list(columns)}")
         cols = []
         for c in X.columns:
             s = X[c]
             if isinstance(s.dtype, pd.CategoricalDtype):
-                v = s.cat.codes.to_numpy().astype(float); v[v < 0] = np.nan; cols.append(v)
+                v = s.cat.codes.to_numpy().astype(float)
+                v[v < 0] = np.nan
+                cols.append(v)
             else:
-                try: cols.append(s.to_numpy(dtype=float))
-                except (TypeError, ValueError) as e: raise ValueError(f"column {c!r} of X must be numeric or categorical: {e}") from None
+                try:
+                    cols.append(s.to_numpy(dtype=float))
+                except (TypeError, ValueError) as e:
+                    raise ValueError(f"column {c!r} of X must be numeric or categorical: {e}") from None
         A = np.column_stack(cols) if cols else np.empty((len(X), 0))
     else:
-        if hasattr(X, 'tocsr') or hasattr(X, 'toarray'): raise TypeError("sparse input is not supported: pass a dense array")
-        if np.iscomplexobj(X): raise ValueError("Complex data not supported")
-        try: A = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as e: raise ValueError(f"X must be numeric: {e}") from None
-    if A.ndim != 2: raise ValueError(f"Expected 2D array, got shape {A.shape}: X must be 2-d. Reshape your data")
-    if not np.isfinite(A).all(): raise ValueError("X contains NaN or infinity: impute or drop those rows first")
+        if hasattr(X, 'tocsr') or hasattr(X, 'toarray'):
+            raise TypeError("sparse input is not supported: pass a dense array")
+        if np.iscomplexobj(X):
+            raise ValueError("Complex data not supported")
+        try:
+            A = np.asarray(X, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"X must be numeric: {e}") from None
+    if A.ndim != 2:
+        raise ValueError(f"Expected 2D array, got shape {A.shape}: X must be 2-d. Reshape your data")
+    if not np.isfinite(A).all():
+        raise ValueError("X contains NaN or infinity: impute or drop those rows first")
     return A
 
 # %% ../nbs/31_dpgbdt.ipynb #8c220e79
 @patch
-def _check_params(self:_DPGBDT):
-    if self.split_method not in SPLIT_METHODS: raise ValueError(f"split_method must be one of {SPLIT_METHODS}; got {self.split_method!r}")
-    if self.weight_update not in WEIGHT_UPDATES: raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}; got {self.weight_update!r}")
-    if self.split_candidates not in CANDIDATES: raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {self.split_candidates!r}")
-    if self.feature_interaction not in (None, 'cyclical', 'random'): raise ValueError(f"feature_interaction must be None, 'cyclical' or 'random'; got {self.feature_interaction!r}")
-    if self.accountant not in ('rdp', 'exact'): raise ValueError(f"accountant must be 'rdp' or 'exact'; got {self.accountant!r}")
+def _check_params(self: _DPGBDT):
+    if self.split_method not in SPLIT_METHODS:
+        raise ValueError(f"split_method must be one of {SPLIT_METHODS}; got {self.split_method!r}")
+    if self.weight_update not in WEIGHT_UPDATES:
+        raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}; got {self.weight_update!r}")
+    if self.split_candidates not in CANDIDATES:
+        raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {self.split_candidates!r}")
+    if self.feature_interaction not in (None, 'cyclical', 'random'):
+        raise ValueError(f"feature_interaction must be None, 'cyclical' or 'random'; got {self.feature_interaction!r}")
+    if self.accountant not in ('rdp', 'exact'):
+        raise ValueError(f"accountant must be 'rdp' or 'exact'; got {self.accountant!r}")
     e = self.epsilon
     if e is not None and not (isinstance(e, numbers.Real) and not isinstance(e, bool) and e > 0):
         raise ValueError(f"epsilon must be > 0 (or None / inf for no noise); got {e!r}")
     for nm in ('n_estimators', 'max_depth', 'n_candidates', 'n_clients'):
         v = getattr(self, nm)
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{nm} must be a positive integer; got {v!r}")
-    if not (isinstance(self.ih_rounds, numbers.Integral) and self.ih_rounds >= 0): raise ValueError(f"ih_rounds must be an integer >= 0; got {self.ih_rounds!r}")
-    if self.delta is not None and not (0 < self.delta < 1): raise ValueError(f"delta must be in (0, 1); got {self.delta!r}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"{nm} must be a positive integer; got {v!r}")
+    if not (isinstance(self.ih_rounds, numbers.Integral) and self.ih_rounds >= 0):
+        raise ValueError(f"ih_rounds must be an integer >= 0; got {self.ih_rounds!r}")
+    if self.delta is not None and not (0 < self.delta < 1):
+        raise ValueError(f"delta must be in (0, 1); got {self.delta!r}")
     b = self.batch_size
-    if not (isinstance(b, numbers.Real) and b > 0 and (b <= 1 or float(b).is_integer())): raise ValueError(f"batch_size must be a positive integer or a fraction in (0, 1]; got {b!r}")
-    if self.noise not in ('distributed', 'aggregator'): raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
-    if not (0 <= self.frac_bits <= 30): raise ValueError(f"frac_bits must be in [0, 30]; got {self.frac_bits!r}")
+    if not (isinstance(b, numbers.Real) and b > 0 and (b <= 1 or float(b).is_integer())):
+        raise ValueError(f"batch_size must be a positive integer or a fraction in (0, 1]; got {b!r}")
+    if self.noise not in ('distributed', 'aggregator'):
+        raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
+    if not (0 <= self.frac_bits <= 30):
+        raise ValueError(f"frac_bits must be in [0, 30]; got {self.frac_bits!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #9455b87e
-def feature_schedule(n_features:int, n_estimators:int, interaction=None, k=None, full_cycles:bool=False, rng=None) -> list:
+def feature_schedule(
+    n_features: int, n_estimators: int, interaction=None, k=None, full_cycles: bool = False, rng=None
+) -> list:
     "The features of each tree."
     F = n_features
-    if interaction is None: return [np.arange(F)] * n_estimators
+    if interaction is None:
+        return [np.arange(F)] * n_estimators
     k = min(int(k or 1), F)
     if interaction == 'random':
-        rng = as_rng(rng); return [np.sort(rng.choice(F, k, replace=False)) for _ in range(n_estimators)]
+        rng = as_rng(rng)
+        return [np.sort(rng.choice(F, k, replace=False)) for _ in range(n_estimators)]
     blocks = [np.arange(s, min(s + k, F)) for s in range(0, F, k)]
     T = n_estimators * len(blocks) if full_cycles else n_estimators
     return [blocks[t % len(blocks)] for t in range(T)]
 
 # %% ../nbs/31_dpgbdt.ipynb #c6aca15c
 @patch
-def _setup(self:_DPGBDT, clients, loss):
+def _setup(self: _DPGBDT, clients, loss):
     self._check_params()
     rng = as_rng(self.rng)
     F = clients[0][0].shape[1]
@@ -408,26 +533,35 @@ def _setup(self:_DPGBDT, clients, loss):
     data = []
     for i, (Xk, yk) in enumerate(clients):
         A = _as_matrix(Xk, cols)
-        if A.shape[1] != F: raise ValueError(f"client {i} has {A.shape[1]} columns, expected {F}")
-        if len(A) == 0: raise ValueError(f"client {i} has no rows")
+        if A.shape[1] != F:
+            raise ValueError(f"client {i} has {A.shape[1]} columns, expected {F}")
+        if len(A) == 0:
+            raise ValueError(f"client {i} has no rows")
         yk = np.asarray(yk, float).ravel()
-        if len(yk) != len(A): raise ValueError(f"client {i}: {len(A)} rows but {len(yk)} labels")
-        if not np.isfinite(yk).all(): raise ValueError(f"client {i}: y contains NaN or infinity")
+        if len(yk) != len(A):
+            raise ValueError(f"client {i}: {len(A)} rows but {len(yk)} labels")
+        if not np.isfinite(yk).all():
+            raise ValueError(f"client {i}: y contains NaN or infinity")
         data.append((A, yk))
-    if len(data) < 2: raise ValueError("the secure aggregation needs at least 2 clients")
+    if len(data) < 2:
+        raise ValueError("the secure aggregation needs at least 2 clients")
     self.n_features_in_ = F
-    if cols is not None: self.feature_names_in_ = np.asarray(cols, dtype=object)
-    n = sum(len(a) for a, _ in data); self.n_samples_ = n
+    if cols is not None:
+        self.feature_names_in_ = np.asarray(cols, dtype=object)
+    n = sum(len(a) for a, _ in data)
+    self.n_samples_ = n
     return rng, data, n, F
 
 # %% ../nbs/31_dpgbdt.ipynb #edc7bb00
 @patch
-def _plan(self:_DPGBDT, data, n, F, rng):
+def _plan(self: _DPGBDT, data, n, F, rng):
     if self.feature_bounds is None:
-        lo = np.min([a.min(0) for a, _ in data], 0); hi = np.max([a.max(0) for a, _ in data], 0)
+        lo = np.min([a.min(0) for a, _ in data], 0)
+        hi = np.max([a.max(0) for a, _ in data], 0)
     else:
         b = np.asarray(self.feature_bounds, float)
-        if b.shape != (F, 2) or not np.isfinite(b).all(): raise ValueError(f"feature_bounds must be a finite ({F}, 2) array")
+        if b.shape != (F, 2) or not np.isfinite(b).all():
+            raise ValueError(f"feature_bounds must be a finite ({F}, 2) array")
         lo, hi = b[:, 0], b[:, 1]
     self.bounds_ = np.c_[lo, hi]
     pooled = np.vstack([a for a, _ in data]) if self.split_candidates == 'quantile' else None
@@ -435,7 +569,11 @@ def _plan(self:_DPGBDT, data, n, F, rng):
     cand = initial_candidates(init, lo, hi, self.n_candidates, pooled)
     sched = feature_schedule(F, self.n_estimators, self.feature_interaction, self.k, self.full_cycles, rng)
     T = len(sched)
-    nblocks = len(feature_schedule(F, 1, self.feature_interaction, self.k, True)) if self.feature_interaction == 'cyclical' else 1
+    nblocks = (
+        len(feature_schedule(F, 1, self.feature_interaction, self.k, True))
+        if self.feature_interaction == 'cyclical'
+        else 1
+    )
     ih = min(T, self.ih_rounds * nblocks) if self.split_candidates == 'iterative_hessian' else 0
     self.queries_ = plan_queries(self.split_method, [len(s) for s in sched], self.max_depth, ih, self.gh_release)
     B = int(self.batch_size) if self.batch_size >= 1 else max(1, int(self.batch_size * T))
@@ -443,58 +581,81 @@ def _plan(self:_DPGBDT, data, n, F, rng):
 
 # %% ../nbs/31_dpgbdt.ipynb #4548aad8
 @patch
-def _noise(self:_DPGBDT, n, F, K, dg, dh):
+def _noise(self: _DPGBDT, n, F, K, dg, dh):
     self.delta_ = 1.0 / n if self.delta is None else float(self.delta)
     C = int(sum(self.queries_.values()))
     private = self.epsilon is not None and math.isfinite(self.epsilon)
     self.noise_multiplier_ = calibrate_multiplier(self.epsilon, self.delta_, C, self.accountant) if private else 0.0
-    z = self.noise_multiplier_; L = 2 ** self.max_depth; Q1 = self.n_candidates + 1
+    z = self.noise_multiplier_
+    L = 2**self.max_depth
+    Q1 = self.n_candidates + 1
     dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F)
     fb = int(self.frac_bits)
     dv = math.hypot(dg, dh)
     while True:
         share = math.sqrt(K) if self.noise == 'distributed' else 1.0
-        sc = lambda d: z * (2.0 ** fb * d + math.sqrt(dmax)) * (1 + 1e-9) / share
-        s = dict(g=sc(dv if self.gh_release == 'vector' else dg), h=sc(dv if self.gh_release == 'vector' else dh), ih=sc(dh))
-        if max(s.values()) < 2 ** 25 or fb == 0: break
+        sc = lambda d: z * (2.0**fb * d + math.sqrt(dmax)) * (1 + 1e-9) / share
+        s = dict(
+            g=sc(dv if self.gh_release == 'vector' else dg), h=sc(dv if self.gh_release == 'vector' else dh), ih=sc(dh)
+        )
+        if max(s.values()) < 2**25 or fb == 0:
+            break
         fb -= 1
     if private and self.noise == 'distributed':
         for v in s.values():
-            if ddg_tau_log10(v, K) + 0.5 * math.log10(dmax) + math.log10(z) > -9: raise ValueError("noise shares too small for the distributed discrete Gaussian bound; raise frac_bits")
+            if ddg_tau_log10(v, K) + 0.5 * math.log10(dmax) + math.log10(z) > -9:
+                raise ValueError("noise shares too small for the distributed discrete Gaussian bound; raise frac_bits")
     self.privacy_spent_ = (math.inf, 0.0)
-    if private: self.privacy_spent_ = (spent_epsilon(z, self.delta_, C, self.accountant), self.delta_)
-    if self.split_candidates == 'quantile': self.privacy_spent_ = (math.inf, self.privacy_spent_[1])
+    if private:
+        self.privacy_spent_ = (spent_epsilon(z, self.delta_, C, self.accountant), self.delta_)
+    if self.split_candidates == 'quantile':
+        self.privacy_spent_ = (math.inf, self.privacy_spent_[1])
     self.frac_bits_ = fb
     return s
 
 # %% ../nbs/31_dpgbdt.ipynb #0e6910b9
 @patch
-def _fit(self:_DPGBDT, clients, loss, task):
+def _fit(self: _DPGBDT, clients, loss, task):
     rng, data, n, F = self._setup(clients, loss)
     cand, sched, T, ih, B = self._plan(data, n, F, rng)
-    K = len(data); ch = Channel(record_payloads=False); self.channel_ = ch; S = 'server'
+    K = len(data)
+    ch = Channel(record_payloads=False)
+    self.channel_ = ch
+    S = 'server'
     parties = [DPGBDTClient(f'client{i}', ch, a, y) for i, (a, y) in enumerate(data)]
     dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
     scales = self._noise(n, F, K, dg, dh)
-    noisy = parties + ([DPGBDTClient('noise', ch, data[0][0][:1], data[0][1][:1])] if self.noise == 'aggregator' else [])
+    noisy = parties + (
+        [DPGBDTClient('noise', ch, data[0][0][:1], data[0][1][:1])] if self.noise == 'aggregator' else []
+    )
     key_agreement(S, noisy, rng)
     need = self._noise_needs(sched, ih)
     for c in noisy:
         c.premask(sum(need.values()) + 2 * len(sched))
-        c.setup(cand, loss, dg, dh, self.weight_update, self.grad_clip); c.frac_bits = self.frac_bits_
-        if self.noise == 'aggregator' and c is not noisy[-1]: continue
+        c.setup(cand, loss, dg, dh, self.weight_update, self.grad_clip)
+        c.frac_bits = self.frac_bits_
+        if self.noise == 'aggregator' and c is not noisy[-1]:
+            continue
         for kind, s in scales.items():
-            if s > 0 and s not in c.pools: c.pools[s] = NoisePool(s, need[kind] if kind != 'ih' else need['ih'], rng)
-            elif s > 0: c.pools[s]._buf = np.concatenate([c.pools[s]._buf, discrete_gaussian(s, max(need[kind], 1), rng)])
+            if s > 0 and s not in c.pools:
+                c.pools[s] = NoisePool(s, need[kind] if kind != 'ih' else need['ih'], rng)
+            elif s > 0:
+                c.pools[s]._buf = np.concatenate([c.pools[s]._buf, discrete_gaussian(s, max(need[kind], 1), rng)])
     self._scales, self._parties, self._noisy, self._cand, self._K = scales, parties, noisy, cand, K
-    d = self.max_depth; L = 2 ** d; n_int = L - 1
-    self.tree_features_ = np.zeros((T, n_int), np.intp); self.tree_thresholds_ = np.zeros((T, n_int)); self.tree_leaves_ = np.zeros((T, L))
+    d = self.max_depth
+    L = 2**d
+    n_int = L - 1
+    self.tree_features_ = np.zeros((T, n_int), np.intp)
+    self.tree_thresholds_ = np.zeros((T, n_int))
+    self.tree_leaves_ = np.zeros((T, L))
     self._r = 0
     for t in range(T):
         if t % B == 0:
-            for c in parties: c.gradients()
+            for c in parties:
+                c.gradients()
         feats = sched[t]
-        if t < ih: self._ih_round(feats)
+        if t < ih:
+            self._ih_round(feats)
         f, thr, G, H = self._grow(feats, rng)
         w = leaf_values(G, H, self.weight_update, self.reg_lambda, self.leaf_clip, task)
         w = w / T if self.weight_update == 'averaging' else w * self.learning_rate / min(B, T - (t // B) * B)
@@ -507,39 +668,51 @@ def _fit(self:_DPGBDT, clients, loss, task):
 
 # %% ../nbs/31_dpgbdt.ipynb #0161781c
 @patch
-def _noise_needs(self:_DPGBDT, sched, ih):
+def _noise_needs(self: _DPGBDT, sched, ih):
     "Samples each client draws per noise scale, from the plan."
-    L = 2 ** self.max_depth; Q1 = self.n_candidates + 1; k = np.array([len(s) for s in sched])
-    if self.split_method == 'totally_random': per = L * len(sched)
-    elif self.split_method == 'hist': per = int((L - 1) * Q1 * k.sum())
-    else: per = len(sched) + int((L - 1) * k.sum())
+    L = 2**self.max_depth
+    Q1 = self.n_candidates + 1
+    k = np.array([len(s) for s in sched])
+    if self.split_method == 'totally_random':
+        per = L * len(sched)
+    elif self.split_method == 'hist':
+        per = int((L - 1) * Q1 * k.sum())
+    else:
+        per = len(sched) + int((L - 1) * k.sum())
     return dict(g=per * (2 if self.gh_release == 'vector' else 1), h=per, ih=int(Q1 * k[:ih].sum()))
 
+
 @patch
-def _release(self:_DPGBDT, component:str, arrays:list):
+def _release(self: _DPGBDT, component: str, arrays: list):
     "One secure noisy release: arrays[c] = [(array, scale key)] per client; returns the decoded float sum."
-    self._r += 1; S = 'server'
+    self._r += 1
+    S = 'server'
     noisy = self.noise_multiplier_ > 0
     share = noisy and self.noise == 'distributed'
     for c, blocks in zip(self._parties, arrays):
         c.release(S, component, [(a, self._scales[k] if share else 0) for a, k in blocks])
-    if self.noise == 'aggregator':      # the noise party's input: zeros plus the whole discrete Gaussian noise
-        self._noisy[-1].release(S, component, [(np.zeros(np.size(a)), self._scales[k] if noisy else 0) for a, k in arrays[0]])
+    if self.noise == 'aggregator':  # the noise party's input: zeros plus the whole discrete Gaussian noise
+        self._noisy[-1].release(
+            S, component, [(np.zeros(np.size(a)), self._scales[k] if noisy else 0) for a, k in arrays[0]]
+        )
     return np.ldexp(secure_aggregate(S, self._noisy, f'noisy {component}').astype(float), -self.frac_bits_)
 
 # %% ../nbs/31_dpgbdt.ipynb #5a42ab6f
 @patch
-def _gh(self:_DPGBDT, component:str, per_client:list):
+def _gh(self: _DPGBDT, component: str, per_client: list):
     "per_client: list of (G-array, H-array) of equal shape. Noisy (G, H) sums."
     shape = np.shape(per_client[0][0])
     out = self._release(component, [[(g, 'g'), (h, 'h')] for g, h in per_client])
     m = int(np.prod(shape))
     return out[:m].reshape(shape), out[m:].reshape(shape)
 
+
 @patch
-def _ih_round(self:_DPGBDT, feats):
+def _ih_round(self: _DPGBDT, feats):
     "Iterative Hessian: a noisy root Hessian histogram of the tree's features re-places their candidates."
-    hist = self._release('hessian histogram', [[(c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h), 'ih')] for c in self._parties])
+    hist = self._release(
+        'hessian histogram', [[(c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h), 'ih')] for c in self._parties]
+    )
     hist = hist.reshape(len(feats), -1)
     for i, f in enumerate(feats):
         self._cand[f] = ih_candidates(self._cand[f], self.bounds_[f, 0], self.bounds_[f, 1], hist[i])
@@ -547,81 +720,112 @@ def _ih_round(self:_DPGBDT, feats):
     upd = {int(f): self._cand[f].copy() for f in feats}
     self.channel_.broadcast(S, [c.name for c in self._parties], 'candidates', upd)
     for c in self._parties:
-        for f, t in c.receive('candidates', sender=S).items(): c.rebin(f, t)
+        for f, t in c.receive('candidates', sender=S).items():
+            c.rebin(f, t)
 
 # %% ../nbs/31_dpgbdt.ipynb #039e4336
 @patch
-def _grow(self:_DPGBDT, feats, rng):
+def _grow(self: _DPGBDT, feats, rng):
     "Grow one complete tree by the split method; returns (features, thresholds, noisy G, noisy H) of the leaves."
-    d = self.max_depth; S = 'server'; names = [c.name for c in self._parties]
+    d = self.max_depth
+    S = 'server'
+    names = [c.name for c in self._parties]
     cand = self._cand
     if self.split_method == 'totally_random':
         f, j = random_tree_splits(cand, list(feats), d, rng)
         thr = np.where(j >= 0, cand[f, np.maximum(j, 0)], np.inf)
         self.channel_.broadcast(S, names, 'tree', (f, thr))
-        for c in self._parties: c.receive('tree', sender=S)
+        for c in self._parties:
+            c.receive('tree', sender=S)
         G, H = self._gh('leaves', [c.leaf_sums(f, thr, d) for c in self._parties])
         return f, thr, G, H
     return self._grow_levels(feats, rng)
 
 # %% ../nbs/31_dpgbdt.ipynb #fb0c9a17
 @patch
-def _grow_levels(self:_DPGBDT, feats, rng):
-    d = self.max_depth; S = 'server'; names = [c.name for c in self._parties]; cand = self._cand
-    feats = np.asarray(feats); k = len(feats); Q = cand.shape[1]; lam = self.reg_lambda
+def _grow_levels(self: _DPGBDT, feats, rng):
+    d = self.max_depth
+    S = 'server'
+    names = [c.name for c in self._parties]
+    cand = self._cand
+    feats = np.asarray(feats)
+    k = len(feats)
+    Q = cand.shape[1]
+    lam = self.reg_lambda
     nfin = np.isfinite(cand[feats]).sum(1)
-    f_all, thr_all = np.zeros(2 ** d - 1, np.intp), np.zeros(2 ** d - 1)
-    for c in self._parties: c.node = np.zeros(len(c.h), np.intp)
+    f_all, thr_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1)
+    for c in self._parties:
+        c.node = np.zeros(len(c.h), np.intp)
     if self.split_method == 'partially_random':
         G0, H0 = self._gh('root', [(c.g.sum(keepdims=True), c.h.sum(keepdims=True)) for c in self._parties])
-        tot = np.stack([G0, H0], -1)                                   # (nodes, 2)
+        tot = np.stack([G0, H0], -1)  # (nodes, 2)
     stop = np.zeros(1, bool)
     for lev in range(d):
-        nn = 2 ** lev
+        nn = 2**lev
         if self.split_method == 'hist':
-            G, H = self._gh('histograms', [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties])
+            G, H = self._gh(
+                'histograms',
+                [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
+            )
             hst = np.stack([G, H], -1)
-            if lev == 0: tot = hst.sum(2).mean(1)                       # root total: mean of the features' totals
+            if lev == 0:
+                tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
             fs, js, Ls, Rs, gain = hist_best_splits(hst, nfin, lam, tot, self.leaf_clip)
         else:
-            js = (rng.random((nn, k)) * nfin[None, :]).astype(np.intp)     # one random candidate per feature and node
+            js = (rng.random((nn, k)) * nfin[None, :]).astype(np.intp)  # one random candidate per feature and node
             thr = cand[feats[None, :], js]
             per = []
             for c in self._parties:
                 left = c._X[:, feats] < thr[c.node]
-                per.append((np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1),
-                            np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1)))
+                per.append(
+                    (
+                        np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1),
+                        np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1),
+                    )
+                )
             GL, HL = self._gh('left sums', per)
             GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL
             gains = _gain(GL, HL, GR, HR, lam, tot[:, None, 0], tot[:, None, 1], self.leaf_clip)
-            fs = gains.argmax(1); n_ = np.arange(nn); gain = gains[n_, fs]
-            js = js[n_, fs]; Ls = np.stack([GL[n_, fs], HL[n_, fs]], -1); Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
+            fs = gains.argmax(1)
+            n_ = np.arange(nn)
+            gain = gains[n_, fs]
+            js = js[n_, fs]
+            Ls = np.stack([GL[n_, fs], HL[n_, fs]], -1)
+            Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
         stop = stop | ~(gain > 0)
-        Ls = np.where(stop[:, None], tot, Ls); Rs = np.where(stop[:, None], 0.0, Rs)
+        Ls = np.where(stop[:, None], tot, Ls)
+        Rs = np.where(stop[:, None], 0.0, Rs)
         ids = np.arange(nn) + nn - 1
-        f_all[ids] = feats[fs]; thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
-        tot = np.stack([Ls, Rs], 1).reshape(-1, 2)                     # children sums, in heap order
+        f_all[ids] = feats[fs]
+        thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
+        tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
         stop = np.repeat(stop, 2)
         self.channel_.broadcast(S, names, 'splits', (f_all[ids], thr_all[ids]))
         for c in self._parties:
             fl, tl = c.receive('splits', sender=S)
             c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
-    for c in self._parties: c.leaf = c.node
+    for c in self._parties:
+        c.leaf = c.node
     return f_all, thr_all, tot[:, 0], tot[:, 1]
 
 # %% ../nbs/31_dpgbdt.ipynb #7309434c
 @patch
-def decision_function(self:_DPGBDT, X) -> np.ndarray:
+def decision_function(self: _DPGBDT, X) -> np.ndarray:
     "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
     check_is_fitted(self, 'tree_leaves_')
     A = _as_matrix(X, getattr(self, 'feature_names_in_', None))
-    if A.shape[1] != self.n_features_in_: raise ValueError(f"X has {A.shape[1]} features, expected {self.n_features_in_}")
+    if A.shape[1] != self.n_features_in_:
+        raise ValueError(f"X has {A.shape[1]} features, expected {self.n_features_in_}")
     return forest_sum(A, self.tree_features_, self.tree_thresholds_, self.tree_leaves_, self.max_depth)
 
+
 @patch
-def _split_input(self:_DPGBDT, X, y):
+def _split_input(self: _DPGBDT, X, y):
     if y is None:
-        if not isinstance(X, (list, tuple)): raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None (or pass a list of client (X_k, y_k))")
+        if not isinstance(X, (list, tuple)):
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None (or pass a list of client (X_k, y_k))"
+            )
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
@@ -630,11 +834,13 @@ def _split_input(self:_DPGBDT, X, y):
 # %% ../nbs/31_dpgbdt.ipynb #50d62471
 class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
     "Differentially private federated GBDT for binary classification (Maddock et al. 2022), over secure aggregation."
+
     def fit(self, X, y=None):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
-        if type_of_target(ys) != 'binary': raise ValueError(f"DPGBDTClassifier needs binary labels; got {type_of_target(ys)}")
+        if type_of_target(ys) != 'binary':
+            raise ValueError(f"DPGBDTClassifier needs binary labels; got {type_of_target(ys)}")
         self.classes_ = np.unique(ys)
         enc = [(Xk, (np.asarray(yk).ravel() == self.classes_[1]).astype(float)) for Xk, yk in clients]
         return self._fit(enc, 'logistic', 'classification')
@@ -651,8 +857,10 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
 # %% ../nbs/31_dpgbdt.ipynb #a0b18d27
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
     "Differentially private federated GBDT for regression: squared loss, per-sample gradients clipped to +-grad_clip."
+
     def fit(self, X, y=None):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         return self._fit(self._split_input(X, y), 'squared', 'regression')
 
-    def predict(self, X) -> np.ndarray: return self.decision_function(X)
+    def predict(self, X) -> np.ndarray:
+        return self.decision_function(X)

@@ -20,18 +20,21 @@ __all__ = ['as_rng', 'name_list', 'iid_split', 'check_partition', 'label_skew_sp
            'Party', 'make_parties']
 
 # %% ../nbs/00_federation.ipynb #956dc9ab
-def as_rng(rng=None, # a numpy Generator (returned as is), an int seed, or None (fresh entropy)
-          ) -> np.random.Generator:
+def as_rng(
+    rng=None,  # a numpy Generator (returned as is), an int seed, or None (fresh entropy)
+) -> np.random.Generator:
     "Return a `numpy.random.Generator` from a Generator (returned as is), an int seed, a `SeedSequence` or `None`."
-    if isinstance(rng, np.random.Generator): return rng
+    if isinstance(rng, np.random.Generator):
+        return rng
     if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)) and not isinstance(rng, bool):
         return np.random.default_rng(rng)
     raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None; got {type(rng).__name__}")
 
 # %% ../nbs/00_federation.ipynb #6b400bb9
-def name_list(names, # column, client or feature names
-              k:int=5, # how many to show
-             ) -> str:
+def name_list(
+    names,  # column, client or feature names
+    k: int = 5,  # how many to show
+) -> str:
     "At most `k` quoted names, then how many were left out: `'a', 'b' … and 15 more`."
     names = [repr(str(n)) for n in names]
     rest = len(names) - k
@@ -39,23 +42,32 @@ def name_list(names, # column, client or feature names
 
 # %% ../nbs/00_federation.ipynb #41e77d34
 def _n_rows(X):
-    if hasattr(X, 'shape') and len(X.shape) >= 1: return X.shape[0]
+    if hasattr(X, 'shape') and len(X.shape) >= 1:
+        return X.shape[0]
     return len(X)
+
 
 def _take(A, idx):
     "Rows at positions `idx` of an array, sparse matrix, DataFrame or Series, keeping its type and row labels."
-    if A is None: return None
-    if isinstance(A, (pd.DataFrame, pd.Series)): return A.iloc[idx]
-    if sp.issparse(A): return A[idx]
+    if A is None:
+        return None
+    if isinstance(A, (pd.DataFrame, pd.Series)):
+        return A.iloc[idx]
+    if sp.issparse(A):
+        return A[idx]
     return np.asarray(A)[idx]
 
+
 def _check_Xy(X, y):
-    if X is None: raise ValueError("X is None: a partitioner needs the rows to split")
+    if X is None:
+        raise ValueError("X is None: a partitioner needs the rows to split")
     n = _n_rows(X)
-    if n == 0: raise ValueError("X has no rows: nothing to split")
+    if n == 0:
+        raise ValueError("X has no rows: nothing to split")
     if y is not None and _n_rows(y) != n:
         raise ValueError(f"X has {n} rows but y has {_n_rows(y)}: they must have the same length")
     return n
+
 
 def _check_n_clients(n_clients, n):
     if not isinstance(n_clients, numbers.Integral) or isinstance(n_clients, bool) or n_clients < 1:
@@ -64,17 +76,19 @@ def _check_n_clients(n_clients, n):
         raise ValueError(f"n_clients={n_clients} exceeds the {n} rows: some client would be empty")
     return int(n_clients)
 
+
 def _assemble(X, y, parts):
     "Turn a list of index arrays into the list of `(X_k, y_k)`; rows inside a client keep their original order."
     parts = [np.sort(np.asarray(p, dtype=np.intp)) for p in parts]
     return [(_take(X, p), _take(y, p)) for p in parts]
 
 # %% ../nbs/00_federation.ipynb #717d5505
-def iid_split(X, # the rows to split: array or DataFrame, (n, d)
-              y=None, # labels, (n,), split along with X
-              n_clients:int=2, # number of clients
-              rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-             ):
+def iid_split(
+    X,  # the rows to split: array or DataFrame, (n, d)
+    y=None,  # labels, (n,), split along with X
+    n_clients: int = 2,  # number of clients
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Split rows uniformly at random into `n_clients` nearly equal parts; returns a list of `(X_k, y_k)`."
     n = _check_Xy(X, y)
     K = _check_n_clients(n_clients, n)
@@ -82,52 +96,65 @@ def iid_split(X, # the rows to split: array or DataFrame, (n, d)
     return _assemble(X, y, np.array_split(perm, K))
 
 # %% ../nbs/00_federation.ipynb #08d7c386
-def check_partition(splits, # the clients' row indices (or (X, y) pairs carrying an `index_`)
-                    n:int|None=None, # total number of rows, if known: the splits must cover exactly 0..n-1
-                   ) -> np.ndarray:
+def check_partition(
+    splits,  # the clients' row indices (or (X, y) pairs carrying an `index_`)
+    n: int | None = None,  # total number of rows, if known: the splits must cover exactly 0..n-1
+) -> np.ndarray:
     "Row labels of all clients (DataFrames or Series, whose index identifies rows), asserting they form an exact partition of `n` rows."
     labels = []
     for Xk, _ in splits:
-        if not hasattr(Xk, 'index'): raise TypeError("check_partition needs DataFrames or Series, whose index identifies the rows")
+        if not hasattr(Xk, 'index'):
+            raise TypeError("check_partition needs DataFrames or Series, whose index identifies the rows")
         labels.append(np.asarray(Xk.index))
     allv = np.concatenate(labels)
-    if len(np.unique(allv)) != len(allv): raise AssertionError("some row is held by more than one client")
-    if n is not None and len(allv) != n: raise AssertionError(f"clients hold {len(allv)} rows, expected {n}")
+    if len(np.unique(allv)) != len(allv):
+        raise AssertionError("some row is held by more than one client")
+    if n is not None and len(allv) != n:
+        raise AssertionError(f"clients hold {len(allv)} rows, expected {n}")
     return allv
 
 # %% ../nbs/00_federation.ipynb #4f695d81
-def label_skew_split(X, # the rows to split, (n, d)
-                     y, # class labels, (n,)
-                     n_clients:int=2, # number of clients
-                     theta:float=0.8, # imbalance ratio: share of a client's rows from its majority class
-                     rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                    ):
+def label_skew_split(
+    X,  # the rows to split, (n, d)
+    y,  # class labels, (n,)
+    n_clients: int = 2,  # number of clients
+    theta: float = 0.8,  # imbalance ratio: share of a client's rows from its majority class
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Binary label skew: the first `n_clients//2` clients get a share `theta` of class 0 and `1-theta` of class 1, the others the rest."
     n = _check_Xy(X, y)
-    if y is None: raise ValueError("label_skew_split needs labels y")
+    if y is None:
+        raise ValueError("label_skew_split needs labels y")
     K = _check_n_clients(n_clients, n)
-    if K < 2: raise ValueError("label_skew_split needs n_clients >= 2 (two groups of clients)")
-    if not (isinstance(theta, numbers.Real) and 0 <= theta <= 1): raise ValueError(f"theta must be in [0, 1]; got {theta!r}")
+    if K < 2:
+        raise ValueError("label_skew_split needs n_clients >= 2 (two groups of clients)")
+    if not (isinstance(theta, numbers.Real) and 0 <= theta <= 1):
+        raise ValueError(f"theta must be in [0, 1]; got {theta!r}")
     yv = np.asarray(y)
     classes = np.unique(yv)
-    if len(classes) != 2: raise ValueError(f"label_skew_split needs exactly 2 classes in y; got {len(classes)}")
+    if len(classes) != 2:
+        raise ValueError(f"label_skew_split needs exactly 2 classes in y; got {len(classes)}")
     rng = as_rng(rng)
     h = K // 2
     parts = [[] for _ in range(K)]
     for c, share in zip(classes, (theta, 1 - theta)):
         idx = rng.permutation(np.flatnonzero(yv == c))
         m = int(round(share * len(idx)))
-        for k, p in enumerate(np.array_split(idx[:m], h)): parts[k].append(p)
-        for k, p in enumerate(np.array_split(idx[m:], K - h)): parts[h + k].append(p)
+        for k, p in enumerate(np.array_split(idx[:m], h)):
+            parts[k].append(p)
+        for k, p in enumerate(np.array_split(idx[m:], K - h)):
+            parts[h + k].append(p)
     parts = [np.concatenate(p) for p in parts]
     empty = [k for k, p in enumerate(parts) if len(p) == 0]
-    if empty: raise ValueError(f"label_skew_split left clients {empty} empty: too few rows for n_clients={K}, theta={theta}")
+    if empty:
+        raise ValueError(f"label_skew_split left clients {empty} empty: too few rows for n_clients={K}, theta={theta}")
     return _assemble(X, y, parts)
 
 # %% ../nbs/00_federation.ipynb #dafdaec5
-def class_shares(splits, # the clients' (X, y) pairs
-                 normalize:bool=False, # fractions of each client's rows instead of counts
-                ) -> pd.DataFrame:
+def class_shares(
+    splits,  # the clients' (X, y) pairs
+    normalize: bool = False,  # fractions of each client's rows instead of counts
+) -> pd.DataFrame:
     "Rows of each class per client (clients as rows); `normalize=True` gives each client's class proportions."
     rows = {f'client {k}': pd.Series(np.asarray(yk)).value_counts() for k, (_, yk) in enumerate(splits)}
     df = pd.DataFrame(rows).T.fillna(0).astype(int).sort_index(axis=1)
@@ -137,23 +164,30 @@ def class_shares(splits, # the clients' (X, y) pairs
 # %% ../nbs/00_federation.ipynb #6aab4898
 def _check_sizes(sizes, n):
     s = np.asarray(sizes, dtype=float)
-    if s.ndim != 1 or len(s) == 0: raise ValueError("sizes must be a non-empty 1-D list of client sizes")
-    if not np.all(np.isfinite(s)) or np.any(s <= 0): raise ValueError(f"sizes must be positive and finite; got {list(sizes)}")
-    if np.all(s == np.round(s)) and s.sum() == n: return s.astype(np.intp)
+    if s.ndim != 1 or len(s) == 0:
+        raise ValueError("sizes must be a non-empty 1-D list of client sizes")
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(f"sizes must be positive and finite; got {list(sizes)}")
+    if np.all(s == np.round(s)) and s.sum() == n:
+        return s.astype(np.intp)
     if np.isclose(s.sum(), 1.0):
         raw = s * n
         out = np.floor(raw).astype(np.intp)
         out[np.argsort(-(raw - out), kind='stable')[: n - out.sum()]] += 1
-        if np.any(out == 0): raise ValueError(f"sizes {list(sizes)} give an empty client for n={n} rows")
+        if np.any(out == 0):
+            raise ValueError(f"sizes {list(sizes)} give an empty client for n={n} rows")
         return out
-    raise ValueError(f"sizes must be integers adding up to the {n} rows or proportions adding up to 1; they add up to {s.sum():g}")
+    raise ValueError(
+        f"sizes must be integers adding up to the {n} rows or proportions adding up to 1; they add up to {s.sum():g}"
+    )
 
 # %% ../nbs/00_federation.ipynb #50abd36f
-def size_skew_split(X, # the rows to split, (n, d)
-                    y=None, # labels, (n,), split along with X
-                    sizes=(0.5, 0.3, 0.2), # the clients' shares of the rows (sum to 1)
-                    rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                   ):
+def size_skew_split(
+    X,  # the rows to split, (n, d)
+    y=None,  # labels, (n,), split along with X
+    sizes=(0.5, 0.3, 0.2),  # the clients' shares of the rows (sum to 1)
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Random split into clients of the given `sizes` (integers adding up to n, or proportions adding up to 1)."
     n = _check_Xy(X, y)
     sizes = _check_sizes(sizes, n)
@@ -167,7 +201,8 @@ def _counts_from_pool(rng, n_k, q, remaining):
     need = n_k
     while need > 0:
         w = q * (remaining - counts > 0)
-        if w.sum() == 0: w = (remaining - counts > 0).astype(float)  # q puts no mass on the classes left
+        if w.sum() == 0:
+            w = (remaining - counts > 0).astype(float)  # q puts no mass on the classes left
         draw = rng.multinomial(need, w / w.sum())
         draw = np.minimum(draw, remaining - counts)
         counts += draw
@@ -175,21 +210,25 @@ def _counts_from_pool(rng, n_k, q, remaining):
     return counts
 
 # %% ../nbs/00_federation.ipynb #39fa305e
-def dirichlet_split(X, # the rows to split, (n, d)
-                    y, # class labels, (n,)
-                    n_clients:int=2, # number of clients
-                    alpha:float=1.0, # Dirichlet concentration: small = each client holds few classes
-                    rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                    sizes=None, # the clients' shares of the rows (default: as the Dirichlet draws give)
-                   ):
+def dirichlet_split(
+    X,  # the rows to split, (n, d)
+    y,  # class labels, (n,)
+    n_clients: int = 2,  # number of clients
+    alpha: float = 1.0,  # Dirichlet concentration: small = each client holds few classes
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    sizes=None,  # the clients' shares of the rows (default: as the Dirichlet draws give)
+):
     "Label skew after Hsu et al. 2019: client k's class mix is drawn from Dir(alpha * p); clients have nearly equal sizes (or `sizes`)."
     n = _check_Xy(X, y)
-    if y is None: raise ValueError("dirichlet_split needs labels y")
+    if y is None:
+        raise ValueError("dirichlet_split needs labels y")
     K = _check_n_clients(n_clients, n)
-    if not (isinstance(alpha, numbers.Real) and alpha > 0 and np.isfinite(alpha)): raise ValueError(f"alpha must be a positive finite number; got {alpha!r}")
+    if not (isinstance(alpha, numbers.Real) and alpha > 0 and np.isfinite(alpha)):
+        raise ValueError(f"alpha must be a positive finite number; got {alpha!r}")
     rng = as_rng(rng)
     sizes = np.array([len(p) for p in np.array_split(np.arange(n), K)]) if sizes is None else _check_sizes(sizes, n)
-    if len(sizes) != K: raise ValueError(f"sizes has {len(sizes)} entries but n_clients={K}")
+    if len(sizes) != K:
+        raise ValueError(f"sizes has {len(sizes)} entries but n_clients={K}")
     yv = np.asarray(y)
     classes, yc = np.unique(yv, return_inverse=True)
     pools = [rng.permutation(np.flatnonzero(yc == c)) for c in range(len(classes))]
@@ -199,119 +238,159 @@ def dirichlet_split(X, # the rows to split, (n, d)
     parts = []
     for k in range(K):
         cnt = remaining.copy() if k == K - 1 else _counts_from_pool(rng, sizes[k], rng.dirichlet(alpha * p), remaining)
-        parts.append(np.concatenate([pools[c][used[c]:used[c] + cnt[c]] for c in range(len(classes))]))
-        used += cnt; remaining -= cnt
+        parts.append(np.concatenate([pools[c][used[c] : used[c] + cnt[c]] for c in range(len(classes))]))
+        used += cnt
+        remaining -= cnt
     return _assemble(X, y, parts)
 
 # %% ../nbs/00_federation.ipynb #2844bed6
-def vertical_split(X, # the rows, (n, d): every party gets all rows, some columns
-                   groups, # the columns of each party: a list of column lists (names or positions)
-                   y=None, # labels, given to the party `label_party` only
-                   label_party:int=0, # which party holds the labels (the active party)
-                  ):
+def vertical_split(
+    X,  # the rows, (n, d): every party gets all rows, some columns
+    groups,  # the columns of each party: a list of column lists (names or positions)
+    y=None,  # labels, given to the party `label_party` only
+    label_party: int = 0,  # which party holds the labels (the active party)
+):
     "Split the columns of `X` into parties; returns a list of `(X_p, y_p)`, with `y_p = y` for `label_party` and `None` otherwise."
     n = _check_Xy(X, y)
     is_df = isinstance(X, pd.DataFrame)
     cols = list(X.columns) if is_df else list(range(X.shape[1]))
     if isinstance(groups, numbers.Integral):
-        if not 1 <= groups <= len(cols): raise ValueError(f"groups={groups} parties for {len(cols)} columns")
+        if not 1 <= groups <= len(cols):
+            raise ValueError(f"groups={groups} parties for {len(cols)} columns")
         groups = [[cols[i] for i in blk] for blk in np.array_split(np.arange(len(cols)), groups)]
     groups = [list(g) for g in groups]
     flat = [c for g in groups for c in g]
     unknown = [c for c in flat if c not in cols]
-    if unknown: raise ValueError(f"unknown columns in groups: {unknown}")
+    if unknown:
+        raise ValueError(f"unknown columns in groups: {unknown}")
     dup = sorted({str(c) for c in flat if flat.count(c) > 1})
-    if dup: raise ValueError(f"columns given to more than one party: {dup}")
+    if dup:
+        raise ValueError(f"columns given to more than one party: {dup}")
     missing = [c for c in cols if c not in flat]
-    if missing: raise ValueError(f"columns given to no party: {missing}")
-    if any(len(g) == 0 for g in groups): raise ValueError("a party has no columns")
-    if not 0 <= label_party < len(groups): raise ValueError(f"label_party={label_party} but there are {len(groups)} parties")
+    if missing:
+        raise ValueError(f"columns given to no party: {missing}")
+    if any(len(g) == 0 for g in groups):
+        raise ValueError("a party has no columns")
+    if not 0 <= label_party < len(groups):
+        raise ValueError(f"label_party={label_party} but there are {len(groups)} parties")
     take = (lambda g: X[g]) if is_df else (lambda g: X[:, g])
     return [(take(g), y if p == label_party else None) for p, g in enumerate(groups)]
 
 # %% ../nbs/00_federation.ipynb #c67804d5
-def drop_views(centers:list, # the centers, each a dict view name -> array
-               missing:dict, # center index -> the view name (or list of names) it lacks
-              ) -> list:
+def drop_views(
+    centers: list,  # the centers, each a dict view name -> array
+    missing: dict,  # center index -> the view name (or list of names) it lacks
+) -> list:
     "Copy of `centers` (dicts view -> data) without the views `missing[c]` at center index `c`."
     out = [dict(c) for c in centers]
     for c, views in missing.items():
-        if not 0 <= c < len(out): raise ValueError(f"center {c} does not exist (there are {len(out)})")
+        if not 0 <= c < len(out):
+            raise ValueError(f"center {c} does not exist (there are {len(out)})")
         views = [views] if isinstance(views, str) else list(views)
         unknown = [v for v in views if v not in out[c]]
-        if unknown: raise ValueError(f"center {c} has no view(s) {unknown}; it has {list(out[c])}")
-        for v in views: del out[c][v]
-        if not out[c]: raise ValueError(f"center {c} would have no view left")
+        if unknown:
+            raise ValueError(f"center {c} has no view(s) {unknown}; it has {list(out[c])}")
+        for v in views:
+            del out[c][v]
+        if not out[c]:
+            raise ValueError(f"center {c} would have no view left")
     return out
 
 # %% ../nbs/00_federation.ipynb #e363d0b3
-def _all_ints(flat:list) -> bool: return set(map(type, flat)) <= {int}
+def _all_ints(flat: list) -> bool:
+    return set(map(type, flat)) <= {int}
 
-def _int_nbytes(v:int) -> int:
+
+def _int_nbytes(v: int) -> int:
     bits = v.bit_length() if v >= 0 else (-v - 1).bit_length() + 1
     return max(1, (bits + 7) // 8)
 
+
 @singledispatch
-def payload_nbytes(obj, # a payload: array, number, string, bytes, or a list/tuple/dict of them
-                  ) -> int:
+def payload_nbytes(
+    obj,  # a payload: array, number, string, bytes, or a list/tuple/dict of them
+) -> int:
     "Bytes needed to send `obj`. Extend with `@payload_nbytes.register(MyType)`."
     nb = getattr(obj, 'nbytes', None)
-    if isinstance(nb, numbers.Integral): return int(nb)
+    if isinstance(nb, numbers.Integral):
+        return int(nb)
     raise TypeError(f"payload_nbytes cannot count a {type(obj).__name__}; register it with @payload_nbytes.register")
 
+
 @payload_nbytes.register(type(None))
-def _(obj): return 0
+def _(obj):
+    return 0
+
 
 @payload_nbytes.register(bool)
 @payload_nbytes.register(np.bool_)
-def _(obj): return 1
+def _(obj):
+    return 1
 
 # %% ../nbs/00_federation.ipynb #96d97703
 @payload_nbytes.register(int)
-def _(obj): return _int_nbytes(obj)   # unsigned for x >= 0, two's complement for x < 0
+def _(obj):
+    return _int_nbytes(obj)  # unsigned for x >= 0, two's complement for x < 0
+
 
 @payload_nbytes.register(float)
-def _(obj): return 8
+def _(obj):
+    return 8
+
 
 @payload_nbytes.register(np.generic)
-def _(obj): return obj.itemsize
+def _(obj):
+    return obj.itemsize
+
 
 @payload_nbytes.register(str)
-def _(obj): return len(obj.encode())
+def _(obj):
+    return len(obj.encode())
+
 
 @payload_nbytes.register(bytes)
-def _(obj): return len(obj)
+def _(obj):
+    return len(obj)
 
 # %% ../nbs/00_federation.ipynb #a7f203ba
 @payload_nbytes.register(np.ndarray)
 def _(obj):
-    if obj.dtype != object: return int(obj.nbytes)
+    if obj.dtype != object:
+        return int(obj.nbytes)
     flat = obj.ravel().tolist()
-    if _all_ints(flat):                      # big integers, e.g. shares in a large ring: vectorized byte count
-        if not flat: return 0
-        if min(flat) < 0: return sum(map(_int_nbytes, flat))
+    if _all_ints(flat):  # big integers, e.g. shares in a large ring: vectorized byte count
+        if not flat:
+            return 0
+        if min(flat) < 0:
+            return sum(map(_int_nbytes, flat))
         bits = np.fromiter(map(int.bit_length, flat), dtype=np.int64, count=len(flat))
         return int(np.maximum(1, (bits + 7) // 8).sum())
     return int(sum(payload_nbytes(v) for v in flat))
+
 
 @payload_nbytes.register(list)
 @payload_nbytes.register(tuple)
 @payload_nbytes.register(set)
 @payload_nbytes.register(frozenset)
-def _(obj): return int(sum(payload_nbytes(v) for v in obj))
+def _(obj):
+    return int(sum(payload_nbytes(v) for v in obj))
+
 
 @payload_nbytes.register(dict)
-def _(obj): return int(sum(payload_nbytes(v) for v in obj.values()))
+def _(obj):
+    return int(sum(payload_nbytes(v) for v in obj.values()))
 
 # %% ../nbs/00_federation.ipynb #70269b2c
 @payload_nbytes.register(pd.DataFrame)
 @payload_nbytes.register(pd.Series)
-def _(obj): return payload_nbytes(obj.to_numpy())
+def _(obj):
+    return payload_nbytes(obj.to_numpy())
 
 # %% ../nbs/00_federation.ipynb #45c90eaa
 @dataclass(frozen=True)
 class Message:
     "One message on a `Channel`: who sent what kind of payload to whom, in which round, and its size."
+
     round: int
     sender: str
     receiver: str
@@ -319,31 +398,37 @@ class Message:
     nbytes: int
     payload: object = field(repr=False, compare=False)
 
+
 class ChannelError(LookupError):
     "Raised when a party asks for a message that was never sent to it."
 
 # %% ../nbs/00_federation.ipynb #e90bf53c
 def _name(p) -> str:
-    if type(p) is str and p: return p       # the common case, first
+    if type(p) is str and p:
+        return p  # the common case, first
     n = getattr(p, 'name', p)
-    if not isinstance(n, str) or not n: raise TypeError(f"parties are named by non-empty strings; got {p!r}")
+    if not isinstance(n, str) or not n:
+        raise TypeError(f"parties are named by non-empty strings; got {p!r}")
     return n
 
 # %% ../nbs/00_federation.ipynb #2f2d783a
 def _copy_payload(obj):
     "The receiver's copy of a payload: numpy arrays of numbers or of Python ints are copied cheaply, anything else deeply."
     if isinstance(obj, np.ndarray) and (obj.dtype != object or _all_ints(obj.ravel().tolist())):
-        return obj.copy()              # Python ints are immutable: a shallow copy of an object array is a full copy
+        return obj.copy()  # Python ints are immutable: a shallow copy of an object array is a full copy
     own = getattr(type(obj), '__deepcopy__', None)
-    if own is not None: return own(obj, {})   # a payload type that knows how to copy itself (e.g. RingElements)
+    if own is not None:
+        return own(obj, {})  # a payload type that knows how to copy itself (e.g. RingElements)
     return copy.deepcopy(obj)
 
 # %% ../nbs/00_federation.ipynb #c1a08c67
 class Channel:
     "In-memory transport that delivers messages between named parties and records every one."
-    def __init__(self,
-                 record_payloads:bool=True, # keep each message's payload in `messages` (False: sizes only)
-                ):
+
+    def __init__(
+        self,
+        record_payloads: bool = True,  # keep each message's payload in `messages` (False: sizes only)
+    ):
         self.record_payloads = record_payloads
         self.round = 0
         self.messages: list[Message] = []
@@ -351,22 +436,24 @@ class Channel:
 
 # %% ../nbs/00_federation.ipynb #ecdf4570
 @patch
-def next_round(self:Channel) -> int:
+def next_round(self: Channel) -> int:
     "Start a new communication round; returns its number (the first is 1)."
     self.round += 1
     return self.round
 
 # %% ../nbs/00_federation.ipynb #635dbaad
 @patch
-def send(self:Channel,
-         sender, # a party or its name
-         receiver, # a party or its name (not the sender)
-         kind:str, # what the message is, e.g. 'local_sums'
-         payload, # what is sent: the receiver gets a copy; its bytes are counted
-        ) -> Message:
+def send(
+    self: Channel,
+    sender,  # a party or its name
+    receiver,  # a party or its name (not the sender)
+    kind: str,  # what the message is, e.g. 'local_sums'
+    payload,  # what is sent: the receiver gets a copy; its bytes are counted
+) -> Message:
     "Send a copy of `payload` from `sender` to `receiver`, recording it."
     s, r = _name(sender), _name(receiver)
-    if s == r: raise ValueError(f"{s} cannot send a message to itself")
+    if s == r:
+        raise ValueError(f"{s} cannot send a message to itself")
     payload = _copy_payload(payload)
     msg = Message(self.round, s, r, str(kind), payload_nbytes(payload), payload)
     self._boxes[r].append(msg)
@@ -375,24 +462,27 @@ def send(self:Channel,
 
 # %% ../nbs/00_federation.ipynb #718d37a1
 @patch
-def broadcast(self:Channel,
-              sender, # a party or its name
-              receivers, # parties or names: one message to each
-              kind:str, # what the message is
-              payload, # what is sent (a copy to each receiver)
-             ) -> list[Message]:
+def broadcast(
+    self: Channel,
+    sender,  # a party or its name
+    receivers,  # parties or names: one message to each
+    kind: str,  # what the message is
+    payload,  # what is sent (a copy to each receiver)
+) -> list[Message]:
     "Send `payload` to each receiver: one message (and its bytes) per receiver."
     return [self.send(sender, r, kind, payload) for r in receivers]
 
 # %% ../nbs/00_federation.ipynb #dbd4f90d
 @patch
-def receive(self:Channel,
-            receiver, # a party or its name
-            kind:str|None=None, # only a message of this kind (None: any)
-            sender=None, # only a message from this party or name (None: anyone)
-           ):
+def receive(
+    self: Channel,
+    receiver,  # a party or its name
+    kind: str | None = None,  # only a message of this kind (None: any)
+    sender=None,  # only a message from this party or name (None: anyone)
+):
     "Payload of the oldest message for `receiver` (optionally of this `kind`, from this `sender`)."
-    r = _name(receiver); s = None if sender is None else _name(sender)
+    r = _name(receiver)
+    s = None if sender is None else _name(sender)
     box = self._boxes[r]
     for i, m in enumerate(box):
         if (kind is None or m.kind == kind) and (s is None or m.sender == s):
@@ -402,80 +492,106 @@ def receive(self:Channel,
 
 # %% ../nbs/00_federation.ipynb #db490709
 @patch
-def pending(self:Channel,
-            receiver, # a party or its name
-           ) -> int:
+def pending(
+    self: Channel,
+    receiver,  # a party or its name
+) -> int:
     "Number of undelivered messages waiting for `receiver`."
     return len(self._boxes[_name(receiver)])
 
 # %% ../nbs/00_federation.ipynb #75fce5f6
 @patch(as_prop=True)
-def transcript(self:Channel) -> pd.DataFrame:
+def transcript(self: Channel) -> pd.DataFrame:
     "One row per message: round, sender, receiver, kind, bytes."
-    return pd.DataFrame([(m.round, m.sender, m.receiver, m.kind, m.nbytes) for m in self.messages],
-                        columns=['round', 'sender', 'receiver', 'kind', 'bytes'])
+    return pd.DataFrame(
+        [(m.round, m.sender, m.receiver, m.kind, m.nbytes) for m in self.messages],
+        columns=['round', 'sender', 'receiver', 'kind', 'bytes'],
+    )
 
 # %% ../nbs/00_federation.ipynb #ef3014ac
 @patch
-def bytes_by_party(self:Channel) -> pd.DataFrame:
+def bytes_by_party(self: Channel) -> pd.DataFrame:
     "Bytes and messages sent and received by each party."
     t = self.transcript
-    out = pd.DataFrame({'bytes_sent': t.groupby('sender')['bytes'].sum(), 'bytes_received': t.groupby('receiver')['bytes'].sum(),
-                        'messages_sent': t.groupby('sender').size(), 'messages_received': t.groupby('receiver').size()})
+    out = pd.DataFrame(
+        {
+            'bytes_sent': t.groupby('sender')['bytes'].sum(),
+            'bytes_received': t.groupby('receiver')['bytes'].sum(),
+            'messages_sent': t.groupby('sender').size(),
+            'messages_received': t.groupby('receiver').size(),
+        }
+    )
     out.index.name = 'party'
     return out.fillna(0).astype(int)
 
 # %% ../nbs/00_federation.ipynb #752f5047
 @patch
-def bytes_by_round(self:Channel) -> pd.Series:
+def bytes_by_round(self: Channel) -> pd.Series:
     "Total bytes sent in each round."
     return self.transcript.groupby('round')['bytes'].sum()
 
 # %% ../nbs/00_federation.ipynb #badfbdc7
 @patch
-def summary(self:Channel) -> dict:
+def summary(self: Channel) -> dict:
     "Total bytes, messages and rounds."
     t = self.transcript
     return dict(total_bytes=int(t['bytes'].sum()), n_messages=len(t), n_rounds=int(t['round'].nunique()))
 
 # %% ../nbs/00_federation.ipynb #32a4c15c
 @patch
-def __repr__(self:Channel): return f"Channel({len(self.messages)} messages, {self.summary()['total_bytes']} bytes, round {self.round})"
+def __repr__(self: Channel):
+    return f"Channel({len(self.messages)} messages, {self.summary()['total_bytes']} bytes, round {self.round})"
 
 # %% ../nbs/00_federation.ipynb #867caedd
 class Party:
     "A named participant that owns private rows and talks only through its `Channel`."
-    def __init__(self,
-                 name:str, # the party's name on the channel
-                 channel:Channel|None=None, # the channel it talks through
-                 X=None, # its private rows (never sent by fedgauss protocols)
-                 y=None, # its private labels
-                ):
+
+    def __init__(
+        self,
+        name: str,  # the party's name on the channel
+        channel: Channel | None = None,  # the channel it talks through
+        X=None,  # its private rows (never sent by fedgauss protocols)
+        y=None,  # its private labels
+    ):
         self.name, self.channel = _name(name), channel
         self._X, self._y = X, y
 
     @property
-    def n_rows(self) -> int: return 0 if self._X is None else _n_rows(self._X)
-    def send(self,
-             receiver, # a party or its name
-             kind:str, # what the message is
-             payload, # what is sent (the receiver gets a copy)
-            ): return self.channel.send(self, receiver, kind, payload)
-    def broadcast(self,
-                  receivers, # parties or names: one message to each
-                  kind:str, # what the message is
-                  payload, # what is sent (a copy to each receiver)
-                 ): return self.channel.broadcast(self, receivers, kind, payload)
-    def receive(self,
-                kind:str|None=None, # only a message of this kind (None: any)
-                sender=None, # only a message from this party or name (None: anyone)
-               ): return self.channel.receive(self, kind, sender)
-    def __repr__(self): return f"{type(self).__name__}({self.name!r}, n_rows={self.n_rows})"
+    def n_rows(self) -> int:
+        return 0 if self._X is None else _n_rows(self._X)
 
-def make_parties(splits, # the clients' (X, y) pairs
-                 channel:Channel, # the channel all parties talk through
-                 prefix:str='client', # names are prefix0, prefix1, ...
-                 cls=Party, # the Party class to build
-                ) -> list:
+    def send(
+        self,
+        receiver,  # a party or its name
+        kind: str,  # what the message is
+        payload,  # what is sent (the receiver gets a copy)
+    ):
+        return self.channel.send(self, receiver, kind, payload)
+
+    def broadcast(
+        self,
+        receivers,  # parties or names: one message to each
+        kind: str,  # what the message is
+        payload,  # what is sent (a copy to each receiver)
+    ):
+        return self.channel.broadcast(self, receivers, kind, payload)
+
+    def receive(
+        self,
+        kind: str | None = None,  # only a message of this kind (None: any)
+        sender=None,  # only a message from this party or name (None: anyone)
+    ):
+        return self.channel.receive(self, kind, sender)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name!r}, n_rows={self.n_rows})"
+
+
+def make_parties(
+    splits,  # the clients' (X, y) pairs
+    channel: Channel,  # the channel all parties talk through
+    prefix: str = 'client',  # names are prefix0, prefix1, ...
+    cls=Party,  # the Party class to build
+) -> list:
     "One party per `(X_k, y_k)` in `splits`, named `prefix0`, `prefix1`, ..."
     return [cls(f'{prefix}{k}', channel, Xk, yk) for k, (Xk, yk) in enumerate(splits)]

@@ -15,9 +15,10 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
-try:                                  # the C loop behind `csc_matrix @ vector`, without the per-call constructor checks
+
+try:  # the C loop behind `csc_matrix @ vector`, without the per-call constructor checks
     from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
-except ImportError:                   # pragma: no cover - private scipy API; fall back to the public product
+except ImportError:  # pragma: no cover - private scipy API; fall back to the public product
     _csc_matvec = None
 
 # %% auto #0
@@ -27,94 +28,137 @@ __all__ = ['GRID_BITS', 'MISSING', 'newton_weight', 'gradient_weight', 'structur
            'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts', 'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
-def newton_weight(G, H, reg_lambda:float=1.0, min_child_weight:float=0.0):
+def newton_weight(G, H, reg_lambda: float = 1.0, min_child_weight: float = 0.0):
     "Newton leaf weight $-G/(H+\\lambda)$; 0 where $H$ is below `min_child_weight` or $H+\\lambda\\le 0$ (as XGBoost)."
     G, H = np.asarray(G, float), np.asarray(H, float)
     den = H + reg_lambda
     ok = (H >= min_child_weight) & (den > 0)
     return np.where(ok, -G / np.where(ok, den, 1.0), 0.0)
 
-def gradient_weight(G, n, reg_lambda:float=1.0):
+
+def gradient_weight(G, n, reg_lambda: float = 1.0):
     "Gradient leaf weight $-G/(|I|+\\lambda)$ from the row count $n=|I|$ (the Newton weight with unit Hessians)."
     return newton_weight(G, n, reg_lambda, 0.0)
 
-def structure_score(G, H, reg_lambda:float=1.0):
+
+def structure_score(G, H, reg_lambda: float = 1.0):
     "$G^2/(H+\\lambda)$, twice the objective decrease of a leaf with sums $G$, $H$ and its Newton weight."
     G, H = np.asarray(G, float), np.asarray(H, float)
     return G * G / (H + reg_lambda)
 
-def split_gain(GL, HL, GR, HR, reg_lambda:float=1.0):
+
+def split_gain(GL, HL, GR, HR, reg_lambda: float = 1.0):
     "XGBoost's `loss_chg`: $G_L^2/(H_L+\\lambda)+G_R^2/(H_R+\\lambda)-G^2/(H+\\lambda)$, twice the objective decrease of the split (before $\\gamma$)."
-    return (structure_score(GL, HL, reg_lambda) + structure_score(GR, HR, reg_lambda)
-            - structure_score(np.add(GL, GR), np.add(HL, HR), reg_lambda))
+    return (
+        structure_score(GL, HL, reg_lambda)
+        + structure_score(GR, HR, reg_lambda)
+        - structure_score(np.add(GL, GR), np.add(HL, HR), reg_lambda)
+    )
 
 # %% ../nbs/30_gbdt.ipynb #2c163225
 class LogisticLoss:
     "Binary logistic loss on margins: $g=\\sigma(m)-y$, $h=\\max(\\sigma(m)(1-\\sigma(m)), 10^{-16})$."
+
     name = 'binary:logistic'
-    def loss(self, y, margin): return np.logaddexp(0.0, margin) - y * margin
+
+    def loss(self, y, margin):
+        return np.logaddexp(0.0, margin) - y * margin
+
     def gradients(self, y, margin, sample_weight=None, out=None):
         "Per-row `(g, h)` as an `(n, 2)` array (written into `out` if given)."
         out = np.empty((len(margin), 2)) if out is None else out
         p = expit(margin)
         np.subtract(p, y, out=out[:, 0])
-        np.multiply(p, 1.0 - p, out=out[:, 1]); np.maximum(out[:, 1], 1e-16, out=out[:, 1])
-        if sample_weight is not None: out *= np.asarray(sample_weight, float)[:, None]
+        np.multiply(p, 1.0 - p, out=out[:, 1])
+        np.maximum(out[:, 1], 1e-16, out=out[:, 1])
+        if sample_weight is not None:
+            out *= np.asarray(sample_weight, float)[:, None]
         return out
-    def link(self, p): p = np.asarray(p, float); return np.log(p) - np.log1p(-p)
-    def inverse_link(self, margin): return expit(margin)
+
+    def link(self, p):
+        p = np.asarray(p, float)
+        return np.log(p) - np.log1p(-p)
+
+    def inverse_link(self, margin):
+        return expit(margin)
+
     def init_margin(self, y, sample_weight=None):
         p = np.average(y, weights=sample_weight)
         p = float(np.clip(p, 1e-12, 1 - 1e-12))
         return float(self.link(p))
+
     def check_base_score(self, b):
         if not (isinstance(b, numbers.Real) and 0 < b < 1):
             raise ValueError(f"base_score must be a probability in (0, 1) for the logistic loss; got {b!r}")
 
+
 class SquaredLoss:
     "Squared error $\\frac12(m-y)^2$: $g=m-y$, $h=1$."
+
     name = 'reg:squarederror'
-    def loss(self, y, margin): return 0.5 * (margin - y) ** 2
+
+    def loss(self, y, margin):
+        return 0.5 * (margin - y) ** 2
+
     def gradients(self, y, margin, sample_weight=None, out=None):
         out = np.empty((len(margin), 2)) if out is None else out
-        np.subtract(margin, y, out=out[:, 0]); out[:, 1] = 1.0
-        if sample_weight is not None: out *= np.asarray(sample_weight, float)[:, None]
+        np.subtract(margin, y, out=out[:, 0])
+        out[:, 1] = 1.0
+        if sample_weight is not None:
+            out *= np.asarray(sample_weight, float)[:, None]
         return out
-    def link(self, p): return np.asarray(p, float)
-    def inverse_link(self, margin): return margin
-    def init_margin(self, y, sample_weight=None): return float(np.average(y, weights=sample_weight))
+
+    def link(self, p):
+        return np.asarray(p, float)
+
+    def inverse_link(self, margin):
+        return margin
+
+    def init_margin(self, y, sample_weight=None):
+        return float(np.average(y, weights=sample_weight))
+
     def check_base_score(self, b):
         if not (isinstance(b, numbers.Real) and np.isfinite(b)):
             raise ValueError(f"base_score must be a finite number for the squared loss; got {b!r}")
 
 # %% ../nbs/30_gbdt.ipynb #57522acf
-def quantile_candidates(x, max_bins:int=256, sample_weight=None) -> np.ndarray:
+def quantile_candidates(x, max_bins: int = 256, sample_weight=None) -> np.ndarray:
     "Thresholds from data: all distinct values but the smallest when there are at most `max_bins`, else weighted quantiles."
     x = np.asarray(x, float)
     keep = ~np.isnan(x)
-    if sample_weight is not None: keep &= np.asarray(sample_weight, float) > 0
+    if sample_weight is not None:
+        keep &= np.asarray(sample_weight, float) > 0
     xs = x[keep]
-    if xs.size == 0: return np.empty(0)
+    if xs.size == 0:
+        return np.empty(0)
     u = np.unique(xs)
-    if len(u) <= max_bins: return u[1:]
-    order = np.argsort(xs, kind='stable'); xs = xs[order]
+    if len(u) <= max_bins:
+        return u[1:]
+    order = np.argsort(xs, kind='stable')
+    xs = xs[order]
     w = np.ones_like(xs) if sample_weight is None else np.asarray(sample_weight, float)[keep][order]
     cw = np.cumsum(w)
     levels = cw[-1] * np.arange(1, max_bins) / max_bins
     t = np.unique(xs[np.minimum(np.searchsorted(cw, levels, side='left'), len(xs) - 1)])
     return t[t > xs[0]]
 
-def _check_bounds(lo, hi, n_bins):
-    if not (np.isfinite(lo) and np.isfinite(hi)): raise ValueError(f"bounds must be finite; got ({lo}, {hi})")
-    if not lo < hi: raise ValueError(f"lower bound must be below the upper bound; got ({lo}, {hi})")
-    if not isinstance(n_bins, numbers.Integral) or n_bins < 1: raise ValueError(f"n_bins must be a positive integer; got {n_bins!r}")
 
-def uniform_candidates(lo:float, hi:float, n_bins:int) -> np.ndarray:
+def _check_bounds(lo, hi, n_bins):
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"bounds must be finite; got ({lo}, {hi})")
+    if not lo < hi:
+        raise ValueError(f"lower bound must be below the upper bound; got ({lo}, {hi})")
+    if not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer; got {n_bins!r}")
+
+
+def uniform_candidates(lo: float, hi: float, n_bins: int) -> np.ndarray:
     "The `n_bins - 1` thresholds that cut $[lo, hi]$ into `n_bins` equal bins (data independent)."
     _check_bounds(lo, hi, n_bins)
     return lo + (hi - lo) * np.arange(1, n_bins) / n_bins
 
-def log_candidates(lo:float, hi:float, n_bins:int) -> np.ndarray:
+
+def log_candidates(lo: float, hi: float, n_bins: int) -> np.ndarray:
     "Thresholds $lo-1+(hi-lo+1)^{k/n}$, $k=1..n-1$: geometric steps from $lo$, dense near the lower bound (data independent)."
     _check_bounds(lo, hi, n_bins)
     return lo - 1.0 + (hi - lo + 1.0) ** (np.arange(1, n_bins) / n_bins)
@@ -122,23 +166,28 @@ def log_candidates(lo:float, hi:float, n_bins:int) -> np.ndarray:
 # %% ../nbs/30_gbdt.ipynb #f04a79bd
 class HistLayout:
     "Flat layout of histogram slots: feature `f` owns slots `ptr[f]:ptr[f+1]`, its `n_bins[f]` value bins then one missing bin."
+
     def __init__(self, n_bins, thresholds=None):
         self.n_bins = np.asarray(n_bins, np.intp)
-        if self.n_bins.ndim != 1 or (self.n_bins < 1).any(): raise ValueError("n_bins must be a 1-d array of positive bin counts")
-        F = len(self.n_bins); self.n_features = F
+        if self.n_bins.ndim != 1 or (self.n_bins < 1).any():
+            raise ValueError("n_bins must be a 1-d array of positive bin counts")
+        F = len(self.n_bins)
+        self.n_features = F
         self.ptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
         self.n_slots = int(self.ptr[-1])
-        self.feature = np.repeat(np.arange(F), self.n_bins + 1)       # feature of each slot
-        self.bin = np.arange(self.n_slots) - self.ptr[self.feature]   # bin of each slot (n_bins[f] = missing)
+        self.feature = np.repeat(np.arange(F), self.n_bins + 1)  # feature of each slot
+        self.bin = np.arange(self.n_slots) - self.ptr[self.feature]  # bin of each slot (n_bins[f] = missing)
         self.missing_slot = self.ptr[1:] - 1
-        self.is_value = np.ones(self.n_slots, bool); self.is_value[self.missing_slot] = False
+        self.is_value = np.ones(self.n_slots, bool)
+        self.is_value[self.missing_slot] = False
         self.seg_start = self.ptr[self.feature]
         self.not_value = ~self.is_value
-        self._missing_h = 2 * self.missing_slot + 1                  # the missing bins' Hessians in a flat (S, 2) histogram
+        self._missing_h = 2 * self.missing_slot + 1  # the missing bins' Hessians in a flat (S, 2) histogram
         self._plans = {}
         self.thresholds = None if thresholds is None else [np.asarray(t, float) for t in thresholds]
         if self.thresholds is not None:
-            if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist(): raise ValueError("each feature needs n_bins - 1 thresholds")
+            if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist():
+                raise ValueError("each feature needs n_bins - 1 thresholds")
             # threshold of "bins <= b go left" at [tptr[f] + b + 1]: -inf for b = -1, +inf for the last bin
             self._tflat = np.concatenate([np.concatenate([[-np.inf], t, [np.inf]]) for t in self.thresholds])
             self._tptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
@@ -150,24 +199,42 @@ class HistLayout:
         bins; missing values go left). See `_best_splits`."""
         key = has_missing.tobytes()
         cache = self._plans
-        if key in cache: return cache[key]
+        if key in cache:
+            return cache[key]
         nb, ptr = self.n_bins, self.ptr
         bf = np.flatnonzero(has_missing)
         start = np.concatenate([[0], np.cumsum(nb + 1 + np.where(has_missing, nb, 0))]).astype(np.intp)
         W = int(start[-1])
-        fpos = start[self.feature] + self.bin                             # position of each slot's forward candidate
+        fpos = start[self.feature] + self.bin  # position of each slot's forward candidate
         feature, bin_, dleft = np.empty(W, np.intp), np.empty(W, np.intp), np.zeros(W, bool)
         feature[fpos], bin_[fpos] = self.feature, self.bin
-        copies, s0 = [], 0             # (position, first slot, end slot): runs of slots copied as they are
-        backward = []                  # (position, end position, feature, first slot, last value slot): blocks copied reversed
+        copies, s0 = [], 0  # (position, first slot, end slot): runs of slots copied as they are
+        backward = []  # (position, end position, feature, first slot, last value slot): blocks copied reversed
         for f in bf:
-            s1 = int(ptr[f + 1]); copies.append((int(fpos[s0]), s0, s1)); s0 = s1
-            g0 = int(start[f] + nb[f] + 1); g1 = int(start[f + 1])
+            s1 = int(ptr[f + 1])
+            copies.append((int(fpos[s0]), s0, s1))
+            s0 = s1
+            g0 = int(start[f] + nb[f] + 1)
+            g1 = int(start[f + 1])
             backward.append((g0, g1, int(f), int(ptr[f]), int(ptr[f] + nb[f] - 1)))
-            feature[g0:g1], bin_[g0:g1], dleft[g0:g1] = f, np.arange(nb[f] - 2, -2, -1), True   # bins <= b and missing go left
-        if s0 < self.n_slots: copies.append((int(fpos[s0]), s0, self.n_slots))
-        plan = dict(width=W, copies=copies, backward=backward, start=start[:-1], restart=start[1:-1],
-                    missing_pos=fpos[self.missing_slot], feature=feature, bin=bin_, default_left=dleft)
+            feature[g0:g1], bin_[g0:g1], dleft[g0:g1] = (
+                f,
+                np.arange(nb[f] - 2, -2, -1),
+                True,
+            )  # bins <= b and missing go left
+        if s0 < self.n_slots:
+            copies.append((int(fpos[s0]), s0, self.n_slots))
+        plan = dict(
+            width=W,
+            copies=copies,
+            backward=backward,
+            start=start[:-1],
+            restart=start[1:-1],
+            missing_pos=fpos[self.missing_slot],
+            feature=feature,
+            bin=bin_,
+            default_left=dleft,
+        )
         cache[key] = plan
         return plan
 
@@ -177,26 +244,36 @@ class HistLayout:
 
     def split_threshold(self, feature, bin):
         "Numeric threshold of the split 'bins <= bin go left' (so `x < threshold` goes left)."
-        if self.thresholds is None: return np.full(np.shape(feature), np.nan)
-        feature = np.asarray(feature); bin = np.asarray(bin)
+        if self.thresholds is None:
+            return np.full(np.shape(feature), np.nan)
+        feature = np.asarray(feature)
+        bin = np.asarray(bin)
         return self._tflat[self._tptr[feature] + bin + 1]
 
-    def __repr__(self): return f"HistLayout(n_features={self.n_features}, n_slots={self.n_slots})"
+    def __repr__(self):
+        return f"HistLayout(n_features={self.n_features}, n_slots={self.n_slots})"
 
 # %% ../nbs/30_gbdt.ipynb #b0264310
 def _check_sample_weight(sample_weight, n):
     "Sample weights as a float array of length n: finite, non-negative, not all zero (None stays None)."
-    if sample_weight is None: return None
+    if sample_weight is None:
+        return None
     w = np.asarray(sample_weight, dtype=float)
-    if w.ndim != 1 or len(w) != n: raise ValueError(f"sample_weight must be a 1-d array of length {n}; got shape {w.shape}")
-    if not np.isfinite(w).all(): raise ValueError("sample_weight contains NaN or infinity")
-    if (w < 0).any(): raise ValueError("sample_weight must be non-negative")
-    if w.sum() <= 0: raise ValueError("sample_weight sums to zero: nothing to fit")
+    if w.ndim != 1 or len(w) != n:
+        raise ValueError(f"sample_weight must be a 1-d array of length {n}; got shape {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    if w.sum() <= 0:
+        raise ValueError("sample_weight sums to zero: nothing to fit")
     return w
+
 
 class Binner(TransformerMixin, BaseEstimator):
     "Choose split candidates per feature and map values to bin codes; `NaN` gets the reserved code `n_bins_[f]`."
-    def __init__(self, max_bins:int=256, candidates='quantile', bounds=None):
+
+    def __init__(self, max_bins: int = 256, candidates='quantile', bounds=None):
         self.max_bins, self.candidates, self.bounds = max_bins, candidates, bounds
 
     def fit(self, X, y=None, sample_weight=None):
@@ -205,7 +282,11 @@ class Binner(TransformerMixin, BaseEstimator):
         F = X.shape[1]
         c = self.candidates
         if isinstance(c, str):
-            if not isinstance(self.max_bins, numbers.Integral) or isinstance(self.max_bins, bool) or not 2 <= self.max_bins <= 65535:
+            if (
+                not isinstance(self.max_bins, numbers.Integral)
+                or isinstance(self.max_bins, bool)
+                or not 2 <= self.max_bins <= 65535
+            ):
                 raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
             if c == 'quantile':
                 th = [quantile_candidates(X[:, f], self.max_bins, sample_weight) for f in range(F)]
@@ -213,14 +294,21 @@ class Binner(TransformerMixin, BaseEstimator):
                 gen = uniform_candidates if c == 'uniform' else log_candidates
                 bounds = self._bounds(X)
                 th = [gen(lo, hi, self.max_bins) if hi > lo else np.empty(0) for lo, hi in bounds]
-            else: raise ValueError(f"candidates must be 'quantile', 'uniform', 'log' or a list of threshold arrays; got {c!r}")
+            else:
+                raise ValueError(
+                    f"candidates must be 'quantile', 'uniform', 'log' or a list of threshold arrays; got {c!r}"
+                )
         else:
             th = [np.asarray(t, float).ravel() for t in c]
-            if len(th) != F: raise ValueError(f"candidates has {len(th)} threshold arrays but X has {F} features")
+            if len(th) != F:
+                raise ValueError(f"candidates has {len(th)} threshold arrays but X has {F} features")
             for f, t in enumerate(th):
-                if not np.isfinite(t).all(): raise ValueError(f"candidates for feature {f} contain NaN or inf")
-                if (np.diff(t) <= 0).any(): raise ValueError(f"candidates for feature {f} must be strictly increasing")
-                if len(t) > 65534: raise ValueError(f"feature {f} has {len(t)} candidates; at most 65534")
+                if not np.isfinite(t).all():
+                    raise ValueError(f"candidates for feature {f} contain NaN or inf")
+                if (np.diff(t) <= 0).any():
+                    raise ValueError(f"candidates for feature {f} must be strictly increasing")
+                if len(t) > 65534:
+                    raise ValueError(f"feature {f} has {len(t)} candidates; at most 65534")
         self.thresholds_ = th
         self.n_bins_ = np.array([len(t) + 1 for t in th], np.intp)
         self.layout_ = HistLayout(self.n_bins_, th)
@@ -232,7 +320,8 @@ class Binner(TransformerMixin, BaseEstimator):
                 lo, hi = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
             return [(a, b) if np.isfinite(a) else (0.0, 0.0) for a, b in zip(lo, hi)]
         b = np.asarray(self.bounds, float)
-        if b.shape != (X.shape[1], 2): raise ValueError(f"bounds must have shape ({X.shape[1]}, 2); got {b.shape}")
+        if b.shape != (X.shape[1], 2):
+            raise ValueError(f"bounds must have shape ({X.shape[1]}, 2); got {b.shape}")
         return [tuple(r) for r in b]
 
     def transform(self, X):
@@ -248,102 +337,151 @@ class Binner(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features=None):
         check_is_fitted(self)
-        return np.asarray(getattr(self, 'feature_names_in_', [f'x{i}' for i in range(self.n_features_in_)]), dtype=object)
+        return np.asarray(
+            getattr(self, 'feature_names_in_', [f'x{i}' for i in range(self.n_features_in_)]), dtype=object
+        )
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__(); tags.input_tags.allow_nan = True
-        tags.transformer_tags.preserves_dtype = []          # the output is integer codes
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.transformer_tags.preserves_dtype = []  # the output is integer codes
         return tags
 
 # %% ../nbs/30_gbdt.ipynb #8ef10b94
-def build_histograms(slots, gh, node_index=None, n_nodes:int=1, n_slots:int|None=None, method:str='sparse') -> np.ndarray:
+def build_histograms(
+    slots, gh, node_index=None, n_nodes: int = 1, n_slots: int | None = None, method: str = 'sparse'
+) -> np.ndarray:
     """Per-node histograms `(n_nodes, n_slots, C)` of the per-row statistics `gh` (n, C), e.g. C = 2 for (g, h).
     `slots` is the `(n, F)` global slot index of each row's value (`HistLayout.slots(codes)`); `node_index[i]` in
     `[0, n_nodes)` is row i's node, -1 leaves the row out. One vectorised pass, by `bincount` or a sparse product."""
-    slots = np.asarray(slots); gh = np.asarray(gh, float)
-    if gh.ndim == 1: gh = gh[:, None]
+    slots = np.asarray(slots)
+    gh = np.asarray(gh, float)
+    if gh.ndim == 1:
+        gh = gh[:, None]
     n, F = slots.shape
     S = int(slots.max()) + 1 if n_slots is None else int(n_slots)
-    if node_index is None: rows, node = np.arange(n), np.zeros(n, np.intp)
+    if node_index is None:
+        rows, node = np.arange(n), np.zeros(n, np.intp)
     else:
         node_index = np.asarray(node_index)
-        rows = np.flatnonzero(node_index >= 0); node = node_index[rows]
-        if len(rows) and node.max() >= n_nodes: raise ValueError(f"node_index has values >= n_nodes={n_nodes}")
+        rows = np.flatnonzero(node_index >= 0)
+        node = node_index[rows]
+        if len(rows) and node.max() >= n_nodes:
+            raise ValueError(f"node_index has values >= n_nodes={n_nodes}")
     idx = np.take(slots, rows, axis=0).astype(np.intp) + (node * S)[:, None]
     w = np.take(gh, rows, axis=0)
     if method == 'bincount':
-        out = np.stack([np.bincount(idx.ravel(), np.repeat(w[:, c], F), minlength=n_nodes * S) for c in range(w.shape[1])], axis=1)
+        out = np.stack(
+            [np.bincount(idx.ravel(), np.repeat(w[:, c], F), minlength=n_nodes * S) for c in range(w.shape[1])], axis=1
+        )
     elif method == 'sparse':
         m = len(rows)
-        A = sp.csc_matrix((np.ones(m * F), idx.ravel().astype(np.int32), np.arange(0, m * F + 1, F)), shape=(n_nodes * S, m))
+        A = sp.csc_matrix(
+            (np.ones(m * F), idx.ravel().astype(np.int32), np.arange(0, m * F + 1, F)), shape=(n_nodes * S, m)
+        )
         out = A @ w
-    else: raise ValueError(f"method must be 'sparse' or 'bincount'; got {method!r}")
+    else:
+        raise ValueError(f"method must be 'sparse' or 'bincount'; got {method!r}")
     return np.asarray(out).reshape(n_nodes, S, w.shape[1])
 
 # %% ../nbs/30_gbdt.ipynb #c063c766
 @dataclass
 class Splits:
     "The best split of each of K nodes: `gain` (XGBoost's `loss_chg`, -inf if none), `feature`, `bin` (bins <= bin go left), `default_left` (where missing go), and the children's (G, H) sums."
+
     gain: np.ndarray
     feature: np.ndarray
     bin: np.ndarray
     default_left: np.ndarray
     left_sum: np.ndarray
     right_sum: np.ndarray
-    def __len__(self): return len(self.gain)
 
-def find_best_splits(hist, layout:HistLayout, totals=None, reg_lambda:float=1.0, min_child_weight:float=1.0,
-                     rtol:float=1e-10, chunk:int=65536) -> Splits:
+    def __len__(self):
+        return len(self.gain)
+
+
+def find_best_splits(
+    hist,
+    layout: HistLayout,
+    totals=None,
+    reg_lambda: float = 1.0,
+    min_child_weight: float = 1.0,
+    rtol: float = 1e-10,
+    chunk: int = 65536,
+) -> Splits:
     """Best split of each node from its histogram `hist` (K, S, 2); `totals` (K, 2) are the nodes' (G, H), by default
     the sums of the first feature's slots. Missing values: XGBoost's learned default direction."""
     hist = np.asarray(hist, float)
     K, S, _ = hist.shape
-    if S != layout.n_slots: raise ValueError(f"hist has {S} slots but the layout has {layout.n_slots}")
-    if totals is None: totals = hist[:, layout.ptr[0]:layout.ptr[1]].sum(axis=1)
+    if S != layout.n_slots:
+        raise ValueError(f"hist has {S} slots but the layout has {layout.n_slots}")
+    if totals is None:
+        totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
     return _best_splits_chunked(hist, layout, np.asarray(totals, float), reg_lambda, min_child_weight, rtol, chunk)
+
 
 def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rtol, chunk):
     K, S, _ = hist.shape
-    step = max(1, chunk // S)          # nodes per chunk: bounds the size of the temporaries
-    if K <= step: return _best_splits(hist, layout, totals, reg_lambda, min_child_weight, rtol)
-    parts = [_best_splits(hist[i:i + step], layout, totals[i:i + step], reg_lambda, min_child_weight, rtol) for i in range(0, K, step)]
-    return Splits(*(np.concatenate([getattr(p, a) for p in parts]) for a in ('gain', 'feature', 'bin', 'default_left', 'left_sum', 'right_sum')))
+    step = max(1, chunk // S)  # nodes per chunk: bounds the size of the temporaries
+    if K <= step:
+        return _best_splits(hist, layout, totals, reg_lambda, min_child_weight, rtol)
+    parts = [
+        _best_splits(hist[i : i + step], layout, totals[i : i + step], reg_lambda, min_child_weight, rtol)
+        for i in range(0, K, step)
+    ]
+    return Splits(
+        *(
+            np.concatenate([getattr(p, a) for p in parts])
+            for a in ('gain', 'feature', 'bin', 'default_left', 'left_sum', 'right_sum')
+        )
+    )
+
 
 _no_context = nullcontext()
+
 
 def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
     K, S, _ = hist.shape
     lam = float(reg_lambda)
-    hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)   # no 0/0 when lambda = 0
+    hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)  # no 0/0 when lambda = 0
     hist = np.ascontiguousarray(hist)
-    miss = np.take(hist.reshape(K, 2 * S), L._missing_h, axis=1) > 0   # (K, F): node has missing values for the feature
+    miss = np.take(hist.reshape(K, 2 * S), L._missing_h, axis=1) > 0  # (K, F): node has missing values for the feature
     anyf = miss.any(axis=0)
     p = L._plans.get(anyf.tobytes()) or L._scan_plan(anyf)
-    hz = hist.view(complex).reshape(K, S)            # (g, h) pairs as complex numbers: one cumsum does both
-    if not p['backward']: C = hz.copy()
+    hz = hist.view(complex).reshape(K, S)  # (g, h) pairs as complex numbers: one cumsum does both
+    if not p['backward']:
+        C = hz.copy()
     else:
         # after each feature with missing values, its value bins again, negated and in descending order: the running
         # sum, which has reached the node total at the feature's missing slot, then walks down through the backward
         # candidates' left children (node total - bins >= b)
         C = np.empty((K, p['width']), complex)
-        for c0, s0, s1 in p['copies']: C[:, c0:c0 + s1 - s0] = hz[:, s0:s1]
-        for g0, g1, f, s0, s1 in p['backward']: np.negative(hz[:, s1:(s0 - 1 if s0 else None):-1], out=C[:, g0:g1])
+        for c0, s0, s1 in p['copies']:
+            C[:, c0 : c0 + s1 - s0] = hz[:, s0:s1]
+        for g0, g1, f, s0, s1 in p['backward']:
+            np.negative(hz[:, s1 : (s0 - 1 if s0 else None) : -1], out=C[:, g0:g1])
     # one running cumsum restarted at every feature: subtract the previous feature's total at its first position
     seg = np.add.reduceat(C, p['start'], axis=1)
     C[:, p['restart']] -= seg[:, :-1]
     np.add.accumulate(C, axis=1, out=C)
     GL, HL = C.real, C.imag
     Pg, Ph = totals[:, :1], totals[:, 1:]
-    DL = HL + lam; DR = (Ph + lam) - HL               # the two denominators H + lambda
+    DL = HL + lam
+    DR = (Ph + lam) - HL  # the two denominators H + lambda
     bad = np.minimum(DL, DR) < hmin + lam
-    with np.errstate(divide='ignore', invalid='ignore') if lam <= 0 else _no_context:   # masked candidates may be 0/0
-        GR = Pg - GL; GR *= GR; GR /= DR
-        g = GL * GL; g /= DL; g += GR                 # split_gain without the parent's term, which is constant per node
+    with np.errstate(divide='ignore', invalid='ignore') if lam <= 0 else _no_context:  # masked candidates may be 0/0
+        GR = Pg - GL
+        GR *= GR
+        GR /= DR
+        g = GL * GL
+        g /= DL
+        g += GR  # split_gain without the parent's term, which is constant per node
     np.copyto(g, -np.inf, where=bad)
-    g[:, p['missing_pos']] = -np.inf                  # the missing slot is not a threshold
-    if p['backward']:                                 # backward needs missing values in the node
+    g[:, p['missing_pos']] = -np.inf  # the missing slot is not a threshold
+    if p['backward']:  # backward needs missing values in the node
         nomiss = ~miss
-        for g0, g1, f, _, _ in p['backward']: np.copyto(g[:, g0:g1], -np.inf, where=nomiss[:, f:f + 1])
+        for g0, g1, f, _, _ in p['backward']:
+            np.copyto(g[:, g0:g1], -np.inf, where=nomiss[:, f : f + 1])
     root = (Pg * Pg / (Ph + lam))[:, 0]
     top = g.max(axis=1)
     best = top - root
@@ -356,6 +494,7 @@ def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
 @dataclass(repr=False)
 class Tree:
     "A fitted regression tree as parallel node arrays; leaves have `left == right == -1` and predict `value`."
+
     feature: np.ndarray
     threshold: np.ndarray
     bin: np.ndarray
@@ -367,22 +506,30 @@ class Tree:
     sum_grad: np.ndarray
     sum_hess: np.ndarray
     depth: np.ndarray
-    feature_names: list|None = None
-    count: np.ndarray|None = None       # training rows per node, when recorded (`node_counts`)
+    feature_names: list | None = None
+    count: np.ndarray | None = None  # training rows per node, when recorded (`node_counts`)
 
     @property
-    def is_leaf(self): return self.left < 0
+    def is_leaf(self):
+        return self.left < 0
+
     @property
-    def n_nodes(self): return len(self.left)
+    def n_nodes(self):
+        return len(self.left)
+
     @property
-    def n_leaves(self): return int(self.is_leaf.sum())
+    def n_leaves(self):
+        return int(self.is_leaf.sum())
+
     @property
-    def max_depth(self): return int(self.depth.max())
+    def max_depth(self):
+        return int(self.depth.max())
 
     def apply(self, X) -> np.ndarray:
         "Index of the leaf each row of `X` (floats, `NaN` missing) falls in."
         X = np.asarray(X, float)
-        node = np.zeros(len(X), np.intp); rows = np.arange(len(X))
+        node = np.zeros(len(X), np.intp)
+        rows = np.arange(len(X))
         for _ in range(self.max_depth):
             f = np.maximum(self.feature[node], 0)
             x = X[rows, f]
@@ -392,8 +539,10 @@ class Tree:
 
     def apply_binned(self, codes, n_bins) -> np.ndarray:
         "Index of the leaf of each row of a code matrix (missing code `n_bins[f]`)."
-        codes = np.asarray(codes).astype(np.intp); n_bins = np.asarray(n_bins)
-        node = np.zeros(len(codes), np.intp); rows = np.arange(len(codes))
+        codes = np.asarray(codes).astype(np.intp)
+        n_bins = np.asarray(n_bins)
+        node = np.zeros(len(codes), np.intp)
+        rows = np.arange(len(codes))
         for _ in range(self.max_depth):
             f = np.maximum(self.feature[node], 0)
             c = codes[rows, f]
@@ -401,9 +550,10 @@ class Tree:
             node = np.where(self.is_leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
         return node
 
-    def predict(self, X) -> np.ndarray: return self.value[self.apply(X)]
+    def predict(self, X) -> np.ndarray:
+        return self.value[self.apply(X)]
 
-    def to_text(self, feature_names=None, precision:int=6) -> str:
+    def to_text(self, feature_names=None, precision: int = 6) -> str:
         "XGBoost-style dump: one line per node, children indented under their parent."
         names = feature_names or self.feature_names
         fmt = lambda v: f"{v:.{precision}g}"
@@ -414,15 +564,20 @@ class Tree:
             if self.is_leaf[j]:
                 lines.append(f"{pad}{j}:leaf={fmt(self.value[j])},cover={fmt(self.sum_hess[j])}")
                 continue
-            f = int(self.feature[j]); name = names[f] if names is not None else f"f{f}"
+            f = int(self.feature[j])
+            name = names[f] if names is not None else f"f{f}"
             miss = self.left[j] if self.default_left[j] else self.right[j]
-            lines.append(f"{pad}{j}:[{name}<{fmt(self.threshold[j])}] yes={self.left[j]},no={self.right[j]},missing={miss},"
-                         f"gain={fmt(self.gain[j])},cover={fmt(self.sum_hess[j])}")
+            lines.append(
+                f"{pad}{j}:[{name}<{fmt(self.threshold[j])}] yes={self.left[j]},no={self.right[j]},missing={miss},"
+                f"gain={fmt(self.gain[j])},cover={fmt(self.sum_hess[j])}"
+            )
             stack += [self.right[j], self.left[j]]
         return '\n'.join(lines)
 
     __str__ = to_text
-    def __repr__(self): return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
+
+    def __repr__(self):
+        return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
 
 # %% ../nbs/30_gbdt.ipynb #4134c483
 def _scatter_add(indices, indptr, X, n_out, ones):
@@ -433,65 +588,82 @@ def _scatter_add(indices, indptr, X, n_out, ones):
     m = len(X)
     if _csc_matvec is None or indices.dtype != indptr.dtype:
         return sp.csc_matrix((np.ones(len(indices)), indices, indptr), shape=(n_out, m)) @ X
-    out = np.zeros(n_out, complex); Xc = X.view(complex).ravel()
+    out = np.zeros(n_out, complex)
+    Xc = X.view(complex).ravel()
     c0, step = 0, len(ones)
-    while c0 < m:                     # blocks of columns with at most len(ones) entries
+    while c0 < m:  # blocks of columns with at most len(ones) entries
         p0 = indptr[c0]
         c1 = m if indptr[m] - p0 <= step else max(int(np.searchsorted(indptr, p0 + step, side='right')) - 1, c0 + 1)
-        p = indptr[c0:c1 + 1] - p0 if p0 else indptr[:c1 + 1]
-        _csc_matvec(n_out, c1 - c0, p, indices[p0:indptr[c1]], ones[:indptr[c1] - p0], Xc[c0:c1], out)
+        p = indptr[c0 : c1 + 1] - p0 if p0 else indptr[: c1 + 1]
+        _csc_matvec(n_out, c1 - c0, p, indices[p0 : indptr[c1]], ones[: indptr[c1] - p0], Xc[c0:c1], out)
         c0 = c1
     return out.view(float).reshape(n_out, 2)
+
 
 class LocalHistograms:
     """Histogram provider over rows held locally: codes (n, F) of a `HistLayout`, and per-row (g, h) set by `start_tree`.
     Tracks the node of every row (`node`), so the caller can read the leaf of each training row after growth."""
-    def __init__(self, codes, layout:HistLayout):
+
+    def __init__(self, codes, layout: HistLayout):
         codes = np.ascontiguousarray(codes)
         n, F = codes.shape
-        if F != layout.n_features: raise ValueError(f"codes have {F} features but the layout has {layout.n_features}")
+        if F != layout.n_features:
+            raise ValueError(f"codes have {F} features but the layout has {layout.n_features}")
         self.layout, self.n, self.F = layout, n, F
         self.slots = layout.slots(codes)
-        if n * F >= 2**31: self.slots = self.slots.astype(np.int64)
-        self._codes_t = np.ascontiguousarray(codes.T).ravel()          # feature-major, for routing rows
+        if n * F >= 2**31:
+            self.slots = self.slots.astype(np.int64)
+        self._codes_t = np.ascontiguousarray(codes.T).ravel()  # feature-major, for routing rows
         self._rows = np.arange(n, dtype=np.intp)
         self._ones = np.ones(n)
-        self._onesc = np.ones(min(n * F, max(F, 2**20)), complex)     # matrix entries for `_scatter_add`
+        self._onesc = np.ones(min(n * F, max(F, 2**20)), complex)  # matrix entries for `_scatter_add`
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
         # root histograms skip each feature's most frequent slot (its sum is the node total minus the others):
         # on data with dominant values (zeros, a majority category) this removes a large share of the entries
         counts = np.bincount(self.slots.ravel(), minlength=layout.n_slots)
         seg_max = np.maximum.reduceat(counts, layout.ptr[:-1])
-        self._common = np.array([layout.ptr[f] + np.flatnonzero(counts[layout.ptr[f]:layout.ptr[f + 1]] == seg_max[f])[0]
-                                 for f in range(F)], np.intp)
+        self._common = np.array(
+            [
+                layout.ptr[f] + np.flatnonzero(counts[layout.ptr[f] : layout.ptr[f + 1]] == seg_max[f])[0]
+                for f in range(F)
+            ],
+            np.intp,
+        )
         keep = self.slots != self._common.astype(np.int32)
         rptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
-        self._root = sp.csc_matrix((np.ones(int(rptr[-1])), self.slots[keep], rptr.astype(self.slots.dtype)), shape=(layout.n_slots, n))
-        self.cmax = int(layout.n_bins.max()) + 1        # codes per feature, missing included
+        self._root = sp.csc_matrix(
+            (np.ones(int(rptr[-1])), self.slots[keep], rptr.astype(self.slots.dtype)), shape=(layout.n_slots, n)
+        )
+        self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
         self.gh, self._lut, self._touched = None, None, []
 
     # Rows are tracked by key = node * cmax, so that routing a row is two table lookups:
     # feature of its node (as an offset into the feature-major codes), then (key + code) -> child's key.
     @property
-    def node(self) -> np.ndarray: return self._key // self.cmax
+    def node(self) -> np.ndarray:
+        return self._key // self.cmax
 
     def row_values(self, node_values) -> np.ndarray:
         "`node_values[node]` for every row: e.g. the leaf values of the tree just grown, to update the margins."
-        table = np.zeros(len(node_values) * self.cmax); table[::self.cmax] = node_values
+        table = np.zeros(len(node_values) * self.cmax)
+        table[:: self.cmax] = node_values
         return np.take(table, self._key)
 
     def start_tree(self, gh):
         "Set the per-row statistics `gh` (n, 2) for a new tree; every row starts at the root."
         gh = np.asarray(gh, float)
-        if gh.shape != (self.n, 2): raise ValueError(f"gh must have shape ({self.n}, 2); got {gh.shape}")
+        if gh.shape != (self.n, 2):
+            raise ValueError(f"gh must have shape ({self.n}, 2); got {gh.shape}")
         self.gh = gh
         self._key = np.zeros(self.n, np.intp)
         self.n_nodes = 1
         self._at_root = True
-        if self._lut is None: self._grow_tables(64)
-        elif self._touched:    # nodes that split in the previous tree keep their rows again
+        if self._lut is None:
+            self._grow_tables(64)
+        elif self._touched:  # nodes that split in the previous tree keep their rows again
             t = np.asarray(self._touched, np.intp) * self.cmax
-            self._lut[(t[:, None] + np.arange(self.cmax)).ravel()] = np.repeat(t, self.cmax); self._fkey[t] = 0
+            self._lut[(t[:, None] + np.arange(self.cmax)).ravel()] = np.repeat(t, self.cmax)
+            self._fkey[t] = 0
         self._touched = []
 
     def _grow_tables(self, size):
@@ -499,56 +671,80 @@ class LocalHistograms:
         lut = np.repeat(np.arange(size, dtype=np.intp) * self.cmax, self.cmax)
         fkey = np.zeros(size * self.cmax, np.intp)
         if self._lut is not None:
-            k = len(self._lut); lut[:k] = self._lut; fkey[:k] = self._fkey
+            k = len(self._lut)
+            lut[:k] = self._lut
+            fkey[:k] = self._fkey
         self._lut, self._fkey = lut, fkey
 
     def histograms(self, nodes) -> np.ndarray:
         S = self.layout.n_slots
         nodes = np.asarray(nodes, np.intp)
         if self._at_root:
-            if nodes.tolist() != [0]: raise ValueError("before any split only the root (node 0) exists")
+            if nodes.tolist() != [0]:
+                raise ValueError("before any split only the root (node 0) exists")
             r = self._root
             h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
             total = self._ones @ self.gh
             h[self._common] = total - np.add.reduceat(np.ascontiguousarray(h.T), self.layout.ptr[:-1], axis=1).T
             return h.reshape(1, S, 2)
         cm, K = self.cmax, len(nodes)
-        want = np.zeros(self.n_nodes * cm, bool); want[nodes * cm] = True
+        want = np.zeros(self.n_nodes * cm, bool)
+        want[nodes * cm] = True
         rows = np.flatnonzero(np.take(want, self._key, mode='clip'))
         idx = np.take(self.slots, rows, axis=0, mode='clip')
-        if K > 1:                          # node k's slots are offset by k * S
-            pos = np.zeros(self.n_nodes * cm, idx.dtype); pos[nodes * cm] = np.arange(K) * S
+        if K > 1:  # node k's slots are offset by k * S
+            pos = np.zeros(self.n_nodes * cm, idx.dtype)
+            pos[nodes * cm] = np.arange(K) * S
             off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
-            flat = idx.ravel(); flat += np.repeat(off, self.F)
-        return _scatter_add(idx.ravel(), self._indptr[:len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'),
-                            K * S, self._onesc).reshape(K, S, 2)
+            flat = idx.ravel()
+            flat += np.repeat(off, self.F)
+        return _scatter_add(
+            idx.ravel(), self._indptr[: len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'), K * S, self._onesc
+        ).reshape(K, S, 2)
 
     def split(self, nodes, feature, bin, default_left, left, right):
-        nodes, feature, bin = np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp)
-        left, right, default_left = np.asarray(left, np.intp), np.asarray(right, np.intp), np.asarray(default_left, bool)
+        nodes, feature, bin = (np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp))
+        left, right, default_left = (
+            np.asarray(left, np.intp),
+            np.asarray(right, np.intp),
+            np.asarray(default_left, bool),
+        )
         cm, K = self.cmax, len(nodes)
         n_nodes = max(self.n_nodes, int(left.max()) + 1, int(right.max()) + 1)
-        if n_nodes * cm > len(self._lut): self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
+        if n_nodes * cm > len(self._lut):
+            self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
         self._fkey[nodes * cm] = feature * self.n
         # the split node's (key + code) -> child's key: bins <= bin go left, the missing code to the default side
         dest = np.where(np.arange(cm) <= bin[:, None], left[:, None] * cm, right[:, None] * cm)
         dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, left, right) * cm
         self._lut.reshape(-1, cm)[nodes] = dest
         self._touched.extend(nodes.tolist())
-        if K == 1 or (feature == feature[0]).all():      # one feature (e.g. the root): its codes are a contiguous row
+        if K == 1 or (feature == feature[0]).all():  # one feature (e.g. the root): its codes are a contiguous row
             f = int(feature[0])
-            at = np.add(self._key, self._codes_t[f * self.n:(f + 1) * self.n])
+            at = np.add(self._key, self._codes_t[f * self.n : (f + 1) * self.n])
         else:
-            at = np.take(self._fkey, self._key, mode='clip'); at += self._rows     # where each row's code is
+            at = np.take(self._fkey, self._key, mode='clip')
+            at += self._rows  # where each row's code is
             at = np.add(self._key, np.take(self._codes_t, at, mode='clip'), out=at)
         self._key = np.take(self._lut, at, out=at, mode='clip')
         self.n_nodes, self._at_root = n_nodes, False
-        return None      # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
+        return None  # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
 
 # %% ../nbs/30_gbdt.ipynb #46492e3e
-def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:float=0.3, reg_lambda:float=1.0,
-              gamma:float=0.0, min_child_weight:float=1.0, split_finder=None, leaf_weight=None, subtract:bool=True,
-              feature_names=None) -> Tree:
+def grow_tree(
+    provider,
+    layout: HistLayout,
+    *,
+    max_depth: int = 6,
+    learning_rate: float = 0.3,
+    reg_lambda: float = 1.0,
+    gamma: float = 0.0,
+    min_child_weight: float = 1.0,
+    split_finder=None,
+    leaf_weight=None,
+    subtract: bool = True,
+    feature_names=None,
+) -> Tree:
     """Grow one tree level by level from a histogram provider (see `LocalHistograms`). `split_finder(hist, layout, totals)`
     returns `Splits` (default: `find_best_splits`); `leaf_weight(G, H)` the unscaled leaf weights (default: Newton)."""
     if split_finder is None:
@@ -556,42 +752,50 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
     if leaf_weight is None:
         leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
     hist = np.asarray(provider.histograms(np.array([0])), float)
-    totals = hist[:, layout.ptr[0]:layout.ptr[1]].sum(axis=1)
+    totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
     level, n_nodes = np.array([0]), 1
-    split_parts, sums, sizes = [], [totals], [1]          # node arrays grow level by level
+    split_parts, sums, sizes = [], [totals], [1]  # node arrays grow level by level
     for d in range(max_depth):
         s = split_finder(hist, layout, totals)
         # keep splits with loss_chg > 1e-6 and >= gamma (XGBoost's rules) and two children with positive Hessian
         ok = (s.gain >= gamma) if gamma > 1e-6 else (s.gain > 1e-6)
         ok &= np.minimum(s.left_sum[:, 1], s.right_sum[:, 1]) > 0
         m = int(np.count_nonzero(ok))
-        if m == 0: break
+        if m == 0:
+            break
         if m < len(ok):
             idx = np.flatnonzero(ok)
             s = Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum)))
             nodes = level[idx]
-        else: idx, nodes = None, level
-        lids = np.arange(n_nodes, n_nodes + 2 * m, 2)                  # children in creation order: breadth first
+        else:
+            idx, nodes = None, level
+        lids = np.arange(n_nodes, n_nodes + 2 * m, 2)  # children in creation order: breadth first
         split_parts.append((nodes, s.feature, s.bin, s.default_left, s.gain, lids))
-        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)    # children's (G, H), as XGBoost
-        sums.append(totals); sizes.append(2 * m)
+        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)  # children's (G, H), as XGBoost
+        sums.append(totals)
+        sizes.append(2 * m)
         n_nodes += 2 * m
         counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, lids + 1)
-        if d + 1 >= max_depth: break
+        if d + 1 >= max_depth:
+            break
         level = np.arange(lids[0], n_nodes)
         if subtract:
             small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[:, 1] < s.left_sum[:, 1])
             h_small = np.asarray(provider.histograms(lids + small_right), float)
-            at = np.arange(0, 2 * m, 2) + small_right       # position of the built child in the level
+            at = np.arange(0, 2 * m, 2) + small_right  # position of the built child in the level
             new = np.empty((2 * m,) + hist.shape[1:])
             new[at] = h_small
-            np.subtract(hist if idx is None else hist[idx], h_small, out=h_small); new[at ^ 1] = h_small
+            np.subtract(hist if idx is None else hist[idx], h_small, out=h_small)
+            new[at ^ 1] = h_small
             hist = new
         else:
             hist = np.asarray(provider.histograms(level), float)
     sums = np.concatenate(sums)
-    feat = np.full(n_nodes, -1, np.intp); binv = np.full(n_nodes, -1, np.intp); dleft = np.zeros(n_nodes, bool)
-    left = np.full(n_nodes, -1, np.intp); gain = np.zeros(n_nodes)
+    feat = np.full(n_nodes, -1, np.intp)
+    binv = np.full(n_nodes, -1, np.intp)
+    dleft = np.zeros(n_nodes, bool)
+    left = np.full(n_nodes, -1, np.intp)
+    gain = np.zeros(n_nodes)
     if split_parts:
         nodes, f_, b_, dl_, g_, l_ = (np.concatenate(a) for a in zip(*split_parts))
         feat[nodes], binv[nodes], dleft[nodes], gain[nodes], left[nodes] = f_, b_, dl_, g_, l_
@@ -603,70 +807,107 @@ def grow_tree(provider, layout:HistLayout, *, max_depth:int=6, learning_rate:flo
     return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
 
 # %% ../nbs/30_gbdt.ipynb #c798367a
-GRID_BITS = 50    # sums of grid integers stay below 2^GRID_BITS in magnitude: exact in float64 (53-bit significand)
+GRID_BITS = 50  # sums of grid integers stay below 2^GRID_BITS in magnitude: exact in float64 (53-bit significand)
 
-def snap_to_grid(g, # per-row gradients
-                 h, # per-row Hessians (non-negative)
-                ) -> tuple:
+
+def snap_to_grid(
+    g,  # per-row gradients
+    h,  # per-row Hessians (non-negative)
+) -> tuple:
     "`(g, h, k)`: `g` and `h` rounded to multiples of $2^{-k}$, `k` the finest grid on which every partial sum is exact in float64."
     g, h = np.asarray(g, float), np.asarray(h, float)
-    if not (np.isfinite(g).all() and np.isfinite(h).all()): raise ValueError("gradients and Hessians must be finite")
+    if not (np.isfinite(g).all() and np.isfinite(h).all()):
+        raise ValueError("gradients and Hessians must be finite")
     s = max(float(np.abs(g).sum()), float(np.abs(h).sum()))
-    if s == 0: return g.copy(), h.copy(), 0
-    if len(g) >= 2 ** (GRID_BITS - 2): raise ValueError(f"{len(g)} rows: too many for exact sums on a {GRID_BITS}-bit grid")
+    if s == 0:
+        return g.copy(), h.copy(), 0
+    if len(g) >= 2 ** (GRID_BITS - 2):
+        raise ValueError(f"{len(g)} rows: too many for exact sums on a {GRID_BITS}-bit grid")
     k = min(GRID_BITS - 2 - int(np.ceil(np.log2(s))), 1000)
     return np.ldexp(np.rint(np.ldexp(g, k)), -k), np.ldexp(np.rint(np.ldexp(h, k)), -k), k
 
 # %% ../nbs/30_gbdt.ipynb #eb05408e
 def _frame_categories(X) -> dict:
     "The categories of each pandas `category` column of a DataFrame `X`, by column name (empty for other inputs)."
-    if not isinstance(X, pd.DataFrame): return {}
+    if not isinstance(X, pd.DataFrame):
+        return {}
     return {c: X[c].cat.categories for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)}
 
-def _as_numeric_frame(X, categories:dict|None=None):
+
+def _as_numeric_frame(X, categories: dict | None = None):
     """pandas `category` columns -> float codes, NaN for missing; everything else unchanged. With `categories` (column
     name -> the categories seen at fit, see `_frame_categories`), those columns are coded by the fit categories instead
     of their own, whether they arrive as pandas categoricals or as text, so that a code means the same category at fit
     and at predict; a value not seen at fit becomes NaN, i.e. missing (as in scikit-learn's HistGradientBoosting)."""
-    if not isinstance(X, pd.DataFrame): return X
+    if not isinstance(X, pd.DataFrame):
+        return X
     categories = categories or {}
-    todo = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)
-            or (c in categories and not pd.api.types.is_numeric_dtype(X[c].dtype))]
-    if not todo: return X
+    todo = [
+        c
+        for c in X.columns
+        if isinstance(X[c].dtype, pd.CategoricalDtype)
+        or (c in categories and not pd.api.types.is_numeric_dtype(X[c].dtype))
+    ]
+    if not todo:
+        return X
     X = X.copy()
     for c in todo:
         col, cats = X[c], categories.get(c)
-        if not isinstance(col.dtype, pd.CategoricalDtype):           # text: look each value up
+        if not isinstance(col.dtype, pd.CategoricalDtype):  # text: look each value up
             codes = cats.get_indexer(col.to_numpy(object))
-        elif cats is None or cats.equals(col.cat.categories): codes = col.cat.codes.to_numpy()
-        else:                                                        # recode: own category -> fit category
+        elif cats is None or cats.equals(col.cat.categories):
+            codes = col.cat.codes.to_numpy()
+        else:  # recode: own category -> fit category
             own = cats.get_indexer(col.cat.categories)
             codes = np.where(col.cat.codes >= 0, own[col.cat.codes.to_numpy()], -1)
         X[c] = np.where(codes >= 0, codes, np.nan)
     return X
+
 
 def _check_params(est):
     def integer(name, lo):
         v = getattr(est, name)
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
+
     def real(name, lo, strict):
         v = getattr(est, name)
-        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or (v <= lo if strict else v < lo):
+        if (
+            not isinstance(v, numbers.Real)
+            or isinstance(v, bool)
+            or not np.isfinite(v)
+            or (v <= lo if strict else v < lo)
+        ):
             raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; got {v!r}")
-    integer('n_estimators', 1); integer('max_depth', 1); real('learning_rate', 0, True)
-    real('reg_lambda', 0, False); real('gamma', 0, False); real('min_child_weight', 0, False)
-    if not isinstance(est.max_bins, numbers.Integral) or isinstance(est.max_bins, bool) or not 2 <= est.max_bins <= 65535:
+
+    integer('n_estimators', 1)
+    integer('max_depth', 1)
+    real('learning_rate', 0, True)
+    real('reg_lambda', 0, False)
+    real('gamma', 0, False)
+    real('min_child_weight', 0, False)
+    if (
+        not isinstance(est.max_bins, numbers.Integral)
+        or isinstance(est.max_bins, bool)
+        or not 2 <= est.max_bins <= 65535
+    ):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {est.max_bins!r}")
-    if est.missing not in MISSING: raise ValueError(f"missing must be one of {MISSING}; got {est.missing!r}")
+    if est.missing not in MISSING:
+        raise ValueError(f"missing must be one of {MISSING}; got {est.missing!r}")
+
 
 MISSING = ('learn', 'impute', 'probabilistic')
 
-def forest_margin(trees, X, chunk_rows:int=8192) -> np.ndarray:
+
+def forest_margin(trees, X, chunk_rows: int = 8192) -> np.ndarray:
     "Sum of the trees' predictions for the rows of `X` (floats, NaN missing), all trees walked together."
-    X = np.asarray(X, float); n = len(X); T = len(trees)
-    if T == 0: return np.zeros(n)
-    sizes = np.array([t.n_nodes for t in trees]); off = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    X = np.asarray(X, float)
+    n = len(X)
+    T = len(trees)
+    if T == 0:
+        return np.zeros(n)
+    sizes = np.array([t.n_nodes for t in trees])
+    off = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     ids = np.arange(sizes.sum())
     leaf = np.concatenate([t.is_leaf for t in trees])
     feat = np.where(leaf, 0, np.concatenate([t.feature for t in trees]))
@@ -676,31 +917,47 @@ def forest_margin(trees, X, chunk_rows:int=8192) -> np.ndarray:
     R = np.where(leaf, ids, np.concatenate([t.right + o for t, o in zip(trees, off)]))
     val = np.concatenate([t.value for t in trees])
     depth = max(t.max_depth for t in trees)
-    out = np.empty(n); F = X.shape[1]
+    out = np.empty(n)
+    F = X.shape[1]
     step = max(1, chunk_rows * 64 // max(T, 1))
     for a in range(0, n, step):
-        Xc = X[a:a + step]; m = len(Xc)
-        Xf = Xc.ravel(); base = (np.arange(m) * F)[:, None]
+        Xc = X[a : a + step]
+        m = len(Xc)
+        Xf = Xc.ravel()
+        base = (np.arange(m) * F)[:, None]
         node = np.broadcast_to(off, (m, T)).copy()
         for _ in range(depth):
             x = np.take(Xf, base + np.take(feat, node))
             go = np.where(np.isnan(x), np.take(dl, node), x < np.take(thr, node))
             node = np.where(go, np.take(L, node), np.take(R, node))
-        out[a:a + m] = np.take(val, node).sum(axis=1)
+        out[a : a + m] = np.take(val, node).sum(axis=1)
     return out
+
 
 class _GBDT(BaseEstimator):
     _loss = None
-    def __init__(self, n_estimators:int=100, max_depth:int=6, learning_rate:float=0.3, reg_lambda:float=1.0, gamma:float=0.0,
-                 min_child_weight:float=1.0, max_bins:int=256, base_score=None, missing:str='learn'):
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        max_depth: int = 6,
+        learning_rate: float = 0.3,
+        reg_lambda: float = 1.0,
+        gamma: float = 0.0,
+        min_child_weight: float = 1.0,
+        max_bins: int = 256,
+        base_score=None,
+        missing: str = 'learn',
+    ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.base_score, self.missing = max_bins, base_score, missing
 
     def _validate_X(self, X):
         "Prediction input as floats: categories coded as at fit, missing values imputed if `missing='impute'`."
-        X = validate_data(self, _as_numeric_frame(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64,
-                          reset=False)
+        X = validate_data(
+            self, _as_numeric_frame(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64, reset=False
+        )
         if self.missing == 'impute':
             X = np.where(np.isnan(X), self.impute_values_, X)
         return X
@@ -709,22 +966,26 @@ class _GBDT(BaseEstimator):
         _check_params(self)
         loss = self._loss
         categories = _frame_categories(X)
-        X, y = validate_data(self, _as_numeric_frame(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64,
-                             y_numeric=False)
+        X, y = validate_data(
+            self, _as_numeric_frame(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64, y_numeric=False
+        )
         self.categories_ = categories
         y = self._encode_y(y)
         sw = _check_sample_weight(sample_weight, len(y))
         if self.missing == 'impute':
-            obs = ~np.isnan(X); w = np.ones(len(X)) if sw is None else sw
+            obs = ~np.isnan(X)
+            w = np.ones(len(X)) if sw is None else sw
             num, den = (np.where(obs, X, 0) * w[:, None]).sum(0), (obs * w[:, None]).sum(0)
             self.impute_values_ = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
             X = np.where(obs, X, self.impute_values_)
         self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)
         codes = self.binner_.transform(X)
         layout = self.binner_.layout_
-        if self.base_score is None: self.base_margin_ = loss.init_margin(y, sw)
+        if self.base_score is None:
+            self.base_margin_ = loss.init_margin(y, sw)
         else:
-            loss.check_base_score(self.base_score); self.base_margin_ = float(loss.link(self.base_score))
+            loss.check_base_score(self.base_score)
+            self.base_margin_ = float(loss.link(self.base_score))
         names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
         margin = np.full(len(y), self.base_margin_)
         gh = np.empty((len(y), 2))
@@ -732,12 +993,21 @@ class _GBDT(BaseEstimator):
         self.trees_ = []
         for _ in range(self.n_estimators):
             loss.gradients(y, margin, sw, out=gh)
-            gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])     # exact sums in any order (see above)
+            gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])  # exact sums in any order (see above)
             provider.start_tree(gh)
-            tree = grow_tree(provider, layout, max_depth=self.max_depth, learning_rate=self.learning_rate,
-                             reg_lambda=self.reg_lambda, gamma=self.gamma, min_child_weight=self.min_child_weight, feature_names=names)
+            tree = grow_tree(
+                provider,
+                layout,
+                max_depth=self.max_depth,
+                learning_rate=self.learning_rate,
+                reg_lambda=self.reg_lambda,
+                gamma=self.gamma,
+                min_child_weight=self.min_child_weight,
+                feature_names=names,
+            )
             margin += provider.row_values(tree.value)
-            if self.missing == 'probabilistic': tree.count = node_counts(tree, codes, layout.n_bins)
+            if self.missing == 'probabilistic':
+                tree.count = node_counts(tree, codes, layout.n_bins)
             self.trees_.append(tree)
         self.train_margin_ = margin
         return self
@@ -745,89 +1015,116 @@ class _GBDT(BaseEstimator):
     def _margin(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = self._validate_X(X)
-        if self.missing == 'probabilistic': return self.base_margin_ + probabilistic_margin(self.trees_, X)
+        if self.missing == 'probabilistic':
+            return self.base_margin_ + probabilistic_margin(self.trees_, X)
         return self.base_margin_ + forest_margin(self.trees_, X)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__(); tags.input_tags.allow_nan = True
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
         return tags
+
 
 class GBDTClassifier(ClassifierMixin, _GBDT):
     "Binary gradient-boosted trees with the logistic loss; XGBoost's `hist` algorithm, names and defaults."
+
     _loss = LogisticLoss()
+
     def _encode_y(self, y):
         check_classification_targets(y)
         y_type = type_of_target(y, input_name='y', raise_unknown=True)
         if y_type != 'binary':
             raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}.")
         self.classes_, yi = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2: raise ValueError("y has 1 class: binary classification needs two classes")
+        if len(self.classes_) < 2:
+            raise ValueError("y has 1 class: binary classification needs two classes")
         return yi.astype(float)
+
     def fit(self, X, y, sample_weight=None):
         "Fit on `X` (array or DataFrame, NaN = missing) and binary `y`."
         return self._fit(X, y, sample_weight)
+
     def decision_function(self, X) -> np.ndarray:
         "Raw margin (log-odds): base margin plus the sum of the trees."
         return self._margin(X)
+
     def predict_proba(self, X) -> np.ndarray:
         p = expit(self.decision_function(X))
         return np.column_stack([1 - p, p])
+
     def predict(self, X) -> np.ndarray:
         margin = self.decision_function(X)
         return self.classes_[(margin > 0).astype(int)]
+
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__(); tags.classifier_tags.multi_class = False
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
         return tags
+
 
 class GBDTRegressor(RegressorMixin, _GBDT):
     "Gradient-boosted regression trees with the squared error; XGBoost's `hist` algorithm, names and defaults."
+
     _loss = SquaredLoss()
+
     def _encode_y(self, y):
         y = np.asarray(y, float)
-        if not np.isfinite(y).all(): raise ValueError("y contains NaN or infinity")
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity")
         big = np.abs(y).max(initial=0.0)
-        if big >= np.finfo(np.float64).max / (4 * max(len(y), 1)):        # sums of gradients must stay finite
-            raise ValueError(f"y reaches {big:.3g}: sums of gradients over {len(y)} rows would overflow float64; "
-                             f"rescale y (e.g. divide it by its standard deviation)")
+        if big >= np.finfo(np.float64).max / (4 * max(len(y), 1)):  # sums of gradients must stay finite
+            raise ValueError(
+                f"y reaches {big:.3g}: sums of gradients over {len(y)} rows would overflow float64; "
+                f"rescale y (e.g. divide it by its standard deviation)"
+            )
         return y
+
     def fit(self, X, y, sample_weight=None):
         "Fit on `X` (array or DataFrame, NaN = missing) and real `y`."
         return self._fit(X, y, sample_weight)
-    def predict(self, X) -> np.ndarray: return self._margin(X)
+
+    def predict(self, X) -> np.ndarray:
+        return self._margin(X)
 
 # %% ../nbs/30_gbdt.ipynb #c158db5d
-def node_counts(tree:Tree, # a fitted tree
-                codes, # the bin codes of the training rows (the grower's input)
-                n_bins, # bins per feature (the missing code is `n_bins[f]`)
-               ) -> np.ndarray:
+def node_counts(
+    tree: Tree,  # a fitted tree
+    codes,  # the bin codes of the training rows (the grower's input)
+    n_bins,  # bins per feature (the missing code is `n_bins[f]`)
+) -> np.ndarray:
     "Training rows reaching each node: leaf counts of the routed rows, summed up the tree."
     c = np.bincount(tree.apply_binned(codes, n_bins), minlength=tree.n_nodes).astype(float)
-    for d in range(tree.max_depth - 1, -1, -1):           # children are deeper than their parent
+    for d in range(tree.max_depth - 1, -1, -1):  # children are deeper than their parent
         at = np.flatnonzero((tree.depth == d) & ~tree.is_leaf)
         c[at] = c[tree.left[at]] + c[tree.right[at]]
     return c
 
 # %% ../nbs/30_gbdt.ipynb #1ffd6aee
-def probabilistic_margin(trees, # fitted trees
-                         X, # rows, NaN for missing
-                         weights:str='count', # 'count' (training rows, `Tree.count`) or 'cover' (Hessian sums)
-                         chunk_rows:int=4096, # rows per block (memory: rows x nodes)
-                        ) -> np.ndarray:
+def probabilistic_margin(
+    trees,  # fitted trees
+    X,  # rows, NaN for missing
+    weights: str = 'count',  # 'count' (training rows, `Tree.count`) or 'cover' (Hessian sums)
+    chunk_rows: int = 4096,  # rows per block (memory: rows x nodes)
+) -> np.ndarray:
     "Sum of the trees' expected predictions, a missing split feature sending the row both ways by training fractions."
-    if weights not in ('count', 'cover'): raise ValueError(f"weights must be 'count' or 'cover'; got {weights!r}")
+    if weights not in ('count', 'cover'):
+        raise ValueError(f"weights must be 'count' or 'cover'; got {weights!r}")
     X, out = np.asarray(X, float), np.zeros(len(X))
     for t in trees:
         w = t.count if weights == 'count' else t.sum_hess
-        if w is None: raise ValueError("these trees carry no node counts: fit with missing='probabilistic', or use weights='cover'")
+        if w is None:
+            raise ValueError(
+                "these trees carry no node counts: fit with missing='probabilistic', or use weights='cover'"
+            )
         inner = np.flatnonzero(~t.is_leaf)
         pi = np.zeros(t.n_nodes)
         pi[inner] = w[t.left[inner]] / np.maximum(w[t.left[inner]] + w[t.right[inner]], 1e-300)
         for a in range(0, len(X), chunk_rows):
-            out[a:a + chunk_rows] += _expected_tree(t, X[a:a + chunk_rows], pi)
+            out[a : a + chunk_rows] += _expected_tree(t, X[a : a + chunk_rows], pi)
     return out
 
 # %% ../nbs/30_gbdt.ipynb #4627eb8c
-def _expected_tree(t:Tree, X, pi) -> np.ndarray:
+def _expected_tree(t: Tree, X, pi) -> np.ndarray:
     "One tree's expected prediction: the weight W[row, node] of reaching each node, propagated level by level."
     W = np.zeros((len(X), t.n_nodes))
     W[:, 0] = 1.0

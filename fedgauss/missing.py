@@ -13,31 +13,35 @@ from .federation import as_rng
 __all__ = ['mask_mcar', 'mask_mnar', 'missing_value_models', 'missing_value_study']
 
 # %% ../nbs/35_missing.ipynb #95465508
-def mask_mcar(X:pd.DataFrame, # data (copied, not modified)
-              rate:float, # probability that an entry goes missing
-              rng=None, # seed or Generator
-              columns=None, # the columns to mask (default: all)
-             ) -> pd.DataFrame:
+def mask_mcar(
+    X: pd.DataFrame,  # data (copied, not modified)
+    rate: float,  # probability that an entry goes missing
+    rng=None,  # seed or Generator
+    columns=None,  # the columns to mask (default: all)
+) -> pd.DataFrame:
     "A copy of `X` with each entry of `columns` set to NaN independently with probability `rate`."
     _check_rate(rate)
     rng, out = as_rng(rng), X.copy()
-    for c in (X.columns if columns is None else columns):
+    for c in X.columns if columns is None else columns:
         out.loc[rng.random(len(X)) < rate, c] = np.nan
     return out
 
+
 def _check_rate(rate):
-    if not (isinstance(rate, (int, float)) and 0 <= rate <= 0.5): raise ValueError(f"rate must be in [0, 0.5]; got {rate!r}")
+    if not (isinstance(rate, (int, float)) and 0 <= rate <= 0.5):
+        raise ValueError(f"rate must be in [0, 0.5]; got {rate!r}")
 
 # %% ../nbs/35_missing.ipynb #6762c02e
-def mask_mnar(X:pd.DataFrame, # data (copied, not modified)
-              rate:float, # mean probability that an entry goes missing
-              rng=None, # seed or Generator
-              columns=None, # the columns to mask (default: all)
-             ) -> pd.DataFrame:
+def mask_mnar(
+    X: pd.DataFrame,  # data (copied, not modified)
+    rate: float,  # mean probability that an entry goes missing
+    rng=None,  # seed or Generator
+    columns=None,  # the columns to mask (default: all)
+) -> pd.DataFrame:
     "A copy of `X` where an entry of rank k (of n) in its column goes missing with probability min(1, 2 rate k / n)."
     _check_rate(rate)
     rng, out = as_rng(rng), X.copy()
-    for c in (X.columns if columns is None else columns):
+    for c in X.columns if columns is None else columns:
         v = pd.Series(X[c].cat.codes if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c], index=X.index)
         k = v.rank(method='average').to_numpy()
         p = np.minimum(1.0, 2 * rate * np.nan_to_num(k, nan=0.0) / v.notna().sum())
@@ -45,30 +49,44 @@ def mask_mnar(X:pd.DataFrame, # data (copied, not modified)
     return out
 
 # %% ../nbs/35_missing.ipynb #5141594d
-def missing_value_models(n_estimators:int=100, # trees
-                         max_depth:int=6, # depth
-                         seed:int=0, # seed of the imputer
-                        ) -> dict:
+def missing_value_models(
+    n_estimators: int = 100,  # trees
+    max_depth: int = 6,  # depth
+    seed: int = 0,  # seed of the imputer
+) -> dict:
     "The four ways to meet missing values, as estimators: name -> unfitted estimator."
     from sklearn.experimental import enable_iterative_imputer  # noqa: F401
     from sklearn.impute import IterativeImputer
     from sklearn.pipeline import make_pipeline
     from fedgauss.gbdt import GBDTClassifier
+
     kw = dict(n_estimators=n_estimators, max_depth=max_depth)
-    return {'default direction': GBDTClassifier(missing='learn', **kw),
-            'mean imputation': GBDTClassifier(missing='impute', **kw),
-            'predictive imputation': make_pipeline(IterativeImputer(max_iter=5, random_state=seed), GBDTClassifier(**kw)),
-            'probabilistic': GBDTClassifier(missing='probabilistic', **kw)}
+    return {
+        'default direction': GBDTClassifier(missing='learn', **kw),
+        'mean imputation': GBDTClassifier(missing='impute', **kw),
+        'predictive imputation': make_pipeline(IterativeImputer(max_iter=5, random_state=seed), GBDTClassifier(**kw)),
+        'probabilistic': GBDTClassifier(missing='probabilistic', **kw),
+    }
 
 # %% ../nbs/35_missing.ipynb #1c24b61e
-def _auc(y, p): 
+def _auc(y, p):
     from sklearn.metrics import roc_auc_score
+
     return roc_auc_score(y, p)
 
-def missing_value_study(X, y, Xt, yt, # train and test data
-                        mechanisms=('MCAR', 'MNAR'), rates=(0.1, 0.3, 0.5), seeds=(0, 1, 2),
-                        where=('train and test', 'test only'), # when values go missing
-                        n_estimators:int=100, max_depth:int=6) -> pd.DataFrame:
+
+def missing_value_study(
+    X,
+    y,
+    Xt,
+    yt,  # train and test data
+    mechanisms=('MCAR', 'MNAR'),
+    rates=(0.1, 0.3, 0.5),
+    seeds=(0, 1, 2),
+    where=('train and test', 'test only'),  # when values go missing
+    n_estimators: int = 100,
+    max_depth: int = 6,
+) -> pd.DataFrame:
     "Test AUC of every method in every setting: one row per (where, mechanism, rate, seed, method)."
     mask = {'MCAR': mask_mcar, 'MNAR': mask_mnar}
     rows, clean = [], {}
@@ -80,9 +98,20 @@ def missing_value_study(X, y, Xt, yt, # train and test data
                     Xte = mask[mech](Xt, r, 1000 * seed + 2)
                     for name, model in missing_value_models(n_estimators, max_depth, seed).items():
                         key = (seed, name)
-                        if w == 'test only' and key in clean: fitted = clean[key]     # trained on complete data once
-                        else: fitted = model.fit(Xtr, y)
-                        if w == 'test only': clean[key] = fitted
-                        rows.append(dict(where=w, mechanism=mech, rate=r, seed=seed, method=name,
-                                         auc=_auc(yt, fitted.predict_proba(Xte)[:, 1])))
+                        if w == 'test only' and key in clean:
+                            fitted = clean[key]  # trained on complete data once
+                        else:
+                            fitted = model.fit(Xtr, y)
+                        if w == 'test only':
+                            clean[key] = fitted
+                        rows.append(
+                            dict(
+                                where=w,
+                                mechanism=mech,
+                                rate=r,
+                                seed=seed,
+                                method=name,
+                                auc=_auc(yt, fitted.predict_proba(Xte)[:, 1]),
+                            )
+                        )
     return pd.DataFrame(rows)

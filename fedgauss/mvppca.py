@@ -26,14 +26,15 @@ __all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENA
 @dataclass
 class CenterStats:
     "Sufficient statistics of one center's stacked observed views: size, mean, scatter around the mean, and where each view sits."
+
     n: int
-    mean: np.ndarray          # (D,)
-    scatter: np.ndarray       # (D, D) = sum_n (t_n - mean)(t_n - mean)^T
-    views: tuple              # observed view names, in stacking order
-    slices: dict              # view -> slice of the stacked vector
+    mean: np.ndarray  # (D,)
+    scatter: np.ndarray  # (D, D) = sum_n (t_n - mean)(t_n - mean)^T
+    views: tuple  # observed view names, in stacking order
+    slices: dict  # view -> slice of the stacked vector
 
     @classmethod
-    def from_views(cls, center:dict, views=None):
+    def from_views(cls, center: dict, views=None):
         "Statistics of `center` (dict view -> (n, d_k) array), stacking `views` (default: all of the center's, in its order)."
         views = tuple(center) if views is None else tuple(v for v in views if v in center)
         T = np.hstack([np.asarray(center[v], dtype=float) for v in views])
@@ -44,29 +45,37 @@ class CenterStats:
         return cls(T.shape[0], mean, Tc.T @ Tc, views, slices)
 
     @property
-    def dim(self) -> int: return self.mean.shape[0]
+    def dim(self) -> int:
+        return self.mean.shape[0]
 
-    def scatter_at(self,
-                   mu, # the stacked mean to take the scatter around
-                  ):
+    def scatter_at(
+        self,
+        mu,  # the stacked mean to take the scatter around
+    ):
         "Scatter around `mu`: S0 + N (mean - mu)(mean - mu)^T."
         e = self.mean - mu
         return self.scatter + self.n * np.outer(e, e)
 
 # %% ../nbs/40_mvppca.ipynb #c2c047b7
-def _stack(stats:CenterStats, params:dict):
+def _stack(stats: CenterStats, params: dict):
     "Stacked W (D, q), mu (D,), per-coordinate precision lam (D,) and the per-view sigma2 of a center's observed views."
     W = np.vstack([params[v]['W'] for v in stats.views])
     mu = np.concatenate([params[v]['mu'] for v in stats.views])
     s2 = np.array([params[v]['sigma2'] for v in stats.views], dtype=float)
-    lam = np.concatenate([np.full(stats.slices[v].stop - stats.slices[v].start, 1 / s) for v, s in zip(stats.views, s2)])
+    lam = np.concatenate(
+        [np.full(stats.slices[v].stop - stats.slices[v].start, 1 / s) for v, s in zip(stats.views, s2)]
+    )
     return W, mu, lam, s2
+
 
 def _has(prior, key):
     "Does this view's prior constrain `key` ('mu', 'W' or 'sigma2')?"
-    if prior is None: return False
-    if key == 'mu': return prior.get('mu') is not None and np.isfinite(prior.get('s_mu', np.inf))
-    if key == 'W': return prior.get('W') is not None and np.isfinite(prior.get('s_W', np.inf))
+    if prior is None:
+        return False
+    if key == 'mu':
+        return prior.get('mu') is not None and np.isfinite(prior.get('s_mu', np.inf))
+    if key == 'W':
+        return prior.get('W') is not None and np.isfinite(prior.get('s_W', np.inf))
     return prior.get('alpha') is not None and prior.get('beta') is not None
 
 # %% ../nbs/40_mvppca.ipynb #df5830a3
@@ -77,41 +86,48 @@ def _log_prior(stats, params, priors):
         p, pr = params[v], (priors or {}).get(v)
         d, q = p['W'].shape
         if _has(pr, 'mu'):
-            lp += -0.5 * d * np.log(2 * np.pi * pr['s_mu']) - 0.5 * np.sum((p['mu'] - pr['mu'])**2) / pr['s_mu']
+            lp += -0.5 * d * np.log(2 * np.pi * pr['s_mu']) - 0.5 * np.sum((p['mu'] - pr['mu']) ** 2) / pr['s_mu']
         if _has(pr, 'W'):
-            lp += -0.5 * d * q * np.log(2 * np.pi * pr['s_W']) - 0.5 * np.sum((p['W'] - pr['W'])**2) / pr['s_W']
+            lp += -0.5 * d * q * np.log(2 * np.pi * pr['s_W']) - 0.5 * np.sum((p['W'] - pr['W']) ** 2) / pr['s_W']
         if _has(pr, 'sigma2'):
             a, b, s = pr['alpha'], pr['beta'], p['sigma2']
             lp += a * np.log(b) - special.gammaln(a) - (a + 1) * np.log(s) - b / s
     return lp
 
 # %% ../nbs/40_mvppca.ipynb #bef7e20d
-def penalised_loglik(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-                     params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-                     priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
-                    ) -> float:
+def penalised_loglik(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    priors: dict
+    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+) -> float:
     "Marginal log-likelihood of the center's rows (x integrated out) plus the log priors: the objective of local MAP-EM."
     W, mu, lam, s2 = _stack(stats, params)
     LW = lam[:, None] * W
     A = np.eye(W.shape[1]) + W.T @ LW
     S = stats.scatter_at(mu)
-    H = LW.T @ S @ LW                                             # W'ΛSΛW (q, q)
+    H = LW.T @ S @ LW  # W'ΛSΛW (q, q)
     trCS = np.sum(lam * np.diag(S)) - np.trace(np.linalg.solve(A, H))
     logdetC = -np.sum(np.log(lam)) + np.linalg.slogdet(A)[1]
     ll = -0.5 * (stats.n * stats.dim * np.log(2 * np.pi) + stats.n * logdetC + trCS)
     return float(ll + _log_prior(stats, params, priors))
 
 # %% ../nbs/40_mvppca.ipynb #2c982c99
-def update_mu(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-              params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-              priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
-             ) -> dict:
+def update_mu(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    priors: dict | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
+) -> dict:
     "MAP of the stacked mean under the marginal N(mu, WW^T + Psi) and the normal priors; the sample mean for views without a prior."
-    pvec = np.zeros(stats.dim); mt = np.zeros(stats.dim)
+    pvec = np.zeros(stats.dim)
+    mt = np.zeros(stats.dim)
     for v in stats.views:
         pr = (priors or {}).get(v)
-        if _has(pr, 'mu'): pvec[stats.slices[v]] = 1 / pr['s_mu']; mt[stats.slices[v]] = pr['mu']
-    if not pvec.any(): mu = stats.mean
+        if _has(pr, 'mu'):
+            pvec[stats.slices[v]] = 1 / pr['s_mu']
+            mt[stats.slices[v]] = pr['mu']
+    if not pvec.any():
+        mu = stats.mean
     else:
         W, _, lam, _ = _stack(stats, params)
         C = W @ W.T + np.diag(1 / lam)
@@ -119,13 +135,15 @@ def update_mu(stats:CenterStats, # a center's sufficient statistics (`CenterStat
     return {v: dict(params[v], mu=mu[stats.slices[v]].copy()) for v in stats.views}
 
 # %% ../nbs/40_mvppca.ipynb #540ea2ac
-def posterior_x(center:dict, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
-                params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-                views=None, # the views to condition on (default: all the center has)
-               ):
+def posterior_x(
+    center: dict,  # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    views=None,  # the views to condition on (default: all the center has)
+):
     "Posterior means <x_n> (n, q) and covariance M (q, q) of the latent given the views of `center` (restricted to `views`)."
     views = [v for v in (center if views is None else views) if v in center]
-    if not views: raise ValueError("posterior_x needs at least one observed view")
+    if not views:
+        raise ValueError("posterior_x needs at least one observed view")
     q = params[views[0]]['W'].shape[1]
     A, B = np.eye(q), 0.0
     for v in views:
@@ -135,14 +153,16 @@ def posterior_x(center:dict, # a center: dict view name -> (n, d_k) array (or Da
     M = np.linalg.inv(A)
     return B @ M, (M + M.T) / 2
 
-def e_step(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-           params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-          ):
+
+def e_step(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+):
     "Sufficient statistics of the E-step: M, G = sum_n (t_n - mu)<x_n>^T (D, q), Sxx = sum_n <x_n x_n^T> (q, q), S(mu)."
     W, mu, lam, _ = _stack(stats, params)
     q = W.shape[1]
     LW = lam[:, None] * W
-    M = np.linalg.inv(np.eye(q) + W.T @ LW)                        # A = I + W'ΛW >= I: well conditioned
+    M = np.linalg.inv(np.eye(q) + W.T @ LW)  # A = I + W'ΛW >= I: well conditioned
     M = (M + M.T) / 2
     S = stats.scatter_at(mu)
     G = S @ LW @ M
@@ -150,10 +170,11 @@ def e_step(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
     return M, G, (Sxx + Sxx.T) / 2, S
 
 # %% ../nbs/40_mvppca.ipynb #e9ea306e
-def expected_loglik(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-                    params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-                    estep, # the E-step moments (M, G, Sxx, S) from `e_step`
-                   ) -> float:
+def expected_loglik(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    estep,  # the E-step moments (M, G, Sxx, S) from `e_step`
+) -> float:
     "Q: the expected complete-data log-likelihood of `params` under the posterior moments `estep` (from `e_step`)."
     M, G, Sxx, S = estep
     q = M.shape[0]
@@ -166,11 +187,12 @@ def expected_loglik(stats:CenterStats, # a center's sufficient statistics (`Cent
     return float(Q)
 
 # %% ../nbs/40_mvppca.ipynb #1bc85c1c
-def update_W(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-             params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-             estep, # the E-step moments (M, G, Sxx, S) from `e_step`
-             priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
-            ) -> dict:
+def update_W(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    estep,  # the E-step moments (M, G, Sxx, S) from `e_step`
+    priors: dict | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
+) -> dict:
     "MAP of each view's W given the E-step moments and the current sigma2 (ML without a prior)."
     M, G, Sxx, S = estep
     q = M.shape[0]
@@ -186,11 +208,12 @@ def update_W(stats:CenterStats, # a center's sufficient statistics (`CenterStats
     return out
 
 # %% ../nbs/40_mvppca.ipynb #51d9abe9
-def update_sigma2(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-                  params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-                  estep, # the E-step moments (M, G, Sxx, S) from `e_step`
-                  priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
-                 ) -> dict:
+def update_sigma2(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    estep,  # the E-step moments (M, G, Sxx, S) from `e_step`
+    priors: dict | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior
+) -> dict:
     "MAP of each view's noise variance given the new W and the E-step moments (ML without a prior)."
     M, G, Sxx, S = estep
     out = {}
@@ -202,10 +225,13 @@ def update_sigma2(stats:CenterStats, # a center's sufficient statistics (`Center
         out[v] = dict(params[v], sigma2=float((Sk + 2 * b) / (stats.n * d + 2 * (a + 1))))
     return out
 
-def em_iteration(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-                 params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-                 priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
-                ) -> dict:
+
+def em_iteration(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    priors: dict
+    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+) -> dict:
     "One local MAP-EM iteration: mu, E-step, W, sigma2 (in this order)."
     params = update_mu(stats, params, priors)
     es = e_step(stats, params)
@@ -213,21 +239,25 @@ def em_iteration(stats:CenterStats, # a center's sufficient statistics (`CenterS
     return update_sigma2(stats, params, es, priors)
 
 # %% ../nbs/40_mvppca.ipynb #fb0aa7c1
-def _init_params(stats:CenterStats, q:int, rng) -> dict:
+def _init_params(stats: CenterStats, q: int, rng) -> dict:
     "Random start that knows only the center's scale: mu = mean, W_ij ~ N(0, v/q), sigma2 = v/2, with v the view's mean variance."
     out = {}
     for v in stats.views:
         sl = stats.slices[v]
         var = max(np.trace(stats.scatter[sl, sl]) / (stats.n * (sl.stop - sl.start)), 1e-12)
-        out[v] = dict(mu=stats.mean[sl].copy(), W=rng.normal(scale=np.sqrt(var / q), size=(sl.stop - sl.start, q)), sigma2=var / 2)
+        out[v] = dict(
+            mu=stats.mean[sl].copy(), W=rng.normal(scale=np.sqrt(var / q), size=(sl.stop - sl.start, q)), sigma2=var / 2
+        )
     return out
 
 # %% ../nbs/40_mvppca.ipynb #d750469e
-def local_em(stats:CenterStats, # a center's sufficient statistics (`CenterStats`)
-             params:dict, # the center's parameters: view -> dict(mu, W, sigma2)
-             priors:dict | None=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
-             n_iter:int=1, # number of MAP-EM iterations
-            ) -> dict:
+def local_em(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    priors: dict
+    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    n_iter: int = 1,  # number of MAP-EM iterations
+) -> dict:
     "`n_iter` local MAP-EM iterations (the same updates as `em_iteration`), on stacked arrays."
     views, N, D = stats.views, stats.n, stats.dim
     W, mu, _, s2 = _stack(stats, params)
@@ -236,26 +266,33 @@ def local_em(stats:CenterStats, # a center's sufficient statistics (`CenterStats
     dk = np.array([stats.slices[v].stop - stats.slices[v].start for v in views])
     vid = np.repeat(np.arange(len(views)), dk)
     pvec, mt = np.zeros(D), np.zeros(D)
-    Wt, sW, a, b = np.zeros((D, q)), np.full(len(views), np.inf), np.full(len(views), -1.0), np.zeros(len(views))
+    Wt, sW, a, b = (np.zeros((D, q)), np.full(len(views), np.inf), np.full(len(views), -1.0), np.zeros(len(views)))
     for i, v in enumerate(views):
         pr, sl = (priors or {}).get(v), stats.slices[v]
-        if _has(pr, 'mu'): pvec[sl], mt[sl] = 1 / pr['s_mu'], pr['mu']
-        if _has(pr, 'W'): Wt[sl], sW[i] = pr['W'], pr['s_W']
-        if _has(pr, 'sigma2'): a[i], b[i] = pr['alpha'], pr['beta']
+        if _has(pr, 'mu'):
+            pvec[sl], mt[sl] = 1 / pr['s_mu'], pr['mu']
+        if _has(pr, 'W'):
+            Wt[sl], sW[i] = pr['W'], pr['s_W']
+        if _has(pr, 'sigma2'):
+            a[i], b[i] = pr['alpha'], pr['beta']
     has_mu, has_W = bool(pvec.any()), np.isfinite(sW)
     I_q, I_D, dS0 = np.eye(q), np.eye(D), np.diag(stats.scatter)
     for _ in range(n_iter):
         lam = 1 / s2[vid]
         if has_mu:
-            C = W @ W.T; C[np.diag_indices(D)] += 1 / lam
+            C = W @ W.T
+            C[np.diag_indices(D)] += 1 / lam
             mu = np.linalg.solve(N * I_D + C * pvec, N * stats.mean + C @ (pvec * mt))
-        else: mu = stats.mean
+        else:
+            mu = stats.mean
         e = stats.mean - mu
         S = stats.scatter + N * np.outer(e, e)
         LW = lam[:, None] * W
-        M = np.linalg.inv(I_q + W.T @ LW); M = (M + M.T) / 2
+        M = np.linalg.inv(I_q + W.T @ LW)
+        M = (M + M.T) / 2
         G = S @ LW @ M
-        Sxx = N * M + G.T @ LW @ M; Sxx = (Sxx + Sxx.T) / 2
+        Sxx = N * M + G.T @ LW @ M
+        Sxx = (Sxx + Sxx.T) / 2
         Wn = np.linalg.solve(Sxx, G.T).T if not has_W.all() else np.empty_like(G)
         for i in np.flatnonzero(has_W):
             sl, r = stats.slices[views[i]], s2[i] / sW[i]
@@ -263,57 +300,75 @@ def local_em(stats:CenterStats, # a center's sufficient statistics (`CenterStats
         W = Wn
         Sk = np.add.reduceat(dS0 + N * e * e - 2 * np.sum(W * G, 1) + np.sum((W @ Sxx) * W, 1), starts)
         s2 = (np.maximum(Sk, 0) + 2 * b) / (N * dk + 2 * (a + 1))
-    return {v: dict(mu=mu[stats.slices[v]].copy(), W=W[stats.slices[v]].copy(), sigma2=float(s2[i])) for i, v in enumerate(views)}
+    return {
+        v: dict(mu=mu[stats.slices[v]].copy(), W=W[stats.slices[v]].copy(), sigma2=float(s2[i]))
+        for i, v in enumerate(views)
+    }
 
 # %% ../nbs/40_mvppca.ipynb #0a1319c7
-def inv_digamma(y, # values of the digamma function
-                n_iter:int=6, # Newton steps from Minka's start
-               ):
+def inv_digamma(
+    y,  # values of the digamma function
+    n_iter: int = 6,  # Newton steps from Minka's start
+):
     "Inverse of the digamma function, elementwise (Newton's method from Minka's start)."
     y = np.asarray(y, dtype=float)
     with np.errstate(divide='ignore'):
         x = np.where(y >= -2.22, np.exp(y) + 0.5, -1 / (y + np.euler_gamma))
-    for _ in range(n_iter): x = x - (special.digamma(x) - y) / special.zeta(2, x)   # trigamma = zeta(2, x)
+    for _ in range(n_iter):
+        x = x - (special.digamma(x) - y) / special.zeta(2, x)  # trigamma = zeta(2, x)
     return x
 
 # %% ../nbs/40_mvppca.ipynb #e24da271
-ALPHA_MAX = 1e12   # the inverse gamma of identical values is a point mass: cap alpha there
+ALPHA_MAX = 1e12  # the inverse gamma of identical values is a point mass: cap alpha there
 
-def fit_inverse_gamma(x, # positive samples
-                      tol:float=1e-12, # relative tolerance of the fixed point on alpha
-                      max_fixed_point:int=10, # fixed-point steps before Newton takes over
-                     ):
+
+def fit_inverse_gamma(
+    x,  # positive samples
+    tol: float = 1e-12,  # relative tolerance of the fixed point on alpha
+    max_fixed_point: int = 10,  # fixed-point steps before Newton takes over
+):
     "Maximum-likelihood (alpha, beta) of an inverse gamma from positive samples `x` (Llera & Beckmann 2016 fixed point, Newton finish)."
     x = np.asarray(x, dtype=float).ravel()
-    if len(x) < 2: raise ValueError(f"fit_inverse_gamma needs at least 2 values; got {len(x)}")
-    if not np.all(np.isfinite(x)) or np.any(x <= 0): raise ValueError("fit_inverse_gamma needs finite positive values")
+    if len(x) < 2:
+        raise ValueError(f"fit_inverse_gamma needs at least 2 values; got {len(x)}")
+    if not np.all(np.isfinite(x)) or np.any(x <= 0):
+        raise ValueError("fit_inverse_gamma needs finite positive values")
     C, sinv, mlog = len(x), np.sum(1 / x), np.mean(np.log(x))
-    gap = np.log(C / sinv) - mlog                       # log(H/G) <= 0
-    if gap > -1e-14: return ALPHA_MAX, ALPHA_MAX * C / sinv
+    gap = np.log(C / sinv) - mlog  # log(H/G) <= 0
+    if gap > -1e-14:
+        return ALPHA_MAX, ALPHA_MAX * C / sinv
     m, v = x.mean(), x.var(ddof=1)
     a = m * m / v + 2 if v > 0 else ALPHA_MAX
     err0 = None
-    for _ in range(max_fixed_point):                    # Llera & Beckmann's fixed point
+    for _ in range(max_fixed_point):  # Llera & Beckmann's fixed point
         a_new = float(inv_digamma(np.log(C * a) - np.log(sinv) - mlog))
-        err = abs(a_new - a); a = a_new
-        if err0 is None: err0 = err
-        if err <= max(tol * a, 1e-6 * err0): break
-    la = np.log(a)                                      # Newton on log a: f = log a - psi(a) + gap = 0
+        err = abs(a_new - a)
+        a = a_new
+        if err0 is None:
+            err0 = err
+        if err <= max(tol * a, 1e-6 * err0):
+            break
+    la = np.log(a)  # Newton on log a: f = log a - psi(a) + gap = 0
     for _ in range(50):
         f = la - special.digamma(np.exp(la)) + gap
         fp = 1 - np.exp(la) * special.zeta(2, np.exp(la))
         step = f / fp
         la = la - step
-        if abs(step) < tol: break
+        if abs(step) < tol:
+            break
     a = float(min(np.exp(la), ALPHA_MAX))
     return a, C * a / sinv
 
 # %% ../nbs/40_mvppca.ipynb #69cc4f82
 SPREAD_FLOOR = 1e-12
-SIGMA2_FLOOR = 1e-12   # a noisy (DP) sigma2 can come out <= 0: the master floors it at 1e-3 x the largest one (post-processing)
+SIGMA2_FLOOR = (
+    1e-12  # a noisy (DP) sigma2 can come out <= 0: the master floors it at 1e-3 x the largest one (post-processing)
+)
 
-def master_step(locals_:list, # the centers' parameters this round: one dict view -> dict(mu, W, sigma2) per center
-               ) -> dict:
+
+def master_step(
+    locals_: list,  # the centers' parameters this round: one dict view -> dict(mu, W, sigma2) per center
+) -> dict:
     "Global distribution of each view from the centers' parameters (`locals_`: list of dicts view -> {'mu','W','sigma2'})."
     views = list(dict.fromkeys(v for p in locals_ for v in p))
     out = {}
@@ -325,8 +380,8 @@ def master_step(locals_:list, # the centers' parameters this round: one dict vie
         C, (d, q) = len(ps), Ws.shape[1:]
         g = dict(mu=mus.mean(0), W=Ws.mean(0), sigma2=float(s2.mean()), n_centers=C)
         if C >= 2:
-            g['s_mu'] = max(float(((mus - g['mu'])**2).sum() / (C * d)), SPREAD_FLOOR)
-            g['s_W'] = max(float(((Ws - g['W'])**2).sum() / (C * d * q)), SPREAD_FLOOR)
+            g['s_mu'] = max(float(((mus - g['mu']) ** 2).sum() / (C * d)), SPREAD_FLOOR)
+            g['s_W'] = max(float(((Ws - g['W']) ** 2).sum() / (C * d * q)), SPREAD_FLOOR)
             g['alpha'], g['beta'] = fit_inverse_gamma(s2)
         else:
             g.update(s_mu=np.inf, s_W=np.inf, alpha=None, beta=None)
@@ -334,12 +389,19 @@ def master_step(locals_:list, # the centers' parameters this round: one dict vie
     return out
 
 # %% ../nbs/40_mvppca.ipynb #ea82c50f
-def _params_payload(params:dict) -> dict:
+def _params_payload(params: dict) -> dict:
     "The message a center sends: per view, mu, W and sigma2 — nothing else."
-    return {v: dict(mu=np.asarray(p['mu'], dtype=float).copy(), W=np.asarray(p['W'], dtype=float).copy(), sigma2=float(p['sigma2']))
-            for v, p in params.items()}
+    return {
+        v: dict(
+            mu=np.asarray(p['mu'], dtype=float).copy(),
+            W=np.asarray(p['W'], dtype=float).copy(),
+            sigma2=float(p['sigma2']),
+        )
+        for v, p in params.items()
+    }
 
-def _draw_from_global(g:dict, rng) -> dict:
+
+def _draw_from_global(g: dict, rng) -> dict:
     "Local starting parameters drawn from one view's global distribution (its point values where it has no spread)."
     mu = g['mu'] + (np.sqrt(g['s_mu']) * rng.standard_normal(g['mu'].shape) if np.isfinite(g['s_mu']) else 0.0)
     W = g['W'] + (np.sqrt(g['s_W']) * rng.standard_normal(g['W'].shape) if np.isfinite(g['s_W']) else 0.0)
@@ -349,14 +411,16 @@ def _draw_from_global(g:dict, rng) -> dict:
 # %% ../nbs/40_mvppca.ipynb #f1c014f1
 class MVPPCACenter(Party):
     "A center of Fed-mv-PPCA: owns its views, runs local MAP-EM, and sends only the parameters of the views it has."
-    def __init__(self,
-                 name:str, # the center's name on the channel
-                 channel:Channel, # the channel it talks through
-                 views:dict, # its private data: view name -> (n, d_k) array
-                 n_components:int, # latent dimension q
-                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                 dp=None, # its DP release (`CenterDP` from `fedgauss.mvppca_dp`), or None
-                ):
+
+    def __init__(
+        self,
+        name: str,  # the center's name on the channel
+        channel: Channel,  # the channel it talks through
+        views: dict,  # its private data: view name -> (n, d_k) array
+        n_components: int,  # latent dimension q
+        rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+        dp=None,  # its DP release (`CenterDP` from `fedgauss.mvppca_dp`), or None
+    ):
         super().__init__(name, channel)
         self._views = views
         self._stats = CenterStats.from_views(views)
@@ -364,15 +428,19 @@ class MVPPCACenter(Party):
         self._params = None
 
     @property
-    def n_rows(self) -> int: return self._stats.n
-    @property
-    def views(self) -> tuple: return self._stats.views
+    def n_rows(self) -> int:
+        return self._stats.n
 
-    def local_round(self,
-                    master, # the master party
-                    n_iter:int, # local MAP-EM iterations
-                    first:bool=False, # round 1: no global distribution to receive, plain EM
-                   ):
+    @property
+    def views(self) -> tuple:
+        return self._stats.views
+
+    def local_round(
+        self,
+        master,  # the master party
+        n_iter: int,  # local MAP-EM iterations
+        first: bool = False,  # round 1: no global distribution to receive, plain EM
+    ):
         "Receive the global distribution (except in the first round), run `n_iter` local iterations, send the parameters."
         if first:
             priors, params = None, _init_params(self._stats, self.n_components, self._rng)
@@ -380,36 +448,43 @@ class MVPPCACenter(Party):
             g = self.receive('global', sender=master)
             priors = {v: g[v] for v in self.views}
             params = {v: _draw_from_global(priors[v], self._rng) for v in self.views}
-            for v in self.views:   # numerical guard: a drawn noise variance stays within [1e-6, 1] x the view's own variance
+            for (
+                v
+            ) in self.views:  # numerical guard: a drawn noise variance stays within [1e-6, 1] x the view's own variance
                 sl = self._stats.slices[v]
                 var = max(np.trace(self._stats.scatter[sl, sl]) / (self.n_rows * (sl.stop - sl.start)), 1e-300)
                 params[v]['sigma2'] = float(np.clip(params[v]['sigma2'], 1e-6 * var, var))
         params = local_em(self._stats, params, priors, n_iter)
         self._params = params
         payload = _params_payload(params)
-        if self._dp is not None: payload = self._dp.privatize(payload, priors, self._rng)
+        if self._dp is not None:
+            payload = self._dp.privatize(payload, priors, self._rng)
         self.send(master, 'local_params', payload)
         return params
 
-    def penalised_loglik(self,
-                         priors=None, # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
-                        ) -> float:
+    def penalised_loglik(
+        self,
+        priors=None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    ) -> float:
         "The local objective at the current parameters (computed at the center, for monitoring)."
         return penalised_loglik(self._stats, self._params, priors)
 
 # %% ../nbs/40_mvppca.ipynb #553e71fa
 class MVPPCAMaster(Party):
     "The master of Fed-mv-PPCA: sees only the centers' parameters; estimates and sends back the global distribution."
-    def __init__(self,
-                 name:str='master', # the master's name on the channel
-                 channel:Channel|None=None, # the channel it talks through
-                ):
+
+    def __init__(
+        self,
+        name: str = 'master',  # the master's name on the channel
+        channel: Channel | None = None,  # the channel it talks through
+    ):
         super().__init__(name, channel)
         self.global_, self._views_of = None, {}
 
-    def aggregate(self,
-                  centers, # the center parties: one parameter message from each
-                 ) -> dict:
+    def aggregate(
+        self,
+        centers,  # the center parties: one parameter message from each
+    ) -> dict:
         "Receive one parameter message from each center and run the master step."
         locals_ = []
         for c in centers:
@@ -419,9 +494,10 @@ class MVPPCAMaster(Party):
         self.global_ = master_step(locals_)
         return self.global_
 
-    def send_global(self,
-                    centers, # the center parties
-                   ):
+    def send_global(
+        self,
+        centers,  # the center parties
+    ):
         "Send each center the global distribution of the views it reported."
         for c in centers:
             self.send(c, 'global', {v: self.global_[v] for v in self._views_of[c.name]})
@@ -430,47 +506,69 @@ class MVPPCAMaster(Party):
 def _check_center(center, c=None, dims=None):
     "Validate one center (dict view -> 2-D finite numeric array with the same rows); returns a dict of float arrays."
     where = "center" if c is None else f"center {c}"
-    if not isinstance(center, dict): raise TypeError(f"{where} must be a dict view name -> array; got {type(center).__name__}")
-    if not center: raise ValueError(f"{where} has no views")
+    if not isinstance(center, dict):
+        raise TypeError(f"{where} must be a dict view name -> array; got {type(center).__name__}")
+    if not center:
+        raise ValueError(f"{where} has no views")
     out, n = {}, None
     for v, X in center.items():
-        try: A = np.asarray(X, dtype=float)
-        except (TypeError, ValueError): raise ValueError(f"{where}, view {v!r}: values must be numeric")
-        if A.ndim != 2: raise ValueError(f"{where}, view {v!r}: expected a 2-D array (subjects x features); got {A.ndim} dimension(s)")
-        if A.shape[0] == 0: raise ValueError(f"{where}, view {v!r}: no subjects (empty center)")
-        if A.shape[1] == 0: raise ValueError(f"{where}, view {v!r}: no features")
+        try:
+            A = np.asarray(X, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}, view {v!r}: values must be numeric")
+        if A.ndim != 2:
+            raise ValueError(
+                f"{where}, view {v!r}: expected a 2-D array (subjects x features); got {A.ndim} dimension(s)"
+            )
+        if A.shape[0] == 0:
+            raise ValueError(f"{where}, view {v!r}: no subjects (empty center)")
+        if A.shape[1] == 0:
+            raise ValueError(f"{where}, view {v!r}: no features")
         if not np.all(np.isfinite(A)):
             bad = 'NaN' if np.isnan(A).any() else 'inf'
-            raise ValueError(f"{where}, view {v!r}: contains {bad}; a center must drop a view it lacks rather than fill it with {bad}")
-        if n is not None and A.shape[0] != n: raise ValueError(f"{where}: views have different numbers of subjects ({n} and {A.shape[0]} in view {v!r})")
+            raise ValueError(
+                f"{where}, view {v!r}: contains {bad}; a center must drop a view it lacks rather than fill it with {bad}"
+            )
+        if n is not None and A.shape[0] != n:
+            raise ValueError(f"{where}: views have different numbers of subjects ({n} and {A.shape[0]} in view {v!r})")
         n = A.shape[0]
         if dims is not None:
-            if v not in dims: raise ValueError(f"{where} has view {v!r}, unknown to the model (views: {list(dims)})")
-            if A.shape[1] != dims[v]: raise ValueError(f"{where}, view {v!r}: {A.shape[1]} features, expected {dims[v]}")
+            if v not in dims:
+                raise ValueError(f"{where} has view {v!r}, unknown to the model (views: {list(dims)})")
+            if A.shape[1] != dims[v]:
+                raise ValueError(f"{where}, view {v!r}: {A.shape[1]} features, expected {dims[v]}")
         if np.abs(A).max() > 1e150:
-            raise ValueError(f"{where}, view {v!r}: values up to {np.abs(A).max():.3g} would overflow the model's "
-                             f"second moments in float64; rescale the view")
+            raise ValueError(
+                f"{where}, view {v!r}: values up to {np.abs(A).max():.3g} would overflow the model's "
+                f"second moments in float64; rescale the view"
+            )
         if A.shape[0] > 1 and np.ptp(A, axis=0).max() == 0:
-            raise ValueError(f"{where}, view {v!r}: every feature is constant, so the view's noise variance would be 0 "
-                             f"and the model undefined; leave the view out at this center (a missing view)")
+            raise ValueError(
+                f"{where}, view {v!r}: every feature is constant, so the view's noise variance would be 0 "
+                f"and the model undefined; leave the view out at this center (a missing view)"
+            )
         out[v] = A
     return out
 
 # %% ../nbs/40_mvppca.ipynb #2beb7cae
 def _check_centers(centers):
     "Validate a federation: a non-empty list of centers with consistent view dimensions; returns (centers, dims)."
-    if isinstance(centers, dict): raise TypeError("fit takes a list of centers (each a dict view -> array), not a single dict")
+    if isinstance(centers, dict):
+        raise TypeError("fit takes a list of centers (each a dict view -> array), not a single dict")
     centers = list(centers)
-    if not centers: raise ValueError("no centers given")
+    if not centers:
+        raise ValueError("no centers given")
     out, dims = [], {}
     for c, center in enumerate(centers):
         cc = _check_center(center, c)
         for v, A in cc.items():
             if dims.setdefault(v, A.shape[1]) != A.shape[1]:
                 raise ValueError(f"view {v!r} has {dims[v]} features at one center and {A.shape[1]} at center {c}")
-        if len(next(iter(cc.values()))) < 2: raise ValueError(f"center {c} has fewer than 2 subjects")
+        if len(next(iter(cc.values()))) < 2:
+            raise ValueError(f"center {c} has fewer than 2 subjects")
         out.append(cc)
     return out, dims
+
 
 def _check_int(name, value, low):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
@@ -485,23 +583,32 @@ class FedMVPPCA(BaseEstimator):
     (`n_init_iter` in the first); `dp` per-mechanism, per-round (epsilon, delta) and optionally `clip`, `method`, `init`, `budget`;
     `rng` a Generator or seed. Fitted: `mu_`, `W_`, `sigma2_` (global parameters, dicts by view), the global priors
     `s_mu_`, `s_W_`, `alpha_`, `beta_`, `global_`, `history_` (per round and view), `channel_` (the transcript), `dp_`."""
-    def __init__(self,
-                 n_components:int=2, # latent dimension q
-                 n_rounds:int=100, # communication rounds
-                 n_local_iter:int=15, # local MAP-EM iterations per round
-                 n_init_iter:int=30, # local EM iterations in the first round (no prior yet)
-                 dp:dict|None=None, # DP-Fed-mv-PPCA: dict(epsilon=, delta=) per mechanism and round, optionally clip, method, init, budget (see `41_mvppca_dp`)
-                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                ):
-        self.n_components, self.n_rounds, self.n_local_iter, self.n_init_iter = n_components, n_rounds, n_local_iter, n_init_iter
+
+    def __init__(
+        self,
+        n_components: int = 2,  # latent dimension q
+        n_rounds: int = 100,  # communication rounds
+        n_local_iter: int = 15,  # local MAP-EM iterations per round
+        n_init_iter: int = 30,  # local EM iterations in the first round (no prior yet)
+        dp: dict
+        | None = None,  # DP-Fed-mv-PPCA: dict(epsilon=, delta=) per mechanism and round, optionally clip, method, init, budget (see `41_mvppca_dp`)
+        rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    ):
+        self.n_components, self.n_rounds, self.n_local_iter, self.n_init_iter = (
+            n_components,
+            n_rounds,
+            n_local_iter,
+            n_init_iter,
+        )
         self.dp, self.rng = dp, rng
 
 # %% ../nbs/40_mvppca.ipynb #55acccb3
 @patch
-def fit(self:FedMVPPCA,
-        centers, # the centers: a list of dicts view name -> (n_c, d_k) array
-        y=None, # ignored (scikit-learn API)
-       ):
+def fit(
+    self: FedMVPPCA,
+    centers,  # the centers: a list of dicts view name -> (n_c, d_k) array
+    y=None,  # ignored (scikit-learn API)
+):
     "Fit on a list of centers, each a dict view name -> (n_c, d_k) array of the views it has."
     q = _check_int('n_components', self.n_components, 1)
     R = _check_int('n_rounds', self.n_rounds, 1)
@@ -509,27 +616,40 @@ def fit(self:FedMVPPCA,
     centers, dims = _check_centers(centers)
     for c, cc in enumerate(centers):
         D = sum(A.shape[1] for A in cc.values())
-        if q >= D: raise ValueError(f"n_components={q} must be smaller than the {D} features of center {c}")
+        if q >= D:
+            raise ValueError(f"n_components={q} must be smaller than the {D} features of center {c}")
     dp = None
     if self.dp is not None:
-        from fedgauss.mvppca_dp import make_dp    # the DP version lives in its own module (41_mvppca_dp)
+        from fedgauss.mvppca_dp import make_dp  # the DP version lives in its own module (41_mvppca_dp)
+
         dp = make_dp(self.dp, R, dims, q)
     rng = as_rng(self.rng)
     channel = Channel()
     master = MVPPCAMaster('master', channel)
     if dp is not None:
         held = pd.Series([v for cc in centers for v in cc]).value_counts()
-        if (held < 2).any(): raise ValueError(f"DP-Fed-mv-PPCA needs every view at >= 2 centers to set its clipping radius; views {list(held[held < 2].index)} are at one")
-        dps = [dp.for_center(f'center{c}', len(cc)) for c, cc in enumerate(centers)]   # budgets checked before any release
-    parties = [MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=None if dp is None else dps[c])
-               for c, (cc, r) in enumerate(zip(centers, rng.spawn(len(centers))))]
+        if (held < 2).any():
+            raise ValueError(
+                f"DP-Fed-mv-PPCA needs every view at >= 2 centers to set its clipping radius; views {list(held[held < 2].index)} are at one"
+            )
+        dps = [
+            dp.for_center(f'center{c}', len(cc)) for c, cc in enumerate(centers)
+        ]  # budgets checked before any release
+    parties = [
+        MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=None if dp is None else dps[c])
+        for c, (cc, r) in enumerate(zip(centers, rng.spawn(len(centers))))
+    ]
     hist = []
     for r in range(R):
         channel.next_round()
-        if r: master.send_global(parties)
-        for p in parties: p.local_round(master, it0 if r == 0 else it, first=(r == 0))
+        if r:
+            master.send_global(parties)
+        for p in parties:
+            p.local_round(master, it0 if r == 0 else it, first=(r == 0))
         g = master.aggregate(parties)
-        hist += [dict(round=r + 1, view=v, **{k: g[v][k] for k in ('sigma2', 's_mu', 's_W', 'alpha', 'beta')}) for v in g]
+        hist += [
+            dict(round=r + 1, view=v, **{k: g[v][k] for k in ('sigma2', 's_mu', 's_W', 'alpha', 'beta')}) for v in g
+        ]
     self.views_ = list(dims)
     self.n_features_views_ = dict(dims)
     self.global_ = g
@@ -547,32 +667,36 @@ def fit(self:FedMVPPCA,
 
 # %% ../nbs/40_mvppca.ipynb #04828027
 @patch
-def _global_params(self:FedMVPPCA):
+def _global_params(self: FedMVPPCA):
     return {v: dict(mu=self.mu_[v], W=self.W_[v], sigma2=self.sigma2_[v]) for v in self.views_}
 
 # %% ../nbs/40_mvppca.ipynb #6de4ebd3
 @patch
-def _check_fitted_center(self:FedMVPPCA, center):
-    if not hasattr(self, 'W_'): raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
+def _check_fitted_center(self: FedMVPPCA, center):
+    if not hasattr(self, 'W_'):
+        raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
     return _check_center(center, None, self.n_features_views_)
 
 # %% ../nbs/40_mvppca.ipynb #75e3d03b
 @patch
-def transform(self:FedMVPPCA,
-              center, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
-             ):
+def transform(
+    self: FedMVPPCA,
+    center,  # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+):
     "Posterior means of the latent variables of a center's subjects, from the views it has (global parameters)."
     cc = self._check_fitted_center(center)
     Ex, _ = posterior_x(cc, self._global_params())
     first = next(iter(center.values()))
-    if isinstance(first, pd.DataFrame): return pd.DataFrame(Ex, index=first.index, columns=[f'x{j}' for j in range(Ex.shape[1])])
+    if isinstance(first, pd.DataFrame):
+        return pd.DataFrame(Ex, index=first.index, columns=[f'x{j}' for j in range(Ex.shape[1])])
     return Ex
 
 # %% ../nbs/40_mvppca.ipynb #53429bf9
 @patch
-def reconstruct(self:FedMVPPCA,
-                center, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
-               ) -> dict:
+def reconstruct(
+    self: FedMVPPCA,
+    center,  # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+) -> dict:
     "Reconstruction W x + mu of each view the center has, from the latent means given all its views."
     cc = self._check_fitted_center(center)
     Ex, _ = posterior_x(cc, self._global_params())
@@ -580,185 +704,237 @@ def reconstruct(self:FedMVPPCA,
 
 # %% ../nbs/40_mvppca.ipynb #b4ebb279
 @patch
-def predict_missing(self:FedMVPPCA,
-                    center, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
-                    view, # the view to predict from the center's other views
-                   ):
+def predict_missing(
+    self: FedMVPPCA,
+    center,  # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+    view,  # the view to predict from the center's other views
+):
     "Prediction W~ <x> + mu~ of `view` from the center's other views (the posterior mean of the view given them)."
     cc = self._check_fitted_center(center)
-    if view not in self.n_features_views_: raise ValueError(f"unknown view {view!r}; the model has {self.views_}")
+    if view not in self.n_features_views_:
+        raise ValueError(f"unknown view {view!r}; the model has {self.views_}")
     others = [v for v in cc if v != view]
-    if not others: raise ValueError(f"the center has no view other than {view!r} to predict it from")
+    if not others:
+        raise ValueError(f"the center has no view other than {view!r} to predict it from")
     Ex, _ = posterior_x(cc, self._global_params(), others)
     return Ex @ self.W_[view].T + self.mu_[view]
 
 # %% ../nbs/40_mvppca.ipynb #d0a9ec8f
 @patch
-def waic(self:FedMVPPCA,
-         centers, # the centers to evaluate on (list of dicts view -> array)
-         n_draws:int=500, # draws of the global distribution
-         rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-        ) -> pd.Series:
+def waic(
+    self: FedMVPPCA,
+    centers,  # the centers to evaluate on (list of dicts view -> array)
+    n_draws: int = 500,  # draws of the global distribution
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+) -> pd.Series:
     "WAIC of the global distribution on `centers` (lower is better): lppd, p_waic and waic = -2 (lppd - p_waic)."
     return waic(self, centers, n_draws=n_draws, rng=rng)
 
 # %% ../nbs/40_mvppca.ipynb #2fe1629b
-def draw_global(global_:dict, # the fitted global distribution (`FedMVPPCA.global_`)
-                n_draws:int, # number of draws
-                rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-               ) -> dict:
+def draw_global(
+    global_: dict,  # the fitted global distribution (`FedMVPPCA.global_`)
+    n_draws: int,  # number of draws
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+) -> dict:
     "`n_draws` parameter sets from the global distribution: view -> dict(mu (S,d), W (S,d,q), sigma2 (S,))."
     rng = as_rng(rng)
     out = {}
     for v, g in global_.items():
         d, q = g['W'].shape
-        mu = g['mu'] + (np.sqrt(g['s_mu']) * rng.standard_normal((n_draws, d)) if np.isfinite(g['s_mu']) else np.zeros((n_draws, d)))
-        W = g['W'] + (np.sqrt(g['s_W']) * rng.standard_normal((n_draws, d, q)) if np.isfinite(g['s_W']) else np.zeros((n_draws, d, q)))
-        s2 = g['beta'] / rng.gamma(g['alpha'], size=n_draws) if g.get('alpha') is not None else np.full(n_draws, g['sigma2'])
+        mu = g['mu'] + (
+            np.sqrt(g['s_mu']) * rng.standard_normal((n_draws, d)) if np.isfinite(g['s_mu']) else np.zeros((n_draws, d))
+        )
+        W = g['W'] + (
+            np.sqrt(g['s_W']) * rng.standard_normal((n_draws, d, q))
+            if np.isfinite(g['s_W'])
+            else np.zeros((n_draws, d, q))
+        )
+        s2 = (
+            g['beta'] / rng.gamma(g['alpha'], size=n_draws)
+            if g.get('alpha') is not None
+            else np.full(n_draws, g['sigma2'])
+        )
         out[v] = dict(mu=mu, W=W, sigma2=s2)
     return out
 
 # %% ../nbs/40_mvppca.ipynb #80433f35
-def pointwise_loglik(center:dict, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
-                     draws:dict, # parameter draws from `draw_global`
-                    ) -> np.ndarray:
+def pointwise_loglik(
+    center: dict,  # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+    draws: dict,  # parameter draws from `draw_global`
+) -> np.ndarray:
     "Log-likelihood (S, n) of each subject's observed views under each draw, x integrated out."
     views = list(center)
-    W = np.concatenate([draws[v]['W'] for v in views], axis=1)                      # (S, D, q)
-    mu = np.concatenate([draws[v]['mu'] for v in views], axis=1)                    # (S, D)
-    lam = np.concatenate([np.repeat(1 / draws[v]['sigma2'][:, None], np.shape(center[v])[1], axis=1) for v in views], axis=1)
-    T = np.hstack([np.asarray(center[v], dtype=float) for v in views])              # (n, D)
+    W = np.concatenate([draws[v]['W'] for v in views], axis=1)  # (S, D, q)
+    mu = np.concatenate([draws[v]['mu'] for v in views], axis=1)  # (S, D)
+    lam = np.concatenate(
+        [np.repeat(1 / draws[v]['sigma2'][:, None], np.shape(center[v])[1], axis=1) for v in views], axis=1
+    )
+    T = np.hstack([np.asarray(center[v], dtype=float) for v in views])  # (n, D)
     S, D, q = W.shape
     LW = lam[:, :, None] * W
     A = np.eye(q) + np.einsum('sdq,sdp->sqp', W, LW)
     Ainv = np.linalg.inv(A)
-    R = T[None] - mu[:, None, :]                                                     # (S, n, D)
-    B = R @ LW                                                                       # (S, n, q)
+    R = T[None] - mu[:, None, :]  # (S, n, D)
+    B = R @ LW  # (S, n, q)
     quad = np.einsum('snd,sd->sn', R * R, lam) - np.einsum('snq,sqp,snp->sn', B, Ainv, B)
     logdet = -np.log(lam).sum(1) + np.linalg.slogdet(A)[1]
     return -0.5 * (D * np.log(2 * np.pi) + logdet[:, None] + quad)
 
 # %% ../nbs/40_mvppca.ipynb #892ea28c
-WAIC_VAR_LIMIT = 0.4   # per-subject variance of the log-likelihood above which WAIC's penalty is unreliable (Vehtari, Gelman & Gabry 2017)
+WAIC_VAR_LIMIT = 0.4  # per-subject variance of the log-likelihood above which WAIC's penalty is unreliable (Vehtari, Gelman & Gabry 2017)
 
-def waic_from_loglik(ll:np.ndarray, # (draws, subjects) log-likelihoods
-                    ) -> pd.Series:
+
+def waic_from_loglik(
+    ll: np.ndarray,  # (draws, subjects) log-likelihoods
+) -> pd.Series:
     "lppd, p_waic and waic from a (draws, subjects) matrix of log-likelihoods, in log space; with the largest per-subject variance and the share of subjects above 0.4."
     ll = np.asarray(ll, dtype=float)
     S = ll.shape[0]
-    if S < 2: raise ValueError("WAIC needs at least 2 draws")
+    if S < 2:
+        raise ValueError("WAIC needs at least 2 draws")
     lppd = float(np.sum(special.logsumexp(ll, axis=0) - np.log(S)))
     v = np.var(ll, axis=0, ddof=1)
     p = float(np.sum(v))
-    return pd.Series(dict(waic=-2 * (lppd - p), lppd=lppd, p_waic=p, n_subjects=ll.shape[1],
-                          p_waic_max=float(v.max()), frac_unreliable=float(np.mean(v > WAIC_VAR_LIMIT))))
+    return pd.Series(
+        dict(
+            waic=-2 * (lppd - p),
+            lppd=lppd,
+            p_waic=p,
+            n_subjects=ll.shape[1],
+            p_waic_max=float(v.max()),
+            frac_unreliable=float(np.mean(v > WAIC_VAR_LIMIT)),
+        )
+    )
 
-def waic(model:FedMVPPCA, # a fitted `FedMVPPCA`
-         centers, # the centers to evaluate on (list of dicts view -> array)
-         n_draws:int=500, # draws of the global distribution
-         rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-        ) -> pd.Series:
+
+def waic(
+    model: FedMVPPCA,  # a fitted `FedMVPPCA`
+    centers,  # the centers to evaluate on (list of dicts view -> array)
+    n_draws: int = 500,  # draws of the global distribution
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+) -> pd.Series:
     "WAIC of a fitted model's global distribution on `centers` (list of dicts view -> array)."
-    if not hasattr(model, 'global_'): raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
-    if isinstance(centers, dict): centers = [centers]
+    if not hasattr(model, 'global_'):
+        raise AttributeError("this FedMVPPCA is not fitted yet: call fit first")
+    if isinstance(centers, dict):
+        centers = [centers]
     centers = [model._check_fitted_center(c) for c in centers]
     draws = draw_global(model.global_, _check_int('n_draws', n_draws, 2), rng)
     return waic_from_loglik(np.concatenate([pointwise_loglik(c, draws) for c in centers], axis=1))
 
 # %% ../nbs/40_mvppca.ipynb #dad3d9c0
-def make_multiview_synthetic(n:int=400, # number of subjects
-                             dims=(15, 8, 10), # features of each view
-                             q:int=5, # latent dimension
-                             n_shifted:int=250, # subjects of the shifted group
-                             rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                             shift:float=3.0, # shift of the shifted group's latent mean
-                             w_range=(-2.0, 2.0), # range of the uniform loadings
-                             mu_range=(-5.0, 5.0), # range of the uniform view means
-                             sigma2_range=(0.1, 0.3), # range of the uniform noise variances
-                             return_params:bool=False, # also return the true parameters
-                            ):
+def make_multiview_synthetic(
+    n: int = 400,  # number of subjects
+    dims=(15, 8, 10),  # features of each view
+    q: int = 5,  # latent dimension
+    n_shifted: int = 250,  # subjects of the shifted group
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    shift: float = 3.0,  # shift of the shifted group's latent mean
+    w_range=(-2.0, 2.0),  # range of the uniform loadings
+    mu_range=(-5.0, 5.0),  # range of the uniform view means
+    sigma2_range=(0.1, 0.3),  # range of the uniform noise variances
+    return_params: bool = False,  # also return the true parameters
+):
     "Multi-view data from the mv-PPCA model with two latent groups: returns (views dict 'view1'.. -> (n, d_k) array, groups (n,) 0/1)."
     n, q, n_shifted = _check_int('n', n, 2), _check_int('q', q, 1), _check_int('n_shifted', n_shifted, 0)
-    if n_shifted > n: raise ValueError(f"n_shifted={n_shifted} exceeds n={n}")
+    if n_shifted > n:
+        raise ValueError(f"n_shifted={n_shifted} exceeds n={n}")
     dims = [_check_int('each view dimension', d, 1) for d in dims]
-    if not dims: raise ValueError("dims must list at least one view dimension")
+    if not dims:
+        raise ValueError("dims must list at least one view dimension")
     rng = as_rng(rng)
     groups = np.r_[np.zeros(n - n_shifted, int), np.ones(n_shifted, int)]
     X = rng.standard_normal((n, q)) + shift * groups[:, None]
     views, params = {}, {}
     for k, d in enumerate(dims, start=1):
-        W = rng.uniform(*w_range, size=(d, q)); mu = rng.uniform(*mu_range, size=d); s2 = rng.uniform(*sigma2_range)
+        W = rng.uniform(*w_range, size=(d, q))
+        mu = rng.uniform(*mu_range, size=d)
+        s2 = rng.uniform(*sigma2_range)
         views[f'view{k}'] = X @ W.T + mu + np.sqrt(s2) * rng.standard_normal((n, d))
         params[f'view{k}'] = dict(W=W, mu=mu, sigma2=s2)
     return (views, groups, dict(latent=X, **params)) if return_params else (views, groups)
 
 # %% ../nbs/40_mvppca.ipynb #b7ddae66
-def _thirds(n_centers:int):
+def _thirds(n_centers: int):
     return [list(p) for p in np.array_split(np.arange(n_centers), 3)]
 
+
 def _check_scenario(views, groups, n_centers, min_centers=1):
-    if not isinstance(views, dict) or not views: raise TypeError("views must be a non-empty dict view name -> (n, d) array")
+    if not isinstance(views, dict) or not views:
+        raise TypeError("views must be a non-empty dict view name -> (n, d) array")
     n = len(next(iter(views.values())))
-    if any(len(a) != n for a in views.values()): raise ValueError("all views must have the same number of subjects")
+    if any(len(a) != n for a in views.values()):
+        raise ValueError("all views must have the same number of subjects")
     groups = np.asarray(groups)
-    if groups.shape != (n,): raise ValueError(f"groups must have one label per subject ({n}); got shape {groups.shape}")
+    if groups.shape != (n,):
+        raise ValueError(f"groups must have one label per subject ({n}); got shape {groups.shape}")
     C = _check_int('n_centers', n_centers, min_centers)
-    if C > n: raise ValueError(f"n_centers={C} exceeds the {n} subjects")
+    if C > n:
+        raise ValueError(f"n_centers={C} exceeds the {n} subjects")
     return n, groups, C
+
 
 def _take_rows(views, groups, parts):
     return [{v: np.asarray(a)[p] for v, a in views.items()} for p in parts], [groups[p] for p in parts]
 
+
 def _missing_for(views, C):
     "The K pattern: second third of the centers lacks the 2nd view, last third the 3rd view."
     names = list(views)
-    if len(names) < 3: raise ValueError(f"scenarios K and G/K need at least 3 views; got {len(names)}")
+    if len(names) < 3:
+        raise ValueError(f"scenarios K and G/K need at least 3 views; got {len(names)}")
     _, second, third = _thirds(C)
     return {**{c: [names[1]] for c in second}, **{c: [names[2]] for c in third}}
 
 # %% ../nbs/40_mvppca.ipynb #de2f1fbb
-def scenario_iid(views:dict, # view name -> (n, d_k) array of all subjects
-                 groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
-                 n_centers:int, # number of centers
-                 rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                ):
+def scenario_iid(
+    views: dict,  # view name -> (n, d_k) array of all subjects
+    groups,  # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+    n_centers: int,  # number of centers
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "IID scenario: shuffle subjects, split into nearly equal centers with all views. Returns (centers, groups per center)."
     n, groups, C = _check_scenario(views, groups, n_centers)
     return _take_rows(views, groups, [np.sort(p) for p in np.array_split(as_rng(rng).permutation(n), C)])
 
 # %% ../nbs/40_mvppca.ipynb #573ed0f7
-def scenario_g(views:dict, # view name -> (n, d_k) array of all subjects
-               groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
-               n_centers:int, # number of centers
-               rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-              ):
+def scenario_g(
+    views: dict,  # view name -> (n, d_k) array of all subjects
+    groups,  # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+    n_centers: int,  # number of centers
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Scenario G: a third of the centers hold both groups, a third only group 0, a third only group 1."
     n, groups, C = _check_scenario(views, groups, n_centers, 3)
-    if set(np.unique(groups)) != {0, 1}: raise ValueError("scenario G needs groups labelled 0 and 1")
+    if set(np.unique(groups)) != {0, 1}:
+        raise ValueError("scenario G needs groups labelled 0 and 1")
     rng = as_rng(rng)
     both, only0, only1 = _thirds(C)
     parts = [[] for _ in range(C)]
     for g, holders in ((0, both + only0), (1, both + only1)):
-        for c, p in zip(holders, np.array_split(rng.permutation(np.flatnonzero(groups == g)), len(holders))): parts[c].append(p)
+        for c, p in zip(holders, np.array_split(rng.permutation(np.flatnonzero(groups == g)), len(holders))):
+            parts[c].append(p)
     return _take_rows(views, groups, [np.sort(np.concatenate(p)) for p in parts])
 
 # %% ../nbs/40_mvppca.ipynb #0c92ff08
-def scenario_k(views:dict, # view name -> (n, d_k) array of all subjects
-               groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
-               n_centers:int, # number of centers
-               rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-              ):
+def scenario_k(
+    views: dict,  # view name -> (n, d_k) array of all subjects
+    groups,  # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+    n_centers: int,  # number of centers
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Scenario K: IID subjects; a third of the centers lack view 2, a third lack view 3."
     _check_scenario(views, groups, n_centers, 3)
     centers, gs = scenario_iid(views, groups, n_centers, rng)
     return drop_views(centers, _missing_for(views, n_centers)), gs
 
 # %% ../nbs/40_mvppca.ipynb #f8380378
-def scenario_gk(views:dict, # view name -> (n, d_k) array of all subjects
-                groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
-                n_centers:int, # number of centers
-                rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-               ):
+def scenario_gk(
+    views: dict,  # view name -> (n, d_k) array of all subjects
+    groups,  # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+    n_centers: int,  # number of centers
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Scenario G/K: the G split, with the group-0-only centers lacking view 2 and the group-1-only centers lacking view 3."
     _check_scenario(views, groups, n_centers, 3)
     centers, gs = scenario_g(views, groups, n_centers, rng)
@@ -767,19 +943,23 @@ def scenario_gk(views:dict, # view name -> (n, d_k) array of all subjects
 # %% ../nbs/40_mvppca.ipynb #df46d0bd
 SCENARIOS = {'IID': scenario_iid, 'G': scenario_g, 'K': scenario_k, 'G/K': scenario_gk}
 
-def make_scenario(name:str, # 'IID', 'G', 'K' or 'G-K'
-                  views:dict, # view name -> (n, d_k) array of all subjects
-                  groups, # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
-                  n_centers:int, # number of centers
-                  rng=None, # a numpy Generator, a seed, or None (fresh entropy)
-                 ):
+
+def make_scenario(
+    name: str,  # 'IID', 'G', 'K' or 'G-K'
+    views: dict,  # view name -> (n, d_k) array of all subjects
+    groups,  # group of each subject (0 or 1: the shifted ones), from `make_multiview_synthetic`
+    n_centers: int,  # number of centers
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+):
     "Build scenario `name` ('IID', 'G', 'K' or 'G/K'): returns (centers, groups per center)."
-    if name not in SCENARIOS: raise ValueError(f"unknown scenario {name!r}; choose one of {list(SCENARIOS)}")
+    if name not in SCENARIOS:
+        raise ValueError(f"unknown scenario {name!r}; choose one of {list(SCENARIOS)}")
     return SCENARIOS[name](views, groups, n_centers, rng)
 
 # %% ../nbs/40_mvppca.ipynb #bb6769aa
-def minmax_center(center:dict, # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
-                 ) -> dict:
+def minmax_center(
+    center: dict,  # a center: dict view name -> (n, d_k) array (or DataFrame) of the views it has
+) -> dict:
     "Each feature of each view scaled to [0, 1] with this center's own minimum and maximum (a new dict)."
     out = {}
     for v, X in _check_center(center).items():

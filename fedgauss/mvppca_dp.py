@@ -11,8 +11,16 @@ import pandas as pd
 from fastcore.basics import patch
 
 from .mvppca import SPREAD_FLOOR
-from .dp import (PrivacyBudget, PrivacyBudgetExceeded, RDPAccountant, gaussian_mechanism, gaussian_sigma,
-                         laplace_mechanism, matrix_normal_mechanism, sequential_composition)
+from fedgauss.dp import (
+    PrivacyBudget,
+    PrivacyBudgetExceeded,
+    RDPAccountant,
+    gaussian_mechanism,
+    gaussian_sigma,
+    laplace_mechanism,
+    matrix_normal_mechanism,
+    sequential_composition,
+)
 
 # %% auto #0
 __all__ = ['DP_INIT', 'DP_KEYS', 'prior_sd', 'dp_radii', 'clip_norm', 'CenterDP', 'DPFedMVPPCA', 'make_dp']
@@ -24,167 +32,244 @@ DP_KEYS = ('epsilon', 'delta', 'clip', 'method', 'init', 'budget')
 # %% ../nbs/41_mvppca_dp.ipynb #7b2128d4
 def _ig_sd(g):
     "Standard deviation of the global inverse gamma of a view, or its point sigma2 when alpha <= 2 (or no inverse gamma)."
-    if g.get('sigma2_sd') is not None: return float(g['sigma2_sd'])
+    if g.get('sigma2_sd') is not None:
+        return float(g['sigma2_sd'])
     a, b = g.get('alpha'), g.get('beta')
-    if a is None or a <= 2: return float(g['sigma2'])
+    if a is None or a <= 2:
+        return float(g['sigma2'])
     return float(b / ((a - 1) * np.sqrt(a - 2)))
 
 # %% ../nbs/41_mvppca_dp.ipynb #c8efd383
-def prior_sd(g:dict, # a view's global prior (s_mu, s_W and sigma2 or alpha, beta)
-            ) -> dict:
+def prior_sd(
+    g: dict,  # a view's global prior (s_mu, s_W and sigma2 or alpha, beta)
+) -> dict:
     "Standard deviations of a view's global prior: sqrt(s_mu) per entry of mu, sqrt(s_W) per entry of W, and the inverse gamma's."
     if not (np.isfinite(g['s_mu']) and np.isfinite(g['s_W'])):
-        raise ValueError("DP-Fed-mv-PPCA needs a finite global spread to clip against: every view must be held by at least 2 centers")
+        raise ValueError(
+            "DP-Fed-mv-PPCA needs a finite global spread to clip against: every view must be held by at least 2 centers"
+        )
     return dict(mu=float(np.sqrt(g['s_mu'])), W=float(np.sqrt(g['s_W'])), sigma2=_ig_sd(g))
 
 # %% ../nbs/41_mvppca_dp.ipynb #ce121884
-def dp_radii(g:dict, # a view's global prior (mu, s_mu, W, s_W, sigma2, alpha, beta)
-             clip:float=1.0, # clipping factor kappa
-             cap:dict|None=None, # the public round-1 prior of the view: radii never exceed its
-            ) -> dict:
+def dp_radii(
+    g: dict,  # a view's global prior (mu, s_mu, W, s_W, sigma2, alpha, beta)
+    clip: float = 1.0,  # clipping factor kappa
+    cap: dict | None = None,  # the public round-1 prior of the view: radii never exceed its
+) -> dict:
     "Clipping radii of a view's (mu, W, sigma2) differences: clip * the global prior's standard deviation, at most clip * the public prior's (`cap`)."
     sd = prior_sd(g)
-    if cap is not None: sd = {k: min(sd[k], v) for k, v in prior_sd(cap).items()}
+    if cap is not None:
+        sd = {k: min(sd[k], v) for k, v in prior_sd(cap).items()}
     return {k: clip * max(v, np.sqrt(SPREAD_FLOOR)) for k, v in sd.items()}
 
 # %% ../nbs/41_mvppca_dp.ipynb #37cb8508
-def clip_norm(x, # an array (a difference of parameters)
-              radius:float, # the largest norm allowed
-             ):
+def clip_norm(
+    x,  # an array (a difference of parameters)
+    radius: float,  # the largest norm allowed
+):
     "`x` scaled down (if needed) to Frobenius / l2 / absolute norm at most `radius`; returns (clipped, was_clipped)."
-    x = np.asarray(x, dtype=float); n = float(np.sqrt(np.sum(x * x)))
+    x = np.asarray(x, dtype=float)
+    n = float(np.sqrt(np.sum(x * x)))
     return (x * (radius / n), True) if n > radius else (x.copy(), False)
 
 # %% ../nbs/41_mvppca_dp.ipynb #227c63c7
 class CenterDP:
     "One center's DP release: clip the differences to the global distribution, add noise, spend from the center's `PrivacyBudget`."
-    def __init__(self,
-                 epsilon:float, # per-mechanism epsilon of each release
-                 delta:float, # per-mechanism delta of the Gaussian mechanisms
-                 clip:float, # clipping factor kappa
-                 method:str, # Gaussian calibration ('zhao', 'analytic', 'classic')
-                 init:dict, # the public round-1 prior, by view (`DPFedMVPPCA.init`)
-                 budget:PrivacyBudget, # the center's whole-run budget: every mechanism spends from it
-                 n_views:int, # number of views the center holds
-                ):
+
+    def __init__(
+        self,
+        epsilon: float,  # per-mechanism epsilon of each release
+        delta: float,  # per-mechanism delta of the Gaussian mechanisms
+        clip: float,  # clipping factor kappa
+        method: str,  # Gaussian calibration ('zhao', 'analytic', 'classic')
+        init: dict,  # the public round-1 prior, by view (`DPFedMVPPCA.init`)
+        budget: PrivacyBudget,  # the center's whole-run budget: every mechanism spends from it
+        n_views: int,  # number of views the center holds
+    ):
         self.epsilon, self.delta, self.clip, self.method, self.init = epsilon, delta, clip, method, init
         self.budget, self.n_views = budget, n_views
         self.accountant = RDPAccountant()
-        self.log = []          # one row per round and view: radii, whether clipped, noise standard deviations
+        self.log = []  # one row per round and view: radii, whether clipped, noise standard deviations
 
 # %% ../nbs/41_mvppca_dp.ipynb #e1638497
 @patch
-def privatize(self:CenterDP,
-              payload:dict, # view -> the center's local dict(mu, W, sigma2)
-              priors:dict|None, # view -> the current global prior; None in round 1 (the public prior is used)
-              rng, # numpy Generator for the noise
-             ) -> dict:
+def privatize(
+    self: CenterDP,
+    payload: dict,  # view -> the center's local dict(mu, W, sigma2)
+    priors: dict | None,  # view -> the current global prior; None in round 1 (the public prior is used)
+    rng,  # numpy Generator for the noise
+) -> dict:
     "Released parameters: global + clipped (local - global) + noise, for each view of `payload`."
     ref = self.init if priors is None else priors
     e, dl, out = self.epsilon, self.delta, {}
     for v, p in payload.items():
-        g = ref[v]; r = dp_radii(g, self.clip, self.init[v])
+        g = ref[v]
+        r = dp_radii(g, self.clip, self.init[v])
         dmu, cmu = clip_norm(p['mu'] - g['mu'], r['mu'])
         dW, cW = clip_norm(p['W'] - g['W'], r['W'])
         ds, cs = clip_norm(p['sigma2'] - g['sigma2'], r['sigma2'])
-        out[v] = dict(mu=gaussian_mechanism(g['mu'] + dmu, 2 * r['mu'], e, dl, rng, method=self.method, budget=self.budget),
-                      W=matrix_normal_mechanism(g['W'] + dW, 2 * r['W'], e, dl, rng, method=self.method, budget=self.budget),
-                      sigma2=float(laplace_mechanism(float(g['sigma2'] + ds), 2 * r['sigma2'], e, rng, budget=self.budget)))
-        z = gaussian_sigma(e, dl, 1.0, self.method)               # noise multiplier sigma / sensitivity
+        out[v] = dict(
+            mu=gaussian_mechanism(g['mu'] + dmu, 2 * r['mu'], e, dl, rng, method=self.method, budget=self.budget),
+            W=matrix_normal_mechanism(g['W'] + dW, 2 * r['W'], e, dl, rng, method=self.method, budget=self.budget),
+            sigma2=float(laplace_mechanism(float(g['sigma2'] + ds), 2 * r['sigma2'], e, rng, budget=self.budget)),
+        )
+        z = gaussian_sigma(e, dl, 1.0, self.method)  # noise multiplier sigma / sensitivity
         self.accountant.add_gaussian(z, count=2).add_laplace(epsilon=e)
-        self.log.append(dict(view=v, radius_mu=r['mu'], radius_W=r['W'], radius_sigma2=r['sigma2'], clipped_mu=cmu, clipped_W=cW,
-                             clipped_sigma2=cs, noise_sd_mu=z * 2 * r['mu'], noise_sd_W=z * 2 * r['W'], noise_scale_sigma2=2 * r['sigma2'] / e))
+        self.log.append(
+            dict(
+                view=v,
+                radius_mu=r['mu'],
+                radius_W=r['W'],
+                radius_sigma2=r['sigma2'],
+                clipped_mu=cmu,
+                clipped_W=cW,
+                clipped_sigma2=cs,
+                noise_sd_mu=z * 2 * r['mu'],
+                noise_sd_W=z * 2 * r['W'],
+                noise_scale_sigma2=2 * r['sigma2'] / e,
+            )
+        )
     return out
 
 # %% ../nbs/41_mvppca_dp.ipynb #19e74eed
 class DPFedMVPPCA:
     "The DP settings of a whole federation: per-mechanism (epsilon, delta), clipping factor, noise calibration, public round-1 prior."
-    def __init__(self,
-                 epsilon:float, # per-mechanism, per-round epsilon (> 0)
-                 delta:float, # per-mechanism, per-round delta of the Gaussian mechanisms, in (0, 1)
-                 n_rounds:int, # communication rounds of the run (sets each center's whole-run budget)
-                 dims:dict, # view name -> number of features d_k
-                 n_components:int, # latent dimension q
-                 clip:float=1.0, # clipping factor kappa: radius = kappa x the global prior's standard deviation
-                 method:str='zhao', # Gaussian calibration: 'zhao' (improved), 'analytic' or 'classic'
-                 init:dict|None=None, # overrides of the public round-1 prior `DP_INIT`
-                 budget=None, # (epsilon, delta) budget of each center for the whole run; default: what the run needs
-                ):
-        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (np.isfinite(epsilon) and epsilon > 0):
+
+    def __init__(
+        self,
+        epsilon: float,  # per-mechanism, per-round epsilon (> 0)
+        delta: float,  # per-mechanism, per-round delta of the Gaussian mechanisms, in (0, 1)
+        n_rounds: int,  # communication rounds of the run (sets each center's whole-run budget)
+        dims: dict,  # view name -> number of features d_k
+        n_components: int,  # latent dimension q
+        clip: float = 1.0,  # clipping factor kappa: radius = kappa x the global prior's standard deviation
+        method: str = 'zhao',  # Gaussian calibration: 'zhao' (improved), 'analytic' or 'classic'
+        init: dict | None = None,  # overrides of the public round-1 prior `DP_INIT`
+        budget=None,  # (epsilon, delta) budget of each center for the whole run; default: what the run needs
+    ):
+        if (
+            isinstance(epsilon, bool)
+            or not isinstance(epsilon, numbers.Real)
+            or not (np.isfinite(epsilon) and epsilon > 0)
+        ):
             raise ValueError(f"dp epsilon must be a finite number > 0; got {epsilon!r}")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 < delta < 1):
             raise ValueError(f"dp delta must be in (0, 1) (the Gaussian mechanisms need delta > 0); got {delta!r}")
         if isinstance(clip, bool) or not isinstance(clip, numbers.Real) or not (np.isfinite(clip) and clip > 0):
             raise ValueError(f"dp clip must be a finite number > 0; got {clip!r}")
-        if method not in ('zhao', 'analytic', 'classic'): raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
+        if method not in ('zhao', 'analytic', 'classic'):
+            raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
         self.epsilon, self.delta, self.clip, self.method = float(epsilon), float(delta), float(clip), method
         self.n_rounds, self.dims, self.q = n_rounds, dict(dims), n_components
-        gaussian_sigma(self.epsilon, self.delta, 1.0, method)         # fails early (e.g. 'classic' with epsilon >= 1)
+        gaussian_sigma(self.epsilon, self.delta, 1.0, method)  # fails early (e.g. 'classic' with epsilon >= 1)
         ini = {**DP_INIT, **(init or {})}
         unknown = set(ini) - set(DP_INIT)
-        if unknown: raise ValueError(f"unknown keys in dp['init']: {sorted(unknown)}; allowed: {sorted(DP_INIT)}")
-        self.init = {v: dict(mu=np.full(d, float(ini['mu'])), s_mu=float(ini['s_mu']), W=np.full((d, n_components), float(ini['W'])),
-                             s_W=float(ini['s_W_times_q']) / n_components, sigma2=float(ini['sigma2']), sigma2_sd=float(ini['sigma2_sd']),
-                             alpha=None, beta=None) for v, d in self.dims.items()}
+        if unknown:
+            raise ValueError(f"unknown keys in dp['init']: {sorted(unknown)}; allowed: {sorted(DP_INIT)}")
+        self.init = {
+            v: dict(
+                mu=np.full(d, float(ini['mu'])),
+                s_mu=float(ini['s_mu']),
+                W=np.full((d, n_components), float(ini['W'])),
+                s_W=float(ini['s_W_times_q']) / n_components,
+                sigma2=float(ini['sigma2']),
+                sigma2_sd=float(ini['sigma2_sd']),
+                alpha=None,
+                beta=None,
+            )
+            for v, d in self.dims.items()
+        }
         self.budget_total = budget
         self.centers = {}
 
 # %% ../nbs/41_mvppca_dp.ipynb #9c1fcb2b
 @patch
-def round_cost(self:DPFedMVPPCA,
-               n_views:int, # number of views the center holds
-              ):
+def round_cost(
+    self: DPFedMVPPCA,
+    n_views: int,  # number of views the center holds
+):
     "(epsilon, delta) of one round's release of a center with `n_views` views: (3 K eps, 2 K delta) by sequential composition."
-    return sequential_composition([(self.epsilon, self.delta), (self.epsilon, self.delta), (self.epsilon, 0.0)] * n_views)
+    return sequential_composition(
+        [(self.epsilon, self.delta), (self.epsilon, self.delta), (self.epsilon, 0.0)] * n_views
+    )
 
 # %% ../nbs/41_mvppca_dp.ipynb #2b147c09
 @patch
-def run_cost(self:DPFedMVPPCA,
-             n_views:int, # number of views the center holds
-            ):
+def run_cost(
+    self: DPFedMVPPCA,
+    n_views: int,  # number of views the center holds
+):
     "(epsilon, delta) of the whole run for one center by basic sequential composition over the rounds."
     e, d = self.round_cost(n_views)
     return sequential_composition([(e, d)] * self.n_rounds)
 
 # %% ../nbs/41_mvppca_dp.ipynb #e21a885b
 @patch
-def for_center(self:DPFedMVPPCA,
-               name:str, # the center's name (key of `centers` and of the account)
-               n_views:int, # number of views it holds
-              ) -> CenterDP:
+def for_center(
+    self: DPFedMVPPCA,
+    name: str,  # the center's name (key of `centers` and of the account)
+    n_views: int,  # number of views it holds
+) -> CenterDP:
     "The DP release object of one center, with its whole-run `PrivacyBudget` (checked before any release)."
     need = self.run_cost(n_views)
     total = need if self.budget_total is None else tuple(self.budget_total)
     budget = PrivacyBudget(*total)
     if not budget.can_spend(*need):
-        raise PrivacyBudgetExceeded(f"{name}: {self.n_rounds} rounds with {n_views} views need (epsilon={need[0]:.6g}, delta={need[1]:.3g}) "
-                                    f"by basic composition, more than its budget (epsilon={total[0]:.6g}, delta={total[1]:.3g}); nothing was released")
+        raise PrivacyBudgetExceeded(
+            f"{name}: {self.n_rounds} rounds with {n_views} views need (epsilon={need[0]:.6g}, delta={need[1]:.3g}) "
+            f"by basic composition, more than its budget (epsilon={total[0]:.6g}, delta={total[1]:.3g}); nothing was released"
+        )
     self.centers[name] = CenterDP(self.epsilon, self.delta, self.clip, self.method, self.init, budget, n_views)
     return self.centers[name]
 
 # %% ../nbs/41_mvppca_dp.ipynb #776b2878
 @patch
-def account(self:DPFedMVPPCA) -> pd.DataFrame:
+def account(self: DPFedMVPPCA) -> pd.DataFrame:
     "Per center: the per-round guarantee, the whole-run guarantee by basic and by Renyi-DP composition, and what its budget recorded."
     rows = []
     for name, c in self.centers.items():
-        er, dr = self.round_cost(c.n_views); eb, db = self.run_cost(c.n_views)
+        er, dr = self.round_cost(c.n_views)
+        eb, db = self.run_cost(c.n_views)
         s = c.budget.spent
-        rows.append(dict(center=name, views=c.n_views, round_epsilon=er, round_delta=dr, run_epsilon_basic=eb, run_delta=db,
-                         run_epsilon_rdp=c.accountant.epsilon(db) if db > 0 else np.nan,
-                         spent_epsilon=s.epsilon, spent_delta=s.delta, n_spends=len(c.budget.ledger)))
+        rows.append(
+            dict(
+                center=name,
+                views=c.n_views,
+                round_epsilon=er,
+                round_delta=dr,
+                run_epsilon_basic=eb,
+                run_delta=db,
+                run_epsilon_rdp=c.accountant.epsilon(db) if db > 0 else np.nan,
+                spent_epsilon=s.epsilon,
+                spent_delta=s.delta,
+                n_spends=len(c.budget.ledger),
+            )
+        )
     return pd.DataFrame(rows).set_index('center')
 
 # %% ../nbs/41_mvppca_dp.ipynb #d9998af3
-def make_dp(dp:dict, # the estimator's `dp`: epsilon, delta and optionally clip, method, init, budget
-            n_rounds:int, # communication rounds
-            dims:dict, # view name -> number of features
-            n_components:int=None, # latent dimension q
-           ) -> DPFedMVPPCA:
+def make_dp(
+    dp: dict,  # the estimator's `dp`: epsilon, delta and optionally clip, method, init, budget
+    n_rounds: int,  # communication rounds
+    dims: dict,  # view name -> number of features
+    n_components: int = None,  # latent dimension q
+) -> DPFedMVPPCA:
     "Validate the estimator's `dp` dict and build the federation's DP settings."
-    if not isinstance(dp, dict): raise TypeError(f"dp must be a dict like dict(epsilon=1.0, delta=1e-5); got {type(dp).__name__}")
+    if not isinstance(dp, dict):
+        raise TypeError(f"dp must be a dict like dict(epsilon=1.0, delta=1e-5); got {type(dp).__name__}")
     unknown = set(dp) - set(DP_KEYS)
-    if unknown: raise ValueError(f"unknown dp keys {sorted(unknown)}; allowed: {list(DP_KEYS)}")
-    if 'epsilon' not in dp or 'delta' not in dp: raise ValueError("dp needs both 'epsilon' and 'delta'")
-    return DPFedMVPPCA(dp['epsilon'], dp['delta'], n_rounds, dims, n_components, clip=dp.get('clip', 1.0), method=dp.get('method', 'zhao'),
-                       init=dp.get('init'), budget=dp.get('budget'))
+    if unknown:
+        raise ValueError(f"unknown dp keys {sorted(unknown)}; allowed: {list(DP_KEYS)}")
+    if 'epsilon' not in dp or 'delta' not in dp:
+        raise ValueError("dp needs both 'epsilon' and 'delta'")
+    return DPFedMVPPCA(
+        dp['epsilon'],
+        dp['delta'],
+        n_rounds,
+        dims,
+        n_components,
+        clip=dp.get('clip', 1.0),
+        method=dp.get('method', 'zhao'),
+        init=dp.get('init'),
+        budget=dp.get('budget'),
+    )

@@ -24,32 +24,45 @@ __all__ = ['collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', '
            'individual_errors', 'communication']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
-def collision_probability(c, # distance(s) $\|u-v\|_p$, >= 0
-                          r:float=4.0, # bucket width
-                          stable:str='gaussian', # 'gaussian' (p = 2) or 'cauchy' (p = 1)
-                         ) -> np.ndarray:
+def collision_probability(
+    c,  # distance(s) $\|u-v\|_p$, >= 0
+    r: float = 4.0,  # bucket width
+    stable: str = 'gaussian',  # 'gaussian' (p = 2) or 'cauchy' (p = 1)
+) -> np.ndarray:
     "Probability that one p-stable hash puts two points at distance `c` in the same bucket (Datar et al. 2004)."
     c = np.asarray(c, float)
-    if (c < 0).any(): raise ValueError("distances must be >= 0")
+    if (c < 0).any():
+        raise ValueError("distances must be >= 0")
     s = r / np.where(c > 0, c, 1.0)
-    if stable == 'gaussian': p = 1 - 2 * ndtr(-s) - 2 / (np.sqrt(2 * np.pi) * s) * (1 - np.exp(-s * s / 2))
-    elif stable == 'cauchy': p = 2 * np.arctan(s) / np.pi - np.log1p(s * s) / (np.pi * s)
-    else: raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
+    if stable == 'gaussian':
+        p = 1 - 2 * ndtr(-s) - 2 / (np.sqrt(2 * np.pi) * s) * (1 - np.exp(-s * s / 2))
+    elif stable == 'cauchy':
+        p = 2 * np.arctan(s) / np.pi - np.log1p(s * s) / (np.pi * s)
+    else:
+        raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
     return np.where(c > 0, p, 1.0)
 
 # %% ../nbs/34_nflgbdt.ipynb #be0e74a0
 class PStableLSH:
     "`n_tables` p-stable hash functions $\\lfloor (a_l\\cdot v+b_l)/r\\rfloor$, evaluated together as one matrix product."
-    def __init__(self, n_features:int, # dimension d of the hashed vectors
-                 n_tables:int|None=None, # number L of hash functions; default min(40, d - 1) (at least 1)
-                 r:float=4.0, # bucket width
-                 stable:str='gaussian', # 'gaussian' (2-stable, Euclidean) or 'cauchy' (1-stable, Manhattan)
-                 rng=None): # numpy Generator or seed
-        if not isinstance(n_features, numbers.Integral) or n_features < 1: raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
+
+    def __init__(
+        self,
+        n_features: int,  # dimension d of the hashed vectors
+        n_tables: int | None = None,  # number L of hash functions; default min(40, d - 1) (at least 1)
+        r: float = 4.0,  # bucket width
+        stable: str = 'gaussian',  # 'gaussian' (2-stable, Euclidean) or 'cauchy' (1-stable, Manhattan)
+        rng=None,
+    ):  # numpy Generator or seed
+        if not isinstance(n_features, numbers.Integral) or n_features < 1:
+            raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
         L = max(1, min(40, n_features - 1)) if n_tables is None else n_tables
-        if not isinstance(L, numbers.Integral) or L < 1: raise ValueError(f"n_tables must be a positive integer; got {n_tables!r}")
-        if not (isinstance(r, numbers.Real) and np.isfinite(r) and r > 0): raise ValueError(f"r must be a positive number; got {r!r}")
-        if stable not in ('gaussian', 'cauchy'): raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
+        if not isinstance(L, numbers.Integral) or L < 1:
+            raise ValueError(f"n_tables must be a positive integer; got {n_tables!r}")
+        if not (isinstance(r, numbers.Real) and np.isfinite(r) and r > 0):
+            raise ValueError(f"r must be a positive number; got {r!r}")
+        if stable not in ('gaussian', 'cauchy'):
+            raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
         rng = as_rng(rng)
         self.n_features, self.n_tables, self.r, self.stable = int(n_features), int(L), float(r), stable
         self.a = rng.standard_normal((n_features, L)) if stable == 'gaussian' else rng.standard_cauchy((n_features, L))
@@ -58,49 +71,68 @@ class PStableLSH:
     def hash(self, X) -> np.ndarray:
         "Hash values `(n, L)` (int64) of the rows of `X`."
         X = np.asarray(X, float)
-        if X.ndim != 2 or X.shape[1] != self.n_features: raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
-        if not np.isfinite(X).all(): raise ValueError("X contains NaN or infinity: LSH needs finite features")
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
+        if not np.isfinite(X).all():
+            raise ValueError("X contains NaN or infinity: LSH needs finite features")
         return np.floor((X @ self.a + self.b) / self.r).astype(np.int64)
 
-    def __repr__(self): return f"PStableLSH(n_features={self.n_features}, n_tables={self.n_tables}, r={self.r}, stable={self.stable!r})"
+    def __repr__(self):
+        return f"PStableLSH(n_features={self.n_features}, n_tables={self.n_tables}, r={self.r}, stable={self.stable!r})"
 
 # %% ../nbs/34_nflgbdt.ipynb #2d7688dc
-def most_similar(Hq, # hash values (n, L) of the query rows
-                 Hr, # hash values (m, L) of the reference rows (the same L functions)
-                 block_rows:int=2048, # rows per block (memory: block_rows^2 floats)
-                ) -> tuple[np.ndarray, np.ndarray]:
+def most_similar(
+    Hq,  # hash values (n, L) of the query rows
+    Hr,  # hash values (m, L) of the reference rows (the same L functions)
+    block_rows: int = 2048,  # rows per block (memory: block_rows^2 floats)
+) -> tuple[np.ndarray, np.ndarray]:
     "For each query row, the reference row sharing the most hash values (ties: smallest index), and how many it shares."
     Hq, Hr = np.asarray(Hq), np.asarray(Hr)
-    if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]: raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
-    if len(Hr) == 0: raise ValueError("no reference rows")
-    if len(Hq) == 0: return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]:
+        raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
+    if len(Hr) == 0:
+        raise ValueError("no reference rows")
+    if len(Hq) == 0:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
     # equal signatures have equal answers: keep the distinct query rows, and the first of each distinct reference row
     # (in index order, so that the earliest-index tie rule is kept)
     Uq, qinv = np.unique(Hq, axis=0, return_inverse=True)
-    _, first = np.unique(Hr, axis=0, return_index=True); first = np.sort(first)
+    _, first = np.unique(Hr, axis=0, return_index=True)
+    first = np.sort(first)
     a, c = _most_similar(Uq, Hr[first], block_rows)
     return first[a][qinv.ravel()], c[qinv.ravel()]
 
+
 def _most_similar(Hq, Hr, block_rows):
-    n, L = Hq.shape; m = len(Hr)
+    n, L = Hq.shape
+    m = len(Hr)
     cq, cr, K = np.empty((n, L), np.intp), np.empty((m, L), np.intp), 0
-    for l in range(L):                       # a loop over tables: each (table, bucket) cell becomes one column
+    for l in range(L):  # a loop over tables: each (table, bucket) cell becomes one column
         _, inv = np.unique(np.concatenate([Hq[:, l], Hr[:, l]]), return_inverse=True)
-        cq[:, l], cr[:, l] = inv[:n] + K, inv[n:] + K; K += int(inv.max()) + 1
+        cq[:, l], cr[:, l] = inv[:n] + K, inv[n:] + K
+        K += int(inv.max()) + 1
     best, arg = np.full(n, -1.0, np.float32), np.zeros(n, np.intp)
-    for r0 in range(0, m, block_rows):       # reference blocks in index order; strict '>' keeps the earliest on ties
-        c = cr[r0:r0 + block_rows]; R = np.zeros((K, len(c)), np.float32); R[c, np.arange(len(c))[:, None]] = 1
+    for r0 in range(0, m, block_rows):  # reference blocks in index order; strict '>' keeps the earliest on ties
+        c = cr[r0 : r0 + block_rows]
+        R = np.zeros((K, len(c)), np.float32)
+        R[c, np.arange(len(c))[:, None]] = 1
         for q0 in range(0, n, block_rows):
-            d = cq[q0:q0 + block_rows]; Q = np.zeros((len(d), K), np.float32); Q[np.arange(len(d))[:, None], d] = 1
-            S = Q @ R; j = S.argmax(axis=1); v = S[np.arange(len(d)), j]
-            up = v > best[q0:q0 + len(d)]
-            best[q0:q0 + len(d)][up] = v[up]; arg[q0:q0 + len(d)][up] = r0 + j[up]
+            d = cq[q0 : q0 + block_rows]
+            Q = np.zeros((len(d), K), np.float32)
+            Q[np.arange(len(d))[:, None], d] = 1
+            S = Q @ R
+            j = S.argmax(axis=1)
+            v = S[np.arange(len(d)), j]
+            up = v > best[q0 : q0 + len(d)]
+            best[q0 : q0 + len(d)][up] = v[up]
+            arg[q0 : q0 + len(d)][up] = r0 + j[up]
     return arg, best.astype(np.intp)
 
 # %% ../nbs/34_nflgbdt.ipynb #85bb5436
 class DataOwner(Party):
     "A party holding rows `X` (binned by a public `Binner`), binary labels `y` in {0, 1} and its margins."
-    def __init__(self, name:str, channel:Channel, X, y, binner:Binner):
+
+    def __init__(self, name: str, channel: Channel, X, y, binner: Binner):
         super().__init__(name, channel, X, y)
         self.binner, self.codes = binner, binner.transform(X)
         self.loss, self.margin, self._provider = LogisticLoss(), None, None
@@ -112,100 +144,159 @@ class DataOwner(Party):
     @property
     def provider(self) -> LocalHistograms:
         "Histograms over this party's rows (built once)."
-        if self._provider is None: self._provider = LocalHistograms(self.codes, self.binner.layout_)
+        if self._provider is None:
+            self._provider = LocalHistograms(self.codes, self.binner.layout_)
         return self._provider
 
-    def leaves(self, tree:Tree) -> np.ndarray: return tree.apply_binned(self.codes, self.binner.n_bins_)
+    def leaves(self, tree: Tree) -> np.ndarray:
+        return tree.apply_binned(self.codes, self.binner.n_bins_)
 
-    def leaf_sums(self, tree:Tree, leaf=None) -> np.ndarray:
+    def leaf_sums(self, tree: Tree, leaf=None) -> np.ndarray:
         "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
-        leaf = self.leaves(tree) if leaf is None else leaf; gh = self.gradients()
+        leaf = self.leaves(tree) if leaf is None else leaf
+        gh = self.gradients()
         s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
         return s[tree.is_leaf]
 
-    def add_tree(self, tree:Tree, leaf=None):
+    def add_tree(self, tree: Tree, leaf=None):
         "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
         self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
 
 # %% ../nbs/34_nflgbdt.ipynb #4f0537a0
 _TREE_FIELDS = dict(feature=np.int32, bin=np.int32, default_left=bool, left=np.int32, right=np.int32, depth=np.uint8)
 
-def tree_message(tree:Tree, values:bool=True) -> dict:
+
+def tree_message(tree: Tree, values: bool = True) -> dict:
     "A tree as compact arrays for the channel; `values=False` sends the structure only."
     msg = {k: tree.__dict__[k].astype(t) for k, t in _TREE_FIELDS.items()}
-    if values: msg['value'] = np.asarray(tree.value, float)
+    if values:
+        msg['value'] = np.asarray(tree.value, float)
     return msg
 
-def tree_from_message(msg:dict, layout) -> Tree:
+
+def tree_from_message(msg: dict, layout) -> Tree:
     "Rebuild a `Tree` from `tree_message` output and the public `HistLayout` (thresholds); missing values are zeros."
     f, b = msg['feature'].astype(np.intp), msg['bin'].astype(np.intp)
-    n = len(f); z = np.zeros(n)
+    n = len(f)
+    z = np.zeros(n)
     thr = np.where(f >= 0, layout.split_threshold(np.maximum(f, 0), b), np.nan)
-    return Tree(f, thr, b, msg['default_left'].astype(bool), msg['left'].astype(np.intp), msg['right'].astype(np.intp),
-                msg.get('value', z).copy(), z, z, z, msg['depth'].astype(np.intp))
+    return Tree(
+        f,
+        thr,
+        b,
+        msg['default_left'].astype(bool),
+        msg['left'].astype(np.intp),
+        msg['right'].astype(np.intp),
+        msg.get('value', z).copy(),
+        z,
+        z,
+        z,
+        msg['depth'].astype(np.intp),
+    )
 
 # %% ../nbs/34_nflgbdt.ipynb #d654e7ec
-def _check_clients(clients, allow_nan:bool):
+def _check_clients(clients, allow_nan: bool):
     "Arrays and names of a list of (X_k, y_k); clear errors for empty clients, mismatched columns, NaN/inf."
     if not isinstance(clients, (list, tuple)) or len(clients) < 2:
         raise ValueError("clients must be a list of at least 2 (X_k, y_k) pairs")
     Xs, ys, names = [], [], None
     for k, c in enumerate(clients):
-        if not isinstance(c, (list, tuple)) or len(c) != 2: raise ValueError(f"client {k} must be an (X, y) pair")
+        if not isinstance(c, (list, tuple)) or len(c) != 2:
+            raise ValueError(f"client {k} must be an (X, y) pair")
         X, y = c
-        if hasattr(X, 'tocsr') or hasattr(X, 'sparse'): raise ValueError(f"client {k}: sparse input is not supported; pass a dense array")
+        if hasattr(X, 'tocsr') or hasattr(X, 'sparse'):
+            raise ValueError(f"client {k}: sparse input is not supported; pass a dense array")
         if isinstance(X, pd.DataFrame):
             cols = [str(v) for v in X.columns]
-            if names is None and k == 0: names = cols
-            elif cols != names: raise ValueError(f"client {k} has columns {cols[:5]}... unlike client 0")
+            if names is None and k == 0:
+                names = cols
+            elif cols != names:
+                raise ValueError(f"client {k} has columns {cols[:5]}... unlike client 0")
         X, y = np.asarray(X, dtype=float), np.asarray(y).ravel()
-        if X.ndim != 2: raise ValueError(f"client {k}: X must be 2-d; got shape {X.shape}")
-        if len(X) == 0: raise ValueError(f"client {k} is empty")
-        if len(y) != len(X): raise ValueError(f"client {k}: X has {len(X)} rows but y has {len(y)}")
-        if Xs and X.shape[1] != Xs[0].shape[1]: raise ValueError(f"client {k} has {X.shape[1]} columns, client 0 has {Xs[0].shape[1]}")
+        if X.ndim != 2:
+            raise ValueError(f"client {k}: X must be 2-d; got shape {X.shape}")
+        if len(X) == 0:
+            raise ValueError(f"client {k} is empty")
+        if len(y) != len(X):
+            raise ValueError(f"client {k}: X has {len(X)} rows but y has {len(y)}")
+        if Xs and X.shape[1] != Xs[0].shape[1]:
+            raise ValueError(f"client {k} has {X.shape[1]} columns, client 0 has {Xs[0].shape[1]}")
         if np.isinf(X).any() or (not allow_nan and np.isnan(X).any()):
             raise ValueError(f"client {k}: X contains {'infinity' if allow_nan else 'NaN or infinity'}")
-        Xs.append(X); ys.append(y)
+        Xs.append(X)
+        ys.append(y)
     return Xs, ys, names
+
 
 def _check_hyper(est):
     def integer(name, lo):
         v = getattr(est, name)
-        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo: raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
+
     def real(name, lo, strict):
         v = getattr(est, name)
-        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or (v <= lo if strict else v < lo):
+        if (
+            not isinstance(v, numbers.Real)
+            or isinstance(v, bool)
+            or not np.isfinite(v)
+            or (v <= lo if strict else v < lo)
+        ):
             raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; got {v!r}")
-    integer('n_estimators', 1); integer('max_depth', 1); integer('max_bins', 2); real('learning_rate', 0, True)
-    real('reg_lambda', 0, False); real('gamma', 0, False); real('min_child_weight', 0, False)
+
+    integer('n_estimators', 1)
+    integer('max_depth', 1)
+    integer('max_bins', 2)
+    real('learning_rate', 0, True)
+    real('reg_lambda', 0, False)
+    real('gamma', 0, False)
+    real('min_child_weight', 0, False)
 
 # %% ../nbs/34_nflgbdt.ipynb #0f45736b
 _HYPER = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
 
+
 class _FedGBDT(ClassifierMixin, BaseEstimator):
     "Common part of the horizontal estimators: checks, public candidates, parties, base margin, prediction."
+
     _allow_nan = True
-    def _grow_kw(self): return dict(max_depth=self.max_depth, learning_rate=self.learning_rate, reg_lambda=self.reg_lambda,
-                                    gamma=self.gamma, min_child_weight=self.min_child_weight)
+
+    def _grow_kw(self):
+        return dict(
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
+            reg_lambda=self.reg_lambda,
+            gamma=self.gamma,
+            min_child_weight=self.min_child_weight,
+        )
 
     def _setup(self, clients):
         _check_hyper(self)
         Xs, ys, names = _check_clients(clients, self._allow_nan)
         self.classes_ = np.unique(np.concatenate(ys))
-        if len(self.classes_) != 2: raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
+        if len(self.classes_) != 2:
+            raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
         self.n_features_in_ = Xs[0].shape[1]
-        if names is not None: self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))    # public candidates (see the table above)
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
         self.channel_ = ch = Channel()
-        self.parties_ = [DataOwner(f'party{k}', ch, X, (y == self.classes_[1]).astype(float), self.binner_) for k, (X, y) in enumerate(zip(Xs, ys))]
+        self.parties_ = [
+            DataOwner(f'party{k}', ch, X, (y == self.classes_[1]).astype(float), self.binner_)
+            for k, (X, y) in enumerate(zip(Xs, ys))
+        ]
         self.aggregator_ = agg = Party('aggregator', ch)
         self._rng = as_rng(self.rng)
         ch.next_round()
-        for p in self.parties_: p.send(agg, 'class counts', np.array([p.n_rows, int(p._y.sum())]))
+        for p in self.parties_:
+            p.send(agg, 'class counts', np.array([p.n_rows, int(p._y.sum())]))
         n, pos = sum(agg.receive('class counts', sender=p) for p in self.parties_)
-        agg.broadcast(self.parties_, 'base margin', LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos])))
+        agg.broadcast(
+            self.parties_, 'base margin', LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
+        )
         self.base_margin_ = self.parties_[0].receive('base margin')
-        for p in self.parties_: p.margin = np.full(p.n_rows, p.receive('base margin') if p is not self.parties_[0] else self.base_margin_)
+        for p in self.parties_:
+            p.margin = np.full(p.n_rows, p.receive('base margin') if p is not self.parties_[0] else self.base_margin_)
         self.trees_, self.timings_ = [], {}
         return self.parties_, agg
 
@@ -213,24 +304,37 @@ class _FedGBDT(ClassifierMixin, BaseEstimator):
 def _validate_X(est, X):
     check_is_fitted(est)
     if isinstance(X, pd.DataFrame) and hasattr(est, 'feature_names_in_'):
-        if [str(c) for c in X.columns] != list(est.feature_names_in_): raise ValueError("X has different columns than at fit")
+        if [str(c) for c in X.columns] != list(est.feature_names_in_):
+            raise ValueError("X has different columns than at fit")
     X = np.asarray(X, float)
-    if X.ndim != 2 or X.shape[1] != est.n_features_in_: raise ValueError(f"X must have {est.n_features_in_} columns; got shape {X.shape}")
-    if np.isinf(X).any() or (not est._allow_nan and np.isnan(X).any()): raise ValueError("X contains NaN or infinity")
+    if X.ndim != 2 or X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X must have {est.n_features_in_} columns; got shape {X.shape}")
+    if np.isinf(X).any() or (not est._allow_nan and np.isnan(X).any()):
+        raise ValueError("X contains NaN or infinity")
     return X
+
 
 def _decision_function(self, X) -> np.ndarray:
     "Margin (log-odds): base margin plus the sum of the trees."
     return self.base_margin_ + forest_margin(self.trees_, _validate_X(self, X))
+
+
 def _predict_proba(self, X) -> np.ndarray:
-    p = expit(self.decision_function(X)); return np.column_stack([1 - p, p])
-def _predict(self, X) -> np.ndarray: return self.classes_[(self.decision_function(X) > 0).astype(int)]
-_FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = _decision_function, _predict_proba, _predict
+    p = expit(self.decision_function(X))
+    return np.column_stack([1 - p, p])
+
+
+def _predict(self, X) -> np.ndarray:
+    return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+_FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decision_function, _predict_proba, _predict)
 
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
 class FederatedHistograms:
     "Histogram provider for `grow_tree` at the aggregator: each node histogram is the secure sum of the parties' own."
-    def __init__(self, parties:list, aggregator:Party, frac_bits:int=32, rng=None):
+
+    def __init__(self, parties: list, aggregator: Party, frac_bits: int = 32, rng=None):
         self.parties, self.aggregator, self.frac_bits, self.rng = parties, aggregator, frac_bits, as_rng(rng)
         self.channel = aggregator.channel
 
@@ -243,112 +347,167 @@ class FederatedHistograms:
     def split(self, nodes, feature, bin, default_left, left, right):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
         self.aggregator.broadcast(self.parties, 'splits', {k: np.asarray(v) for k, v in msg.items()})
-        for p in self.parties: p.provider.split(**p.receive('splits'))
+        for p in self.parties:
+            p.provider.split(**p.receive('splits'))
         return None
 
 # %% ../nbs/34_nflgbdt.ipynb #393537ef
 class FederBoostClassifier(_FedGBDT):
     "FederBoost (Tian et al. 2020): per-level gradient histograms summed over parties by secure aggregation."
-    def __init__(self, n_estimators:int=100, # trees
-                 max_depth:int=6, # depth of each tree
-                 learning_rate:float=0.3, # shrinkage of the leaf weights
-                 reg_lambda:float=1.0, # L2 penalty on leaf weights
-                 gamma:float=0.0, # minimum split gain
-                 min_child_weight:float=1.0, # minimum Hessian in a child
-                 max_bins:int=256, # split candidates per feature (pooled quantiles, declared public)
-                 frac_bits:int=32, # fractional bits of the secure sum's fixed point
-                 rng=None): # numpy Generator or seed (masks)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = n_estimators, max_depth, learning_rate, reg_lambda
-        self.gamma, self.min_child_weight, self.max_bins, self.frac_bits, self.rng = gamma, min_child_weight, max_bins, frac_bits, rng
+
+    def __init__(
+        self,
+        n_estimators: int = 100,  # trees
+        max_depth: int = 6,  # depth of each tree
+        learning_rate: float = 0.3,  # shrinkage of the leaf weights
+        reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+        gamma: float = 0.0,  # minimum split gain
+        min_child_weight: float = 1.0,  # minimum Hessian in a child
+        max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
+        frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
+        rng=None,
+    ):  # numpy Generator or seed (masks)
+        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
+            n_estimators,
+            max_depth,
+            learning_rate,
+            reg_lambda,
+        )
+        self.gamma, self.min_child_weight, self.max_bins, self.frac_bits, self.rng = (
+            gamma,
+            min_child_weight,
+            max_bins,
+            frac_bits,
+            rng,
+        )
 
     def fit(self, clients):
         "Fit on a list of (X_k, y_k)."
         parties, agg = self._setup(clients)
-        fh = FederatedHistograms(parties, agg, self.frac_bits, self._rng); t0 = time.perf_counter()
+        fh = FederatedHistograms(parties, agg, self.frac_bits, self._rng)
+        t0 = time.perf_counter()
         for _ in range(self.n_estimators):
-            for p in parties: p.provider.start_tree(p.gradients())
+            for p in parties:
+                p.provider.start_tree(p.gradients())
             tree = grow_tree(fh, self.binner_.layout_, **self._grow_kw())
             agg.broadcast(parties, 'leaf values', tree.value)
-            for p in parties: p.margin = p.margin + p.provider.row_values(p.receive('leaf values'))
+            for p in parties:
+                p.margin = p.margin + p.provider.row_values(p.receive('leaf values'))
             self.trees_.append(tree)
         self.timings_['boosting'] = time.perf_counter() - t0
         return self
 
 # %% ../nbs/34_nflgbdt.ipynb #e582417a
-def tree_schedule(sizes, n_trees:int) -> np.ndarray:
+def tree_schedule(sizes, n_trees: int) -> np.ndarray:
     "Builder of each tree: parties in turn, consecutive blocks proportional to `sizes` (largest remainders)."
-    sizes = np.asarray(sizes, float); q = n_trees * sizes / sizes.sum()
-    k = np.floor(q).astype(int); k[np.argsort(-(q - k), kind='stable')[:n_trees - k.sum()]] += 1
+    sizes = np.asarray(sizes, float)
+    q = n_trees * sizes / sizes.sum()
+    k = np.floor(q).astype(int)
+    k[np.argsort(-(q - k), kind='stable')[: n_trees - k.sum()]] += 1
     return np.repeat(np.arange(len(sizes)), k)
 
 # %% ../nbs/34_nflgbdt.ipynb #ed308493
-def _lsh_maps(est, parties, agg, pairs:list, send:list) -> dict:
+def _lsh_maps(est, parties, agg, pairs: list, send: list) -> dict:
     "Hashing round: parties send hash values; the aggregator computes the most-similar maps (j, m) in `pairs` and sends those in `send` to j."
-    t0 = time.perf_counter(); agg.channel.next_round()
-    if est.lsh_scale not in ('bounds', 'standard'): raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
-    if est.lsh_bounds is not None: lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
-    else:                                    # declared public, like the split candidates
+    t0 = time.perf_counter()
+    agg.channel.next_round()
+    if est.lsh_scale not in ('bounds', 'standard'):
+        raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
+    if est.lsh_bounds is not None:
+        lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
+    else:  # declared public, like the split candidates
         allX = np.vstack([np.asarray(p._X, float) for p in parties])
-        lo, hi = (allX.min(axis=0), allX.max(axis=0)) if est.lsh_scale == 'bounds' else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
+        lo, hi = (
+            (allX.min(axis=0), allX.max(axis=0))
+            if est.lsh_scale == 'bounds'
+            else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
+        )
     span = np.where(hi > lo, hi - lo, 1.0)
-    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)      # seed shared by the parties
+    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
     for p in parties:
         H = lsh.hash((np.asarray(p._X, float) - lo) / span)
-        if len(H) and np.abs(H).max() >= 2**31: raise ValueError(f"{p.name}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r")
+        if len(H) and np.abs(H).max() >= 2**31:
+            raise ValueError(
+                f"{p.name}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
+            )
         p.send(agg, 'hash values', H.astype(np.int32))
     H = [agg.receive('hash values', sender=p) for p in parties]
-    est.timings_['hashing'] = time.perf_counter() - t0; t0 = time.perf_counter()
+    est.timings_['hashing'] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in pairs}
-    for j, m in send: agg.send(parties[j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
+    for j, m in send:
+        agg.send(parties[j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
     for p in parties:
         p.maps = {}
         while p.channel.pending(p):
-            msg = p.receive('similar rows', sender=agg); p.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
+            msg = p.receive('similar rows', sender=agg)
+            p.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
     est.timings_['similarity'] = time.perf_counter() - t0
     return maps
 
 # %% ../nbs/34_nflgbdt.ipynb #07c51766
-def _simfl_tree(est, parties, b:int) -> Tree:
+def _simfl_tree(est, parties, b: int) -> Tree:
     "One SimFL tree at builder `b`: the others send their gradients summed onto the builder's rows; the tree is broadcast."
-    parties[0].channel.next_round(); builder = parties[b]
+    parties[0].channel.next_round()
+    builder = parties[b]
     for j, p in enumerate(parties):
-        if j == b: continue
+        if j == b:
+            continue
         gh, to = p.gradients(), p.maps[b]
-        p.send(builder, 'mapped gradients', np.stack([np.bincount(to, gh[:, c], minlength=builder.n_rows) for c in (0, 1)], axis=1))
-    gh = builder.gradients() + sum(builder.receive('mapped gradients', sender=p) for j, p in enumerate(parties) if j != b)
+        p.send(
+            builder,
+            'mapped gradients',
+            np.stack([np.bincount(to, gh[:, c], minlength=builder.n_rows) for c in (0, 1)], axis=1),
+        )
+    gh = builder.gradients() + sum(
+        builder.receive('mapped gradients', sender=p) for j, p in enumerate(parties) if j != b
+    )
     builder.provider.start_tree(gh)
     tree = grow_tree(builder.provider, est.binner_.layout_, **est._grow_kw())
     builder.broadcast([p for p in parties if p is not builder], 'tree', tree_message(tree))
     for p in parties:
-        if p is builder: p.margin = p.margin + p.provider.row_values(tree.value)
-        else: p.add_tree(tree_from_message(p.receive('tree', sender=builder), est.binner_.layout_))
+        if p is builder:
+            p.margin = p.margin + p.provider.row_values(tree.value)
+        else:
+            p.add_tree(tree_from_message(p.receive('tree', sender=builder), est.binner_.layout_))
     return tree
 
 # %% ../nbs/34_nflgbdt.ipynb #27012f6a
 class SimFLClassifier(_FedGBDT):
     "SimFL (Li, Wen & He 2020): LSH similar-instance gradients; parties build blocks of trees in proportion to their sizes."
+
     _allow_nan = False
-    def __init__(self, n_estimators:int=100, # trees
-                 max_depth:int=6, # depth of each tree
-                 learning_rate:float=0.3, # shrinkage of the leaf weights
-                 reg_lambda:float=1.0, # L2 penalty on leaf weights
-                 gamma:float=0.0, # minimum split gain
-                 min_child_weight:float=1.0, # minimum Hessian in a child
-                 max_bins:int=256, # split candidates per feature (pooled quantiles, declared public)
-                 n_tables:int|None=None, # LSH functions L (default min(40, d - 1))
-                 r:float=4.0, # LSH bucket width
-                 stable:str='gaussian', # 'gaussian' or 'cauchy' LSH
-                 lsh_scale:str='bounds', # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
-                 lsh_bounds=None, # public (lo, hi) per feature, overriding `lsh_scale`
-                 rng=None): # numpy Generator or seed (shared hash functions)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = n_estimators, max_depth, learning_rate, reg_lambda
+
+    def __init__(
+        self,
+        n_estimators: int = 100,  # trees
+        max_depth: int = 6,  # depth of each tree
+        learning_rate: float = 0.3,  # shrinkage of the leaf weights
+        reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+        gamma: float = 0.0,  # minimum split gain
+        min_child_weight: float = 1.0,  # minimum Hessian in a child
+        max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
+        n_tables: int | None = None,  # LSH functions L (default min(40, d - 1))
+        r: float = 4.0,  # LSH bucket width
+        stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
+        lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
+        lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
+        rng=None,
+    ):  # numpy Generator or seed (shared hash functions)
+        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
+            n_estimators,
+            max_depth,
+            learning_rate,
+            reg_lambda,
+        )
         self.gamma, self.min_child_weight, self.max_bins = gamma, min_child_weight, max_bins
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
         self.lsh_scale = lsh_scale
 
     def fit(self, clients):
         "Fit on a list of (X_k, y_k)."
-        parties, agg = self._setup(clients); D = len(parties)
+        parties, agg = self._setup(clients)
+        D = len(parties)
         pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
         _lsh_maps(self, parties, agg, pairs, pairs)
         t0 = time.perf_counter()
@@ -358,118 +517,178 @@ class SimFLClassifier(_FedGBDT):
         return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
-def similar_counts(maps:dict, sizes) -> np.ndarray:
+def similar_counts(maps: dict, sizes) -> np.ndarray:
     "n_d: rows of party d that are the most similar row of some row of another party (from maps (j, d) -> row of d)."
     out = np.zeros(len(sizes), np.intp)
     for d, n in enumerate(sizes):
         hit = np.zeros(n, bool)
         for (j, m), idx in maps.items():
-            if m == d: hit[idx] = True
+            if m == d:
+                hit[idx] = True
         out[d] = hit.sum()
     return out
 
-def global_leaf_weights(leaf_sums, # per owner, (n_leaves, 2) arrays of (G_d, H_d)
-                        weights, # per owner weight, e.g. n_d / n
-                        reg_lambda:float=1.0, # L2 penalty
-                       ) -> np.ndarray:
+
+def global_leaf_weights(
+    leaf_sums,  # per owner, (n_leaves, 2) arrays of (G_d, H_d)
+    weights,  # per owner weight, e.g. n_d / n
+    reg_lambda: float = 1.0,  # L2 penalty
+) -> np.ndarray:
     "$-G/(H+\\lambda)$ with $G=\\sum_d w_d G_d$, $H=\\sum_d w_d H_d$."
     S = np.tensordot(np.asarray(weights, float), np.asarray(leaf_sums, float), axes=1)
     return newton_weight(S[:, 0], S[:, 1], reg_lambda, 0.0)
 
 # %% ../nbs/34_nflgbdt.ipynb #4e2f5dc9
-def _nfl_tree(est, parties, agg, b:int, w) -> Tree:
+def _nfl_tree(est, parties, agg, b: int, w) -> Tree:
     "One later nFL-GBDT tree: builder `b` grows the structure on its rows; the aggregator sets the global leaf weights."
-    agg.channel.next_round(); builder = parties[b]
+    agg.channel.next_round()
+    builder = parties[b]
     builder.provider.start_tree(builder.gradients())
     tree = grow_tree(builder.provider, est.binner_.layout_, **est._grow_kw())
     builder.broadcast([p for p in parties if p is not builder], 'structure', tree_message(tree, values=False))
-    trees = {p.name: tree if p is builder else tree_from_message(p.receive('structure', sender=builder), est.binner_.layout_) for p in parties}
-    leaf = {p.name: p.provider.node if p is builder else p.leaves(trees[p.name]) for p in parties}   # the builder knows its rows' leaves
-    for p in parties: p.send(agg, 'leaf sums', p.leaf_sums(trees[p.name], leaf[p.name]))
-    omega = est.learning_rate * global_leaf_weights([agg.receive('leaf sums', sender=p) for p in parties], w, est.reg_lambda)
+    trees = {
+        p.name: tree if p is builder else tree_from_message(p.receive('structure', sender=builder), est.binner_.layout_)
+        for p in parties
+    }
+    leaf = {
+        p.name: p.provider.node if p is builder else p.leaves(trees[p.name]) for p in parties
+    }  # the builder knows its rows' leaves
+    for p in parties:
+        p.send(agg, 'leaf sums', p.leaf_sums(trees[p.name], leaf[p.name]))
+    omega = est.learning_rate * global_leaf_weights(
+        [agg.receive('leaf sums', sender=p) for p in parties], w, est.reg_lambda
+    )
     agg.broadcast(parties, 'leaf weights', omega)
     for p in parties:
-        t = trees[p.name]; v = np.zeros(t.n_nodes); v[t.is_leaf] = p.receive('leaf weights', sender=agg)
-        trees[p.name] = replace(t, value=v); p.add_tree(trees[p.name], leaf[p.name])
+        t = trees[p.name]
+        v = np.zeros(t.n_nodes)
+        v[t.is_leaf] = p.receive('leaf weights', sender=agg)
+        trees[p.name] = replace(t, value=v)
+        p.add_tree(trees[p.name], leaf[p.name])
     return trees[builder.name]
 
 # %% ../nbs/34_nflgbdt.ipynb #5c508574
 class NFLGBDTClassifier(_FedGBDT):
     "nFL-GBDT (Zhao & Li 2023): a SimFL first tree, then rotating builders and aggregator-set leaf weights."
+
     _allow_nan = False
-    def __init__(self, n_estimators:int=100, # trees
-                 max_depth:int=6, # depth of each tree
-                 learning_rate:float=0.3, # shrinkage of the leaf weights
-                 reg_lambda:float=1.0, # L2 penalty on leaf weights
-                 gamma:float=0.0, # minimum split gain
-                 min_child_weight:float=1.0, # minimum Hessian in a child
-                 max_bins:int=256, # split candidates per feature (pooled quantiles, declared public)
-                 n_tables:int|None=None, # LSH functions L (default min(40, d - 1))
-                 r:float=4.0, # LSH bucket width
-                 stable:str='gaussian', # 'gaussian' or 'cauchy' LSH
-                 lsh_scale:str='bounds', # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
-                 lsh_bounds=None, # public (lo, hi) per feature, overriding `lsh_scale`
-                 leaf_weighting:str='similar', # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-                 rng=None): # numpy Generator or seed (shared hash functions)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = n_estimators, max_depth, learning_rate, reg_lambda
+
+    def __init__(
+        self,
+        n_estimators: int = 100,  # trees
+        max_depth: int = 6,  # depth of each tree
+        learning_rate: float = 0.3,  # shrinkage of the leaf weights
+        reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+        gamma: float = 0.0,  # minimum split gain
+        min_child_weight: float = 1.0,  # minimum Hessian in a child
+        max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
+        n_tables: int | None = None,  # LSH functions L (default min(40, d - 1))
+        r: float = 4.0,  # LSH bucket width
+        stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
+        lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
+        lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
+        leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
+        rng=None,
+    ):  # numpy Generator or seed (shared hash functions)
+        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
+            n_estimators,
+            max_depth,
+            learning_rate,
+            reg_lambda,
+        )
         self.gamma, self.min_child_weight, self.max_bins = gamma, min_child_weight, max_bins
-        self.n_tables, self.r, self.stable, self.lsh_bounds, self.lsh_scale = n_tables, r, stable, lsh_bounds, lsh_scale
+        self.n_tables, self.r, self.stable, self.lsh_bounds, self.lsh_scale = (
+            n_tables,
+            r,
+            stable,
+            lsh_bounds,
+            lsh_scale,
+        )
         self.leaf_weighting, self.rng = leaf_weighting, rng
 
     def fit(self, clients):
         "Fit on a list of (X_k, y_k)."
-        if self.leaf_weighting not in ('similar', 'sum'): raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
-        parties, agg = self._setup(clients); D = len(parties)
-        pairs = [(j, m) for j in range(D) for m in range(D) if j != m]     # the aggregator maps all pairs, for n_d ...
-        maps = _lsh_maps(self, parties, agg, pairs, [(j, 0) for j in range(1, D)])   # ... and sends the first builder's
+        if self.leaf_weighting not in ('similar', 'sum'):
+            raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
+        parties, agg = self._setup(clients)
+        D = len(parties)
+        pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
+        maps = _lsh_maps(self, parties, agg, pairs, [(j, 0) for j in range(1, D)])  # ... and sends the first builder's
         self.similar_counts_ = similar_counts(maps, [p.n_rows for p in parties])
         w = self.similar_counts_ / self.similar_counts_.sum() if self.leaf_weighting == 'similar' else np.ones(D)
         t0 = time.perf_counter()
         self.builders_ = np.arange(self.n_estimators) % D
-        self.trees_ = [_simfl_tree(self, parties, 0)] + [_nfl_tree(self, parties, agg, int(b), w) for b in self.builders_[1:]]
+        self.trees_ = [_simfl_tree(self, parties, 0)] + [
+            _nfl_tree(self, parties, agg, int(b), w) for b in self.builders_[1:]
+        ]
         self.timings_['boosting'] = time.perf_counter() - t0
         return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
-def _dp_tree(est, party, eps_tree:float, rng) -> Tree:
+def _dp_tree(est, party, eps_tree: float, rng) -> Tree:
     "A tree on `party`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf."
-    gh = party.gradients(); gh[:, 1] = 1.0
+    gh = party.gradients()
+    gh[:, 1] = 1.0
     party.provider.start_tree(gh)
-    tree = grow_tree(party.provider, est.binner_.layout_, **dict(est._grow_kw(), learning_rate=1.0, min_child_weight=max(est.min_child_weight, 1.0)))
+    tree = grow_tree(
+        party.provider,
+        est.binner_.layout_,
+        **dict(est._grow_kw(), learning_rate=1.0, min_child_weight=max(est.min_child_weight, 1.0)),
+    )
     leaf = tree.is_leaf
     v = np.zeros(tree.n_nodes)
     v[leaf] = est.learning_rate * laplace_mechanism(tree.value[leaf], 1.0 / (1.0 + est.reg_lambda), eps_tree, rng)
     return replace(tree, value=v)
 
+
 def _check_eps(e):
-    if not (isinstance(e, numbers.Real) and np.isfinite(e) and e > 0): raise ValueError(f"epsilon must be a positive number; got {e!r}")
+    if not (isinstance(e, numbers.Real) and np.isfinite(e) and e > 0):
+        raise ValueError(f"epsilon must be a positive number; got {e!r}")
 
 # %% ../nbs/34_nflgbdt.ipynb #26566517
 class TFLClassifier(_FedGBDT):
     "TFL (Zhao et al. 2018): parties in turn train differentially private trees on their own rows (Laplace leaves)."
-    def __init__(self, n_estimators:int=100, # trees
-                 max_depth:int=6, # depth of each tree
-                 learning_rate:float=0.3, # shrinkage of the leaf weights
-                 reg_lambda:float=1.0, # L2 penalty on leaf weights
-                 gamma:float=0.0, # minimum split gain
-                 min_child_weight:float=1.0, # minimum rows in a child (Hessians are 1)
-                 max_bins:int=256, # split candidates per feature (pooled quantiles, declared public)
-                 epsilon:float=10.0, # each party's privacy budget over its trees (pure DP, leaves only)
-                 rng=None): # numpy Generator or seed (noise)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = n_estimators, max_depth, learning_rate, reg_lambda
-        self.gamma, self.min_child_weight, self.max_bins, self.epsilon, self.rng = gamma, min_child_weight, max_bins, epsilon, rng
+
+    def __init__(
+        self,
+        n_estimators: int = 100,  # trees
+        max_depth: int = 6,  # depth of each tree
+        learning_rate: float = 0.3,  # shrinkage of the leaf weights
+        reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+        gamma: float = 0.0,  # minimum split gain
+        min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
+        max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
+        epsilon: float = 10.0,  # each party's privacy budget over its trees (pure DP, leaves only)
+        rng=None,
+    ):  # numpy Generator or seed (noise)
+        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
+            n_estimators,
+            max_depth,
+            learning_rate,
+            reg_lambda,
+        )
+        self.gamma, self.min_child_weight, self.max_bins, self.epsilon, self.rng = (
+            gamma,
+            min_child_weight,
+            max_bins,
+            epsilon,
+            rng,
+        )
 
     def fit(self, clients):
         "Fit on a list of (X_k, y_k)."
         _check_eps(self.epsilon)
-        parties, agg = self._setup(clients); t0 = time.perf_counter()
+        parties, agg = self._setup(clients)
+        t0 = time.perf_counter()
         self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
         per = np.bincount(self.builders_, minlength=len(parties))
         for b in self.builders_:
-            self.channel_.next_round(); p = parties[b]
+            self.channel_.next_round()
+            p = parties[b]
             tree = _dp_tree(self, p, self.epsilon / per[b], self._rng)
             p.broadcast([q for q in parties if q is not p], 'tree', tree_message(tree))
-            for q in parties: q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
+            for q in parties:
+                q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
             self.trees_.append(tree)
         self.epsilon_per_tree_ = self.epsilon / per
         self.timings_['boosting'] = time.perf_counter() - t0
@@ -478,36 +697,64 @@ class TFLClassifier(_FedGBDT):
 # %% ../nbs/34_nflgbdt.ipynb #fd6e29e8
 class FGBDTGClassifier(_FedGBDT):
     "F-GBDT-G (Yamamoto et al. 2020): each round every party proposes a DP tree; the sum of the parties' gradient scores picks one."
-    def __init__(self, n_estimators:int=100, # trees (rounds)
-                 max_depth:int=6, # depth of each tree
-                 learning_rate:float=0.3, # shrinkage of the leaf weights
-                 reg_lambda:float=1.0, # L2 penalty on leaf weights
-                 gamma:float=0.0, # minimum split gain
-                 min_child_weight:float=1.0, # minimum rows in a child (Hessians are 1)
-                 max_bins:int=256, # split candidates per feature (pooled quantiles, declared public)
-                 epsilon:float=10.0, # each party's privacy budget over its proposed trees (pure DP, leaves only)
-                 rng=None): # numpy Generator or seed (noise)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = n_estimators, max_depth, learning_rate, reg_lambda
-        self.gamma, self.min_child_weight, self.max_bins, self.epsilon, self.rng = gamma, min_child_weight, max_bins, epsilon, rng
+
+    def __init__(
+        self,
+        n_estimators: int = 100,  # trees (rounds)
+        max_depth: int = 6,  # depth of each tree
+        learning_rate: float = 0.3,  # shrinkage of the leaf weights
+        reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+        gamma: float = 0.0,  # minimum split gain
+        min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
+        max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
+        epsilon: float = 10.0,  # each party's privacy budget over its proposed trees (pure DP, leaves only)
+        rng=None,
+    ):  # numpy Generator or seed (noise)
+        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
+            n_estimators,
+            max_depth,
+            learning_rate,
+            reg_lambda,
+        )
+        self.gamma, self.min_child_weight, self.max_bins, self.epsilon, self.rng = (
+            gamma,
+            min_child_weight,
+            max_bins,
+            epsilon,
+            rng,
+        )
 
     def fit(self, clients):
         "Fit on a list of (X_k, y_k)."
         _check_eps(self.epsilon)
-        parties, agg = self._setup(clients); t0 = time.perf_counter(); lay = self.binner_.layout_
-        self.epsilon_per_tree_ = np.full(len(parties), self.epsilon / self.n_estimators); self.builders_ = []
+        parties, agg = self._setup(clients)
+        t0 = time.perf_counter()
+        lay = self.binner_.layout_
+        self.epsilon_per_tree_ = np.full(len(parties), self.epsilon / self.n_estimators)
+        self.builders_ = []
         for _ in range(self.n_estimators):
             self.channel_.next_round()
             cand = [_dp_tree(self, p, self.epsilon / self.n_estimators, self._rng) for p in parties]
-            for p, c in zip(parties, cand): p.broadcast([q for q in parties if q is not p], 'candidate', tree_message(c))
+            for p, c in zip(parties, cand):
+                p.broadcast([q for q in parties if q is not p], 'candidate', tree_message(c))
             for q in parties:
-                trees = [c if p is q else tree_from_message(q.receive('candidate', sender=p), lay) for p, c in zip(parties, cand)]
-                gh = q.gradients(); v = np.stack([t.value[q.leaves(t)] for t in trees])
-                q.send(agg, 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1]); q._cand = trees
+                trees = [
+                    c if p is q else tree_from_message(q.receive('candidate', sender=p), lay)
+                    for p, c in zip(parties, cand)
+                ]
+                gh = q.gradients()
+                v = np.stack([t.value[q.leaves(t)] for t in trees])
+                q.send(agg, 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
+                q._cand = trees
             best = int(np.argmin(sum(agg.receive('scores', sender=q) for q in parties)))
             agg.broadcast(parties, 'chosen', np.int32(best))
-            for q in parties: q.add_tree(q._cand[int(q.receive('chosen'))]); q._cand = None
-            self.trees_.append(cand[best]); self.builders_.append(best)
-        self.builders_ = np.array(self.builders_); self.timings_['boosting'] = time.perf_counter() - t0
+            for q in parties:
+                q.add_tree(q._cand[int(q.receive('chosen'))])
+                q._cand = None
+            self.trees_.append(cand[best])
+            self.builders_.append(best)
+        self.builders_ = np.array(self.builders_)
+        self.timings_['boosting'] = time.perf_counter() - t0
         return self
 
 # %% ../nbs/34_nflgbdt.ipynb #86894d10
@@ -516,24 +763,34 @@ def pooled(clients) -> tuple:
     Xs, ys, _ = _check_clients(clients, True)
     return np.vstack(Xs), np.concatenate(ys)
 
+
 def individual_errors(clients, X_test, y_test, **params) -> np.ndarray:
     "Test error of a `GBDTClassifier` fitted on each client's rows alone (`params` go to the classifier)."
     from fedgauss.gbdt import GBDTClassifier
-    Xs, ys, _ = _check_clients(clients, True); y_test = np.asarray(y_test)
+
+    Xs, ys, _ = _check_clients(clients, True)
+    y_test = np.asarray(y_test)
     out = []
     for X, y in zip(Xs, ys):
-        if len(np.unique(y)) < 2: out.append(float(np.mean(y_test != y[0]))); continue    # one class: predict it
+        if len(np.unique(y)) < 2:
+            out.append(float(np.mean(y_test != y[0])))
+            continue  # one class: predict it
         out.append(float(np.mean(GBDTClassifier(**params).fit(X, y).predict(X_test) != y_test)))
     return np.array(out)
 
 # %% ../nbs/34_nflgbdt.ipynb #2a5cf170
-def communication(models:dict) -> pd.DataFrame:
+def communication(models: dict) -> pd.DataFrame:
     "Total bytes, messages and rounds of fitted federated estimators (name -> model), and bytes sent per party."
     rows = {}
     for name, m in models.items():
-        s = m.channel_.summary(); b = m.channel_.bytes_by_party()
+        s = m.channel_.summary()
+        b = m.channel_.bytes_by_party()
         owners = [p.name for p in m.parties_]
-        rows[name] = dict(total_bytes=s['total_bytes'], messages=s['n_messages'], rounds=s['n_rounds'],
-                          max_bytes_sent_by_a_party=int(b.loc[b.index.isin(owners), 'bytes_sent'].max()),
-                          aggregator_bytes_received=int(b['bytes_received'].get('aggregator', 0)))
+        rows[name] = dict(
+            total_bytes=s['total_bytes'],
+            messages=s['n_messages'],
+            rounds=s['n_rounds'],
+            max_bytes_sent_by_a_party=int(b.loc[b.index.isin(owners), 'bytes_sent'].max()),
+            aggregator_bytes_received=int(b['bytes_received'].get('aggregator', 0)),
+        )
     return pd.DataFrame(rows).T

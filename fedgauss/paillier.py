@@ -20,128 +20,163 @@ __all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
     import gmpy2
+
     HAVE_GMPY2 = True
-except ImportError:          # pure Python works too, several times slower
+except ImportError:  # pure Python works too, several times slower
     gmpy2, HAVE_GMPY2 = None, False
 
-def _backend(use_gmpy2:bool|None=None):
+
+def _backend(use_gmpy2: bool | None = None):
     "The big-integer functions (mpz, powmod, invert, is_prime) of gmpy2 when available, else pure Python ones."
     if (use_gmpy2 is None and HAVE_GMPY2) or use_gmpy2:
-        if not HAVE_GMPY2: raise ImportError("gmpy2 is not installed: pip install gmpy2")
+        if not HAVE_GMPY2:
+            raise ImportError("gmpy2 is not installed: pip install gmpy2")
         return gmpy2.mpz, gmpy2.powmod, gmpy2.invert, lambda x, k: bool(gmpy2.is_prime(x, k))
     return int, pow, lambda a, m: pow(a, -1, m), _miller_rabin
 
 # %% ../nbs/32_paillier.ipynb #b59851d1
 _SMALL_PRIMES = [p for p in range(3, 2000, 2) if all(p % d for d in range(3, int(p**0.5) + 1, 2))]
 
-def _miller_rabin(n:int, rounds:int=64) -> bool:
+
+def _miller_rabin(n: int, rounds: int = 64) -> bool:
     "Miller-Rabin with `rounds` random bases (error < 4**-rounds for any odd n), after trial division by small primes."
-    if n < 2: return False
+    if n < 2:
+        return False
     for p in [2] + _SMALL_PRIMES:
-        if n % p == 0: return n == p
+        if n % p == 0:
+            return n == p
     d, s = n - 1, 0
-    while d % 2 == 0: d, s = d // 2, s + 1
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
     for _ in range(rounds):
         x = pow(2 + secrets.randbelow(n - 3), d, n)
-        if x in (1, n - 1): continue
+        if x in (1, n - 1):
+            continue
         for _ in range(s - 1):
             x = x * x % n
-            if x == n - 1: break
-        else: return False
+            if x == n - 1:
+                break
+        else:
+            return False
     return True
 
 # %% ../nbs/32_paillier.ipynb #77ef9c6b
-def _randbits(bits:int, rng=None) -> int:
+def _randbits(bits: int, rng=None) -> int:
     "A uniform integer of `bits` bits: from the OS (`secrets`) if `rng` is None, else from the numpy Generator `rng`."
-    if rng is None: return secrets.randbits(bits)
+    if rng is None:
+        return secrets.randbits(bits)
     nbytes = -(-bits // 8)
-    return int.from_bytes(rng.bytes(nbytes), 'big') >> (8*nbytes - bits)
+    return int.from_bytes(rng.bytes(nbytes), 'big') >> (8 * nbytes - bits)
 
-def _randbelow(n:int, rng=None) -> int:
+
+def _randbelow(n: int, rng=None) -> int:
     "A uniform integer in [0, n) by rejection."
     while True:
         v = _randbits(n.bit_length(), rng)
-        if v < n: return v
+        if v < n:
+            return v
 
 # %% ../nbs/32_paillier.ipynb #1e3ed7f6
-def random_prime(bits:int, # length of the prime, bits
-                 rng=None, # None: the OS's CSPRNG; a numpy Generator: reproducible, NOT cryptographic
-                 use_gmpy2:bool|None=None, # force or forbid gmpy2 (default: use it if installed)
-                ) -> int:
+def random_prime(
+    bits: int,  # length of the prime, bits
+    rng=None,  # None: the OS's CSPRNG; a numpy Generator: reproducible, NOT cryptographic
+    use_gmpy2: bool | None = None,  # force or forbid gmpy2 (default: use it if installed)
+) -> int:
     "A random prime of exactly `bits` bits with its top two bits set, so that a product of two has exactly 2 `bits` bits."
     mpz, _, _, is_prime = _backend(use_gmpy2)
     rng = None if rng is None else as_rng(rng)
     while True:
         cand = _randbits(bits, rng) | (3 << (bits - 2)) | 1
-        if is_prime(mpz(cand), 64): return mpz(cand)
+        if is_prime(mpz(cand), 64):
+            return mpz(cand)
 
 # %% ../nbs/32_paillier.ipynb #9ca077cb
 class PaillierPublicKey:
     "Paillier public key: the modulus n = pq, with g = n + 1."
-    def __init__(self, n:int, # the modulus
-                 use_gmpy2:bool|None=None, # big-integer backend (default: gmpy2 if installed)
-                ):
+
+    def __init__(
+        self,
+        n: int,  # the modulus
+        use_gmpy2: bool | None = None,  # big-integer backend (default: gmpy2 if installed)
+    ):
         self._mpz, self._pow, self._inv, _ = _backend(use_gmpy2)
         self.n = self._mpz(n)
         self.nsquare = self.n * self.n
         self.g = self.n + 1
-        self.max_int = self.n // 3 - 1           # as phe: plaintexts in (-n/3, n/3) decode without ambiguity
+        self.max_int = self.n // 3 - 1  # as phe: plaintexts in (-n/3, n/3) decode without ambiguity
 
-    def __eq__(self, other): return isinstance(other, PaillierPublicKey) and self.n == other.n
-    def __hash__(self): return hash(int(self.n))
-    def __repr__(self): return f"PaillierPublicKey({self.n.bit_length()} bits)"
+    def __eq__(self, other):
+        return isinstance(other, PaillierPublicKey) and self.n == other.n
+
+    def __hash__(self):
+        return hash(int(self.n))
+
+    def __repr__(self):
+        return f"PaillierPublicKey({self.n.bit_length()} bits)"
 
 # %% ../nbs/32_paillier.ipynb #0bd3863e
 @patch
-def obfuscator(self:PaillierPublicKey, rng=None) -> int:
+def obfuscator(self: PaillierPublicKey, rng=None) -> int:
     "r^n mod n^2 for a uniform unit r of Z_n (a fresh random element of the n-th residues): one full exponentiation."
     rng = None if rng is None else as_rng(rng)
     while True:
         r = _randbelow(int(self.n), rng)
-        if r > 0 and math.gcd(r, int(self.n)) == 1: return self._pow(self._mpz(r), self.n, self.nsquare)
+        if r > 0 and math.gcd(r, int(self.n)) == 1:
+            return self._pow(self._mpz(r), self.n, self.nsquare)
+
 
 @patch
-def raw_encrypt(self:PaillierPublicKey, m:int, # plaintext in [0, n)
-                r_value:int|None=None, # the random r (default: fresh); the obfuscator is r^n
-                rng=None, # randomness for r (None: the OS's CSPRNG)
-               ) -> int:
+def raw_encrypt(
+    self: PaillierPublicKey,
+    m: int,  # plaintext in [0, n)
+    r_value: int | None = None,  # the random r (default: fresh); the obfuscator is r^n
+    rng=None,  # randomness for r (None: the OS's CSPRNG)
+) -> int:
     "c = g^m r^n = (1 + m n) r^n mod n^2."
     m = self._check_plaintext(m)
     obf = self.obfuscator(rng) if r_value is None else self._pow(self._mpz(r_value), self.n, self.nsquare)
-    return (1 + m*self.n) % self.nsquare * obf % self.nsquare
+    return (1 + m * self.n) % self.nsquare * obf % self.nsquare
 
 # %% ../nbs/32_paillier.ipynb #61e440df
 @patch
-def _check_plaintext(self:PaillierPublicKey, m) -> int:
+def _check_plaintext(self: PaillierPublicKey, m) -> int:
     if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral):
         raise TypeError(f"a Paillier plaintext is an integer in [0, n); got {type(m).__name__} {m!r:.40}")
-    if not 0 <= m < self.n: raise ValueError(f"plaintext {m} is outside [0, n) for this {self.n.bit_length()}-bit key")
+    if not 0 <= m < self.n:
+        raise ValueError(f"plaintext {m} is outside [0, n) for this {self.n.bit_length()}-bit key")
     return self._mpz(m)
 
 # %% ../nbs/32_paillier.ipynb #061875bc
 class PaillierPrivateKey:
     "Paillier private key: the primes p, q, with the constants of CRT decryption."
-    def __init__(self, public_key:PaillierPublicKey, # the matching public key
-                 p:int, q:int, # the primes, pq = n
-                ):
-        if p * q != public_key.n: raise ValueError("p q does not equal the public key's n: key mismatch")
-        if p == q: raise ValueError("p and q must differ")
+
+    def __init__(
+        self,
+        public_key: PaillierPublicKey,  # the matching public key
+        p: int,
+        q: int,  # the primes, pq = n
+    ):
+        if p * q != public_key.n:
+            raise ValueError("p q does not equal the public key's n: key mismatch")
+        if p == q:
+            raise ValueError("p and q must differ")
         mpz, pw, inv = public_key._mpz, public_key._pow, public_key._inv
         self.public_key, self.p, self.q = public_key, mpz(min(p, q)), mpz(max(p, q))
-        self.psquare, self.qsquare = self.p*self.p, self.q*self.q
+        self.psquare, self.qsquare = self.p * self.p, self.q * self.q
         L = lambda x, s: (x - 1) // s
-        self.hp = inv(L(pw(public_key.g, self.p - 1, self.psquare), self.p), self.p)   # (L_p(g^(p-1) mod p^2))^-1 mod p
+        self.hp = inv(L(pw(public_key.g, self.p - 1, self.psquare), self.p), self.p)  # (L_p(g^(p-1) mod p^2))^-1 mod p
         self.hq = inv(L(pw(public_key.g, self.q - 1, self.qsquare), self.q), self.q)
-        self.p_inverse = inv(self.p, self.q)                                           # for the CRT recombination
-        self._en_p = public_key.n % (self.p*(self.p - 1))                              # n mod phi(p^2), for r^n mod p^2
-        self._en_q = public_key.n % (self.q*(self.q - 1))
+        self.p_inverse = inv(self.p, self.q)  # for the CRT recombination
+        self._en_p = public_key.n % (self.p * (self.p - 1))  # n mod phi(p^2), for r^n mod p^2
+        self._en_q = public_key.n % (self.q * (self.q - 1))
         self._qsq_inv = inv(self.qsquare, self.psquare)
 
-    def __repr__(self): return f"PaillierPrivateKey({self.public_key.n.bit_length()} bits)"
+    def __repr__(self):
+        return f"PaillierPrivateKey({self.public_key.n.bit_length()} bits)"
 
 # %% ../nbs/32_paillier.ipynb #00237cde
 @patch
-def raw_decrypt(self:PaillierPrivateKey, c:int) -> int:
+def raw_decrypt(self: PaillierPrivateKey, c: int) -> int:
     "m = L(c^lambda mod n^2) mu mod n, through the CRT: m_p = L_p(c^(p-1) mod p^2) h_p mod p, the same mod q, recombined."
     pk, pw = self.public_key, self.public_key._pow
     c = pk._check_ciphertext(c)
@@ -151,70 +186,84 @@ def raw_decrypt(self:PaillierPrivateKey, c:int) -> int:
 
 # %% ../nbs/32_paillier.ipynb #708a8f35
 @patch
-def _check_ciphertext(self:PaillierPublicKey, c) -> int:
+def _check_ciphertext(self: PaillierPublicKey, c) -> int:
     if isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Integral):
         raise TypeError(f"a Paillier ciphertext is an integer; got {type(c).__name__}")
     if not 0 < c < self.nsquare:
-        raise ValueError(f"ciphertext outside (0, n^2) for this {self.n.bit_length()}-bit key: encrypted under another key?")
+        raise ValueError(
+            f"ciphertext outside (0, n^2) for this {self.n.bit_length()}-bit key: encrypted under another key?"
+        )
     return self._mpz(c)
 
 # %% ../nbs/32_paillier.ipynb #a149f3f4
-def generate_paillier_keypair(n_length:int=2048, # bits of the modulus n
-                              rng=None, # None: the OS's CSPRNG; a seed or numpy Generator: reproducible, for tests only
-                              unsafe:bool=False, # allow n_length < 1024 (tests)
-                              use_gmpy2:bool|None=None, # big-integer backend (default: gmpy2 if installed)
-                             ) -> tuple:
+def generate_paillier_keypair(
+    n_length: int = 2048,  # bits of the modulus n
+    rng=None,  # None: the OS's CSPRNG; a seed or numpy Generator: reproducible, for tests only
+    unsafe: bool = False,  # allow n_length < 1024 (tests)
+    use_gmpy2: bool | None = None,  # big-integer backend (default: gmpy2 if installed)
+) -> tuple:
     "(public key, private key) with n = pq of exactly `n_length` bits, p and q random primes of n_length/2 bits."
     if isinstance(n_length, bool) or not isinstance(n_length, numbers.Integral) or n_length < 16 or n_length % 2:
         raise ValueError(f"n_length must be an even integer >= 16; got {n_length!r}")
     if n_length < 1024 and not unsafe:
-        raise ValueError(f"a {n_length}-bit key is breakable: use n_length >= 1024 (2048 recommended), or unsafe=True for tests")
+        raise ValueError(
+            f"a {n_length}-bit key is breakable: use n_length >= 1024 (2048 recommended), or unsafe=True for tests"
+        )
     rng = None if rng is None else as_rng(rng)
     while True:
         p = random_prime(n_length // 2, rng, use_gmpy2)
         q = random_prime(n_length // 2, rng, use_gmpy2)
-        if p != q and (p*q).bit_length() == n_length: break
-    pk = PaillierPublicKey(p*q, use_gmpy2)
+        if p != q and (p * q).bit_length() == n_length:
+            break
+    pk = PaillierPublicKey(p * q, use_gmpy2)
     return pk, PaillierPrivateKey(pk, p, q)
 
 # %% ../nbs/32_paillier.ipynb #a4052836
 @patch
-def add(self:PaillierPublicKey, c1:int, c2:int) -> int:
+def add(self: PaillierPublicKey, c1: int, c2: int) -> int:
     "E(m1) E(m2) = E(m1 + m2 mod n)."
     return self._check_ciphertext(c1) * self._check_ciphertext(c2) % self.nsquare
 
-@patch
-def add_plain(self:PaillierPublicKey, c:int, m:int) -> int:
-    "E(m1) g^m2 = E(m1 + m2 mod n), no randomness added."
-    return self._check_ciphertext(c) * (1 + self._check_plaintext(m % self.n)*self.n) % self.nsquare
 
 @patch
-def mul_plain(self:PaillierPublicKey, c:int, k:int) -> int:
+def add_plain(self: PaillierPublicKey, c: int, m: int) -> int:
+    "E(m1) g^m2 = E(m1 + m2 mod n), no randomness added."
+    return self._check_ciphertext(c) * (1 + self._check_plaintext(m % self.n) * self.n) % self.nsquare
+
+
+@patch
+def mul_plain(self: PaillierPublicKey, c: int, k: int) -> int:
     "E(m)^k = E(k m mod n); a negative k through the inverse of c."
     c, k = self._check_ciphertext(c), int(k)
     return self._pow(c if k >= 0 else self._inv(c, self.nsquare), abs(k), self.nsquare)
 
+
 @patch
-def sum(self:PaillierPublicKey, cs) -> int:
+def sum(self: PaillierPublicKey, cs) -> int:
     "E(sum of the plaintexts): the product of the ciphertexts mod n^2."
     out = self._mpz(1)
-    for c in cs: out = out * c % self.nsquare
+    for c in cs:
+        out = out * c % self.nsquare
     return out
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 class FixedBase:
     "Powers h^x mod `modulus` for many x from one table: row i holds h^(j 2^(w i)), j < 2^w; a power is one product per row."
-    def __init__(self, h:int, # the base
-                 modulus:int, # the modulus
-                 exponent_bits:int, # largest exponent length, bits
-                 window:int=8, # bits per row (memory 2^w entries per row)
-                ):
+
+    def __init__(
+        self,
+        h: int,  # the base
+        modulus: int,  # the modulus
+        exponent_bits: int,  # largest exponent length, bits
+        window: int = 8,  # bits per row (memory 2^w entries per row)
+    ):
         self.modulus, self.exponent_bits, self.window = modulus, exponent_bits, window
         one = h * 0 + 1
         self.table, base = [], h % modulus
         for _ in range(-(-exponent_bits // window)):
             row = [one]
-            for _ in range((1 << window) - 1): row.append(row[-1] * base % modulus)
+            for _ in range((1 << window) - 1):
+                row.append(row[-1] * base % modulus)
             self.table.append(row)
             base = row[-1] * base % modulus
 
@@ -224,7 +273,8 @@ class FixedBase:
         for x in xs:
             acc = self.table[0][0]
             for row in self.table:
-                if x & mask: acc = acc * row[x & mask] % m
+                if x & mask:
+                    acc = acc * row[x & mask] % m
                 x >>= w
             out.append(acc)
         return out
@@ -233,108 +283,136 @@ class FixedBase:
 class ObfuscatorTable:
     """Fast obfuscators h^x mod n^2 from one random n-th residue h = r0^n and short random exponents x
     (Damgard, Jurik & Nielsen 2010). The key owner computes them modulo p^2 and q^2 (CRT), twice as fast."""
-    def __init__(self, key, # a `PaillierPublicKey`, or a `PaillierPrivateKey` (then through the CRT)
-                 rng=None, # randomness of h (None: the OS's CSPRNG)
-                 exponent_bits:int|None=None, # bits of x (default: half of n's, as DJN)
-                 window:int=8, # bits per table row
-                ):
+
+    def __init__(
+        self,
+        key,  # a `PaillierPublicKey`, or a `PaillierPrivateKey` (then through the CRT)
+        rng=None,  # randomness of h (None: the OS's CSPRNG)
+        exponent_bits: int | None = None,  # bits of x (default: half of n's, as DJN)
+        window: int = 8,  # bits per table row
+    ):
         pk = getattr(key, 'public_key', key)
         self.key, self.pk = key, pk
         self.exponent_bits = exponent_bits or -(-pk.n.bit_length() // 2)
         h = pk.obfuscator(None if rng is None else as_rng(rng))
-        if key is pk: self.tables = [FixedBase(h, pk.nsquare, self.exponent_bits, window)]
-        else: self.tables = [FixedBase(h, key.psquare, self.exponent_bits, window), FixedBase(h, key.qsquare, self.exponent_bits, window)]
+        if key is pk:
+            self.tables = [FixedBase(h, pk.nsquare, self.exponent_bits, window)]
+        else:
+            self.tables = [
+                FixedBase(h, key.psquare, self.exponent_bits, window),
+                FixedBase(h, key.qsquare, self.exponent_bits, window),
+            ]
 
 # %% ../nbs/32_paillier.ipynb #02fc104a
 @patch
-def draw(self:ObfuscatorTable, k:int, # how many
-         rng=None, # randomness of the exponents (None: the OS's CSPRNG)
-        ) -> list:
+def draw(
+    self: ObfuscatorTable,
+    k: int,  # how many
+    rng=None,  # randomness of the exponents (None: the OS's CSPRNG)
+) -> list:
     "`k` obfuscators h^x mod n^2, x uniform on `exponent_bits` bits."
     rng = None if rng is None else as_rng(rng)
     xs = [_randbits(self.exponent_bits, rng) for _ in range(k)]
-    if len(self.tables) == 1: return self.tables[0].powers(xs)
+    if len(self.tables) == 1:
+        return self.tables[0].powers(xs)
     return self.key._crt_combine(self.tables[0].powers(xs), self.tables[1].powers(xs))
 
 # %% ../nbs/32_paillier.ipynb #af0ecf77
 @patch
-def _crt_combine(self:PaillierPrivateKey, xp:list, xq:list) -> list:
+def _crt_combine(self: PaillierPrivateKey, xp: list, xq: list) -> list:
     "x mod n^2 from x mod p^2 and x mod q^2 (Garner)."
     qs, inv, ps = self.qsquare, self._qsq_inv, self.psquare
     return [b + qs * ((a - b) * inv % ps) for a, b in zip(xp, xq)]
 
 # %% ../nbs/32_paillier.ipynb #8f57fe59
-def _powmod_many(bases:list, e, m, pow_) -> list:
+def _powmod_many(bases: list, e, m, pow_) -> list:
     "[b^e mod m for b in bases]: one C call with gmpy2 (powmod_base_list), a loop otherwise."
-    if HAVE_GMPY2 and pow_ is gmpy2.powmod: return list(gmpy2.powmod_base_list(bases, e, m))
+    if HAVE_GMPY2 and pow_ is gmpy2.powmod:
+        return list(gmpy2.powmod_base_list(bases, e, m))
     return [pow_(b, e, m) for b in bases]
 
 # %% ../nbs/32_paillier.ipynb #dbc2ddfd
 @patch
-def obfuscators(self:PaillierPublicKey, k:int, # how many
-                rng=None, # randomness (None: the OS's CSPRNG)
-                fast:bool=True, # DJN short exponents from a fixed-base table (built once per key), else r^n in full
-               ) -> list:
+def obfuscators(
+    self: PaillierPublicKey,
+    k: int,  # how many
+    rng=None,  # randomness (None: the OS's CSPRNG)
+    fast: bool = True,  # DJN short exponents from a fixed-base table (built once per key), else r^n in full
+) -> list:
     "`k` fresh obfuscators for this key."
     rng = None if rng is None else as_rng(rng)
     if fast:
-        if getattr(self, '_table', None) is None: self._table = ObfuscatorTable(self, rng)
+        if getattr(self, '_table', None) is None:
+            self._table = ObfuscatorTable(self, rng)
         return self._table.draw(k, rng)
     rs = [self._mpz(self._unit(rng)) for _ in range(k)]
     return _powmod_many(rs, self.n, self.nsquare, self._pow)
 
+
 @patch
-def _unit(self:PaillierPublicKey, rng=None) -> int:
+def _unit(self: PaillierPublicKey, rng=None) -> int:
     while True:
         r = _randbelow(int(self.n), rng)
-        if r > 0 and math.gcd(r, int(self.n)) == 1: return r
+        if r > 0 and math.gcd(r, int(self.n)) == 1:
+            return r
 
 # %% ../nbs/32_paillier.ipynb #1a8c7fcf
 @patch
-def obfuscators(self:PaillierPrivateKey, k:int, # how many
-                rng=None, # randomness (None: the OS's CSPRNG)
-                fast:bool=True, # DJN short exponents (tables mod p^2 and q^2), else r^n in full through the CRT
-               ) -> list:
+def obfuscators(
+    self: PaillierPrivateKey,
+    k: int,  # how many
+    rng=None,  # randomness (None: the OS's CSPRNG)
+    fast: bool = True,  # DJN short exponents (tables mod p^2 and q^2), else r^n in full through the CRT
+) -> list:
     "`k` fresh obfuscators, computed by the key owner modulo p^2 and q^2."
     pk = self.public_key
     rng = None if rng is None else as_rng(rng)
     if fast:
-        if getattr(self, '_table', None) is None: self._table = ObfuscatorTable(self, rng)
+        if getattr(self, '_table', None) is None:
+            self._table = ObfuscatorTable(self, rng)
         return self._table.draw(k, rng)
     rs = [pk._mpz(pk._unit(rng)) for _ in range(k)]
-    return self._crt_combine(_powmod_many(rs, self._en_p, self.psquare, pk._pow), _powmod_many(rs, self._en_q, self.qsquare, pk._pow))
+    return self._crt_combine(
+        _powmod_many(rs, self._en_p, self.psquare, pk._pow), _powmod_many(rs, self._en_q, self.qsquare, pk._pow)
+    )
 
 # %% ../nbs/32_paillier.ipynb #b1570fdd
-def _as_plaintexts(pk:PaillierPublicKey, ms) -> list:
+def _as_plaintexts(pk: PaillierPublicKey, ms) -> list:
     "A list of plaintext integers in [0, n) from any array-like of integers (object arrays of big ints included)."
     ms = list(np.asarray(ms, dtype=object).ravel()) if not isinstance(ms, list) else ms
     return [pk._check_plaintext(m) for m in ms]
 
 # %% ../nbs/32_paillier.ipynb #337d53c7
 @patch
-def encrypt_many(self:PaillierPublicKey, ms, # plaintext integers in [0, n)
-                 rng=None, # randomness of the obfuscators (None: the OS's CSPRNG)
-                 obfuscators:list|None=None, # precomputed ones (a pool), one per plaintext, each used once
-                 fast:bool=True, # DJN obfuscators (see `obfuscators`)
-                ) -> list:
+def encrypt_many(
+    self: PaillierPublicKey,
+    ms,  # plaintext integers in [0, n)
+    rng=None,  # randomness of the obfuscators (None: the OS's CSPRNG)
+    obfuscators: list | None = None,  # precomputed ones (a pool), one per plaintext, each used once
+    fast: bool = True,  # DJN obfuscators (see `obfuscators`)
+) -> list:
     "Ciphertexts (1 + m n) r^n mod n^2 of all `ms`."
     ms = _as_plaintexts(self, ms)
     obf = self.obfuscators(len(ms), rng, fast) if obfuscators is None else list(obfuscators)
-    if len(obf) != len(ms): raise ValueError(f"{len(obf)} obfuscators for {len(ms)} plaintexts")
+    if len(obf) != len(ms):
+        raise ValueError(f"{len(obf)} obfuscators for {len(ms)} plaintexts")
     n, n2 = self.n, self.nsquare
-    return [(1 + m*n) * r % n2 for m, r in zip(ms, obf)]
+    return [(1 + m * n) * r % n2 for m, r in zip(ms, obf)]
 
 # %% ../nbs/32_paillier.ipynb #c7325615
 @patch
-def encrypt_many(self:PaillierPrivateKey, ms, rng=None, obfuscators:list|None=None, fast:bool=True) -> list:
+def encrypt_many(self: PaillierPrivateKey, ms, rng=None, obfuscators: list | None = None, fast: bool = True) -> list:
     "The key owner's `encrypt_many`: the same ciphertexts, obfuscators computed through the CRT."
-    if obfuscators is None: obfuscators = self.obfuscators(len(_as_plaintexts(self.public_key, ms)), rng, fast)
+    if obfuscators is None:
+        obfuscators = self.obfuscators(len(_as_plaintexts(self.public_key, ms)), rng, fast)
     return self.public_key.encrypt_many(ms, obfuscators=obfuscators)
 
 # %% ../nbs/32_paillier.ipynb #591b55b1
 @patch
-def decrypt_many(self:PaillierPrivateKey, cs, # ciphertexts of this key
-                ) -> list:
+def decrypt_many(
+    self: PaillierPrivateKey,
+    cs,  # ciphertexts of this key
+) -> list:
     "Plaintexts of all `cs` in [0, n): the CRT decryption, with the exponentiations batched."
     pk = self.public_key
     cs = [pk._check_ciphertext(c) for c in (cs if isinstance(cs, list) else list(np.asarray(cs, dtype=object).ravel()))]
@@ -351,14 +429,16 @@ def decrypt_many(self:PaillierPrivateKey, cs, # ciphertexts of this key
 @dataclass(frozen=True)
 class FixedPoint:
     "Signed fixed point in Z_n: x -> round(x 2^frac_bits) mod n, negatives as n - |v|, with |v| <= max_int (no wrap-around)."
-    n: int                  # the modulus
-    frac_bits: int = 32     # fractional bits
-    max_int: int = None     # largest |encoded value| (default n // 3 - 1, as phe: sums of a few stay decodable)
+
+    n: int  # the modulus
+    frac_bits: int = 32  # fractional bits
+    max_int: int = None  # largest |encoded value| (default n // 3 - 1, as phe: sums of a few stay decodable)
 
     def __post_init__(self):
         if isinstance(self.frac_bits, bool) or not isinstance(self.frac_bits, numbers.Integral) or self.frac_bits < 0:
             raise ValueError(f"frac_bits must be a non-negative integer; got {self.frac_bits!r}")
-        if self.max_int is None: object.__setattr__(self, 'max_int', int(self.n) // 3 - 1)
+        if self.max_int is None:
+            object.__setattr__(self, 'max_int', int(self.n) // 3 - 1)
 
     @property
     def max_value(self) -> float:
@@ -367,56 +447,71 @@ class FixedPoint:
 
 # %% ../nbs/32_paillier.ipynb #4c9286ca
 @patch
-def encode(self:FixedPoint, x) -> list:
+def encode(self: FixedPoint, x) -> list:
     "Integers in [0, n) for the finite reals `x`; FixedPointOverflow beyond +-`max_value`."
     a = np.asarray(x, dtype=np.float64).ravel()
-    if not np.isfinite(a).all(): raise ValueError("values to encode must be finite (no NaN or inf)")
+    if not np.isfinite(a).all():
+        raise ValueError("values to encode must be finite (no NaN or inf)")
     big = np.abs(a) > self.max_value
     if big.any():
-        raise FixedPointOverflow(f"{a[big][0]!r} exceeds the fixed-point range +-{self.max_value:.4g} "
-                                 f"({self.frac_bits} fractional bits in a {int(self.n).bit_length()}-bit plaintext)")
+        raise FixedPointOverflow(
+            f"{a[big][0]!r} exceeds the fixed-point range +-{self.max_value:.4g} "
+            f"({self.frac_bits} fractional bits in a {int(self.n).bit_length()}-bit plaintext)"
+        )
     n = int(self.n)
-    return [int(round(v * 2**self.frac_bits)) % n if v * 2**self.frac_bits < 2**62 else _exact_round(v, self.frac_bits) % n
-            for v in a.tolist()]
+    return [
+        int(round(v * 2**self.frac_bits)) % n if v * 2**self.frac_bits < 2**62 else _exact_round(v, self.frac_bits) % n
+        for v in a.tolist()
+    ]
 
-def _exact_round(v:float, f:int) -> int:
+
+def _exact_round(v: float, f: int) -> int:
     "round(v 2^f) exactly, for |v 2^f| too large for a float's integer part to be exact."
     from fractions import Fraction
+
     return round(Fraction(v) * 2**f)
 
+
 @patch
-def decode(self:FixedPoint, v) -> np.ndarray:
+def decode(self: FixedPoint, v) -> np.ndarray:
     "Reals from plaintexts: values above n/2 are negative; the magnitude must be within `max_int` (else overflow)."
     n, out = int(self.n), []
-    for t in (v if isinstance(v, list) else list(np.asarray(v, dtype=object).ravel())):
+    for t in v if isinstance(v, list) else list(np.asarray(v, dtype=object).ravel()):
         t = int(t) % n
         s = t - n if t > n // 2 else t
-        if abs(s) > self.max_int: raise FixedPointOverflow(f"a decoded value ({s.bit_length()} bits) exceeds max_int: it wrapped around n")
+        if abs(s) > self.max_int:
+            raise FixedPointOverflow(f"a decoded value ({s.bit_length()} bits) exceeds max_int: it wrapped around n")
         out.append(s / 2**self.frac_bits if abs(s) < 2**1000 else float(s) / 2**self.frac_bits)
     return np.array(out)
 
 # %% ../nbs/32_paillier.ipynb #85389716
-def slots_per_plaintext(n:int, # the modulus
-                        slot_bits:int, # bits per slot
-                       ) -> int:
+def slots_per_plaintext(
+    n: int,  # the modulus
+    slot_bits: int,  # bits per slot
+) -> int:
     "How many `slot_bits`-bit slots fit in a plaintext of Z_n without reaching n."
     return (int(n).bit_length() - 1) // slot_bits
 
-def pack_slots(values, # non-negative integers, each below 2^slot_bits
-               slot_bits:int, # bits per slot
-              ) -> int:
+
+def pack_slots(
+    values,  # non-negative integers, each below 2^slot_bits
+    slot_bits: int,  # bits per slot
+) -> int:
     "One integer holding `values` in consecutive `slot_bits`-bit slots, the first in the lowest bits."
     out = 0
     for i, v in enumerate(values):
         v = int(v)
-        if not 0 <= v < 1 << slot_bits: raise FixedPointOverflow(f"value {v} does not fit a {slot_bits}-bit slot")
+        if not 0 <= v < 1 << slot_bits:
+            raise FixedPointOverflow(f"value {v} does not fit a {slot_bits}-bit slot")
         out |= v << (i * slot_bits)
     return out
 
-def unpack_slots(v:int, # a packed integer
-                 slot_bits:int, # bits per slot
-                 k:int, # number of slots
-                ) -> list:
+
+def unpack_slots(
+    v: int,  # a packed integer
+    slot_bits: int,  # bits per slot
+    k: int,  # number of slots
+) -> list:
     "The `k` slot values of `v` (the inverse of `pack_slots`)."
     v, mask = int(v), (1 << slot_bits) - 1
     return [(v >> (i * slot_bits)) & mask for i in range(k)]

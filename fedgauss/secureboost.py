@@ -13,159 +13,210 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .federation import Channel, Party, as_rng
-from .gbdt import (GRID_BITS, MISSING, Binner, HistLayout, LogisticLoss, Tree, build_histograms, grow_tree,
-                           newton_weight, snap_to_grid)
+from fedgauss.gbdt import (
+    GRID_BITS,
+    MISSING,
+    Binner,
+    HistLayout,
+    LogisticLoss,
+    Tree,
+    build_histograms,
+    grow_tree,
+    newton_weight,
+    snap_to_grid,
+)
 from .paillier import PaillierPublicKey, generate_paillier_keypair
-try: from gmpy2 import mpz as _mpz
-except ImportError: _mpz = int                      # pragma: no cover - pure Python big integers
+
+try:
+    from gmpy2 import mpz as _mpz
+except ImportError:
+    _mpz = int  # pragma: no cover - pure Python big integers
 
 # %% auto #0
 __all__ = ['GH_SLOT', 'BIN_BITS', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins', 'PassiveParty', 'ActiveParty',
            'FederatedHistograms', 'SecureBoostClassifier', 'leaf_purity', 'weight_identity_error']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
-GH_SLOT = GRID_BITS + 1            # bits of the H slot; G sits above it, signed
-BIN_BITS = 2 * GRID_BITS + 3       # bits of one (G, H) bin in a compressed plaintext, signed digit
+GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
+BIN_BITS = 2 * GRID_BITS + 3  # bits of one (G, H) bin in a compressed plaintext, signed digit
 
-def pack_gh(G, # integer gradients 2^k g (|sum| < 2^GRID_BITS)
-            H, # integer Hessians 2^k h (>= 0)
-           ) -> list:
+
+def pack_gh(
+    G,  # integer gradients 2^k g (|sum| < 2^GRID_BITS)
+    H,  # integer Hessians 2^k h (>= 0)
+) -> list:
     "Plaintext integers $G_i 2^s + H_i$ (signed; reduce mod n to encrypt)."
     G, H = np.asarray(G, np.int64), np.asarray(H, np.int64)
-    if (H < 0).any(): raise ValueError("Hessians must be non-negative")
+    if (H < 0).any():
+        raise ValueError("Hessians must be non-negative")
     return [(g << GH_SLOT) + h for g, h in zip(G.tolist(), H.tolist())]
 
-def unpack_gh(B:int) -> tuple:
+
+def unpack_gh(B: int) -> tuple:
     "`(G, H)` of a signed bin sum $B = G 2^s + H$, $0 \\le H < 2^s$."
     B = int(B)
     return B >> GH_SLOT, B & ((1 << GH_SLOT) - 1)
 
-def bins_per_ciphertext(n:int) -> int:
+
+def bins_per_ciphertext(n: int) -> int:
     "How many signed `BIN_BITS`-bit bins a compressed plaintext of modulus `n` holds."
     q = (int(n).bit_length() - 2) // BIN_BITS
-    if q < 1: raise ValueError(f"a {int(n).bit_length()}-bit key cannot hold one {BIN_BITS}-bit bin")
+    if q < 1:
+        raise ValueError(f"a {int(n).bit_length()}-bit key cannot hold one {BIN_BITS}-bit bin")
     return q
 
 # %% ../nbs/33_secureboost.ipynb #480ee495
-def unpack_bins(v:int, # a decrypted compressed plaintext in [0, n)
-                n:int, # the modulus
-                q:int, # bins it holds
-               ) -> list:
+def unpack_bins(
+    v: int,  # a decrypted compressed plaintext in [0, n)
+    n: int,  # the modulus
+    q: int,  # bins it holds
+) -> list:
     "The `q` signed bins $B_j$ of $V = \\sum_j B_j 2^{jW}$ (balanced base-$2^W$ digits of the centred representative)."
     v, n = int(v), int(n)
-    if v > n // 2: v -= n
+    if v > n // 2:
+        v -= n
     half, mask, out = 1 << (BIN_BITS - 1), (1 << BIN_BITS) - 1, []
     for _ in range(q):
         d = ((v + half) & mask) - half
-        out.append(d); v = (v - d) >> BIN_BITS
-    if v != 0: raise ValueError("compressed plaintext overflowed its bins")
+        out.append(d)
+        v = (v - d) >> BIN_BITS
+    if v != 0:
+        raise ValueError("compressed plaintext overflowed its bins")
     return out
 
 # %% ../nbs/33_secureboost.ipynb #bebde95f
-def _numeric_block(X, name:str) -> np.ndarray:
+def _numeric_block(X, name: str) -> np.ndarray:
     "A party's feature block as floats (pandas categories as codes, missing NaN); NaN allowed, inf refused."
     if isinstance(X, pd.DataFrame):
-        X = pd.DataFrame({c: (np.where(X[c].cat.codes >= 0, X[c].cat.codes, np.nan) if isinstance(X[c].dtype, pd.CategoricalDtype)
-                              else X[c]) for c in X.columns})
-        try: X = X.to_numpy(np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as e: raise ValueError(f"{name}: features must be numeric or categorical ({e})") from None
+        X = pd.DataFrame(
+            {
+                c: (
+                    np.where(X[c].cat.codes >= 0, X[c].cat.codes, np.nan)
+                    if isinstance(X[c].dtype, pd.CategoricalDtype)
+                    else X[c]
+                )
+                for c in X.columns
+            }
+        )
+        try:
+            X = X.to_numpy(np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{name}: features must be numeric or categorical ({e})") from None
     X = np.array(X, dtype=np.float64)
-    if X.ndim != 2: raise ValueError(f"{name}: features must be a 2-d array; got {X.ndim} dimensions")
-    if X.shape[1] == 0: raise ValueError(f"{name}: a party with no columns")
-    if np.isinf(X).any(): raise ValueError(f"{name}: features contain infinity")
+    if X.ndim != 2:
+        raise ValueError(f"{name}: features must be a 2-d array; got {X.ndim} dimensions")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name}: a party with no columns")
+    if np.isinf(X).any():
+        raise ValueError(f"{name}: features contain infinity")
     return X
+
 
 class _SBParty(Party):
     "What every SecureBoost party does with its own columns: impute (optionally), bin, and route rows by its lookup table."
-    def setup(self, missing:str, max_bins:int):
+
+    def setup(self, missing: str, max_bins: int):
         X = self._X
         self.impute_values_ = None
         if missing == 'impute':
-            obs = ~np.isnan(X); cnt = obs.sum(0)
+            obs = ~np.isnan(X)
+            cnt = obs.sum(0)
             self.impute_values_ = np.where(cnt > 0, np.where(obs, X, 0).sum(0) / np.maximum(cnt, 1), 0.0)
             X = np.where(obs, X, self.impute_values_)
         self.binner = Binner(max_bins=max_bins).fit(X)
         self.codes = self.binner.transform(X)
         self.layout = self.binner.layout_
         self.slots = self.layout.slots(self.codes)
-        self.lookup = []            # records: (feature, threshold, default_left); thresholds never leave the party
+        self.lookup = []  # records: (feature, threshold, default_left); thresholds never leave the party
         return self
 
 # %% ../nbs/33_secureboost.ipynb #10946b36
 @patch
-def _go_left(self:_SBParty, codes, feature, bin, default_left):
+def _go_left(self: _SBParty, codes, feature, bin, default_left):
     "Rows' direction at splits 'bins <= bin go left' on their own codes; missing codes go the default way."
     miss = codes == self.layout.n_bins[feature]
     return np.where(miss, default_left, codes <= bin)
 
+
 @patch
-def _prepare(self:_SBParty, X):
+def _prepare(self: _SBParty, X):
     "A prediction block: impute with the training means if asked (own columns, own means)."
-    if self.impute_values_ is not None: X = np.where(np.isnan(X), self.impute_values_, X)
+    if self.impute_values_ is not None:
+        X = np.where(np.isnan(X), self.impute_values_, X)
     return X
 
 # %% ../nbs/33_secureboost.ipynb #c7ceb9f0
 class PassiveParty(_SBParty):
     "A SecureBoost party with features only: encrypted histograms, its own lookup table, its rows' nodes."
+
     def receive_key(self):
-        self.pk = PaillierPublicKey(int(self.receive('public_key')))   # n only: it can add ciphertexts, not decrypt
+        self.pk = PaillierPublicKey(int(self.receive('public_key')))  # n only: it can add ciphertexts, not decrypt
         self.q = bins_per_ciphertext(self.pk.n)
 
     def start_tree(self):
-        self.cts = [_mpz(c) for c in self.receive('gh')]     # E(G_i 2^s + H_i), one per row
+        self.cts = [_mpz(c) for c in self.receive('gh')]  # E(G_i 2^s + H_i), one per row
         self.node = np.zeros(len(self.codes), np.intp)
 
 # %% ../nbs/33_secureboost.ipynb #cc9adb56
 @patch
-def answer_histograms(self:PassiveParty):
+def answer_histograms(self: PassiveParty):
     "Encrypted, compressed histograms of the requested nodes: (K, ceil(S/q)) ciphertexts."
     nodes = np.asarray(self.receive('hist_request'), np.intp)
     K, S, n2, q = len(nodes), self.layout.n_slots, self.pk.nsquare, self.q
-    pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1); pos[nodes] = np.arange(K)
+    pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1)
+    pos[nodes] = np.arange(K)
     rows = np.flatnonzero(pos[self.node] >= 0)
     out_slot = (self.slots[rows].astype(np.intp) + (pos[self.node[rows]] * S)[:, None]).ravel()
     src = np.repeat(rows, self.slots.shape[1])
-    order = np.argsort(out_slot, kind='stable'); out_slot, src = out_slot[order], src[order].tolist()
+    order = np.argsort(out_slot, kind='stable')
+    out_slot, src = out_slot[order], src[order].tolist()
     starts = np.flatnonzero(np.r_[True, out_slot[1:] != out_slot[:-1]]).tolist() + [len(src)]
-    hist, cts = [1] * (K * S), self.cts               # 1 = E(0) for empty bins
+    hist, cts = [1] * (K * S), self.cts  # 1 = E(0) for empty bins
     for a, b in zip(starts[:-1], starts[1:] if src else []):
         acc = cts[src[a]]
-        for t in src[a + 1:b]: acc = acc * cts[t] % n2
+        for t in src[a + 1 : b]:
+            acc = acc * cts[t] % n2
         hist[out_slot[a]] = acc
-    packed = [self._compress(hist[j * S:(j + 1) * S]) for j in range(K)]
+    packed = [self._compress(hist[j * S : (j + 1) * S]) for j in range(K)]
     self.send('active', 'hist', np.array(packed, dtype=object))
 
 # %% ../nbs/33_secureboost.ipynb #9c858fdc
 @patch
-def _compress(self:PassiveParty, cs:list) -> list:
+def _compress(self: PassiveParty, cs: list) -> list:
     "Cipher compression: q bins per ciphertext, $c \\leftarrow c^{2^W} E(B_j)$ from the last bin down."
     out, shift, n2 = [], 1 << BIN_BITS, self.pk.nsquare
     for a in range(0, len(cs), self.q):
-        block = cs[a:a + self.q]; acc = block[-1]
-        for c in reversed(block[:-1]): acc = self.pk.mul_plain(acc, shift) * c % n2
+        block = cs[a : a + self.q]
+        acc = block[-1]
+        for c in reversed(block[:-1]):
+            acc = self.pk.mul_plain(acc, shift) * c % n2
         out.append(int(acc))
     return out
 
 # %% ../nbs/33_secureboost.ipynb #e8dd5021
 @patch
-def answer_split(self:PassiveParty):
+def answer_split(self: PassiveParty):
     "Record the splits asked of this party; return record ids and the left/right bit of every row of those nodes."
     m = self.receive('split')
     nodes, feat, bin_, dl = (np.asarray(m[k]) for k in ('node', 'feature', 'bin', 'default_left'))
     thr = self.layout.split_threshold(feat, bin_)
     rec = np.arange(len(self.lookup), len(self.lookup) + len(nodes))
     self.lookup += list(zip(feat.tolist(), thr.tolist(), dl.tolist()))
-    pos = np.full(int(max(self.node.max(), nodes.max())) + 1, -1); pos[nodes] = np.arange(len(nodes))
-    rows = np.flatnonzero(pos[self.node] >= 0); k = pos[self.node[rows]]
+    pos = np.full(int(max(self.node.max(), nodes.max())) + 1, -1)
+    pos[nodes] = np.arange(len(nodes))
+    rows = np.flatnonzero(pos[self.node] >= 0)
+    k = pos[self.node[rows]]
     go = self._go_left(self.codes[rows, feat[k]], feat[k], bin_[k], dl[k])
     self.send('active', 'bits', dict(record=rec, bits=np.packbits(go)))
 
+
 @patch
-def apply_route(self:PassiveParty):
+def apply_route(self: PassiveParty):
     "New nodes of the rows of the nodes just split: left child if the bit is set, else the right one."
     m = self.receive('route')
     nodes, left = np.asarray(m['node'], np.intp), np.asarray(m['left'], np.intp)
-    pos = np.full(int(max(self.node.max(), nodes.max())) + 1, -1); pos[nodes] = np.arange(len(nodes))
+    pos = np.full(int(max(self.node.max(), nodes.max())) + 1, -1)
+    pos[nodes] = np.arange(len(nodes))
     rows = np.flatnonzero(pos[self.node] >= 0)
     go = np.unpackbits(m['bits'], count=len(rows)).astype(bool)
     self.node[rows] = np.where(go, left[pos[self.node[rows]]], left[pos[self.node[rows]]] + 1)
@@ -173,7 +224,8 @@ def apply_route(self:PassiveParty):
 # %% ../nbs/33_secureboost.ipynb #aa580ac6
 class ActiveParty(_SBParty):
     "The SecureBoost party with the labels: Paillier keys, gradients, split finding, leaves, and every row's node."
-    def make_keys(self, key_size:int, unsafe:bool, rng):
+
+    def make_keys(self, key_size: int, unsafe: bool, rng):
         self.pk, self.sk = generate_paillier_keypair(key_size, rng=rng, unsafe=unsafe)
         self.q = bins_per_ciphertext(self.pk.n)
 
@@ -183,62 +235,75 @@ class ActiveParty(_SBParty):
         gh[:, 0], gh[:, 1] = g, h
         self.gh = gh
         self.node = np.zeros(len(gh), np.intp)
-        if not passives: return
+        if not passives:
+            return
         n = int(self.pk.n)
         ms = [m % n for m in pack_gh(np.ldexp(g, self.k).astype(np.int64), np.ldexp(h, self.k).astype(np.int64))]
         cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng)], dtype=object)
-        for p in passives: self.send(p, 'gh', cts)
+        for p in passives:
+            self.send(p, 'gh', cts)
 
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch
-def own_histograms(self:ActiveParty, nodes) -> np.ndarray:
+def own_histograms(self: ActiveParty, nodes) -> np.ndarray:
     "Plaintext histograms (K, S_active, 2) of the active party's own features (exact: grid values)."
     nodes = np.asarray(nodes, np.intp)
-    pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1); pos[nodes] = np.arange(len(nodes))
+    pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1)
+    pos[nodes] = np.arange(len(nodes))
     return build_histograms(self.slots, self.gh, pos[self.node], len(nodes), self.layout.n_slots)
 
+
 @patch
-def decrypt_histograms(self:ActiveParty, payload, K:int, S:int) -> np.ndarray:
+def decrypt_histograms(self: ActiveParty, payload, K: int, S: int) -> np.ndarray:
     "Decrypt a passive party's compressed histograms and unpack them into (K, S, 2) floats: $2^{-k}$ times the integer sums."
     per = -(-S // self.q)
     vals = self.sk.decrypt_many([int(c) for c in np.asarray(payload, dtype=object).ravel()])
     out = np.empty((K, S, 2))
     for j in range(K):
-        bins = [b for v in vals[j * per:(j + 1) * per] for b in unpack_bins(v, self.pk.n, self.q)][:S]
+        bins = [b for v in vals[j * per : (j + 1) * per] for b in unpack_bins(v, self.pk.n, self.q)][:S]
         out[j] = [unpack_gh(b) for b in bins]
     return np.ldexp(out, -self.k)
 
 # %% ../nbs/33_secureboost.ipynb #03793107
 class FederatedHistograms:
     "The active party's histogram provider for `grow_tree`: own histograms in plaintext, passive ones decrypted."
-    def __init__(self, active:ActiveParty, passives:list, order:list):
-        self.active, self.passives, self.order = active, passives, order     # order: parties in column order
+
+    def __init__(self, active: ActiveParty, passives: list, order: list):
+        self.active, self.passives, self.order = active, passives, order  # order: parties in column order
         self.S = [p.layout.n_slots if p is active else active.n_slots_of[p.name] for p in order]
 
     def histograms(self, nodes) -> np.ndarray:
         a, nodes = self.active, np.asarray(nodes, np.intp)
-        for p in self.passives: a.send(p, 'hist_request', nodes)
-        for p in self.passives: p.answer_histograms()
-        parts = [a.own_histograms(nodes) if p is a else a.decrypt_histograms(a.receive('hist', p), len(nodes), S)
-                 for p, S in zip(self.order, self.S)]
+        for p in self.passives:
+            a.send(p, 'hist_request', nodes)
+        for p in self.passives:
+            p.answer_histograms()
+        parts = [
+            a.own_histograms(nodes) if p is a else a.decrypt_histograms(a.receive('hist', p), len(nodes), S)
+            for p, S in zip(self.order, self.S)
+        ]
         return np.concatenate(parts, axis=1)
 
 # %% ../nbs/33_secureboost.ipynb #bf2c0410
 @patch
-def split(self:FederatedHistograms, nodes, feature, bin, default_left, left, right):
+def split(self: FederatedHistograms, nodes, feature, bin, default_left, left, right):
     "Route the rows of the split nodes: each split decided by its feature's owner; returns the children's row counts."
     a = self.active
     nodes, feature, bin, default_left, left = (np.asarray(v) for v in (nodes, feature, bin, default_left, left))
-    owner = a.feature_owner[feature]; local = feature - a.feature_offset[feature]
-    pos = np.full(max(int(a.node.max()), int(nodes.max())) + 1, -1); pos[nodes] = np.arange(len(nodes))
-    rows = np.flatnonzero(pos[a.node] >= 0); k = pos[a.node[rows]]
+    owner = a.feature_owner[feature]
+    local = feature - a.feature_offset[feature]
+    pos = np.full(max(int(a.node.max()), int(nodes.max())) + 1, -1)
+    pos[nodes] = np.arange(len(nodes))
+    rows = np.flatnonzero(pos[a.node] >= 0)
+    k = pos[a.node[rows]]
     go = np.zeros(len(rows), bool)
     mine = owner[k] == a.index
     go[mine] = a._go_left(a.codes[rows[mine], local[k[mine]]], local[k[mine]], bin[k[mine]], default_left[k[mine]])
     a.record_[nodes] = -1
     for p in self.passives:
         at = np.flatnonzero(owner == p.index)
-        if len(at) == 0: continue
+        if len(at) == 0:
+            continue
         a.send(p, 'split', dict(node=nodes[at], feature=local[at], bin=bin[at], default_left=default_left[at]))
         p.answer_split()
         m = a.receive('bits', p)
@@ -246,101 +311,151 @@ def split(self:FederatedHistograms, nodes, feature, bin, default_left, left, rig
         sel = np.flatnonzero(owner[k] == p.index)
         go[sel] = np.unpackbits(m['bits'], count=len(sel)).astype(bool)
     a.node[rows] = np.where(go, left[k], left[k] + 1)
-    for p in self.passives: a.send(p, 'route', dict(node=nodes, left=left, bits=np.packbits(go)))
-    for p in self.passives: p.apply_route()
+    for p in self.passives:
+        a.send(p, 'route', dict(node=nodes, left=left, bits=np.packbits(go)))
+    for p in self.passives:
+        p.apply_route()
     return np.stack([np.bincount(k[go], minlength=len(nodes)), np.bincount(k[~go], minlength=len(nodes))])
 
 # %% ../nbs/33_secureboost.ipynb #8654f680
 class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
     "Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms."
-    def __init__(self, n_estimators:int=100, # trees
-                 max_depth:int=6, # levels of splits
-                 learning_rate:float=0.3, # shrinkage
-                 reg_lambda:float=1.0, # L2 penalty on leaf weights
-                 gamma:float=0.0, # minimum loss reduction of a split
-                 min_child_weight:float=1.0, # minimum Hessian sum of a child
-                 max_bins:int=256, # candidate bins per feature (chosen by each owner on its own column)
-                 key_size:int=2048, # Paillier modulus bits
-                 rl_trees:int=0, # reduced leakage: the first rl_trees trees use only the active party's features
-                 missing:str='learn', # 'learn' (default direction), 'impute' (own means) or 'probabilistic'
-                 base_score=None, # initial probability (None: the label mean)
-                 unsafe:bool=False, # allow key_size < 1024 (tests only)
-                 rng=None, # seed or Generator for keys and obfuscators (None: the OS's CSPRNG; a seed is for tests)
-                ):
+
+    def __init__(
+        self,
+        n_estimators: int = 100,  # trees
+        max_depth: int = 6,  # levels of splits
+        learning_rate: float = 0.3,  # shrinkage
+        reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+        gamma: float = 0.0,  # minimum loss reduction of a split
+        min_child_weight: float = 1.0,  # minimum Hessian sum of a child
+        max_bins: int = 256,  # candidate bins per feature (chosen by each owner on its own column)
+        key_size: int = 2048,  # Paillier modulus bits
+        rl_trees: int = 0,  # reduced leakage: the first rl_trees trees use only the active party's features
+        missing: str = 'learn',  # 'learn' (default direction), 'impute' (own means) or 'probabilistic'
+        base_score=None,  # initial probability (None: the label mean)
+        unsafe: bool = False,  # allow key_size < 1024 (tests only)
+        rng=None,  # seed or Generator for keys and obfuscators (None: the OS's CSPRNG; a seed is for tests)
+    ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
-        self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = reg_lambda, gamma, min_child_weight, max_bins
+        self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
+            reg_lambda,
+            gamma,
+            min_child_weight,
+            max_bins,
+        )
         self.key_size, self.rl_trees, self.missing, self.base_score = key_size, rl_trees, missing, base_score
         self.unsafe, self.rng = unsafe, rng
 
 # %% ../nbs/33_secureboost.ipynb #cc08364b
 @patch
-def _check_parties(self:SecureBoostClassifier, parties):
+def _check_parties(self: SecureBoostClassifier, parties):
     "Validate `parties` (list of (X_p, y_p)); returns the float blocks, the labels and the active party's index."
-    if not isinstance(parties, (list, tuple)) or len(parties) < 1 or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in parties):
+    if (
+        not isinstance(parties, (list, tuple))
+        or len(parties) < 1
+        or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in parties)
+    ):
         raise ValueError("parties must be a list of (X_p, y_p) pairs, as fedgauss.federation.vertical_split returns")
     labelled = [i for i, (_, y) in enumerate(parties) if y is not None]
-    if len(labelled) != 1: raise ValueError(f"exactly one party must hold the labels; {len(labelled)} do")
+    if len(labelled) != 1:
+        raise ValueError(f"exactly one party must hold the labels; {len(labelled)} do")
     blocks = [_numeric_block(X, f"party {i}") for i, (X, _) in enumerate(parties)]
     n = {len(b) for b in blocks}
-    if len(n) != 1: raise ValueError(f"parties hold different numbers of rows: {sorted(len(b) for b in blocks)}")
-    if blocks[0].shape[0] == 0: raise ValueError("no rows")
+    if len(n) != 1:
+        raise ValueError(f"parties hold different numbers of rows: {sorted(len(b) for b in blocks)}")
+    if blocks[0].shape[0] == 0:
+        raise ValueError("no rows")
     y = np.asarray(parties[labelled[0]][1]).ravel()
-    if len(y) != len(blocks[0]): raise ValueError(f"{len(y)} labels for {len(blocks[0])} rows")
-    if pd.isna(y).any(): raise ValueError("labels contain missing values")
+    if len(y) != len(blocks[0]):
+        raise ValueError(f"{len(y)} labels for {len(blocks[0])} rows")
+    if pd.isna(y).any():
+        raise ValueError("labels contain missing values")
     self.classes_, yi = np.unique(y, return_inverse=True)
-    if len(self.classes_) != 2: raise ValueError(f"binary classification needs two classes; y has {len(self.classes_)}")
+    if len(self.classes_) != 2:
+        raise ValueError(f"binary classification needs two classes; y has {len(self.classes_)}")
     return blocks, yi.astype(float), labelled[0]
 
 # %% ../nbs/33_secureboost.ipynb #11f693ef
 @patch
-def _check_params(self:SecureBoostClassifier):
+def _check_params(self: SecureBoostClassifier):
     for name, lo in (('n_estimators', 1), ('max_depth', 1), ('rl_trees', 0), ('key_size', 16)):
         v = getattr(self, name)
-        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo: raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
     for name, strict in (('learning_rate', True), ('reg_lambda', False), ('gamma', False), ('min_child_weight', False)):
         v = getattr(self, name)
-        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or (v <= 0 if strict else v < 0):
+        if (
+            not isinstance(v, numbers.Real)
+            or isinstance(v, bool)
+            or not np.isfinite(v)
+            or (v <= 0 if strict else v < 0)
+        ):
             raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} 0; got {v!r}")
-    if not isinstance(self.max_bins, numbers.Integral) or isinstance(self.max_bins, bool) or not 2 <= self.max_bins <= 65535:
+    if (
+        not isinstance(self.max_bins, numbers.Integral)
+        or isinstance(self.max_bins, bool)
+        or not 2 <= self.max_bins <= 65535
+    ):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
-    if self.missing not in MISSING: raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
-    if self.key_size < 1024 and not self.unsafe: raise ValueError(f"key_size={self.key_size} is breakable: use >= 1024 (2048 recommended) or unsafe=True for tests")
+    if self.missing not in MISSING:
+        raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
+    if self.key_size < 1024 and not self.unsafe:
+        raise ValueError(
+            f"key_size={self.key_size} is breakable: use >= 1024 (2048 recommended) or unsafe=True for tests"
+        )
 
 # %% ../nbs/33_secureboost.ipynb #531bbffe
 @patch
-def _setup(self:SecureBoostClassifier, blocks, y, label_party):
+def _setup(self: SecureBoostClassifier, blocks, y, label_party):
     self.channel_ = ch = Channel()
-    ps = [(ActiveParty if i == label_party else PassiveParty)(f'active' if i == label_party else f'passive{i}', ch, X)
-          for i, X in enumerate(blocks)]
-    for i, p in enumerate(ps): p.index = i; p.setup(self.missing, self.max_bins)
-    a = ps[label_party]; a._y = y; passives = [p for p in ps if p is not a]
+    ps = [
+        (ActiveParty if i == label_party else PassiveParty)(f'active' if i == label_party else f'passive{i}', ch, X)
+        for i, X in enumerate(blocks)
+    ]
+    for i, p in enumerate(ps):
+        p.index = i
+        p.setup(self.missing, self.max_bins)
+    a = ps[label_party]
+    a._y = y
+    passives = [p for p in ps if p is not a]
     ch.next_round()
     a.make_keys(self.key_size, self.unsafe, self.rng)
-    for p in passives: p.send(a, 'n_bins', p.layout.n_bins); a.send(p, 'public_key', int(a.pk.n)); p.receive_key()
+    for p in passives:
+        p.send(a, 'n_bins', p.layout.n_bins)
+        a.send(p, 'public_key', int(a.pk.n))
+        p.receive_key()
     nb = {p.name: np.asarray(a.receive('n_bins', p)) for p in passives}
     a.n_slots_of = {k: int((v + 1).sum()) for k, v in nb.items()}
     n_bins = [a.layout.n_bins if p is a else nb[p.name] for p in ps]
     a.global_layout = HistLayout(np.concatenate(n_bins))
     F = [len(v) for v in n_bins]
-    a.feature_owner = np.repeat(np.arange(len(ps)), F); a.feature_offset = np.repeat(np.cumsum([0] + F[:-1]), F)
+    a.feature_owner = np.repeat(np.arange(len(ps)), F)
+    a.feature_offset = np.repeat(np.cumsum([0] + F[:-1]), F)
     self.parties_, self.active_, self.n_features_in_ = ps, a, sum(F)
     return a, passives
 
 # %% ../nbs/33_secureboost.ipynb #877e0c4b
 @patch
-def fit(self:SecureBoostClassifier, parties, # list of (X_p, y_p) from `vertical_split`, exactly one y not None
-        ):
+def fit(
+    self: SecureBoostClassifier,
+    parties,  # list of (X_p, y_p) from `vertical_split`, exactly one y not None
+):
     "Grow the trees over the federation."
     self._check_params()
     blocks, y, label_party = self._check_parties(parties)
     a, passives = self._setup(blocks, y, label_party)
     loss = LogisticLoss()
-    if self.base_score is None: self.base_margin_ = loss.init_margin(y)
-    else: loss.check_base_score(self.base_score); self.base_margin_ = float(loss.link(self.base_score))
+    if self.base_score is None:
+        self.base_margin_ = loss.init_margin(y)
+    else:
+        loss.check_base_score(self.base_score)
+        self.base_margin_ = float(loss.link(self.base_score))
     rng = None if self.rng is None else as_rng(self.rng)
-    margin = np.full(len(y), self.base_margin_); gh = np.empty((len(y), 2))
+    margin = np.full(len(y), self.base_margin_)
+    gh = np.empty((len(y), 2))
     self.trees_, self.owners_, self.records_, self.train_leaves_ = [], [], [], []
-    self.tree_seconds_ = []                 # (wall, CPU) seconds of each tree, encryption included
+    self.tree_seconds_ = []  # (wall, CPU) seconds of each tree, encryption included
     for t in range(self.n_estimators):
         t0, c0 = time.perf_counter(), time.process_time()
         self.channel_.next_round()
@@ -348,43 +463,59 @@ def fit(self:SecureBoostClassifier, parties, # list of (X_p, y_p) from `vertical
         loss.gradients(y, margin, out=gh)
         a.encrypt_gradients(gh, [] if rl else passives, rng)
         if not rl:
-            for p in passives: p.start_tree()
+            for p in passives:
+                p.start_tree()
         tree = self._grow(a, passives, rl)
         margin += tree.value[a.node]
-        self.trees_.append(tree); self.train_leaves_.append(a.node.astype(np.int32))
+        self.trees_.append(tree)
+        self.train_leaves_.append(a.node.astype(np.int32))
         self.tree_seconds_.append((time.perf_counter() - t0, time.process_time() - c0))
     self.train_margin_ = margin
     return self
 
 # %% ../nbs/33_secureboost.ipynb #4211260d
 @patch
-def _grow(self:SecureBoostClassifier, a:ActiveParty, passives:list, rl:bool) -> Tree:
+def _grow(self: SecureBoostClassifier, a: ActiveParty, passives: list, rl: bool) -> Tree:
     "One tree: federated (`rl=False`) or on the active party's features alone."
-    kw = dict(max_depth=self.max_depth, learning_rate=self.learning_rate, reg_lambda=self.reg_lambda, gamma=self.gamma,
-              min_child_weight=self.min_child_weight)
+    kw = dict(
+        max_depth=self.max_depth,
+        learning_rate=self.learning_rate,
+        reg_lambda=self.reg_lambda,
+        gamma=self.gamma,
+        min_child_weight=self.min_child_weight,
+    )
     a.record_ = np.full(2 ** (self.max_depth + 1), -1, np.intp)
-    prov = (_OwnHistograms(a) if rl else FederatedHistograms(a, passives, self.parties_))
+    prov = _OwnHistograms(a) if rl else FederatedHistograms(a, passives, self.parties_)
     tree = grow_tree(prov, a.layout if rl else a.global_layout, **kw)
     inner = ~tree.is_leaf
-    if rl: tree.feature[inner] += a.feature_offset[a.feature_owner == a.index][0]
+    if rl:
+        tree.feature[inner] += a.feature_offset[a.feature_owner == a.index][0]
     owner = np.where(inner, a.feature_owner[np.maximum(tree.feature, 0)], -1)
     local = tree.feature - a.feature_offset[np.maximum(tree.feature, 0)]
     mine = owner == a.index
-    tree.threshold = np.where(mine, a.layout.split_threshold(np.where(mine, local, 0), np.where(mine, tree.bin, 0)), np.nan)
-    self.owners_.append(owner); self.records_.append(np.where(owner >= 0, a.record_[:tree.n_nodes], -1))
-    if self.missing == 'probabilistic': tree.count = _counts_from_leaves(tree, a.node)
+    tree.threshold = np.where(
+        mine, a.layout.split_threshold(np.where(mine, local, 0), np.where(mine, tree.bin, 0)), np.nan
+    )
+    self.owners_.append(owner)
+    self.records_.append(np.where(owner >= 0, a.record_[: tree.n_nodes], -1))
+    if self.missing == 'probabilistic':
+        tree.count = _counts_from_leaves(tree, a.node)
     return tree
 
 # %% ../nbs/33_secureboost.ipynb #ca4a80c3
 class _OwnHistograms(FederatedHistograms):
     "A reduced-leakage tree: the active party's features only, no message."
-    def __init__(self, active): super().__init__(active, [], [active])
+
+    def __init__(self, active):
+        super().__init__(active, [], [active])
+
     def split(self, nodes, feature, bin, default_left, left, right):
         a = self.active
         f = np.asarray(feature) + a.feature_offset[a.feature_owner == a.index][0]
         return FederatedHistograms.split(self, nodes, f, bin, default_left, left, right)
 
-def _counts_from_leaves(tree:Tree, leaf_of_row) -> np.ndarray:
+
+def _counts_from_leaves(tree: Tree, leaf_of_row) -> np.ndarray:
     "Training rows per node: the leaves' row counts summed up the tree (as `fedgauss.gbdt.node_counts`)."
     c = np.bincount(leaf_of_row, minlength=tree.n_nodes).astype(float)
     for d in range(tree.max_depth - 1, -1, -1):
@@ -392,39 +523,46 @@ def _counts_from_leaves(tree:Tree, leaf_of_row) -> np.ndarray:
         c[at] = c[tree.left[at]] + c[tree.right[at]]
     return c
 
+
 @patch(as_prop=True)
-def bytes_by_party(self:SecureBoostClassifier) -> pd.DataFrame:
+def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
     "Bytes and messages sent and received by each party over the fit (and predictions so far)."
     return self.channel_.bytes_by_party()
 
 # %% ../nbs/33_secureboost.ipynb #43de39d9
 @patch
-def _blocks_for_predict(self:SecureBoostClassifier, X_parts) -> list:
-    if not hasattr(self, 'trees_'): raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
+def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> list:
+    if not hasattr(self, 'trees_'):
+        raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
     if not isinstance(X_parts, (list, tuple)) or len(X_parts) != len(self.parties_):
         raise ValueError(f"X_parts must be a list of {len(self.parties_)} feature blocks, one per party")
     blocks = [_numeric_block(X, f"party {i}") for i, X in enumerate(X_parts)]
     for i, (b, p) in enumerate(zip(blocks, self.parties_)):
-        if b.shape[1] != p.layout.n_features: raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
-    if len({len(b) for b in blocks}) != 1: raise ValueError("the blocks have different numbers of rows")
-    for b, p in zip(blocks, self.parties_): p._Xp = p._prepare(b)
+        if b.shape[1] != p.layout.n_features:
+            raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
+    if len({len(b) for b in blocks}) != 1:
+        raise ValueError("the blocks have different numbers of rows")
+    for b, p in zip(blocks, self.parties_):
+        p._Xp = p._prepare(b)
     return blocks
 
 # %% ../nbs/33_secureboost.ipynb #a15a8d09
 @patch
-def answer_query(self:_SBParty):
+def answer_query(self: _SBParty):
     "Bits for (record, row) pairs: own feature value vs own threshold; optionally which rows miss the feature."
     m = self.receive('query')
     rec, rows = np.asarray(m['record'], np.intp), np.asarray(m['row'], np.intp)
     f, thr, dl = (np.array(v) for v in zip(*self.lookup)) if self.lookup else (np.zeros(0, np.intp),) * 3
-    x = self._Xp[rows, f[rec]]; miss = np.isnan(x)
+    x = self._Xp[rows, f[rec]]
+    miss = np.isnan(x)
     out = dict(bits=np.packbits(np.where(miss, dl[rec].astype(bool), x < thr[rec])))
-    if m.get('with_missing'): out['missing'] = np.packbits(miss)
+    if m.get('with_missing'):
+        out['missing'] = np.packbits(miss)
     self.send('active', 'answer', out)
 
 # %% ../nbs/33_secureboost.ipynb #5605410c
 @patch
-def _ask(self:SecureBoostClassifier, p, rec, rows, with_missing=False):
+def _ask(self: SecureBoostClassifier, p, rec, rows, with_missing=False):
     "Send one query to passive party `p` and return its bits (and missing flags)."
     a = self.active_
     a.send(p, 'query', dict(record=rec.astype(np.int32), row=rows.astype(np.int32), with_missing=with_missing))
@@ -435,35 +573,43 @@ def _ask(self:SecureBoostClassifier, p, rec, rows, with_missing=False):
 
 # %% ../nbs/33_secureboost.ipynb #dbab1d88
 @patch
-def decision_function(self:SecureBoostClassifier, X_parts, # one feature block per party, in the order of fit
-                     ) -> np.ndarray:
+def decision_function(
+    self: SecureBoostClassifier,
+    X_parts,  # one feature block per party, in the order of fit
+) -> np.ndarray:
     "Margins by federated inference through the owners' lookup tables."
     blocks = self._blocks_for_predict(X_parts)
     self.channel_.next_round()
-    if self.missing == 'probabilistic': return self.base_margin_ + self._expected_margin(len(blocks[0]))
+    if self.missing == 'probabilistic':
+        return self.base_margin_ + self._expected_margin(len(blocks[0]))
     a, n, T = self.active_, len(blocks[0]), len(self.trees_)
     node = np.zeros((n, T), np.intp)
     Xa = a._Xp
     for _ in range(max(t.max_depth for t in self.trees_)):
-        go = np.zeros((n, T), bool); inner = np.zeros((n, T), bool)
+        go = np.zeros((n, T), bool)
+        inner = np.zeros((n, T), bool)
         for j, (t, own, rec) in enumerate(zip(self.trees_, self.owners_, self.records_)):
-            nd = node[:, j]; inner[:, j] = ~t.is_leaf[nd]
+            nd = node[:, j]
+            inner[:, j] = ~t.is_leaf[nd]
             at = np.flatnonzero(inner[:, j] & (own[nd] == a.index))
             x = Xa[at, t.feature[nd[at]] - a.feature_offset[t.feature[nd[at]]]]
             go[at, j] = np.where(np.isnan(x), t.default_left[nd[at]], x < t.threshold[nd[at]])
         own_all = np.stack([own[node[:, j]] for j, own in enumerate(self.owners_)], axis=1)
         rec_all = np.stack([rec[node[:, j]] for j, rec in enumerate(self.records_)], axis=1)
         for p in self.parties_:
-            if p is a: continue
+            if p is a:
+                continue
             r, c = np.nonzero(inner & (own_all == p.index))
-            if len(r): go[r, c] = self._ask(p, rec_all[r, c], r)
+            if len(r):
+                go[r, c] = self._ask(p, rec_all[r, c], r)
         for j, t in enumerate(self.trees_):
-            nd = node[:, j]; node[:, j] = np.where(inner[:, j], np.where(go[:, j], t.left[nd], t.right[nd]), nd)
+            nd = node[:, j]
+            node[:, j] = np.where(inner[:, j], np.where(go[:, j], t.left[nd], t.right[nd]), nd)
     return self.base_margin_ + sum(t.value[node[:, j]] for j, t in enumerate(self.trees_))
 
 # %% ../nbs/33_secureboost.ipynb #bb41f7fa
 @patch
-def _expected_margin(self:SecureBoostClassifier, n:int) -> np.ndarray:
+def _expected_margin(self: SecureBoostClassifier, n: int) -> np.ndarray:
     "Probabilistic prediction: all (row, node) directions from their owners, then expectations over both-way paths."
     a, out = self.active_, np.zeros(n)
     for t, own, rec in zip(self.trees_, self.owners_, self.records_):
@@ -471,53 +617,73 @@ def _expected_margin(self:SecureBoostClassifier, n:int) -> np.ndarray:
         go, miss = np.zeros((n, t.n_nodes)), np.zeros((n, t.n_nodes), bool)
         for i in inner[own[inner] == a.index]:
             x = a._Xp[:, t.feature[i] - a.feature_offset[t.feature[i]]]
-            miss[:, i] = np.isnan(x); go[:, i] = x < t.threshold[i]
+            miss[:, i] = np.isnan(x)
+            go[:, i] = x < t.threshold[i]
         for p in self.parties_:
             at = inner[own[inner] == p.index]
-            if p is a or len(at) == 0: continue
-            rows = np.repeat(np.arange(n), len(at)); cols = np.tile(at, n)
+            if p is a or len(at) == 0:
+                continue
+            rows = np.repeat(np.arange(n), len(at))
+            cols = np.tile(at, n)
             g_, m_ = self._ask(p, rec[cols], rows, with_missing=True)
             go[rows, cols], miss[rows, cols] = g_, m_
-        pi = np.zeros(t.n_nodes); pi[inner] = t.count[t.left[inner]] / np.maximum(t.count[inner], 1e-300)
+        pi = np.zeros(t.n_nodes)
+        pi[inner] = t.count[t.left[inner]] / np.maximum(t.count[inner], 1e-300)
         P = np.where(miss, pi, go)
-        W = np.zeros((n, t.n_nodes)); W[:, 0] = 1.0
+        W = np.zeros((n, t.n_nodes))
+        W[:, 0] = 1.0
         for d in range(t.max_depth):
             at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
-            wl = W[:, at] * P[:, at]; W[:, t.left[at]] += wl; W[:, t.right[at]] += W[:, at] - wl
-        leaves = np.flatnonzero(t.is_leaf); out += W[:, leaves] @ t.value[leaves]
+            wl = W[:, at] * P[:, at]
+            W[:, t.left[at]] += wl
+            W[:, t.right[at]] += W[:, at] - wl
+        leaves = np.flatnonzero(t.is_leaf)
+        out += W[:, leaves] @ t.value[leaves]
     return out
 
 # %% ../nbs/33_secureboost.ipynb #2868a188
 @patch
-def predict_proba(self:SecureBoostClassifier, X_parts) -> np.ndarray:
+def predict_proba(self: SecureBoostClassifier, X_parts) -> np.ndarray:
     "Class probabilities `(n, 2)` by federated inference."
     p = expit(self.decision_function(X_parts))
     return np.column_stack([1 - p, p])
 
+
 @patch
-def predict(self:SecureBoostClassifier, X_parts) -> np.ndarray:
+def predict(self: SecureBoostClassifier, X_parts) -> np.ndarray:
     "Predicted labels by federated inference."
     return self.classes_[(self.decision_function(X_parts) > 0).astype(int)]
 
 # %% ../nbs/33_secureboost.ipynb #7ee7452c
-def leaf_purity(leaf_of_row, # the leaf of each training row in one tree
-                y, # binary labels
-               ) -> dict:
+def leaf_purity(
+    leaf_of_row,  # the leaf of each training row in one tree
+    y,  # binary labels
+) -> dict:
     "What the leaves' instance spaces say about the labels: row-weighted purity $\\sum_j n_j\\max(\\theta_j, 1-\\theta_j)/n$ and the share of rows in leaves at least 90% pure."
-    y = np.asarray(y, float); leaf = np.unique(np.asarray(leaf_of_row), return_inverse=True)[1]
-    n_j = np.bincount(leaf); th = np.bincount(leaf, y) / n_j
+    y = np.asarray(y, float)
+    leaf = np.unique(np.asarray(leaf_of_row), return_inverse=True)[1]
+    n_j = np.bincount(leaf)
+    th = np.bincount(leaf, y) / n_j
     pur = np.maximum(th, 1 - th)
-    return dict(purity=float((n_j * pur).sum() / len(y)), rows_in_90pct_pure_leaves=float(n_j[pur >= 0.9].sum() / len(y)))
+    return dict(
+        purity=float((n_j * pur).sum() / len(y)), rows_in_90pct_pure_leaves=float(n_j[pur >= 0.9].sum() / len(y))
+    )
 
-def weight_identity_error(tree:Tree, # a fitted tree
-                          leaf_of_row, # the leaf of each training row in it
-                          y, # binary labels
-                          reg_lambda:float, # the fit's reg_lambda
-                          learning_rate:float, # the fit's learning_rate
-                         ) -> float:
+
+def weight_identity_error(
+    tree: Tree,  # a fitted tree
+    leaf_of_row,  # the leaf of each training row in it
+    y,  # binary labels
+    reg_lambda: float,  # the fit's reg_lambda
+    learning_rate: float,  # the fit's learning_rate
+) -> float:
     "Row-weighted mean $|\\hat\\theta_j-\\theta_j|$ of the first-tree identity $\\hat\\theta_j = a + (a(1-a)+\\lambda/n_j)w_j$ applied to this tree's leaves."
-    y = np.asarray(y, float); a = y.mean(); leaf = np.asarray(leaf_of_row)
-    n_j = np.bincount(leaf, minlength=tree.n_nodes); th = np.bincount(leaf, y, minlength=tree.n_nodes) / np.maximum(n_j, 1)
-    at = np.flatnonzero(n_j > 0); w = tree.value[at] / learning_rate
+    y = np.asarray(y, float)
+    a = y.mean()
+    leaf = np.asarray(leaf_of_row)
+    n_j = np.bincount(leaf, minlength=tree.n_nodes)
+    th = np.bincount(leaf, y, minlength=tree.n_nodes) / np.maximum(n_j, 1)
+    at = np.flatnonzero(n_j > 0)
+    w = tree.value[at] / learning_rate
     est = a + (a * (1 - a) + reg_lambda / n_j[at]) * w
     return float((n_j[at] * np.abs(est - th[at])).sum() / n_j.sum())

@@ -14,11 +14,13 @@ __all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversar
 def _mpmath():
     "mpmath, imported on first use (a test-only dependency)."
     import mpmath
+
     return mpmath
 
 # %% ../nbs/03_testing.ipynb #91e1e58a
 class MPYeoJohnson:
     "Textbook Yeo-Johnson likelihood of one feature in mpmath (repeated values grouped with their counts)."
+
     def __init__(self, x, dps=60):
         mp = _mpmath()
         x = np.asarray(x, dtype=np.float64)
@@ -31,58 +33,82 @@ class MPYeoJohnson:
             self.sg = [1 if (v > 0 or (v == 0 and all_pos)) else -1 for v in vals]
             self.ls = [mp.log1p(abs(mp.mpf(float(v)))) for v in vals]
             self.cs = [int(c) for c in cnt]
-            self.sphi = mp.fsum(c*s*l for c, s, l in zip(self.cs, self.sg, self.ls))
+            self.sphi = mp.fsum(c * s * l for c, s, l in zip(self.cs, self.sg, self.ls))
 
     def _psi(self, lam):
         mp = _mpmath()
         psi, dpsi = [], []
         for s, l in zip(self.sg, self.ls):
             m = lam if s > 0 else 2 - lam
-            if m == 0: p, q = s*l, l*l/2
+            if m == 0:
+                p, q = s * l, l * l / 2
             else:
-                E = mp.exp(m*l)
-                if self.one_signed: p, q = s*E/m, (m*l - 1)*E/m**2
-                else: p, q = s*(E - 1)/m, ((m*l - 1)*E + 1)/m**2
-            psi.append(p); dpsi.append(q)
+                E = mp.exp(m * l)
+                if self.one_signed:
+                    p, q = s * E / m, (m * l - 1) * E / m**2
+                else:
+                    p, q = s * (E - 1) / m, ((m * l - 1) * E + 1) / m**2
+            psi.append(p)
+            dpsi.append(q)
         return psi, dpsi
 
     def dloglik(self, lam):
         mp = _mpmath()
         with mp.workdps(self.dps):
-            lam = mp.mpf(lam); n, cs = self.n, self.cs
+            lam = mp.mpf(lam)
+            n, cs = self.n, self.cs
             psi, dpsi = self._psi(lam)
-            mu = mp.fsum(c*p for c, p in zip(cs, psi))/n
-            md = mp.fsum(c*q for c, q in zip(cs, dpsi))/n
-            var = mp.fsum(c*(p - mu)**2 for c, p in zip(cs, psi))
-            cov = mp.fsum(c*(p - mu)*(q - md) for c, p, q in zip(cs, psi, dpsi))
-            return self.sphi - n*cov/var
+            mu = mp.fsum(c * p for c, p in zip(cs, psi)) / n
+            md = mp.fsum(c * q for c, q in zip(cs, dpsi)) / n
+            var = mp.fsum(c * (p - mu) ** 2 for c, p in zip(cs, psi))
+            cov = mp.fsum(c * (p - mu) * (q - md) for c, p, q in zip(cs, psi, dpsi))
+            return self.sphi - n * cov / var
 
     def loglik(self, lam):
         "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (textbook Psi, including its constants)."
         mp = _mpmath()
-        with mp.workdps(self.dps + int(abs(float(lam))*float(max(self.ls))/2.3) + 10):
-            lam = mp.mpf(lam); n, cs = self.n, self.cs
-            psi = [s*(l if (lam if s > 0 else 2 - lam) == 0 else mp.expm1((lam if s > 0 else 2 - lam)*l)/(lam if s > 0 else 2 - lam))
-                   for s, l in zip(self.sg, self.ls)]
-            mu = mp.fsum(c*p for c, p in zip(cs, psi))/n
-            var = mp.fsum(c*(p - mu)**2 for c, p in zip(cs, psi))/n
-            return -mp.mpf(n)/2*mp.log(var) + (lam - 1)*self.sphi
+        with mp.workdps(self.dps + int(abs(float(lam)) * float(max(self.ls)) / 2.3) + 10):
+            lam = mp.mpf(lam)
+            n, cs = self.n, self.cs
+            psi = [
+                s
+                * (
+                    l
+                    if (lam if s > 0 else 2 - lam) == 0
+                    else mp.expm1((lam if s > 0 else 2 - lam) * l) / (lam if s > 0 else 2 - lam)
+                )
+                for s, l in zip(self.sg, self.ls)
+            ]
+            mu = mp.fsum(c * p for c, p in zip(cs, psi)) / n
+            var = mp.fsum(c * (p - mu) ** 2 for c, p in zip(cs, psi)) / n
+            return -mp.mpf(n) / 2 * mp.log(var) + (lam - 1) * self.sphi
 
     def mle(self, guess=0.0):
         "The maximum-likelihood lambda (float)."
         mp = _mpmath()
         f = self.dloglik
         with mp.workdps(self.dps):
-            g = mp.mpf(guess); step = mp.mpf(1e-10)*max(1, abs(g))
-            a = b = g; fa = fb = f(g)
+            g = mp.mpf(guess)
+            step = mp.mpf(1e-10) * max(1, abs(g))
+            a = b = g
+            fa = fb = f(g)
             for _ in range(400):
-                if fa == 0: return float(a)
-                if (fa > 0) != (fb > 0): break
-                if fa > 0: a, fa = b, fb; b = b + step; fb = f(b)
-                else: b, fb = a, fa; a = a - step; fa = f(a)
+                if fa == 0:
+                    return float(a)
+                if (fa > 0) != (fb > 0):
+                    break
+                if fa > 0:
+                    a, fa = b, fb
+                    b = b + step
+                    fb = f(b)
+                else:
+                    b, fb = a, fa
+                    a = a - step
+                    fa = f(a)
                 step *= 4
-            else: raise RuntimeError("no sign change of the derivative found")
-            return float(mp.findroot(f, (a, b), solver='anderson', tol=mp.mpf(10)**(-self.dps + 15)))
+            else:
+                raise RuntimeError("no sign change of the derivative found")
+            return float(mp.findroot(f, (a, b), solver='anderson', tol=mp.mpf(10) ** (-self.dps + 15)))
 
 # %% ../nbs/03_testing.ipynb #5e3cbfcf
 def mp_yj_mle(x, guess=0.0, dps=60):
@@ -94,9 +120,12 @@ def mp_psi(x, lam, dps=50):
     "Psi(lam, x) by the four textbook cases, in mpmath, as float."
     mp = _mpmath()
     with mp.workdps(dps):
-        x = mp.mpf(float(x)); lam = mp.mpf(float(lam))
-        if x >= 0: v = mp.log1p(x) if lam == 0 else (mp.power(1 + x, lam) - 1)/lam
-        else: v = -mp.log1p(-x) if lam == 2 else -(mp.power(1 - x, 2 - lam) - 1)/(2 - lam)
+        x = mp.mpf(float(x))
+        lam = mp.mpf(float(lam))
+        if x >= 0:
+            v = mp.log1p(x) if lam == 0 else (mp.power(1 + x, lam) - 1) / lam
+        else:
+            v = -mp.log1p(-x) if lam == 2 else -(mp.power(1 - x, 2 - lam) - 1) / (2 - lam)
         return float(v)
 
 
@@ -104,10 +133,11 @@ def mp_overflow_bound(xmax, ymax, dps=50):
     "The lambda > 0 with ((1 + xmax)^lambda - 1)/lambda = ymax, solved by mp."
     mp = _mpmath()
     with mp.workdps(dps):
-        l = mp.log1p(mp.mpf(float(xmax))); Y = mp.log(mp.mpf(ymax))
-        F = lambda u: mp.log(mp.expm1(u)) - mp.log(u) + mp.log(l) - Y   # u = lambda l
+        l = mp.log1p(mp.mpf(float(xmax)))
+        Y = mp.log(mp.mpf(ymax))
+        F = lambda u: mp.log(mp.expm1(u)) - mp.log(u) + mp.log(l) - Y  # u = lambda l
         u = mp.findroot(F, Y - mp.log(l) + mp.log(Y - mp.log(l)))
-        return float(u/l)
+        return float(u / l)
 
 # %% ../nbs/03_testing.ipynb #6b9bd402
 def adversarial_inputs(seed=7):
@@ -120,7 +150,7 @@ def adversarial_inputs(seed=7):
         'lognormal and 1e10, 1e15, 1e200': np.r_[r.lognormal(size=200), 1e10, 1e15, 1e200],
         'uniform(1, 2) and one 1e300': np.r_[r.uniform(1, 2, 300), 1e300],
         'normal(1e4, 0.1)': r.normal(1e4, 0.1, 100),
-        '1e-8 x lognormal': 1e-8*r.lognormal(size=200),
+        '1e-8 x lognormal': 1e-8 * r.lognormal(size=200),
         'zeros and exponential': np.r_[np.zeros(300), r.exponential(size=100)],
         '-lognormal': -r.lognormal(size=300),
         'normal(0, 1), 50 and 80': np.r_[r.normal(size=300), 50, 80],
@@ -132,36 +162,45 @@ def adversarial_inputs(seed=7):
 
 def overflow_inputs():
     "Inputs whose maximizer would make Psi overflow: (name, x, side) with side +1 for an upper bound, -1 for a lower one."
-    return [('[10, 10, 10, 9.9]', np.array([10, 10, 10, 9.9]), 1),
-            ('-[10, 10, 10, 9.9]', -np.array([10, 10, 10, 9.9]), -1),
-            ('normal(1e4, 1e-3) (seed 1)', np.random.default_rng(1).normal(1e4, 1e-3, 100), 1)]
+    return [
+        ('[10, 10, 10, 9.9]', np.array([10, 10, 10, 9.9]), 1),
+        ('-[10, 10, 10, 9.9]', -np.array([10, 10, 10, 9.9]), -1),
+        ('normal(1e4, 1e-3) (seed 1)', np.random.default_rng(1).normal(1e4, 1e-3, 100), 1),
+    ]
 
 # %% ../nbs/03_testing.ipynb #163cd882
-def expected_over_paths(tree, # a `fedgauss.gbdt.Tree`
-                        x, # one row (NaN: missing)
-                        weights, # per-node training counts (or Hessian cover)
-                       ) -> float:
+def expected_over_paths(
+    tree,  # a `fedgauss.gbdt.Tree`
+    x,  # one row (NaN: missing)
+    weights,  # per-node training counts (or Hessian cover)
+) -> float:
     "Sum over leaves of leaf value x probability of reaching it."
+
     def walk(node, prob):
-        if tree.left[node] < 0: return prob * tree.value[node]
+        if tree.left[node] < 0:
+            return prob * tree.value[node]
         l, r = tree.left[node], tree.right[node]
         v = x[tree.feature[node]]
         if np.isnan(v):
             pi = weights[l] / (weights[l] + weights[r])
             return walk(l, prob * pi) + walk(r, prob * (1 - pi))
         return walk(l, prob) if v < tree.threshold[node] else walk(r, prob)
+
     return float(walk(0, 1.0))
 
 # %% ../nbs/03_testing.ipynb #c03a8719
-def most_similar_brute(Hq, # hash values (n, L) of the query rows
-                       Hr, # hash values (m, L) of the reference rows
-                      ) -> tuple:
+def most_similar_brute(
+    Hq,  # hash values (n, L) of the query rows
+    Hr,  # hash values (m, L) of the reference rows
+) -> tuple:
     "For each query row, the reference row sharing the most hash values (ties: smallest index) and the count: a double loop."
     idx, cnt = [], []
     for q in np.asarray(Hq):
         best, arg = -1, -1
         for j, r in enumerate(np.asarray(Hr)):
             s = int(sum(int(a == b) for a, b in zip(q, r)))
-            if s > best: best, arg = s, j
-        idx.append(arg); cnt.append(best)
+            if s > best:
+                best, arg = s, j
+        idx.append(arg)
+        cnt.append(best)
     return np.array(idx), np.array(cnt)

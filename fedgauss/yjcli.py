@@ -22,57 +22,78 @@ __all__ = ['sniff_separator', 'read_table', 'choose_columns', 'suspicious_column
            'run_demo']
 
 # %% ../nbs/13_yj_cli.ipynb #f6269ff6
-def _head_text(path:Path, n:int=1 << 16) -> str:
+def _head_text(path: Path, n: int = 1 << 16) -> str:
     "The first `n` bytes of the (possibly compressed) file as text; ValueError if it is not a text file."
     import bz2, gzip, lzma
+
     opener = {'.gz': gzip.open, '.bz2': bz2.open, '.xz': lzma.open}.get(path.suffix.lower(), open)
     try:
-        with opener(path, 'rb') as f: raw = f.read(n)
-    except (OSError, EOFError) as e: raise ValueError(f"{path} cannot be read as a (compressed) text file: {e}") from None
-    if b'\x00' in raw: raise ValueError(f"{path} is not a text CSV file (it holds binary data)")
-    try: return raw.decode('utf-8')
+        with opener(path, 'rb') as f:
+            raw = f.read(n)
+    except (OSError, EOFError) as e:
+        raise ValueError(f"{path} cannot be read as a (compressed) text file: {e}") from None
+    if b'\x00' in raw:
+        raise ValueError(f"{path} is not a text CSV file (it holds binary data)")
+    try:
+        return raw.decode('utf-8')
     except UnicodeDecodeError as e:
-        if e.start < len(raw) - 4: raise ValueError(f"{path} is not a UTF-8 text CSV file ({e.reason} at byte {e.start})") from None
-        return raw[:e.start].decode('utf-8')       # a multi-byte character cut at the end of the sample
+        if e.start < len(raw) - 4:
+            raise ValueError(f"{path} is not a UTF-8 text CSV file ({e.reason} at byte {e.start})") from None
+        return raw[: e.start].decode('utf-8')  # a multi-byte character cut at the end of the sample
 
 # %% ../nbs/13_yj_cli.ipynb #c4551346
-def sniff_separator(text:str) -> str:
+def sniff_separator(text: str) -> str:
     "The field separator of a CSV sample: one of `,` `;` tab `|` (`,` when the sample does not tell)."
     lines = [l for l in text.splitlines()[:50] if l.strip()]
-    if not lines: return ','
-    try: return csv.Sniffer().sniff('\n'.join(lines), delimiters=',;\t|').delimiter
-    except csv.Error: return ','
+    if not lines:
+        return ','
+    try:
+        return csv.Sniffer().sniff('\n'.join(lines), delimiters=',;\t|').delimiter
+    except csv.Error:
+        return ','
 
 # %% ../nbs/13_yj_cli.ipynb #cc8bc451
-def read_table(path, # a CSV file (`.gz`, `.bz2`, `.xz` decompressed on the fly)
-               sep:str|None=None, # field separator; None: sniffed from the first lines
-               header:bool=True, # the first line names the columns; otherwise columns are named 0, 1, 2, ...
-              ) -> pd.DataFrame:
+def read_table(
+    path,  # a CSV file (`.gz`, `.bz2`, `.xz` decompressed on the fly)
+    sep: str | None = None,  # field separator; None: sniffed from the first lines
+    header: bool = True,  # the first line names the columns; otherwise columns are named 0, 1, 2, ...
+) -> pd.DataFrame:
     "Read a user's CSV with clear errors: missing file, directory, binary or empty file, ragged rows."
     path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no such file: {path}")
-    if path.is_dir(): raise ValueError(f"{path} is a directory, not a CSV file")
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, not a CSV file")
     text = _head_text(path)
-    if not text.strip(): raise ValueError(f"{path} is empty")
+    if not text.strip():
+        raise ValueError(f"{path} is empty")
     sep = sniff_separator(text) if sep is None else sep
     try:
         df = pd.read_csv(path, sep=sep, header=0 if header else None, skipinitialspace=True, na_values=['?'])
-    except pd.errors.ParserError as e: raise ValueError(f"{path}: not a regular CSV with separator {sep!r}: {e}") from None
-    if not header: df.columns = [str(c) for c in df.columns]
-    if df.empty: raise ValueError(f"{path} has no data rows")
+    except pd.errors.ParserError as e:
+        raise ValueError(f"{path}: not a regular CSV with separator {sep!r}: {e}") from None
+    if not header:
+        df.columns = [str(c) for c in df.columns]
+    if df.empty:
+        raise ValueError(f"{path} has no data rows")
     return df
 
 # %% ../nbs/13_yj_cli.ipynb #fdbdf1c9
 def _unknown(names, df):
     bad = [c for c in names if c not in df.columns]
-    if bad: raise ValueError(f"unknown column(s) {name_list(bad)}; the CSV has {len(df.columns)} columns: {name_list(df.columns, 8)}")
+    if bad:
+        raise ValueError(
+            f"unknown column(s) {name_list(bad)}; the CSV has {len(df.columns)} columns: {name_list(df.columns, 8)}"
+        )
 
-def choose_columns(df:pd.DataFrame, # the whole table
-                   client_column:str|None=None, # column naming the clients: never transformed
-                   columns=None, # the columns to transform (default: every numeric column)
-                   exclude=(), # columns left untouched
-                   pass_through:bool=False, # keep non-numeric columns untouched instead of refusing them
-                  ) -> tuple:
+
+def choose_columns(
+    df: pd.DataFrame,  # the whole table
+    client_column: str | None = None,  # column naming the clients: never transformed
+    columns=None,  # the columns to transform (default: every numeric column)
+    exclude=(),  # columns left untouched
+    pass_through: bool = False,  # keep non-numeric columns untouched instead of refusing them
+) -> tuple:
     "The features to Gaussianize, and the columns passed through unchanged (both in table order)."
     exclude = list(exclude or ())
     _unknown(([client_column] if client_column is not None else []) + list(columns or []) + exclude, df)
@@ -82,45 +103,62 @@ def choose_columns(df:pd.DataFrame, # the whole table
     cand = [c for c in (columns if columns is not None else df.columns) if c not in skip]
     text = [c for c in cand if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])]
     if text and (columns is not None or not pass_through):
-        raise ValueError(f"non-numeric column(s) {name_list(text)}: "
-                         + ("choose numeric --columns" if columns is not None else
-                            "keep them untouched with --pass-through, or leave them out with --exclude"))
+        raise ValueError(
+            f"non-numeric column(s) {name_list(text)}: "
+            + (
+                "choose numeric --columns"
+                if columns is not None
+                else "keep them untouched with --pass-through, or leave them out with --exclude"
+            )
+        )
     feats = [c for c in cand if c not in text]
-    if not feats: raise ValueError("no numeric column left to transform")
+    if not feats:
+        raise ValueError("no numeric column left to transform")
     return feats, [c for c in df.columns if c not in feats]
 
 # %% ../nbs/13_yj_cli.ipynb #50a47abf
 _ID = re.compile(r'(^|[^a-z])(id|ids|index|idx|key|uuid|row)([^a-z]|$)', re.I)
 _LABEL = re.compile(r'(^|[^a-z])(y|label|target|class|outcome|default|response)([^a-z]|$)', re.I)
 
-def suspicious_columns(df:pd.DataFrame, # the table
-                       features:list, # the columns about to be transformed
-                      ) -> dict:
+
+def suspicious_columns(
+    df: pd.DataFrame,  # the table
+    features: list,  # the columns about to be transformed
+) -> dict:
     "Features that look like identifiers or labels, with the reason: `{column: reason}`."
     out = {}
     for c in features:
         x = df[c].dropna()
         distinct = x.nunique()
         integer = bool(len(x)) and np.array_equal(x, np.round(x))
-        if integer and distinct == len(x) > 20: out[c] = f"looks like an identifier ({distinct} distinct integers)"
-        elif _ID.search(str(c)): out[c] = "looks like an identifier (its name)"
-        elif distinct <= 1: out[c] = "is constant"
-        elif distinct == 2: out[c] = "has only 2 distinct values: a label or a binary flag?"
-        elif _LABEL.search(str(c)): out[c] = "looks like a label (its name)"
+        if integer and distinct == len(x) > 20:
+            out[c] = f"looks like an identifier ({distinct} distinct integers)"
+        elif _ID.search(str(c)):
+            out[c] = "looks like an identifier (its name)"
+        elif distinct <= 1:
+            out[c] = "is constant"
+        elif distinct == 2:
+            out[c] = "has only 2 distinct values: a label or a binary flag?"
+        elif _LABEL.search(str(c)):
+            out[c] = "looks like a label (its name)"
     return out
 
 # %% ../nbs/13_yj_cli.ipynb #8a81f3f9
-def assign_clients(df:pd.DataFrame, # the table
-                   client_column:str|None=None, # one client per value of this column
-                   n_clients:int|None=None, # or this many clients of random rows
-                   rng=0, # seed or Generator of the random split
-                  ) -> list:
+def assign_clients(
+    df: pd.DataFrame,  # the table
+    client_column: str | None = None,  # one client per value of this column
+    n_clients: int | None = None,  # or this many clients of random rows
+    rng=0,  # seed or Generator of the random split
+) -> list:
     "The row labels of each client: one group per value of `client_column`, or `n_clients` random groups."
-    if (client_column is None) == (n_clients is None): raise ValueError("give exactly one of --client-column COL or --clients K")
+    if (client_column is None) == (n_clients is None):
+        raise ValueError("give exactly one of --client-column COL or --clients K")
     if client_column is not None:
         _unknown([client_column], df)
         if df[client_column].isna().any():
-            raise ValueError(f"client column {client_column!r} has {int(df[client_column].isna().sum())} empty value(s)")
+            raise ValueError(
+                f"client column {client_column!r} has {int(df[client_column].isna().sum())} empty value(s)"
+            )
         return list(df.groupby(client_column, sort=True).groups.values())
     if isinstance(n_clients, bool) or not isinstance(n_clients, (int, np.integer)) or n_clients < 1:
         raise ValueError(f"--clients must be a positive integer; got {n_clients!r}")
@@ -130,7 +168,7 @@ def assign_clients(df:pd.DataFrame, # the table
     return [df.index[p] for p in np.array_split(perm, n_clients)]
 
 # %% ../nbs/13_yj_cli.ipynb #87042334
-def check_values(F:pd.DataFrame) -> pd.DataFrame:
+def check_values(F: pd.DataFrame) -> pd.DataFrame:
     "The features as float64; ValueError naming the columns with missing or infinite values (and how many)."
     A = F.astype(np.float64)
     for what, mask in (('missing values (NaN)', A.isna()), ('infinite values', np.isinf(A))):
@@ -145,37 +183,42 @@ def check_values(F:pd.DataFrame) -> pd.DataFrame:
 @dataclass
 class YJReport:
     "What a SecureFedYJ run produced and cost: the fitted transformer, one row per feature, the transcript summary."
-    transformer: FedYeoJohnsonTransformer  # fitted
-    table: pd.DataFrame                    # per feature: lambda, mean, variance (and pooled ExpYJ where computed)
-    summary: dict                          # total bytes, messages and rounds (from the transcript)
-    communication: pd.DataFrame            # bytes per party (`communication_table`)
-    seconds: float                         # wall time of the protocol
-    outputs: dict = field(default_factory=dict)   # files written: {'csv': path, 'figure': path}
 
-def fit_report(clients:list, # one dataset per client, same columns
-               t_max:int=128, # search steps at most (the search stops when lambda has converged)
-               rng=0, # randomness of the protocol
-               progress:bool=False, # progress bar on stderr
-               pooled=None, # the pooled data: adds ExpYJ's lambdas to the table (simulations only)
-              ) -> YJReport:
+    transformer: FedYeoJohnsonTransformer  # fitted
+    table: pd.DataFrame  # per feature: lambda, mean, variance (and pooled ExpYJ where computed)
+    summary: dict  # total bytes, messages and rounds (from the transcript)
+    communication: pd.DataFrame  # bytes per party (`communication_table`)
+    seconds: float  # wall time of the protocol
+    outputs: dict = field(default_factory=dict)  # files written: {'csv': path, 'figure': path}
+
+
+def fit_report(
+    clients: list,  # one dataset per client, same columns
+    t_max: int = 128,  # search steps at most (the search stops when lambda has converged)
+    rng=0,  # randomness of the protocol
+    progress: bool = False,  # progress bar on stderr
+    pooled=None,  # the pooled data: adds ExpYJ's lambdas to the table (simulations only)
+) -> YJReport:
     "Fit `FedYeoJohnsonTransformer` on `clients` and collect what to report."
     t0 = time.perf_counter()
     ft = FedYeoJohnsonTransformer(t_max=t_max, rng=rng, progress=progress).fit(clients)
     secs = time.perf_counter() - t0
     p = ft.protocol_
-    table = pd.DataFrame({'lambda': p.lambdas_, 'mean': p.mean_, 'variance': p.var_},
-                         index=pd.Index(p.feature_names_, name='feature'))
+    table = pd.DataFrame(
+        {'lambda': p.lambdas_, 'mean': p.mean_, 'variance': p.var_}, index=pd.Index(p.feature_names_, name='feature')
+    )
     if pooled is not None:
         lam = exp_yj(pooled, t_max=t_max)
         table.insert(1, 'lambda pooled ExpYJ', lam)
-        table.insert(2, 'relative difference', np.abs(p.lambdas_ - lam)/np.maximum(1, np.abs(lam)))
+        table.insert(2, 'relative difference', np.abs(p.lambdas_ - lam) / np.maximum(1, np.abs(lam)))
     return YJReport(ft, table, p.channel_.summary(), communication_table(p), secs)
 
 # %% ../nbs/13_yj_cli.ipynb #864f29a8
-def print_report(r:YJReport, # a fitted report
-                 file=None, # where to print (default: stdout)
-                 what:str='client', # what a client is called ('hospital', ...)
-                ):
+def print_report(
+    r: YJReport,  # a fitted report
+    file=None,  # where to print (default: stdout)
+    what: str = 'client',  # what a client is called ('hospital', ...)
+):
     "The lambda table, the communication from the transcript, and exactly what the protocol revealed."
     file = file or sys.stdout
     p, t = r.transformer.protocol_, r.table
@@ -183,29 +226,43 @@ def print_report(r:YJReport, # a fitted report
         print(t.to_string(float_format=lambda v: f"{v:.6g}"), file=file)
     steps = p.signs_.shape[0]
     if 'relative difference' in t:
-        print(f"\nlambdas vs pooled ExpYJ: max relative difference {t['relative difference'].max():.1e} "
-              f"({int((t['relative difference'] == 0).sum())} of {len(t)} identical)", file=file)
+        print(
+            f"\nlambdas vs pooled ExpYJ: max relative difference {t['relative difference'].max():.1e} "
+            f"({int((t['relative difference'] == 0).sum())} of {len(t)} identical)",
+            file=file,
+        )
     s, c = r.summary, r.communication
-    print(f"\ncommunication: {s['total_bytes']/2**20:.1f} MiB in {s['n_messages']:,} messages over {s['n_rounds']} rounds "
-          f"(1 setup, {steps} search steps, 1 final); {r.seconds:.1f} s", file=file)
-    per_step = (c['sent / step'] + c['received / step']).iloc[:-1].mean()/1024
-    print(f"  per {what} and search step: {per_step:.0f} KiB sent + received; the server only sends (dealer), "
-          f"it received {int(c.loc['server', 'total received'])} bytes", file=file)
-    print(f"revealed to the {what}s: the envelope (which signs occur; log(1+|x|) extremes rounded outward to "
-          f"{p.envelope_bits} bits), whether each feature is constant, {steps} x {len(t)} signs and precision flags, "
-          f"and the fitted (mean, variance) of each feature. Nothing else.", file=file)
+    print(
+        f"\ncommunication: {s['total_bytes'] / 2**20:.1f} MiB in {s['n_messages']:,} messages over {s['n_rounds']} rounds "
+        f"(1 setup, {steps} search steps, 1 final); {r.seconds:.1f} s",
+        file=file,
+    )
+    per_step = (c['sent / step'] + c['received / step']).iloc[:-1].mean() / 1024
+    print(
+        f"  per {what} and search step: {per_step:.0f} KiB sent + received; the server only sends (dealer), "
+        f"it received {int(c.loc['server', 'total received'])} bytes",
+        file=file,
+    )
+    print(
+        f"revealed to the {what}s: the envelope (which signs occur; log(1+|x|) extremes rounded outward to "
+        f"{p.envelope_bits} bits), whether each feature is constant, {steps} x {len(t)} signs and precision flags, "
+        f"and the fitted (mean, variance) of each feature. Nothing else.",
+        file=file,
+    )
 
 # %% ../nbs/13_yj_cli.ipynb #1a162fff
-def plot_before_after(clients, # datasets, one per client
-                      transformer, # a fitted transformer (`transform` on one client's data)
-                      features, # the columns to show
-                      names=None, # client names for the legend
-                      bins:int=30, # histogram bins
-                     ):
+def plot_before_after(
+    clients,  # datasets, one per client
+    transformer,  # a fitted transformer (`transform` on one client's data)
+    features,  # the columns to show
+    names=None,  # client names for the legend
+    bins: int = 30,  # histogram bins
+):
     "Histograms of `features` per client, before and after the fitted transform (a matplotlib figure)."
     import matplotlib.pyplot as plt
+
     cols = list(features)
-    fig, axes = plt.subplots(2, len(cols), figsize=(3.2*len(cols), 5.2), squeeze=False)
+    fig, axes = plt.subplots(2, len(cols), figsize=(3.2 * len(cols), 5.2), squeeze=False)
     names = names or [f'client {k}' for k in range(len(clients))]
     for k, X in enumerate(clients):
         Xd = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
@@ -223,42 +280,51 @@ def plot_before_after(clients, # datasets, one per client
     return fig
 
 # %% ../nbs/13_yj_cli.ipynb #fcb5790e
-def save_figure(fig, out:Path):
+def save_figure(fig, out: Path):
     "Save a matplotlib figure as PNG and close it."
     import matplotlib.pyplot as plt
+
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
-def check_output(path, # where a file will be written
-                 suffix:str|None=None, # required suffix, e.g. '.png'
-                 avoid=None, # a path it must not be (the input)
-                ) -> Path:
+
+def check_output(
+    path,  # where a file will be written
+    suffix: str | None = None,  # required suffix, e.g. '.png'
+    avoid=None,  # a path it must not be (the input)
+) -> Path:
     "Fail before any computation if `path` cannot be written: its folder is missing, it is a folder, or it is `avoid`."
     path = Path(path)
-    if path.is_dir(): raise ValueError(f"{path} is a directory; give a file name")
-    if suffix and path.suffix.lower() != suffix: raise ValueError(f"{path} must be a {suffix} file")
-    if not path.parent.exists(): raise ValueError(f"the folder of {path} does not exist: {path.parent}")
-    if avoid is not None and path.resolve() == Path(avoid).resolve(): raise ValueError(f"{path} would overwrite the input")
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; give a file name")
+    if suffix and path.suffix.lower() != suffix:
+        raise ValueError(f"{path} must be a {suffix} file")
+    if not path.parent.exists():
+        raise ValueError(f"the folder of {path} does not exist: {path.parent}")
+    if avoid is not None and path.resolve() == Path(avoid).resolve():
+        raise ValueError(f"{path} would overwrite the input")
     return path
 
 # %% ../nbs/13_yj_cli.ipynb #2b0cb3f3
-def gaussianize_csv(path, # input CSV (compressed ok)
-                    client_column:str|None=None, # one client per value of this column
-                    n_clients:int|None=None, # or this many clients of random rows
-                    columns=None, # columns to transform (default: every numeric column but the client column)
-                    exclude=(), # columns left untouched
-                    pass_through:bool=False, # keep non-numeric columns untouched instead of refusing them
-                    sep:str|None=None, # field separator (None: sniffed)
-                    header:bool=True, # the first line holds column names
-                    out=None, # output CSV (default: INPUT.yj.csv next to the input)
-                    figure=None, # optional PNG of a few features before and after
-                    t_max:int=128, # search steps at most
-                    rng=0, # seed of the random split and of the protocol
-                    progress:bool=False, # progress bar on stderr
-                    warn=None, # callable(str) for warnings about suspicious columns (default: `warnings.warn`)
-                   ) -> YJReport:
+def gaussianize_csv(
+    path,  # input CSV (compressed ok)
+    client_column: str | None = None,  # one client per value of this column
+    n_clients: int | None = None,  # or this many clients of random rows
+    columns=None,  # columns to transform (default: every numeric column but the client column)
+    exclude=(),  # columns left untouched
+    pass_through: bool = False,  # keep non-numeric columns untouched instead of refusing them
+    sep: str | None = None,  # field separator (None: sniffed)
+    header: bool = True,  # the first line holds column names
+    out=None,  # output CSV (default: INPUT.yj.csv next to the input)
+    figure=None,  # optional PNG of a few features before and after
+    t_max: int = 128,  # search steps at most
+    rng=0,  # seed of the random split and of the protocol
+    progress: bool = False,  # progress bar on stderr
+    warn=None,  # callable(str) for warnings about suspicious columns (default: `warnings.warn`)
+) -> YJReport:
     "Gaussianize a CSV with SecureFedYJ: every check before the protocol runs, then write the CSV (and figure)."
     import warnings
+
     path = Path(path)
     out = check_output(out if out is not None else path.with_name(path.name.split('.')[0] + '.yj.csv'), '.csv', path)
     figure = check_output(figure, '.png') if figure is not None else None
@@ -267,41 +333,56 @@ def gaussianize_csv(path, # input CSV (compressed ok)
     F = check_values(df[feats])
     groups = assign_clients(df, client_column, n_clients, rng)
     for c, why in suspicious_columns(df, feats).items():
-        (warn or (lambda m: warnings.warn(m, UserWarning, stacklevel=3)))(f"column {c!r} {why}: leave it out with --exclude")
+        (warn or (lambda m: warnings.warn(m, UserWarning, stacklevel=3)))(
+            f"column {c!r} {why}: leave it out with --exclude"
+        )
     report = fit_report([F.loc[g] for g in groups], t_max=t_max, rng=rng, progress=progress)
     res = df.copy()
     res[feats] = report.transformer.transform(F)
     res.to_csv(out, index=False)
     report.outputs['csv'] = out
     if figure is not None:
-        shown = F.skew().abs().nlargest(4).index.tolist()         # the four most skewed features
+        shown = F.skew().abs().nlargest(4).index.tolist()  # the four most skewed features
         save_figure(plot_before_after([F.loc[g] for g in groups], report.transformer, shown), figure)
         report.outputs['figure'] = figure
     return report
 
 # %% ../nbs/13_yj_cli.ipynb #a650894b
-def run_demo(out='fedgauss-demo.png', # where to save the before/after figure (PNG)
-             n_clients:int=3, # simulated hospitals
-             theta:float=0.8, # label-skew imbalance ratio (0.5: balanced)
-             t_max:int=128, # search steps at most
-             rng=0, # seed of the split and of the protocol
-             progress:bool=True, # progress bar on stderr
-             file=None, # where to print (default: stdout)
-            ) -> YJReport:
+def run_demo(
+    out='fedgauss-demo.png',  # where to save the before/after figure (PNG)
+    n_clients: int = 3,  # simulated hospitals
+    theta: float = 0.8,  # label-skew imbalance ratio (0.5: balanced)
+    t_max: int = 128,  # search steps at most
+    rng=0,  # seed of the split and of the protocol
+    progress: bool = True,  # progress bar on stderr
+    file=None,  # where to print (default: stdout)
+) -> YJReport:
     "Breast cancer across `n_clients` simulated hospitals: SecureFedYJ next to pooled ExpYJ, cost, what is revealed, a figure."
     file = file or sys.stdout
     out = check_output(out, '.png')
     X, y = load_breast_cancer()
     splits = label_skew_split(X, y, n_clients, theta, rng)
-    print(f"breast cancer: {len(X)} rows x {X.shape[1]} features, split across {n_clients} hospitals "
-          f"with label skew theta={theta}:", file=file)
-    print('  ' + ', '.join(f"hospital {k}: {len(Xk)} rows ({int((yk == 0).sum())} malignant)"
-                           for k, (Xk, yk) in enumerate(splits)), file=file)
+    print(
+        f"breast cancer: {len(X)} rows x {X.shape[1]} features, split across {n_clients} hospitals "
+        f"with label skew theta={theta}:",
+        file=file,
+    )
+    print(
+        '  '
+        + ', '.join(
+            f"hospital {k}: {len(Xk)} rows ({int((yk == 0).sum())} malignant)" for k, (Xk, yk) in enumerate(splits)
+        ),
+        file=file,
+    )
     clients = [Xk for Xk, _ in splits]
     r = fit_report(clients, t_max=t_max, rng=rng, progress=progress, pooled=X)
     print_report(r, file, what='hospital')
-    fig = plot_before_after(clients, r.transformer, ['mean area', 'area error', 'worst concavity', 'fractal dimension error'],
-                            names=[f'hospital {k}' for k in range(n_clients)])
+    fig = plot_before_after(
+        clients,
+        r.transformer,
+        ['mean area', 'area error', 'worst concavity', 'fractal dimension error'],
+        names=[f'hospital {k}' for k in range(n_clients)],
+    )
     save_figure(fig, out)
     r.outputs['figure'] = out
     print(f"figure: {out}", file=file)

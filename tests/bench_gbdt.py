@@ -5,13 +5,15 @@ then where fedgauss spends its time.
 
     python tests/bench_gbdt.py [--repeat 3] [--trees 100]
 """
+
 import argparse, os, time
 from collections import defaultdict
 
-os.environ.setdefault('OMP_NUM_THREADS', '1')          # before numpy / sklearn / lightgbm start their thread pools
-for _v in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'): os.environ.setdefault(_v, '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')  # before numpy / sklearn / lightgbm start their thread pools
+for _v in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ.setdefault(_v, '1')
 _shared = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'shared', 'datasets')
-if 'FEDGAUSS_DATA' not in os.environ and os.path.isdir(_shared):      # the repository's sibling shared/datasets
+if 'FEDGAUSS_DATA' not in os.environ and os.path.isdir(_shared):  # the repository's sibling shared/datasets
     os.environ['FEDGAUSS_DATA'] = os.path.abspath(_shared)
 
 import numpy as np
@@ -31,16 +33,42 @@ def numeric(X):
 def models(n_trees, depth, bins, lr=0.3):
     import lightgbm as lgb, xgboost as xgb
     from sklearn.ensemble import HistGradientBoostingClassifier
+
     return {
-        'fedgauss': lambda: G.GBDTClassifier(n_estimators=n_trees, max_depth=depth, learning_rate=lr, max_bins=bins, base_score=0.5),
-        'xgboost': lambda: xgb.XGBClassifier(n_estimators=n_trees, max_depth=depth, learning_rate=lr, max_bin=bins, base_score=0.5,
-                                            tree_method='hist', n_jobs=1),
-        'lightgbm': lambda: lgb.LGBMClassifier(n_estimators=n_trees, max_depth=depth, num_leaves=2 ** depth, learning_rate=lr,
-                                              max_bin=bins - 1, reg_lambda=1.0, min_child_weight=1.0, min_child_samples=1,
-                                              n_jobs=1, verbose=-1),
-        'sklearn-hgb': lambda: HistGradientBoostingClassifier(max_iter=n_trees, max_depth=depth, max_leaf_nodes=None, learning_rate=lr,
-                                                              max_bins=min(bins - 1, 255), l2_regularization=1.0, min_samples_leaf=1,
-                                                              early_stopping=False),
+        'fedgauss': lambda: G.GBDTClassifier(
+            n_estimators=n_trees, max_depth=depth, learning_rate=lr, max_bins=bins, base_score=0.5
+        ),
+        'xgboost': lambda: xgb.XGBClassifier(
+            n_estimators=n_trees,
+            max_depth=depth,
+            learning_rate=lr,
+            max_bin=bins,
+            base_score=0.5,
+            tree_method='hist',
+            n_jobs=1,
+        ),
+        'lightgbm': lambda: lgb.LGBMClassifier(
+            n_estimators=n_trees,
+            max_depth=depth,
+            num_leaves=2**depth,
+            learning_rate=lr,
+            max_bin=bins - 1,
+            reg_lambda=1.0,
+            min_child_weight=1.0,
+            min_child_samples=1,
+            n_jobs=1,
+            verbose=-1,
+        ),
+        'sklearn-hgb': lambda: HistGradientBoostingClassifier(
+            max_iter=n_trees,
+            max_depth=depth,
+            max_leaf_nodes=None,
+            learning_rate=lr,
+            max_bins=min(bins - 1, 255),
+            l2_regularization=1.0,
+            min_samples_leaf=1,
+            early_stopping=False,
+        ),
     }
 
 
@@ -48,44 +76,63 @@ def profile_fedgauss(X, y, n_trees, depth, bins):
     "Fit once with the phases of tree growth timed (CPU seconds)."
     T = defaultdict(float)
     saved = {}
+
     def wrap(obj, name, key):
-        f = getattr(obj, name); saved[(obj, name)] = f
+        f = getattr(obj, name)
+        saved[(obj, name)] = f
+
         def w(*a, **k):
-            t = time.process_time(); r = f(*a, **k); T[key] += time.process_time() - t; return r
+            t = time.process_time()
+            r = f(*a, **k)
+            T[key] += time.process_time() - t
+            return r
+
         setattr(obj, name, w)
+
     hist = saved[(G.LocalHistograms, 'histograms')] = G.LocalHistograms.histograms
-    def histograms(self, nodes):                       # the root from all rows; then only the smaller children
+
+    def histograms(self, nodes):  # the root from all rows; then only the smaller children
         key = 'histograms (root)' if self._at_root else 'histograms (smaller children)'
-        t = time.process_time(); r = hist(self, nodes); T[key] += time.process_time() - t; return r
+        t = time.process_time()
+        r = hist(self, nodes)
+        T[key] += time.process_time() - t
+        return r
+
     G.LocalHistograms.histograms = histograms
     wrap(G.LocalHistograms, 'split', 'row partition')
     wrap(G, '_best_splits', 'split finding')
     wrap(G.LogisticLoss, 'gradients', 'gradients')
-    wrap(G.Binner, 'fit', 'binning (once)'); wrap(G.Binner, 'transform', 'binning (once)')
+    wrap(G.Binner, 'fit', 'binning (once)')
+    wrap(G.Binner, 'transform', 'binning (once)')
     t = time.process_time()
     G.GBDTClassifier(n_estimators=n_trees, max_depth=depth, max_bins=bins, base_score=0.5).fit(X, y)
     T['total'] = time.process_time() - t
-    for (obj, name), f in saved.items(): setattr(obj, name, f)
+    for (obj, name), f in saved.items():
+        setattr(obj, name, f)
     T['other (tree bookkeeping, margins)'] = T['total'] - sum(v for k, v in T.items() if k != 'total')
     return T
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--repeat', type=int, default=3); ap.add_argument('--trees', type=int, default=100)
-    ap.add_argument('--depth', type=int, default=6); ap.add_argument('--bins', type=int, default=256)
+    ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--trees', type=int, default=100)
+    ap.add_argument('--depth', type=int, default=6)
+    ap.add_argument('--bins', type=int, default=256)
     a = ap.parse_args()
-    X, y = load_adult('train'); Xt, yt = load_adult('test')
+    X, y = load_adult('train')
+    Xt, yt = load_adult('test')
     A, At = numeric(X), numeric(Xt)
     make = models(a.trees, a.depth, a.bins)
     wall, cpu, auc = defaultdict(list), defaultdict(list), {}
     with threadpool_limits(1):
-        for r in range(a.repeat):                      # interleave the libraries so load changes hit all of them
+        for r in range(a.repeat):  # interleave the libraries so load changes hit all of them
             for name, mk in make.items():
                 m = mk()
                 t0, c0 = time.perf_counter(), time.process_time()
                 m.fit(A, y)
-                wall[name].append(time.perf_counter() - t0); cpu[name].append(time.process_time() - c0)
+                wall[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
                 auc[name] = roc_auc_score(yt, m.predict_proba(At)[:, 1])
         rows = []
         for name in make:
@@ -94,12 +141,15 @@ def main():
         df['wall / xgboost'] = df['wall_s'] / df.loc['xgboost', 'wall_s']
         df['cpu / xgboost'] = df['cpu_s'] / df.loc['xgboost', 'cpu_s']
         df['auc - xgboost'] = df['auc'] - df.loc['xgboost', 'auc']
-        print(f"Adult: {a.trees} trees, depth {a.depth}, {a.bins} bins, learning rate 0.3, one thread; best of {a.repeat} fits")
+        print(
+            f"Adult: {a.trees} trees, depth {a.depth}, {a.bins} bins, learning rate 0.3, one thread; best of {a.repeat} fits"
+        )
         print(df.round(4).to_string())
         T = profile_fedgauss(A, y, a.trees, a.depth, a.bins)
         print('\nfedgauss fit, CPU seconds by phase:')
         tot = T.pop('total')
-        for k, v in sorted(T.items(), key=lambda kv: -kv[1]): print(f"  {k:40s} {v:6.3f}  {v / tot:5.1%}")
+        for k, v in sorted(T.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:40s} {v:6.3f}  {v / tot:5.1%}")
         print(f"  {'total':40s} {tot:6.3f}")
 
 

@@ -6,6 +6,7 @@ the bytes per client per ExpYJ step and in total (from the transcript), and wher
 
 Goal (issue 6): the protocol takes at most 2x the pooled fit — the SMC work is per feature and step, not per row.
 """
+
 import argparse, os, time, warnings
 from collections import defaultdict
 
@@ -26,18 +27,28 @@ def timed(f):
 def where_the_time_goes(clients, t_max):
     "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, SMC."
     T = defaultdict(float)
-    orig = {'local sums (float64, as pooled ExpYJ)': (YJData, '_group_sums'), 'exact public-frame statistics': (S, 'public_frame_sums'),
-            'SMC: one ExpYJ step (products, comparison, opening)': (S, 'secure_step')}
+    orig = {
+        'local sums (float64, as pooled ExpYJ)': (YJData, '_group_sums'),
+        'exact public-frame statistics': (S, 'public_frame_sums'),
+        'SMC: one ExpYJ step (products, comparison, opening)': (S, 'secure_step'),
+    }
     saved = {}
     for name, (obj, attr) in orig.items():
-        f = getattr(obj, attr); saved[name] = f
+        f = getattr(obj, attr)
+        saved[name] = f
+
         def wrap(*a, _f=f, _n=name, **k):
-            t = time.perf_counter(); r = _f(*a, **k); T[_n] += time.perf_counter() - t; return r
+            t = time.perf_counter()
+            r = _f(*a, **k)
+            T[_n] += time.perf_counter() - t
+            return r
+
         setattr(obj, attr, wrap)
     try:
         w, _, fed = timed(lambda: S.SecureFedYJ(t_max=t_max, rng=0).fit(clients))
     finally:
-        for name, (obj, attr) in orig.items(): setattr(obj, attr, saved[name])
+        for name, (obj, attr) in orig.items():
+            setattr(obj, attr, saved[name])
     T['exact public-frame statistics'] -= T['local sums (float64, as pooled ExpYJ)']
     T['other: setup (envelope), preparation, final round, checks'] = w - sum(T.values())
     return w, T
@@ -45,46 +56,66 @@ def where_the_time_goes(clients, t_max):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--n', type=int, default=100_000); ap.add_argument('--d', type=int, default=30)
-    ap.add_argument('--clients', type=int, default=5); ap.add_argument('--t-max', type=int, default=32)
-    ap.add_argument('--repeat', type=int, default=3); ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--n', type=int, default=100_000)
+    ap.add_argument('--d', type=int, default=30)
+    ap.add_argument('--clients', type=int, default=5)
+    ap.add_argument('--t-max', type=int, default=32)
+    ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--seed', type=int, default=0)
     args = ap.parse_args()
     warnings.simplefilter('ignore', YeoJohnsonWarning)
     X = make_skewed_features(args.n, args.d, rng=args.seed)
     parts = np.array_split(np.random.default_rng(args.seed).permutation(args.n), args.clients)
     clients = [X[p] for p in parts]
-    print(f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
-          f"(IID, {len(parts[0]):,} rows each), t_max = {args.t_max}")
+    print(
+        f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
+        f"(IID, {len(parts[0]):,} rows each), t_max = {args.t_max}"
+    )
     res = {'pooled ExpYJ': [], 'SecureFedYJ': []}
     for r in range(args.repeat):
-        order = [('pooled ExpYJ', lambda: exp_yj(X, t_max=args.t_max, full_output=True)),
-                 ('SecureFedYJ', lambda: S.SecureFedYJ(t_max=args.t_max, rng=r).fit(clients))]
-        if r % 2: order.reverse()
+        order = [
+            ('pooled ExpYJ', lambda: exp_yj(X, t_max=args.t_max, full_output=True)),
+            ('SecureFedYJ', lambda: S.SecureFedYJ(t_max=args.t_max, rng=r).fit(clients)),
+        ]
+        if r % 2:
+            order.reverse()
         for name, f in order:
             w, c, out = timed(f)
             res[name].append((w, c))
-            if name == 'SecureFedYJ': fed = out
-            else: ref = out
+            if name == 'SecureFedYJ':
+                fed = out
+            else:
+                ref = out
     med = {k: np.median(np.array(v), axis=0) for k, v in res.items()}
     print(f"\n{'':14s}{'wall s':>9s}{'CPU s':>9s}")
-    for k, (w, c) in med.items(): print(f"{k:14s}{w:9.3f}{c:9.3f}")
-    ratio_w, ratio_c = med['SecureFedYJ'][0]/med['pooled ExpYJ'][0], med['SecureFedYJ'][1]/med['pooled ExpYJ'][1]
+    for k, (w, c) in med.items():
+        print(f"{k:14s}{w:9.3f}{c:9.3f}")
+    ratio_w, ratio_c = (med['SecureFedYJ'][0] / med['pooled ExpYJ'][0], med['SecureFedYJ'][1] / med['pooled ExpYJ'][1])
     print(f"ratio SecureFedYJ / pooled: {ratio_w:.2f} (wall), {ratio_c:.2f} (CPU)   [goal: <= 2]")
     same = (fed.signs_ == ref.signs).all()
-    print(f"same sign sequence as pooled ExpYJ: {same}; max |lambda difference|: {np.max(np.abs(fed.lambdas_ - ref.lambdas)):.1e}; "
-          f"max relative difference of the variance: {np.max(np.abs(fed.var_ - ref.var)/ref.var):.1e}")
+    print(
+        f"same sign sequence as pooled ExpYJ: {same}; max |lambda difference|: {np.max(np.abs(fed.lambdas_ - ref.lambdas)):.1e}; "
+        f"max relative difference of the variance: {np.max(np.abs(fed.var_ - ref.var) / ref.var):.1e}"
+    )
     c = S.communication_table(fed)
     cl = c.drop(index='server')
     s = fed.channel_.summary()
-    print(f"\ncommunication: ring of {fed.ring_bits_} bits; {s['n_messages']:,} messages over {s['n_rounds']} rounds; "
-          f"{s['total_bytes']/2**20:.1f} MiB in total")
-    print(f"  per client and ExpYJ step: {cl['sent / step'].mean()/1024:.0f} KiB sent, {cl['received / step'].mean()/1024:.0f} KiB received"
-          f" (client0, the king of the openings: {c.loc['client0', 'sent / step']/1024:.0f} / {c.loc['client0', 'received / step']/1024:.0f})")
-    print(f"  per client in total: {(cl['total sent'] + cl['total received']).mean()/2**20:.1f} MiB sent + received; "
-          f"the server (dealer) sent {c.loc['server', 'total sent']/2**20:.1f} MiB and received {c.loc['server', 'total received']}")
+    print(
+        f"\ncommunication: ring of {fed.ring_bits_} bits; {s['n_messages']:,} messages over {s['n_rounds']} rounds; "
+        f"{s['total_bytes'] / 2**20:.1f} MiB in total"
+    )
+    print(
+        f"  per client and ExpYJ step: {cl['sent / step'].mean() / 1024:.0f} KiB sent, {cl['received / step'].mean() / 1024:.0f} KiB received"
+        f" (client0, the king of the openings: {c.loc['client0', 'sent / step'] / 1024:.0f} / {c.loc['client0', 'received / step'] / 1024:.0f})"
+    )
+    print(
+        f"  per client in total: {(cl['total sent'] + cl['total received']).mean() / 2**20:.1f} MiB sent + received; "
+        f"the server (dealer) sent {c.loc['server', 'total sent'] / 2**20:.1f} MiB and received {c.loc['server', 'total received']}"
+    )
     w, T = where_the_time_goes(clients, args.t_max)
     print(f"\nwhere the protocol's time goes (one run, {w:.2f} s wall):")
-    for k, v in T.items(): print(f"  {k:58s}{v:7.2f} s  {100*v/w:4.0f} %")
+    for k, v in T.items():
+        print(f"  {k:58s}{v:7.2f} s  {100 * v / w:4.0f} %")
 
 
 if __name__ == '__main__':

@@ -9,17 +9,18 @@ alternately, and the ratio of the medians is reported. Accuracy is relative erro
 computed with mpmath (fedgauss.testing), on `--ref-features` of the benchmark's features (about 40 s each at
 100,000 rows) and on every breast-cancer feature and adversarial input with --accuracy.
 """
+
 import argparse, sys, time, warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fedgauss.testing import adversarial_inputs, mp_yj_mle     # noqa: E402
+from fedgauss.testing import adversarial_inputs, mp_yj_mle  # noqa: E402
 
-from scipy import stats                                           # noqa: E402
-from sklearn.preprocessing import PowerTransformer                # noqa: E402
-from fedgauss.yeojohnson import YeoJohnsonTransformer, exp_yj     # noqa: E402
+from scipy import stats  # noqa: E402
+from sklearn.preprocessing import PowerTransformer  # noqa: E402
+from fedgauss.yeojohnson import YeoJohnsonTransformer, exp_yj  # noqa: E402
 from fedgauss.data import SKEWED_FAMILIES, make_skewed_features  # noqa: E402
 
 FAMILIES = SKEWED_FAMILIES
@@ -31,7 +32,9 @@ def skewed_features(n=100_000, d=50, seed=0):
 
 
 def timed(f):
-    t = time.perf_counter(); out = f(); return time.perf_counter() - t, out
+    t = time.perf_counter()
+    out = f()
+    return time.perf_counter() - t, out
 
 
 def bench(args):
@@ -39,37 +42,54 @@ def bench(args):
     print(f"data: {args.n:,} x {args.d} skewed features ({', '.join(FAMILIES)}), seed {args.seed}")
     ours, theirs = [], []
     for r in range(args.repeat):
-        pair = [('ours', lambda: YeoJohnsonTransformer().fit(X)), ('sk', lambda: PowerTransformer(method='yeo-johnson').fit(X))]
-        if r % 2: pair.reverse()
+        pair = [
+            ('ours', lambda: YeoJohnsonTransformer().fit(X)),
+            ('sk', lambda: PowerTransformer(method='yeo-johnson').fit(X)),
+        ]
+        if r % 2:
+            pair.reverse()
         for name, f in pair:
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')
                 dt, est = timed(f)
             (ours if name == 'ours' else theirs).append(dt)
-            if name == 'ours': yt = est
-            else: pt = est
-    dt_o, Z = timed(lambda: yt.transform(X)); dt_s, _ = timed(lambda: pt.transform(X))
+            if name == 'ours':
+                yt = est
+            else:
+                pt = est
+    dt_o, Z = timed(lambda: yt.transform(X))
+    dt_s, _ = timed(lambda: pt.transform(X))
     to, ts = np.median(ours), np.median(theirs)
     print(f"\n{'':28s}{'ExpYJ (fedgauss)':>18s}{'scikit-learn':>16s}{'ratio':>9s}")
-    print(f"{'fit, median of ' + str(args.repeat) + ' (s)':28s}{to:18.3f}{ts:16.3f}{ts/to:8.1f}x")
-    print(f"{'fit, all runs (s)':28s}ExpYJ {' '.join(f'{v:.2f}' for v in ours)};  scikit-learn {' '.join(f'{v:.2f}' for v in theirs)}")
-    print(f"{'transform (s)':28s}{dt_o:18.3f}{dt_s:16.3f}{dt_s/dt_o:8.1f}x")
+    print(f"{'fit, median of ' + str(args.repeat) + ' (s)':28s}{to:18.3f}{ts:16.3f}{ts / to:8.1f}x")
+    print(
+        f"{'fit, all runs (s)':28s}ExpYJ {' '.join(f'{v:.2f}' for v in ours)};  scikit-learn {' '.join(f'{v:.2f}' for v in theirs)}"
+    )
+    print(f"{'transform (s)':28s}{dt_o:18.3f}{dt_s:16.3f}{dt_s / dt_o:8.1f}x")
     lo, ls = yt.lambdas_, pt.lambdas_
-    d = np.abs(lo - ls)/np.abs(lo)
-    print(f"\n|lambda_ours - lambda_sklearn|/|lambda_ours| over {args.d} features: median {np.median(d):.1e}, max {d.max():.1e}"
-          f" (feature {int(d.argmax())}, {FAMILIES[int(d.argmax()) % 10]})")
+    d = np.abs(lo - ls) / np.abs(lo)
+    print(
+        f"\n|lambda_ours - lambda_sklearn|/|lambda_ours| over {args.d} features: median {np.median(d):.1e}, max {d.max():.1e}"
+        f" (feature {int(d.argmax())}, {FAMILIES[int(d.argmax()) % 10]})"
+    )
     # every feature where the two disagree by more than 1e-6 gets an mpmath reference: which one is wrong?
     cand = np.flatnonzero(d > 1e-6)
     if len(cand) and not args.no_screen:
         t0 = time.perf_counter()
         refs = {int(j): mp_yj_mle(X[:, j], lo[j], dps=40) for j in cand}
-        bad_sk = [j for j, r in refs.items() if abs(ls[j] - r)/abs(r) > 1e-6 and abs(lo[j] - r)/abs(r) <= 1e-6]
-        bad_o = [j for j, r in refs.items() if abs(lo[j] - r)/abs(r) > 1e-6]
-        print(f"\n{len(cand)} of {args.d} features disagree by > 1e-6 (relative); mpmath on each ({time.perf_counter() - t0:.0f} s):")
+        bad_sk = [j for j, r in refs.items() if abs(ls[j] - r) / abs(r) > 1e-6 and abs(lo[j] - r) / abs(r) <= 1e-6]
+        bad_o = [j for j, r in refs.items() if abs(lo[j] - r) / abs(r) > 1e-6]
+        print(
+            f"\n{len(cand)} of {args.d} features disagree by > 1e-6 (relative); mpmath on each ({time.perf_counter() - t0:.0f} s):"
+        )
         for j, r in refs.items():
-            print(f"  feature {j:3d} {FAMILIES[j % 10]:32s} lambda* {r:.12g}: rel. error ExpYJ {abs(lo[j] - r)/abs(r):.1e}, scikit-learn {abs(ls[j] - r)/abs(r):.1e}")
-        print(f"features where scikit-learn is off by > 1e-6 and ExpYJ is not: {len(bad_sk)} of {args.d}; ExpYJ off by > 1e-6: {len(bad_o)}"
-              f" (on the other {args.d - len(cand)} the two agree to 1e-6)")
+            print(
+                f"  feature {j:3d} {FAMILIES[j % 10]:32s} lambda* {r:.12g}: rel. error ExpYJ {abs(lo[j] - r) / abs(r):.1e}, scikit-learn {abs(ls[j] - r) / abs(r):.1e}"
+            )
+        print(
+            f"features where scikit-learn is off by > 1e-6 and ExpYJ is not: {len(bad_sk)} of {args.d}; ExpYJ off by > 1e-6: {len(bad_o)}"
+            f" (on the other {args.d - len(cand)} the two agree to 1e-6)"
+        )
     m = min(args.ref_features, args.d)
     if m:
         # one feature per family first, then the rest; always include the largest disagreement
@@ -78,59 +98,87 @@ def bench(args):
         t0 = time.perf_counter()
         for j in order:
             ref = mp_yj_mle(X[:, j], lo[j], dps=40)
-            rows.append((j, ref, abs(lo[j] - ref)/abs(ref), abs(ls[j] - ref)/abs(ref)))
+            rows.append((j, ref, abs(lo[j] - ref) / abs(ref), abs(ls[j] - ref) / abs(ref)))
         print(f"\nlambda accuracy vs mpmath on {m} features ({time.perf_counter() - t0:.0f} s of mpmath):")
         print(f"{'feature':>8s} {'family':32s}{'lambda* (mpmath)':>20s}{'rel.err ExpYJ':>15s}{'rel.err sklearn':>17s}")
         for j, ref, eo, es in rows:
             print(f"{j:8d} {FAMILIES[j % 10]:32s}{ref:20.12g}{eo:15.1e}{es:17.1e}")
-        eo = np.array([r[2] for r in rows]); es = np.array([r[3] for r in rows])
+        eo = np.array([r[2] for r in rows])
+        es = np.array([r[3] for r in rows])
         print(f"{'':41s}{'max':>20s}{eo.max():15.1e}{es.max():17.1e}")
         print(f"{'':41s}{'median':>20s}{np.median(eo):15.1e}{np.median(es):17.1e}")
-        print(f"features with rel. error > 1e-6: ExpYJ {int((eo > 1e-6).sum())}, scikit-learn {int((es > 1e-6).sum())} (of {m})")
+        print(
+            f"features with rel. error > 1e-6: ExpYJ {int((eo > 1e-6).sum())}, scikit-learn {int((es > 1e-6).sum())} (of {m})"
+        )
 
 
 def accuracy():
     from fedgauss.data import load_breast_cancer
+
     X, _ = load_breast_cancer()
     A = X.to_numpy()
     print("\nbreast cancer (569 x 30) and adversarial inputs: relative error to the mpmath maximum-likelihood lambda")
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        ours = exp_yj(A); sk = PowerTransformer().fit(A).lambdas_
+        ours = exp_yj(A)
+        sk = PowerTransformer().fit(A).lambdas_
         sp = np.array([stats.yeojohnson_normmax(A[:, j]) for j in range(30)])
         spb = np.array([stats.yeojohnson_normmax(A[:, j], brack=(-2, 2)) for j in range(30)])
     rows = [(c, mp_yj_mle(A[:, j], sk[j]), ours[j], sk[j], sp[j], spb[j]) for j, c in enumerate(X.columns)]
     for name, x in adversarial_inputs().items():
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            o = exp_yj(x); s = PowerTransformer().fit(x[:, None]).lambdas_[0]
-            p = stats.yeojohnson_normmax(x); pb = stats.yeojohnson_normmax(x, brack=(-2, 2))
+            o = exp_yj(x)
+            s = PowerTransformer().fit(x[:, None]).lambdas_[0]
+            p = stats.yeojohnson_normmax(x)
+            pb = stats.yeojohnson_normmax(x, brack=(-2, 2))
         rows.append((name, mp_yj_mle(x, o), o, s, p, pb))
     print(f"{'input':40s}{'lambda*':>16s}{'ExpYJ':>10s}{'sklearn':>10s}{'SciPy':>10s}{'SciPy brent':>12s}")
-    err = lambda v, r: abs(v - r)/abs(r)
+    err = lambda v, r: abs(v - r) / abs(r)
     E = []
     for i, (name, ref, o, s, p, pb) in enumerate(rows):
-        e = [err(o, ref), err(s, ref), err(p, ref), err(pb, ref)]; E.append(e)
-        if i == 30: print('-'*98)
+        e = [err(o, ref), err(s, ref), err(p, ref), err(pb, ref)]
+        E.append(e)
+        if i == 30:
+            print('-' * 98)
         print(f"{name[:39]:40s}{ref:16.9g}" + ''.join(f"{v:10.1e}" for v in e[:3]) + f"{e[3]:12.1e}")
     E = np.array(E)
-    for lab, sl in (('breast cancer (30 features)', slice(0, 30)), (f'adversarial ({len(rows) - 30} inputs)', slice(30, None))):
+    for lab, sl in (
+        ('breast cancer (30 features)', slice(0, 30)),
+        (f'adversarial ({len(rows) - 30} inputs)', slice(30, None)),
+    ):
         e = E[sl]
-        print(f"\n{lab}: max rel. error ExpYJ {e[:, 0].max():.1e}, scikit-learn {e[:, 1].max():.1e}, SciPy {e[:, 2].max():.1e}, "
-              f"SciPy brent {e[:, 3].max():.1e}")
-        for k, peer in ((1, 'scikit-learn'), (2, 'SciPy yeojohnson_normmax'), (3, 'SciPy yeojohnson_normmax(brack=(-2, 2))')):
+        print(
+            f"\n{lab}: max rel. error ExpYJ {e[:, 0].max():.1e}, scikit-learn {e[:, 1].max():.1e}, SciPy {e[:, 2].max():.1e}, "
+            f"SciPy brent {e[:, 3].max():.1e}"
+        )
+        for k, peer in (
+            (1, 'scikit-learn'),
+            (2, 'SciPy yeojohnson_normmax'),
+            (3, 'SciPy yeojohnson_normmax(brack=(-2, 2))'),
+        ):
             print(f"  off by > 1e-6 where ExpYJ is not: {peer}: {int(((e[:, k] > 1e-6) & (e[:, 0] <= 1e-6)).sum())}")
         print(f"  ExpYJ off by > 1e-6: {int((e[:, 0] > 1e-6).sum())}")
 
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--n', type=int, default=100_000); ap.add_argument('--d', type=int, default=50)
-    ap.add_argument('--repeat', type=int, default=3); ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--ref-features', type=int, default=4, help='features checked against mpmath (~40 s each at 100,000 rows)')
+    ap.add_argument('--n', type=int, default=100_000)
+    ap.add_argument('--d', type=int, default=50)
+    ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument(
+        '--ref-features', type=int, default=4, help='features checked against mpmath (~40 s each at 100,000 rows)'
+    )
     ap.add_argument('--accuracy', action='store_true', help='also report breast cancer and adversarial inputs')
     ap.add_argument('--no-bench', action='store_true')
-    ap.add_argument('--no-screen', action='store_true', help='skip the mpmath check of the features where ExpYJ and scikit-learn disagree')
+    ap.add_argument(
+        '--no-screen',
+        action='store_true',
+        help='skip the mpmath check of the features where ExpYJ and scikit-learn disagree',
+    )
     args = ap.parse_args()
-    if not args.no_bench: bench(args)
-    if args.accuracy: accuracy()
+    if not args.no_bench:
+        bench(args)
+    if args.accuracy:
+        accuracy()

@@ -6,6 +6,7 @@ machine may lack skip with a reason that says how to get it:
 - Debian's Chromium and npm, for the docs build and its browser check (`tests/test_docs.py`).
 CI has all of them and sets FEDGAUSS_REQUIRE_ALL=1 (`.ci/run`): then each of these skips is a failure.
 """
+
 import os, shutil
 from pathlib import Path
 
@@ -25,7 +26,8 @@ REQUIRE_ALL = os.environ.get('FEDGAUSS_REQUIRE_ALL', '') not in ('', '0')
 
 def skip_or_fail(reason: str):
     "Skip the current test for a missing resource, or fail it when CI asks for every resource."
-    if REQUIRE_ALL: pytest.fail(f'{reason} (FEDGAUSS_REQUIRE_ALL is set, so this is a failure, not a skip)')
+    if REQUIRE_ALL:
+        pytest.fail(f'{reason} (FEDGAUSS_REQUIRE_ALL is set, so this is a failure, not a skip)')
     pytest.skip(reason)
 
 
@@ -40,6 +42,7 @@ def require_tools(*names: str):
 def pytest_runtest_call(item):
     "A test that reaches for a dataset this machine has no copy of and cannot download is skipped, not failed."
     from fedgauss.data import DataUnavailable
+
     try:
         return (yield)
     except DataUnavailable as e:
@@ -49,6 +52,7 @@ def pytest_runtest_call(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     from fedgauss.data import DataUnavailable
+
     try:
         return (yield)
     except DataUnavailable as e:
@@ -58,5 +62,6 @@ def pytest_runtest_setup(item):
 # Property tests explore a fixed sequence of examples, so a CI run is reproducible; a failure found once is
 # kept as an explicit regression test next to the property that found it.
 from hypothesis import settings as _hyp_settings
+
 _hyp_settings.register_profile('fedgauss', derandomize=True, deadline=None)
 _hyp_settings.load_profile('fedgauss')

@@ -16,6 +16,7 @@ They need Debian's Chromium (or $CHROMIUM) and npm (MathJax is installed from th
 machine without them they skip with a reason; CI installs both and sets FEDGAUSS_REQUIRE_ALL=1, which turns
 such a skip into a failure (tests/conftest.py).
 """
+
 import base64, io, json, os, re, shutil, subprocess, sys, textwrap
 
 import nbformat
@@ -31,8 +32,10 @@ SITE = ROOT / '_docs'
 def _require_chromium(build=True):
     "The browser (and npm, for a test that builds the site), or a skip that says how to get them."
     exe = check_docs.find_chromium()
-    if not exe: skip_or_fail('needs Chromium for the browser check: `apt-get install -y chromium` (Debian), or set $CHROMIUM')
-    if build: require_tools('npm')
+    if not exe:
+        skip_or_fail('needs Chromium for the browser check: `apt-get install -y chromium` (Debian), or set $CHROMIUM')
+    if build:
+        require_tools('npm')
     return exe
 
 
@@ -46,16 +49,26 @@ def _copy_project(dst, notebooks=None):
     skip = shutil.ignore_patterns('__pycache__', '.ipynb_checkpoints')
     shutil.copytree(ROOT / 'tools', dst / 'tools', ignore=skip)
     shutil.copytree(ROOT / 'fedgauss', dst / 'fedgauss', ignore=skip)
+
     def keep(d, names):
-        return [n for n in names if n.endswith('.ipynb') and notebooks is not None and n not in notebooks] + list(skip(d, names))
+        return [n for n in names if n.endswith('.ipynb') and notebooks is not None and n not in notebooks] + list(
+            skip(d, names)
+        )
+
     shutil.copytree(ROOT / 'nbs', dst / 'nbs', symlinks=True, ignore=keep)
     return dst
 
 
 def _build(root, *args):
     env = dict(os.environ, MPLBACKEND='Agg', FEDGAUSS_DOCS_NPM_CACHE=str(ROOT / '.cache' / 'docs-npm'))
-    r = subprocess.run([sys.executable, str(root / 'tools' / 'build_docs.py'), *args], cwd=root,
-                       capture_output=True, text=True, timeout=900, env=env)
+    r = subprocess.run(
+        [sys.executable, str(root / 'tools' / 'build_docs.py'), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert r.returncode == 0, f'docs build failed:\n{r.stdout[-4000:]}\n{r.stderr[-8000:]}'
     return r
 
@@ -64,13 +77,15 @@ def _api_symbols():
     "Each module's public objects (`__all__`) and the page#id that nbdev's links give them."
     import importlib
     from fedgauss._modidx import d
+
     out = {}
     for mod, syms in d['syms'].items():
         public = set(getattr(importlib.import_module(mod), '__all__', []))
         for name, (url, _) in syms.items():
-            if name[len(mod) + 1:] not in public: continue
+            if name[len(mod) + 1 :] not in public:
+                continue
             page, _, frag = url.rpartition('/')[2].partition('#')
-            out.setdefault(page, []).append((name[len(mod) + 1:], frag))
+            out.setdefault(page, []).append((name[len(mod) + 1 :], frag))
     return out
 
 
@@ -99,9 +114,11 @@ ALLOWED_AT_1280 = {
 
 def not_fitting(report) -> list[tuple[str, str, str, str]]:
     "(page, kind, what, why) for each equation, code block, output or picture that does not fit at 1280 px."
-    return [(page, x['kind'], x['what'], f"§{x['section']}: {x['why']}")
-            for page, info in sorted(report['pages'].items())
-            for x in info['layout']['clipped'] + info['layout']['shrunk']]
+    return [
+        (page, x['kind'], x['what'], f"§{x['section']}: {x['why']}")
+        for page, info in sorted(report['pages'].items())
+        for x in info['layout']['clipped'] + info['layout']['shrunk']
+    ]
 
 
 def test_site(tmp_path):
@@ -124,12 +141,16 @@ def test_site(tmp_path):
     found = not_fitting(report)
     for page, info in sorted(report['pages'].items()):
         L = info['layout']
-        print(f"{page:22} column {L['column']}px: {L['checked']} checked, {len(L['clipped'])} clipped, "
-              f"{len(L['shrunk'])} shrunk pictures, {L['wrapped']} wrapped code blocks")
+        print(
+            f"{page:22} column {L['column']}px: {L['checked']} checked, {len(L['clipped'])} clipped, "
+            f"{len(L['shrunk'])} shrunk pictures, {L['wrapped']} wrapped code blocks"
+        )
     allowed = lambda f: any(f[0] == a[0] and f[1] == a[1] and f[2].startswith(a[2]) for a in ALLOWED_AT_1280)
     bad = [f for f in found if not allowed(f)]
     assert not bad, f'{len(bad)} element(s) do not fit at 1280 px:\n' + '\n'.join(' | '.join(f) for f in bad)
-    stale = [a for a in ALLOWED_AT_1280 if not any(f[0] == a[0] and f[1] == a[1] and f[2].startswith(a[2]) for f in found)]
+    stale = [
+        a for a in ALLOWED_AT_1280 if not any(f[0] == a[0] and f[1] == a[1] and f[2].startswith(a[2]) for f in found)
+    ]
     assert not stale, f'these fit now: remove them from ALLOWED_AT_1280: {stale}'
     assert set(f"{p['docname']}.html" for p in pages) <= set(report['pages'])
     assert report['search'], 'the search page found nothing'
@@ -163,8 +184,10 @@ def test_site(tmp_path):
 # ------------------------------------------------------------------------------------------------
 def _png():
     import matplotlib
+
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.plot([0, 1], [0, 1])
     b = io.BytesIO()
@@ -187,16 +210,20 @@ def features_notebook(png: bytes):
 
     cells = [
         nbformat.v4.new_raw_cell('---\nauthor: fedgauss developers\ncategories: [docs]\n---'),
-        md('# Quarto features\n\n> Every piece of syntax the site builder converts, in one notebook: $\\alpha$ in the summary.'),
+        md(
+            '# Quarto features\n\n> Every piece of syntax the site builder converts, in one notebook: $\\alpha$ in the summary.'
+        ),
         c('#| default_exp docs_features'),
         c('#| hide\nsecret = "HIDDEN-CELL-MARKER"'),
         c('import numpy as np'),
-        md('## Math and labels {#sec-math}\n\n'
-           'Inline $\\sigma^2 = \\mathbb{E}[(X-\\mu)^2]$ and a labelled display:\n\n'
-           '$$\n\\psi(\\lambda, x) = \\frac{(x+1)^\\lambda - 1}{\\lambda}\n$$ {#eq-yj}\n\n'
-           'By @eq-yj, and as said in @sec-callouts, with `@dataclass` left alone and mail to a@b.org untouched. '
-           'Also \\(a+b\\) as TeX delimiters and an aligned block:\n\n'
-           '$$\n\\begin{aligned} a &= b \\\\ c &= d \\end{aligned}\n$$'),
+        md(
+            '## Math and labels {#sec-math}\n\n'
+            'Inline $\\sigma^2 = \\mathbb{E}[(X-\\mu)^2]$ and a labelled display:\n\n'
+            '$$\n\\psi(\\lambda, x) = \\frac{(x+1)^\\lambda - 1}{\\lambda}\n$$ {#eq-yj}\n\n'
+            'By @eq-yj, and as said in @sec-callouts, with `@dataclass` left alone and mail to a@b.org untouched. '
+            'Also \\(a+b\\) as TeX delimiters and an aligned block:\n\n'
+            '$$\n\\begin{aligned} a &= b \\\\ c &= d \\end{aligned}\n$$'
+        ),
         c('''
           #| export
           def scratch_mean(x:float, # the first number
@@ -209,37 +236,51 @@ def features_notebook(png: bytes):
           #| exporti
           def _scratch_helper(): return 1  # EXPORTI-MARKER
           '''),
-        md('Links: [the IID partitioner](00_federation.ipynb#iid), [the federation page](00_federation.ipynb), '
-           '[a function](https://fedgauss.github.io/fedgauss/federation.html#iid_split), '
-           '[back to the top](#math-and-labels), '
-           '[an external page](https://example.org/){target="_blank"}, [a span]{.smallcaps}, '
-           'and a picture with attributes: ![a line](line.png){width=120 fig-align="center"}.\n\n'
-           '![A labelled picture.](line.png){#fig-pic width=80}\n\nSee @fig-pic and @fig-undefined.'),
+        md(
+            'Links: [the IID partitioner](00_federation.ipynb#iid), [the federation page](00_federation.ipynb), '
+            '[a function](https://fedgauss.github.io/fedgauss/federation.html#iid_split), '
+            '[back to the top](#math-and-labels), '
+            '[an external page](https://example.org/){target="_blank"}, [a span]{.smallcaps}, '
+            'and a picture with attributes: ![a line](line.png){width=120 fig-align="center"}.\n\n'
+            '![A labelled picture.](line.png){#fig-pic width=80}\n\nSee @fig-pic and @fig-undefined.'
+        ),
         md('<img src="line.png" alt="raw html picture" width="60">'),
-        md('## Callouts {#sec-callouts}\n\n'
-           '::: {.callout-note}\nA plain note with $x^2$. NOTE-MARKER\n:::\n\n'
-           '::: {.callout-warning title="Mind the gap"}\nWARNING-MARKER\n:::\n\n'
-           '::: {.callout-tip}\n## A tip title\n\nTIP-MARKER\n:::\n\n'
-           '::: {.callout-important}\nOuter. IMPORTANT-MARKER\n\n::: {.callout-caution}\nInner. CAUTION-MARKER\n:::\n\n:::\n\n'
-           '::: {.column-margin}\nMARGIN-MARKER in a layout div\n:::\n\n'
-           ':::: {.columns}\n::: {.column width="50%"}\nLEFT-COLUMN\n:::\n::: {.column width="50%"}\n'
-           '```python\n::: not a fence inside code\n```\n:::\n::::'),
-        c('''
+        md(
+            '## Callouts {#sec-callouts}\n\n'
+            '::: {.callout-note}\nA plain note with $x^2$. NOTE-MARKER\n:::\n\n'
+            '::: {.callout-warning title="Mind the gap"}\nWARNING-MARKER\n:::\n\n'
+            '::: {.callout-tip}\n## A tip title\n\nTIP-MARKER\n:::\n\n'
+            '::: {.callout-important}\nOuter. IMPORTANT-MARKER\n\n::: {.callout-caution}\nInner. CAUTION-MARKER\n:::\n\n:::\n\n'
+            '::: {.column-margin}\nMARGIN-MARKER in a layout div\n:::\n\n'
+            ':::: {.columns}\n::: {.column width="50%"}\nLEFT-COLUMN\n:::\n::: {.column width="50%"}\n'
+            '```python\n::: not a fence inside code\n```\n:::\n::::'
+        ),
+        c(
+            '''
           #| fig-cap: "A straight line, $y = x$."
           #| label: fig-line
           import matplotlib.pyplot as plt
           plt.plot([0, 1], [0, 1]);
-          ''', out_data(**{'image/png': b64, 'text/plain': '<Figure size 300x200>'})),
+          ''',
+            out_data(**{'image/png': b64, 'text/plain': '<Figure size 300x200>'}),
+        ),
         md('As @fig-line shows, the line is straight.'),
-        c('''
+        c(
+            '''
           #| code-fold: true
           #| code-summary: "FOLD-SUMMARY"
           #| tbl-cap: "TABLE-CAPTION"
           import pandas as pd
           pd.DataFrame({'a': [1, 2], 'b': [3.5, 4.5]})  # FOLDED-CODE
-          ''', out_data(**{'text/html': '<div><table class="dataframe"><thead><tr><th></th><th>a</th><th>b</th></tr></thead>'
-                                         '<tbody><tr><th>0</th><td>1</td><td>3.5</td></tr></tbody></table></div>',
-                           'text/plain': '   a    b'})),
+          ''',
+            out_data(
+                **{
+                    'text/html': '<div><table class="dataframe"><thead><tr><th></th><th>a</th><th>b</th></tr></thead>'
+                    '<tbody><tr><th>0</th><td>1</td><td>3.5</td></tr></tbody></table></div>',
+                    'text/plain': '   a    b',
+                }
+            ),
+        ),
         c('''
           #| code-fold: show
           x = 1  # FOLD-SHOW-CODE
@@ -247,9 +288,15 @@ def features_notebook(png: bytes):
         c('#| echo: false\nprint("ECHO-FALSE-OUTPUT")  # ECHO-FALSE-INPUT', out_stream('ECHO-FALSE-OUTPUT\n')),
         c('#| output: false\nprint("OUTPUT-FALSE")', out_stream('OUTPUT-FALSE-TEXT\n')),
         c('#| include: false\nprint("INCLUDE-FALSE")  # INCLUDE-FALSE-INPUT', out_stream('INCLUDE-FALSE-TEXT\n')),
-        c('#| slow\ny = sum(range(10))  # SLOW-CELL\ny', nbformat.v4.new_output('execute_result', data={'text/plain': '45'}, execution_count=3)),
+        c(
+            '#| slow\ny = sum(range(10))  # SLOW-CELL\ny',
+            nbformat.v4.new_output('execute_result', data={'text/plain': '45'}, execution_count=3),
+        ),
         c('#| output: asis\n#| echo: false\nprint("**ASIS-BOLD** and $a+b$")', out_stream('**ASIS-BOLD** and $a+b$\n')),
-        c('#| warning: false\nimport warnings; warnings.warn("x")', out_stream('UserWarning: WARNING-TEXT\n', 'stderr')),
+        c(
+            '#| warning: false\nimport warnings; warnings.warn("x")',
+            out_stream('UserWarning: WARNING-TEXT\n', 'stderr'),
+        ),
         c('print("STDERR-SHOWN", file=__import__("sys").stderr)', out_stream('STDERR-SHOWN\n', 'stderr')),
         md('| a | b |\n|---|---|\n| 1 | 2 |\n\nA table above, and a dollar amount in code: `$5`.'),
         c('#| hide\nimport nbdev; nbdev.nbdev_export()'),
@@ -287,14 +334,18 @@ def test_quarto_features(tmp_path):
     png = _png()
     (root / 'nbs' / 'line.png').write_bytes(png)
     nbformat.write(features_notebook(png), root / 'nbs' / '50_docs_features.ipynb')
-    _build(root)   # not --check: the copy's sidebar.yml gains the new notebook
+    _build(root)  # not --check: the copy's sidebar.yml gains the new notebook
     site = root / '_docs'
     pages = json.loads((site / '_pages.json').read_text())
     assert [p['docname'] for p in pages] == ['index', 'federation', 'docs_features']
 
     report = check_docs.check_site(site, None, chromium=chromium)
     # the copy has two of the notebooks: the landing page's links to the others have no page to go to
-    problems = [p for p in report['problems'] if not re.match(r'index\.html: broken link: \S+/\d\d_\w+\.ipynb \(no such file\)$', p)]
+    problems = [
+        p
+        for p in report['problems']
+        if not re.match(r'index\.html: broken link: \S+/\d\d_\w+\.ipynb \(no such file\)$', p)
+    ]
     assert not problems, '\n'.join(problems)
     page = report['pages']['docs_features.html']
     assert page['math_total'] >= 5 and page['math_typeset'] == page['math_total']
@@ -312,31 +363,66 @@ def test_quarto_features(tmp_path):
     assert f['h1'] == ['Quarto features']
     assert 'Every piece of syntax the site builder converts' in text
     # hidden and exported code is not shown, show_doc's entry is, with its docments table
-    for gone in ('HIDDEN-CELL-MARKER', 'EXPORT-BODY-MARKER', 'EXPORTI-MARKER', '_scratch_helper', 'INCLUDE-FALSE',
-                 'ECHO-FALSE-INPUT', 'OUTPUT-FALSE-TEXT', 'WARNING-TEXT', '#|', 'default_exp', 'nbdev_export'):
+    for gone in (
+        'HIDDEN-CELL-MARKER',
+        'EXPORT-BODY-MARKER',
+        'EXPORTI-MARKER',
+        '_scratch_helper',
+        'INCLUDE-FALSE',
+        'ECHO-FALSE-INPUT',
+        'OUTPUT-FALSE-TEXT',
+        'WARNING-TEXT',
+        '#|',
+        'default_exp',
+        'nbdev_export',
+    ):
         assert gone not in text, f'{gone!r} should not be on the page'
     assert 'scratch_mean' in f['api'] and 'scratch_mean' in page['ids'], f['api']
     assert 'def scratch_mean(' in text and 'Mean of' in text and 'the first number' in text
-    for shown in ('ECHO-FALSE-OUTPUT', 'ASIS-BOLD', 'SLOW-CELL', '45', 'STDERR-SHOWN', 'MARGIN-MARKER', 'LEFT-COLUMN',
-                  '::: not a fence inside code', '$5', '@dataclass', 'a@b.org'):
+    for shown in (
+        'ECHO-FALSE-OUTPUT',
+        'ASIS-BOLD',
+        'SLOW-CELL',
+        '45',
+        'STDERR-SHOWN',
+        'MARGIN-MARKER',
+        'LEFT-COLUMN',
+        '::: not a fence inside code',
+        '$5',
+        '@dataclass',
+        'a@b.org',
+    ):
         assert shown in text, f'{shown!r} should be on the page'
     assert '<strong>ASIS-BOLD</strong>' in f['html']
     # callouts became admonitions of the right kind, with their titles, nested ones nested
     adm = {a['cls'].split()[1]: a for a in f['admonitions'] if len(a['cls'].split()) > 1}
     kinds = ' '.join(a['cls'] for a in f['admonitions'])
-    for k in ('note', 'warning', 'tip', 'important', 'caution'): assert f'callout-{k}' in kinds, kinds
+    for k in ('note', 'warning', 'tip', 'important', 'caution'):
+        assert f'callout-{k}' in kinds, kinds
     titled = {a['title']: a['text'] for a in f['admonitions']}
     assert 'WARNING-MARKER' in titled['Mind the gap'] and 'TIP-MARKER' in titled['A tip title']
-    assert 'A tip title' not in titled['A tip title'].replace('A tip title', '', 1)   # the heading became the title
-    assert any(a['nested'] == 1 and 'IMPORTANT-MARKER' in a['text'] and 'CAUTION-MARKER' in a['text'] for a in f['admonitions'])
+    assert 'A tip title' not in titled['A tip title'].replace('A tip title', '', 1)  # the heading became the title
+    assert any(
+        a['nested'] == 1 and 'IMPORTANT-MARKER' in a['text'] and 'CAUTION-MARKER' in a['text'] for a in f['admonitions']
+    )
     assert '::: {' not in text and ':::' not in text.replace('::: not a fence inside code', '')
     # the figure has its caption (math typeset) and the cross-reference links to it
     links = {l['text']: l['href'] for l in f['links']}
     fig = next(x for x in f['figures'] if 'straight line' in x['caption'])
-    assert fig['img'] and fig['math'] == 1 and fig['id'] == 'fig-line' and fig['caption'].startswith('Figure 2: A straight line')
+    assert (
+        fig['img']
+        and fig['math'] == 1
+        and fig['id'] == 'fig-line'
+        and fig['caption'].startswith('Figure 2: A straight line')
+    )
     pic = next(x for x in f['figures'] if 'labelled picture' in x['caption'])
-    assert pic['img'] and pic['id'] == 'fig-pic' and pic['caption'].startswith('Figure 1: A labelled') and links['Figure 1'] == '#fig-pic'
-    assert '@fig-undefined' in text   # an unknown label stays as it was written
+    assert (
+        pic['img']
+        and pic['id'] == 'fig-pic'
+        and pic['caption'].startswith('Figure 1: A labelled')
+        and links['Figure 1'] == '#fig-pic'
+    )
+    assert '@fig-undefined' in text  # an unknown label stays as it was written
     assert links['Figure 2'] == '#fig-line', links
     assert links['(1)'] == '#equation-eq-yj', links
     assert any(h.endswith('#sec-callouts') for h in links.values()), links
@@ -359,23 +445,40 @@ def test_checker_catches_faults(tmp_path):
     chromium = _require_chromium(build=False)
     site = tmp_path / 'site'
     site.mkdir()
-    (site / 'ok.html').write_text('<html><head><title>ok</title><link rel="icon" href="data:,"></head>'
-                                  '<body><article><h1 id="top">fine</h1></article></body></html>')
-    (site / 'index.html').write_text(textwrap.dedent(r'''
+    (site / 'ok.html').write_text(
+        '<html><head><title>ok</title><link rel="icon" href="data:,"></head>'
+        '<body><article><h1 id="top">fine</h1></article></body></html>'
+    )
+    (site / 'index.html').write_text(
+        textwrap.dedent(
+            r'''
         <html><head><title>faults</title><link rel="icon" href="data:,"></head><body><article>
         <h1>faults</h1>
         <p>raw TeX: $a+b$ and <span class="math">\(x^2\)</span></p>
         <img src="missing.png"> <img src="https://cdn.example.invalid/logo.png">
         <a href="nope.html">gone</a> <a href="ok.html#nowhere">no anchor</a> <a href="ok.html#top">fine</a>
-        <pre style="overflow-x:auto; white-space:pre; width:300px">CLIPPED-CODE ''' + 'x' * 400 + r'''</pre>
+        <pre style="overflow-x:auto; white-space:pre; width:300px">CLIPPED-CODE '''
+            + 'x' * 400
+            + r'''</pre>
         <script>console.error("BOOM"); throw new Error("UNCAUGHT");</script>
-        </article></body></html>'''))
+        </article></body></html>'''
+        )
+    )
     report = check_docs.check_site(site, None, chromium=chromium)
     problems = '\n'.join(report['problems'])
-    for expected in ('console.error: BOOM', 'UNCAUGHT', 'raw TeX left in the text', 'MathJax: not loaded',
-                     'image did not load: http://127.0.0.1', 'missing.png', 'request leaves the site: https://cdn.example.invalid',
-                     'broken link: http://127.0.0.1', 'nope.html (no such file)', 'ok.html#nowhere (no id #nowhere)',
-                     'HTTP 404'):
+    for expected in (
+        'console.error: BOOM',
+        'UNCAUGHT',
+        'raw TeX left in the text',
+        'MathJax: not loaded',
+        'image did not load: http://127.0.0.1',
+        'missing.png',
+        'request leaves the site: https://cdn.example.invalid',
+        'broken link: http://127.0.0.1',
+        'nope.html (no such file)',
+        'ok.html#nowhere (no id #nowhere)',
+        'HTTP 404',
+    ):
         assert expected in problems, f'{expected!r} not reported:\n{problems}'
     assert 'ok.html#top' not in problems
     assert 'picture without alt text' in problems

@@ -1,5 +1,6 @@
 """Cross-checks of fedgauss.dp against Google's dp-accounting and mpmath, exact-pmf tests of the discrete samplers,
 property tests of the budget and the calibration, and a bad-input catalogue."""
+
 import math
 
 import dp_accounting
@@ -11,12 +12,33 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from fedgauss.dp import (GAUSSIAN_METHODS, PrivacyBudget, PrivacyBudgetExceeded, PrivacyCost, RDPAccountant,
-                         audit_epsilon_lower_bound, calibrate_noise_multiplier, clipped_sensitivity, clopper_pearson,
-                         discrete_gaussian, discrete_gaussian_mechanism, discrete_gaussian_pmf, discrete_laplace,
-                         discrete_laplace_mechanism, discrete_laplace_pmf, gaussian_delta, gaussian_epsilon,
-                         gaussian_mechanism, gaussian_rdp, gaussian_sigma, laplace_mechanism, laplace_rdp,
-                         matrix_normal_mechanism, parallel_composition, sequential_composition)
+from fedgauss.dp import (
+    GAUSSIAN_METHODS,
+    PrivacyBudget,
+    PrivacyBudgetExceeded,
+    PrivacyCost,
+    RDPAccountant,
+    audit_epsilon_lower_bound,
+    calibrate_noise_multiplier,
+    clipped_sensitivity,
+    clopper_pearson,
+    discrete_gaussian,
+    discrete_gaussian_mechanism,
+    discrete_gaussian_pmf,
+    discrete_laplace,
+    discrete_laplace_mechanism,
+    discrete_laplace_pmf,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_mechanism,
+    gaussian_rdp,
+    gaussian_sigma,
+    laplace_mechanism,
+    laplace_rdp,
+    matrix_normal_mechanism,
+    parallel_composition,
+    sequential_composition,
+)
 
 DELTA = 1e-5
 NOISE_MULTIPLIERS = np.geomspace(0.5, 50, 13)
@@ -25,7 +47,8 @@ COUNTS = [1, 2, 5, 10, 30, 100, 300, 1000]
 
 def dpacc_rdp_epsilon(events, delta):
     acc = dp_accounting.rdp.RdpAccountant()
-    for ev, k in events: acc.compose(ev, k)
+    for ev, k in events:
+        acc.compose(ev, k)
     return acc.get_epsilon(delta)
 
 
@@ -34,7 +57,7 @@ def dpacc_rdp_epsilon(events, delta):
 def test_gaussian_composition_between_exact_and_dp_accounting(z):
     for k in COUNTS:
         ours = RDPAccountant().add_gaussian(z, k).epsilon(DELTA)
-        exact = gaussian_epsilon(z / math.sqrt(k), DELTA)                       # k Gaussians = one with z / sqrt(k)
+        exact = gaussian_epsilon(z / math.sqrt(k), DELTA)  # k Gaussians = one with z / sqrt(k)
         theirs = dpacc_rdp_epsilon([(dp_accounting.GaussianDpEvent(z), k)], DELTA)
         their_exact = dp_accounting.get_epsilon_gaussian(z / math.sqrt(k), DELTA)
         assert exact >= 0 and math.isclose(exact, their_exact, rel_tol=1e-6, abs_tol=1e-9)
@@ -45,7 +68,9 @@ def test_gaussian_composition_between_exact_and_dp_accounting(z):
 def test_mixed_gaussian_laplace_never_above_dp_accounting():
     for zg, kg, zl, kl in [(1.0, 10, 5.0, 3), (3.0, 200, 20.0, 50), (0.7, 1, 1.0, 1), (10.0, 1000, 2.0, 2)]:
         ours = RDPAccountant().add_gaussian(zg, kg).add_laplace(zl, kl).epsilon(DELTA)
-        theirs = dpacc_rdp_epsilon([(dp_accounting.GaussianDpEvent(zg), kg), (dp_accounting.LaplaceDpEvent(zl), kl)], DELTA)
+        theirs = dpacc_rdp_epsilon(
+            [(dp_accounting.GaussianDpEvent(zg), kg), (dp_accounting.LaplaceDpEvent(zl), kl)], DELTA
+        )
         assert ours <= theirs * (1 + 1e-12)
         # and never below the exact epsilon of its Gaussian part alone
         assert ours >= gaussian_epsilon(zg / math.sqrt(kg), DELTA)
@@ -57,7 +82,9 @@ def test_rdp_curves_equal_dp_accounting_at_its_orders():
     orders = np.array(dpa_rdp.DEFAULT_RDP_ORDERS, dtype=float)
     for zg, zl, k in [(1.3, 0.8, 4), (4.0, 10.0, 100), (0.6, 2.5, 1)]:
         ours = RDPAccountant().add_gaussian(zg, k).add_laplace(zl, k)
-        theirs = dpacc_rdp_epsilon([(dp_accounting.GaussianDpEvent(zg), k), (dp_accounting.LaplaceDpEvent(zl), k)], DELTA)
+        theirs = dpacc_rdp_epsilon(
+            [(dp_accounting.GaussianDpEvent(zg), k), (dp_accounting.LaplaceDpEvent(zl), k)], DELTA
+        )
         eps_at_their_orders, _ = dpa_rdp.compute_epsilon(orders, ours.rdp(orders), DELTA)
         assert math.isclose(eps_at_their_orders, theirs, rel_tol=1e-10)
     for a in [1.0, 1.05, 2.0, 17.5, 1024.0]:
@@ -93,21 +120,24 @@ def test_analytic_delta_against_mpmath():
         z, eps = 10 ** rng.uniform(-1, 3), 10 ** rng.uniform(-3, 1.7)
         zz, ee = mp.mpf(z), mp.mpf(eps)
         exact = mp.ncdf(1 / (2 * zz) - ee * zz) - mp.exp(ee) * mp.ncdf(-1 / (2 * zz) - ee * zz)
-        if exact < mp.mpf(10) ** -300: continue
+        if exact < mp.mpf(10) ** -300:
+            continue
         assert abs(gaussian_delta(z, eps) - float(exact)) <= 1e-12 * float(exact), (z, eps)
 
 
 def test_calibrations_never_on_the_wrong_side_by_mpmath():
     "sigma from gaussian_sigma and epsilon from gaussian_epsilon satisfy delta_exact <= delta in 60-digit arithmetic."
     mp.mp.dps = 60
+
     def d_mp(z, eps):
         z, eps = mp.mpf(z), mp.mpf(eps)
         return mp.ncdf(1 / (2 * z) - eps * z) - mp.exp(eps) * mp.ncdf(-1 / (2 * z) - eps * z)
+
     rng = np.random.default_rng(4)
     for _ in range(150):
         eps, delta = 10 ** rng.uniform(-3, 4), 10 ** rng.uniform(-15, -1)
         z = gaussian_sigma(eps, delta)
-        assert d_mp(z, eps) <= delta and d_mp(z * (1 - 1e-9), eps) > delta    # safe, and tight to 1e-9
+        assert d_mp(z, eps) <= delta and d_mp(z * (1 - 1e-9), eps) > delta  # safe, and tight to 1e-9
         z2 = 10 ** rng.uniform(-2, 3)
         assert d_mp(z2, gaussian_epsilon(z2, delta)) <= delta
 
@@ -121,7 +151,8 @@ def test_zhao_is_valid_and_classic_refused_beyond_its_domain():
                 sc = gaussian_sigma(eps, delta, method='classic')
                 assert gaussian_delta(sc, eps) <= delta
             else:
-                with pytest.raises(ValueError, match='epsilon < 1'): gaussian_sigma(eps, delta, method='classic')
+                with pytest.raises(ValueError, match='epsilon < 1'):
+                    gaussian_sigma(eps, delta, method='classic')
 
 
 def test_gaussian_epsilon_inverts_delta():
@@ -129,17 +160,18 @@ def test_gaussian_epsilon_inverts_delta():
         for delta in [1e-2, 1e-6, 1e-11]:
             eps = gaussian_epsilon(z, delta)
             assert gaussian_delta(z, eps) <= delta
-            if eps > 0: assert gaussian_delta(z, eps * (1 - 1e-9)) > delta
+            if eps > 0:
+                assert gaussian_delta(z, eps * (1 - 1e-9)) > delta
 
 
 # ---------------------------------------------------------------- calibration
 @settings(max_examples=25, deadline=None)
 @given(eps=st.floats(0.05, 30), k=st.integers(1, 2000), logd=st.floats(-12, -2))
 def test_calibrate_noise_multiplier_is_tight_and_safe(eps, k, logd):
-    delta = 10.0 ** logd
+    delta = 10.0**logd
     z = calibrate_noise_multiplier(eps, delta, k)
-    assert RDPAccountant().add_gaussian(z, k).epsilon(delta) <= eps                       # never above the target
-    assert RDPAccountant().add_gaussian(z / 1.001, k).epsilon(delta) > eps                # within 0.1 %
+    assert RDPAccountant().add_gaussian(z, k).epsilon(delta) <= eps  # never above the target
+    assert RDPAccountant().add_gaussian(z / 1.001, k).epsilon(delta) > eps  # within 0.1 %
 
 
 def test_calibrate_with_prior_events():
@@ -147,15 +179,19 @@ def test_calibrate_with_prior_events():
     z = calibrate_noise_multiplier(2.0, 1e-6, 50, accountant=prior)
     assert prior.copy().add_gaussian(z, 50).epsilon(1e-6) <= 2.0
     assert prior.copy().add_gaussian(z / 1.001, 50).epsilon(1e-6) > 2.0
-    assert len(prior.events) == 2                                                          # the accountant is untouched
+    assert len(prior.events) == 2  # the accountant is untouched
 
 
 # ---------------------------------------------------------------- discrete samplers against their exact pmf
 def chi2_pvalue(draws, pmf):
-    n = len(draws); ks = np.arange(0, int(np.abs(draws).max()) + 2)
+    n = len(draws)
+    ks = np.arange(0, int(np.abs(draws).max()) + 2)
     b = int(ks[n * pmf(ks) >= 5].max())
-    cells = np.arange(-b, b + 1); p = pmf(cells)
-    tail = max(0.0, (1 - p.sum()) / 2); p[0] += tail; p[-1] += tail
+    cells = np.arange(-b, b + 1)
+    p = pmf(cells)
+    tail = max(0.0, (1 - p.sum()) / 2)
+    p[0] += tail
+    p[-1] += tail
     obs = np.bincount(np.clip(draws, -b, b) + b, minlength=len(cells))
     return stats.chisquare(obs, n * p / p.sum()).pvalue
 
@@ -174,7 +210,7 @@ def test_discrete_laplace_chi_square(scale):
 
 
 def test_tiny_sigma_is_zero_and_rounding_only_adds_noise():
-    assert (discrete_gaussian(0.05, 10_000, rng=0) == 0).all()          # P[x != 0] ~ 1e-87
+    assert (discrete_gaussian(0.05, 10_000, rng=0) == 0).all()  # P[x != 0] ~ 1e-87
     # an irrational-looking sigma is rounded up, so the variance is not below the requested one (up to sampling error)
     x = discrete_gaussian(math.pi, 400_000, rng=1)
     assert x.var() > math.pi**2 * (1 - 5 * math.sqrt(2 / len(x)))
@@ -206,7 +242,9 @@ def test_discrete_mechanisms_preserve_types_and_inputs():
     discrete_gaussian_mechanism(np.zeros(4, dtype=np.int64), 1, 2.0, rng=0, accountant=acc)
     assert acc.events.iloc[0].to_dict() == dict(kind='gaussian', noise_multiplier=2.0, count=1)
     assert isinstance(discrete_laplace_mechanism(5, 1, 1.0, rng=0), int)
-    assert np.array_equal(discrete_laplace_mechanism([1, 2], 1, 1.0, rng=3), discrete_laplace_mechanism([1, 2], 1, 1.0, rng=3))
+    assert np.array_equal(
+        discrete_laplace_mechanism([1, 2], 1, 1.0, rng=3), discrete_laplace_mechanism([1, 2], 1, 1.0, rng=3)
+    )
 
 
 # ---------------------------------------------------------------- continuous mechanisms
@@ -215,7 +253,9 @@ def test_mechanisms_noise_scale_and_types():
     assert stats.kstest(laplace_mechanism(z, 2.0, 0.5, rng=0), stats.laplace(scale=4.0).cdf).pvalue > 1e-3
     for m in GAUSSIAN_METHODS[:2]:
         s = gaussian_sigma(1.5, 1e-6, 2.0, m)
-        assert stats.kstest(gaussian_mechanism(z, 2.0, 1.5, 1e-6, rng=1, method=m), stats.norm(scale=s).cdf).pvalue > 1e-3
+        assert (
+            stats.kstest(gaussian_mechanism(z, 2.0, 1.5, 1e-6, rng=1, method=m), stats.norm(scale=s).cdf).pvalue > 1e-3
+        )
     df = pd.DataFrame(np.ones((3, 2)), columns=['x', 'y'], index=[10, 11, 12])
     out = matrix_normal_mechanism(df, 1.0, 1.0, 1e-5, rng=0, method='zhao')
     assert isinstance(out, pd.DataFrame) and list(out.columns) == ['x', 'y'] and list(out.index) == [10, 11, 12]
@@ -224,8 +264,11 @@ def test_mechanisms_noise_scale_and_types():
 
 # ---------------------------------------------------------------- the budget
 @settings(max_examples=60, deadline=None)
-@given(total=st.floats(0.1, 10), dtotal=st.sampled_from([0.0, 1e-6, 1e-3]),
-       spends=st.lists(st.tuples(st.floats(0, 3), st.sampled_from([0.0, 1e-7, 4e-4, 2e-3])), max_size=15))
+@given(
+    total=st.floats(0.1, 10),
+    dtotal=st.sampled_from([0.0, 1e-6, 1e-3]),
+    spends=st.lists(st.tuples(st.floats(0, 3), st.sampled_from([0.0, 1e-7, 4e-4, 2e-3])), max_size=15),
+)
 def test_budget_never_overspends_and_refusals_record_nothing(total, dtotal, spends):
     b = PrivacyBudget(total, dtotal)
     for e, d in spends:
@@ -235,7 +278,8 @@ def test_budget_never_overspends_and_refusals_record_nothing(total, dtotal, spen
             b.spend(epsilon=e, delta=d)
             assert len(b.ledger) == len(before) + 1
         else:
-            with pytest.raises(PrivacyBudgetExceeded): b.spend(epsilon=e, delta=d)
+            with pytest.raises(PrivacyBudgetExceeded):
+                b.spend(epsilon=e, delta=d)
             pd.testing.assert_frame_equal(b.ledger, before)
         s = b.spent
         assert s.epsilon <= total * (1 + 1e-12) and s.delta <= dtotal * (1 + 1e-12)
@@ -246,9 +290,12 @@ def test_budget_never_overspends_and_refusals_record_nothing(total, dtotal, spen
 def test_budget_equal_parts_and_accountant_spend():
     for K in [3, 7, 10, 49]:
         b = PrivacyBudget(1.0, 1e-5)
-        for _ in range(K): b.spend(epsilon=1.0 / K, delta=1e-5 / K)
-        with pytest.raises(PrivacyBudgetExceeded): b.spend(epsilon=1e-9)
-        with pytest.raises(PrivacyBudgetExceeded): b.spend(epsilon=0, delta=1e-9)
+        for _ in range(K):
+            b.spend(epsilon=1.0 / K, delta=1e-5 / K)
+        with pytest.raises(PrivacyBudgetExceeded):
+            b.spend(epsilon=1e-9)
+        with pytest.raises(PrivacyBudgetExceeded):
+            b.spend(epsilon=0, delta=1e-9)
         assert len(b.ledger) == K
     b = PrivacyBudget(3.0, 1e-5)
     acc = RDPAccountant().add_gaussian(10.0, 20)
@@ -256,11 +303,14 @@ def test_budget_equal_parts_and_accountant_spend():
     assert cost == PrivacyCost(acc.epsilon(5e-6), 5e-6)
     assert b.ledger.label.tolist() == ['planned run']
     big = RDPAccountant().add_gaussian(0.5, 100)
-    with pytest.raises(PrivacyBudgetExceeded, match='exceed'): b.spend(accountant=big, delta=5e-6)
+    with pytest.raises(PrivacyBudgetExceeded, match='exceed'):
+        b.spend(accountant=big, delta=5e-6)
     assert len(b.ledger) == 1
     # a mechanism given a budget spends before releasing; when refused, nothing is drawn or recorded
-    rng = np.random.default_rng(0); state = rng.bit_generator.state
-    with pytest.raises(PrivacyBudgetExceeded): gaussian_mechanism(np.zeros(2), 1.0, 5.0, 1e-6, rng, budget=b)
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(PrivacyBudgetExceeded):
+        gaussian_mechanism(np.zeros(2), 1.0, 5.0, 1e-6, rng, budget=b)
     assert rng.bit_generator.state == state and len(b.ledger) == 1
 
 
@@ -280,9 +330,9 @@ def test_clopper_pearson_matches_scipy_exact_interval():
 def test_audit_is_sound_on_laplace_and_catches_a_lie():
     rng = np.random.default_rng(5)
     n = 400_000
-    honest = audit_epsilon_lower_bound(rng.laplace(0, 1, n), 1 + rng.laplace(0, 1, n))   # eps = 1 exactly
+    honest = audit_epsilon_lower_bound(rng.laplace(0, 1, n), 1 + rng.laplace(0, 1, n))  # eps = 1 exactly
     assert 0.5 < honest['epsilon_lb'] <= 1.0
-    liar = audit_epsilon_lower_bound(rng.laplace(0, 1 / 3, n), 1 + rng.laplace(0, 1 / 3, n))   # claims 1, is 3
+    liar = audit_epsilon_lower_bound(rng.laplace(0, 1 / 3, n), 1 + rng.laplace(0, 1 / 3, n))  # claims 1, is 3
     assert liar['epsilon_lb'] > 2.0
 
 
@@ -364,12 +414,18 @@ BAD = [
 
 @pytest.mark.parametrize('call,name', BAD, ids=[f'{i}-{n}' for i, (_, n) in enumerate(BAD)])
 def test_bad_input_names_the_parameter(call, name):
-    with pytest.raises(ValueError, match=name): call()
+    with pytest.raises(ValueError, match=name):
+        call()
 
 
 def test_failed_calls_leave_input_untouched():
-    v = np.array([1.0, 2.0, 3.0]); df = pd.DataFrame({'a': [1.0, 2.0]})
-    for call in [lambda: laplace_mechanism(v, 1.0, -1.0), lambda: gaussian_mechanism(df, 1.0, 1.0, 0.0),
-                 lambda: matrix_normal_mechanism(v, 1.0, 1.0, 1e-5)]:
-        with pytest.raises(ValueError): call()
+    v = np.array([1.0, 2.0, 3.0])
+    df = pd.DataFrame({'a': [1.0, 2.0]})
+    for call in [
+        lambda: laplace_mechanism(v, 1.0, -1.0),
+        lambda: gaussian_mechanism(df, 1.0, 1.0, 0.0),
+        lambda: matrix_normal_mechanism(v, 1.0, 1.0, 1e-5),
+    ]:
+        with pytest.raises(ValueError):
+            call()
     assert v.tolist() == [1.0, 2.0, 3.0] and df['a'].tolist() == [1.0, 2.0]

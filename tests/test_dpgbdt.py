@@ -1,5 +1,6 @@
 """DP federated GBDT (fedgauss.dpgbdt): query counts recounted from the transcript, accounting (RDP and exact, the latter
 against dp_accounting's PLD), what the server sees, noise levels, an empirical audit, presets, bad input."""
+
 import math
 
 import numpy as np
@@ -10,8 +11,14 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.metrics import roc_auc_score
 
 from fedgauss.dp import RDPAccountant, audit_epsilon_lower_bound, gaussian_epsilon
-from fedgauss.dpgbdt import (PRESETS, DPGBDTClassifier, DPGBDTRegressor, calibrate_multiplier, plan_queries,
-                             spent_epsilon)
+from fedgauss.dpgbdt import (
+    PRESETS,
+    DPGBDTClassifier,
+    DPGBDTRegressor,
+    calibrate_multiplier,
+    plan_queries,
+    spent_epsilon,
+)
 from fedgauss.federation import Channel
 
 K = 3
@@ -34,29 +41,36 @@ def _recount(m):
     sizes give the shapes, and the per-release cost is the documented one."""
     t = m.channel_.transcript
     t = t[t.sender.str.startswith('client') & t.kind.str.startswith('noisy ')]
-    vals = t.groupby('kind').bytes.sum() / 8 / K        # values released per component (each client sends all of them)
+    vals = t.groupby('kind').bytes.sum() / 8 / K  # values released per component (each client sends all of them)
     mult = 1 if m.gh_release == 'vector' else 2
-    L, Q1, d = 2 ** m.max_depth, m.n_candidates + 1, m.max_depth
+    L, Q1, d = 2**m.max_depth, m.n_candidates + 1, m.max_depth
     q = {}
     for kind, v in vals.items():
-        c = kind[len('noisy '):]
-        if c == 'leaves': q[c] = v / (2 * L) * mult                       # one (G, H) leaf vector per tree
-        elif c == 'hessian histogram': q[c] = v / Q1                        # one query per feature histogram
-        elif c == 'histograms': q[c] = v / (2 * (L - 1) * Q1) * d * mult   # per tree: sum over levels of 2^l k Q1 pairs
-        elif c == 'root': q[c] = v / 2 * mult
-        elif c == 'left sums': q[c] = v / (2 * (L - 1)) * d * mult
+        c = kind[len('noisy ') :]
+        if c == 'leaves':
+            q[c] = v / (2 * L) * mult  # one (G, H) leaf vector per tree
+        elif c == 'hessian histogram':
+            q[c] = v / Q1  # one query per feature histogram
+        elif c == 'histograms':
+            q[c] = v / (2 * (L - 1) * Q1) * d * mult  # per tree: sum over levels of 2^l k Q1 pairs
+        elif c == 'root':
+            q[c] = v / 2 * mult
+        elif c == 'left sums':
+            q[c] = v / (2 * (L - 1)) * d * mult
     return {c: int(round(x)) for c, x in q.items()}
 
 
-CONFIGS = [dict(),
-           dict(gh_release='vector'),
-           dict(split_candidates='uniform', feature_interaction='random', k=2),
-           dict(feature_interaction='cyclical', k=1, full_cycles=True, split_candidates='iterative_hessian', ih_rounds=2),
-           dict(split_method='hist', split_candidates='uniform'),
-           dict(split_method='hist', gh_release='vector', ih_rounds=1),
-           dict(split_method='partially_random', split_candidates='uniform'),
-           dict(noise='aggregator'),
-           dict(weight_update='averaging', batch_size=0.5)]
+CONFIGS = [
+    dict(),
+    dict(gh_release='vector'),
+    dict(split_candidates='uniform', feature_interaction='random', k=2),
+    dict(feature_interaction='cyclical', k=1, full_cycles=True, split_candidates='iterative_hessian', ih_rounds=2),
+    dict(split_method='hist', split_candidates='uniform'),
+    dict(split_method='hist', gh_release='vector', ih_rounds=1),
+    dict(split_method='partially_random', split_candidates='uniform'),
+    dict(noise='aggregator'),
+    dict(weight_update='averaging', batch_size=0.5),
+]
 
 
 @pytest.mark.parametrize('kw', CONFIGS, ids=[str(c) for c in CONFIGS])
@@ -67,7 +81,11 @@ def test_transcript_recount_gives_back_epsilon(data, kw, accountant):
     assert q == m.queries_
     C = sum(q.values())
     z, delta = m.noise_multiplier_, 1 / len(data[0])
-    eps = RDPAccountant().add_gaussian(z, C).epsilon(delta) if accountant == 'rdp' else gaussian_epsilon(z / math.sqrt(C), delta)
+    eps = (
+        RDPAccountant().add_gaussian(z, C).epsilon(delta)
+        if accountant == 'rdp'
+        else gaussian_epsilon(z / math.sqrt(C), delta)
+    )
     assert eps <= 1.0 and eps > 1.0 - 1e-4, eps
     assert m.privacy_spent_[0] == pytest.approx(eps) and m.privacy_spent_[1] == delta
 
@@ -105,6 +123,7 @@ def test_exact_calibration_against_pld(C):
 
 def test_server_sees_only_masked_sums(data, monkeypatch):
     import fedgauss.dpgbdt as mod
+
     monkeypatch.setattr(mod, 'Channel', lambda record_payloads=False: Channel(record_payloads=True))
     m = _fit(data, split_candidates='iterative_hessian', feature_interaction='cyclical', k=1)
     msgs = m.channel_.messages
@@ -119,7 +138,7 @@ def test_server_sees_only_masked_sums(data, monkeypatch):
     # yet the sum of the masked vectors of one release is the noisy total: small numbers
     rel = [x for x in msgs if x.kind == 'noisy leaves'][:K]
     tot = sum(x.payload for x in rel).view(np.int64)
-    assert np.abs(tot).max() < 2 ** 40
+    assert np.abs(tot).max() < 2**40
 
 
 @pytest.mark.parametrize('noise', ['distributed', 'aggregator'])
@@ -128,9 +147,9 @@ def test_noise_level(data, noise, gh):
     m = _fit(data, noise=noise, gh_release=gh, epsilon=1.0)
     z = m.noise_multiplier_
     G, H = m._gh('leaves', [(np.zeros(20000), np.zeros(20000))] * K)
-    sg, sh = (1.0, 0.25) if gh == 'split' else (math.hypot(1, .25),) * 2
-    dmax = 2 * max(2 ** m.max_depth, 6 * 9 * 2 ** m.max_depth // 2, 9 * 6)
-    slack = 1 + math.sqrt(dmax) / (2 ** m.frac_bits_ * 0.25)
+    sg, sh = (1.0, 0.25) if gh == 'split' else (math.hypot(1, 0.25),) * 2
+    dmax = 2 * max(2**m.max_depth, 6 * 9 * 2**m.max_depth // 2, 9 * 6)
+    slack = 1 + math.sqrt(dmax) / (2**m.frac_bits_ * 0.25)
     assert sg * z <= G.std() * 1.03 and G.std() <= sg * z * slack * 1.03
     assert sh * z <= H.std() * 1.03 and H.std() <= sh * z * slack * 1.03
     assert abs(G.mean()) < 4 * G.std() / math.sqrt(len(G))
@@ -138,48 +157,68 @@ def test_noise_level(data, noise, gh):
 
 def test_audit_does_not_contradict_epsilon():
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 2)); y = (X[:, 0] > 0).astype(int); y[:2] = [0, 1]
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    y[:2] = [0, 1]
     X0, y0 = X, y
-    X1, y1 = X[1:], y[1:]                      # neighbour: one row removed (a label-1 row... of client 0)
+    X1, y1 = X[1:], y[1:]  # neighbour: one row removed (a label-1 row... of client 0)
     eps = 1.0
     out0, out1 = [], []
     for r in range(120):
-        kw = dict(epsilon=eps, n_estimators=1, max_depth=1, n_candidates=4, n_clients=2, split_candidates='uniform',
-                  feature_bounds=[[-4, 4], [-4, 4]], rng=r, gh_release='vector')
+        kw = dict(
+            epsilon=eps,
+            n_estimators=1,
+            max_depth=1,
+            n_candidates=4,
+            n_clients=2,
+            split_candidates='uniform',
+            feature_bounds=[[-4, 4], [-4, 4]],
+            rng=r,
+            gh_release='vector',
+        )
         out0.append(DPGBDTClassifier(**kw).fit([(X0[:30], y0[:30]), (X0[30:], y0[30:])]).tree_leaves_.sum())
         out1.append(DPGBDTClassifier(**kw).fit([(X1[:29], y1[:29]), (X1[29:], y1[29:])]).tree_leaves_.sum())
     res = audit_epsilon_lower_bound(out0, out1, delta=1 / 60)
-    lb = res['epsilon_lower_bound'] if isinstance(res, dict) and 'epsilon_lower_bound' in res else next(iter(res.values()))
+    lb = (
+        res['epsilon_lower_bound']
+        if isinstance(res, dict) and 'epsilon_lower_bound' in res
+        else next(iter(res.values()))
+    )
     assert lb <= eps
 
 
 def test_presets_fit_and_beat_chance(data):
     X, y = data
     for name in PRESETS:
-        m = DPGBDTClassifier.preset(name, n_estimators=10, n_clients=K, rng=1, noise='aggregator').fit(X[:1000], y[:1000])
+        m = DPGBDTClassifier.preset(name, n_estimators=10, n_clients=K, rng=1, noise='aggregator').fit(
+            X[:1000], y[:1000]
+        )
         auc = roc_auc_score(y[1000:], m.predict_proba(X[1000:])[:, 1])
         assert auc > (0.6 if PRESETS[name]['split_method'] == 'totally_random' else 0.3), (name, auc)
     assert DPGBDTClassifier.preset('DP-EBM', epsilon=0.5).get_params()['epsilon'] == 0.5
-    with pytest.raises(ValueError, match='unknown preset'): DPGBDTClassifier.preset('XGBoost')
+    with pytest.raises(ValueError, match='unknown preset'):
+        DPGBDTClassifier.preset('XGBoost')
 
 
 def test_non_private_reference_is_marked(data):
     m = _fit(data, epsilon=None, split_candidates='quantile', split_method='hist')
     assert m.privacy_spent_[0] == math.inf
     m = _fit(data, epsilon=1.0, split_candidates='quantile')
-    assert m.privacy_spent_[0] == math.inf       # quantiles of the pooled data are not private
+    assert m.privacy_spent_[0] == math.inf  # quantiles of the pooled data are not private
 
 
 def test_fit_on_clients_and_pandas(data):
     X, y = data
-    df = pd.DataFrame(X, columns=[f'f{i}' for i in range(6)]); df['c'] = pd.Categorical(np.where(X[:, 0] > 0, 'a', 'b'))
+    df = pd.DataFrame(X, columns=[f'f{i}' for i in range(6)])
+    df['c'] = pd.Categorical(np.where(X[:, 0] > 0, 'a', 'b'))
     s = pd.Series(np.where(y == 1, 'yes', 'no'))
     m = DPGBDTClassifier(n_estimators=5, n_clients=4, rng=0).fit(df, s)
     assert list(m.classes_) == ['no', 'yes'] and set(m.predict(df)) <= {'no', 'yes'}
     parts = [(df.iloc[:700], s.iloc[:700]), (df.iloc[700:], s.iloc[700:])]
     m2 = DPGBDTClassifier(n_estimators=5, rng=0).fit(parts)
     assert m2.predict_proba(df).shape == (len(df), 2)
-    with pytest.raises(ValueError, match='columns'): m2.predict(df.rename(columns={'f0': 'g0'}))
+    with pytest.raises(ValueError, match='columns'):
+        m2.predict(df.rename(columns={'f0': 'g0'}))
     m3 = clone(m2)
     assert m3.get_params() == m2.get_params()
 
@@ -190,7 +229,8 @@ def test_reproducible(data):
 
 
 def test_regressor():
-    X, y = make_regression(1500, 4, noise=1.0, random_state=0); y = y / np.abs(y).max()
+    X, y = make_regression(1500, 4, noise=1.0, random_state=0)
+    y = y / np.abs(y).max()
     r = DPGBDTRegressor(epsilon=5.0, n_estimators=30, split_candidates='uniform', n_clients=3, rng=0).fit(X, y)
     assert r.score(X, y) > 0.3
     assert r.queries_ == {'leaves': 60}
@@ -198,18 +238,39 @@ def test_regressor():
 
 def test_bad_input(data):
     X, y = data
-    Xn = X.copy(); Xn[3, 1] = np.nan
-    with pytest.raises(ValueError, match='NaN'): DPGBDTClassifier().fit(Xn, y)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match='NaN'):
+        DPGBDTClassifier().fit(Xn, y)
     assert np.isnan(Xn[3, 1]) and np.isfinite(np.delete(Xn.ravel(), 3 * 6 + 1)).all()
-    for bad in [dict(epsilon=0), dict(epsilon=-1.0), dict(split_method='best'), dict(weight_update='adam'),
-                dict(split_candidates='sketch'), dict(n_estimators=0), dict(accountant='gdp'), dict(delta=1.5),
-                dict(batch_size=2.5), dict(feature_interaction='pairs'), dict(noise='central'), dict(n_candidates=0)]:
-        with pytest.raises(ValueError): DPGBDTClassifier(**bad).fit(X, y)
-    with pytest.raises(ValueError, match='no rows'): DPGBDTClassifier().fit([(X[:10], y[:10]), (X[:0], y[:0])])
-    with pytest.raises(ValueError, match='columns'): DPGBDTClassifier().fit([(X[:10], y[:10]), (X[10:20, :3], y[10:20])])
-    with pytest.raises(ValueError, match='binary'): DPGBDTClassifier().fit(X, np.arange(len(y)) % 3)
-    with pytest.raises(ValueError, match='2 clients'): DPGBDTClassifier().fit([(X, y)])
-    with pytest.raises(ValueError, match='feature_bounds'): DPGBDTClassifier(feature_bounds=[[0, 1]]).fit(X, y)
-    with pytest.raises(ValueError, match='not fitted'): DPGBDTClassifier().predict(X)
+    for bad in [
+        dict(epsilon=0),
+        dict(epsilon=-1.0),
+        dict(split_method='best'),
+        dict(weight_update='adam'),
+        dict(split_candidates='sketch'),
+        dict(n_estimators=0),
+        dict(accountant='gdp'),
+        dict(delta=1.5),
+        dict(batch_size=2.5),
+        dict(feature_interaction='pairs'),
+        dict(noise='central'),
+        dict(n_candidates=0),
+    ]:
+        with pytest.raises(ValueError):
+            DPGBDTClassifier(**bad).fit(X, y)
+    with pytest.raises(ValueError, match='no rows'):
+        DPGBDTClassifier().fit([(X[:10], y[:10]), (X[:0], y[:0])])
+    with pytest.raises(ValueError, match='columns'):
+        DPGBDTClassifier().fit([(X[:10], y[:10]), (X[10:20, :3], y[10:20])])
+    with pytest.raises(ValueError, match='binary'):
+        DPGBDTClassifier().fit(X, np.arange(len(y)) % 3)
+    with pytest.raises(ValueError, match='2 clients'):
+        DPGBDTClassifier().fit([(X, y)])
+    with pytest.raises(ValueError, match='feature_bounds'):
+        DPGBDTClassifier(feature_bounds=[[0, 1]]).fit(X, y)
+    with pytest.raises(ValueError, match='not fitted'):
+        DPGBDTClassifier().predict(X)
     m = _fit(data)
-    with pytest.raises(ValueError, match='features'): m.predict(X[:, :3])
+    with pytest.raises(ValueError, match='features'):
+        m.predict(X[:, :3])

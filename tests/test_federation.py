@@ -1,18 +1,32 @@
 """Property tests and a bad-input catalogue for fedgauss.federation."""
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
-from fedgauss.federation import (Channel, ChannelError, Party, as_rng, check_partition, class_shares, dirichlet_split,
-                                 drop_views, iid_split, label_skew_split, make_parties, payload_nbytes, size_skew_split,
-                                 vertical_split)
+from fedgauss.federation import (
+    Channel,
+    ChannelError,
+    Party,
+    as_rng,
+    check_partition,
+    class_shares,
+    dirichlet_split,
+    drop_views,
+    iid_split,
+    label_skew_split,
+    make_parties,
+    payload_nbytes,
+    size_skew_split,
+    vertical_split,
+)
 
 
 def frame(n, seed=0, n_classes=2):
     rng = np.random.default_rng(seed)
-    idx = pd.Index(rng.permutation(10 * n)[:n] + 1000, name='row')   # arbitrary, non-contiguous labels
+    idx = pd.Index(rng.permutation(10 * n)[:n] + 1000, name='row')  # arbitrary, non-contiguous labels
     X = pd.DataFrame({'a': rng.normal(size=n), 'b': rng.integers(0, 5, n)}, index=idx)
     y = pd.Series(rng.integers(0, n_classes, n), index=idx, name='y')
     return X, y
@@ -37,21 +51,30 @@ def test_iid_is_exact_partition(n, K, seed):
 @given(n=st.integers(20, 400), K=st.integers(2, 10), theta=st.floats(0, 1), seed=st.integers(0, 2**31))
 def test_label_skew_shares(n, K, theta, seed):
     X, y = frame(n, seed)
-    if y.nunique() < 2: return
-    try: s = label_skew_split(X, y, K, theta, rng=seed)
+    if y.nunique() < 2:
+        return
+    try:
+        s = label_skew_split(X, y, K, theta, rng=seed)
     except ValueError as e:
-        assert 'empty' in str(e); return
+        assert 'empty' in str(e)
+        return
     check_partition(s, n)
     cs = class_shares(s)
     n0, n1 = (y == 0).sum(), (y == 1).sum()
     h = K // 2
     assert cs.iloc[:h][0].sum() == round(theta * n0) and cs.iloc[:h][1].sum() == round((1 - theta) * n1)
-    for grp in (cs.iloc[:h], cs.iloc[h:]):   # split evenly inside each group
+    for grp in (cs.iloc[:h], cs.iloc[h:]):  # split evenly inside each group
         assert (grp.max() - grp.min()).max() <= 1
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(10, 300), K=st.integers(1, 10), alpha=st.floats(0.01, 100), C=st.integers(2, 5), seed=st.integers(0, 2**31))
+@given(
+    n=st.integers(10, 300),
+    K=st.integers(1, 10),
+    alpha=st.floats(0.01, 100),
+    C=st.integers(2, 5),
+    seed=st.integers(0, 2**31),
+)
 def test_dirichlet_partition_never_empty(n, K, alpha, C, seed):
     K = min(K, n)
     X, y = frame(n, seed, C)
@@ -66,9 +89,11 @@ def test_dirichlet_partition_never_empty(n, K, alpha, C, seed):
 def test_size_skew_proportions(n, w, seed):
     p = np.array(w) / np.sum(w)
     X, y = frame(n, seed)
-    try: s = size_skew_split(X, y, p, rng=seed)
+    try:
+        s = size_skew_split(X, y, p, rng=seed)
     except ValueError as e:
-        assert 'empty client' in str(e); return
+        assert 'empty client' in str(e)
+        return
     check_partition(s, n)
     sizes = np.array([len(a) for a, _ in s])
     assert sizes.sum() == n and np.all(np.abs(sizes - p * n) < 1)
@@ -76,11 +101,15 @@ def test_size_skew_proportions(n, w, seed):
 
 def test_types_preserved():
     X, y = frame(50)
-    for Xin, yin, tx, ty in [(X, y, pd.DataFrame, pd.Series), (X.values, y.values, np.ndarray, np.ndarray),
-                             (sp.csr_matrix(X.values), y.values, sp.csr_matrix, np.ndarray)]:
+    for Xin, yin, tx, ty in [
+        (X, y, pd.DataFrame, pd.Series),
+        (X.values, y.values, np.ndarray, np.ndarray),
+        (sp.csr_matrix(X.values), y.values, sp.csr_matrix, np.ndarray),
+    ]:
         for Xk, yk in iid_split(Xin, yin, 3, rng=0):
             assert isinstance(Xk, tx) and isinstance(yk, ty)
-    for Xk, yk in iid_split(X, None, 3, rng=0): assert yk is None
+    for Xk, yk in iid_split(X, None, 3, rng=0):
+        assert yk is None
 
 
 def test_reproducible_and_generator_advances():
@@ -118,8 +147,10 @@ BAD = [
 def test_bad_input_named_and_input_untouched(call, msg):
     X, y = frame(40)
     X0, y0 = X.copy(), y.copy()
-    with pytest.raises((ValueError, TypeError), match=msg): call(X, y)
-    pd.testing.assert_frame_equal(X, X0); pd.testing.assert_series_equal(y, y0)
+    with pytest.raises((ValueError, TypeError), match=msg):
+        call(X, y)
+    pd.testing.assert_frame_equal(X, X0)
+    pd.testing.assert_series_equal(y, y0)
 
 
 def test_drop_views_input_untouched():
@@ -153,11 +184,16 @@ def test_transcript_adds_up(sizes, K, seed):
 def test_channel_matching_and_errors():
     ch = Channel()
     p, q = Party('p', ch), Party('q', ch)
-    p.send(q, 'a', 1); p.send(q, 'b', 2); p.send(q, 'a', 3)
+    p.send(q, 'a', 1)
+    p.send(q, 'b', 2)
+    p.send(q, 'a', 3)
     assert q.receive('b') == 2 and q.receive('a') == 1 and q.receive() == 3
-    with pytest.raises(ChannelError): q.receive()
-    with pytest.raises(ValueError, match='itself'): p.send(p, 'x', 1)
-    with pytest.raises(TypeError, match='named'): ch.send('', 'q', 'x', 1)
+    with pytest.raises(ChannelError):
+        q.receive()
+    with pytest.raises(ValueError, match='itself'):
+        p.send(p, 'x', 1)
+    with pytest.raises(TypeError, match='named'):
+        ch.send('', 'q', 'x', 1)
     assert 'n_rows=0' in repr(p)
 
 

@@ -1,5 +1,6 @@
 """fedgauss.gbdt against XGBoost (same trees when the split candidates agree), scikit-learn's estimator checks,
 closed forms against numeric minimisation, properties of the building blocks, and a catalogue of bad inputs."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,9 +9,26 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.utils.estimator_checks import check_estimator
 
 from fedgauss.data import load_adult
-from fedgauss.gbdt import (Binner, GBDTClassifier, GBDTRegressor, HistLayout, LocalHistograms, LogisticLoss, SquaredLoss,
-                           build_histograms, find_best_splits, gradient_weight, grow_tree, log_candidates, newton_weight,
-                           quantile_candidates, split_gain, structure_score, uniform_candidates, _as_numeric_frame)
+from fedgauss.gbdt import (
+    Binner,
+    GBDTClassifier,
+    GBDTRegressor,
+    HistLayout,
+    LocalHistograms,
+    LogisticLoss,
+    SquaredLoss,
+    build_histograms,
+    find_best_splits,
+    gradient_weight,
+    grow_tree,
+    log_candidates,
+    newton_weight,
+    quantile_candidates,
+    split_gain,
+    structure_score,
+    uniform_candidates,
+    _as_numeric_frame,
+)
 
 xgb = pytest.importorskip('xgboost')
 
@@ -49,7 +67,7 @@ def test_predict_proba_equals_xgboost_on_adult(adult, missing):
     A, At = integer_coded(X, X, missing), integer_coded(Xt, X, missing)
     assert np.isnan(A).any() == missing and np.isnan(At).any() == missing
     distinct = [len(np.unique(a[~np.isnan(a)])) for a in A.T]
-    assert max(distinct) <= 256            # so XGBoost's hist method uses every distinct value as a cut
+    assert max(distinct) <= 256  # so XGBoost's hist method uses every distinct value as a cut
     ours = GBDTClassifier(max_bins=256, base_score=0.5, **XGB_DEFAULTS).fit(A, y)
     ref = xgb.XGBClassifier(tree_method='hist', max_bin=256, base_score=0.5, n_jobs=1, **XGB_DEFAULTS).fit(A, y)
     d = np.abs(ours.predict_proba(At) - ref.predict_proba(At))
@@ -62,6 +80,7 @@ def test_predict_proba_equals_xgboost_on_adult(adult, missing):
 def _xgb_nodes(dump):
     "Parse one tree of an XGBoost text dump (with stats) into {id: (feature, threshold, yes, no, missing, gain) or ('leaf', value)}."
     import re
+
     out = {}
     for line in dump.strip().split('\n'):
         line = line.strip()
@@ -76,10 +95,12 @@ def _xgb_nodes(dump):
 
 def _rows_at(tree, codes, n_bins, j):
     "Rows of the training codes that pass through node j of our tree."
-    node = np.zeros(len(codes), np.intp); at = node == j
+    node = np.zeros(len(codes), np.intp)
+    at = node == j
     rows = np.arange(len(codes))
     for _ in range(tree.max_depth):
-        f = np.maximum(tree.feature[node], 0); c = codes[rows, f].astype(np.intp)
+        f = np.maximum(tree.feature[node], 0)
+        c = codes[rows, f].astype(np.intp)
         gl = np.where(c == n_bins[f], tree.default_left[node], c <= tree.bin[node])
         node = np.where(tree.is_leaf[node], node, np.where(gl, tree.left[node], tree.right[node]))
         at |= node == j
@@ -92,19 +113,27 @@ def _first_difference(tree, xnodes):
     while queue:
         a, b = queue.pop(0)
         xb = xnodes[b]
-        if tree.is_leaf[a] != (xb[0] == 'leaf'): return a, b
-        if tree.is_leaf[a]: continue
+        if tree.is_leaf[a] != (xb[0] == 'leaf'):
+            return a, b
+        if tree.is_leaf[a]:
+            continue
         f, t, yes, no, miss, _ = xb
-        same = (f == tree.feature[a] and np.float32(t) == np.float32(tree.threshold[a])
-                and (miss == yes) == bool(tree.default_left[a]))
-        if not same: return a, b
+        same = (
+            f == tree.feature[a]
+            and np.float32(t) == np.float32(tree.threshold[a])
+            and (miss == yes) == bool(tree.default_left[a])
+        )
+        if not same:
+            return a, b
         queue += [(tree.left[a], yes), (tree.right[a], no)]
     return None
 
 
-SETTINGS = [dict(max_depth=5, learning_rate=0.1, reg_lambda=3.0, gamma=2.0, min_child_weight=5.0),
-            dict(max_depth=8, learning_rate=0.5, reg_lambda=0.5, gamma=0.5, min_child_weight=0.5),
-            dict(max_depth=3, learning_rate=1.0, reg_lambda=0.0, gamma=0.0, min_child_weight=2.0)]
+SETTINGS = [
+    dict(max_depth=5, learning_rate=0.1, reg_lambda=3.0, gamma=2.0, min_child_weight=5.0),
+    dict(max_depth=8, learning_rate=0.5, reg_lambda=0.5, gamma=0.5, min_child_weight=0.5),
+    dict(max_depth=3, learning_rate=1.0, reg_lambda=0.0, gamma=0.0, min_child_weight=2.0),
+]
 
 
 @pytest.mark.parametrize('missing', [False, True], ids=['no-missing', 'nan'])
@@ -116,18 +145,35 @@ def test_each_round_equals_xgboost_up_to_single_precision_ties(adult, params, mi
     X, y, _, _ = adult
     A = integer_coded(X, X, missing)
     n_rounds = 25
-    binner = Binner(max_bins=256).fit(A); codes = binner.transform(A); lay = binner.layout_
+    binner = Binner(max_bins=256).fit(A)
+    codes = binner.transform(A)
+    lay = binner.layout_
     prov = LocalHistograms(codes, lay)
-    margin = np.zeros(len(y)); gh = np.empty((len(y), 2)); yf = y.astype(float)
+    margin = np.zeros(len(y))
+    gh = np.empty((len(y), 2))
+    yf = y.astype(float)
     n_equal = 0
     for k in range(n_rounds):
         LogisticLoss().gradients(yf, margin, out=gh)
         prov.start_tree(gh)
         tree = grow_tree(prov, lay, **params)
         d = xgb.DMatrix(A, label=yf, base_margin=margin.astype(np.float32))
-        b = xgb.train(dict(tree_method='hist', max_bin=256, objective='binary:logistic', base_score=0.5, nthread=1,
-                           eta=params['learning_rate'], max_depth=params['max_depth'], reg_lambda=params['reg_lambda'],
-                           gamma=params['gamma'], min_child_weight=params['min_child_weight']), d, 1)
+        b = xgb.train(
+            dict(
+                tree_method='hist',
+                max_bin=256,
+                objective='binary:logistic',
+                base_score=0.5,
+                nthread=1,
+                eta=params['learning_rate'],
+                max_depth=params['max_depth'],
+                reg_lambda=params['reg_lambda'],
+                gamma=params['gamma'],
+                min_child_weight=params['min_child_weight'],
+            ),
+            d,
+            1,
+        )
         xnodes = _xgb_nodes(b.get_dump(with_stats=True)[0])
         diff = _first_difference(tree, xnodes)
         if diff is None:
@@ -137,10 +183,11 @@ def test_each_round_equals_xgboost_up_to_single_precision_ties(adult, params, mi
         else:
             a, bx = diff
             rows = _rows_at(tree, codes, lay.n_bins, a)
-            G, H = gh[rows].sum(0); lam = params['reg_lambda']
+            G, H = gh[rows].sum(0)
+            lam = params['reg_lambda']
             ours = tree.gain[a]
             xs = xnodes[bx]
-            if xs[0] == 'leaf':          # XGBoost did not split: its best gain fell below gamma or 1e-6 in float32
+            if xs[0] == 'leaf':  # XGBoost did not split: its best gain fell below gamma or 1e-6 in float32
                 assert ours < max(params['gamma'], 1e-6) + 1e-5 * structure_score(G, H, lam)
             else:
                 f, t, yes, no, miss, xgain = xs
@@ -148,9 +195,9 @@ def test_each_round_equals_xgboost_up_to_single_precision_ties(adult, params, mi
                 left = np.where(np.isnan(x), miss == yes, x < t)
                 theirs = split_gain(*gh[rows][left].sum(0), *gh[rows][~left].sum(0), lam)
                 scale = structure_score(G, H, lam) + abs(ours)
-                assert ours >= theirs - 1e-9 * scale                 # ours is the double-precision best
+                assert ours >= theirs - 1e-9 * scale  # ours is the double-precision best
                 assert ours - theirs <= 2e-6 * scale, (k, ours, theirs, xgain)
-                assert abs(ours - xgain) <= 2e-6 * scale             # the two are a tie in single precision
+                assert abs(ours - xgain) <= 2e-6 * scale  # the two are a tie in single precision
         margin += tree.value[prov.node]
     assert n_equal >= n_rounds - 3
 
@@ -164,7 +211,9 @@ def test_gamma_is_xgboosts_min_split_loss():
     g = stump.trees_[0].gain[0]
     for gamma in (0.99 * g, 1.01 * g):
         ours = GBDTClassifier(n_estimators=1, max_depth=1, base_score=0.5, gamma=gamma).fit(x, y)
-        ref = xgb.XGBClassifier(n_estimators=1, max_depth=1, base_score=0.5, gamma=gamma, tree_method='hist', n_jobs=1).fit(x, y)
+        ref = xgb.XGBClassifier(
+            n_estimators=1, max_depth=1, base_score=0.5, gamma=gamma, tree_method='hist', n_jobs=1
+        ).fit(x, y)
         n_ref = len(ref.get_booster().get_dump()[0].strip().split('\n'))
         assert ours.trees_[0].n_nodes == n_ref == (3 if gamma < g else 1)
 
@@ -193,9 +242,16 @@ def test_sample_weight_equals_xgboost(adult):
 
 
 # ----------------------------------------------------------------------------- scikit-learn
-@pytest.mark.parametrize('est', [GBDTClassifier(n_estimators=20), GBDTRegressor(n_estimators=20),
-                                 GBDTClassifier(n_estimators=10, missing='impute'), Binner(max_bins=16)],
-                         ids=['classifier', 'regressor', 'classifier-impute', 'binner'])
+@pytest.mark.parametrize(
+    'est',
+    [
+        GBDTClassifier(n_estimators=20),
+        GBDTRegressor(n_estimators=20),
+        GBDTClassifier(n_estimators=10, missing='impute'),
+        Binner(max_bins=16),
+    ],
+    ids=['classifier', 'regressor', 'classifier-impute', 'binner'],
+)
 def test_check_estimator(est):
     check_estimator(est)
 
@@ -215,10 +271,11 @@ def test_categories_are_coded_as_at_fit():
     (reordered, a subset, more) or if it arrives as text; a category not seen at fit is a missing value."""
     rng = np.random.default_rng(0)
     colours = np.array(['red', 'green', 'blue', 'black'])
-    c = rng.integers(0, 4, 600); x = rng.normal(size=600)
+    c = rng.integers(0, 4, 600)
+    x = rng.normal(size=600)
     y = ((c == 1) | ((c == 3) & (x > 0))).astype(int)
     X = pd.DataFrame({'colour': pd.Categorical(colours[c], categories=list(colours)), 'x': x})
-    X.loc[rng.random(600) < 0.1, 'colour'] = np.nan                 # learn a direction for missing colours
+    X.loc[rng.random(600) < 0.1, 'colour'] = np.nan  # learn a direction for missing colours
     m = GBDTClassifier(n_estimators=10, max_depth=3).fit(X, y)
     assert list(m.categories_) == ['colour'] and list(m.categories_['colour']) == list(colours)
     ref = m.predict_proba(X)
@@ -226,7 +283,7 @@ def test_categories_are_coded_as_at_fit():
     for cats in (list(colours[::-1]), ['blue', 'green', 'red', 'black', 'white'], sorted(colours)):
         Xp = X.assign(colour=pd.Categorical(values, categories=cats))
         np.testing.assert_array_equal(m.predict_proba(Xp), ref)
-    np.testing.assert_array_equal(m.predict_proba(X.assign(colour=values)), ref)            # text
+    np.testing.assert_array_equal(m.predict_proba(X.assign(colour=values)), ref)  # text
     present = X['colour'].isin(['green', 'red']).to_numpy()
     sub = X[present].assign(colour=pd.Categorical(values[present], categories=['red', 'green']))
     np.testing.assert_array_equal(m.predict_proba(sub), ref[present])
@@ -242,13 +299,15 @@ def test_categories_are_coded_as_at_fit():
 def test_large_max_depth_grows_only_the_nodes_it_needs():
     "Node arrays grow level by level: a depth-30 (or deeper) tree on 50 rows costs what the rows allow."
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(50, 3)); y = (rng.random(50) < 0.5).astype(int)     # noise: deep trees to fit it
+    X = rng.normal(size=(50, 3))
+    y = (rng.random(50) < 0.5).astype(int)  # noise: deep trees to fit it
     p = dict(n_estimators=3, min_child_weight=0.0, learning_rate=1.0, base_score=0.5)
     deep = GBDTClassifier(max_depth=30, **p).fit(X, y)
     deeper = GBDTClassifier(max_depth=1000, **p).fit(X, y)
     for a, b in zip(deep.trees_, deeper.trees_):
         assert a.n_nodes <= 2 * 50 - 1
-        np.testing.assert_array_equal(a.feature, b.feature); np.testing.assert_array_equal(a.value, b.value)
+        np.testing.assert_array_equal(a.feature, b.feature)
+        np.testing.assert_array_equal(a.value, b.value)
     d = max(t.max_depth for t in deep.trees_)
     assert d > 6 and deep.score(X, y) == 1.0
     # the same trees as a grower that is only allowed the depth they reached
@@ -270,17 +329,22 @@ def test_fitted_tree_minimises_its_second_order_objective():
     """One tree with learning rate 1: its leaf weights minimise sum_j [G_j w_j + (H_j + lam) w_j^2 / 2] (numerically, over
     all leaves jointly), the minimum is -1/2 sum G_j^2/(H_j+lam), and the gains sum to twice the objective decrease."""
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(600, 4)); y = (X[:, 0] + X[:, 1] ** 2 + rng.normal(size=600) > 1).astype(int)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + X[:, 1] ** 2 + rng.normal(size=600) > 1).astype(int)
     lam = 2.0
-    m = GBDTClassifier(n_estimators=1, max_depth=3, learning_rate=1.0, reg_lambda=lam, base_score=0.5, min_child_weight=0).fit(X, y)
+    m = GBDTClassifier(
+        n_estimators=1, max_depth=3, learning_rate=1.0, reg_lambda=lam, base_score=0.5, min_child_weight=0
+    ).fit(X, y)
     t = m.trees_[0]
     gh = LogisticLoss().gradients(y.astype(float), np.zeros(600))
-    leaf = t.apply(X); leaves = np.flatnonzero(t.is_leaf)
-    G = np.array([gh[leaf == j, 0].sum() for j in leaves]); H = np.array([gh[leaf == j, 1].sum() for j in leaves])
+    leaf = t.apply(X)
+    leaves = np.flatnonzero(t.is_leaf)
+    G = np.array([gh[leaf == j, 0].sum() for j in leaves])
+    H = np.array([gh[leaf == j, 1].sum() for j in leaves])
     obj = lambda w: np.sum(G * w + 0.5 * (H + lam) * w * w)
     r = minimize(obj, np.zeros(len(leaves)), method='BFGS', options=dict(gtol=1e-12))
     np.testing.assert_allclose(t.value[leaves], r.x, atol=1e-6)
-    np.testing.assert_allclose(r.fun, -0.5 * np.sum(G ** 2 / (H + lam)), rtol=1e-8)
+    np.testing.assert_allclose(r.fun, -0.5 * np.sum(G**2 / (H + lam)), rtol=1e-8)
     root = -0.5 * gh[:, 0].sum() ** 2 / (gh[:, 1].sum() + lam)
     np.testing.assert_allclose(root - r.fun, 0.5 * t.gain[~t.is_leaf].sum(), rtol=1e-8)
 
@@ -289,9 +353,13 @@ def test_split_gain_is_twice_the_drop_of_the_exact_newton_objective():
     rng = np.random.default_rng(2)
     g, h = rng.normal(size=50), rng.uniform(0.1, 0.3, 50)
     left = rng.random(50) < 0.4
-    q = lambda gg, hh: minimize_scalar(lambda w: gg.sum() * w + 0.5 * (hh.sum() + 1.0) * w * w, bracket=(-1, 1), tol=1e-14).fun
+    q = lambda gg, hh: (
+        minimize_scalar(lambda w: gg.sum() * w + 0.5 * (hh.sum() + 1.0) * w * w, bracket=(-1, 1), tol=1e-14).fun
+    )
     drop = q(g, h) - q(g[left], h[left]) - q(g[~left], h[~left])
-    np.testing.assert_allclose(split_gain(g[left].sum(), h[left].sum(), g[~left].sum(), h[~left].sum(), 1.0), 2 * drop, rtol=1e-7)
+    np.testing.assert_allclose(
+        split_gain(g[left].sum(), h[left].sum(), g[~left].sum(), h[~left].sum(), 1.0), 2 * drop, rtol=1e-7
+    )
 
 
 # ----------------------------------------------------------------------------- building blocks
@@ -299,15 +367,18 @@ def test_split_gain_is_twice_the_drop_of_the_exact_newton_objective():
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 80), K=st.integers(1, 4))
 def test_histogram_methods_agree_and_sum_to_node_totals(seed, n, K):
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3)); X[rng.random((n, 3)) < 0.2] = np.nan
-    b = Binner(max_bins=6).fit(X); slots = b.layout_.slots(b.transform(X))
-    gh = rng.normal(size=(n, 2)); node = rng.integers(-1, K, n)
+    X = rng.normal(size=(n, 3))
+    X[rng.random((n, 3)) < 0.2] = np.nan
+    b = Binner(max_bins=6).fit(X)
+    slots = b.layout_.slots(b.transform(X))
+    gh = rng.normal(size=(n, 2))
+    node = rng.integers(-1, K, n)
     h1 = build_histograms(slots, gh, node, K, b.layout_.n_slots, method='bincount')
     h2 = build_histograms(slots, gh, node, K, b.layout_.n_slots, method='sparse')
     np.testing.assert_allclose(h1, h2, atol=1e-12)
     tot = np.stack([gh[node == k].sum(0) for k in range(K)])
     for f in range(3):
-        np.testing.assert_allclose(h2[:, b.layout_.ptr[f]:b.layout_.ptr[f + 1]].sum(1), tot, atol=1e-12)
+        np.testing.assert_allclose(h2[:, b.layout_.ptr[f] : b.layout_.ptr[f + 1]].sum(1), tot, atol=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -317,13 +388,18 @@ def test_best_split_is_the_brute_force_best(seed, mcw, lam):
     n = 40
     X = np.column_stack([rng.integers(0, 5, n), rng.normal(size=n)]).astype(float)
     X[rng.random((n, 2)) < 0.2] = np.nan
-    b = Binner(max_bins=6).fit(X); codes = b.transform(X); L = b.layout_
+    b = Binner(max_bins=6).fit(X)
+    codes = b.transform(X)
+    L = b.layout_
     gh = np.column_stack([rng.normal(size=n), rng.uniform(0.05, 1, n)])
-    s = find_best_splits(build_histograms(L.slots(codes), gh, n_slots=L.n_slots), L, reg_lambda=lam, min_child_weight=mcw)
-    G, H = gh.sum(0); best = -np.inf
+    s = find_best_splits(
+        build_histograms(L.slots(codes), gh, n_slots=L.n_slots), L, reg_lambda=lam, min_child_weight=mcw
+    )
+    G, H = gh.sum(0)
+    best = -np.inf
     for f in range(2):
         miss = codes[:, f] == L.n_bins[f]
-        for dl in ((False, True) if miss.any() else (False,)):
+        for dl in (False, True) if miss.any() else (False,):
             for bb in range(-1, L.n_bins[f]):
                 left = ((codes[:, f] <= bb) & ~miss) | (miss & dl)
                 GL, HL = gh[left].sum(0)
@@ -347,7 +423,9 @@ def test_candidates():
     assert len(quantile_candidates(np.array([np.nan, np.nan]))) == 0
     assert len(quantile_candidates(np.ones(10))) == 0
     # zero-weight rows do not create candidates
-    assert np.array_equal(quantile_candidates(np.array([1.0, 2, 3, 4]), sample_weight=np.array([1, 0, 1, 1])), [3.0, 4.0])
+    assert np.array_equal(
+        quantile_candidates(np.array([1.0, 2, 3, 4]), sample_weight=np.array([1, 0, 1, 1])), [3.0, 4.0]
+    )
 
 
 def test_constant_and_all_missing_features_never_split():
@@ -364,22 +442,33 @@ def test_provider_protocol_with_a_summing_provider():
     """A provider that sums the histograms of two halves of the data (what a horizontal federation does) grows the
     same tree as the local provider over all rows."""
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(1000, 4)); X[rng.random((1000, 4)) < 0.1] = np.nan
+    X = rng.normal(size=(1000, 4))
+    X[rng.random((1000, 4)) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1], nan=2) > 0.5).astype(float)
-    b = Binner(max_bins=32).fit(X); codes = b.transform(X); L = b.layout_
+    b = Binner(max_bins=32).fit(X)
+    codes = b.transform(X)
+    L = b.layout_
     gh = LogisticLoss().gradients(y, np.zeros(1000))
 
     class Summed:
-        def __init__(self, parts): self.parts = parts
-        def histograms(self, nodes): return sum(p.histograms(nodes) for p in self.parts)
+        def __init__(self, parts):
+            self.parts = parts
+
+        def histograms(self, nodes):
+            return sum(p.histograms(nodes) for p in self.parts)
+
         def split(self, *a):
-            for p in self.parts: p.split(*a)
-            return None                       # counts stay private: the grower falls back to Hessians
+            for p in self.parts:
+                p.split(*a)
+            return None  # counts stay private: the grower falls back to Hessians
 
     parts = []
     for half in (slice(0, 400), slice(400, 1000)):
-        p = LocalHistograms(codes[half], L); p.start_tree(gh[half]); parts.append(p)
-    whole = LocalHistograms(codes, L); whole.start_tree(gh)
+        p = LocalHistograms(codes[half], L)
+        p.start_tree(gh[half])
+        parts.append(p)
+    whole = LocalHistograms(codes, L)
+    whole.start_tree(gh)
     t1 = grow_tree(Summed(parts), L, max_depth=5)
     t2 = grow_tree(whole, L, max_depth=5)
     np.testing.assert_array_equal(t1.feature, t2.feature)
@@ -399,26 +488,40 @@ def test_tree_text_and_repr():
 
 # ----------------------------------------------------------------------------- bad inputs
 BAD = [
-    (dict(n_estimators=0), 'n_estimators'), (dict(n_estimators=2.5), 'n_estimators'), (dict(max_depth=0), 'max_depth'),
-    (dict(max_depth=2.5), 'max_depth'), (dict(learning_rate=0.0), 'learning_rate'), (dict(learning_rate=np.nan), 'learning_rate'),
-    (dict(reg_lambda=-1.0), 'reg_lambda'), (dict(gamma=-0.1), 'gamma'), (dict(min_child_weight=-1), 'min_child_weight'),
-    (dict(max_bins=1), 'max_bins'), (dict(max_bins=70000), 'max_bins'), (dict(missing='zero'), 'missing'),
-    (dict(base_score=0.0), 'base_score'), (dict(base_score=1.0), 'base_score'),
+    (dict(n_estimators=0), 'n_estimators'),
+    (dict(n_estimators=2.5), 'n_estimators'),
+    (dict(max_depth=0), 'max_depth'),
+    (dict(max_depth=2.5), 'max_depth'),
+    (dict(learning_rate=0.0), 'learning_rate'),
+    (dict(learning_rate=np.nan), 'learning_rate'),
+    (dict(reg_lambda=-1.0), 'reg_lambda'),
+    (dict(gamma=-0.1), 'gamma'),
+    (dict(min_child_weight=-1), 'min_child_weight'),
+    (dict(max_bins=1), 'max_bins'),
+    (dict(max_bins=70000), 'max_bins'),
+    (dict(missing='zero'), 'missing'),
+    (dict(base_score=0.0), 'base_score'),
+    (dict(base_score=1.0), 'base_score'),
 ]
 
 
 @pytest.mark.parametrize('params,word', BAD, ids=[w + str(i) for i, (_, w) in enumerate(BAD)])
 def test_bad_hyperparameters(params, word):
-    X = np.random.default_rng(0).normal(size=(50, 2)); y = (X[:, 0] > 0).astype(int)
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match=word):
         GBDTClassifier(**params).fit(X, y)
 
 
 def test_bad_data_is_refused_and_left_untouched():
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3)); X[0, 1] = np.nan; y = (X[:, 0] > 0).astype(int); w = rng.uniform(size=60)
+    X = rng.normal(size=(60, 3))
+    X[0, 1] = np.nan
+    y = (X[:, 0] > 0).astype(int)
+    w = rng.uniform(size=60)
     X0, y0, w0 = X.copy(), y.copy(), w.copy()
-    Xinf = X.copy(); Xinf[1, 2] = np.inf
+    Xinf = X.copy()
+    Xinf[1, 2] = np.inf
     cases = [
         (lambda: GBDTClassifier().fit(Xinf, y), 'infinity'),
         (lambda: GBDTClassifier().fit(X, np.zeros(60)), '1 class'),
@@ -445,16 +548,21 @@ def test_bad_data_is_refused_and_left_untouched():
     for fn, msg in cases:
         with pytest.raises((ValueError, Exception), match=msg):
             fn()
-    np.testing.assert_array_equal(X, X0); np.testing.assert_array_equal(y, y0); np.testing.assert_array_equal(w, w0)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(w, w0)
 
 
 def test_node_sums_stay_exact_down_the_tree(adult):
     "Every node's (G, H), derived through histogram subtraction level after level, equals the sum over its rows."
     X, y, _, _ = adult
     A = integer_coded(X, X, True)
-    b = Binner().fit(A); codes = b.transform(A); L = b.layout_
+    b = Binner().fit(A)
+    codes = b.transform(A)
+    L = b.layout_
     gh = LogisticLoss().gradients(y.astype(float), np.random.default_rng(0).normal(0, 2, len(y)))
-    p = LocalHistograms(codes, L); p.start_tree(gh)
+    p = LocalHistograms(codes, L)
+    p.start_tree(gh)
     t = grow_tree(p, L, max_depth=10, min_child_weight=0.0)
     assert t.max_depth == 10
     for j in range(t.n_nodes):
@@ -465,8 +573,10 @@ def test_node_sums_stay_exact_down_the_tree(adult):
 def test_public_sparse_product_fallback(monkeypatch):
     "Without scipy's private matvec the histograms come from the public sparse product, with the same result."
     import fedgauss.gbdt as G
+
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(500, 4)); X[rng.random((500, 4)) < 0.1] = np.nan
+    X = rng.normal(size=(500, 4))
+    X[rng.random((500, 4)) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
     fast = GBDTClassifier(n_estimators=5).fit(X, y).predict_proba(X)
     monkeypatch.setattr(G, '_csc_matvec', None)

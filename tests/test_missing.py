@@ -1,5 +1,6 @@
 """Missing values in trees: the probabilistic prediction against its definition, the recorded node counts, the
 maskers, and the estimators' `missing` option (default direction, imputation, probabilistic)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,8 +10,14 @@ from fedgauss.missing import mask_mcar, mask_mnar, missing_value_models
 from fedgauss.testing import expected_over_paths
 
 G = np.random.default_rng(0)
-X = np.column_stack([G.normal(size=1500), G.integers(0, 6, 1500).astype(float), G.normal(size=1500),
-                     np.where(G.random(1500) < 0.2, np.nan, G.normal(size=1500))])
+X = np.column_stack(
+    [
+        G.normal(size=1500),
+        G.integers(0, 6, 1500).astype(float),
+        G.normal(size=1500),
+        np.where(G.random(1500) < 0.2, np.nan, G.normal(size=1500)),
+    ]
+)
 y = ((X[:, 0] + X[:, 1] / 3 + np.nan_to_num(X[:, 3]) + 0.5 * G.normal(size=1500)) > 1).astype(int)
 
 
@@ -45,7 +52,9 @@ def test_complete_rows_predict_as_usual_and_all_missing_gives_the_mean_leaf(prob
     np.testing.assert_allclose(prob_model.decision_function(Xc), learn.decision_function(Xc), rtol=0, atol=1e-12)
     # a row with nothing observed: each tree predicts its training-weighted mean leaf value
     row = np.full((1, X.shape[1]), np.nan)
-    want = prob_model.base_margin_ + sum((t.value[t.is_leaf] * t.count[t.is_leaf]).sum() / t.count[0] for t in prob_model.trees_)
+    want = prob_model.base_margin_ + sum(
+        (t.value[t.is_leaf] * t.count[t.is_leaf]).sum() / t.count[0] for t in prob_model.trees_
+    )
     np.testing.assert_allclose(prob_model.decision_function(row), [want], rtol=1e-12)
 
 
@@ -53,15 +62,18 @@ def test_regressor_and_pandas():
     df = pd.DataFrame(X, columns=list('abcd'))
     r = GBDTRegressor(n_estimators=10, max_depth=3, missing='probabilistic').fit(df, X[:, 0] * 2)
     p = r.predict(df.assign(a=np.nan))
-    assert np.isfinite(p).all() and p.std() < r.predict(df).std()          # 'a' unknown: less spread
+    assert np.isfinite(p).all() and p.std() < r.predict(df).std()  # 'a' unknown: less spread
 
 
 def test_options_and_errors():
-    with pytest.raises(ValueError, match="missing must be one of"): GBDTClassifier(missing='guess').fit(X, y)
+    with pytest.raises(ValueError, match="missing must be one of"):
+        GBDTClassifier(missing='guess').fit(X, y)
     with pytest.raises(ValueError, match='no node counts'):
         probabilistic_margin(GBDTClassifier(n_estimators=2).fit(X, y).trees_, X[:5])
-    with pytest.raises(ValueError, match='weights'): probabilistic_margin([], X[:5], weights='rows')
-    with pytest.raises(ValueError, match='rate'): mask_mnar(pd.DataFrame(X), 0.6)
+    with pytest.raises(ValueError, match='weights'):
+        probabilistic_margin([], X[:5], weights='rows')
+    with pytest.raises(ValueError, match='rate'):
+        mask_mnar(pd.DataFrame(X), 0.6)
 
 
 def test_masks():
@@ -70,7 +82,7 @@ def test_masks():
         mc, mn = mask_mcar(df, r, 1), mask_mnar(df, r, 1)
         assert abs(mc['v'].isna().mean() - r) < 0.01 and abs(mn['v'].isna().mean() - r) < 0.01
         hi, lo = mn['v'][df['v'] > 20000].isna().mean(), mn['v'][df['v'] < 10000].isna().mean()
-        assert hi > 3 * lo                                                    # large values hide
+        assert hi > 3 * lo  # large values hide
         assert mn['cat'].isna().groupby(df['cat']).mean().is_monotonic_increasing
     assert df.notna().all().all()
 
@@ -78,4 +90,5 @@ def test_masks():
 def test_the_four_models_fit_and_agree_without_missing_values():
     Xc = np.nan_to_num(X)
     p = {k: m.fit(Xc, y).predict_proba(Xc)[:, 1] for k, m in missing_value_models(10, 3).items()}
-    for k in p: np.testing.assert_allclose(p[k], p['default direction'], rtol=0, atol=1e-12)
+    for k in p:
+        np.testing.assert_allclose(p[k], p['default direction'], rtol=0, atol=1e-12)

@@ -1,5 +1,6 @@
 """fedgauss.nflgbdt: LSH collision rates against Datar et al.'s closed form, the similarity map against brute force,
 the leaf-weight formula, FederBoost = pooled core, what each role sees on the transcript, communication, bad input."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,9 +9,22 @@ from sklearn.datasets import make_classification
 
 from fedgauss.federation import label_skew_split
 from fedgauss.gbdt import GBDTClassifier, newton_weight
-from fedgauss.nflgbdt import (FederBoostClassifier, FGBDTGClassifier, NFLGBDTClassifier, PStableLSH, SimFLClassifier,
-                              TFLClassifier, collision_probability, communication, global_leaf_weights, individual_errors,
-                              most_similar, pooled, similar_counts, tree_schedule)
+from fedgauss.nflgbdt import (
+    FederBoostClassifier,
+    FGBDTGClassifier,
+    NFLGBDTClassifier,
+    PStableLSH,
+    SimFLClassifier,
+    TFLClassifier,
+    collision_probability,
+    communication,
+    global_leaf_weights,
+    individual_errors,
+    most_similar,
+    pooled,
+    similar_counts,
+    tree_schedule,
+)
 from fedgauss.testing import most_similar_brute
 
 KW = dict(n_estimators=8, max_depth=3)
@@ -28,7 +42,8 @@ def test_collision_rate_matches_theory(stable):
     h = PStableLSH(4, n_tables=30000, r=4.0, stable=stable, rng=1)
     u = np.zeros(4)
     for c in (0.5, 2.0, 6.0):
-        v = u.copy(); v[0] = c                                   # l1 = l2 = c
+        v = u.copy()
+        v[0] = c  # l1 = l2 = c
         rate = (h.hash(u[None]) == h.hash(v[None])).mean()
         assert abs(rate - collision_probability(c, 4.0, stable)) < 0.015
 
@@ -49,20 +64,30 @@ def test_hash_is_one_matmul_of_floor():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 25), st.integers(1, 25), st.integers(1, 6), st.integers(1, 4), st.integers(1, 9), st.integers(0, 10**6))
+@given(
+    st.integers(1, 25),
+    st.integers(1, 25),
+    st.integers(1, 6),
+    st.integers(1, 4),
+    st.integers(1, 9),
+    st.integers(0, 10**6),
+)
 def test_most_similar_matches_brute_force(n, m, L, k, block, seed):
     g = np.random.default_rng(seed)
     Hq, Hr = g.integers(0, k, (n, L)), g.integers(0, k, (m, L))
     idx, cnt = most_similar(Hq, Hr, block_rows=block)
     ridx, rcnt = most_similar_brute(Hq, Hr)
-    np.testing.assert_array_equal(idx, ridx); np.testing.assert_array_equal(cnt, rcnt)
+    np.testing.assert_array_equal(idx, ridx)
+    np.testing.assert_array_equal(cnt, rcnt)
 
 
 def test_most_similar_finds_duplicates():
     g = np.random.default_rng(0)
-    Hr = g.integers(-50, 50, (40, 10)); perm = g.permutation(40)
+    Hr = g.integers(-50, 50, (40, 10))
+    perm = g.permutation(40)
     idx, cnt = most_similar(Hr[perm], Hr)
-    np.testing.assert_array_equal(idx, perm); assert (cnt == 10).all()
+    np.testing.assert_array_equal(idx, perm)
+    assert (cnt == 10).all()
 
 
 # ----------------------------------------------------------------------------- formulas
@@ -70,7 +95,8 @@ def test_leaf_weight_formula():
     g = np.random.default_rng(0)
     sums = [np.column_stack([g.normal(size=5), g.uniform(1, 3, 5)]) for _ in range(3)]
     w = np.array([0.2, 0.5, 0.3])
-    G = sum(wi * s[:, 0] for wi, s in zip(w, sums)); H = sum(wi * s[:, 1] for wi, s in zip(w, sums))
+    G = sum(wi * s[:, 0] for wi, s in zip(w, sums))
+    H = sum(wi * s[:, 1] for wi, s in zip(w, sums))
     np.testing.assert_allclose(global_leaf_weights(sums, w, 2.0), -G / (H + 2.0))
     np.testing.assert_allclose(global_leaf_weights(sums, np.ones(3), 1.0), newton_weight(*sum(sums).T, 1.0))
 
@@ -88,7 +114,8 @@ def test_federboost_equals_pooled_core(data):
     X, y = pooled(clients)
     core = GBDTClassifier(**KW).fit(X, y)
     for a, b in zip(fb.trees_, core.trees_):
-        np.testing.assert_array_equal(a.feature, b.feature); np.testing.assert_array_equal(a.bin, b.bin)
+        np.testing.assert_array_equal(a.feature, b.feature)
+        np.testing.assert_array_equal(a.bin, b.bin)
         np.testing.assert_allclose(a.value, b.value, atol=1e-7)
     np.testing.assert_allclose(fb.predict_proba(Xte), core.predict_proba(Xte), atol=1e-7)
     t = fb.channel_.transcript
@@ -106,8 +133,10 @@ def test_nfl_roles_and_one_round_per_tree(data):
     assert t[t.kind == 'leaf sums']['round'].nunique() == KW['n_estimators'] - 1
     assert (t[t.kind == 'leaf sums'].groupby('round').size() == 3).all()
     for msg in m.channel_.messages:
-        if msg.receiver == 'aggregator' and msg.kind == 'leaf sums': assert msg.payload.shape[0] <= 2 ** KW['max_depth']
-        if msg.kind == 'similar rows': assert int(msg.payload['to']) == 0
+        if msg.receiver == 'aggregator' and msg.kind == 'leaf sums':
+            assert msg.payload.shape[0] <= 2 ** KW['max_depth']
+        if msg.kind == 'similar rows':
+            assert int(msg.payload['to']) == 0
     assert float(np.mean(m.predict(Xte) != yte)) < 0.3
     assert m.similar_counts_.shape == (3,) and (m.similar_counts_ > 0).all()
 
@@ -128,7 +157,7 @@ def test_simfl_builders_proportional_and_gradients_conserved(data):
     sizes = [len(c[1]) for c in clients]
     assert np.bincount(m.builders_, minlength=3).tolist() == np.bincount(tree_schedule(sizes, 8), minlength=3).tolist()
     first = [x for x in m.channel_.messages if x.kind == 'mapped gradients' and x.round == 2]
-    for x in first:                                              # the first tree: every party at the base margin
+    for x in first:  # the first tree: every party at the base margin
         p = next(p for p in m.parties_ if p.name == x.sender)
         gh = p.loss.gradients(p._y, np.full(p.n_rows, m.base_margin_))
         np.testing.assert_allclose(x.payload.sum(0), gh.sum(0))
@@ -143,7 +172,8 @@ def test_dp_baselines_spend_what_they_say(data):
     np.testing.assert_allclose(f.epsilon_per_tree_ * KW['n_estimators'], 4.0)
     assert set(f.channel_.transcript.query("receiver == 'aggregator'").kind) == {'class counts', 'scores'}
     # noise matters: a tiny budget is worse than a huge one
-    lo = TFLClassifier(epsilon=0.05, rng=0, **KW).fit(clients); hi = TFLClassifier(epsilon=1e9, rng=0, **KW).fit(clients)
+    lo = TFLClassifier(epsilon=0.05, rng=0, **KW).fit(clients)
+    hi = TFLClassifier(epsilon=1e9, rng=0, **KW).fit(clients)
     assert np.mean(hi.predict(Xte) != yte) <= np.mean(lo.predict(Xte) != yte)
 
 
@@ -170,41 +200,59 @@ def test_pandas_in(data):
     m = NFLGBDTClassifier(rng=0, **KW).fit(cl)
     assert list(m.feature_names_in_) == cols
     np.testing.assert_array_equal(m.predict(pd.DataFrame(Xte, columns=cols)), m.predict(Xte))
-    with pytest.raises(ValueError, match='different columns'): m.predict(pd.DataFrame(Xte, columns=cols[::-1]))
+    with pytest.raises(ValueError, match='different columns'):
+        m.predict(pd.DataFrame(Xte, columns=cols[::-1]))
     assert m.get_params()['leaf_weighting'] == 'similar'
 
 
 # ----------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier, FederBoostClassifier, TFLClassifier, FGBDTGClassifier])
+@pytest.mark.parametrize(
+    'cls', [NFLGBDTClassifier, SimFLClassifier, FederBoostClassifier, TFLClassifier, FGBDTGClassifier]
+)
 def test_bad_input(cls, data):
     clients, _, _ = data
     (X0, y0), (X1, y1) = clients[:2]
-    with pytest.raises(ValueError, match='at least 2'): cls().fit([clients[0]])
-    with pytest.raises(ValueError, match='empty'): cls().fit([(X0, y0), (X1[:0], y1[:0])])
-    with pytest.raises(ValueError, match='columns'): cls().fit([(X0, y0), (X1[:, :4], y1)])
-    with pytest.raises(ValueError, match='rows but y'): cls().fit([(X0, y0), (X1, y1[:-1])])
-    Xi = X0.copy(); Xi[0, 0] = np.inf
-    with pytest.raises(ValueError, match='infinity'): cls().fit([(Xi, y0), (X1, y1)])
+    with pytest.raises(ValueError, match='at least 2'):
+        cls().fit([clients[0]])
+    with pytest.raises(ValueError, match='empty'):
+        cls().fit([(X0, y0), (X1[:0], y1[:0])])
+    with pytest.raises(ValueError, match='columns'):
+        cls().fit([(X0, y0), (X1[:, :4], y1)])
+    with pytest.raises(ValueError, match='rows but y'):
+        cls().fit([(X0, y0), (X1, y1[:-1])])
+    Xi = X0.copy()
+    Xi[0, 0] = np.inf
+    with pytest.raises(ValueError, match='infinity'):
+        cls().fit([(Xi, y0), (X1, y1)])
     assert np.isinf(Xi[0, 0])
-    with pytest.raises(ValueError, match='n_estimators'): cls(n_estimators=0).fit(clients)
-    with pytest.raises(ValueError, match='learning_rate'): cls(learning_rate=-1).fit(clients)
-    with pytest.raises(ValueError, match='2 classes'): cls().fit([(X0, np.zeros(len(X0))), (X1, np.zeros(len(X1)))])
+    with pytest.raises(ValueError, match='n_estimators'):
+        cls(n_estimators=0).fit(clients)
+    with pytest.raises(ValueError, match='learning_rate'):
+        cls(learning_rate=-1).fit(clients)
+    with pytest.raises(ValueError, match='2 classes'):
+        cls().fit([(X0, np.zeros(len(X0))), (X1, np.zeros(len(X1)))])
 
 
 def test_nan_rules(data):
     clients, _, _ = data
     (X0, y0), (X1, y1) = clients[:2]
-    Xn = X0.copy(); Xn[3, 2] = np.nan
+    Xn = X0.copy()
+    Xn[3, 2] = np.nan
     for cls in (NFLGBDTClassifier, SimFLClassifier):
-        with pytest.raises(ValueError, match='NaN'): cls(**KW).fit([(Xn, y0), (X1, y1)])
+        with pytest.raises(ValueError, match='NaN'):
+            cls(**KW).fit([(Xn, y0), (X1, y1)])
     FederBoostClassifier(rng=0, **KW).fit([(Xn, y0), (X1, y1)])
-    with pytest.raises(ValueError, match='lsh_scale'): NFLGBDTClassifier(lsh_scale='x', **KW).fit(clients)
-    with pytest.raises(ValueError, match='epsilon'): TFLClassifier(epsilon=-1).fit(clients)
-    with pytest.raises(ValueError, match='epsilon'): FGBDTGClassifier(epsilon=np.nan).fit(clients)
+    with pytest.raises(ValueError, match='lsh_scale'):
+        NFLGBDTClassifier(lsh_scale='x', **KW).fit(clients)
+    with pytest.raises(ValueError, match='epsilon'):
+        TFLClassifier(epsilon=-1).fit(clients)
+    with pytest.raises(ValueError, match='epsilon'):
+        FGBDTGClassifier(epsilon=np.nan).fit(clients)
 
 
 def test_sparse_and_hash_range_refused(data):
     import scipy.sparse as sps
+
     clients, _, _ = data
     with pytest.raises(ValueError, match='sparse'):
         NFLGBDTClassifier(**KW).fit([(sps.csr_matrix(clients[0][0]), clients[0][1]), clients[1]])

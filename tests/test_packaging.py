@@ -1,5 +1,6 @@
 """Packaging: the wheel builds from settings.ini/setup.py, contains every exported module and the
 console script, and the installed wheel imports without the source tree."""
+
 import subprocess, sys, zipfile
 from pathlib import Path
 
@@ -12,8 +13,12 @@ MODULES = sorted(p.stem for p in (ROOT / 'fedgauss').glob('*.py') if not p.stem.
 @pytest.fixture(scope='module')
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp('wheel')
-    r = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '-q', '-w', str(out), str(ROOT)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '-q', '-w', str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     (whl,) = out.glob('fedgauss-*.whl')
     return whl
@@ -34,17 +39,27 @@ def test_wheel_contents(wheel):
 
 def test_installed_wheel_imports(wheel, tmp_path):
     target = tmp_path / 'site'
-    r = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '-q', '--target', str(target), str(wheel)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, '-m', 'pip', 'install', '--no-deps', '-q', '--target', str(target), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
-    code = ('import sys; sys.path.insert(0, sys.argv[1]); import fedgauss, fedgauss.federation, fedgauss.data, fedgauss.cli; '
-            'print(fedgauss.__file__)')
-    r = subprocess.run([sys.executable, '-c', code, str(target)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    code = (
+        'import sys; sys.path.insert(0, sys.argv[1]); import fedgauss, fedgauss.federation, fedgauss.data, fedgauss.cli; '
+        'print(fedgauss.__file__)'
+    )
+    r = subprocess.run(
+        [sys.executable, '-c', code, str(target)], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()).is_relative_to(target), r.stdout
 
 
 def test_version_matches_settings():
     import configparser, fedgauss
-    cfg = configparser.ConfigParser(); cfg.read(ROOT / 'settings.ini')
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / 'settings.ini')
     assert fedgauss.__version__ == cfg['DEFAULT']['version']

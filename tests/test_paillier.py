@@ -1,5 +1,6 @@
 """fedgauss.paillier: keys, correctness of every operation on both big-integer backends, interoperability with
 python-paillier (phe, an independent implementation), fast obfuscators, fixed point, packing and bad input."""
+
 import math
 
 import numpy as np
@@ -7,8 +8,18 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fedgauss import paillier as pl
-from fedgauss.paillier import (FixedBase, FixedPoint, ObfuscatorTable, PaillierPrivateKey, PaillierPublicKey,
-                               generate_paillier_keypair, pack_slots, random_prime, slots_per_plaintext, unpack_slots)
+from fedgauss.paillier import (
+    FixedBase,
+    FixedPoint,
+    ObfuscatorTable,
+    PaillierPrivateKey,
+    PaillierPublicKey,
+    generate_paillier_keypair,
+    pack_slots,
+    random_prime,
+    slots_per_plaintext,
+    unpack_slots,
+)
 from fedgauss.smc import FixedPointOverflow
 
 phe = pytest.importorskip('phe')
@@ -36,20 +47,23 @@ def test_modulus_has_exactly_the_requested_length(bits):
 def test_keys_from_the_os_differ_and_seeds_reproduce():
     a, b = generate_paillier_keypair(256, unsafe=True)[0], generate_paillier_keypair(256, unsafe=True)[0]
     assert a.n != b.n
-    assert generate_paillier_keypair(256, rng=7, unsafe=True)[0] == generate_paillier_keypair(256, rng=7, unsafe=True)[0]
+    assert (
+        generate_paillier_keypair(256, rng=7, unsafe=True)[0] == generate_paillier_keypair(256, rng=7, unsafe=True)[0]
+    )
 
 
 @pytest.mark.parametrize('use_gmpy2', BACKENDS)
 def test_primes_pass_an_independent_test(use_gmpy2):
     import gmpy2
     from phe.util import is_prime as phe_is_prime
+
     for s in range(5):
         p = random_prime(160, rng=s, use_gmpy2=use_gmpy2)
-        assert gmpy2.is_prime(int(p), 50) and phe_is_prime(int(p)) and p.bit_length() == 160     # GMP's and phe's tests
+        assert gmpy2.is_prime(int(p), 50) and phe_is_prime(int(p)) and p.bit_length() == 160  # GMP's and phe's tests
 
 
 @settings(max_examples=30, deadline=None)
-@given(m1=st.integers(0, 2**500), m2=st.integers(0, 2**500), k=st.integers(-2**64, 2**64))
+@given(m1=st.integers(0, 2**500), m2=st.integers(0, 2**500), k=st.integers(-(2**64), 2**64))
 def test_homomorphic_identities(m1, m2, k):
     pk, sk = KEYS
     n = int(pk.n)
@@ -71,7 +85,7 @@ def test_batched_equals_one_by_one(keys):
         for enc in (pk.encrypt_many, sk.encrypt_many):
             cs = enc(ms, rng=4, fast=fast)
             assert sk.decrypt_many(cs) == [int(m) for m in ms] == [sk.raw_decrypt(c) for c in cs]
-    assert len({int(c) for c in pk.encrypt_many([5] * 10, rng=5)}) == 10          # fresh randomness each time
+    assert len({int(c) for c in pk.encrypt_many([5] * 10, rng=5)}) == 10  # fresh randomness each time
 
 
 def test_interoperability_with_phe(keys2048):
@@ -80,9 +94,9 @@ def test_interoperability_with_phe(keys2048):
     phe_sk = phe.PaillierPrivateKey(phe_pk, int(sk.p), int(sk.q))
     ms = [0, 1, 2**1000 + 17, int(pk.n) - 1]
     for fast in (True, False):
-        assert [phe_sk.raw_decrypt(int(c)) for c in sk.encrypt_many(ms, fast=fast)] == ms      # phe reads ours
+        assert [phe_sk.raw_decrypt(int(c)) for c in sk.encrypt_many(ms, fast=fast)] == ms  # phe reads ours
         assert [phe_sk.raw_decrypt(int(c)) for c in pk.encrypt_many(ms, fast=fast)] == ms
-    assert sk.decrypt_many([phe_pk.raw_encrypt(m) for m in ms]) == ms                       # we read phe's
+    assert sk.decrypt_many([phe_pk.raw_encrypt(m) for m in ms]) == ms  # we read phe's
     # phe's high-level API: encrypted floats summed by phe, decrypted by us through its encoding
     e = phe_pk.encrypt(3.25) + phe_pk.encrypt(-1.0)
     assert phe_sk.decrypt(e) == 2.25
@@ -125,11 +139,16 @@ def test_fixed_point_roundtrip_and_signed_sums(x, f):
 def test_fixed_point_bad_input():
     pk, sk = KEYS
     fp = FixedPoint(pk.n, 32)
-    with pytest.raises(FixedPointOverflow, match='exceeds the fixed-point range'): fp.encode([fp.max_value * 1.01])
-    with pytest.raises(ValueError, match='finite'): fp.encode([1.0, np.inf])
-    with pytest.raises(ValueError, match='finite'): fp.encode([np.nan])
-    with pytest.raises(FixedPointOverflow, match='wrapped around'): fp.decode([int(pk.n) // 2 - 1])
-    with pytest.raises(ValueError, match='frac_bits'): FixedPoint(pk.n, -1)
+    with pytest.raises(FixedPointOverflow, match='exceeds the fixed-point range'):
+        fp.encode([fp.max_value * 1.01])
+    with pytest.raises(ValueError, match='finite'):
+        fp.encode([1.0, np.inf])
+    with pytest.raises(ValueError, match='finite'):
+        fp.encode([np.nan])
+    with pytest.raises(FixedPointOverflow, match='wrapped around'):
+        fp.decode([int(pk.n) // 2 - 1])
+    with pytest.raises(ValueError, match='frac_bits'):
+        FixedPoint(pk.n, -1)
 
 
 def test_packing_with_headroom_for_k_additions():
@@ -141,29 +160,35 @@ def test_packing_with_headroom_for_k_additions():
     cs = pk.encrypt_many([pack_slots(r, slot) for r in rows], rng=10)
     total = unpack_slots(sk.raw_decrypt(pk.sum(cs)), slot, per)
     assert total == [int(v) for v in rows.sum(axis=0)]
-    with pytest.raises(FixedPointOverflow, match='does not fit'): pack_slots([-1], 8)
+    with pytest.raises(FixedPointOverflow, match='does not fit'):
+        pack_slots([-1], 8)
 
 
-@pytest.mark.parametrize('call,exc,msg', [
-    (lambda: generate_paillier_keypair(512), ValueError, 'breakable'),
-    (lambda: generate_paillier_keypair(1023, unsafe=True), ValueError, 'even integer'),
-    (lambda: generate_paillier_keypair(2048.0), ValueError, 'even integer'),
-    (lambda: KEYS[0].raw_encrypt(-1), ValueError, 'outside \\[0, n\\)'),
-    (lambda: KEYS[0].raw_encrypt(int(KEYS[0].n)), ValueError, 'outside \\[0, n\\)'),
-    (lambda: KEYS[0].raw_encrypt(1.0), TypeError, 'integer'),
-    (lambda: KEYS[0].raw_encrypt(True), TypeError, 'integer'),
-    (lambda: KEYS[0].encrypt_many([1, 2.5]), TypeError, 'integer'),
-    (lambda: KEYS[1].raw_decrypt(int(KEYS[0].nsquare) + 1), ValueError, 'another key'),
-    (lambda: KEYS[1].raw_decrypt(0), ValueError, 'another key'),
-    (lambda: KEYS[1].decrypt_many([1.5]), TypeError, 'integer'),
-    (lambda: PaillierPrivateKey(KEYS[0], 3, 5), ValueError, 'key mismatch'),
-])
+@pytest.mark.parametrize(
+    'call,exc,msg',
+    [
+        (lambda: generate_paillier_keypair(512), ValueError, 'breakable'),
+        (lambda: generate_paillier_keypair(1023, unsafe=True), ValueError, 'even integer'),
+        (lambda: generate_paillier_keypair(2048.0), ValueError, 'even integer'),
+        (lambda: KEYS[0].raw_encrypt(-1), ValueError, 'outside \\[0, n\\)'),
+        (lambda: KEYS[0].raw_encrypt(int(KEYS[0].n)), ValueError, 'outside \\[0, n\\)'),
+        (lambda: KEYS[0].raw_encrypt(1.0), TypeError, 'integer'),
+        (lambda: KEYS[0].raw_encrypt(True), TypeError, 'integer'),
+        (lambda: KEYS[0].encrypt_many([1, 2.5]), TypeError, 'integer'),
+        (lambda: KEYS[1].raw_decrypt(int(KEYS[0].nsquare) + 1), ValueError, 'another key'),
+        (lambda: KEYS[1].raw_decrypt(0), ValueError, 'another key'),
+        (lambda: KEYS[1].decrypt_many([1.5]), TypeError, 'integer'),
+        (lambda: PaillierPrivateKey(KEYS[0], 3, 5), ValueError, 'key mismatch'),
+    ],
+)
 def test_bad_input(call, exc, msg):
-    with pytest.raises(exc, match=msg): call()
+    with pytest.raises(exc, match=msg):
+        call()
 
 
 def test_a_ciphertext_under_another_key_is_caught_when_it_can_be():
     (pk1, sk1), (pk2, _) = KEYS, generate_paillier_keypair(1024, rng=11)
     big = [c for c in pk2.encrypt_many(list(range(50)), rng=12) if c >= pk1.nsquare]
-    assert big                                   # a larger key's ciphertexts mostly fall outside (0, n1^2)
-    with pytest.raises(ValueError, match='another key'): sk1.decrypt_many(big[:1])
+    assert big  # a larger key's ciphertexts mostly fall outside (0, n1^2)
+    with pytest.raises(ValueError, match='another key'):
+        sk1.decrypt_many(big[:1])

@@ -1,6 +1,7 @@
 """fedgauss.secureboost: lossless against the centralized GBDTClassifier (trees and predictions, bit for bit) on Adult
 (2 and 3 parties), credit-card default and random federations (random column splits, label party, NaN, ties); the
 three missing-value options; what each party sees (transcripts); reduced leakage; the core's exact sums; bad input."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,11 +9,19 @@ from sklearn.base import clone
 
 from fedgauss.data import load_adult, load_credit_default
 from fedgauss.federation import vertical_split
-from fedgauss.gbdt import (GBDTClassifier, LocalHistograms, LogisticLoss, grow_tree, snap_to_grid, GRID_BITS, Binner)
-from fedgauss.secureboost import (SecureBoostClassifier, pack_gh, unpack_gh, unpack_bins, bins_per_ciphertext,
-                                  leaf_purity, BIN_BITS, GH_SLOT)
+from fedgauss.gbdt import GBDTClassifier, LocalHistograms, LogisticLoss, grow_tree, snap_to_grid, GRID_BITS, Binner
+from fedgauss.secureboost import (
+    SecureBoostClassifier,
+    pack_gh,
+    unpack_gh,
+    unpack_bins,
+    bins_per_ciphertext,
+    leaf_purity,
+    BIN_BITS,
+    GH_SLOT,
+)
 
-FAST = dict(key_size=512, unsafe=True, rng=0)       # tests only: a breakable key, for speed
+FAST = dict(key_size=512, unsafe=True, rng=0)  # tests only: a breakable key, for speed
 
 
 def assert_same_trees(sb, gb):
@@ -23,7 +32,8 @@ def assert_same_trees(sb, gb):
             np.testing.assert_array_equal(getattr(t, att), getattr(c, att), err_msg=att)
         thr = t.threshold.copy()
         passive = np.flatnonzero(np.isnan(thr) & (own >= 0))
-        for i in passive: thr[i] = sb.parties_[own[i]].lookup[rec[i]][1]
+        for i in passive:
+            thr[i] = sb.parties_[own[i]].lookup[rec[i]][1]
         np.testing.assert_array_equal(thr, c.threshold)
 
 
@@ -47,7 +57,8 @@ def check_lossless(parts, test_blocks, **kw):
 # ----------------------------------------------------------------------------- real data
 @pytest.fixture(scope='module')
 def adult():
-    X, y = load_adult('train'); Xt, _ = load_adult('test')
+    X, y = load_adult('train')
+    Xt, _ = load_adult('test')
     return X, y.to_numpy(), Xt
 
 
@@ -58,7 +69,7 @@ ADULT_KW = dict(n_estimators=4, max_depth=6, max_bins=64, learning_rate=0.3, reg
 def test_lossless_on_adult(adult, groups):
     X, y, Xt = adult
     cols = list(X.columns)
-    g = [cols[i::groups] for i in range(groups)]                       # interleaved columns: categoricals everywhere
+    g = [cols[i::groups] for i in range(groups)]  # interleaved columns: categoricals everywhere
     parts = vertical_split(X, g, y, label_party=groups - 1)
     sb, d = check_lossless(parts, [Xt[c] for c in g], **ADULT_KW)
     print(f"Adult, {groups} parties: max |p_secureboost - p_central| = {d:.1e}")
@@ -76,7 +87,8 @@ def test_lossless_on_credit_default():
 
 def test_one_fit_at_2048_bits():
     r = np.random.default_rng(5)
-    X = r.normal(size=(1500, 4)); X[r.random(1500) < 0.1, 3] = np.nan
+    X = r.normal(size=(1500, 4))
+    X[r.random(1500) < 0.1, 3] = np.nan
     y = (X[:, 0] - np.nan_to_num(X[:, 3]) > 0).astype(int)
     parts = vertical_split(X, [[0, 1], [2, 3]], y)
     sb = SecureBoostClassifier(n_estimators=1, max_depth=3, max_bins=16, key_size=2048).fit(parts)
@@ -93,40 +105,52 @@ def test_lossless_on_random_federations(seed):
     r = np.random.default_rng(seed)
     n, F = int(r.integers(200, 700)), int(r.integers(3, 9))
     X = r.normal(size=(n, F))
-    X[:, 0] = r.integers(0, 3, n)                                      # few values: many equal gains
-    if F > 3: X[:, -1] = X[:, 0]                                       # a duplicate column: exact ties between features
+    X[:, 0] = r.integers(0, 3, n)  # few values: many equal gains
+    if F > 3:
+        X[:, -1] = X[:, 0]  # a duplicate column: exact ties between features
     X[r.random((n, F)) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) + r.normal(size=n) > 1).astype(int)
     K = int(r.integers(2, min(F, 4) + 1))
-    perm = r.permutation(F); cuts = np.sort(r.choice(np.arange(1, F), K - 1, replace=False))
+    perm = r.permutation(F)
+    cuts = np.sort(r.choice(np.arange(1, F), K - 1, replace=False))
     groups = [sorted(g.tolist()) for g in np.split(perm, cuts)]
     parts = vertical_split(X, groups, y, label_party=int(r.integers(K)))
-    Xv = r.normal(size=(100, F)); Xv[r.random((100, F)) < 0.2] = np.nan
-    kw = dict(n_estimators=3, max_depth=int(r.integers(2, 6)), max_bins=int(r.integers(4, 20)),
-              reg_lambda=float(r.choice([0.0, 1.0])), min_child_weight=float(r.choice([0.0, 1.0])))
+    Xv = r.normal(size=(100, F))
+    Xv[r.random((100, F)) < 0.2] = np.nan
+    kw = dict(
+        n_estimators=3,
+        max_depth=int(r.integers(2, 6)),
+        max_bins=int(r.integers(4, 20)),
+        reg_lambda=float(r.choice([0.0, 1.0])),
+        min_child_weight=float(r.choice([0.0, 1.0])),
+    )
     check_lossless(parts, [Xv[:, g] for g in groups], **kw)
 
 
 @pytest.mark.parametrize('missing', ['impute', 'probabilistic'])
 def test_missing_options_match_the_core(missing):
     r = np.random.default_rng(3)
-    X = r.normal(size=(600, 5)); X[r.random((600, 5)) < 0.2] = np.nan
+    X = r.normal(size=(600, 5))
+    X[r.random((600, 5)) < 0.2] = np.nan
     y = (np.nan_to_num(X[:, 0], nan=1) - np.nan_to_num(X[:, 4]) > 0).astype(int)
     groups = [[0, 1], [2], [3, 4]]
     parts = vertical_split(X, groups, y, label_party=1)
-    Xv = r.normal(size=(200, 5)); Xv[r.random((200, 5)) < 0.3] = np.nan
+    Xv = r.normal(size=(200, 5))
+    Xv[r.random((200, 5)) < 0.3] = np.nan
     sb, _ = check_lossless(parts, [Xv[:, g] for g in groups], n_estimators=3, max_depth=4, max_bins=16, missing=missing)
     kinds = {m.kind for m in sb.channel_.messages}
     assert kinds == {'n_bins', 'public_key', 'gh', 'hist_request', 'hist', 'split', 'bits', 'route', 'query', 'answer'}
-    if missing == 'impute':                           # each party fills its own columns with its own means, no message
-        for p, g in zip(sb.parties_, groups): np.testing.assert_array_equal(p.impute_values_, np.nanmean(X[:, g], axis=0))
-    else:                                             # owners flag the rows missing their split features
+    if missing == 'impute':  # each party fills its own columns with its own means, no message
+        for p, g in zip(sb.parties_, groups):
+            np.testing.assert_array_equal(p.impute_values_, np.nanmean(X[:, g], axis=0))
+    else:  # owners flag the rows missing their split features
         assert any('missing' in m.payload for m in sb.channel_.messages if m.kind == 'answer')
 
 
 # ----------------------------------------------------------------------------- what each party sees
 def _float_free(obj):
-    if isinstance(obj, dict): return all(_float_free(v) for v in obj.values())
+    if isinstance(obj, dict):
+        return all(_float_free(v) for v in obj.values())
     if isinstance(obj, np.ndarray):
         return obj.dtype.kind in 'biu' or (obj.dtype == object and all(type(v) is int for v in obj.ravel()))
     return isinstance(obj, (int, np.integer, bool, np.bool_))
@@ -135,10 +159,13 @@ def _float_free(obj):
 @pytest.fixture(scope='module')
 def fitted():
     r = np.random.default_rng(1)
-    X = r.normal(size=(500, 6)); X[r.random(500) < 0.2, 4] = np.nan
+    X = r.normal(size=(500, 6))
+    X[r.random(500) < 0.2, 4] = np.nan
     y = (X[:, 0] + X[:, 4] > 0).astype(int)
     groups = [[0, 1], [2, 3], [4, 5]]
-    sb = SecureBoostClassifier(n_estimators=3, max_depth=3, max_bins=8, **FAST).fit(vertical_split(X, groups, y, label_party=0))
+    sb = SecureBoostClassifier(n_estimators=3, max_depth=3, max_bins=8, **FAST).fit(
+        vertical_split(X, groups, y, label_party=0)
+    )
     sb.predict_proba([X[:50, g] for g in groups])
     return sb, groups
 
@@ -147,12 +174,15 @@ def test_passive_parties_receive_only_integers_about_their_own_features(fitted):
     sb, groups = fitted
     n = int(sb.active_.pk.n)
     for m in sb.channel_.messages:
-        if m.receiver == 'active': continue
+        if m.receiver == 'active':
+            continue
         assert m.kind in {'public_key', 'gh', 'hist_request', 'split', 'route', 'query'}, m.kind
         assert _float_free(m.payload), m.kind
-        if m.kind == 'gh': assert all(0 < c < n * n for c in m.payload)               # ciphertexts mod n^2
-        if m.kind == 'public_key': assert m.payload == n
-        if m.kind == 'split':                                                          # only this party's features
+        if m.kind == 'gh':
+            assert all(0 < c < n * n for c in m.payload)  # ciphertexts mod n^2
+        if m.kind == 'public_key':
+            assert m.payload == n
+        if m.kind == 'split':  # only this party's features
             assert set(m.payload) == {'node', 'feature', 'bin', 'default_left'}
             assert (m.payload['feature'] < len(groups[int(m.receiver[-1])])).all()
 
@@ -162,7 +192,7 @@ def test_active_party_never_receives_a_threshold(fitted):
     got = [m for m in sb.channel_.messages if m.receiver == 'active']
     assert {m.kind for m in got} == {'n_bins', 'hist', 'bits', 'answer'}
     assert all(_float_free(m.payload) for m in got)
-    for t, own in zip(sb.trees_, sb.owners_):                       # its tree copies: NaN at every passive node
+    for t, own in zip(sb.trees_, sb.owners_):  # its tree copies: NaN at every passive node
         assert np.isnan(t.threshold[(own >= 0) & (own != sb.active_.index)]).all()
         assert np.isfinite(t.threshold[own == sb.active_.index]).all()
 
@@ -179,11 +209,13 @@ def test_histograms_are_compressed_ciphertexts(fitted):
 
 def test_reduced_leakage_first_trees_send_nothing():
     r = np.random.default_rng(2)
-    X = r.normal(size=(400, 4)); y = (X[:, 0] + X[:, 3] > 0).astype(int)
+    X = r.normal(size=(400, 4))
+    y = (X[:, 0] + X[:, 3] > 0).astype(int)
     sb = SecureBoostClassifier(n_estimators=4, max_depth=3, max_bins=8, rl_trees=2, **FAST).fit(vertical_split(X, 2, y))
     tr = sb.channel_.transcript
-    assert set(tr['round']) == {1, 4, 5}                              # setup, then the two federated trees only
-    for t, own in zip(sb.trees_[:2], sb.owners_[:2]): assert set(own[own >= 0]) <= {0}
+    assert set(tr['round']) == {1, 4, 5}  # setup, then the two federated trees only
+    for t, own in zip(sb.trees_[:2], sb.owners_[:2]):
+        assert set(own[own >= 0]) <= {0}
     assert any((own == 1).any() for own in sb.owners_[2:])
     assert 0.5 <= leaf_purity(sb.train_leaves_[2], y)['purity'] <= 1
 
@@ -191,23 +223,29 @@ def test_reduced_leakage_first_trees_send_nothing():
 # ----------------------------------------------------------------------------- the core's exact sums
 class _IntHistograms(LocalHistograms):
     "Histograms summed as int64 grid integers in reverse row order, converted to floats once."
+
     def histograms(self, nodes):
-        gi = np.ldexp(self.gh, self.k).astype(np.int64); node, S = self.node, self.layout.n_slots
+        gi = np.ldexp(self.gh, self.k).astype(np.int64)
+        node, S = self.node, self.layout.n_slots
         out = np.zeros((len(nodes), S, 2), np.int64)
         for j, nd in enumerate(nodes):
             rows = np.flatnonzero(node == nd)[::-1]
-            for c in range(2): np.add.at(out[j, :, c], self.slots[rows].ravel(), np.repeat(gi[rows, c], self.F))
+            for c in range(2):
+                np.add.at(out[j, :, c], self.slots[rows].ravel(), np.repeat(gi[rows, c], self.F))
         return np.ldexp(out.astype(float), -self.k)
 
 
 def test_core_trees_from_int64_sums_equal_the_estimator():
     "Boosting from int64 fixed-point sums (another order, no float additions) grows GBDTClassifier's trees bit for bit."
     r = np.random.default_rng(4)
-    X = r.normal(size=(700, 5)); X[:, 1] = r.integers(0, 4, 700); X[r.random((700, 5)) < 0.1] = np.nan
+    X = r.normal(size=(700, 5))
+    X[:, 1] = r.integers(0, 4, 700)
+    X[r.random((700, 5)) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) + X[:, 1] > 1).astype(float)
     kw = dict(max_depth=5, learning_rate=0.3, reg_lambda=0.0, min_child_weight=0.0)
     gb = GBDTClassifier(n_estimators=5, max_bins=16, **kw).fit(X, y)
-    b = Binner(max_bins=16).fit(X); codes = b.transform(X)
+    b = Binner(max_bins=16).fit(X)
+    codes = b.transform(X)
     loss, margin, gh = LogisticLoss(), np.full(700, gb.base_margin_), np.empty((700, 2))
     prov = _IntHistograms(codes, b.layout_)
     for tree_ref in gb.trees_:
@@ -225,18 +263,19 @@ def test_snap_to_grid_sums_are_exact():
     g, h = r.normal(size=5000) * 1e3, r.random(5000)
     gs, hs, k = snap_to_grid(g, h)
     G = np.ldexp(gs, k).astype(np.int64)
-    assert np.abs(G).sum() < 2 ** GRID_BITS
+    assert np.abs(G).sum() < 2**GRID_BITS
     for _ in range(3):
-        idx = r.permutation(5000)[:r.integers(1, 5000)]
+        idx = r.permutation(5000)[: r.integers(1, 5000)]
         assert np.cumsum(gs[idx])[-1] == gs[idx][::-1].sum() == np.ldexp(float(G[idx].sum()), -k)
 
 
 def test_packing_round_trips():
     r = np.random.default_rng(0)
-    G, H = r.integers(-2**45, 2**45, 300), r.integers(0, 2**40, 300)     # sums within the slots
+    G, H = r.integers(-(2**45), 2**45, 300), r.integers(0, 2**40, 300)  # sums within the slots
     assert unpack_gh(sum(pack_gh(G, H))) == (int(G.sum()), int(H.sum()))
-    n = (1 << 1023) + 7; q = bins_per_ciphertext(n)
-    Bs = [int(v) << GH_SLOT for v in r.integers(-2**49, 2**49, q)]
+    n = (1 << 1023) + 7
+    q = bins_per_ciphertext(n)
+    Bs = [int(v) << GH_SLOT for v in r.integers(-(2**49), 2**49, q)]
     assert unpack_bins(sum(b << (j * BIN_BITS) for j, b in enumerate(Bs)) % n, n, q) == Bs
 
 
@@ -248,35 +287,51 @@ def test_params_and_clone():
 
 
 def _parts(n=60):
-    r = np.random.default_rng(0); X = r.normal(size=(n, 4)); y = (X[:, 0] > 0).astype(int)
+    r = np.random.default_rng(0)
+    X = r.normal(size=(n, 4))
+    y = (X[:, 0] > 0).astype(int)
     return X, y, vertical_split(X, 2, y)
 
 
-@pytest.mark.parametrize('make, match', [
-    (lambda X, y, p: (SecureBoostClassifier(key_size=512), p), 'breakable'),
-    (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], y), (p[1][0], y)]), 'exactly one party'),
-    (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], None), (p[1][0], None)]), 'exactly one party'),
-    (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], y), (p[1][0][:-1], None)]), 'different numbers of rows'),
-    (lambda X, y, p: (SecureBoostClassifier(**FAST), [(np.where(X[:, :2] > 1, np.inf, X[:, :2]), y), p[1]]), 'infinity'),
-    (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], np.zeros(len(y))), p[1]]), 'two classes'),
-    (lambda X, y, p: (SecureBoostClassifier(**FAST), X), r'list of \(X_p, y_p\)'),
-    (lambda X, y, p: (SecureBoostClassifier(n_estimators=0, **FAST), p), 'n_estimators'),
-    (lambda X, y, p: (SecureBoostClassifier(missing='zero', **FAST), p), 'missing'),
-    (lambda X, y, p: (SecureBoostClassifier(learning_rate=0, **FAST), p), 'learning_rate'),
-])
+@pytest.mark.parametrize(
+    'make, match',
+    [
+        (lambda X, y, p: (SecureBoostClassifier(key_size=512), p), 'breakable'),
+        (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], y), (p[1][0], y)]), 'exactly one party'),
+        (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], None), (p[1][0], None)]), 'exactly one party'),
+        (
+            lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], y), (p[1][0][:-1], None)]),
+            'different numbers of rows',
+        ),
+        (
+            lambda X, y, p: (SecureBoostClassifier(**FAST), [(np.where(X[:, :2] > 1, np.inf, X[:, :2]), y), p[1]]),
+            'infinity',
+        ),
+        (lambda X, y, p: (SecureBoostClassifier(**FAST), [(p[0][0], np.zeros(len(y))), p[1]]), 'two classes'),
+        (lambda X, y, p: (SecureBoostClassifier(**FAST), X), r'list of \(X_p, y_p\)'),
+        (lambda X, y, p: (SecureBoostClassifier(n_estimators=0, **FAST), p), 'n_estimators'),
+        (lambda X, y, p: (SecureBoostClassifier(missing='zero', **FAST), p), 'missing'),
+        (lambda X, y, p: (SecureBoostClassifier(learning_rate=0, **FAST), p), 'learning_rate'),
+    ],
+)
 def test_bad_input(make, match):
     X, y, p = _parts()
     X0 = X.copy()
     est, arg = make(X, y, p)
-    with pytest.raises(ValueError, match=match): est.fit(arg)
+    with pytest.raises(ValueError, match=match):
+        est.fit(arg)
     np.testing.assert_array_equal(X, X0)
 
 
 def test_bad_prediction_input():
     X, y, p = _parts()
-    with pytest.raises(ValueError, match='not fitted'): SecureBoostClassifier(**FAST).predict_proba([X[:, :2], X[:, 2:]])
+    with pytest.raises(ValueError, match='not fitted'):
+        SecureBoostClassifier(**FAST).predict_proba([X[:, :2], X[:, 2:]])
     sb = SecureBoostClassifier(n_estimators=1, max_depth=2, **FAST).fit(p)
-    with pytest.raises(ValueError, match='one per party'): sb.predict_proba([X])
-    with pytest.raises(ValueError, match='columns'): sb.predict_proba([X[:, :1], X[:, 2:]])
-    with pytest.raises(ValueError, match='different numbers of rows'): sb.predict_proba([X[:5, :2], X[:6, 2:]])
+    with pytest.raises(ValueError, match='one per party'):
+        sb.predict_proba([X])
+    with pytest.raises(ValueError, match='columns'):
+        sb.predict_proba([X[:, :1], X[:, 2:]])
+    with pytest.raises(ValueError, match='different numbers of rows'):
+        sb.predict_proba([X[:5, :2], X[:6, 2:]])
     assert set(sb.predict([X[:, :2], X[:, 2:]])) <= {0, 1}

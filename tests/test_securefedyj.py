@@ -1,5 +1,6 @@
 """fedgauss.securefedyj: pooled equivalence over many federations, what the transcript reveals, the numerical range,
 bad input, and the transformer."""
+
 import warnings
 
 import numpy as np
@@ -10,8 +11,14 @@ from sklearn.base import clone
 
 from fedgauss.data import load_breast_cancer, make_skewed_features
 from fedgauss.federation import dirichlet_split, iid_split, label_skew_split, size_skew_split
-from fedgauss.securefedyj import (FedYeoJohnsonTransformer, SecureFedYJ, anchors_from_envelope, communication_table,
-                                  revealed_values, secure_step)
+from fedgauss.securefedyj import (
+    FedYeoJohnsonTransformer,
+    SecureFedYJ,
+    anchors_from_envelope,
+    communication_table,
+    revealed_values,
+    secure_step,
+)
 from fedgauss.smc import FixedPointOverflow
 from fedgauss.yeojohnson import YeoJohnsonTransformer, YeoJohnsonWarning, exp_yj
 
@@ -21,7 +28,7 @@ T_MAX = 32
 @pytest.fixture(scope='module')
 def datasets():
     Xb, yb = load_breast_cancer()
-    Xs = make_skewed_features(1500, 10, rng=1)                  # ten families: one- and mixed-signed, all scales
+    Xs = make_skewed_features(1500, 10, rng=1)  # ten families: one- and mixed-signed, all scales
     ys = (Xs[:, 0] > np.median(Xs[:, 0])).astype(int)
     return {'breast cancer': (Xb.to_numpy(), yb.to_numpy()), 'skewed': (Xs, ys)}
 
@@ -34,12 +41,16 @@ def pooled(datasets):
 
 
 def federation(X, y, K, how, seed):
-    if how == 'iid': return iid_split(X, y, K, seed)
-    if how == 'label skew 0.9': return label_skew_split(X, y, K, 0.9, seed)
-    if how == 'dirichlet 0.1': return dirichlet_split(X, y, K, 0.1, seed)
+    if how == 'iid':
+        return iid_split(X, y, K, seed)
+    if how == 'label skew 0.9':
+        return label_skew_split(X, y, K, 0.9, seed)
+    if how == 'dirichlet 0.1':
+        return dirichlet_split(X, y, K, 0.1, seed)
     if how == 'unequal sizes':
-        s = np.geomspace(1, 300, K); return size_skew_split(X, y, s/s.sum(), seed)
-    if how == 'single-row clients':                 # two clients hold one row each
+        s = np.geomspace(1, 300, K)
+        return size_skew_split(X, y, s / s.sum(), seed)
+    if how == 'single-row clients':  # two clients hold one row each
         rest = iid_split(X[2:], y[2:], max(K - 2, 1), seed)
         return [(X[:1], y[:1]), (X[1:2], y[1:2])] + rest if K > 2 else [(X[:1], y[:1]), (X[1:], y[1:])]
     raise ValueError(how)
@@ -59,13 +70,14 @@ def test_pooled_equivalence(datasets, pooled, name, K, how):
         warnings.simplefilter('ignore', YeoJohnsonWarning)
         fed = SecureFedYJ(t_max=T_MAX, rng=K).fit([p[0] for p in parts])
     ref = pooled[name]
-    np.testing.assert_array_equal(fed.signs_, ref.signs)            # the same sign sequence, step by step
-    np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)        # hence the same lambda, to the last bit
+    np.testing.assert_array_equal(fed.signs_, ref.signs)  # the same sign sequence, step by step
+    np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)  # hence the same lambda, to the last bit
     np.testing.assert_allclose(fed.mean_, ref.mean, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(fed.var_, ref.var, rtol=1e-11)
 
 
 # ------------------------------------------------------------------------- what is revealed ---------
+
 
 @pytest.fixture(scope='module')
 def demo_fit(datasets):
@@ -85,11 +97,11 @@ def test_search_opens_only_the_signs(demo_fit):
     d, r = demo_fit.n_features_in_, demo_fit.rounds_
     opened = revealed_values(demo_fit.channel_, 3, demo_fit.ring_bits_)
     search = [o for o in opened if o[0] in r['search']]
-    assert [o[0] for o in search] == r['search']                     # exactly one opening per step
+    assert [o[0] for o in search] == r['search']  # exactly one opening per step
     for t, (_, kind, v) in enumerate(search):
-        assert kind == 'bits' and v.size == -(-2*d // 8)*8          # 2d bits, packed
+        assert kind == 'bits' and v.size == -(-2 * d // 8) * 8  # 2d bits, packed
         np.testing.assert_array_equal(np.where(v[:d] == 1, -1, 1), demo_fit.signs_[t])
-        assert not v[d:].any()                                       # precision flags (and padding) are 0
+        assert not v[d:].any()  # precision flags (and padding) are 0
     assert [o[1] for o in opened if o[0] == r['setup']] == ['ring', 'bits']  # the envelope, then the constancy bits
     assert anchors_from_envelope(next(v for rr, k, v in opened if rr == r['setup']).reshape(4, d)) == demo_fit.anchors_
     bits = [v for rr, k, v in opened if rr == r['setup'] and k == 'bits'][0]
@@ -106,10 +118,12 @@ def test_other_federations_of_the_same_data_open_identical_values(datasets, demo
         fed = SecureFedYJ(t_max=T_MAX, rng=100 + K).fit([p[0] for p in federation(X, y, K, how, seed)])
         got = revealed_values(fed.channel_, K, fed.ring_bits_)
         assert len(got) == len(ref)
-        for (r1, k1, v1), (r2, k2, v2) in zip(ref[:-1], got[:-1]):    # setup and every search step: bit for bit
+        for (r1, k1, v1), (r2, k2, v2) in zip(ref[:-1], got[:-1]):  # setup and every search step: bit for bit
             assert (r1, k1) == (r2, k2)
-            np.testing.assert_array_equal(v1[:2*d] if k1 == 'bits' else v1, v2[:2*d] if k2 == 'bits' else v2)
-        np.testing.assert_allclose(fed.mean_t_, demo_fit.mean_t_, rtol=1e-15, atol=2.0**-80)   # final: to fixed-point precision
+            np.testing.assert_array_equal(v1[: 2 * d] if k1 == 'bits' else v1, v2[: 2 * d] if k2 == 'bits' else v2)
+        np.testing.assert_allclose(
+            fed.mean_t_, demo_fit.mean_t_, rtol=1e-15, atol=2.0**-80
+        )  # final: to fixed-point precision
         np.testing.assert_allclose(fed.var_t_, demo_fit.var_t_, rtol=1e-12)
 
 
@@ -129,7 +143,9 @@ def test_what_a_client_receives_does_not_depend_on_the_data():
     B = [-g.exponential(size=(15, 2)) * 100, -g.exponential(size=(12, 2)) * 100]
     views = []
     for data in (A, B):
-        v = np.concatenate([_received_ints(SecureFedYJ(t_max=2, rng=s).fit(data).channel_, 'client1') for s in range(10)])
+        v = np.concatenate(
+            [_received_ints(SecureFedYJ(t_max=2, rng=s).fit(data).channel_, 'client1') for s in range(10)]
+        )
         views.append(np.bincount(v, minlength=256))
     assert min(h.sum() for h in views) > 5000
     assert all(stats.chisquare(h).pvalue > 1e-4 for h in views)
@@ -137,6 +153,7 @@ def test_what_a_client_receives_does_not_depend_on_the_data():
 
 
 # ------------------------------------------------------------------------- numerical range ----------
+
 
 def test_100k_rows_without_overflow():
     X = make_skewed_features(100_000, 6, rng=3)
@@ -156,19 +173,26 @@ def test_overflow_is_an_error_never_a_wrong_sign(datasets):
     with pytest.raises(FixedPointOverflow):
         fed.set_params(ring_bits=256).fit(parts)
     t = fed.channel_.transcript
-    assert not (t['round'] > 1).any()                                # stopped before the first sign was computed
+    assert not (t['round'] > 1).any()  # stopped before the first sign was computed
 
 
 def test_precision_guard_flags_a_vanishing_variance():
     from fedgauss.smc import SMC, Shared
     from fedgauss.federation import Channel
     from fedgauss.securefedyj import SCALES, ring_bits_for, _shared_totals
+
     f, n = 64, np.array([50, 50])
-    psi = np.array([10.0, 10.0]); psi2 = np.array([2.0 + 1e-12, 3.0])          # variance ~0 and 0.02
-    ints = np.array([[int(round(v*2**(k*f))) for v in row] for row, k in
-                     zip((n, [1.0, 1.0], psi, psi2, [1.0, 1.0], [0.5, 0.5]), SCALES)], dtype=object)
+    psi = np.array([10.0, 10.0])
+    psi2 = np.array([2.0 + 1e-12, 3.0])  # variance ~0 and 0.02
+    ints = np.array(
+        [
+            [int(round(v * 2 ** (k * f))) for v in row]
+            for row, k in zip((n, [1.0, 1.0], psi, psi2, [1.0, 1.0], [0.5, 0.5]), SCALES)
+        ],
+        dtype=object,
+    )
     smc = SMC(['a', 'b'], Channel(), dealer='server', ring_bits=ring_bits_for(2, 100, f), rng=0)
-    _, guard = secure_step(smc, _shared_totals(smc, {'a': ints//3, 'b': ints - ints//3}, f, 100), 2, f)
+    _, guard = secure_step(smc, _shared_totals(smc, {'a': ints // 3, 'b': ints - ints // 3}, f, 100), 2, f)
     np.testing.assert_array_equal(guard, [True, False])
 
 
@@ -193,7 +217,7 @@ def test_public_bounds_reveal_nothing_in_the_setup(datasets):
     bounds = np.c_[np.zeros(X.shape[1]), X.max(0) * 2]
     fed = SecureFedYJ(t_max=T_MAX, bounds=bounds, rng=0).fit(parts)
     opened = revealed_values(fed.channel_, 3, fed.ring_bits_)
-    assert [k for r, k, v in opened if r == fed.rounds_['setup']] == ['bits']     # only whether each feature is constant
+    assert [k for r, k, v in opened if r == fed.rounds_['setup']] == ['bits']  # only whether each feature is constant
     ref = exp_yj(X, t_max=T_MAX, full_output=True)
     np.testing.assert_array_equal(fed.lambdas_, ref.lambdas)
     with pytest.raises(ValueError, match="client0: 'x0', 'x1', .* values outside the public bounds"):
@@ -201,6 +225,7 @@ def test_public_bounds_reveal_nothing_in_the_setup(datasets):
 
 
 # ------------------------------------------------------------------------- bad input ----------------
+
 
 def _clients():
     Xb, _ = load_breast_cancer()
@@ -212,12 +237,20 @@ BAD = [
     (lambda c: [], ValueError, 'non-empty list'),
     (lambda c: [c[0], c[1].iloc[:0]], ValueError, 'client 1 has no rows'),
     (lambda c: [c[0], c[1].iloc[:, :3]], ValueError, 'mismatched columns: client 1 has 3 columns'),
-    (lambda c: [c[0], c[1].rename(columns={'mean area': 'area'})], ValueError, "mismatched columns.*'area' != 'mean area'"),
+    (
+        lambda c: [c[0], c[1].rename(columns={'mean area': 'area'})],
+        ValueError,
+        "mismatched columns.*'area' != 'mean area'",
+    ),
     (lambda c: [c[0], c[1].assign(**{'mean area': np.inf})], ValueError, "client 1: 'mean area' contain\\(s\\) inf"),
     (lambda c: [c[0], c[1].assign(**{'mean area': 'big'})], ValueError, "client 1: .*'mean area'.* not numeric"),
-    (lambda c: [c[0], c[1].assign(**{'mean area': np.nan})], None, None),            # NaN is allowed: ignored
+    (lambda c: [c[0], c[1].assign(**{'mean area': np.nan})], None, None),  # NaN is allowed: ignored
     (lambda c: [np.ones((3, 2, 2))], ValueError, 'expected a 2-D table'),
-    (lambda c: [c[0].assign(**{'mean area': np.nan}), c[1].assign(**{'mean area': np.nan})], ValueError, "'mean area' has no finite value"),
+    (
+        lambda c: [c[0].assign(**{'mean area': np.nan}), c[1].assign(**{'mean area': np.nan})],
+        ValueError,
+        "'mean area' has no finite value",
+    ),
 ]
 
 
@@ -230,14 +263,24 @@ def test_bad_input(make, exc, msg):
     else:
         with pytest.raises(exc, match=msg):
             SecureFedYJ(t_max=4, rng=0).fit(clients)
-    if before is not None:                                            # the caller's data are untouched
+    if before is not None:  # the caller's data are untouched
         for a, b in zip(clients, before):
-            if isinstance(a, pd.DataFrame): pd.testing.assert_frame_equal(a, b)
-            else: np.testing.assert_array_equal(a, b)
+            if isinstance(a, pd.DataFrame):
+                pd.testing.assert_frame_equal(a, b)
+            else:
+                np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize('kw,msg', [({'t_max': -1}, 't_max'), ({'precision': 0}, 'precision'), ({'precision': 200}, 'at most 190'),
-                                    ({'max_rows': 100}, 'more than max_rows'), ({'t_max': 2.5}, 't_max')])
+@pytest.mark.parametrize(
+    'kw,msg',
+    [
+        ({'t_max': -1}, 't_max'),
+        ({'precision': 0}, 'precision'),
+        ({'precision': 200}, 'at most 190'),
+        ({'max_rows': 100}, 'more than max_rows'),
+        ({'t_max': 2.5}, 't_max'),
+    ],
+)
 def test_bad_parameters(kw, msg):
     with pytest.raises(ValueError, match=msg):
         SecureFedYJ(**kw).fit(_clients())
@@ -245,9 +288,12 @@ def test_bad_parameters(kw, msg):
 
 # ------------------------------------------------------------------------- the transformer ----------
 
+
 def test_transformer_matches_pooled_and_roundtrips():
     Xb, yb = load_breast_cancer()
-    Xb = Xb.copy(); Xb.iloc[5, 2] = np.nan; Xb.iloc[300, 7] = np.nan
+    Xb = Xb.copy()
+    Xb.iloc[5, 2] = np.nan
+    Xb.iloc[300, 7] = np.nan
     splits = label_skew_split(Xb, yb, 4, 0.8, rng=1)
     ft = FedYeoJohnsonTransformer(t_max=T_MAX, rng=0).set_output(transform='pandas').fit([Xk for Xk, _ in splits])
     pt = YeoJohnsonTransformer(t_max=T_MAX).fit(Xb)

@@ -6,6 +6,7 @@ Only the Yeo-Johnson cases apply (no Box-Cox here). Two deliberate differences, 
   `YeoJohnsonWarning` (a `UserWarning`), the same whether or not the transform standardizes;
 - the optimisation test checks lambda against the exact MLE as well as scikit-learn's tolerance.
 """
+
 import re, warnings
 
 import numpy as np
@@ -30,6 +31,7 @@ X_1col = X_2d[:, 0].reshape(n_samples, 1)
 
 class TwoClients(FedYeoJohnsonTransformer):
     "FedYeoJohnsonTransformer with PowerTransformer's fit signature: the rows of X split between two clients."
+
     def fit(self, X, y=None):
         X = np.asarray(X) if not isinstance(X, pd.DataFrame) else X
         h = max(len(X) // 2, 1)
@@ -41,13 +43,16 @@ IDS = ['pooled', 'federated']
 
 
 @pytest.fixture(params=TRANSFORMERS, ids=IDS)
-def PT(request): return request.param
+def PT(request):
+    return request.param
 
 
 def test_power_transformer_notfitted(PT):
     pt = PT()
-    with pytest.raises(NotFittedError): pt.transform(X_1col)
-    with pytest.raises(NotFittedError): pt.inverse_transform(X_1col)
+    with pytest.raises(NotFittedError):
+        pt.transform(X_1col)
+    with pytest.raises(NotFittedError):
+        pt.inverse_transform(X_1col)
 
 
 @pytest.mark.parametrize('standardize', [True, False])
@@ -57,10 +62,12 @@ def test_power_transformer_inverse(PT, standardize, X):
     assert_almost_equal(X, pt.inverse_transform(pt.fit_transform(X)))
 
 
-@pytest.mark.parametrize('X', [X_2d, np.abs(X_2d), -np.abs(X_2d), np.zeros(X_2d.shape)], ids=['mixed', 'pos', 'neg', 'zeros'])
+@pytest.mark.parametrize(
+    'X', [X_2d, np.abs(X_2d), -np.abs(X_2d), np.zeros(X_2d.shape)], ids=['mixed', 'pos', 'neg', 'zeros']
+)
 def test_power_transformer_yeojohnson_any_input(PT, X):
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore')                # the all-zero input warns: constant features
+        warnings.simplefilter('ignore')  # the all-zero input warns: constant features
         Z = PT().fit_transform(X)
     assert np.isfinite(Z).all()
 
@@ -68,8 +75,10 @@ def test_power_transformer_yeojohnson_any_input(PT, X):
 def test_power_transformer_shape_exception(PT):
     pt = PT().fit(np.abs(X_2d))
     msg = r"X has \d+ features, but \w+ is expecting \d+ features"
-    with pytest.raises(ValueError, match=msg): pt.transform(np.abs(X_2d)[:, 0:1])
-    with pytest.raises(ValueError, match=msg): pt.inverse_transform(np.abs(X_2d)[:, 0:1])
+    with pytest.raises(ValueError, match=msg):
+        pt.transform(np.abs(X_2d)[:, 0:1])
+    with pytest.raises(ValueError, match=msg):
+        pt.inverse_transform(np.abs(X_2d)[:, 0:1])
 
 
 def test_power_transformer_lambda_one(PT):
@@ -114,9 +123,11 @@ def test_power_transformer_fit_transform(PT, standardize):
 
 @pytest.mark.parametrize('standardize', [True, False])
 def test_power_transformer_copy_True(PT, standardize):
-    X = X_1col.copy(); X_original = X.copy()
+    X = X_1col.copy()
+    X_original = X.copy()
     pt = PT(standardize=standardize, copy=True)
-    pt.fit(X); assert_array_almost_equal(X, X_original)
+    pt.fit(X)
+    assert_array_almost_equal(X, X_original)
     assert pt.transform(X) is not X
     X_trans = pt.fit_transform(X)
     assert_array_almost_equal(X, X_original) and X_trans is not X
@@ -125,9 +136,11 @@ def test_power_transformer_copy_True(PT, standardize):
 
 @pytest.mark.parametrize('standardize', [True, False])
 def test_power_transformer_copy_False(PT, standardize):
-    X = X_1col.copy(); X_original = X.copy()
+    X = X_1col.copy()
+    X_original = X.copy()
     pt = PT(standardize=standardize, copy=False)
-    pt.fit(X); assert_array_almost_equal(X, X_original)     # fit does not change X
+    pt.fit(X)
+    assert_array_almost_equal(X, X_original)  # fit does not change X
     assert pt.transform(X) is X
     X = X_original.copy()
     X_trans = pt.fit_transform(X)
@@ -169,8 +182,10 @@ def test_power_transformer_constant_feature(PT, standardize):
         warnings.simplefilter('ignore')
         Xft = pt.fit_transform(X)
     for Xt_ in [Xft, pt.transform(X)]:
-        if standardize: assert_allclose(Xt_, np.zeros_like(X), atol=1e-14)
-        else: assert_allclose(Xt_, X)
+        if standardize:
+            assert_allclose(Xt_, np.zeros_like(X), atol=1e-14)
+        else:
+            assert_allclose(Xt_, X)
 
 
 @pytest.mark.parametrize('standardize', [True, False])
@@ -179,25 +194,30 @@ def test_yeo_johnson_inverse_transform_warning(PT, standardize):
     # warning, whether or not the transform standardizes (scikit-learn: NaN; fedgauss before: inf silently if standardized)
     trans = PT(standardize=standardize).fit(np.array([1, 1, 1e10]).reshape(-1, 1))
     assert trans.lambdas_[0] < 0
-    psi = np.array([2/abs(trans.lambdas_[0]) if not standardize else 1e3]).reshape(-1, 1)   # beyond -1/lambda
+    psi = np.array([2 / abs(trans.lambdas_[0]) if not standardize else 1e3]).reshape(-1, 1)  # beyond -1/lambda
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always')
         x_inv = trans.inverse_transform(psi).item()
     assert np.isposinf(x_inv)
-    assert [str(x.message) for x in w] == ['1 value(s) lie outside the range of the fitted transform: their inverse is +-inf']
+    assert [str(x.message) for x in w] == [
+        '1 value(s) lie outside the range of the fitted transform: their inverse is +-inf'
+    ]
 
 
 def test_power_transformer_no_warnings(PT):
     # scikit-learn asserts no warning at all. Here the exact MLE (mpmath: lambda* = 99.26) would make Psi overflow
     # ymax = 1e150, so lambda is bounded, and that -- and only that -- is said, once; no numerical warning.
     from fedgauss.testing import mp_yj_mle
+
     x = np.array([2003.0, 1950.0, 1997.0, 2000.0, 2009.0, 2009.0, 1980.0, 1999.0, 2007.0, 1991.0])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         pt = PT(standardize=True)
         Z = pt.fit_transform(x.reshape(-1, 1))
     msgs = [str(w.message) for w in caught]
-    assert len(msgs) == 1 and 'lambda bounded to' in msgs[0] and caught[0].category.__name__ == 'YeoJohnsonWarning', msgs
+    assert len(msgs) == 1 and 'lambda bounded to' in msgs[0] and caught[0].category.__name__ == 'YeoJohnsonWarning', (
+        msgs
+    )
     assert mp_yj_mle(x, guess=90.0) > pt.lambdas_[0] and np.isfinite(Z).all()
 
 

@@ -1,15 +1,25 @@
 """fedgauss.smc: correctness on random inputs (vectorized), and the statistical claim behind every
 primitive — what a party receives (other than results opened on purpose) is uniformly distributed and
 does not depend on the inputs."""
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from fedgauss.federation import Channel
-from fedgauss.smc import (SMC, DropoutError, FixedPointOverflow, decode, encode, reconstruct, secure_sum, share,
-                          to_signed)
+from fedgauss.smc import (
+    SMC,
+    DropoutError,
+    FixedPointOverflow,
+    decode,
+    encode,
+    reconstruct,
+    secure_sum,
+    share,
+    to_signed,
+)
 
-ALPHA = 1e-4   # per-test false-alarm rate of the statistical checks (seeds are fixed, so runs are reproducible)
+ALPHA = 1e-4  # per-test false-alarm rate of the statistical checks (seeds are fixed, so runs are reproducible)
 
 
 def received(ch, party, kinds=('share', 'dealer', 'masked')):
@@ -17,17 +27,22 @@ def received(ch, party, kinds=('share', 'dealer', 'masked')):
     unpacked, without their last byte, whose padding bits are zeros by construction)."""
     ints, bits = [], []
     for m in ch.messages:
-        if m.receiver != party or m.kind not in kinds: continue
+        if m.receiver != party or m.kind not in kinds:
+            continue
         a = np.asarray(m.payload)
-        if a.dtype == np.uint8: bits.extend(np.unpackbits(a[:-1]).tolist())
-        else: ints.extend(int(t) for t in a.ravel())
+        if a.dtype == np.uint8:
+            bits.extend(np.unpackbits(a[:-1]).tolist())
+        else:
+            ints.extend(int(t) for t in a.ravel())
     return ints, bits
 
 
 def _hists(view):
     ints, bits = view
-    return [np.bincount(np.array([v & 0xFF for v in ints], dtype=int), minlength=256) if ints else None,
-            np.bincount(np.array(bits, dtype=int), minlength=2) if bits else None]
+    return [
+        np.bincount(np.array([v & 0xFF for v in ints], dtype=int), minlength=256) if ints else None,
+        np.bincount(np.array(bits, dtype=int), minlength=2) if bits else None,
+    ]
 
 
 def assert_uniform_and_input_free(view_a, view_b):
@@ -35,9 +50,11 @@ def assert_uniform_and_input_free(view_a, view_b):
     checked = 0
     for ha, hb in zip(_hists(view_a), _hists(view_b)):
         assert (ha is None) == (hb is None)
-        if ha is None: continue
+        if ha is None:
+            continue
         assert stats.chisquare(ha).pvalue > ALPHA and stats.chisquare(hb).pvalue > ALPHA
-        tab = np.array([ha, hb]); tab = tab[:, tab.sum(0) > 0]
+        tab = np.array([ha, hb])
+        tab = tab[:, tab.sum(0) > 0]
         assert stats.chi2_contingency(tab).pvalue > ALPHA
         checked += min(ha.sum(), hb.sum())
     assert checked > 500
@@ -49,12 +66,14 @@ def views(run, inputs, party='b', runs=150):
         ints, bits = [], []
         for seed in range(runs):
             i, b = received(run(x, seed)[0], party)
-            ints += i; bits += b
+            ints += i
+            bits += b
         out.append((ints, bits))
     return out
 
 
 # ---------------------------------------------------------------- correctness ----------
+
 
 def test_encode_decode_roundtrip():
     x = np.random.default_rng(0).normal(scale=1e6, size=1000)
@@ -78,10 +97,10 @@ def test_mul_trunc_ltz_random(K):
     sx, sy = smc.input('p0', x, 20, 1e3), smc.input(f'p{K - 1}', y, 20, 1e3)
     ex, ey = decode(encode(x, 20), 20), decode(encode(y, 20), 20)
     prod = smc.mul(sx, sy)
-    np.testing.assert_array_equal(smc.reveal(prod), decode(encode(ex * ey, 40), 40))     # exact at scale 40
+    np.testing.assert_array_equal(smc.reveal(prod), decode(encode(ex * ey, 40), 40))  # exact at scale 40
     t = smc.reveal(smc.truncate(prod, 20))
-    assert np.all(np.abs(t - ex * ey) < 2 * 2.0**-20)                                    # < 1 ulp + encoding
-    vals = np.concatenate([x, [0.0, 2.0**-20, -2.0**-20, 999.999, -999.999]])
+    assert np.all(np.abs(t - ex * ey) < 2 * 2.0**-20)  # < 1 ulp + encoding
+    vals = np.concatenate([x, [0.0, 2.0**-20, -(2.0**-20), 999.999, -999.999]])
     s = smc.input('p1', vals, 20, 1e3)
     np.testing.assert_array_equal(smc.reveal_bits(smc.ltz(s)), (decode(encode(vals, 20), 20) < 0).astype(np.uint8))
 
@@ -96,9 +115,9 @@ def test_mul_many_and_maximum_random():
     a, b = smc.mul_many([(sx, sn), (sy, sy)])
     assert smc.n_openings - before == 1 and (a.scale, b.scale) == (20, 20)
     np.testing.assert_array_equal(smc.reveal(a), decode(encode(x, 20), 20) * n)
-    np.testing.assert_array_equal(smc.reveal(b), decode(encode(y, 10), 10)**2)
-    u, v = g.integers(-2**62, 2**62, 200), g.integers(-2**62, 2**62, 200)
-    u[:20] = v[:20]                                                            # ties
+    np.testing.assert_array_equal(smc.reveal(b), decode(encode(y, 10), 10) ** 2)
+    u, v = g.integers(-(2**62), 2**62, 200), g.integers(-(2**62), 2**62, 200)
+    u[:20] = v[:20]  # ties
     m = smc.maximum(smc.input('p0', u, 0, 2.0**62), smc.input('p2', v, 0, 2.0**62))
     assert smc.reveal(m, exact=True).tolist() == np.maximum(u, v).tolist()
 
@@ -119,65 +138,96 @@ def test_secure_sum_exact_and_dropouts():
     with pytest.raises(DropoutError, match=r"\['c1', 'c4'\]"):
         secure_sum(vals, rng=0, drop=['c1', 'c4'])
     rec = secure_sum(vals, rng=0, drop=['c1', 'c4'], on_dropout='recover', frac_bits=20)
-    np.testing.assert_array_equal(rec, sum(np.rint(np.ldexp(v, 20)) for k, v in vals.items() if k not in ('c1', 'c4')) / 2**20)
+    np.testing.assert_array_equal(
+        rec, sum(np.rint(np.ldexp(v, 20)) for k, v in vals.items() if k not in ('c1', 'c4')) / 2**20
+    )
 
 
 # ------------------------------------------------------------ what parties see ----------
 
+
 def run_share(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b', 'c'], ch, rng=seed)
     smc.input('a', np.full(20, x), 16, 2.0**40)
     return ch, smc
 
 
 def run_mul(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b'], ch, rng=seed)
     smc.mul(smc.input('a', np.full(10, x), 16, 1e6), smc.input('a', np.full(10, -x), 16, 1e6))
     return ch, smc
 
 
 def run_mul_many_shared(x, seed):
     "mul_many with shared factors and a square: each operand's mask is opened once (fedgauss.smc._mul_many)."
-    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b', 'c'], ch, rng=seed)
     u, v = smc.input('a', np.full(8, x), 16, 1e6), smc.input('b', np.full(8, -x), 16, 1e6)
     smc.mul_many([(u, v), (u, u), (v, u)])
     return ch, smc
 
 
 def run_trunc(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b'], ch, rng=seed)
     smc.truncate(smc.input('a', np.full(10, x), 24, 1e6), 12)
     return ch, smc
 
 
 def run_ltz(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b', 'c'], ch, rng=seed)
     smc.ltz(smc.input('a', np.full(4, x), 12, 1e3))
     return ch, smc
 
 
 def run_and(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b'], ch, rng=seed)
     bits = np.full(64, int(x > 0), np.uint8)
     smc.and_(smc.input_bits('a', bits), smc.input_bits('a', bits))
     return ch, smc
 
 
 def run_max(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b'], ch, rng=seed)
     smc.maximum(smc.input('a', np.full(8, x), 8, 1e3), smc.input('a', np.full(8, -x), 8, 1e3))
     return ch, smc
 
 
 def run_b2a(x, seed):
-    ch = Channel(); smc = SMC(['a', 'b'], ch, rng=seed)
+    ch = Channel()
+    smc = SMC(['a', 'b'], ch, rng=seed)
     smc.b2a(smc.input_bits('a', np.full(64, int(x > 0), np.uint8)))
     return ch, smc
 
 
-@pytest.mark.parametrize('run,inputs', [(run_share, (0.0, 123456.75)), (run_mul, (0.0, 999.5)), (run_mul_many_shared, (0.0, 999.5)), (run_trunc, (-5.0, 77777.0)),
-                                        (run_ltz, (-900.0, 0.5)), (run_and, (0, 1)), (run_b2a, (0, 1)), (run_max, (-700.0, 3.0))],
-                         ids=['share', 'beaver-mul', 'mul-many-shared-factors', 'truncation', 'comparison', 'and-gate', 'bit-to-arith', 'maximum'])
+@pytest.mark.parametrize(
+    'run,inputs',
+    [
+        (run_share, (0.0, 123456.75)),
+        (run_mul, (0.0, 999.5)),
+        (run_mul_many_shared, (0.0, 999.5)),
+        (run_trunc, (-5.0, 77777.0)),
+        (run_ltz, (-900.0, 0.5)),
+        (run_and, (0, 1)),
+        (run_b2a, (0, 1)),
+        (run_max, (-700.0, 3.0)),
+    ],
+    ids=[
+        'share',
+        'beaver-mul',
+        'mul-many-shared-factors',
+        'truncation',
+        'comparison',
+        'and-gate',
+        'bit-to-arith',
+        'maximum',
+    ],
+)
 def test_views_uniform_and_input_independent(run, inputs):
     va, vb = views(run, inputs)
     assert_uniform_and_input_free(va, vb)
@@ -194,7 +244,9 @@ def test_comparison_opening_high_bits_input_independent():
             c = next(m.payload for m in ch.messages if m.kind == 'masked' and m.receiver == 'b' and m.sender == 'a')
             out += [int(t) >> (ell + smc.kappa - 5) for t in np.asarray(c)]
         return np.bincount(out, minlength=64)
-    tab = np.array([top(-999.0), top(999.0)]); tab = tab[:, tab.sum(0) > 0]
+
+    tab = np.array([top(-999.0), top(999.0)])
+    tab = tab[:, tab.sum(0) > 0]
     assert stats.chi2_contingency(tab).pvalue > ALPHA
 
 
@@ -206,11 +258,13 @@ def test_secure_sum_server_view_uniform():
             secure_sum({'a': np.full(16, x), 'b': np.full(16, -x), 'c': np.zeros(16)}, ch, rng=seed)
             out += received(ch, 'server', kinds=('masked',))[0]
         return out, []
+
     assert_uniform_and_input_free(masked(0.0), masked(1e6))
 
 
 def test_only_reveal_messages_open_results():
-    ch = Channel(); smc = SMC(['a', 'b', 'c'], ch, rng=0)
+    ch = Channel()
+    smc = SMC(['a', 'b', 'c'], ch, rng=0)
     s = smc.mul(smc.input('a', [3.0], 8, 10), smc.input('b', [-2.0], 8, 10))
     assert set(ch.transcript['kind']) == {'share', 'dealer', 'masked'}
     smc.reveal_bits(smc.ltz(s), to=['c'])
@@ -241,12 +295,15 @@ BAD = [
 
 @pytest.mark.parametrize('call,exc,msg', BAD, ids=[m for *_, m in BAD])
 def test_bad_input(call, exc, msg):
-    with pytest.raises(exc, match=msg): call()
+    with pytest.raises(exc, match=msg):
+        call()
 
 
 def test_product_overflow_refused_before_computing():
-    ch = Channel(); smc = SMC(['a', 'b'], ch, ring_bits=128, rng=0)
+    ch = Channel()
+    smc = SMC(['a', 'b'], ch, ring_bits=128, rng=0)
     x = smc.input('a', [1.0], 30, 2.0**20)
     n = len(ch.messages)
-    with pytest.raises(FixedPointOverflow, match='overflow'): smc.mul(x, x)
-    assert len(ch.messages) == n          # nothing was sent
+    with pytest.raises(FixedPointOverflow, match='overflow'):
+        smc.mul(x, x)
+    assert len(ch.messages) == n  # nothing was sent

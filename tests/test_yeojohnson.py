@@ -1,5 +1,6 @@
 """ExpYJ (fedgauss.yeojohnson) against independent mpmath references, scikit-learn's estimator checks,
 federated additivity of the sums, the fixed-point bounds, and a catalogue of bad inputs."""
+
 import warnings
 
 import mpmath
@@ -14,13 +15,31 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from fedgauss.data import load_breast_cancer
 from fedgauss.federation import iid_split
-from fedgauss.yeojohnson import (YMAX, ExpSearchState, YeoJohnsonTransformer, YeoJohnsonWarning, YJAnchors, YJData,
-                                 YJSums, exp_update, exp_yj, exp_yj_search, yeo_johnson, yeo_johnson_dlambda,
-                                 yeo_johnson_inverse, yj_dloglik, yj_dloglik_sign, yj_frame,
-                                 yj_log_likelihood, yj_sign_from_sums, yj_sum_bounds, yj_sums)
-from fedgauss.testing import (MPYeoJohnson, adversarial_inputs, mp_overflow_bound, mp_psi, mp_yj_mle, overflow_inputs)
+from fedgauss.yeojohnson import (
+    YMAX,
+    ExpSearchState,
+    YeoJohnsonTransformer,
+    YeoJohnsonWarning,
+    YJAnchors,
+    YJData,
+    YJSums,
+    exp_update,
+    exp_yj,
+    exp_yj_search,
+    yeo_johnson,
+    yeo_johnson_dlambda,
+    yeo_johnson_inverse,
+    yj_dloglik,
+    yj_dloglik_sign,
+    yj_frame,
+    yj_log_likelihood,
+    yj_sign_from_sums,
+    yj_sum_bounds,
+    yj_sums,
+)
+from fedgauss.testing import MPYeoJohnson, adversarial_inputs, mp_overflow_bound, mp_psi, mp_yj_mle, overflow_inputs
 
-RTOL = 1e-6          # the accuracy claim: relative error to the maximum-likelihood lambda
+RTOL = 1e-6  # the accuracy claim: relative error to the maximum-likelihood lambda
 
 
 @pytest.fixture(scope='module')
@@ -33,11 +52,14 @@ def bc():
 def bc_reference(bc):
     "mpmath maximum-likelihood lambda of every breast-cancer feature (computed here, ~7 s)."
     X = bc.to_numpy()
-    guess = PowerTransformer().fit(X).lambdas_      # a peer's estimate as the starting guess: the reference does not start from ours
+    guess = (
+        PowerTransformer().fit(X).lambdas_
+    )  # a peer's estimate as the starting guess: the reference does not start from ours
     return np.array([mp_yj_mle(X[:, j], guess[j]) for j in range(X.shape[1])])
 
 
-def rel(a, b): return np.abs(np.asarray(a) - b)/np.abs(b)
+def rel(a, b):
+    return np.abs(np.asarray(a) - b) / np.abs(b)
 
 
 # ------------------------------------------------------------------ the transform
@@ -47,7 +69,9 @@ def test_transform_matches_mpmath(lam):
     ours = yeo_johnson(xs, lam)
     ref = np.array([mp_psi(v, lam) for v in xs])
     np.testing.assert_allclose(ours, ref, rtol=1e-13, atol=0)
-    ok = np.abs(np.where(xs >= 0, lam, 2 - lam)*np.log1p(np.abs(xs))) < 10     # not saturated: the inverse is well conditioned
+    ok = (
+        np.abs(np.where(xs >= 0, lam, 2 - lam) * np.log1p(np.abs(xs))) < 10
+    )  # not saturated: the inverse is well conditioned
     np.testing.assert_allclose(yeo_johnson_inverse(ours, lam)[ok], xs[ok], rtol=1e-12, atol=1e-300)
 
 
@@ -55,31 +79,41 @@ def test_dlambda_matches_mpmath_derivative():
     for lam in [-2.5, 0.0, 1e-9, 0.8, 2.0, 3.3]:
         for x in [-40.0, -1.5, -1e-7, 0.0, 1e-7, 0.6, 25.0]:
             with mpmath.workdps(80):
-                ref = float(mpmath.diff(lambda L: (mpmath.power(1 + mpmath.mpf(x), L) - 1)/L if x >= 0 else
-                                        -(mpmath.power(1 - mpmath.mpf(x), 2 - L) - 1)/(2 - L), lam + mpmath.mpf('1e-25')))
+                ref = float(
+                    mpmath.diff(
+                        lambda L: (
+                            (mpmath.power(1 + mpmath.mpf(x), L) - 1) / L
+                            if x >= 0
+                            else -(mpmath.power(1 - mpmath.mpf(x), 2 - L) - 1) / (2 - L)
+                        ),
+                        lam + mpmath.mpf('1e-25'),
+                    )
+                )
             got = float(yeo_johnson_dlambda(x, lam))
-            assert abs(got - ref) <= 1e-12*max(abs(ref), 1e-300), (lam, x, got, ref)
+            assert abs(got - ref) <= 1e-12 * max(abs(ref), 1e-300), (lam, x, got, ref)
 
 
 # ------------------------------------------------------------------ the likelihood and its derivative
 @pytest.mark.parametrize('name', ['mean area', 'worst texture', 'fractal dimension error'])
 def test_dloglik_and_loglik_match_mpmath(bc, name):
-    x = bc[name].to_numpy(); mp = MPYeoJohnson(x)
+    x = bc[name].to_numpy()
+    mp = MPYeoJohnson(x)
     for lam in [-60.0, -8.0, -0.3, 0.0, 1e-6, 1.5, 20.0, 45.0]:
         ref = float(mp.dloglik(lam))
         got = yj_dloglik(x, lam)
-        assert abs(got - ref) <= 1e-9*max(1.0, abs(ref)), (lam, got, ref)
+        assert abs(got - ref) <= 1e-9 * max(1.0, abs(ref)), (lam, got, ref)
         assert yj_dloglik_sign(x, lam) == np.sign(ref)
-        assert abs(yj_log_likelihood(x, lam) - float(mp.loglik(lam))) <= 1e-9*abs(float(mp.loglik(lam)))
+        assert abs(yj_log_likelihood(x, lam) - float(mp.loglik(lam))) <= 1e-9 * abs(float(mp.loglik(lam)))
 
 
 @pytest.mark.parametrize('name', list(adversarial_inputs()))
 def test_dloglik_matches_mpmath_on_adversarial_inputs(name):
-    x = adversarial_inputs()[name]; mp = MPYeoJohnson(x)
+    x = adversarial_inputs()[name]
+    mp = MPYeoJohnson(x)
     for lam in [-20.0, -1.0, 0.0, 0.5, 1.9, 2.0, 3.0, 30.0]:
         ref = float(mp.dloglik(lam))
         got = yj_dloglik(x, lam)
-        assert abs(got - ref) <= 1e-8*max(1.0, abs(ref)), (lam, got, ref)
+        assert abs(got - ref) <= 1e-8 * max(1.0, abs(ref)), (lam, got, ref)
 
 
 # ------------------------------------------------------------------ the accuracy claims
@@ -87,16 +121,18 @@ def test_breast_cancer_lambdas_match_mpmath(bc, bc_reference):
     ours = exp_yj(bc)
     err = rel(ours, bc_reference)
     assert err.max() <= RTOL
-    assert err.max() <= 1e-10, err.max()     # what ExpYJ actually achieves (float64 resolution of the search)
+    assert err.max() <= 1e-10, err.max()  # what ExpYJ actually achieves (float64 resolution of the search)
 
 
 @pytest.mark.parametrize('name', list(adversarial_inputs()))
 def test_adversarial_lambdas_match_mpmath(name):
     x = adversarial_inputs()[name]
     with warnings.catch_warnings():
-        warnings.simplefilter('error', YeoJohnsonWarning)          # representable maximizer: no bound, no warning
+        warnings.simplefilter('error', YeoJohnsonWarning)  # representable maximizer: no bound, no warning
         ours = exp_yj(x)
-    ref = mp_yj_mle(x, 0.0 if not np.isfinite(ours) else ours*(1 + 1e-3))   # start off ours: the bracket search must find the root
+    ref = mp_yj_mle(
+        x, 0.0 if not np.isfinite(ours) else ours * (1 + 1e-3)
+    )  # start off ours: the bracket search must find the root
     assert rel(ours, ref) <= RTOL
     assert rel(ours, ref) <= 1e-10
 
@@ -111,11 +147,11 @@ def test_overflow_is_bounded_with_a_warning(case):
     bound = bound if side > 0 else 2 - bound
     assert rel(lam, bound) <= 1e-12
     # the unbounded maximizer (mpmath) lies beyond the bound: Psi there would exceed YMAX
-    star = mp_yj_mle(x, bound*(1 + 1e-3*side))
-    assert (star - bound)*side > 0 and abs(yeo_johnson(x, star)).max() > YMAX
-    assert res.path[-1, 0] == lam and res.converged[0]     # the search stayed within the bound and settled there
+    star = mp_yj_mle(x, bound * (1 + 1e-3 * side))
+    assert (star - bound) * side > 0 and abs(yeo_johnson(x, star)).max() > YMAX
+    assert res.path[-1, 0] == lam and res.converged[0]  # the search stayed within the bound and settled there
     out = yeo_johnson(x, lam)
-    assert np.isfinite(out).all() and np.abs(out).max() <= YMAX*(1 + 1e-9)
+    assert np.isfinite(out).all() and np.abs(out).max() <= YMAX * (1 + 1e-9)
     with pytest.warns(YeoJohnsonWarning):
         z = YeoJohnsonTransformer().fit_transform(x[:, None])
     assert np.isfinite(z).all()
@@ -131,7 +167,12 @@ def test_values_beyond_ymax_on_both_sides_warn_and_stay_finite():
 
 def test_no_silent_inf_or_nan_on_extreme_data():
     r = np.random.default_rng(3)
-    for x in [np.r_[1e-300, 2e-300, 5e-300], np.r_[r.normal(size=50), 1e308], -np.r_[1.7e308, 1.0, 2.0], np.r_[0.0, 1e-320, 1.0]]:
+    for x in [
+        np.r_[1e-300, 2e-300, 5e-300],
+        np.r_[r.normal(size=50), 1e308],
+        -np.r_[1.7e308, 1.0, 2.0],
+        np.r_[0.0, 1e-320, 1.0],
+    ]:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', YeoJohnsonWarning)
             lam = exp_yj(x)
@@ -142,7 +183,7 @@ def test_no_silent_inf_or_nan_on_extreme_data():
 # ------------------------------------------------------------------ federated additivity
 def _clear(path, lam):
     "steps whose lambda_t is clearly away from the maximizer (where rounding cannot flip the sign)"
-    return np.abs(path[:-1] - lam)/np.maximum(np.abs(lam), 1e-300) > 1e-9
+    return np.abs(path[:-1] - lam) / np.maximum(np.abs(lam), 1e-300) > 1e-9
 
 
 @pytest.mark.parametrize('K', [2, 5, 10])
@@ -152,8 +193,10 @@ def test_pooled_equivalence_across_splits(bc, K):
     rng = np.random.default_rng(K)
     splits = {
         'iid': [Xk for Xk, _ in iid_split(X, None, K, rng=rng)],
-        'unequal': np.split(X[rng.permutation(len(X))], np.sort(rng.choice(np.arange(1, len(X)), K - 1, replace=False))),
-        'single rows': [X[i:i + 1] for i in range(K - 1)] + [X[K - 1:]],
+        'unequal': np.split(
+            X[rng.permutation(len(X))], np.sort(rng.choice(np.arange(1, len(X)), K - 1, replace=False))
+        ),
+        'single rows': [X[i : i + 1] for i in range(K - 1)] + [X[K - 1 :]],
     }
     for how, parts in splits.items():
         anchors = YJAnchors.from_data(parts[0]).merge(*(YJAnchors.from_data(p) for p in parts[1:]))
@@ -163,7 +206,9 @@ def test_pooled_equivalence_across_splits(bc, K):
             added = sum(h.sums(lam) for h in holders)
             ref = yj_sums(X, lam)
             for k in YJSums.STATS:
-                np.testing.assert_allclose(getattr(added, k), getattr(ref, k), rtol=1e-11, atol=1e-11*np.abs(getattr(ref, k)).max())
+                np.testing.assert_allclose(
+                    getattr(added, k), getattr(ref, k), rtol=1e-11, atol=1e-11 * np.abs(getattr(ref, k)).max()
+                )
         fed = exp_yj_search(holders)
         c = _clear(pooled.path, pooled.lambdas)
         np.testing.assert_array_equal(fed.signs[c], pooled.signs[c], err_msg=how)
@@ -174,8 +219,13 @@ def test_pooled_equivalence_across_splits(bc, K):
 
 def test_mixed_and_negative_features_split():
     r = np.random.default_rng(11)
-    X = np.c_[r.normal(size=800)*3 + 1, -r.lognormal(size=800), np.r_[np.zeros(100), r.exponential(size=700)],
-              r.standard_t(3, size=800), np.r_[-r.exponential(size=400), r.gamma(0.5, size=400)]]
+    X = np.c_[
+        r.normal(size=800) * 3 + 1,
+        -r.lognormal(size=800),
+        np.r_[np.zeros(100), r.exponential(size=700)],
+        r.standard_t(3, size=800),
+        np.r_[-r.exponential(size=400), r.gamma(0.5, size=400)],
+    ]
     X[r.random(X.shape) < 0.05] = np.nan
     pooled = exp_yj(X, full_output=True)
     parts = np.array_split(X, [3, 50, 400])
@@ -185,12 +235,14 @@ def test_mixed_and_negative_features_split():
     np.testing.assert_array_equal(fed.signs[c], pooled.signs[c])
     np.testing.assert_allclose(fed.lambdas, pooled.lambdas, rtol=1e-10)
     for j in range(X.shape[1]):
-        x = X[:, j]; x = x[~np.isnan(x)]
+        x = X[:, j]
+        x = x[~np.isnan(x)]
         assert rel(pooled.lambdas[j], mp_yj_mle(x, pooled.lambdas[j])) <= 1e-10
 
 
 def test_acceleration_does_not_change_the_fit(bc):
-    a = exp_yj(bc, full_output=True); b = exp_yj(bc, full_output=True, accelerate=False)
+    a = exp_yj(bc, full_output=True)
+    b = exp_yj(bc, full_output=True, accelerate=False)
     c = _clear(a.path, a.lambdas)
     np.testing.assert_array_equal(a.signs[c], b.signs[c])
     np.testing.assert_allclose(a.lambdas, b.lambdas, rtol=1e-11)
@@ -198,14 +250,16 @@ def test_acceleration_does_not_change_the_fit(bc):
 
 def test_coarser_public_anchors_give_the_same_lambda(bc):
     "Any anchors below the smallest / above the largest |x| are valid (a federation may publish rounded extremes)."
-    X = bc.to_numpy(); A = YJAnchors.from_data(X)
-    lo = np.where(A.pos_lo > 0, 2.0**np.floor(np.log2(np.where(A.pos_lo > 0, A.pos_lo, 1.0))), 0.0)
-    coarse = YJAnchors(lo, 2.0**np.ceil(np.log2(A.pos_hi)), A.neg_lo, A.neg_hi)     # rounded to powers of two
+    X = bc.to_numpy()
+    A = YJAnchors.from_data(X)
+    lo = np.where(A.pos_lo > 0, 2.0 ** np.floor(np.log2(np.where(A.pos_lo > 0, A.pos_lo, 1.0))), 0.0)
+    coarse = YJAnchors(lo, 2.0 ** np.ceil(np.log2(A.pos_hi)), A.neg_lo, A.neg_hi)  # rounded to powers of two
     assert coarse.covers(A).all()
-    a = exp_yj(X); b = exp_yj_search([YJData(X, coarse)]).lambdas
+    a = exp_yj(X)
+    b = exp_yj_search([YJData(X, coarse)]).lambdas
     np.testing.assert_allclose(b, a, rtol=1e-9)
-    for lam in [-3.0, 0.2, 4.0]:      # and the derivative has the same sign in both frames
-            np.testing.assert_array_equal(yj_dloglik_sign_from(X, lam, coarse), yj_dloglik_sign_from(X, lam, A))
+    for lam in [-3.0, 0.2, 4.0]:  # and the derivative has the same sign in both frames
+        np.testing.assert_array_equal(yj_dloglik_sign_from(X, lam, coarse), yj_dloglik_sign_from(X, lam, A))
 
 
 def yj_dloglik_sign_from(X, lam, anchors):
@@ -215,20 +269,29 @@ def yj_dloglik_sign_from(X, lam, anchors):
 # ------------------------------------------------------------------ fixed-point bounds
 def test_sum_bounds_hold(bc):
     r = np.random.default_rng(5)
-    X = np.c_[bc.to_numpy()[:, :6], r.normal(size=569)*4, -r.lognormal(size=569), np.r_[np.zeros(69), r.exponential(size=500)]]
+    X = np.c_[
+        bc.to_numpy()[:, :6],
+        r.normal(size=569) * 4,
+        -r.lognormal(size=569),
+        np.r_[np.zeros(69), r.exponential(size=500)],
+    ]
     A = YJAnchors.from_data(X)
     for lam in np.r_[-80.0, -5.0, -0.2, 0.0, 1e-5, 0.7, 2.0, 2.5, 12.0, 60.0, r.uniform(-10, 10, 10)]:
         S, B = yj_sums(X, lam), yj_sum_bounds(len(X), lam, A)
         for k in ('s_phi', 's_psi', 's_psi2', 's_dpsi', 's_psi_dpsi'):
-            assert (np.abs(getattr(S, k)) <= B[k]*(1 + 1e-12) + 1e-300).all(), (lam, k)
-        D = S.n*S.s_psi2 - S.s_psi**2; C = S.n*S.s_psi_dpsi - S.s_psi*S.s_dpsi
-        assert (np.abs(D) <= B['D']*(1 + 1e-12)).all() and (np.abs(C) <= B['C']*(1 + 1e-12)).all()
-        assert (np.abs(S.s_phi*D - S.n*C) <= B['sign_expr']*(1 + 1e-12)).all()
-        assert np.isfinite(np.c_[[B[k] for k in ('s_phi', 's_psi', 's_psi2', 's_dpsi', 's_psi_dpsi', 'sign_expr')]]).all()
+            assert (np.abs(getattr(S, k)) <= B[k] * (1 + 1e-12) + 1e-300).all(), (lam, k)
+        D = S.n * S.s_psi2 - S.s_psi**2
+        C = S.n * S.s_psi_dpsi - S.s_psi * S.s_dpsi
+        assert (np.abs(D) <= B['D'] * (1 + 1e-12)).all() and (np.abs(C) <= B['C'] * (1 + 1e-12)).all()
+        assert (np.abs(S.s_phi * D - S.n * C) <= B['sign_expr'] * (1 + 1e-12)).all()
+        assert np.isfinite(
+            np.c_[[B[k] for k in ('s_phi', 's_psi', 's_psi2', 's_dpsi', 's_psi_dpsi', 'sign_expr')]]
+        ).all()
 
 
 def test_frames_are_public_functions_of_lambda_and_anchors(bc):
-    X = bc.to_numpy(); A = YJAnchors.from_data(X)
+    X = bc.to_numpy()
+    A = YJAnchors.from_data(X)
     for lam in [-2.0, 0.0, 0.3]:
         assert yj_sums(X[:100], lam, A).frame == yj_frame(lam, A) == yj_sums(X[100:], lam, A).frame
     with pytest.raises(ValueError, match='different lambdas'):
@@ -237,13 +300,18 @@ def test_frames_are_public_functions_of_lambda_and_anchors(bc):
 
 # ------------------------------------------------------------------ the search
 def test_exp_update_is_algorithm_2():
-    lam, lo, hi = exp_update([0, 0, 3, -5], [-np.inf, -np.inf, 2, -np.inf], [np.inf, np.inf, np.inf, -4], [1, -1, -1, 1])
+    lam, lo, hi = exp_update(
+        [0, 0, 3, -5], [-np.inf, -np.inf, 2, -np.inf], [np.inf, np.inf, np.inf, -4], [1, -1, -1, 1]
+    )
     np.testing.assert_array_equal(lam, [1, -1, 2.5, -4.5])
-    np.testing.assert_array_equal(lo, [0, -np.inf, 2, -5]); np.testing.assert_array_equal(hi, [np.inf, 0, 3, -4])
+    np.testing.assert_array_equal(lo, [0, -np.inf, 2, -5])
+    np.testing.assert_array_equal(hi, [np.inf, 0, 3, -4])
     s = ExpSearchState.start(1)
-    for _ in range(5): s = s.update([1])
-    assert s.lmbda[0] == 16 and s.t == 5           # doubling phase: 0, 1, 2, 4, 8, 16
-    s = s.update([-1]); assert s.lmbda[0] == 12 and (s.lo[0], s.hi[0]) == (8, 16)
+    for _ in range(5):
+        s = s.update([1])
+    assert s.lmbda[0] == 16 and s.t == 5  # doubling phase: 0, 1, 2, 4, 8, 16
+    s = s.update([-1])
+    assert s.lmbda[0] == 12 and (s.lo[0], s.hi[0]) == (8, 16)
 
 
 def test_t_max_is_the_number_of_revealed_signs(bc):
@@ -255,7 +323,8 @@ def test_t_max_is_the_number_of_revealed_signs(bc):
 # ------------------------------------------------------------------ the transformer
 def test_check_estimator():
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore', YeoJohnsonWarning); warnings.simplefilter('ignore', SkipTestWarning)
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        warnings.simplefilter('ignore', SkipTestWarning)
         check_estimator(YeoJohnsonTransformer())
 
 
@@ -263,11 +332,15 @@ def test_transformer_pandas_nan_and_roundtrip(bc):
     t = YeoJohnsonTransformer().set_output(transform='pandas')
     Z = t.fit_transform(bc)
     assert isinstance(Z, pd.DataFrame) and list(Z.columns) == list(bc.columns) and (Z.index == bc.index).all()
-    np.testing.assert_allclose(Z.mean(), 0, atol=1e-12); np.testing.assert_allclose(Z.std(ddof=0), 1, rtol=1e-12)
-    np.testing.assert_allclose(t.inverse_transform(Z), bc.to_numpy(), rtol=1e-9, atol=1e-12)   # exact zeros come back as +-1e-17
+    np.testing.assert_allclose(Z.mean(), 0, atol=1e-12)
+    np.testing.assert_allclose(Z.std(ddof=0), 1, rtol=1e-12)
+    np.testing.assert_allclose(
+        t.inverse_transform(Z), bc.to_numpy(), rtol=1e-9, atol=1e-12
+    )  # exact zeros come back as +-1e-17
     pt = PowerTransformer().fit(bc)
-    np.testing.assert_allclose(Z.to_numpy(), pt.transform(bc), atol=2e-5)     # scikit-learn is within ~1e-7 in lambda here
-    Xn = bc.iloc[:, :4].copy(); Xn.iloc[::5, 2] = np.nan
+    np.testing.assert_allclose(Z.to_numpy(), pt.transform(bc), atol=2e-5)  # scikit-learn is within ~1e-7 in lambda here
+    Xn = bc.iloc[:, :4].copy()
+    Xn.iloc[::5, 2] = np.nan
     tn = YeoJohnsonTransformer().fit(Xn)
     assert np.isclose(tn.lambdas_[2], exp_yj(Xn.iloc[:, 2].dropna()), rtol=1e-12)
     np.testing.assert_array_equal(np.isnan(tn.transform(Xn)), Xn.isna().to_numpy())
@@ -279,14 +352,17 @@ def test_transformer_pandas_nan_and_roundtrip(bc):
 def test_transformer_standardizes_exactly_where_psi_collapses():
     x = np.r_[np.full(326, 0.48), np.full(10, 1.0)][:, None]
     z = YeoJohnsonTransformer().fit_transform(x)
-    np.testing.assert_allclose(np.unique(z), [-np.sqrt(10/326), np.sqrt(326/10)], rtol=1e-12)
-    assert np.unique(yeo_johnson(x, exp_yj(x[:, 0]))).size == 1          # while the raw Psi values are all one float
+    np.testing.assert_allclose(np.unique(z), [-np.sqrt(10 / 326), np.sqrt(326 / 10)], rtol=1e-12)
+    assert np.unique(yeo_johnson(x, exp_yj(x[:, 0]))).size == 1  # while the raw Psi values are all one float
 
 
 # ------------------------------------------------------------------ bad input
 BAD = {
     'inf': (lambda X: X.assign(**{'mean area': np.r_[np.inf, X['mean area'].to_numpy()[1:]]}), "'mean area'"),
-    '-inf': (lambda X: X.assign(**{'mean smoothness': -np.r_[np.inf, X['mean smoothness'].to_numpy()[1:]]}), "'mean smoothness'"),
+    '-inf': (
+        lambda X: X.assign(**{'mean smoothness': -np.r_[np.inf, X['mean smoothness'].to_numpy()[1:]]}),
+        "'mean smoothness'",
+    ),
     'non-numeric column': (lambda X: X.assign(hospital='A'), "'hospital'"),
     'all-NaN column': (lambda X: X.assign(empty=np.nan), "'empty' has no finite value"),
     'no rows': (lambda X: X.iloc[:0], 'sample'),
@@ -297,7 +373,8 @@ BAD = {
 @pytest.mark.parametrize('case', list(BAD))
 def test_bad_input_raises_naming_the_problem(bc, case):
     make, msg = BAD[case]
-    X = make(bc.iloc[:, :5].copy()); before = X.copy()
+    X = make(bc.iloc[:, :5].copy())
+    before = X.copy()
     with pytest.raises(ValueError, match=msg):
         YeoJohnsonTransformer().fit(X)
     pd.testing.assert_frame_equal(X, before)
@@ -308,22 +385,33 @@ def test_bad_input_raises_naming_the_problem(bc, case):
 
 def test_more_bad_input(bc):
     X = bc.iloc[:, :3]
-    with pytest.raises(ValueError, match='no rows'): exp_yj(np.empty((0, 3)))
-    with pytest.raises(ValueError, match='no columns'): exp_yj(np.empty((5, 0)))
-    with pytest.raises(ValueError, match='dimensions'): exp_yj(np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match='no rows'):
+        exp_yj(np.empty((0, 3)))
+    with pytest.raises(ValueError, match='no columns'):
+        exp_yj(np.empty((5, 0)))
+    with pytest.raises(ValueError, match='dimensions'):
+        exp_yj(np.ones((2, 2, 2)))
     for t in (-1, 2.5, True, '10'):
-        with pytest.raises(ValueError, match='t_max'): exp_yj(X, t_max=t)
+        with pytest.raises(ValueError, match='t_max'):
+            exp_yj(X, t_max=t)
     for y in (0.5, -1, np.inf, np.nan):
-        with pytest.raises(ValueError, match='ymax'): exp_yj(X, ymax=y)
-    with pytest.raises(ValueError, match='NaN'): yeo_johnson([1.0], np.nan)
-    with pytest.raises(NotFittedError): YeoJohnsonTransformer().transform(X)
+        with pytest.raises(ValueError, match='ymax'):
+            exp_yj(X, ymax=y)
+    with pytest.raises(ValueError, match='NaN'):
+        yeo_johnson([1.0], np.nan)
+    with pytest.raises(NotFittedError):
+        YeoJohnsonTransformer().transform(X)
     t = YeoJohnsonTransformer().fit(X)
-    with pytest.raises(ValueError, match='feature'): t.transform(bc.iloc[:, :4])
-    with pytest.raises(ValueError, match='inf'): t.transform(X.assign(**{'mean radius': np.inf}))
-    with pytest.raises(ValueError, match='outside the agreed anchors'): YJData(X.to_numpy()*10, YJAnchors.from_data(X))
+    with pytest.raises(ValueError, match='feature'):
+        t.transform(bc.iloc[:, :4])
+    with pytest.raises(ValueError, match='inf'):
+        t.transform(X.assign(**{'mean radius': np.inf}))
+    with pytest.raises(ValueError, match='outside the agreed anchors'):
+        YJData(X.to_numpy() * 10, YJAnchors.from_data(X))
     with pytest.raises(ValueError, match='same'):
         exp_yj_search([YJData(X.to_numpy()[:100]), YJData(X.to_numpy()[100:])])
-    with pytest.raises(ValueError, match='shape'): ExpSearchState.start(3).update([1, 1])
+    with pytest.raises(ValueError, match='shape'):
+        ExpSearchState.start(3).update([1, 1])
 
 
 def test_constant_column_gets_lambda_one_with_a_warning(bc):
@@ -337,8 +425,13 @@ def test_constant_column_gets_lambda_one_with_a_warning(bc):
 
 
 def test_caller_data_untouched_and_readonly_input_works(bc):
-    X = bc.to_numpy().copy(); X.setflags(write=False); keep = X.copy()
-    t = YeoJohnsonTransformer().fit(X); t.transform(X); exp_yj(X); YJData(X).sums(0.3)
+    X = bc.to_numpy().copy()
+    X.setflags(write=False)
+    keep = X.copy()
+    t = YeoJohnsonTransformer().fit(X)
+    t.transform(X)
+    exp_yj(X)
+    YJData(X).sums(0.3)
     np.testing.assert_array_equal(X, keep)
 
 
@@ -347,48 +440,67 @@ finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=64)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(x=arrays(np.float64, st.integers(3, 40), elements=finite), cut=st.integers(1, 39),
-       lam=st.floats(-6, 8, allow_nan=False))
+@given(
+    x=arrays(np.float64, st.integers(3, 40), elements=finite),
+    cut=st.integers(1, 39),
+    lam=st.floats(-6, 8, allow_nan=False),
+)
 def test_property_sums_add_and_sign_matches_finite_difference(x, cut, lam):
-    if np.unique(x).size < 2: return
+    if np.unique(x).size < 2:
+        return
     cut = min(cut, len(x) - 1)
     A = YJAnchors.from_data(x)
-    S = yj_sums(x, lam); P = yj_sums(x[:cut], lam, A) + yj_sums(x[cut:], lam, A)
+    S = yj_sums(x, lam)
+    P = yj_sums(x[:cut], lam, A) + yj_sums(x[cut:], lam, A)
     for k in YJSums.STATS:
-        np.testing.assert_allclose(getattr(P, k), getattr(S, k), rtol=1e-9, atol=1e-9*np.abs(getattr(S, k)).max() + 1e-300)
+        np.testing.assert_allclose(
+            getattr(P, k), getattr(S, k), rtol=1e-9, atol=1e-9 * np.abs(getattr(S, k)).max() + 1e-300
+        )
     d = yj_dloglik(x, lam)
-    h = 1e-6*max(1, abs(lam))
-    fd = (yj_log_likelihood(x, lam + h) - yj_log_likelihood(x, lam - h))/(2*h)
-    if abs(fd) > 1e-4*max(1, abs(yj_log_likelihood(x, lam))):     # well above the finite difference's rounding error
+    h = 1e-6 * max(1, abs(lam))
+    fd = (yj_log_likelihood(x, lam + h) - yj_log_likelihood(x, lam - h)) / (2 * h)
+    if abs(fd) > 1e-4 * max(1, abs(yj_log_likelihood(x, lam))):  # well above the finite difference's rounding error
         assert np.sign(fd) == yj_dloglik_sign(x, lam), (d, fd)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(x=arrays(np.float64, st.integers(2, 60), elements=st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False, width=64)))
+@given(
+    x=arrays(
+        np.float64,
+        st.integers(2, 60),
+        elements=st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False, width=64),
+    )
+)
 def test_property_fit_is_finite_and_maximizes(x):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always', YeoJohnsonWarning)
-        try: res = exp_yj(x, full_output=True)
-        except ValueError as e:                  # documented: values so small that the derivative underflows
+        try:
+            res = exp_yj(x, full_output=True)
+        except ValueError as e:  # documented: values so small that the derivative underflows
             assert 'not computable in float64' in str(e) and np.abs(x).max() < 1e-8, (str(e), np.abs(x).max())
             return
-        t = YeoJohnsonTransformer().fit(x[:, None]); z = t.transform(x[:, None])
+        t = YeoJohnsonTransformer().fit(x[:, None])
+        z = t.transform(x[:, None])
     lam = res.lambdas[0]
     assert np.isfinite(lam) and np.isfinite(res.mean).all() and np.isfinite(z).all() and np.isfinite(t.scale_).all()
     assert np.isfinite(yeo_johnson(x, lam)).all()
-    if not res.constant[0] and not any('minimizes max |Psi|' in str(m.message) for m in w):   # else |x| > ymax on both sides (documented)
-        assert np.isfinite(res.var).all() and np.abs(yeo_johnson(x, lam)).max() <= YMAX*(1 + 1e-9)
+    if not res.constant[0] and not any(
+        'minimizes max |Psi|' in str(m.message) for m in w
+    ):  # else |x| > ymax on both sides (documented)
+        assert np.isfinite(res.var).all() and np.abs(yeo_johnson(x, lam)).max() <= YMAX * (1 + 1e-9)
     if not res.constant[0] and not res.bounded[0] and abs(lam) < 1e15:
         # the derivative is >= 0 a little to the left and <= 0 a little to the right: by convexity lam is the maximizer
-        step = 1e-6*abs(lam) + 1e-9
+        step = 1e-6 * abs(lam) + 1e-9
         dl = yj_dloglik(x, np.array([lam - step, lam + step]))
-        noise = 1e-8*len(x)*max(1.0, float(np.log1p(np.abs(x)).max()))
+        noise = 1e-8 * len(x) * max(1.0, float(np.log1p(np.abs(x)).max()))
         assert dl[0] > -noise and dl[1] < noise, (lam, dl)
 
 
 @settings(max_examples=60, deadline=None)
-@given(x=arrays(np.float64, st.integers(1, 30), elements=st.floats(-1e3, 1e3, allow_nan=False, width=64)),
-       lam=st.floats(-2, 4, allow_nan=False))
+@given(
+    x=arrays(np.float64, st.integers(1, 30), elements=st.floats(-1e3, 1e3, allow_nan=False, width=64)),
+    lam=st.floats(-2, 4, allow_nan=False),
+)
 def test_property_inverse_roundtrip(x, lam):
     np.testing.assert_allclose(yeo_johnson_inverse(yeo_johnson(x, lam), lam), x, rtol=1e-9, atol=1e-9)
 

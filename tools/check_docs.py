@@ -17,6 +17,7 @@ Then, for the whole site: the sidebar lists the pages in nbdev's sidebar order; 
 a word; screenshots of the landing page and of one algorithm page go to `_docs/_shots/`.
 Exit status 1 if anything fails; the report is printed.
 """
+
 from __future__ import annotations
 
 import argparse, base64, functools, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
@@ -25,27 +26,48 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-                  '--disable-extensions', '--disable-default-apps', '--hide-scrollbars', '--mute-audio',
-                  '--remote-debugging-port=0', '--remote-allow-origins=*', '--window-size=1366,900']
+CHROMIUM_FLAGS = [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--disable-extensions',
+    '--disable-default-apps',
+    '--hide-scrollbars',
+    '--mute-audio',
+    '--remote-debugging-port=0',
+    '--remote-allow-origins=*',
+    '--window-size=1366,900',
+]
 # pages for the screenshot of an algorithm, best first (the first that exists is taken)
 ALGORITHM_PAGES = ['yeojohnson', 'securefedyj', 'dpgbdt', 'gbdt', 'mvppca', 'dp', 'smc', 'federation']
 
 
 def find_chromium() -> str | None:
-    for c in (os.environ.get('CHROMIUM'), '/usr/bin/chromium', shutil.which('chromium'), shutil.which('chromium-browser')):
-        if c and Path(c).exists(): return c
+    for c in (
+        os.environ.get('CHROMIUM'),
+        '/usr/bin/chromium',
+        shutil.which('chromium'),
+        shutil.which('chromium-browser'),
+    ):
+        if c and Path(c).exists():
+            return c
     return None
 
 
 # ------------------------------------------------------------------------------------------------
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *a): pass
+    def log_message(self, *a):
+        pass
 
 
 class Server:
     "The site on http://127.0.0.1:<free port>/ in a background thread."
+
     def __init__(self, root: Path):
         self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(root)))
         self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}/'
@@ -69,24 +91,31 @@ class Browser:
     "Headless Chromium with one page, driven over the DevTools protocol."
 
     def __init__(self, executable: str, timeout: float = 30):
-        import websocket   # websocket-client
+        import websocket  # websocket-client
+
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix='fedgauss-chromium-')
-        self.proc = subprocess.Popen([executable, *CHROMIUM_FLAGS, f'--user-data-dir={self.profile}', 'about:blank'],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [executable, *CHROMIUM_FLAGS, f'--user-data-dir={self.profile}', 'about:blank'],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         port_file, t0 = Path(self.profile) / 'DevToolsActivePort', time.time()
         while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
             if self.proc.poll() is not None:
                 raise CDPError(f'chromium exited ({self.proc.returncode}): {self.proc.stderr.read().decode()[-2000:]}')
-            if time.time() - t0 > timeout: raise CDPError('chromium did not open its DevTools port')
+            if time.time() - t0 > timeout:
+                raise CDPError('chromium did not open its DevTools port')
             time.sleep(0.05)
         port = int(port_file.read_text().split()[0])
         import urllib.request
+
         targets = json.loads(urllib.request.urlopen(f'http://127.0.0.1:{port}/json/list', timeout=timeout).read())
         page = next(t for t in targets if t['type'] == 'page')
         self.ws = websocket.create_connection(page['webSocketDebuggerUrl'], timeout=timeout, suppress_origin=True)
         self._id, self.events = 0, []
-        for domain in ('Page', 'Runtime', 'Log', 'Network'): self.send(f'{domain}.enable')
+        for domain in ('Page', 'Runtime', 'Log', 'Network'):
+            self.send(f'{domain}.enable')
 
     def send(self, method, **params):
         self._id += 1
@@ -96,32 +125,44 @@ class Browser:
         while True:
             msg = json.loads(self.ws.recv())
             if msg.get('id') == my:
-                if 'error' in msg: raise CDPError(f'{method}: {msg["error"]}')
+                if 'error' in msg:
+                    raise CDPError(f'{method}: {msg["error"]}')
                 return msg.get('result', {})
-            if 'method' in msg: self.events.append(msg)
-            if time.time() - t0 > self.timeout: raise CDPError(f'{method}: no answer')
+            if 'method' in msg:
+                self.events.append(msg)
+            if time.time() - t0 > self.timeout:
+                raise CDPError(f'{method}: no answer')
 
     def wait_for(self, method, timeout=None):
         "Wait for an event (already received, or coming)."
         t0 = time.time()
         while True:
             for e in self.events:
-                if e['method'] == method: return e
-            if time.time() - t0 > (timeout or self.timeout): raise CDPError(f'timeout waiting for {method}')
+                if e['method'] == method:
+                    return e
+            if time.time() - t0 > (timeout or self.timeout):
+                raise CDPError(f'timeout waiting for {method}')
             self.ws.settimeout(max(0.05, (timeout or self.timeout) - (time.time() - t0)))
-            try: msg = json.loads(self.ws.recv())
-            except Exception: continue
-            finally: self.ws.settimeout(self.timeout)
-            if 'method' in msg: self.events.append(msg)
+            try:
+                msg = json.loads(self.ws.recv())
+            except Exception:
+                continue
+            finally:
+                self.ws.settimeout(self.timeout)
+            if 'method' in msg:
+                self.events.append(msg)
 
     def drain(self, seconds=0.2):
         "Collect the events that arrive in the next `seconds`."
         end = time.time() + seconds
         while (left := end - time.time()) > 0:
             self.ws.settimeout(left)
-            try: msg = json.loads(self.ws.recv())
-            except Exception: break
-            if 'method' in msg: self.events.append(msg)
+            try:
+                msg = json.loads(self.ws.recv())
+            except Exception:
+                break
+            if 'method' in msg:
+                self.events.append(msg)
         self.ws.settimeout(self.timeout)
 
     def goto(self, url):
@@ -131,7 +172,8 @@ class Browser:
 
     def js(self, expr, await_promise=True):
         r = self.send('Runtime.evaluate', expression=expr, awaitPromise=await_promise, returnByValue=True)
-        if 'exceptionDetails' in r: raise CDPError(f'JS error: {r["exceptionDetails"]}')
+        if 'exceptionDetails' in r:
+            raise CDPError(f'JS error: {r["exceptionDetails"]}')
         return r['result'].get('value')
 
     def screenshot(self, path: Path, max_height=6000):
@@ -141,19 +183,28 @@ class Browser:
         try:
             self.js('new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))')
             h = min(max_height, int(self.js('document.documentElement.scrollHeight')))
-            png = self.send('Page.captureScreenshot', format='png', captureBeyondViewport=True,
-                            clip={'x': 0, 'y': 0, 'width': 1366, 'height': h, 'scale': 1})['data']
+            png = self.send(
+                'Page.captureScreenshot',
+                format='png',
+                captureBeyondViewport=True,
+                clip={'x': 0, 'y': 0, 'width': 1366, 'height': h, 'scale': 1},
+            )['data']
         finally:
             self.send('Emulation.clearDeviceMetricsOverride')
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(png))
 
     def close(self):
-        try: self.ws.close()
-        except Exception: pass
+        try:
+            self.ws.close()
+        except Exception:
+            pass
         self.proc.terminate()
-        try: self.proc.wait(10)
-        except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
@@ -287,7 +338,7 @@ def clipped_elements(b: Browser, url: str, width: int = CLIP_WIDTH) -> dict:
     b.send('Emulation.setDeviceMetricsOverride', width=width, height=900, deviceScaleFactor=1, mobile=False)
     try:
         b.goto(url)
-        b.js(_INSPECT)   # MathJax done, fonts and images loaded
+        b.js(_INSPECT)  # MathJax done, fonts and images loaded
         return layout(b)
     finally:
         b.send('Emulation.clearDeviceMetricsOverride')
@@ -299,15 +350,20 @@ def _page_problems(b: Browser, base: str) -> list[str]:
     for e in b.events:
         m, p = e['method'], e.get('params', {})
         if m == 'Runtime.consoleAPICalled' and p.get('type') in ('error', 'assert'):
-            out.append('console.error: ' + ' '.join(str(a.get('value', a.get('description', ''))) for a in p.get('args', [])))
+            out.append(
+                'console.error: ' + ' '.join(str(a.get('value', a.get('description', ''))) for a in p.get('args', []))
+            )
         elif m == 'Runtime.exceptionThrown':
             d = p.get('exceptionDetails', {})
             out.append(f'uncaught exception: {d.get("exception", {}).get("description") or d.get("text")}')
         elif m == 'Log.entryAdded' and p['entry'].get('level') == 'error':
-            out.append(f'console error ({p["entry"].get("source")}): {p["entry"].get("text")} {p["entry"].get("url", "")}')
+            out.append(
+                f'console error ({p["entry"].get("source")}): {p["entry"].get("text")} {p["entry"].get("url", "")}'
+            )
         elif m == 'Network.requestWillBeSent':
             url = p['request']['url']
-            if not url.startswith((base, 'data:', 'blob:', 'about:')): out.append(f'request leaves the site: {url}')
+            if not url.startswith((base, 'data:', 'blob:', 'about:')):
+                out.append(f'request leaves the site: {url}')
         elif m == 'Network.responseReceived' and p['response'].get('status', 200) >= 400:
             out.append(f'HTTP {p["response"]["status"]}: {p["response"]["url"]}')
         elif m == 'Network.loadingFailed' and not p.get('canceled'):
@@ -315,22 +371,33 @@ def _page_problems(b: Browser, base: str) -> list[str]:
     return out
 
 
-def check_site(site: Path, shots: Path | None = None, chromium: str | None = None, search_word: str = 'partition',
-               clip_width: int = CLIP_WIDTH) -> dict:
+def check_site(
+    site: Path,
+    shots: Path | None = None,
+    chromium: str | None = None,
+    search_word: str = 'partition',
+    clip_width: int = CLIP_WIDTH,
+) -> dict:
     """Check every page of `site`; returns {'pages': {page: info}, 'problems': [...], 'shots': [...]}.
     Each page's `info['layout']` says what does not fit in a window `clip_width` px wide (see `layout`):
     the caller decides what to accept; operator names split in two and pictures without alt text are problems."""
     chromium = chromium or find_chromium()
-    if not chromium: raise CDPError('Chromium not found: install Debian\'s `chromium` (or set $CHROMIUM)')
+    if not chromium:
+        raise CDPError('Chromium not found: install Debian\'s `chromium` (or set $CHROMIUM)')
     pages_meta = json.loads((site / '_pages.json').read_text()) if (site / '_pages.json').exists() else []
-    html = sorted(p.relative_to(site).as_posix() for p in site.rglob('*.html')
-                  if not any(part.startswith('_') for part in p.relative_to(site).parts))
+    html = sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob('*.html')
+        if not any(part.startswith('_') for part in p.relative_to(site).parts)
+    )
     report, problems = {}, []
     with Server(site) as srv:
         b = Browser(chromium)
         try:
             # every page is read in a window `clip_width` px wide, where its layout is measured
-            b.send('Emulation.setDeviceMetricsOverride', width=clip_width, height=900, deviceScaleFactor=1, mobile=False)
+            b.send(
+                'Emulation.setDeviceMetricsOverride', width=clip_width, height=900, deviceScaleFactor=1, mobile=False
+            )
             for rel in html:
                 b.goto(srv.url + rel)
                 info = b.js(_INSPECT)
@@ -366,25 +433,35 @@ def check_site(site: Path, shots: Path | None = None, chromium: str | None = Non
     ids = {rel: set(info['ids']) for rel, info in report.items()}
     for rel, info in report.items():
         p = info['problems']
-        if info['mathjax'] not in ('absent', 'done'): p.append(f'MathJax: {info["mathjax"]}')
+        if info['mathjax'] not in ('absent', 'done'):
+            p.append(f'MathJax: {info["mathjax"]}')
         if info['math_typeset'] != info['math_total']:
             p.append(f'MathJax typeset {info["math_typeset"]} of {info["math_total"]} equations')
         p += [f'raw TeX left in the text: {t!r}' for t in info['raw_math']]
         p += [f'image did not load: {im["src"]}' for im in info['images'] if not im['ok']]
-        if info['system_messages']: p.append(f'{info["system_messages"]} docutils error messages on the page')
-        p += [f'operator name read as a name and a number (use \\operatorname{{\\text{{..}}}}): {x}' for x in info['layout']['split_ops']]
+        if info['system_messages']:
+            p.append(f'{info["system_messages"]} docutils error messages on the page')
+        p += [
+            f'operator name read as a name and a number (use \\operatorname{{\\text{{..}}}}): {x}'
+            for x in info['layout']['split_ops']
+        ]
         p += [f'picture without alt text: {x}' for x in info['layout']['no_alt']]
         broken = set()
         for href in info['links']:
-            if not href.startswith(srv.url): continue
+            if not href.startswith(srv.url):
+                continue
             url, frag = urldefrag(href)
             target = unquote(urlsplit(url).path).lstrip('/') or 'index.html'
-            if target.endswith('/'): target += 'index.html'
-            if not (site / target).is_file(): broken.add(f'{href} (no such file)')
-            elif frag and target in ids and unquote(frag) not in ids[target]: broken.add(f'{href} (no id #{unquote(frag)})')
+            if target.endswith('/'):
+                target += 'index.html'
+            if not (site / target).is_file():
+                broken.add(f'{href} (no such file)')
+            elif frag and target in ids and unquote(frag) not in ids[target]:
+                broken.add(f'{href} (no id #{unquote(frag)})')
         p += [f'broken link: {x}' for x in sorted(broken)]
         problems += [f'{rel}: {x}' for x in p]
-    if not found and not search_problems: problems.append(f'search.html: no result for {search_word!r}')
+    if not found and not search_problems:
+        problems.append(f'search.html: no result for {search_word!r}')
     problems += [f'search.html?q=: {x}' for x in search_problems]
     # sidebar: every page, in nbdev's order, on every page
     if pages_meta:
@@ -392,9 +469,11 @@ def check_site(site: Path, shots: Path | None = None, chromium: str | None = Non
         missing = [d for d in [m['docname'] + '.html' for m in pages_meta] if d not in report]
         problems += [f'{d}: page missing from the site' for d in missing]
         for rel in ['index.html'] + want:
-            if rel not in report: continue
+            if rel not in report:
+                continue
             got = [unquote(urlsplit(s['href']).path).lstrip('/') for s in report[rel]['sidebar']]
-            if got != want: problems.append(f'{rel}: sidebar lists {got}, expected {want} (nbs/sidebar.yml order)')
+            if got != want:
+                problems.append(f'{rel}: sidebar lists {got}, expected {want} (nbs/sidebar.yml order)')
     return {'pages': report, 'problems': problems, 'search': found, 'shots': shot_files, 'base': srv.url}
 
 
@@ -407,13 +486,16 @@ def main(argv=None):
     t0 = time.perf_counter()
     r = check_site(site, Path(a.shots) if a.shots else site / '_shots')
     for rel, info in r['pages'].items():
-        print(f'{rel:28} math {info["math_typeset"]:3}/{info["math_total"]:<3} images {len(info["images"]):2} '
-              f'links {len(info["links"]):4}  {"ok" if not info["problems"] else str(len(info["problems"])) + " problem(s)"}')
+        print(
+            f'{rel:28} math {info["math_typeset"]:3}/{info["math_total"]:<3} images {len(info["images"]):2} '
+            f'links {len(info["links"]):4}  {"ok" if not info["problems"] else str(len(info["problems"])) + " problem(s)"}'
+        )
     print(f'search: {len(r["search"])} results; screenshots: {", ".join(r["shots"])}; {time.perf_counter() - t0:.1f} s')
     for rel, info in r['pages'].items():
         for x in info['layout']['clipped'] + info['layout']['shrunk']:
             print(f'AT {CLIP_WIDTH}px {rel} §{x["section"]}: {x["kind"]} {x["why"]}: {x["what"]}')
-    for x in r['problems']: print('PROBLEM', x)
+    for x in r['problems']:
+        print('PROBLEM', x)
     return 1 if r['problems'] else 0
 
 

@@ -6,6 +6,7 @@ This does the same job with nbconvert: cells flagged `#| hide` are dropped, `#|`
 are removed from code cells, the `#| default_exp` cell disappears, and the notebook's committed
 outputs are kept. `--check` exits 1 if README.md differs from what would be generated.
 """
+
 import argparse, re, sys
 from pathlib import Path
 
@@ -21,12 +22,13 @@ def _directives(src):
     return [m.group(1).rstrip(':') for line in src.splitlines() if (m := _directive.match(line))]
 
 
-def render(nb_path=ROOT/'nbs'/'index.ipynb') -> str:
+def render(nb_path=ROOT / 'nbs' / 'index.ipynb') -> str:
     nb = nbformat.read(nb_path, as_version=4)
     cells = []
     for c in nb.cells:
         d = _directives(c.source) if c.cell_type == 'code' else []
-        if 'hide' in d or 'default_exp' in d or 'exec_doc' in d: continue
+        if 'hide' in d or 'default_exp' in d or 'exec_doc' in d:
+            continue
         if 'hide_input' in d or re.search(r'#\s*\|\s*echo:\s*false', c.source):
             c.metadata.setdefault('tags', []).append('remove_input')
         c.source = '\n'.join(l for l in c.source.splitlines() if not _directive.match(l))
@@ -37,7 +39,9 @@ def render(nb_path=ROOT/'nbs'/'index.ipynb') -> str:
     nb.cells = cells
     nb.metadata['language_info'] = {'name': 'python'}  # so code blocks are fenced as python
     exporter = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True)
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={'remove_input'}, enabled=True), enabled=True)
+    exporter.register_preprocessor(
+        TagRemovePreprocessor(remove_input_tags={'remove_input'}, enabled=True), enabled=True
+    )
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r'<style scoped>.*?</style>\n?', '', body, flags=re.S)  # pandas' notebook CSS means nothing on GitHub
     body = re.sub(r'\n{3,}', '\n\n', body).strip() + '\n'
@@ -51,7 +55,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--check', action='store_true', help='fail if README.md is stale')
     a = p.parse_args(argv)
-    text, readme = render(), ROOT/'README.md'
+    text, readme = render(), ROOT / 'README.md'
     if a.check:
         if not readme.exists() or readme.read_text() != text:
             print('README.md is stale: run `python tools/make_readme.py`', file=sys.stderr)

@@ -6,6 +6,7 @@ fetches anything from the network: MathJax is served from `_static/mathjax` (npm
 installed by the build), the theme's fonts and scripts ship with pydata-sphinx-theme, and notebook
 outputs are the committed ones (no execution).
 """
+
 import configparser, os, sys
 from pathlib import Path
 
@@ -34,21 +35,29 @@ html_js_files = ['fedgauss.js']
 
 # --- notebooks: render the committed outputs, never execute --------------------------------------
 nb_execution_mode = 'off'
-nb_render_markdown_format = 'myst'   # text/markdown outputs may carry math
-nb_ipywidgets_js = {}                 # widget managers come from a CDN: never add them
+nb_render_markdown_format = 'myst'  # text/markdown outputs may carry math
+nb_ipywidgets_js = {}  # widget managers come from a CDN: never add them
 nb_merge_streams = True
 nb_output_stderr = 'show'
 
 # --- MyST: the Quarto syntax that tools/build_docs.py does not rewrite is understood here ----------
-myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence', 'attrs_inline', 'attrs_block',
-                          'deflist', 'strikethrough', 'tasklist']
+myst_enable_extensions = [
+    'dollarmath',
+    'amsmath',
+    'colon_fence',
+    'attrs_inline',
+    'attrs_block',
+    'deflist',
+    'strikethrough',
+    'tasklist',
+]
 myst_dmath_double_inline = True
-myst_all_links_external = True       # links were rewritten to page.html#anchor; the browser test checks them
+myst_all_links_external = True  # links were rewritten to page.html#anchor; the browser test checks them
 myst_heading_anchors = 6
 # heading ids as Quarto/pandoc makes them, so nbdev's links (`federation.html#as_rng`) resolve
 myst_heading_slug_func = 'fedgauss_sphinx.pandoc_slug'
 suppress_warnings = [
-    'myst.header',   # show_doc emits `###` headings whatever the level of the section around them
+    'myst.header'  # show_doc emits `###` headings whatever the level of the section around them
 ]
 
 # --- MathJax 3 from the local copy ----------------------------------------------------------------
@@ -57,7 +66,7 @@ mathjax_path = 'mathjax/tex-mml-chtml.js'
 # --- theme --------------------------------------------------------------------------------------
 html_theme = 'pydata_sphinx_theme'
 html_title = project
-html_favicon = '_static/favicon.svg'   # else the browser asks for /favicon.ico, which does not exist
+html_favicon = '_static/favicon.svg'  # else the browser asks for /favicon.ico, which does not exist
 html_baseurl = _cfg['doc_host'] + _cfg['doc_baseurl'] + '/'
 html_show_sourcelink = False
 html_copy_source = False

@@ -1,4 +1,5 @@
 """Small Sphinx extension of the fedgauss site: heading ids as Quarto makes them."""
+
 import re
 
 
