@@ -19,8 +19,8 @@ from .federation import Channel, Party, as_rng, iid_split, label_skew_split, nam
 from .smc import SMC, Shared, FixedPointOverflow
 from .yeojohnson import (TAU0, YMAX, ExpSearchState, YeoJohnsonWarning, YJAnchors, YJData, YJFrame, YJSums,
                                  yj_frame, yj_lambda_bounds, yj_moments_from_frame, yj_sum_bounds, yeo_johnson,
-                                 yeo_johnson_inverse, _g, _gmu, _g_scaled, _gmu_scaled, _to_frame, _from_frame, YJTransformerMixin, refuse_unsupported,
-                                 _check_numeric_frame, _column_names, final_lambdas, ExpYJResult)
+                                 yeo_johnson_inverse, yj_g, yj_gmu, yj_g_scaled, yj_gmu_scaled, YJTransformerMixin, refuse_unsupported,
+                                 check_numeric_frame, column_names, final_lambdas, ExpYJResult)
 
 # %% auto #0
 __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
@@ -126,8 +126,8 @@ def frame_coefficients(data:YJData, ls, c, lo_frame, pf:YJFrame) -> np.ndarray:
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])
     with np.errstate(all='ignore'):
         delta = c - cA
-        one = (np.exp(ls*delta), _g(ls, delta), delta, _gmu(ls, delta), delta)
-        mix = (np.exp(ls*c - M), _g_scaled(ls, c, M), c, _gmu_scaled(ls, c, M), c)
+        one = (np.exp(ls*delta), yj_g(ls, delta), delta, yj_gmu(ls, delta), delta)
+        mix = (np.exp(ls*c - M), yj_g_scaled(ls, c, M), c, yj_gmu_scaled(ls, c, M), c)
     out = _fx(np.where(mixed, np.array(mix), np.array(one)))          # (5, groups), one conversion
     far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO*np.maximum(data.g_R, 1e-300)))
     if len(far):
@@ -280,9 +280,9 @@ def _check_clients(clients, max_rows:int):
     names0, out = None, []
     for k, X in enumerate(clients):
         if isinstance(X, pd.DataFrame):
-            try: _check_numeric_frame(X)
+            try: check_numeric_frame(X)
             except ValueError as e: raise ValueError(f"client {k}: {e}") from None
-        names = _column_names(X)
+        names = column_names(X)
         try:
             refuse_unsupported(X)
             A = X.to_numpy(dtype=np.float64, na_value=np.nan) if isinstance(X, pd.DataFrame) else np.array(X, dtype=np.float64, copy=True)

@@ -18,24 +18,18 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yeo_johnson', 'yeo_johnson_inverse', 'yeo_johnson_dlambda',
-           'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums',
-           'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums',
-           'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds',
-           'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
-           'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
+__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yj_g', 'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu',
+           'yeo_johnson_dlambda', 'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums',
+           'yj_dloglik_from_sums', 'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums',
+           'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
+           'exp_update', 'ExpSearchState', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas',
+           'sign_failures', 'check_search', 'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj',
+           'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
     "lambda for x >= 0 and 2 - lambda for x < 0 (broadcast)"
     return np.where(x >= 0, lam, 2 - lam)
-
-def _g(mu, l):
-    "g(mu, l) = expm1(mu l)/mu, g(0, l) = l (elementwise; a series where |mu l| is tiny, so subnormal mu is exact too)"
-    z = mu*l
-    tiny = np.abs(z) < 1e-8
-    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-        return np.where(tiny, l*(1 + z/2 + z*z/6), np.expm1(z)/np.where(tiny, 1, mu))
 
 def _ginv(mu, v):
     "the l with g(mu, l) = v: log1p(mu v)/mu (a series where |mu v| is tiny); NaN beyond the range (mu v <= -1)"
@@ -49,6 +43,16 @@ def _as_lambdas(lmbda):
     if not np.isfinite(lam).all(): raise ValueError(f"lmbda must be finite (no NaN or inf); got {lam[~np.isfinite(lam)].ravel()[:3].tolist()}")
     return lam
 
+# %% ../nbs/10_yeojohnson.ipynb #b7eaf733
+def yj_g(mu, # exponent factor: lambda for x >= 0, 2 - lambda for x < 0 (array)
+         l, # log1p(|x|) or a difference of such logs (array, broadcast with `mu`)
+        ) -> np.ndarray:
+    "g(mu, l) = expm1(mu l)/mu, g(0, l) = l (elementwise; a series where |mu l| is tiny, so subnormal mu is exact too): the Yeo-Johnson transform of one sign side is ±g(mu, log1p|x|)."
+    z = mu*l
+    tiny = np.abs(z) < 1e-8
+    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+        return np.where(tiny, l*(1 + z/2 + z*z/6), np.expm1(z)/np.where(tiny, 1, mu))
+
 # %% ../nbs/10_yeojohnson.ipynb #cd299956
 def yeo_johnson(x, lmbda):
     "Yeo-Johnson transform Psi(lmbda, x), elementwise; 2-D `x` takes one lambda per column. NaN stays NaN."
@@ -56,7 +60,7 @@ def yeo_johnson(x, lmbda):
     x, lam = np.broadcast_arrays(x, lam)
     s = np.where(x < 0, -1.0, 1.0)
     with np.errstate(invalid='ignore'):
-        return np.where(lam == 1, x, s*_g(_lam_s(x, lam), np.log1p(np.abs(x))))     # lambda = 1: the identity, exactly
+        return np.where(lam == 1, x, s*yj_g(_lam_s(x, lam), np.log1p(np.abs(x))))     # lambda = 1: the identity, exactly
 
 # %% ../nbs/10_yeojohnson.ipynb #3c222a85
 def yeo_johnson_inverse(y, lmbda):
@@ -84,8 +88,11 @@ def _h_series(z, K=24):
     for k in range(K, 1, -1): acc = acc*z + (k - 1)*_IFACT[k]
     return acc
 
-def _gmu(mu, l):
-    "d/dmu g(mu, l) = l^2 h(mu l), elementwise"
+# %% ../nbs/10_yeojohnson.ipynb #66dd33dc
+def yj_gmu(mu, # exponent factor (array)
+           l, # log1p(|x|) or a difference of such logs (array)
+          ) -> np.ndarray:
+    "d/dmu g(mu, l) = l^2 h(mu l), elementwise, with h(z) = ((z-1)e^z + 1)/z^2 summed as a series for |z| < 1."
     z = mu*l
     small = np.abs(z) < 1
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
@@ -98,7 +105,7 @@ def yeo_johnson_dlambda(x, lmbda):
     x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda)
     x, lam = np.broadcast_arrays(x, lam)
     with np.errstate(invalid='ignore'):
-        return _gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
+        return yj_gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
 
 # %% ../nbs/10_yeojohnson.ipynb #5340e1e7
 @dataclass(frozen=True)
@@ -306,8 +313,19 @@ def yj_loglik_from_sums(S: YJSums) -> np.ndarray:
     return -n/2*logvar + (f.lmbda - 1)*(S.s_phi + n*f.phi_shift)
 
 # %% ../nbs/10_yeojohnson.ipynb #d6f567fd
-def _g_scaled(lam, x, M):
-    "e^-M g(lam, x) without overflow (vectorized)"
+def _log_ratio(a, anchor, c):
+    "log((1 + a)/(1 + anchor)) for a, anchor >= 0: exact near the anchor, log1p(a) - c away from it"
+    with np.errstate(invalid='ignore', divide='ignore'):
+        r = (a - anchor)/(1 + anchor)
+        near = r > -0.5
+        return np.where(near, np.log1p(np.where(near, r, 0.0)), np.log1p(a) - c)
+
+# %% ../nbs/10_yeojohnson.ipynb #c9d504e1
+def yj_g_scaled(lam, # exponent factor (array)
+                x, # log coordinate, e.g. log1p(|x|) (array)
+                M, # log of the scale to divide by (array)
+               ) -> np.ndarray:
+    "e^-M g(lam, x) without overflow (vectorized): `yj_g` in a frame scaled by e^M."
     lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
     z = lam*x
     with np.errstate(all='ignore'):
@@ -316,8 +334,11 @@ def _g_scaled(lam, x, M):
         big = (np.exp(z - M) - np.exp(-M))/lam
     return np.where(small, ser, big)
 
-def _gmu_scaled(lam, x, M):
-    "e^-M g_mu(lam, x) without overflow (vectorized)"
+def yj_gmu_scaled(lam, # exponent factor (array)
+                  x, # log coordinate (array)
+                  M, # log of the scale to divide by (array)
+                 ) -> np.ndarray:
+    "e^-M g_mu(lam, x) without overflow (vectorized): `yj_gmu` in a frame scaled by e^M."
     lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
     z = lam*x
     with np.errstate(all='ignore'):
@@ -325,13 +346,6 @@ def _gmu_scaled(lam, x, M):
         ser = x*x*_h_series(np.where(small, z, 0.0))*np.exp(-M)
         big = ((z - 1)*np.exp(z - M) + np.exp(-M))/lam**2
     return np.where(small, ser, big)
-
-def _log_ratio(a, anchor, c):
-    "log((1 + a)/(1 + anchor)) for a, anchor >= 0: exact near the anchor, log1p(a) - c away from it"
-    with np.errstate(invalid='ignore', divide='ignore'):
-        r = (a - anchor)/(1 + anchor)
-        near = r > -0.5
-        return np.where(near, np.log1p(np.where(near, r, 0.0)), np.log1p(a) - c)
 
 # %% ../nbs/10_yeojohnson.ipynb #53a87a2b
 class YJData:
@@ -517,7 +531,7 @@ class YJData:
         mx = self.g_mixed
         if mx.any():   # map each sign group's frame to the scaled mixed frame: Psi = s(e^{lam_s c} u + g(lam_s, c))
             jm = self.g_col[mx]; Mj = frame.M[jm]; sm = self.g_s[mx]; cm = c[mx]; lsm = ls[mx]; ng = self.g_n[mx]
-            a = np.exp(lsm*cm - Mj); b = _g_scaled(lsm, cm, Mj); be = _gmu_scaled(lsm, cm, Mj); cc = cm*a
+            a = np.exp(lsm*cm - Mj); b = yj_g_scaled(lsm, cm, Mj); be = yj_gmu_scaled(lsm, cm, Mj); cc = cm*a
             u1, u2, du, udu = U[:, mx]
             np.add.at(out['s_psi'], jm, sm*(a*u1 + ng*b))
             np.add.at(out['s_psi2'], jm, a*a*u2 + 2*a*b*u1 + ng*b*b)
@@ -769,18 +783,6 @@ def exp_yj_search(holders, # data holders (`YJData`) sharing the same anchors
                        anchors, conv)
 
 # %% ../nbs/10_yeojohnson.ipynb #f6b2c4de
-def _column_names(X):
-    if isinstance(X, pd.DataFrame): return [str(c) for c in X.columns]
-    if isinstance(X, pd.Series): return [str(X.name) if X.name is not None else 'column 0']
-    return None
-
-def _check_numeric_frame(X):
-    if isinstance(X, pd.DataFrame):
-        bad = [str(c) for c, t in X.dtypes.items() if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
-        if bad: raise ValueError(f"column(s) {', '.join(map(repr, bad))} are not numeric")
-    elif isinstance(X, pd.Series) and not pd.api.types.is_numeric_dtype(X.dtype):
-        raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
-
 def _check_finite(X, names):
     "ValueError naming the first columns that hold +-inf."
     inf = np.isinf(X).any(0)
@@ -803,8 +805,8 @@ def refuse_unsupported(X):
 
 def _as_2d_float(X):
     refuse_unsupported(X)
-    _check_numeric_frame(X)
-    names = _column_names(X)
+    check_numeric_frame(X)
+    names = column_names(X)
     X = as_float_frame(X)
     try: A = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
@@ -821,6 +823,23 @@ def _as_2d_float(X):
     if A.shape[1] == 0: raise ValueError("X has no columns")
     _check_finite(A, names)
     return A, one, names
+
+# %% ../nbs/10_yeojohnson.ipynb #f2fa96a7
+def column_names(X, # a DataFrame, a Series or an array
+                ) -> list|None:
+    "The column names of a DataFrame (or a Series' name) as strings; None for arrays."
+    if isinstance(X, pd.DataFrame): return [str(c) for c in X.columns]
+    if isinstance(X, pd.Series): return [str(X.name) if X.name is not None else 'column 0']
+    return None
+
+def check_numeric_frame(X, # a DataFrame or Series (other input is not checked)
+                       ):
+    "ValueError naming the columns of a DataFrame (or a Series) that are not numeric or boolean."
+    if isinstance(X, pd.DataFrame):
+        bad = [str(c) for c, t in X.dtypes.items() if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+        if bad: raise ValueError(f"column(s) {', '.join(map(repr, bad))} are not numeric")
+    elif isinstance(X, pd.Series) and not pd.api.types.is_numeric_dtype(X.dtype):
+        raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
 
 # %% ../nbs/10_yeojohnson.ipynb #4669b3a4
 def exp_yj(X, t_max: int=128, ymax: float=YMAX, accelerate: bool=True, full_output: bool=False):
@@ -839,11 +858,11 @@ def yj_sum_bounds(n, lmbda, anchors: YJAnchors) -> dict:
     with np.errstate(invalid='ignore', over='ignore'):
         # one-signed: d ranges over [-R, 0] (anchor at the largest |x|) or [0, R] (at the smallest)
         dend = np.where(f.anchor == np.where(k > 0, anchors.pos_hi, anchors.neg_hi), -Rp, Rp)
-        bpsi1 = np.abs(_g(f.lam_s, dend)); bd1 = _gmu(f.lam_s, dend)
+        bpsi1 = np.abs(yj_g(f.lam_s, dend)); bd1 = yj_gmu(f.lam_s, dend)
         # mixed: largest |Psi| and dPsi sit at the largest |x| of each sign group
         lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
-        bpsi0 = np.maximum(np.abs(_g_scaled(f.lmbda, lp, f.M)), np.abs(_g_scaled(2 - f.lmbda, ln, f.M)))
-        bd0 = np.maximum(_gmu_scaled(f.lmbda, lp, f.M), _gmu_scaled(2 - f.lmbda, ln, f.M))
+        bpsi0 = np.maximum(np.abs(yj_g_scaled(f.lmbda, lp, f.M)), np.abs(yj_g_scaled(2 - f.lmbda, ln, f.M)))
+        bd0 = np.maximum(yj_gmu_scaled(f.lmbda, lp, f.M), yj_gmu_scaled(2 - f.lmbda, ln, f.M))
     B_phi = np.where(f.mixed, np.maximum(lp, ln), Rp)
     B_psi = np.where(f.mixed, bpsi0, bpsi1); B_dpsi = np.where(f.mixed, bd0, bd1)
     return dict(B_phi=B_phi, B_psi=B_psi, B_dpsi=B_dpsi, n=n, s_phi=n*B_phi, s_psi=n*B_psi, s_psi2=n*B_psi**2,
@@ -876,13 +895,13 @@ def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
                 i, k = np.nonzero(Xo*s < 0)                     # values of the other sign than the fitted group: through Psi
                 if len(i):
                     L = ls[k]*c[k]
-                    T = np.exp(-L)*yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k]*_g_scaled(ls[k], c[k], L)
+                    T = np.exp(-L)*yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k]*yj_g_scaled(ls[k], c[k], L)
                     a[i, k] = (T - mean_t[one][k])/scale_t[one][k]
                 out[b0:b0+block, one] = a
         if len(mixed):                    # e^-M Psi
             Xm = X[:, mixed]; lam, M = f.lmbda[mixed], f.M[mixed]
             sm = np.where(Xm < 0, -1.0, 1.0)
-            out[:, mixed] = (sm*_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M) - mean_t[mixed])/scale_t[mixed]
+            out[:, mixed] = (sm*yj_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M) - mean_t[mixed])/scale_t[mixed]
     out[np.isnan(X)] = np.nan
     return out
 
@@ -893,7 +912,7 @@ def _from_frame(T, f: YJFrame):
         psi_mixed = np.exp(f.M)*T
         ls, s = np.nan_to_num(f.lam_s), f.sign
         u = s*T
-        u0 = _g(ls, -np.nan_to_num(f.c))                                          # frame value of x = 0
+        u0 = yj_g(ls, -np.nan_to_num(f.c))                                          # frame value of x = 0
         inside = u >= u0                                                          # same sign as the fitted group
         arg = ls*u
         dd = _ginv(ls, u)
@@ -934,9 +953,9 @@ class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 def _validate(self:YJTransformerMixin, X, reset:bool):
     "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
     refuse_unsupported(X)
-    _check_numeric_frame(X)
+    check_numeric_frame(X)
     if isinstance(X, pd.DataFrame) and X.shape[1] == 0: raise ValueError("X has no columns (0 features)")
-    names = _column_names(X)
+    names = column_names(X)
     X = as_float_frame(X)
     A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
     _check_finite(A, names)
