@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from fastcore.basics import patch
 
 from .federation import Channel, Party, as_rng, iid_split, label_skew_split, name_list
-from .smc import SMC, Shared, FixedPointOverflow
+from .smc import SMC, Shared, FixedPointOverflow, PartySMC, PartyShare, Program, run_programs
 from .yeojohnson import (TAU0, YMAX, ExpSearchState, YeoJohnsonWarning, YJAnchors, YJData, YJFrame, YJSums,
                                  yj_frame, yj_lambda_bounds, yj_moments_from_frame, yj_sum_bounds, yeo_johnson,
                                  yeo_johnson_inverse, yj_g, yj_gmu, yj_g_scaled, yj_gmu_scaled, YJTransformerMixin, refuse_unsupported,
@@ -26,7 +26,9 @@ from .yeojohnson import (TAU0, YMAX, ExpSearchState, YeoJohnsonWarning, YJAnchor
 __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
            'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums', 'statistic_exponents', 'normalization',
            'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'range_codes', 'YJClient',
-           'SecureFedYJ', 'revealed_values', 'communication_table', 'FedYeoJohnsonTransformer']
+           'SecureFedYJ', 'party_tree_max', 'yj_setup_program', 'party_secure_step', 'party_shared_totals',
+           'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'revealed_values',
+           'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #b43438cb
 def envelope_round(c, bits:int, up:bool) -> np.ndarray:
@@ -329,41 +331,86 @@ class SecureFedYJ(BaseEstimator):
         if self.precision != 'auto' and self.precision > 190:
             raise ValueError(f"precision must be at most 190 fractional bits, or 'auto'; got {self.precision}")
 
-# %% ../nbs/12_securefedyj.ipynb #e093ec60
-@patch
-def _setup(self:SecureFedYJ, smc:SMC, cl:list, names:list):
-    "The public anchors and the exact constancy bit of every feature, from one secure maximum."
-    d = len(names)
-    env = self.bounds is None
-    M = _tree_max(smc, [smc.input(c, c.setup_inputs(self.envelope_bits if env else None), 0, 2.0**63) for c in cl])
-    if env: A = anchors_from_envelope(smc.reveal(_rows(M, slice(0, 4)), exact=True))
-    else:
-        A = anchors_from_bounds(self.bounds)
-        if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
+# %% ../nbs/12_securefedyj.ipynb #3503508a
+def party_tree_max(smc:PartySMC, items:list):
+    "Generator: elementwise maximum of shared arrays, pairwise in ceil(log2 K) batched rounds."
+    while len(items) > 1:
+        h = len(items)//2
+        m = yield from smc.maximum(smc.stack(items[:h]), smc.stack(items[h:2*h]))
+        items = [m.rows(i) for i in range(h)] + items[2*h:]
+    return items[0]
+
+def yj_setup_program(smc:PartySMC, client, d:int, envelope_bits, bounds):
+    "Generator, one party's setup: the secure maximum of the envelope and range codes, the public anchors and the constancy bits (None, None for the dealer)."
+    env = bounds is None
+    x = None if client is None else client.setup_inputs(envelope_bits if env else None)
+    items = yield from smc.input_all(x, ((6 if env else 2), d), 0, 2.0**63)
+    M = yield from party_tree_max(smc, items)
+    A = None
+    if env:
+        E = yield from smc.reveal(M.rows(slice(0, 4)), exact=True)
+        if E is not None: A = anchors_from_envelope(E)
+    elif client is not None: A = anchors_from_bounds(bounds)
+    k = 4 if env else 0
+    spread = smc.add(M.rows(k), M.rows(k + 1))
+    c = yield from smc.reveal_bits((yield from smc.ltz(smc.add_public(spread, -1.0))))
+    return A, (None if c is None else c.astype(bool))
+
+# %% ../nbs/12_securefedyj.ipynb #34e5e16b
+def party_secure_step(smc:PartySMC, S:list, n_clients:int, f:int):
+    "Generator, one party's side of `secure_step`: its shares of the signs of S_phi D - n C and of the precision flags, opened (the dealer gets None)."
+    n, phi, psi, psi2, dpsi, pd = S
+    P = yield from smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])        # round 1: D at 2f, C at 3f
+    D, C = smc.sub(P[0], P[1]), smc.sub(P[2], P[3])
+    thr = smc.mul_public(n, (1 << (GUARD_BITS + 1))*n_clients << f)
+    G = smc.sub(D, PartyShare(thr.v, 2*f, thr.bound*2.0**-(2*f), thr.shape))
+    Q = yield from smc.mul_many([(phi, D), (n, C)])                                   # round 2: both at 3f
+    T = yield from smc.truncate(smc.stack([smc.sub(Q[0], Q[1]), G]), 2*f)
+    bits = yield from smc.reveal_bits((yield from smc.ltz(T)))
+    if bits is None: return None, None
+    return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
+
+def party_shared_totals(smc:PartySMC, ints, d:int, f:int, max_rows:int, who:str='') -> list:
+    "One party's shares of the six totals: its own integer statistics `ints` (checked against their bounds) are its share of the sum (no message); the dealer passes None."
+    if ints is not None:
+        ints = np.asarray(ints, dtype=object)
+        for i, k in enumerate(SCALES):
+            lim = (max_rows << (k*f)) + (max_rows << (k*f) >> 20)
+            big = [j for j, v in enumerate(ints[i]) if abs(v) > lim]
+            if big: raise FixedPointOverflow(f"{who}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}")
+    sh = smc.input_sum(ints, (6, d), 3*f, max_rows*(1 + 2.0**-20), encoded=True)
+    return [sh.rows(i, scale=k*f) for i, k in enumerate(SCALES)]
+
+# %% ../nbs/12_securefedyj.ipynb #59ee3e3b
+_FRAMES = {}
+def public_frame(lmbda, A:YJAnchors) -> tuple:
+    "`yj_frame` and `normalization` at a public lambda and public anchors. Public values: parties that run in one process (the simulator) share them through a small cache instead of each computing them."
+    key = (np.asarray(lmbda, dtype=np.float64).tobytes(),) + tuple(np.asarray(v).tobytes() for v in (A.pos_lo, A.pos_hi, A.neg_lo, A.neg_hi))
+    hit = _FRAMES.get(key)
+    if hit is None:
+        if len(_FRAMES) >= 64: _FRAMES.clear()
+        hit = _FRAMES[key] = (yj_frame(lmbda, A), normalization(lmbda, A))
+    return hit
+
+def yj_client_program(smc:PartySMC, X, names:list, f:int, t_max:int=128, envelope_bits:int=3, bounds=None,
+                      max_rows:int=2**20, ymax:float=YMAX):
+    "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state; returns the public result (lambdas, moments, path, flags)."
+    K, d, me = len(smc.parties), len(names), smc.me
+    smc.phase = ('setup',)
+    client = YJClient(me, None, X)
+    A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
+    if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
     if A.empty.any():
         j = np.flatnonzero(A.empty)
         raise ValueError(f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client")
-    k = 4 if env else 0
-    spread = smc.add(_rows(M, k), _rows(M, k + 1))                   # code(max x) - code(min x) >= 0
-    const = smc.reveal_bits(smc.ltz(smc.add_public(spread, -1.0))).astype(bool)
-    return A, const
-
-# %% ../nbs/12_securefedyj.ipynb #b6431144
-@patch
-def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, rounds:dict, f:int) -> ExpSearchState:
-    "The exponential search: one secure sign per feature and step, until every lambda has converged or `t_max` steps."
-    K, d, ch = len(cl), len(names), self.channel_
-    state = ExpSearchState.start(d, *yj_lambda_bounds(A, self.ymax))     # the search stays within the public bounds
+    client.prepare(A, names)
+    state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
     path, signs = [state.lmbda], []
-    bar = None
-    if self.progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=self.t_max, desc='SecureFedYJ', unit='step', file=sys.stderr)
-    while state.t < self.t_max and not (state.converged() | const).all():
-        ch.next_round(); rounds.setdefault('search', []).append(ch.round)
-        pf, norm = yj_frame(state.lmbda, A), normalization(state.lmbda, A)
-        S = _shared_totals(smc, {c: c.statistics(state.lmbda, pf, f, norm, state.bracket) for c in cl}, f, self.max_rows)
-        sg, guard = secure_step(smc, S, K, f)
+    while state.t < t_max and not (state.converged() | const).all():
+        smc.phase = ('search', state.t)
+        pf, norm = public_frame(state.lmbda, A)
+        S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
+        sg, guard = yield from party_secure_step(smc, S, K, f)
         if (guard & ~const).any():
             bad = np.flatnonzero(guard & ~const)
             raise FixedPointPrecisionError(
@@ -373,34 +420,45 @@ def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, 
         sg[const] = 0
         state = state.update(sg)
         path.append(state.lmbda); signs.append(sg)
-        if bar is not None: bar.update()
-    if bar is not None: bar.close()
-    self.signs_, self.path_ = np.array(signs, dtype=np.int8).reshape(-1, d), np.array(path)
-    return state
+    smc.phase = ('final',)
+    res = yield from yj_final_program(smc, client, A, state, const, names, f, max_rows, ymax, bounds is None)
+    res.update(signs=np.array(signs, dtype=np.int8).reshape(-1, d), path=np.array(path), anchors=A, constant=const)
+    return res
 
-# %% ../nbs/12_securefedyj.ipynb #ff3f58e7
-@patch
-def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchState, const, names:list, rounds:dict, f:int):
-    "The final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, computed in SMC and opened."
-    K, ch = len(cl), self.channel_
-    lb, ub = yj_lambda_bounds(A, self.ymax)
-    lam, bounded, conv = final_lambdas(state, lb, ub, const, names, self.ymax, what="constant",
-                                       bounds_from="the public envelope" if self.bounds is None else "the published bounds")
-    ch.next_round(); rounds['final'] = ch.round
-    pf, norm = yj_frame(lam, A), normalization(lam, A)
-    ints = [c.statistics(lam, pf, f, norm, state.bracket) for c in cl]
-    n, _, psi, psi2, _, _ = _shared_totals(smc, dict(zip(cl, ints)), f, self.max_rows)
-    r = smc.reciprocal(n, n_max=K*self.max_rows, scale=64)                        # 1/n at scale 64
-    P = smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
-    Dn = smc.truncate(smc.mul(smc.sub(P[0], P[1]), r), 64)                        # n var, scale 2f
-    mt = smc.truncate(P[2], 64)                                                   # mean, scale f
-    vt = smc.truncate(smc.mul(Dn, r), 64 + f)                                     # var, scale f
-    mv = smc.reveal(smc.stack([mt, vt]))
+# %% ../nbs/12_securefedyj.ipynb #20ebfa66
+def yj_final_program(smc:PartySMC, client, A, state, const, names, f:int, max_rows:int, ymax:float, env:bool=True):
+    "Generator: the final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, in SMC and opened (the dealer passes `client=None`)."
+    K, d = len(smc.parties), len(names)
+    lam = pf = norm = ints = None
+    if client is not None:
+        lb, ub = yj_lambda_bounds(A, ymax)
+        lam, bounded, conv = final_lambdas(state, lb, ub, const, names, ymax, what="constant",
+                                           bounds_from="the public envelope" if env else "the published bounds")
+        pf, norm = yj_frame(lam, A), normalization(lam, A)
+        ints = client.statistics(lam, pf, f, norm, state.bracket)
+    n, _, psi, psi2, _, _ = party_shared_totals(smc, ints, d, f, max_rows, smc.me)
+    r = yield from smc.reciprocal(n, n_max=K*max_rows, scale=64)
+    P = yield from smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
+    Dn = yield from smc.truncate((yield from smc.mul(smc.sub(P[0], P[1]), r)), 64)
+    mt = yield from smc.truncate(P[2], 64)
+    vt = yield from smc.truncate((yield from smc.mul(Dn, r)), 64 + f)
+    mv = yield from smc.reveal(smc.stack([mt, vt]))
+    if client is None: return None
     mean_t, var_t = mv[0]*2.0**norm['e_psi'], np.maximum(mv[1], 0)*4.0**norm['e_psi']
-    self.lambdas_, self.frame_, self.anchors_ = lam, pf, A
-    self.mean_, self.var_ = yj_moments_from_frame(mean_t, var_t, pf)
-    self.mean_t_, self.var_t_ = mean_t, var_t
-    self.constant_, self.bounded_, self.converged_ = const, bounded, conv
+    mean, var = yj_moments_from_frame(mean_t, var_t, pf)
+    return dict(lambdas=lam, frame=pf, mean=mean, var=var, mean_t=mean_t, var_t=var_t, bounded=bounded, converged=conv)
+
+# %% ../nbs/12_securefedyj.ipynb #2f6defa8
+def yj_dealer_program(smc:PartySMC, d:int, f:int, envelope_bits:int=3, bounds=None, max_rows:int=2**20):
+    "Generator, the server's program: it deals the correlated randomness of every step, following the parties' public phase; it holds no data and no share of any value."
+    K = len(smc.parties)
+    yield from yj_setup_program(smc, None, d, envelope_bits, bounds)
+    while True:
+        phase = yield from smc.wait_phase()
+        if phase == 'done': return None
+        S = party_shared_totals(smc, None, d, f, max_rows)
+        if phase[0] == 'search': yield from party_secure_step(smc, S, K, f)
+        else: yield from yj_final_program(smc, None, None, None, None, [None]*d, f, max_rows, YMAX)
 
 # %% ../nbs/12_securefedyj.ipynb #85df7999
 @patch
@@ -416,22 +474,27 @@ def fit(self:SecureFedYJ, clients, # one dataset per client (2-D arrays or DataF
                       YeoJohnsonWarning, stacklevel=2)
         return self._run(Xs, names, 190)
 
+# %% ../nbs/12_securefedyj.ipynb #f9331e01
 @patch
 def _run(self:SecureFedYJ, Xs:list, names:list, f:int):
-    "The protocol at precision `f`: setup, search, final round."
+    "The protocol at precision `f`: one `Program` per client (its rows only) and one for the server (the dealer), run by `run_programs` through one `Channel`."
     K, d = len(Xs), Xs[0].shape[1]
     self.channel_ = ch = Channel()
-    cl = [YJClient(f'client{k}', ch, X) for k, X in enumerate(Xs)]
     L = self.ring_bits or ring_bits_for(K, self.max_rows, f, self.stat_bits)
-    smc = SMC(cl, ch, dealer='server', ring_bits=L, stat_bits=self.stat_bits, rng=self.rng)
-    ch.next_round()
-    rounds = {'setup': ch.round}
+    parties = [f'client{k}' for k in range(K)]
+    seeds = np.random.SeedSequence(as_rng(self.rng).integers(2**63)).spawn(K + 1)
+    smcs = [PartySMC(p, parties, 'server', L, self.stat_bits, np.random.default_rng(s)) for p, s in zip(parties + ['server'], seeds)]
+    kw = dict(envelope_bits=self.envelope_bits, bounds=self.bounds, max_rows=self.max_rows)
+    progs = [Program(p, smc, yj_client_program(smc, X, names, f, self.t_max, ymax=self.ymax, **kw)) for p, smc, X in zip(parties, smcs, Xs)]
+    progs.append(Program('server', smcs[-1], yj_dealer_program(smcs[-1], d, f, **kw)))
     with np.errstate(all='ignore'):      # float trouble in the frames surfaces as FixedPointOverflow or a precision error
-        A, const = self._setup(smc, cl, names)
-        for c in cl: c.prepare(A, names)
-        state = self._search(smc, cl, A, const, names, rounds, f)
-        self._finish(smc, cl, A, state, const, names, rounds, f)
-    self.rounds_, self.ring_bits_, self.precision_ = rounds, L, f
+        res, rounds = run_programs(progs, ch, dealer='server')
+    r = res['client0']
+    self.lambdas_, self.frame_, self.anchors_, self.mean_, self.var_ = r['lambdas'], r['frame'], r['anchors'], r['mean'], r['var']
+    self.mean_t_, self.var_t_, self.constant_, self.bounded_, self.converged_ = r['mean_t'], r['var_t'], r['constant'], r['bounded'], r['converged']
+    self.signs_, self.path_ = r['signs'], r['path']
+    self.rounds_ = {'setup': rounds['setup'][0], 'search': rounds.get('search', []), 'final': rounds['final'][0]}
+    self.ring_bits_, self.precision_ = L, f
     self.n_clients_, self.n_features_in_, self.feature_names_ = K, d, names
     return self
 

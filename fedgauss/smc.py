@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from fastcore.basics import patch
 
 from .federation import Channel, as_rng
 
 # %% auto #0
 __all__ = ['RFC3526_P2048', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode', 'share',
-           'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum']
+           'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare',
+           'PartySMC', 'Program', 'ProtocolStalled', 'run_programs']
 
 # %% ../nbs/11_smc.ipynb #d86bba08
 class FixedPointOverflow(OverflowError):
@@ -595,3 +597,388 @@ def secure_sum(values:dict, channel:Channel|None=None, server:str='server', frac
                 m = _prg_mask(s, shape)
                 total = total - m if i < names.index(o) else total + m
     return np.ldexp(total.view(np.int64).astype(float), -frac_bits)
+
+# %% ../nbs/11_smc.ipynb #315fda38
+class PartyShare:
+    "One party's share `v` of a secret-shared array, its `scale` and public `bound`; the dealer's copy has `v=None` (it knows only shape, scale and bound)."
+    __slots__ = ('v', 'shape', 'scale', 'bound')
+    def __init__(self, v, scale:int, bound:float, shape=None):
+        self.v, self.scale, self.bound = v, int(scale), float(bound)
+        self.shape = tuple(shape) if v is None else np.shape(v)
+    def rows(self, idx, scale:int|None=None, bound:float|None=None) -> 'PartyShare':
+        "Row(s) `idx` (optionally re-declaring scale and bound)."
+        sc, b = self.scale if scale is None else scale, self.bound if bound is None else bound
+        if self.v is not None: return PartyShare(self.v[idx], sc, b)
+        return PartyShare(None, sc, b, np.empty(self.shape, dtype=np.int8)[idx].shape)
+
+# %% ../nbs/11_smc.ipynb #bfdc28f1
+class PartySMC:
+    "One party's side of `SMC`: it holds only its own shares, rng and mailbox, and advances as a generator (`yield` = wait for messages). `me` may be the dealer, whose side only deals."
+    def __init__(self, me:str, parties:list, dealer:str='server', ring_bits:int=256, stat_bits:int=40, rng=None):
+        self.me, self.parties, self.dealer = me, list(parties), dealer
+        if len(set(self.parties)) != len(self.parties) or dealer in self.parties: raise ValueError("parties must be distinct names, the dealer none of them")
+        if ring_bits < stat_bits + 8: raise ValueError(f"ring_bits={ring_bits} leaves no room above stat_bits={stat_bits}")
+        self.L, self.kappa, self.M = int(ring_bits), int(stat_bits), 1 << int(ring_bits)
+        self.mask, self.king = self.M - 1, self.parties[0]
+        self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
+        self.rng = as_rng(rng)
+        self.box, self.out, self.phase, self.wants_phase = [], [], None, False
+
+    max_value_bits, _bits_for = SMC.max_value_bits, SMC._bits_for
+    def _check(self, sh): self._bits_for(sh.bound, sh.scale); return sh
+
+# %% ../nbs/11_smc.ipynb #c4ee0834
+@patch
+def send(self:PartySMC, to:str, kind:str, payload):
+    "Queue a message; it leaves when this party next waits."
+    self.out.append((to, kind, payload))
+
+@patch
+def recv(self:PartySMC, kind:str, sender:str):
+    "Generator: the payload of the oldest message of `kind` from `sender`, waiting (yielding) until it is there."
+    while True:
+        for i, (s, k, p) in enumerate(self.box):
+            if s == sender and k == kind: del self.box[i]; return p
+        yield ('recv', kind, sender)
+
+@patch
+def wait_phase(self:PartySMC):
+    "Generator (the dealer's): wait until the computing parties announce their next public phase; returns it."
+    self.wants_phase = True
+    yield ('phase',)
+    return self.phase
+
+# %% ../nbs/11_smc.ipynb #542f8550
+@patch
+def lift(self:PartySMC, a:PartyShare, scale:int) -> PartyShare:
+    "Same value at a higher scale (exact)."
+    if scale < a.scale: raise ValueError("use truncate() to lower a scale")
+    if scale == a.scale: return a
+    v = None if a.v is None else (a.v * (1 << (scale - a.scale))) & self.mask
+    return self._check(PartyShare(v, scale, a.bound, a.shape))
+
+@patch
+def add(self:PartySMC, a:PartyShare, b:PartyShare) -> PartyShare:
+    "[a + b]"
+    s = max(a.scale, b.scale); a, b = self.lift(a, s), self.lift(b, s)
+    v = None if a.v is None else (a.v + b.v) & self.mask
+    return self._check(PartyShare(v, s, a.bound + b.bound, np.broadcast_shapes(a.shape, b.shape)))
+
+@patch
+def neg(self:PartySMC, a:PartyShare) -> PartyShare:
+    "[-a]"
+    return PartyShare(None if a.v is None else (-a.v) & self.mask, a.scale, a.bound, a.shape)
+
+@patch
+def sub(self:PartySMC, a:PartyShare, b:PartyShare) -> PartyShare:
+    "[a - b]"
+    return self.add(a, self.neg(b))
+
+@patch
+def mul_public(self:PartySMC, a:PartyShare, c) -> PartyShare:
+    "[c * a] for a public integer (array) `c`."
+    c = np.asarray(c, dtype=object)
+    cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
+    return self._check(PartyShare(None if a.v is None else (a.v * c) & self.mask, a.scale, a.bound * cmax, a.shape))
+
+@patch
+def add_public(self:PartySMC, a:PartyShare, c) -> PartyShare:
+    "[a + c] for a public real `c` (the king adds it)."
+    c = np.asarray(c, dtype=float)
+    e = encode(c, a.scale, self.L)
+    v = a.v if not self.is_king or a.v is None else (a.v + e) & self.mask
+    shape = a.shape if a.v is not None else np.broadcast_shapes(a.shape, c.shape)
+    return self._check(PartyShare(v, a.scale, a.bound + float(np.max(np.abs(c))) if c.size else a.bound, shape))
+
+@patch
+def stack(self:PartySMC, items:list, axis:int=0) -> PartyShare:
+    "Stack shares of equal shape along a new axis (lifted to the largest scale)."
+    s = max(t.scale for t in items); items = [self.lift(t, s) for t in items]
+    v = None if items[0].v is None else np.stack([t.v for t in items], axis)
+    shape = list(items[0].shape); shape.insert(axis, len(items))
+    return PartyShare(v, s, max(t.bound for t in items), shape)
+
+# %% ../nbs/11_smc.ipynb #e739f79f
+@patch
+def input_all(self:PartySMC, x, shape, scale:int, bound:float, encoded:bool=False):
+    "Generator: every computing party secret-shares its own `x` (|x| <= `bound`, same `shape`); returns one `PartyShare` per party, in party order."
+    mine = {}
+    if not self.is_dealer:
+        v = SMC._encode_input(self, self.me, x, scale, bound, encoded)
+        for p, s in zip(self.parties, share(v, len(self.parties), self.rng, self.L)):
+            if p == self.me: mine[p] = s
+            else: self.send(p, 'share', RingElements(s, self.L))
+        for p in self.parties:
+            if p != self.me: mine[p] = (yield from self.recv('share', p)).values
+    else: self._bits_for(bound, scale)
+    return [PartyShare(mine.get(p), scale, bound, shape) for p in self.parties]
+
+@patch
+def input_sum(self:PartySMC, x, shape, scale:int, bound:float, encoded:bool=False) -> PartyShare:
+    "The sum of the computing parties' inputs, shared with no message: each party's own input is its share."
+    v = None if self.is_dealer else SMC._encode_input(self, self.me, x, scale, bound, encoded)
+    total = float(bound) * len(self.parties)
+    self._bits_for(total, scale)
+    return PartyShare(v, scale, total, shape)
+
+# %% ../nbs/11_smc.ipynb #070e8bc2
+@patch
+def reveal(self:PartySMC, a:PartyShare, exact:bool=False):
+    "Generator: open `a` to every computing party (each sends its share to every other, kind 'reveal')."
+    if self.is_dealer: return None
+    for p in self.parties:
+        if p != self.me: self.send(p, 'reveal', RingElements(a.v, self.L))
+    tot = a.v
+    for p in self.parties:
+        if p != self.me: tot = tot + (yield from self.recv('reveal', p)).values
+    return to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
+
+@patch
+def reveal_bits(self:PartySMC, b):
+    "Generator: open XOR-shared bits (this party's uint8 array `b`) to every computing party."
+    if self.is_dealer: return None
+    for p in self.parties:
+        if p != self.me: self.send(p, 'reveal', _pack(b))
+    tot = b.copy()
+    for p in self.parties:
+        if p != self.me: tot ^= _unpack((yield from self.recv('reveal', p)), b.shape)
+    return tot
+
+@patch
+def open(self:PartySMC, x, xor:bool=False, kind:str='masked'):
+    "Generator: king-based opening of this party's share `x` of a *masked* value (ring, or bits with `xor`): everyone learns it."
+    k, shape = self.king, np.shape(x)
+    if not self.is_king:
+        self.send(k, kind, _pack(x) if xor else RingElements(x, self.L))
+        got = yield from self.recv(kind, k)
+        return _unpack(got, shape) if xor else got.values
+    tot = x.copy() if xor else x
+    for p in self.parties[1:]:
+        got = yield from self.recv(kind, p)
+        tot = (tot ^ _unpack(got, shape)) if xor else tot + got.values
+    if not xor: tot = tot & self.mask
+    for p in self.parties[1:]: self.send(p, kind, _pack(tot) if xor else RingElements(tot, self.L))
+    return tot
+
+# %% ../nbs/11_smc.ipynb #de701ea2
+@patch
+def deal(self:PartySMC, make, shape, n:int=1):
+    "Generator: the dealer shares the `n` ring arrays `make()` returns (one message per party); a party receives its shares. Returns a list of `n` arrays (None for the dealer)."
+    if self.is_dealer:
+        V = np.stack([np.asarray(v, dtype=object) for v in make()])
+        for p, s in zip(self.parties, share(V, len(self.parties), self.rng, self.L)): self.send(p, 'dealer', RingElements(s, self.L))
+        return [None] * n
+    got = (yield from self.recv('dealer', self.dealer)).values
+    return [got[k] for k in range(n)]
+
+@patch
+def deal_bits(self:PartySMC, make, shapes:list):
+    "Generator: the dealer XOR-shares the bit arrays `make()` returns (shapes `shapes`), one packed message per party. Returns one array per shape."
+    cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
+    if self.is_dealer:
+        flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in make()])
+        K = len(self.parties)
+        sh = random_bits(self.rng, (K, flat.size))
+        sh[-1] = flat ^ np.bitwise_xor.reduce(sh[:-1], axis=0) if K > 1 else flat
+        for k, p in enumerate(self.parties): self.send(p, 'dealer', _pack(sh[k]))
+        return [None] * len(shapes)
+    got = _unpack((yield from self.recv('dealer', self.dealer)), (int(cuts[-1]),))
+    return [got[cuts[i]:cuts[i + 1]].reshape(t) for i, t in enumerate(shapes)]
+
+# %% ../nbs/11_smc.ipynb #b10c674d
+@patch
+def mul(self:PartySMC, x:PartyShare, y:PartyShare) -> PartyShare:
+    "Generator: [x * y] (elementwise, broadcasting) with a Beaver triple; scale x.scale + y.scale."
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
+    self._bits_for(out_bound, out_scale)
+    def make():
+        a, b = random_ints(self.rng, shape, self.L), random_ints(self.rng, shape, self.L)
+        return a, b, (a * b) & self.mask
+    A, B, C = yield from self.deal(make, shape, 3)
+    if self.is_dealer: return PartyShare(None, out_scale, out_bound, shape)
+    de = yield from self.open(np.stack([np.broadcast_to(x.v, shape) - A, np.broadcast_to(y.v, shape) - B]) & self.mask)
+    d, e = de[0], de[1]
+    z = (C + d * B + e * A + (d * e if self.is_king else 0)) & self.mask
+    return PartyShare(z, out_scale, out_bound)
+
+# %% ../nbs/11_smc.ipynb #38127fcc
+@patch
+def mul_many(self:PartySMC, pairs:list) -> list:
+    "Generator: several products in one round (one bundle of triples, one opening); an operand used twice (the same object) is opened once."
+    shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
+    for x, y in pairs: self._bits_for(x.bound * y.bound, x.scale + y.scale)
+    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)): raise ValueError("mul_many: operands must have equal shapes")
+    ops, pos = [], {}
+    for x, y in pairs:
+        for u in (x, y):
+            if id(u) not in pos: pos[id(u)] = len(ops); ops.append(u)
+    cut = np.cumsum([0] + [math.prod(u.shape) for u in ops])
+    seg = lambda v, j: v[cut[j]:cut[j + 1]]
+    def make():
+        a = random_ints(self.rng, cut[-1], self.L)
+        return [np.concatenate([a] + [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs])]
+    AC, = yield from self.deal(make, None, 1)
+    if self.is_dealer: return [PartyShare(None, x.scale + y.scale, x.bound * y.bound, s) for (x, y), s in zip(pairs, shapes)]
+    d = yield from self.open(np.concatenate([u.v.ravel() for u in ops]) - AC[:cut[-1]] & self.mask)
+    out, off = [], cut[-1]
+    for (x, y), s in zip(pairs, shapes):
+        m = math.prod(s); i, j = pos[id(x)], pos[id(y)]
+        dx, dy = seg(d, i), seg(d, j)
+        z = (AC[off:off + m] + dx * seg(AC, j) + dy * seg(AC, i) + (dx * dy if self.is_king else 0)) & self.mask
+        out.append(PartyShare(z.reshape(s), x.scale + y.scale, x.bound * y.bound)); off += m
+    return out
+
+# %% ../nbs/11_smc.ipynb #e8705311
+@patch
+def truncate(self:PartySMC, a:PartyShare, k:int) -> PartyShare:
+    "Generator: [a] at scale a.scale - k (probabilistic truncation, error below one unit in the last place)."
+    if k <= 0: return a
+    if k > a.scale: raise ValueError(f"cannot truncate {k} bits from a value at scale {a.scale}")
+    ell = self._bits_for(a.bound, a.scale)
+    def make():
+        r_hi, r_lo = random_ints(self.rng, a.shape, ell + self.kappa - k), random_ints(self.rng, a.shape, k)
+        return (r_hi << k) + r_lo, r_hi
+    R, Rhi = yield from self.deal(make, a.shape, 2)
+    out_bound = a.bound + 2.0 ** -(a.scale - k)
+    if self.is_dealer: return PartyShare(None, a.scale - k, out_bound, a.shape)
+    off = 1 << (ell - 1)
+    c = yield from self.open((a.v + R + (off if self.is_king else 0)) & self.mask)
+    w = (((c >> k) - (off >> k) if self.is_king else 0) - Rhi) & self.mask
+    return PartyShare(w, a.scale - k, out_bound)
+
+# %% ../nbs/11_smc.ipynb #582c4f6d
+@patch
+def bitlt(self:PartySMC, c_bits, r_bits, shape, m:int):
+    "Generator: this party's XOR share of [c < r] for public bits `c_bits` and shared bits `r_bits` (last axis m: bit i = 2**i)."
+    ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]
+    tshapes = [tuple(shape) + (m - d,) for d in ds]
+    def make():
+        out = []
+        for s in tshapes:
+            a, b = random_bits(self.rng, s), random_bits(self.rng, s)
+            out += [a, b, a & b]
+        return out
+    T = yield from self.deal_bits(make, [s for s in tshapes for _ in range(3)])
+    if self.is_dealer: return None
+    E = r_bits ^ c_bits if self.is_king else r_bits.copy()
+    for i, d in enumerate(ds):                                      # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
+        A, B, C = T[3*i:3*i + 3]
+        X, Y = E[..., :m - d], E[..., d:]
+        de = yield from self.open(np.stack([X ^ A, Y ^ B]), xor=True)
+        both = C ^ (de[0] & B) ^ (de[1] & A) ^ ((de[0] & de[1]) if self.is_king else 0)
+        E = np.concatenate([X ^ Y ^ both, E[..., m - d:]], axis=-1)
+    nc = (1 - c_bits).astype(np.uint8)
+    G = E ^ np.concatenate([E[..., 1:], np.zeros_like(E[..., :1])], axis=-1)
+    return np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
+
+# %% ../nbs/11_smc.ipynb #70cecca8
+@patch
+def ltz(self:PartySMC, x:PartyShare):
+    "Generator: this party's XOR share of [x < 0] (uint8 array; None for the dealer)."
+    ell = self._bits_for(x.bound, x.scale); m = ell - 1
+    st = {}
+    def make():
+        st['lo'], st['hi'] = random_ints(self.rng, x.shape, m), random_ints(self.rng, x.shape, self.kappa + 1)
+        return [(st['hi'] << m) + st['lo']]
+    R, = yield from self.deal(make, x.shape, 1)
+    Rb, Rpar = yield from self.deal_bits(lambda: (_int_bits(st['lo'], m), _int_bits(st['hi'], 1)[..., 0]), [tuple(x.shape) + (m,), x.shape])
+    if self.is_dealer:
+        yield from self.bitlt(None, None, x.shape, m); return None
+    c = yield from self.open((x.v + R + ((1 << m) if self.is_king else 0)) & self.mask)
+    u = yield from self.bitlt(_int_bits(c, m), Rb, x.shape, m)
+    return u ^ Rpar ^ ((_int_bits(c >> m, 1)[..., 0] ^ 1) if self.is_king else 0)
+
+# %% ../nbs/11_smc.ipynb #70d7ad58
+@patch
+def b2a(self:PartySMC, b, shape) -> PartyShare:
+    "Generator: XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
+    st = {}
+    def bits(): st['s'] = random_bits(self.rng, shape); return [st['s']]
+    Sb, = yield from self.deal_bits(bits, [shape])
+    Sa, = yield from self.deal(lambda: [st['s'].astype(object)], shape, 1)
+    if self.is_dealer: return PartyShare(None, 0, 1.0, shape)
+    v = (yield from self.open(b ^ Sb, xor=True)).astype(object)
+    return PartyShare(((v if self.is_king else 0) + (1 - 2 * v) * Sa) & self.mask, 0, 1.0)
+
+@patch
+def maximum(self:PartySMC, a:PartyShare, b:PartyShare) -> PartyShare:
+    "Generator: [max(a, b)] elementwise, one comparison and one multiplication."
+    s = max(a.scale, b.scale); a, b = self.lift(a, s), self.lift(b, s)
+    d = self.sub(a, b)
+    lt = yield from self.b2a((yield from self.ltz(d)), d.shape)
+    m = self.add(a, (yield from self.mul(lt, self.sub(b, a))))
+    return PartyShare(m.v, s, max(a.bound, b.bound), m.shape)
+
+# %% ../nbs/11_smc.ipynb #9d9303f9
+@patch
+def reciprocal(self:PartySMC, n:PartyShare, n_max:int, scale:int=64, iters:int|None=None) -> PartyShare:
+    "Generator: [1/n] at `scale` for a shared integer count 1 <= n <= n_max (Newton from a power-of-two start)."
+    if n.scale != 0: raise ValueError("reciprocal expects an integer (scale 0)")
+    K = max(1, int(n_max).bit_length())
+    if scale < K + 2: raise ValueError(f"scale={scale} is too small for counts up to {n_max}")
+    ks = np.arange(1, K + 1); shp = (K,) + tuple(n.shape)
+    big = PartyShare(None if n.v is None else np.broadcast_to(n.v, shp).copy(), 0, float(max(n_max, 2 ** K)), shp)
+    big = self.add_public(big, -(2.0 ** ks).reshape((K,) + (1,) * len(n.shape)))
+    lt = yield from self.ltz(big)
+    ge = yield from self.b2a(None if lt is None else lt ^ (1 if self.is_king else 0), shp)      # b_k = [n >= 2^k]
+    coef = np.array([1 << (scale - k - 1) for k in range(1, K + 1)], dtype=object).reshape((K,) + (1,) * len(n.shape))
+    zv = None if ge.v is None else (((1 << (scale - 1)) if self.is_king else 0) - (ge.v * coef).sum(axis=0)) & self.mask
+    z = PartyShare(zv, scale, 1.0, n.shape)
+    for _ in range(iters if iters is not None else max(1, math.ceil(math.log2(scale)) + 1)):
+        nz = yield from self.mul(n, z)
+        two_minus = self.add_public(self.neg(nz), 2.0); two_minus.bound = 2.0
+        z = yield from self.truncate((yield from self.mul(z, two_minus)), scale); z.bound = 1.0
+    return z
+
+# %% ../nbs/11_smc.ipynb #456ecd0f
+class Program:
+    "A party's program as a step function: `step(inbox) -> outbox`, its state the party's own (`ctx`: its `PartySMC` with mailbox and phase) and a suspended generator; `result` once it has finished."
+    def __init__(self, name:str, ctx, gen):
+        self.name, self.ctx, self.gen, self.done, self.result, self.waiting = name, ctx, gen, False, None, None
+    def step(self, inbox:list) -> list:
+        "Deliver `inbox` (a list of (sender, kind, payload)), run until the program waits or ends; return its outbox (receiver, kind, payload)."
+        self.ctx.box.extend(inbox)
+        try: self.waiting = next(self.gen)
+        except StopIteration as e: self.done, self.result, self.waiting = True, e.value, None
+        out, self.ctx.out = self.ctx.out, []
+        return out
+
+# %% ../nbs/11_smc.ipynb #43883b8b
+class ProtocolStalled(RuntimeError):
+    "No program can advance: a party waits for a message that will never come."
+
+def run_programs(programs:list, channel:Channel, dealer:str|None=None) -> dict:
+    "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
+    progs = {p.name: p for p in programs}
+    inbox = {n: [] for n in progs}
+    parties = [n for n in progs if n != dealer]
+    rounds, seen = {}, ('setup',)
+    channel.next_round(); rounds.setdefault('setup', []).append(channel.round)
+    fresh, errors = set(progs), {}
+    while not all(p.done for p in progs.values()):
+        moved = False
+        for n, p in progs.items():
+            if p.done: continue
+            if n == dealer and p.ctx.wants_phase:
+                ph = ['done' if progs[q].done else progs[q].ctx.phase for q in parties]
+                if len(set(map(str, ph))) != 1 or str(ph[0]) == str(seen): continue
+                seen = p.ctx.phase = ph[0]; p.ctx.wants_phase = False
+                if ph[0] != 'done':
+                    channel.next_round(); rounds.setdefault(ph[0][0], []).append(channel.round)
+            elif n not in fresh and not inbox[n]: continue
+            fresh.discard(n)
+            got, inbox[n] = inbox[n], []
+            try: out = p.step(got)
+            except Exception as e:                        # what it sent before failing leaves; the others go on
+                errors[n], p.done, out, p.ctx.out = e, True, p.ctx.out, []
+            for r, kind, payload in out:
+                channel.send(n, r, kind, payload)
+                inbox[r].append((n, kind, channel.receive(r, kind, sender=n)))
+            moved = True
+        if not moved and errors: break
+        if not moved:
+            waits = {n: p.waiting for n, p in progs.items() if not p.done}
+            raise ProtocolStalled(f"round {channel.round}: no party can advance; waiting: {waits}")
+    if errors: raise errors[next(n for n in progs if n in errors)]     # the first party, in order, that failed
+    return {n: p.result for n, p in progs.items()}, rounds
