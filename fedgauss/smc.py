@@ -948,16 +948,21 @@ class Program:
 class ProtocolStalled(RuntimeError):
     "No program can advance: a party waits for a message that will never come."
 
-def run_programs(programs:list, channel:Channel, dealer:str|None=None) -> dict:
+def run_programs(programs:list, # one `Program` per party (and the dealer's)
+                 channel:Channel, # routes and records every message
+                 dealer:str|None=None, # name of the program that follows the parties' phase
+                 bsp:bool=False, # bulk-synchronous: messages sent in a pass are delivered in the next (as a server relaying between processes would); `rounds['passes']` counts the passes
+                ) -> tuple:
     "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
     progs = {p.name: p for p in programs}
     inbox = {n: [] for n in progs}
     parties = [n for n in progs if n != dealer]
     rounds, seen = {}, ('setup',)
     channel.next_round(); rounds.setdefault('setup', []).append(channel.round)
-    fresh, errors = set(progs), {}
+    fresh, errors, passes = set(progs), {}, 0
     while not all(p.done for p in progs.values()):
-        moved = False
+        moved, later = False, {n: [] for n in progs}
+        passes += 1
         for n, p in progs.items():
             if p.done: continue
             if n == dealer and p.ctx.wants_phase:
@@ -974,11 +979,13 @@ def run_programs(programs:list, channel:Channel, dealer:str|None=None) -> dict:
                 errors[n], p.done, out, p.ctx.out = e, True, p.ctx.out, []
             for r, kind, payload in out:
                 channel.send(n, r, kind, payload)
-                inbox[r].append((n, kind, channel.receive(r, kind, sender=n)))
+                (later if bsp else inbox)[r].append((n, kind, channel.receive(r, kind, sender=n)))
             moved = True
+        for r, v in later.items(): inbox[r] += v
         if not moved and errors: break
         if not moved:
             waits = {n: p.waiting for n, p in progs.items() if not p.done}
             raise ProtocolStalled(f"round {channel.round}: no party can advance; waiting: {waits}")
     if errors: raise errors[next(n for n in progs if n in errors)]     # the first party, in order, that failed
+    rounds['passes'] = [passes]
     return {n: p.result for n, p in progs.items()}, rounds

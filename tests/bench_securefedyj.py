@@ -24,10 +24,9 @@ def timed(f):
 
 
 def where_the_time_goes(clients, t_max):
-    "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, SMC."
+    "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, and the rest (SMC)."
     T = defaultdict(float)
-    orig = {'local sums (float64, as pooled ExpYJ)': (YJData, '_group_sums'), 'exact public-frame statistics': (S, 'public_frame_sums'),
-            'SMC: one ExpYJ step (products, comparison, opening)': (S, 'secure_step')}
+    orig = {'local sums (float64, as pooled ExpYJ)': (YJData, '_group_sums'), 'exact public-frame statistics': (S, 'public_frame_sums')}
     saved = {}
     for name, (obj, attr) in orig.items():
         f = getattr(obj, attr); saved[name] = f
@@ -39,7 +38,7 @@ def where_the_time_goes(clients, t_max):
     finally:
         for name, (obj, attr) in orig.items(): setattr(obj, attr, saved[name])
     T['exact public-frame statistics'] -= T['local sums (float64, as pooled ExpYJ)']
-    T['other: setup (envelope), preparation, final round, checks'] = w - sum(T.values())
+    T['SMC (per-party programs, routing), setup, final round, checks'] = w - sum(T.values())
     return w, T
 
 
