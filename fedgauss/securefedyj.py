@@ -393,21 +393,24 @@ def public_frame(lmbda, A:YJAnchors) -> tuple:
     return hit
 
 def yj_client_program(smc:PartySMC, X, names:list, f:int, t_max:int=128, envelope_bits:int=3, bounds=None,
-                      max_rows:int=2**20, ymax:float=YMAX):
-    "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state; returns the public result (lambdas, moments, path, flags)."
+                      max_rows:int=2**20, ymax:float=YMAX, resume:dict|None=None):
+    "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state (saved with `smc.save` at each phase; `resume`: go on from such a state); returns the public result."
     K, d, me = len(smc.parties), len(names), smc.me
-    smc.phase = ('setup',)
     client = YJClient(me, None, X)
-    A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
-    if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
-    if A.empty.any():
-        j = np.flatnonzero(A.empty)
-        raise ValueError(f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client")
+    if resume is None:
+        smc.phase = ('setup',)
+        A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
+        if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
+        if A.empty.any():
+            j = np.flatnonzero(A.empty)
+            raise ValueError(f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client")
+        state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
+        path, signs = [state.lmbda], []
+    else: A, const, state, path, signs = (resume[k] for k in ('A', 'const', 'state', 'path', 'signs'))
     client.prepare(A, names)
-    state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
-    path, signs = [state.lmbda], []
     while state.t < t_max and not (state.converged() | const).all():
         smc.phase = ('search', state.t)
+        smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
         pf, norm = public_frame(state.lmbda, A)
         S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
         sg, guard = yield from party_secure_step(smc, S, K, f)
@@ -421,6 +424,7 @@ def yj_client_program(smc:PartySMC, X, names:list, f:int, t_max:int=128, envelop
         state = state.update(sg)
         path.append(state.lmbda); signs.append(sg)
     smc.phase = ('final',)
+    smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
     res = yield from yj_final_program(smc, client, A, state, const, names, f, max_rows, ymax, bounds is None)
     res.update(signs=np.array(signs, dtype=np.int8).reshape(-1, d), path=np.array(path), anchors=A, constant=const)
     return res

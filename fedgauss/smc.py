@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
-import hashlib, math, numbers, random, secrets
+import copy, hashlib, math, numbers, random, secrets
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -622,7 +622,7 @@ class PartySMC:
         self.mask, self.king = self.M - 1, self.parties[0]
         self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
         self.rng = as_rng(rng)
-        self.box, self.out, self.phase, self.wants_phase = [], [], None, False
+        self.box, self.out, self.phase, self.wants_phase, self.checkpoint = [], [], None, False, None
 
     max_value_bits, _bits_for = SMC.max_value_bits, SMC._bits_for
     def _check(self, sh): self._bits_for(sh.bound, sh.scale); return sh
@@ -647,6 +647,18 @@ def wait_phase(self:PartySMC):
     self.wants_phase = True
     yield ('phase',)
     return self.phase
+
+# %% ../nbs/11_smc.ipynb #01a140d8
+@patch
+def save(self:PartySMC, prog:dict):
+    "A checkpoint at a phase boundary: the program's own state `prog` (plain data), this party's rng state, its unread mailbox and phase. A transport that cannot keep a suspended generator (a process per message) resumes from it."
+    self.checkpoint = dict(prog=prog, rng=copy.deepcopy(self.rng.bit_generator.state), box=list(self.box), phase=self.phase)
+
+@patch
+def restore(self:PartySMC, ck:dict):
+    "Back to checkpoint `ck` (rng state, mailbox, phase); the program is then rebuilt from `ck['prog']`."
+    self.rng.bit_generator.state = copy.deepcopy(ck['rng']); self.box[:] = list(ck['box']); self.phase = ck['phase']
+    self.checkpoint = ck
 
 # %% ../nbs/11_smc.ipynb #542f8550
 @patch
