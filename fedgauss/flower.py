@@ -127,7 +127,7 @@ def client_app():
         nc = dict(context.node_config)
         if 'data-path' not in nc: nc['data-path'] = req['data_paths'][int(nc['partition-id'])]
         try: state, reply = party_handle(state, nc, req)
-        except Exception as e: reply = dict(error=f"{type(e).__name__}: {e}")
+        except Exception as e: reply = dict(error=f"{type(e).__name__}: {e}", partition=nc.get('partition-id'))
         context.state['fedgauss'] = ConfigRecord({'state': pickle.dumps(state, protocol=5)})
         return Message(RecordDict({'fedgauss': ConfigRecord({'blob': pickle.dumps(reply, protocol=5)})}), reply_to=msg)
     return app
@@ -161,7 +161,10 @@ class Relay:
             if m.has_error(): raise FlowerRunError(f"{p} (node {m.metadata.src_node_id}) failed in round {self.channel.round} ({what}): {m.error.reason}")
             blob = m.content['fedgauss']['blob']; self.wire += len(blob)
             got[p] = pickle.loads(blob)
-            if 'error' in got[p]: raise FlowerRunError(f"{p} (node {self.node[p]}), round {self.channel.round} ({what}): {got[p]['error']}")
+            if 'error' in got[p]:
+                pid = got[p].get('partition')
+                if what == 'keys and data check' and pid is not None: p = f'client{int(pid)}'   # named after its partition, as below
+                raise FlowerRunError(f"{p} (node {m.metadata.src_node_id}), round {self.channel.round} ({what}): {got[p if p in got else self.party[m.metadata.src_node_id]]['error']}")
         miss = [p for p in reqs if p not in got]
         if miss: raise FlowerRunError(f"{', '.join(f'{p} (node {self.node[p]})' for p in miss)} did not answer within {self.timeout} s "
                                       f"in round {self.channel.round} ({what}); the run is stopped and no result is reported")
