@@ -30,6 +30,7 @@ test_requirements = (cfg.get('test_requirements') or '').split()
 learn_requirements = (cfg.get('learn_requirements') or '').split()
 # `fast`: gmpy2, the big-integer backend of fedgauss.paillier (pure Python works without it, several times slower).
 fast_requirements = (cfg.get('fast_requirements') or '').split()
+flower_requirements = (cfg.get('flower_requirements') or '').split()
 
 package_data = dict()
 pkg_data = cfg.get('package_data', None)
@@ -52,7 +53,7 @@ setuptools.setup(
     include_package_data = True,
     install_requires = requirements,
     extras_require={ 'dev': dev_requirements + test_requirements, 'test': test_requirements,
-                     'learn': learn_requirements + test_requirements, 'fast': fast_requirements },     # the notebooks import the peers they compare with
+                     'learn': learn_requirements + test_requirements, 'fast': fast_requirements, 'flower': flower_requirements },     # the notebooks import the peers they compare with
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

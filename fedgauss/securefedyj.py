@@ -16,20 +16,44 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from fastcore.basics import patch
 
 from .federation import Channel, Party, as_rng, iid_split, label_skew_split, name_list
-from .smc import SMC, Shared, FixedPointOverflow
-from .yeojohnson import (TAU0, YMAX, ExpSearchState, YeoJohnsonWarning, YJAnchors, YJData, YJFrame, YJSums,
-                                 yj_frame, yj_lambda_bounds, yj_moments_from_frame, yj_sum_bounds, yeo_johnson,
-                                 yeo_johnson_inverse, _g, _gmu, _g_scaled, _gmu_scaled, _to_frame, _from_frame, YJTransformerMixin, refuse_unsupported,
-                                 _check_numeric_frame, _column_names, final_lambdas, ExpYJResult)
+from .smc import SMC, Shared, FixedPointOverflow, PartySMC, PartyShare, Program, run_programs
+from fedgauss.yeojohnson import (
+    TAU0,
+    YMAX,
+    ExpSearchState,
+    YeoJohnsonWarning,
+    YJAnchors,
+    YJData,
+    YJFrame,
+    YJSums,
+    yj_frame,
+    yj_lambda_bounds,
+    yj_moments_from_frame,
+    yj_sum_bounds,
+    yeo_johnson,
+    yeo_johnson_inverse,
+    yj_g,
+    yj_gmu,
+    yj_g_scaled,
+    yj_gmu_scaled,
+    YJTransformerMixin,
+    refuse_unsupported,
+    check_numeric_frame,
+    column_names,
+    final_lambdas,
+    ExpYJResult,
+)
 
 # %% auto #0
 __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
            'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums', 'statistic_exponents', 'normalization',
            'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'range_codes', 'YJClient',
-           'SecureFedYJ', 'revealed_values', 'communication_table', 'FedYeoJohnsonTransformer']
+           'SecureFedYJ', 'party_tree_max', 'yj_setup_program', 'party_secure_step', 'party_shared_totals',
+           'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'revealed_values',
+           'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #b43438cb
-def envelope_round(c, bits:int, up:bool) -> np.ndarray:
+def envelope_round(c, bits: int, up: bool) -> np.ndarray:
     "Round non-negative `c` outward to `bits` significant bits: up (towards +inf) or down (towards 0); 0 and NaN stay."
     c = np.asarray(c, dtype=np.float64)
     with np.errstate(invalid='ignore'):
@@ -37,18 +61,24 @@ def envelope_round(c, bits:int, up:bool) -> np.ndarray:
         q = np.ceil(np.ldexp(m, bits)) if up else np.floor(np.ldexp(m, bits))
         return np.where(c > 0, np.ldexp(q, e - bits), c)
 
-INF_PATTERN = int(np.array(np.inf).view(np.int64))     # the bit pattern of +inf: larger than that of any finite float
 
-def _step(v, direction, k=2): 
-    for _ in range(k): v = np.nextafter(v, direction)
+INF_PATTERN = int(np.array(np.inf).view(np.int64))  # the bit pattern of +inf: larger than that of any finite float
+
+
+def _step(v, direction, k=2):
+    for _ in range(k):
+        v = np.nextafter(v, direction)
     return v
 
-def local_envelope(anchors:YJAnchors, bits:int=3) -> np.ndarray:
+
+def local_envelope(anchors: YJAnchors, bits: int = 3) -> np.ndarray:
     "A client's (4, d) integers for the secure maximum: patterns of its rounded-up log1p maxima (x >= 0, x < 0), then minus those of its rounded-down minima; -1 / -inf marks a group it lacks."
     rows = []
     for hi in (anchors.pos_hi, anchors.neg_hi):
         with np.errstate(invalid='ignore'):
-            v = envelope_round(np.where(hi > 0, _step(np.log1p(hi), np.inf), hi), bits, up=True)   # above log1p(max |x|); 0 stays 0
+            v = envelope_round(
+                np.where(hi > 0, _step(np.log1p(hi), np.inf), hi), bits, up=True
+            )  # above log1p(max |x|); 0 stays 0
         rows.append(np.where(np.isnan(v), -1, np.nan_to_num(v).view(np.int64)))
     for lo in (anchors.pos_lo, anchors.neg_lo):
         v = envelope_round(np.maximum(_step(np.log1p(lo), -np.inf), 0.0), bits, up=False)
@@ -57,241 +87,338 @@ def local_envelope(anchors:YJAnchors, bits:int=3) -> np.ndarray:
     out[:] = [[int(t) for t in r] for r in rows]
     return out
 
+
 def anchors_from_envelope(env) -> YJAnchors:
     "Public anchors from the opened (4, d) envelope: the rounded log1p extremes mapped back to |x| and rounded outward again."
     E = np.array([[int(t) for t in r] for r in np.asarray(env, dtype=object)], dtype=np.int64)
+
     def hi(p):
         v = np.where(p < 0, np.nan, np.maximum(p, 0).view(np.float64))
-        with np.errstate(over='ignore'): h = _step(np.expm1(v), np.inf)
-        return np.where(p == 0, 0.0, np.minimum(h, np.finfo(np.float64).max))   # no float lies beyond the largest
+        with np.errstate(over='ignore'):
+            h = _step(np.expm1(v), np.inf)
+        return np.where(p == 0, 0.0, np.minimum(h, np.finfo(np.float64).max))  # no float lies beyond the largest
+
     def lo(p):
         p = -p
         v = np.where(p >= INF_PATTERN, np.nan, np.minimum(p, INF_PATTERN - 1).view(np.float64))
         return np.where(p == 0, 0.0, np.maximum(_step(np.expm1(v), -np.inf), 0.0))
+
     return YJAnchors(lo(E[2]), hi(E[0]), lo(E[3]), hi(E[1]))
+
 
 def anchors_from_bounds(bounds) -> YJAnchors:
     "Public anchors from published per-feature bounds: an array (d, 2) of [low, high] that every value lies in."
     B = np.asarray(bounds, dtype=np.float64)
-    if B.ndim != 2 or B.shape[1] != 2: raise ValueError(f"bounds must have shape (n_features, 2); got {B.shape}")
+    if B.ndim != 2 or B.shape[1] != 2:
+        raise ValueError(f"bounds must have shape (n_features, 2); got {B.shape}")
     lo, hi = B[:, 0], B[:, 1]
-    if not np.isfinite(B).all(): raise ValueError("bounds must be finite")
-    if (lo > hi).any(): raise ValueError(f"bounds of feature(s) {np.flatnonzero(lo > hi).tolist()} have low > high")
-    pos_lo = np.where(lo >= 0, lo, np.where(hi >= 0, 0.0, np.nan)); pos_hi = np.where(hi >= 0, hi, np.nan)
-    neg_lo = np.where(hi < 0, -hi, np.where(lo < 0, 0.0, np.nan)); neg_hi = np.where(lo < 0, -lo, np.nan)
+    if not np.isfinite(B).all():
+        raise ValueError("bounds must be finite")
+    if (lo > hi).any():
+        raise ValueError(f"bounds of feature(s) {np.flatnonzero(lo > hi).tolist()} have low > high")
+    pos_lo = np.where(lo >= 0, lo, np.where(hi >= 0, 0.0, np.nan))
+    pos_hi = np.where(hi >= 0, hi, np.nan)
+    neg_lo = np.where(hi < 0, -hi, np.where(lo < 0, 0.0, np.nan))
+    neg_hi = np.where(lo < 0, -lo, np.nan)
     return YJAnchors(pos_lo, pos_hi, neg_lo, neg_hi)
 
 # %% ../nbs/12_securefedyj.ipynb #c1388621
-W_EXACT = 256        # fractional bits of the exact intermediate integers (more than precision + 64)
-HP_RATIO = 2.0**12   # one-signed groups farther than this many spreads from the public anchor get 60-digit offsets
+W_EXACT = 256  # fractional bits of the exact intermediate integers (more than precision + 64)
+HP_RATIO = 2.0**12  # one-signed groups farther than this many spreads from the public anchor get 60-digit offsets
 
-def _fx(x, W:int=W_EXACT) -> np.ndarray:
+
+def _fx(x, W: int = W_EXACT) -> np.ndarray:
     "floor-toward-zero of x 2**W as Python ints (object array), exactly: the integer mantissa of x shifted by its exponent + W."
     x = np.asarray(x, dtype=np.float64)
     if not np.isfinite(x).all():
-        raise FixedPointOverflow("a public-frame coefficient is not finite in float64: the values are beyond the scale this "
-                                "protocol supports; rescale the feature (e.g. divide it by its standard deviation)")
+        raise FixedPointOverflow(
+            "a public-frame coefficient is not finite in float64: the values are beyond the scale this "
+            "protocol supports; rescale the feature (e.g. divide it by its standard deviation)"
+        )
     m, e = np.frexp(x)
-    M, k = (m*2.0**53).astype(np.int64).ravel().tolist(), (e.astype(np.int64) - 53 + W).ravel().tolist()
+    M, k = (m * 2.0**53).astype(np.int64).ravel().tolist(), (e.astype(np.int64) - 53 + W).ravel().tolist()
     out = np.empty(x.shape, dtype=object)
     out.flat = [(a << s) if s >= 0 else (a >> -s if a >= 0 else -(-a >> -s)) for a, s in zip(M, k)]
     return out
+
 
 def _rshift_round(v, k) -> np.ndarray:
     "round(v / 2**k) for object ints `v` and positive shifts `k` (elementwise)."
     k = np.asarray(k, dtype=np.int64).astype(object)
     return (np.asarray(v, dtype=object) + (1 << (k - 1))) >> k
 
-def _hp_offsets(ls, loc, anchor, W:int=W_EXACT) -> np.ndarray:
+
+def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
     "(a, b, kappa, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
     out = []
     with localcontext() as ctx:
         ctx.prec = 60
         for l, a, A in zip(ls, loc, anchor):
             l = Decimal(float(l))
-            delta = ((1 + Decimal(float(a)))/(1 + Decimal(float(A)))).ln()
-            z = l*delta
-            if abs(z) < Decimal('1e-25'): rho, beta, gam = 1 + z, delta*(1 + z/2), delta*delta*(Decimal(1)/2 + z/3)
-            else: rho = z.exp(); beta = (rho - 1)/l; gam = ((z - 1)*rho + 1)/(l*l)
-            out.append([int((v*(Decimal(2)**W)).to_integral_value(rounding=ROUND_DOWN)) for v in (rho, beta, delta, gam, delta)])
+            delta = ((1 + Decimal(float(a))) / (1 + Decimal(float(A)))).ln()
+            z = l * delta
+            if abs(z) < Decimal('1e-25'):
+                rho, beta, gam = 1 + z, delta * (1 + z / 2), delta * delta * (Decimal(1) / 2 + z / 3)
+            else:
+                rho = z.exp()
+                beta = (rho - 1) / l
+                gam = ((z - 1) * rho + 1) / (l * l)
+            out.append(
+                [
+                    int((v * (Decimal(2) ** W)).to_integral_value(rounding=ROUND_DOWN))
+                    for v in (rho, beta, delta, gam, delta)
+                ]
+            )
     res = np.empty((5, len(out)), dtype=object)
-    for j, col in enumerate(out): res[:, j] = col
+    for j, col in enumerate(out):
+        res[:, j] = col
     return res
 
 # %% ../nbs/12_securefedyj.ipynb #65fdc6dc
-def frame_coefficients(data:YJData, ls, c, lo_frame, pf:YJFrame) -> np.ndarray:
+def frame_coefficients(data: YJData, ls, c, lo_frame, pf: YJFrame) -> np.ndarray:
     "(a, b, kappa, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
     mixed = pf.mixed[col]
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])
     with np.errstate(all='ignore'):
         delta = c - cA
-        one = (np.exp(ls*delta), _g(ls, delta), delta, _gmu(ls, delta), delta)
-        mix = (np.exp(ls*c - M), _g_scaled(ls, c, M), c, _gmu_scaled(ls, c, M), c)
-    out = _fx(np.where(mixed, np.array(mix), np.array(one)))          # (5, groups), one conversion
-    far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO*np.maximum(data.g_R, 1e-300)))
+        one = (np.exp(ls * delta), yj_g(ls, delta), delta, yj_gmu(ls, delta), delta)
+        mix = (np.exp(ls * c - M), yj_g_scaled(ls, c, M), c, yj_gmu_scaled(ls, c, M), c)
+    out = _fx(np.where(mixed, np.array(mix), np.array(one)))  # (5, groups), one conversion
+    far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO * np.maximum(data.g_R, 1e-300)))
     if len(far):
         loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
         out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]])
     return out
 
-SCALES = (0, 1, 1, 2, 2, 3)     # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of the precision f
 
-def public_frame_sums(data:YJData, lmbda, pf:YJFrame, f:int, norm:dict, bracket=None) -> np.ndarray:
+SCALES = (
+    0,
+    1,
+    1,
+    2,
+    2,
+    3,
+)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of the precision f
+
+
+def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, bracket=None) -> np.ndarray:
     "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
     lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
-    ls, c, sd, U = data._group_sums(lam, bracket)                      # each group in its own, local frame (float64)
-    lo_frame = ~(np.abs(ls)*data.g_R < TAU0) & (ls < 0)
+    ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
+    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
     A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
     U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]))
     col, W = data.g_col, W_EXACT
     e1, e2 = norm['e_psi'][col], norm['e_phi'][col]
     # each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e
     # components rounded to a resolution matched to their order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3
-    AA = A*A
-    p, q, w, rw, sdr, b, be, k = _rshift_round(                        # all eight in one vectorized call
-        np.array([A*U1, AA*U2, A*U3, AA*U4, SD, B, BE, Kp]),
-        np.array([2*W - f + e1, 3*W - 2*f + 2*e1, 2*W - 2*f + e1 + e2, 3*W - 3*f + 2*e1 + e2, W - f + e2, W - f + e1, W - f + e1 + e2, W - f + e2]))
-    N = np.array([int(t) for t in data.g_n], dtype=object); S = np.array([int(t) for t in data.g_s], dtype=object)
-    stats_ = [N,                                                                          # n            (scale 0)
-              S*(sdr + N*k),                                                              # S_phi        (f)
-              S*(p + N*b),                                                                # S_psi        (f)
-              q + 2*b*p + N*b*b,                                                          # S_psi2       (2f)
-              k*p + w + ((N*be) << f),                                                    # S_dpsi       (2f)
-              S*(k*q + rw + b*k*p + b*w + ((be*p + N*b*be) << f))]                   # S_psi_dpsi   (3f)
+    AA = A * A
+    p, q, w, rw, sdr, b, be, k = _rshift_round(  # all eight in one vectorized call
+        np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]),
+        np.array(
+            [
+                2 * W - f + e1,
+                3 * W - 2 * f + 2 * e1,
+                2 * W - 2 * f + e1 + e2,
+                3 * W - 3 * f + 2 * e1 + e2,
+                W - f + e2,
+                W - f + e1,
+                W - f + e1 + e2,
+                W - f + e2,
+            ]
+        ),
+    )
+    N = np.array([int(t) for t in data.g_n], dtype=object)
+    S = np.array([int(t) for t in data.g_s], dtype=object)
+    stats_ = [
+        N,  # n            (scale 0)
+        S * (sdr + N * k),  # S_phi        (f)
+        S * (p + N * b),  # S_psi        (f)
+        q + 2 * b * p + N * b * b,  # S_psi2       (2f)
+        k * p + w + ((N * be) << f),  # S_dpsi       (2f)
+        S * (k * q + rw + b * k * p + b * w + ((be * p + N * b * be) << f)),
+    ]  # S_psi_dpsi   (3f)
     out = np.zeros((6, data.d), dtype=object)
-    for i, v in enumerate(stats_): np.add.at(out[i], col, v)
+    for i, v in enumerate(stats_):
+        np.add.at(out[i], col, v)
     return out
 
-def statistic_exponents(norm:dict) -> list:
+
+def statistic_exponents(norm: dict) -> list:
     "The power of two each statistic was divided by (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi)."
     e1, e2 = norm['e_psi'], norm['e_phi']
-    return [0*e1, e2, e1, 2*e1, e1 + e2, 2*e1 + e2]
+    return [0 * e1, e2, e1, 2 * e1, e1 + e2, 2 * e1 + e2]
 
-def normalization(lmbda, anchors:YJAnchors) -> dict:
+
+def normalization(lmbda, anchors: YJAnchors) -> dict:
     "Public powers of two per feature that bring every per-row statistic to at most 1 in absolute value (they depend on lambda and the anchors only)."
     B = yj_sum_bounds(1.0, lmbda, anchors)
     lg = lambda v: np.clip(np.ceil(np.log2(np.nan_to_num(v, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
     e_psi = lg(B['B_psi'])
-    e_phi = np.maximum(lg(B['B_phi']), lg(B['B_dpsi']) - e_psi)       # so that dpsi / 2**(e_psi + e_phi) <= 1 too
+    e_phi = np.maximum(lg(B['B_phi']), lg(B['B_dpsi']) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
     return dict(e_psi=e_psi, e_phi=e_phi)
 
-def decode_sums(ints, f:int, norm:dict, frame:YJFrame=None) -> YJSums:
+
+def decode_sums(ints, f: int, norm: dict, frame: YJFrame = None) -> YJSums:
     "Float `YJSums` from integer statistics (for checks and plaintext references; the protocol never decodes them)."
     ex = statistic_exponents(norm)
-    return YJSums(*[np.array([math.ldexp(float(int(v)), int(e) - k*f) for v, e in zip(row, exr)])
-                    for row, exr, k in zip(ints, ex, SCALES)], frame=frame)
+    return YJSums(
+        *[
+            np.array([math.ldexp(float(int(v)), int(e) - k * f) for v, e in zip(row, exr)])
+            for row, exr, k in zip(ints, ex, SCALES)
+        ],
+        frame=frame,
+    )
 
 # %% ../nbs/12_securefedyj.ipynb #aca321a3
-GUARD_BITS = 24          # D within 2**GUARD_BITS times its rounding error of 0: "constant at this precision"
+GUARD_BITS = 24  # D within 2**GUARD_BITS times its rounding error of 0: "constant at this precision"
+
 
 class FixedPointPrecisionError(ArithmeticError):
     "The fixed-point precision cannot resolve a feature's variance: raise `precision`."
 
-def ring_bits_for(n_clients:int, max_rows:int, precision:int, stat_bits:int=40) -> int:
+
+def ring_bits_for(n_clients: int, max_rows: int, precision: int, stat_bits: int = 40) -> int:
     "Ring size L (a multiple of 64) for SecureFedYJ: room for S_phi D - n C at scale 3 * precision, plus the masks."
-    ell = 3*precision + 3*math.log2(n_clients*max_rows) + 4
-    return int(64*math.ceil((ell + stat_bits + 1 + 2)/64))
+    ell = 3 * precision + 3 * math.log2(n_clients * max_rows) + 4
+    return int(64 * math.ceil((ell + stat_bits + 1 + 2) / 64))
 
 # %% ../nbs/12_securefedyj.ipynb #f25e242b
-def _rows(sh:Shared, idx, scale:int|None=None, bound:float|None=None) -> Shared:
+def _rows(sh: Shared, idx, scale: int | None = None, bound: float | None = None) -> Shared:
     "Row(s) `idx` of a stacked shared array (optionally re-declaring scale and bound)."
-    return Shared({p: v[idx] for p, v in sh.shares.items()}, sh.scale if scale is None else scale, sh.bound if bound is None else bound)
+    return Shared(
+        {p: v[idx] for p, v in sh.shares.items()},
+        sh.scale if scale is None else scale,
+        sh.bound if bound is None else bound,
+    )
 
-def secure_step(smc:SMC, S:list, n_clients:int, f:int):
+
+def secure_step(smc: SMC, S: list, n_clients: int, f: int):
     "From the shared totals `S` (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi at scales 0, f, f, 2f, 2f, 3f): the opened signs of S_phi D - n C (+1/-1) and the precision flags [D < 2**GUARD_BITS * error]."
     n, phi, psi, psi2, dpsi, pd = S
-    P = smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])                   # round 1: D at 2f, C at 3f
+    P = smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
     D, C = smc.sub(P[0], P[1]), smc.sub(P[2], P[3])
-    thr = smc.mul_public(n, (1 << (GUARD_BITS + 1))*n_clients << f)                 # the integer 2**25 K n 2**f ...
-    G = smc.sub(D, Shared(thr.shares, 2*f, thr.bound*2.0**-(2*f)))                   # ... is 2**25 K n 2**-f at scale 2f
-    Q = smc.mul_many([(phi, D), (n, C)])                                              # round 2: both at 3f
-    T = smc.truncate(smc.stack([smc.sub(Q[0], Q[1]), G]), 2*f)                        # E and the guard, at scale f
+    thr = smc.mul_public(n, (1 << (GUARD_BITS + 1)) * n_clients << f)  # the integer 2**25 K n 2**f ...
+    G = smc.sub(D, Shared(thr.shares, 2 * f, thr.bound * 2.0 ** -(2 * f)))  # ... is 2**25 K n 2**-f at scale 2f
+    Q = smc.mul_many([(phi, D), (n, C)])  # round 2: both at 3f
+    T = smc.truncate(smc.stack([smc.sub(Q[0], Q[1]), G]), 2 * f)  # E and the guard, at scale f
     bits = smc.reveal_bits(smc.ltz(T))
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
 
 # %% ../nbs/12_securefedyj.ipynb #79ee6729
-def _shared_totals(smc:SMC, stats:dict, f:int, max_rows:int) -> list:
+def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
     "The federation's six totals, shared: each client checks its integer statistics (`stats[client]`) against their public bounds and holds them as its share of the sum (`SMC.input_sum`, no message). Six `Shared` at scales 0, f, f, 2f, 2f, 3f."
     for owner, ints in stats.items():
         ints = np.asarray(ints, dtype=object)
-        for i, k in enumerate(SCALES):                      # each statistic against its own bound, in exact integers
-            lim = (max_rows << (k*f)) + (max_rows << (k*f) >> 20)
+        for i, k in enumerate(SCALES):  # each statistic against its own bound, in exact integers
+            lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
             big = [j for j, v in enumerate(ints[i]) if abs(v) > lim]
-            if big: raise FixedPointOverflow(f"{getattr(owner, 'name', owner)}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}")
-    bound = max_rows*(1 + 2.0**-20)                         # per-row values are at most 1; rounding may add a hair
-    sh = smc.input_sum({getattr(o, 'name', o): v for o, v in stats.items()}, 3*f, bound, encoded=True)   # the rows keep their own scales:
-    return [Shared({p: v[i] for p, v in sh.shares.items()}, k*f, sh.bound) for i, k in enumerate(SCALES)]
+            if big:
+                raise FixedPointOverflow(
+                    f"{getattr(owner, 'name', owner)}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
+                )
+    bound = max_rows * (1 + 2.0**-20)  # per-row values are at most 1; rounding may add a hair
+    sh = smc.input_sum(
+        {getattr(o, 'name', o): v for o, v in stats.items()}, 3 * f, bound, encoded=True
+    )  # the rows keep their own scales:
+    return [Shared({p: v[i] for p, v in sh.shares.items()}, k * f, sh.bound) for i, k in enumerate(SCALES)]
 
 # %% ../nbs/12_securefedyj.ipynb #1f4e42a4
-def range_codes(anchors:YJAnchors) -> np.ndarray:
+def range_codes(anchors: YJAnchors) -> np.ndarray:
     """(2, d) integers whose maxima over the clients are `code(max x)` and `-code(min x)`, with `code` the float64 bit
     pattern folded by sign (an order-preserving map to integers): max x = min x exactly when the two maxima add up to 0."""
     with np.errstate(invalid='ignore'):
-        mx = np.where(np.isnan(anchors.pos_hi), -anchors.neg_lo, anchors.pos_hi)      # the largest value
-        mn = np.where(np.isnan(anchors.neg_hi), anchors.pos_lo, -anchors.neg_hi)      # the smallest value
+        mx = np.where(np.isnan(anchors.pos_hi), -anchors.neg_lo, anchors.pos_hi)  # the largest value
+        mn = np.where(np.isnan(anchors.neg_hi), anchors.pos_lo, -anchors.neg_hi)  # the smallest value
+
     def code(v):
         bits = np.abs(np.nan_to_num(v)).view(np.int64)
         return np.where(v < 0, -bits, bits)
+
     out = np.empty((2, len(mx)), dtype=object)
     out[:] = [[int(c) for c in code(mx)], [int(-c) for c in code(mn)]]
-    out[:, np.isnan(mx)] = -(2**63 - 1)                  # no value here: never the maximum
+    out[:, np.isnan(mx)] = -(2**63 - 1)  # no value here: never the maximum
     return out
+
 
 class YJClient(Party):
     "A SecureFedYJ client: owns its rows (NaN allowed), computes in its own frames, and maps its sums exactly into the public frame."
-    def __init__(self, name:str, channel:Channel, X):
+
+    def __init__(self, name: str, channel: Channel, X):
         super().__init__(name, channel, X)
         self.local_anchors = YJAnchors.from_data(X)
 
-    def setup_inputs(self, bits:int|None=3) -> np.ndarray:
+    def setup_inputs(self, bits: int | None = 3) -> np.ndarray:
         "Input to the secure maximum: the envelope (its extremes rounded outward; none if `bits` is None), then `range_codes`."
         codes = range_codes(self.local_anchors)
         return codes if bits is None else np.vstack([local_envelope(self.local_anchors, bits), codes])
 
-    def prepare(self, public:YJAnchors, names=None):
+    def prepare(self, public: YJAnchors, names=None):
         "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
         la = self.local_anchors
         out = np.flatnonzero(~public.covers(la))
         if len(out):
             names = names or [f"column {j}" for j in range(len(public.kind))]
-            raise ValueError(f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds")
-        empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)          # e.g. only zeros where others have negatives
-        self.data = YJData(self._X, YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)))
+            raise ValueError(
+                f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
+            )
+        empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
+        self.data = YJData(
+            self._X,
+            YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
+        )
         return self
 
-    def statistics(self, lmbda, frame:YJFrame, scale:int, norm:dict, bracket=None) -> np.ndarray:
+    def statistics(self, lmbda, frame: YJFrame, scale: int, norm: dict, bracket=None) -> np.ndarray:
         "The six statistics in the public frame at `lmbda`, as exact integers at `scale`: this client's share of the federation's totals."
         return public_frame_sums(self.data, lmbda, frame, scale, norm, bracket)
 
 # %% ../nbs/12_securefedyj.ipynb #a414138b
-def _tree_max(smc:SMC, items:list) -> Shared:
+def _tree_max(smc: SMC, items: list) -> Shared:
     "Elementwise maximum of shared arrays: pairwise, in ceil(log2 K) batched rounds."
     while len(items) > 1:
-        h = len(items)//2
-        m = smc.maximum(smc.stack(items[:h]), smc.stack(items[h:2*h]))
-        items = [_rows(m, i) for i in range(h)] + items[2*h:]
+        h = len(items) // 2
+        m = smc.maximum(smc.stack(items[:h]), smc.stack(items[h : 2 * h]))
+        items = [_rows(m, i) for i in range(h)] + items[2 * h :]
     return items[0]
 
-def _check_clients(clients, max_rows:int):
+
+def _check_clients(clients, max_rows: int):
     "Validated float copies of the clients' data and the column names (errors name the client and the column)."
     if isinstance(clients, (np.ndarray, pd.DataFrame)) or not hasattr(clients, '__len__') or len(clients) == 0:
-        raise ValueError("clients must be a non-empty list of client datasets (2-D arrays or DataFrames), one per client")
+        raise ValueError(
+            "clients must be a non-empty list of client datasets (2-D arrays or DataFrames), one per client"
+        )
     names0, out = None, []
     for k, X in enumerate(clients):
         if isinstance(X, pd.DataFrame):
-            try: _check_numeric_frame(X)
-            except ValueError as e: raise ValueError(f"client {k}: {e}") from None
-        names = _column_names(X)
+            try:
+                check_numeric_frame(X)
+            except ValueError as e:
+                raise ValueError(f"client {k}: {e}") from None
+        names = column_names(X)
         try:
             refuse_unsupported(X)
-            A = X.to_numpy(dtype=np.float64, na_value=np.nan) if isinstance(X, pd.DataFrame) else np.array(X, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as e: raise type(e)(f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})") from None
-        if A.ndim != 2: raise ValueError(f"client {k}: expected a 2-D table (rows x features); got {A.ndim} dimension(s)")
-        if A.shape[0] == 0: raise ValueError(f"client {k} has no rows")
-        if A.shape[0] > max_rows: raise ValueError(f"client {k} has {A.shape[0]} rows, more than max_rows={max_rows}")
-        if k == 0: d, names0 = A.shape[1], names
-        elif A.shape[1] != d: raise ValueError(f"mismatched columns: client {k} has {A.shape[1]} columns, client 0 has {d}")
+            A = (
+                X.to_numpy(dtype=np.float64, na_value=np.nan)
+                if isinstance(X, pd.DataFrame)
+                else np.array(X, dtype=np.float64, copy=True)
+            )
+        except (TypeError, ValueError) as e:
+            raise type(e)(
+                f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})"
+            ) from None
+        if A.ndim != 2:
+            raise ValueError(f"client {k}: expected a 2-D table (rows x features); got {A.ndim} dimension(s)")
+        if A.shape[0] == 0:
+            raise ValueError(f"client {k} has no rows")
+        if A.shape[0] > max_rows:
+            raise ValueError(f"client {k} has {A.shape[0]} rows, more than max_rows={max_rows}")
+        if k == 0:
+            d, names0 = A.shape[1], names
+        elif A.shape[1] != d:
+            raise ValueError(f"mismatched columns: client {k} has {A.shape[1]} columns, client 0 has {d}")
         elif names0 is not None and names is not None and names != names0:
             diff = [f"{a!r} != {b!r}" for a, b in zip(names, names0) if a != b][:3]
             raise ValueError(f"mismatched columns: client {k}'s columns differ from client 0's ({', '.join(diff)})")
@@ -300,151 +427,301 @@ def _check_clients(clients, max_rows:int):
             nm = names or [f"column {j}" for j in range(A.shape[1])]
             raise ValueError(f"client {k}: {', '.join(repr(nm[j]) for j in np.flatnonzero(inf)[:5])} contain(s) inf")
         out.append(A)
-    if d == 0: raise ValueError("the clients' data have no columns")
+    if d == 0:
+        raise ValueError("the clients' data have no columns")
     return out, (names0 or [f"x{j}" for j in range(d)])
 
 # %% ../nbs/12_securefedyj.ipynb #bf1ab637
 class SecureFedYJ(BaseEstimator):
     "ExpYJ across clients under secure multiparty computation: the pooled fit, revealing only the signs of the derivative (and the fitted parameters)."
-    def __init__(self, t_max:int=128, # search steps at most (the search stops once every lambda has converged)
-                 precision:int|str='auto', # fractional bits of the fixed point (at most 190); 'auto': 96, and 190 if 96 cannot resolve a feature
-                 envelope_bits:int=3, # significant bits of the public envelope of log(1 + |x|)
-                 bounds=None, # published (d, 2) bounds [low, high] per feature, instead of the envelope
-                 max_rows:int=2**20, # public bound on any client's row count
-                 ymax:float=YMAX, # largest |Psi| the fitted transform may produce
-                 stat_bits:int=40, # statistical security of the masks, bits
-                 ring_bits:int|None=None, # ring size (default: `ring_bits_for`)
-                 rng=None, # seed or Generator of all the protocol's randomness
-                 progress:bool=False, # progress bar on stderr
-                ):
-        self.t_max, self.precision, self.envelope_bits, self.bounds, self.max_rows = t_max, precision, envelope_bits, bounds, max_rows
+
+    def __init__(
+        self,
+        t_max: int = 128,  # search steps at most (the search stops once every lambda has converged)
+        precision: int
+        | str = 'auto',  # fractional bits of the fixed point (at most 190); 'auto': 96, and 190 if 96 cannot resolve a feature
+        envelope_bits: int = 3,  # significant bits of the public envelope of log(1 + |x|)
+        bounds=None,  # published (d, 2) bounds [low, high] per feature, instead of the envelope
+        max_rows: int = 2**20,  # public bound on any client's row count
+        ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+        stat_bits: int = 40,  # statistical security of the masks, bits
+        ring_bits: int | None = None,  # ring size (default: `ring_bits_for`)
+        rng=None,  # seed or Generator of all the protocol's randomness
+        progress: bool = False,  # progress bar on stderr
+    ):
+        self.t_max, self.precision, self.envelope_bits, self.bounds, self.max_rows = (
+            t_max,
+            precision,
+            envelope_bits,
+            bounds,
+            max_rows,
+        )
         self.ymax, self.stat_bits, self.ring_bits, self.rng, self.progress = ymax, stat_bits, ring_bits, rng, progress
 
     def _check_params(self):
         for name in ('t_max', 'precision', 'envelope_bits', 'max_rows'):
             v = getattr(self, name)
-            if name == 'precision' and v == 'auto': continue
+            if name == 'precision' and v == 'auto':
+                continue
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < (0 if name == 't_max' else 1):
-                raise ValueError(f"{name} must be a {'non-negative' if name == 't_max' else 'positive'} integer; got {v!r}")
+                raise ValueError(
+                    f"{name} must be a {'non-negative' if name == 't_max' else 'positive'} integer; got {v!r}"
+                )
         if self.precision != 'auto' and self.precision > 190:
             raise ValueError(f"precision must be at most 190 fractional bits, or 'auto'; got {self.precision}")
 
-# %% ../nbs/12_securefedyj.ipynb #e093ec60
-@patch
-def _setup(self:SecureFedYJ, smc:SMC, cl:list, names:list):
-    "The public anchors and the exact constancy bit of every feature, from one secure maximum."
-    d = len(names)
-    env = self.bounds is None
-    M = _tree_max(smc, [smc.input(c, c.setup_inputs(self.envelope_bits if env else None), 0, 2.0**63) for c in cl])
-    if env: A = anchors_from_envelope(smc.reveal(_rows(M, slice(0, 4)), exact=True))
-    else:
-        A = anchors_from_bounds(self.bounds)
-        if len(A.kind) != d: raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
-    if A.empty.any():
-        j = np.flatnonzero(A.empty)
-        raise ValueError(f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client")
-    k = 4 if env else 0
-    spread = smc.add(_rows(M, k), _rows(M, k + 1))                   # code(max x) - code(min x) >= 0
-    const = smc.reveal_bits(smc.ltz(smc.add_public(spread, -1.0))).astype(bool)
-    return A, const
+# %% ../nbs/12_securefedyj.ipynb #3503508a
+def party_tree_max(smc: PartySMC, items: list):
+    "Generator: elementwise maximum of shared arrays, pairwise in ceil(log2 K) batched rounds."
+    while len(items) > 1:
+        h = len(items) // 2
+        m = yield from smc.maximum(smc.stack(items[:h]), smc.stack(items[h : 2 * h]))
+        items = [m.rows(i) for i in range(h)] + items[2 * h :]
+    return items[0]
 
-# %% ../nbs/12_securefedyj.ipynb #b6431144
-@patch
-def _search(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, const, names:list, rounds:dict, f:int) -> ExpSearchState:
-    "The exponential search: one secure sign per feature and step, until every lambda has converged or `t_max` steps."
-    K, d, ch = len(cl), len(names), self.channel_
-    state = ExpSearchState.start(d, *yj_lambda_bounds(A, self.ymax))     # the search stays within the public bounds
-    path, signs = [state.lmbda], []
-    bar = None
-    if self.progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=self.t_max, desc='SecureFedYJ', unit='step', file=sys.stderr)
-    while state.t < self.t_max and not (state.converged() | const).all():
-        ch.next_round(); rounds.setdefault('search', []).append(ch.round)
-        pf, norm = yj_frame(state.lmbda, A), normalization(state.lmbda, A)
-        S = _shared_totals(smc, {c: c.statistics(state.lmbda, pf, f, norm, state.bracket) for c in cl}, f, self.max_rows)
-        sg, guard = secure_step(smc, S, K, f)
+
+def yj_setup_program(smc: PartySMC, client, d: int, envelope_bits, bounds):
+    "Generator, one party's setup: the secure maximum of the envelope and range codes, the public anchors and the constancy bits (None, None for the dealer)."
+    env = bounds is None
+    x = None if client is None else client.setup_inputs(envelope_bits if env else None)
+    items = yield from smc.input_all(x, ((6 if env else 2), d), 0, 2.0**63)
+    M = yield from party_tree_max(smc, items)
+    A = None
+    if env:
+        E = yield from smc.reveal(M.rows(slice(0, 4)), exact=True)
+        if E is not None:
+            A = anchors_from_envelope(E)
+    elif client is not None:
+        A = anchors_from_bounds(bounds)
+    k = 4 if env else 0
+    spread = smc.add(M.rows(k), M.rows(k + 1))
+    c = yield from smc.reveal_bits((yield from smc.ltz(smc.add_public(spread, -1.0))))
+    return A, (None if c is None else c.astype(bool))
+
+# %% ../nbs/12_securefedyj.ipynb #34e5e16b
+def party_secure_step(smc: PartySMC, S: list, n_clients: int, f: int):
+    "Generator, one party's side of `secure_step`: its shares of the signs of S_phi D - n C and of the precision flags, opened (the dealer gets None)."
+    n, phi, psi, psi2, dpsi, pd = S
+    P = yield from smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
+    D, C = smc.sub(P[0], P[1]), smc.sub(P[2], P[3])
+    thr = smc.mul_public(n, (1 << (GUARD_BITS + 1)) * n_clients << f)
+    G = smc.sub(D, PartyShare(thr.v, 2 * f, thr.bound * 2.0 ** -(2 * f), thr.shape))
+    Q = yield from smc.mul_many([(phi, D), (n, C)])  # round 2: both at 3f
+    T = yield from smc.truncate(smc.stack([smc.sub(Q[0], Q[1]), G]), 2 * f)
+    bits = yield from smc.reveal_bits((yield from smc.ltz(T)))
+    if bits is None:
+        return None, None
+    return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
+
+
+def party_shared_totals(smc: PartySMC, ints, d: int, f: int, max_rows: int, who: str = '') -> list:
+    "One party's shares of the six totals: its own integer statistics `ints` (checked against their bounds) are its share of the sum (no message); the dealer passes None."
+    if ints is not None:
+        ints = np.asarray(ints, dtype=object)
+        for i, k in enumerate(SCALES):
+            lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
+            big = [j for j, v in enumerate(ints[i]) if abs(v) > lim]
+            if big:
+                raise FixedPointOverflow(
+                    f"{who}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
+                )
+    sh = smc.input_sum(ints, (6, d), 3 * f, max_rows * (1 + 2.0**-20), encoded=True)
+    return [sh.rows(i, scale=k * f) for i, k in enumerate(SCALES)]
+
+# %% ../nbs/12_securefedyj.ipynb #59ee3e3b
+_FRAMES = {}
+
+
+def public_frame(lmbda, A: YJAnchors) -> tuple:
+    "`yj_frame` and `normalization` at a public lambda and public anchors. Public values: parties that run in one process (the simulator) share them through a small cache instead of each computing them."
+    key = (np.asarray(lmbda, dtype=np.float64).tobytes(),) + tuple(
+        np.asarray(v).tobytes() for v in (A.pos_lo, A.pos_hi, A.neg_lo, A.neg_hi)
+    )
+    hit = _FRAMES.get(key)
+    if hit is None:
+        if len(_FRAMES) >= 64:
+            _FRAMES.clear()
+        hit = _FRAMES[key] = (yj_frame(lmbda, A), normalization(lmbda, A))
+    return hit
+
+
+def yj_client_program(
+    smc: PartySMC,
+    X,
+    names: list,
+    f: int,
+    t_max: int = 128,
+    envelope_bits: int = 3,
+    bounds=None,
+    max_rows: int = 2**20,
+    ymax: float = YMAX,
+    resume: dict | None = None,
+):
+    "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state (saved with `smc.save` at each phase; `resume`: go on from such a state); returns the public result."
+    K, d, me = len(smc.parties), len(names), smc.me
+    client = YJClient(me, None, X)
+    if resume is None:
+        smc.phase = ('setup',)
+        A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
+        if len(A.kind) != d:
+            raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
+        if A.empty.any():
+            j = np.flatnonzero(A.empty)
+            raise ValueError(
+                f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client"
+            )
+        state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
+        path, signs = [state.lmbda], []
+    else:
+        A, const, state, path, signs = (resume[k] for k in ('A', 'const', 'state', 'path', 'signs'))
+    client.prepare(A, names)
+    while state.t < t_max and not (state.converged() | const).all():
+        smc.phase = ('search', state.t)
+        smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
+        pf, norm = public_frame(state.lmbda, A)
+        S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
+        sg, guard = yield from party_secure_step(smc, S, K, f)
         if (guard & ~const).any():
             bad = np.flatnonzero(guard & ~const)
             raise FixedPointPrecisionError(
                 f"{name_list([names[j] for j in bad])}: the variance is below the fixed-point resolution at step {state.t} "
                 f"(lambda = {state.lmbda[bad[0]]:.6g}): the public frame is too coarse for the spread of these values at "
-                f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds")
+                f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds"
+            )
         sg[const] = 0
         state = state.update(sg)
-        path.append(state.lmbda); signs.append(sg)
-        if bar is not None: bar.update()
-    if bar is not None: bar.close()
-    self.signs_, self.path_ = np.array(signs, dtype=np.int8).reshape(-1, d), np.array(path)
-    return state
+        path.append(state.lmbda)
+        signs.append(sg)
+    smc.phase = ('final',)
+    smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
+    res = yield from yj_final_program(smc, client, A, state, const, names, f, max_rows, ymax, bounds is None)
+    res.update(signs=np.array(signs, dtype=np.int8).reshape(-1, d), path=np.array(path), anchors=A, constant=const)
+    return res
 
-# %% ../nbs/12_securefedyj.ipynb #ff3f58e7
-@patch
-def _finish(self:SecureFedYJ, smc:SMC, cl:list, A:YJAnchors, state:ExpSearchState, const, names:list, rounds:dict, f:int):
-    "The final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, computed in SMC and opened."
-    K, ch = len(cl), self.channel_
-    lb, ub = yj_lambda_bounds(A, self.ymax)
-    lam, bounded, conv = final_lambdas(state, lb, ub, const, names, self.ymax, what="constant",
-                                       bounds_from="the public envelope" if self.bounds is None else "the published bounds")
-    ch.next_round(); rounds['final'] = ch.round
-    pf, norm = yj_frame(lam, A), normalization(lam, A)
-    ints = [c.statistics(lam, pf, f, norm, state.bracket) for c in cl]
-    n, _, psi, psi2, _, _ = _shared_totals(smc, dict(zip(cl, ints)), f, self.max_rows)
-    r = smc.reciprocal(n, n_max=K*self.max_rows, scale=64)                        # 1/n at scale 64
-    P = smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
-    Dn = smc.truncate(smc.mul(smc.sub(P[0], P[1]), r), 64)                        # n var, scale 2f
-    mt = smc.truncate(P[2], 64)                                                   # mean, scale f
-    vt = smc.truncate(smc.mul(Dn, r), 64 + f)                                     # var, scale f
-    mv = smc.reveal(smc.stack([mt, vt]))
-    mean_t, var_t = mv[0]*2.0**norm['e_psi'], np.maximum(mv[1], 0)*4.0**norm['e_psi']
-    self.lambdas_, self.frame_, self.anchors_ = lam, pf, A
-    self.mean_, self.var_ = yj_moments_from_frame(mean_t, var_t, pf)
-    self.mean_t_, self.var_t_ = mean_t, var_t
-    self.constant_, self.bounded_, self.converged_ = const, bounded, conv
+# %% ../nbs/12_securefedyj.ipynb #20ebfa66
+def yj_final_program(
+    smc: PartySMC, client, A, state, const, names, f: int, max_rows: int, ymax: float, env: bool = True
+):
+    "Generator: the final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, in SMC and opened (the dealer passes `client=None`)."
+    K, d = len(smc.parties), len(names)
+    lam = pf = norm = ints = None
+    if client is not None:
+        lb, ub = yj_lambda_bounds(A, ymax)
+        lam, bounded, conv = final_lambdas(
+            state,
+            lb,
+            ub,
+            const,
+            names,
+            ymax,
+            what="constant",
+            bounds_from="the public envelope" if env else "the published bounds",
+        )
+        pf, norm = yj_frame(lam, A), normalization(lam, A)
+        ints = client.statistics(lam, pf, f, norm, state.bracket)
+    n, _, psi, psi2, _, _ = party_shared_totals(smc, ints, d, f, max_rows, smc.me)
+    r = yield from smc.reciprocal(n, n_max=K * max_rows, scale=64)
+    P = yield from smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
+    Dn = yield from smc.truncate((yield from smc.mul(smc.sub(P[0], P[1]), r)), 64)
+    mt = yield from smc.truncate(P[2], 64)
+    vt = yield from smc.truncate((yield from smc.mul(Dn, r)), 64 + f)
+    mv = yield from smc.reveal(smc.stack([mt, vt]))
+    if client is None:
+        return None
+    mean_t, var_t = mv[0] * 2.0 ** norm['e_psi'], np.maximum(mv[1], 0) * 4.0 ** norm['e_psi']
+    mean, var = yj_moments_from_frame(mean_t, var_t, pf)
+    return dict(lambdas=lam, frame=pf, mean=mean, var=var, mean_t=mean_t, var_t=var_t, bounded=bounded, converged=conv)
+
+# %% ../nbs/12_securefedyj.ipynb #2f6defa8
+def yj_dealer_program(smc: PartySMC, d: int, f: int, envelope_bits: int = 3, bounds=None, max_rows: int = 2**20):
+    "Generator, the server's program: it deals the correlated randomness of every step, following the parties' public phase; it holds no data and no share of any value."
+    K = len(smc.parties)
+    yield from yj_setup_program(smc, None, d, envelope_bits, bounds)
+    while True:
+        phase = yield from smc.wait_phase()
+        if phase == 'done':
+            return None
+        S = party_shared_totals(smc, None, d, f, max_rows)
+        if phase[0] == 'search':
+            yield from party_secure_step(smc, S, K, f)
+        else:
+            yield from yj_final_program(smc, None, None, None, None, [None] * d, f, max_rows, YMAX)
 
 # %% ../nbs/12_securefedyj.ipynb #85df7999
 @patch
-def fit(self:SecureFedYJ, clients, # one dataset per client (2-D arrays or DataFrames with the same columns)
-        y=None):
+def fit(
+    self: SecureFedYJ,
+    clients,  # one dataset per client (2-D arrays or DataFrames with the same columns)
+    y=None,
+):
     "Run the protocol on `clients` through one `Channel` (`channel_`); with `precision='auto'`, once more at 190 bits if needed."
     self._check_params()
     Xs, names = _check_clients(clients, self.max_rows)
-    if self.precision != 'auto': return self._run(Xs, names, self.precision)
-    try: return self._run(Xs, names, 96)
+    if self.precision != 'auto':
+        return self._run(Xs, names, self.precision)
+    try:
+        return self._run(Xs, names, 96)
     except FixedPointPrecisionError as e:
-        warnings.warn(f"{str(e).split(':')[0]}: not resolved at precision 96; the protocol was run again at precision 190",
-                      YeoJohnsonWarning, stacklevel=2)
+        warnings.warn(
+            f"{str(e).split(':')[0]}: not resolved at precision 96; the protocol was run again at precision 190",
+            YeoJohnsonWarning,
+            stacklevel=2,
+        )
         return self._run(Xs, names, 190)
 
+# %% ../nbs/12_securefedyj.ipynb #f9331e01
 @patch
-def _run(self:SecureFedYJ, Xs:list, names:list, f:int):
-    "The protocol at precision `f`: setup, search, final round."
+def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
+    "The protocol at precision `f`: one `Program` per client (its rows only) and one for the server (the dealer), run by `run_programs` through one `Channel`."
     K, d = len(Xs), Xs[0].shape[1]
     self.channel_ = ch = Channel()
-    cl = [YJClient(f'client{k}', ch, X) for k, X in enumerate(Xs)]
     L = self.ring_bits or ring_bits_for(K, self.max_rows, f, self.stat_bits)
-    smc = SMC(cl, ch, dealer='server', ring_bits=L, stat_bits=self.stat_bits, rng=self.rng)
-    ch.next_round()
-    rounds = {'setup': ch.round}
-    with np.errstate(all='ignore'):      # float trouble in the frames surfaces as FixedPointOverflow or a precision error
-        A, const = self._setup(smc, cl, names)
-        for c in cl: c.prepare(A, names)
-        state = self._search(smc, cl, A, const, names, rounds, f)
-        self._finish(smc, cl, A, state, const, names, rounds, f)
-    self.rounds_, self.ring_bits_, self.precision_ = rounds, L, f
+    parties = [f'client{k}' for k in range(K)]
+    seeds = np.random.SeedSequence(as_rng(self.rng).integers(2**63)).spawn(K + 1)
+    smcs = [
+        PartySMC(p, parties, 'server', L, self.stat_bits, np.random.default_rng(s))
+        for p, s in zip(parties + ['server'], seeds)
+    ]
+    kw = dict(envelope_bits=self.envelope_bits, bounds=self.bounds, max_rows=self.max_rows)
+    progs = [
+        Program(p, smc, yj_client_program(smc, X, names, f, self.t_max, ymax=self.ymax, **kw))
+        for p, smc, X in zip(parties, smcs, Xs)
+    ]
+    progs.append(Program('server', smcs[-1], yj_dealer_program(smcs[-1], d, f, **kw)))
+    with np.errstate(all='ignore'):  # float trouble in the frames surfaces as FixedPointOverflow or a precision error
+        res, rounds = run_programs(progs, ch, dealer='server')
+    r = res['client0']
+    self.lambdas_, self.frame_, self.anchors_, self.mean_, self.var_ = (
+        r['lambdas'],
+        r['frame'],
+        r['anchors'],
+        r['mean'],
+        r['var'],
+    )
+    self.mean_t_, self.var_t_, self.constant_, self.bounded_, self.converged_ = (
+        r['mean_t'],
+        r['var_t'],
+        r['constant'],
+        r['bounded'],
+        r['converged'],
+    )
+    self.signs_, self.path_ = r['signs'], r['path']
+    self.rounds_ = {'setup': rounds['setup'][0], 'search': rounds.get('search', []), 'final': rounds['final'][0]}
+    self.ring_bits_, self.precision_ = L, f
     self.n_clients_, self.n_features_in_, self.feature_names_ = K, d, names
     return self
 
 # %% ../nbs/12_securefedyj.ipynb #5f5d7a47
-def revealed_values(channel:Channel, n_parties:int, ring_bits:int) -> list:
+def revealed_values(channel: Channel, n_parties: int, ring_bits: int) -> list:
     "Every value the protocol opened, reconstructed from the transcript alone: a list of (round, kind, value) with kind 'bits' (unpacked, with padding) or 'ring' (signed integers)."
     msgs = [m for m in channel.messages if m.kind == 'reveal']
-    per = n_parties*(n_parties - 1)                 # an opening to all parties: every party sends its share to every other
+    per = n_parties * (n_parties - 1)  # an opening to all parties: every party sends its share to every other
     out = []
     for i in range(0, len(msgs), max(per, 1)):
-        ev = msgs[i:i + per]
+        ev = msgs[i : i + per]
         share = {}
-        for m in ev: share.setdefault(m.sender, m.payload)   # a party sends the same share to everyone
+        for m in ev:
+            share.setdefault(m.sender, m.payload)  # a party sends the same share to everyone
         first = ev[0].payload
         if isinstance(first, np.ndarray) and first.dtype == np.uint8:
             v = np.bitwise_xor.reduce([np.unpackbits(p) for p in share.values()])
@@ -456,7 +733,7 @@ def revealed_values(channel:Channel, n_parties:int, ring_bits:int) -> list:
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #504ff0a2
-def communication_table(fitted:SecureFedYJ) -> pd.DataFrame:
+def communication_table(fitted: SecureFedYJ) -> pd.DataFrame:
     "Bytes sent and received per client: in the setup, per search step (mean), in the final round, and in total; and the server's."
     t = fitted.channel_.transcript
     r = fitted.rounds_
@@ -467,37 +744,63 @@ def communication_table(fitted:SecureFedYJ) -> pd.DataFrame:
     for p in parties:
         s, rc = t[t.sender == p], t[t.receiver == p]
         n_steps = max(len(r.get('search', [])), 1)
-        rows[p] = {'sent / step': s.loc[s.phase == 'search', 'bytes'].sum()/n_steps,
-                   'received / step': rc.loc[rc.phase == 'search', 'bytes'].sum()/n_steps,
-                   'setup (sent + received)': s.loc[s.phase == 'setup', 'bytes'].sum() + rc.loc[rc.phase == 'setup', 'bytes'].sum(),
-                   'final (sent + received)': s.loc[s.phase == 'final', 'bytes'].sum() + rc.loc[rc.phase == 'final', 'bytes'].sum(),
-                   'total sent': s['bytes'].sum(), 'total received': rc['bytes'].sum()}
+        rows[p] = {
+            'sent / step': s.loc[s.phase == 'search', 'bytes'].sum() / n_steps,
+            'received / step': rc.loc[rc.phase == 'search', 'bytes'].sum() / n_steps,
+            'setup (sent + received)': s.loc[s.phase == 'setup', 'bytes'].sum()
+            + rc.loc[rc.phase == 'setup', 'bytes'].sum(),
+            'final (sent + received)': s.loc[s.phase == 'final', 'bytes'].sum()
+            + rc.loc[rc.phase == 'final', 'bytes'].sum(),
+            'total sent': s['bytes'].sum(),
+            'total received': rc['bytes'].sum(),
+        }
     return pd.DataFrame(rows).T.astype(int)
 
 # %% ../nbs/12_securefedyj.ipynb #b4ce9af0
 class FedYeoJohnsonTransformer(YJTransformerMixin):
     "Yeo-Johnson transform fitted by SecureFedYJ on a list of client datasets; transforms any client's data (pandas in and out with `set_output`)."
-    def __init__(self, standardize:bool=True, # standardize Psi to zero mean and unit variance
-                 t_max:int=128, # search steps at most
-                 precision:int|str='auto', # fractional bits of the fixed point ('auto': 96, or 190 if needed)
-                 envelope_bits:int=3, # significant bits of the public envelope
-                 bounds=None, # published (d, 2) bounds instead of the envelope
-                 max_rows:int=2**20, # public bound on a client's row count
-                 ymax:float=YMAX, # largest |Psi| the fitted transform may produce
-                 rng=None, # randomness of the protocol
-                 progress:bool=False, # progress bar on stderr
-                 copy:bool=True, # False: `transform` overwrites a float64 array in place
-                ):
-        self.standardize, self.t_max, self.precision, self.envelope_bits, self.bounds = standardize, t_max, precision, envelope_bits, bounds
+
+    def __init__(
+        self,
+        standardize: bool = True,  # standardize Psi to zero mean and unit variance
+        t_max: int = 128,  # search steps at most
+        precision: int | str = 'auto',  # fractional bits of the fixed point ('auto': 96, or 190 if needed)
+        envelope_bits: int = 3,  # significant bits of the public envelope
+        bounds=None,  # published (d, 2) bounds instead of the envelope
+        max_rows: int = 2**20,  # public bound on a client's row count
+        ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+        rng=None,  # randomness of the protocol
+        progress: bool = False,  # progress bar on stderr
+        copy: bool = True,  # False: `transform` overwrites a float64 array in place
+    ):
+        self.standardize, self.t_max, self.precision, self.envelope_bits, self.bounds = (
+            standardize,
+            t_max,
+            precision,
+            envelope_bits,
+            bounds,
+        )
         self.max_rows, self.ymax, self.rng, self.progress, self.copy = max_rows, ymax, rng, progress, copy
 
-    def fit(self, clients, # one dataset per client, same columns
-            y=None):
+    def fit(
+        self,
+        clients,  # one dataset per client, same columns
+        y=None,
+    ):
         "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
-        p = SecureFedYJ(t_max=self.t_max, precision=self.precision, envelope_bits=self.envelope_bits, bounds=self.bounds,
-                        max_rows=self.max_rows, ymax=self.ymax, rng=self.rng, progress=self.progress).fit(clients)
+        p = SecureFedYJ(
+            t_max=self.t_max,
+            precision=self.precision,
+            envelope_bits=self.envelope_bits,
+            bounds=self.bounds,
+            max_rows=self.max_rows,
+            ymax=self.ymax,
+            rng=self.rng,
+            progress=self.progress,
+        ).fit(clients)
         self.protocol_ = p
         self.n_features_in_ = p.n_features_in_
-        if all(isinstance(c, pd.DataFrame) for c in clients): self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
+        if all(isinstance(c, pd.DataFrame) for c in clients):
+            self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
         self._set_fitted(p.lambdas_, p.frame_, p.mean_t_, np.sqrt(p.var_t_), p.constant_, p.mean_)
         return self

@@ -4,72 +4,86 @@
 
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
-import hashlib, math, numbers, random, secrets
+import copy, hashlib, math, numbers, random, secrets
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from fastcore.basics import patch
 
 from .federation import Channel, as_rng
 
 # %% auto #0
 __all__ = ['RFC3526_P2048', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode', 'share',
-           'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum']
+           'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare',
+           'PartySMC', 'Program', 'ProtocolStalled', 'run_programs']
 
 # %% ../nbs/11_smc.ipynb #d86bba08
 class FixedPointOverflow(OverflowError):
     "A value, or a bound on a computed value, does not fit the fixed-point range of the ring."
 
-def random_ints(rng:np.random.Generator, shape, bits:int) -> np.ndarray:
+
+def random_ints(rng: np.random.Generator, shape, bits: int) -> np.ndarray:
     "Uniform integers in `[0, 2**bits)` as a numpy object array of Python ints (a word generator seeded from `rng`)."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
-    gb = random.Random(int(rng.integers(2**63))).getrandbits     # fast big random integers, reproducible from rng
+    gb = random.Random(int(rng.integers(2**63))).getrandbits  # fast big random integers, reproducible from rng
     out = np.empty(math.prod(shape), dtype=object)
     out[:] = [gb(bits) for _ in range(len(out))]
     return out.reshape(shape)
 
-def random_bits(rng:np.random.Generator, shape) -> np.ndarray:
+
+def random_bits(rng: np.random.Generator, shape) -> np.ndarray:
     "Uniform bits (uint8 0/1) of the given shape."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
     n = math.prod(shape)
     return np.unpackbits(np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8), count=n).reshape(shape)
 
-def encode(x, scale:int, ring_bits:int=256) -> np.ndarray:
+
+def encode(x, scale: int, ring_bits: int = 256) -> np.ndarray:
     "Exact fixed-point encoding `round(x * 2**scale) mod 2**ring_bits` (object array); raises if it would wrap. Integer input is encoded exactly."
     xi = np.asarray(x)
     flat = xi.ravel().tolist()
-    if xi.dtype.kind in 'iu' or (xi.dtype.kind == 'O' and set(map(type, flat)) <= {int}):   # exact integers, any size
+    if xi.dtype.kind in 'iu' or (xi.dtype.kind == 'O' and set(map(type, flat)) <= {int}):  # exact integers, any size
         v = [t << scale for t in flat] if scale else flat
         lim = 1 << (ring_bits - 1)
         if v and max(map(abs, v)) >= lim:
-            raise FixedPointOverflow(f"integer {flat[int(np.argmax([abs(t) for t in v]))]} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
-        out = np.empty(len(v), dtype=object); out[:] = [t & ((lim << 1) - 1) for t in v]   # & (2**L - 1) is mod 2**L, negatives included, and much faster than %
+            raise FixedPointOverflow(
+                f"integer {flat[int(np.argmax([abs(t) for t in v]))]} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring"
+            )
+        out = np.empty(len(v), dtype=object)
+        out[:] = [
+            t & ((lim << 1) - 1) for t in v
+        ]  # & (2**L - 1) is mod 2**L, negatives included, and much faster than %
         return out.reshape(xi.shape)
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
         bad = x[~np.isfinite(x)].ravel()[0]
         raise ValueError(f"cannot encode {bad}: fixed-point values must be finite")
-    v = np.rint(np.ldexp(x, scale))            # exact: scaling by 2**scale, then rounding, in float64
+    v = np.rint(np.ldexp(x, scale))  # exact: scaling by 2**scale, then rounding, in float64
     lim = 2.0 ** (ring_bits - 1)
     if np.any(np.abs(v) >= lim):
         bad = x.ravel()[np.argmax(np.abs(v).ravel())]
-        raise FixedPointOverflow(f"value {bad!r} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring")
+        raise FixedPointOverflow(
+            f"value {bad!r} at scale {scale} needs more than {ring_bits - 1} bits: it would wrap around the ring"
+        )
     out = np.empty(x.shape, dtype=object)
     out.flat = [int(t) & ((1 << ring_bits) - 1) for t in v.flat]
     return out
 
-def to_signed(v, ring_bits:int=256) -> np.ndarray:
+
+def to_signed(v, ring_bits: int = 256) -> np.ndarray:
     "Ring elements as signed Python ints in `[-2**(L-1), 2**(L-1))`."
     v = np.asarray(np.asarray(v, dtype=object) & ((1 << ring_bits) - 1), dtype=object)
     return np.where(v >= (1 << (ring_bits - 1)), np.asarray(v - (1 << ring_bits), dtype=object), v).astype(object)
 
-def decode(v, scale:int, ring_bits:int=256) -> np.ndarray:
+
+def decode(v, scale: int, ring_bits: int = 256) -> np.ndarray:
     "Real values of fixed-point ring elements at `scale`."
     s = to_signed(v, ring_bits)
     return np.array([math.ldexp(float(t), -scale) for t in np.ravel(s)]).reshape(np.shape(s))
 
 # %% ../nbs/11_smc.ipynb #552f1f86
-def share(v, n_parties:int, rng:np.random.Generator, ring_bits:int=256) -> list:
+def share(v, n_parties: int, rng: np.random.Generator, ring_bits: int = 256) -> list:
     "Split ring elements `v` into `n_parties` additive shares modulo `2**ring_bits`."
     v = np.asarray(v, dtype=object)
     M = 1 << ring_bits
@@ -77,7 +91,8 @@ def share(v, n_parties:int, rng:np.random.Generator, ring_bits:int=256) -> list:
     last = (v - sum(sh)) & (M - 1) if sh else v & (M - 1)
     return sh + [last]
 
-def reconstruct(shares:list, ring_bits:int=256) -> np.ndarray:
+
+def reconstruct(shares: list, ring_bits: int = 256) -> np.ndarray:
     "Sum of additive shares modulo `2**ring_bits`."
     return sum(shares) & ((1 << ring_bits) - 1)
 
@@ -85,52 +100,97 @@ def reconstruct(shares:list, ring_bits:int=256) -> np.ndarray:
 @dataclass
 class Shared:
     "A secret-shared array: `shares[party]` is that party's share; `scale` its fractional bits; `bound` a public bound on |value|."
+
     shares: dict
     scale: int
     bound: float
+
     @property
-    def shape(self): return np.shape(next(iter(self.shares.values())))
+    def shape(self):
+        return np.shape(next(iter(self.shares.values())))
+
 
 @dataclass
 class SharedBits:
     "Bits shared by XOR (in GF(2)): `shares[party]` are uint8 arrays of 0/1 whose XOR is the secret bit."
-    shares: dict
-    @property
-    def shape(self): return np.shape(next(iter(self.shares.values())))
 
-def _nm(p): return getattr(p, 'name', p)
+    shares: dict
+
+    @property
+    def shape(self):
+        return np.shape(next(iter(self.shares.values())))
+
+
+def _nm(p):
+    return getattr(p, 'name', p)
+
 
 class RingElements:
     "Ring elements on the wire: each takes `ring_bits/8` bytes, whatever its value (a fixed-width encoding, as a real transport would use)."
-    __slots__ = ('values', 'ring_bits')
-    def __init__(self, values, ring_bits:int): self.values, self.ring_bits = np.asarray(values, dtype=object), int(ring_bits)
-    @property
-    def nbytes(self) -> int: return self.values.size * -(-self.ring_bits // 8)
-    def __array__(self, dtype=None, copy=None): return self.values if dtype is None else self.values.astype(dtype)
-    def __deepcopy__(self, memo): return RingElements(self.values.copy(), self.ring_bits)   # Python ints are immutable
-    def __len__(self): return len(self.values)
-    def __iter__(self): return iter(self.values)
-    def __getitem__(self, i): return self.values[i]
 
-def _pack(bits):   return np.packbits(np.asarray(bits, dtype=np.uint8).ravel())
-def _unpack(p, shape): return np.unpackbits(p, count=math.prod(shape)).reshape(shape)
+    __slots__ = ('values', 'ring_bits')
+
+    def __init__(self, values, ring_bits: int):
+        self.values, self.ring_bits = np.asarray(values, dtype=object), int(ring_bits)
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.size * -(-self.ring_bits // 8)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+    def __deepcopy__(self, memo):
+        return RingElements(self.values.copy(), self.ring_bits)  # Python ints are immutable
+
+    def __len__(self):
+        return len(self.values)
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __getitem__(self, i):
+        return self.values[i]
+
+
+def _pack(bits):
+    return np.packbits(np.asarray(bits, dtype=np.uint8).ravel())
+
+
+def _unpack(p, shape):
+    return np.unpackbits(p, count=math.prod(shape)).reshape(shape)
 
 # %% ../nbs/11_smc.ipynb #b1a7e9cc
 class SMC:
     "Secret-shared computation among `parties` with a `dealer` of correlated randomness, over `channel`."
-    def __init__(self, parties:list, channel:Channel|None=None, dealer:str='dealer', ring_bits:int=256, stat_bits:int=40, rng=None):
+
+    def __init__(
+        self,
+        parties: list,
+        channel: Channel | None = None,
+        dealer: str = 'dealer',
+        ring_bits: int = 256,
+        stat_bits: int = 40,
+        rng=None,
+    ):
         self.parties = [_nm(p) for p in parties]
-        if len(self.parties) < 1 or len(set(self.parties)) != len(self.parties): raise ValueError("parties must be distinct names")
+        if len(self.parties) < 1 or len(set(self.parties)) != len(self.parties):
+            raise ValueError("parties must be distinct names")
         self.dealer = _nm(dealer)
-        if self.dealer in self.parties: raise ValueError("the dealer must not be a computing party")
-        if ring_bits < stat_bits + 8: raise ValueError(f"ring_bits={ring_bits} leaves no room above stat_bits={stat_bits}")
+        if self.dealer in self.parties:
+            raise ValueError("the dealer must not be a computing party")
+        if ring_bits < stat_bits + 8:
+            raise ValueError(f"ring_bits={ring_bits} leaves no room above stat_bits={stat_bits}")
         self.L, self.kappa, self.M = int(ring_bits), int(stat_bits), 1 << int(ring_bits)
-        self.mask = self.M - 1                   # x & mask is x mod 2**L (also for negative x), several times faster than x % M
+        self.mask = self.M - 1  # x & mask is x mod 2**L (also for negative x), several times faster than x % M
         self.channel = channel if channel is not None else Channel()
         self._seed = np.random.SeedSequence(as_rng(rng).integers(2**63))
-        self.rng = {p: np.random.default_rng(s) for p, s in zip(self.parties + [self.dealer], self._seed.spawn(len(self.parties) + 1))}
+        self.rng = {
+            p: np.random.default_rng(s)
+            for p, s in zip(self.parties + [self.dealer], self._seed.spawn(len(self.parties) + 1))
+        }
         self.king = self.parties[0]
-        self.n_openings = 0                      # sequential opening rounds: the latency of a computation
+        self.n_openings = 0  # sequential opening rounds: the latency of a computation
 
     # ----- ranges -----------------------------------------------------------------------------------
     @property
@@ -138,16 +198,18 @@ class SMC:
         "Largest ℓ such that values in (-2**(ℓ-1), 2**(ℓ-1)) can be masked for comparison and truncation."
         return self.L - self.kappa - 1
 
-    def _bits_for(self, bound:float, scale:int) -> int:
+    def _bits_for(self, bound: float, scale: int) -> int:
         "ℓ with |v| < 2**(ℓ-1) for every integer v encoding a value of |x| <= bound at `scale`; raises if ℓ is too large."
         A = math.ceil(math.ldexp(float(bound), scale)) + 1
         ell = A.bit_length() + 1
         if ell > self.max_value_bits:
-            raise FixedPointOverflow(f"fixed-point overflow: a value bounded by {bound:.6g} at scale {scale} needs {ell} bits; "
-                                     f"the ring (L={self.L}, κ={self.kappa}) allows {self.max_value_bits}. Lower the scale or the bound, or use a larger ring")
+            raise FixedPointOverflow(
+                f"fixed-point overflow: a value bounded by {bound:.6g} at scale {scale} needs {ell} bits; "
+                f"the ring (L={self.L}, κ={self.kappa}) allows {self.max_value_bits}. Lower the scale or the bound, or use a larger ring"
+            )
         return ell
 
-    def _check(self, sh:Shared) -> Shared:
+    def _check(self, sh: Shared) -> Shared:
         self._bits_for(sh.bound, sh.scale)
         return sh
 
@@ -160,93 +222,118 @@ class SMC:
         return self.channel.receive(receiver, kind, sender=sender).values
 
     # ----- input and output --------------------------------------------------------------------------
-    def _encode_input(self, owner:str, x, scale:int, bound:float, encoded:bool) -> np.ndarray:
+    def _encode_input(self, owner: str, x, scale: int, bound: float, encoded: bool) -> np.ndarray:
         "`owner`'s values as ring elements, after checking them against the public `bound` (exactly, for integers) and the ring."
         xi = np.asarray(x)
-        exact = xi.dtype.kind in 'iuO'                               # integers are shared exactly
-        if encoded and not exact: raise ValueError(f"{owner}: encoded input must be integers")
+        exact = xi.dtype.kind in 'iuO'  # integers are shared exactly
+        if encoded and not exact:
+            raise ValueError(f"{owner}: encoded input must be integers")
         x = xi if exact else np.asarray(x, dtype=float)
-        if not exact and not np.all(np.isfinite(x)): raise ValueError(f"{owner}: input contains NaN or inf")
+        if not exact and not np.all(np.isfinite(x)):
+            raise ValueError(f"{owner}: input contains NaN or inf")
         if exact:
             flat = [int(t) for t in x.flat]
-            lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))   # exact: no float can overflow here
+            lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))  # exact: no float can overflow here
             big = [j for j, t in enumerate(flat) if abs(t) > lim]
-            if big: raise FixedPointOverflow(f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}" + (f" at scale {scale}" if encoded else ""))
+            if big:
+                raise FixedPointOverflow(
+                    f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}"
+                    + (f" at scale {scale}" if encoded else "")
+                )
         elif x.size and np.max(np.abs(x)) > bound:
-            raise FixedPointOverflow(f"{owner}: input value {float(x.ravel()[np.argmax(np.abs(x).ravel())])!r} exceeds the agreed bound {bound!r}")
+            raise FixedPointOverflow(
+                f"{owner}: input value {float(x.ravel()[np.argmax(np.abs(x).ravel())])!r} exceeds the agreed bound {bound!r}"
+            )
         self._bits_for(bound, scale)
-        if encoded:                                                  # checked above: reduce modulo 2**L
-            out = np.empty(len(flat), dtype=object); out[:] = [t & self.mask for t in flat]
+        if encoded:  # checked above: reduce modulo 2**L
+            out = np.empty(len(flat), dtype=object)
+            out[:] = [t & self.mask for t in flat]
             return out.reshape(xi.shape)
         return encode(x, scale, self.L)
 
-    def input(self, owner, x, scale:int, bound:float, encoded:bool=False) -> Shared:
+    def input(self, owner, x, scale: int, bound: float, encoded: bool = False) -> Shared:
         "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
         owner = _nm(owner)
         v = self._encode_input(owner, x, scale, bound, encoded)
-        if owner not in self.rng: self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])   # an input-only party
+        if owner not in self.rng:
+            self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])  # an input-only party
         sh = share(v, len(self.parties), self.rng[owner], self.L)
         out = {}
         for p, s in zip(self.parties, sh):
-            if p == owner: out[p] = s
+            if p == owner:
+                out[p] = s
             else:
                 self._send(owner, p, 'share', s)
                 out[p] = self._recv(p, 'share', owner)
         return Shared(out, int(scale), float(bound))
 
-    def input_sum(self, values:dict, scale:int, bound:float, encoded:bool=False) -> Shared:
+    def input_sum(self, values: dict, scale: int, bound: float, encoded: bool = False) -> Shared:
         "The sum of computing parties' private inputs (`values[party]`, each |x| <= `bound`), shared with no message: each party's own input is its share of the sum."
-        if not values: raise ValueError("input_sum needs at least one input")
+        if not values:
+            raise ValueError("input_sum needs at least one input")
         owners = [_nm(o) for o in values]
         outside = [o for o in owners if o not in self.parties]
-        if outside: raise ValueError(f"{outside[0]} is not a computing party: its input must be secret-shared with input()")
+        if outside:
+            raise ValueError(f"{outside[0]} is not a computing party: its input must be secret-shared with input()")
         vs = {o: self._encode_input(o, x, scale, bound, encoded) for o, x in zip(owners, values.values())}
         shapes = {v.shape for v in vs.values()}
-        if len(shapes) > 1: raise ValueError(f"input_sum: the parties' inputs have different shapes {sorted(shapes)}")
+        if len(shapes) > 1:
+            raise ValueError(f"input_sum: the parties' inputs have different shapes {sorted(shapes)}")
         zero = np.zeros(shapes.pop(), dtype=object)
         total = float(bound) * len(vs)
         self._bits_for(total, scale)
         return Shared({p: vs.get(p, zero) for p in self.parties}, int(scale), total)
 
-    def reveal(self, a:Shared, to=None, exact:bool=False) -> np.ndarray:
+    def reveal(self, a: Shared, to=None, exact: bool = False) -> np.ndarray:
         "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal'). `exact`: the signed integers `value * 2**scale` instead of floats."
         to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
         vals = {}
         for r in to:
             tot = a.shares[r] if r in a.shares else 0
             for p in self.parties:
-                if p == r: continue
+                if p == r:
+                    continue
                 self._send(p, r, 'reveal', a.shares[p])
                 tot = tot + self._recv(r, 'reveal', p)
             vals[r] = to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
         return vals[to[0]]
 
-    def reveal_bits(self, b:SharedBits, to=None) -> np.ndarray:
+    def reveal_bits(self, b: SharedBits, to=None) -> np.ndarray:
         "Open shared bits to the parties in `to` (default: all computing parties)."
         to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
         out = None
         for r in to:
             tot = b.shares[r].copy() if r in b.shares else np.zeros(b.shape, np.uint8)
             for p in self.parties:
-                if p == r: continue
+                if p == r:
+                    continue
                 self.channel.send(p, r, 'reveal', _pack(b.shares[p]))
                 tot ^= _unpack(self.channel.receive(r, 'reveal', sender=p), b.shape)
             out = tot if out is None else out
         return out
 
-    def _open(self, shares:dict, kind:str='masked', xor:bool=False, shape=None):
+    def _open(self, shares: dict, kind: str = 'masked', xor: bool = False, shape=None):
         "King-based opening of a *masked* value: everyone learns it. Returns the public value."
         self.n_openings += 1
         k = self.king
         tot = shares[k].copy() if xor else shares[k]
         for p in self.parties[1:]:
-            if xor: self.channel.send(p, k, kind, _pack(shares[p])); got = self.channel.receive(k, kind, sender=p)
-            else: self._send(p, k, kind, shares[p]); got = self._recv(k, kind, p)
+            if xor:
+                self.channel.send(p, k, kind, _pack(shares[p]))
+                got = self.channel.receive(k, kind, sender=p)
+            else:
+                self._send(p, k, kind, shares[p])
+                got = self._recv(k, kind, p)
             tot = (tot ^ _unpack(got, shape)) if xor else tot + got
-        if not xor: tot = tot & self.mask
+        if not xor:
+            tot = tot & self.mask
         for p in self.parties[1:]:
-            if xor: self.channel.send(k, p, kind, _pack(tot)); self.channel.receive(p, kind, sender=k)
-            else: self._send(k, p, kind, tot); self._recv(p, kind, k)
+            if xor:
+                self.channel.send(k, p, kind, _pack(tot))
+                self.channel.receive(p, kind, sender=k)
+            else:
+                self._send(k, p, kind, tot)
+                self._recv(p, kind, k)
         return tot
 
     # ----- dealer -------------------------------------------------------------------------------------
@@ -258,7 +345,8 @@ class SMC:
         for p, s in zip(self.parties, sh):
             self._send(self.dealer, p, kind, s)
             got = self._recv(p, kind, self.dealer)
-            for k in range(len(vs)): out[k][p] = got[k]
+            for k in range(len(vs)):
+                out[k][p] = got[k]
         return out[0] if len(vs) == 1 else out
 
     def _deal_bits(self, *bits, kind='dealer'):
@@ -266,35 +354,42 @@ class SMC:
         out = [{p: S[k] for k, p in enumerate(self.parties)} for S in self._deal_bits_stacked(*bits, kind=kind)]
         return out[0] if len(bits) == 1 else out
 
-
 # %% ../nbs/11_smc.ipynb #b0ace34f
-def _lift(self, a:Shared, scale:int) -> Shared:
+def _lift(self, a: Shared, scale: int) -> Shared:
     "Same value at a higher scale: multiply every share by 2**(scale - a.scale) (exact)."
-    if scale < a.scale: raise ValueError("use truncate() to lower a scale")
-    if scale == a.scale: return a
+    if scale < a.scale:
+        raise ValueError("use truncate() to lower a scale")
+    if scale == a.scale:
+        return a
     f = 1 << (scale - a.scale)
     return self._check(Shared({p: (s * f) & self.mask for p, s in a.shares.items()}, scale, a.bound))
 
-def _add(self, a:Shared, b:Shared) -> Shared:
+
+def _add(self, a: Shared, b: Shared) -> Shared:
     "[a + b]"
-    s = max(a.scale, b.scale); a, b = self.lift(a, s), self.lift(b, s)
+    s = max(a.scale, b.scale)
+    a, b = self.lift(a, s), self.lift(b, s)
     return self._check(Shared({p: (a.shares[p] + b.shares[p]) & self.mask for p in self.parties}, s, a.bound + b.bound))
 
-def _neg(self, a:Shared) -> Shared:
+
+def _neg(self, a: Shared) -> Shared:
     "[-a]"
     return Shared({p: (-s) & self.mask for p, s in a.shares.items()}, a.scale, a.bound)
 
-def _sub(self, a:Shared, b:Shared) -> Shared:
+
+def _sub(self, a: Shared, b: Shared) -> Shared:
     "[a - b]"
     return self.add(a, self.neg(b))
 
-def _mul_public(self, a:Shared, c) -> Shared:
+
+def _mul_public(self, a: Shared, c) -> Shared:
     "[c * a] for a public integer (or integer array) `c`."
     c = np.asarray(c, dtype=object)
     cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
     return self._check(Shared({p: (s * c) & self.mask for p, s in a.shares.items()}, a.scale, a.bound * cmax))
 
-def _add_public(self, a:Shared, c) -> Shared:
+
+def _add_public(self, a: Shared, c) -> Shared:
     "[a + c] for a public real `c` (encoded at a's scale and added by the king)."
     c = np.asarray(c, dtype=float)
     e = encode(c, a.scale, self.L)
@@ -302,67 +397,107 @@ def _add_public(self, a:Shared, c) -> Shared:
     out[self.king] = (out[self.king] + e) & self.mask
     return self._check(Shared(out, a.scale, a.bound + float(np.max(np.abs(c))) if c.size else a.bound))
 
-def _stack(self, items:list, axis:int=0) -> Shared:
-    "Stack shared arrays of equal scale along a new axis."
-    s = max(t.scale for t in items); items = [self.lift(t, s) for t in items]
-    return Shared({p: np.stack([t.shares[p] for t in items], axis) for p in self.parties}, s, max(t.bound for t in items))
 
-SMC.lift, SMC.add, SMC.neg, SMC.sub, SMC.mul_public, SMC.add_public, SMC.stack = _lift, _add, _neg, _sub, _mul_public, _add_public, _stack
+def _stack(self, items: list, axis: int = 0) -> Shared:
+    "Stack shared arrays of equal scale along a new axis."
+    s = max(t.scale for t in items)
+    items = [self.lift(t, s) for t in items]
+    return Shared(
+        {p: np.stack([t.shares[p] for t in items], axis) for p in self.parties}, s, max(t.bound for t in items)
+    )
+
+
+SMC.lift, SMC.add, SMC.neg, SMC.sub, SMC.mul_public, SMC.add_public, SMC.stack = (
+    _lift,
+    _add,
+    _neg,
+    _sub,
+    _mul_public,
+    _add_public,
+    _stack,
+)
 
 # %% ../nbs/11_smc.ipynb #c877a273
-def _mul(self, x:Shared, y:Shared) -> Shared:
+def _mul(self, x: Shared, y: Shared) -> Shared:
     "[x * y] (elementwise, broadcasting) with a Beaver triple; the result has scale x.scale + y.scale."
     shape = np.broadcast_shapes(x.shape, y.shape)
     out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
     self._bits_for(out_bound, out_scale)
     g = self.rng[self.dealer]
     a, b = random_ints(g, shape, self.L), random_ints(g, shape, self.L)
-    A, B, C = self._deal(a, b, (a * b) & self.mask)                     # one message per party carries the triple
-    de = self._open({p: np.stack([np.broadcast_to(x.shares[p], shape) - A[p], np.broadcast_to(y.shares[p], shape) - B[p]]) & self.mask
-                     for p in self.parties})                          # d = x - a and e = y - b, opened together
+    A, B, C = self._deal(a, b, (a * b) & self.mask)  # one message per party carries the triple
+    de = self._open(
+        {
+            p: np.stack([np.broadcast_to(x.shares[p], shape) - A[p], np.broadcast_to(y.shares[p], shape) - B[p]])
+            & self.mask
+            for p in self.parties
+        }
+    )  # d = x - a and e = y - b, opened together
     d, e = de[0], de[1]
     z = {p: (C[p] + d * B[p] + e * A[p] + (d * e if p == self.king else 0)) & self.mask for p in self.parties}
     return Shared(z, out_scale, out_bound)
 
-def _mul_many(self, pairs:list) -> list:
+
+def _mul_many(self, pairs: list) -> list:
     "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale. An operand used in several products (the same `Shared` object) is masked and opened once."
     shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
-    for x, y in pairs: self._bits_for(x.bound * y.bound, x.scale + y.scale)
-    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):     # broadcasting: flatten, one plain mul
-        flat = lambda k: {p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)]) for p in self.parties}
-        z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))      # ring products do not care about scales
+    for x, y in pairs:
+        self._bits_for(x.bound * y.bound, x.scale + y.scale)
+    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):  # broadcasting: flatten, one plain mul
+        flat = lambda k: {
+            p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)])
+            for p in self.parties
+        }
+        z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))  # ring products do not care about scales
         cuts = np.cumsum([0] + [math.prod(s) for s in shapes])
-        return [Shared({p: z.shares[p][cuts[k]:cuts[k + 1]].reshape(s) for p in self.parties}, x.scale + y.scale, x.bound * y.bound)
-                for k, ((x, y), s) in enumerate(zip(pairs, shapes))]
-    ops, pos = [], {}                                                  # distinct operands, in order of appearance
+        return [
+            Shared(
+                {p: z.shares[p][cuts[k] : cuts[k + 1]].reshape(s) for p in self.parties},
+                x.scale + y.scale,
+                x.bound * y.bound,
+            )
+            for k, ((x, y), s) in enumerate(zip(pairs, shapes))
+        ]
+    ops, pos = [], {}  # distinct operands, in order of appearance
     for x, y in pairs:
         for u in (x, y):
-            if id(u) not in pos: pos[id(u)] = len(ops); ops.append(u)
+            if id(u) not in pos:
+                pos[id(u)] = len(ops)
+                ops.append(u)
     sizes = [math.prod(u.shape) for u in ops]
     cut = np.cumsum([0] + sizes)
     g = self.rng[self.dealer]
-    a = random_ints(g, cut[-1], self.L)                                # one mask per operand element
-    seg = lambda v, j: v[cut[j]:cut[j + 1]]
-    c = [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs]   # c = a_x a_y per product
-    AC = self._deal(np.concatenate([a] + c))                             # masks and products: one message per party
-    d = self._open({p: np.concatenate([u.shares[p].ravel() for u in ops]) - AC[p][:cut[-1]] & self.mask for p in self.parties})
+    a = random_ints(g, cut[-1], self.L)  # one mask per operand element
+    seg = lambda v, j: v[cut[j] : cut[j + 1]]
+    c = [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs]  # c = a_x a_y per product
+    AC = self._deal(np.concatenate([a] + c))  # masks and products: one message per party
+    d = self._open(
+        {p: np.concatenate([u.shares[p].ravel() for u in ops]) - AC[p][: cut[-1]] & self.mask for p in self.parties}
+    )
     out, off = [], cut[-1]
     for (x, y), s in zip(pairs, shapes):
-        m = math.prod(s); i, j = pos[id(x)], pos[id(y)]
+        m = math.prod(s)
+        i, j = pos[id(x)], pos[id(y)]
         dx, dy = seg(d, i), seg(d, j)
-        z = {p: (AC[p][off:off + m] + dx * seg(AC[p], j) + dy * seg(AC[p], i) + (dx * dy if p == self.king else 0)) & self.mask
-             for p in self.parties}                                    # [xy] = c + d_x a_y + d_y a_x + d_x d_y
+        z = {
+            p: (AC[p][off : off + m] + dx * seg(AC[p], j) + dy * seg(AC[p], i) + (dx * dy if p == self.king else 0))
+            & self.mask
+            for p in self.parties
+        }  # [xy] = c + d_x a_y + d_y a_x + d_x d_y
         out.append(Shared({p: v.reshape(s) for p, v in z.items()}, x.scale + y.scale, x.bound * y.bound))
         off += m
     return out
 
+
 SMC.mul, SMC.mul_many = _mul, _mul_many
 
 # %% ../nbs/11_smc.ipynb #d26f2836
-def _truncate(self, a:Shared, k:int) -> Shared:
+def _truncate(self, a: Shared, k: int) -> Shared:
     "[a] at scale a.scale - k, with error below one unit in the last place (probabilistic truncation)."
-    if k <= 0: return a
-    if k > a.scale: raise ValueError(f"cannot truncate {k} bits from a value at scale {a.scale}")
+    if k <= 0:
+        return a
+    if k > a.scale:
+        raise ValueError(f"cannot truncate {k} bits from a value at scale {a.scale}")
     ell = self._bits_for(a.bound, a.scale)
     g = self.rng[self.dealer]
     r_hi, r_lo = random_ints(g, a.shape, ell + self.kappa - k), random_ints(g, a.shape, k)
@@ -372,6 +507,7 @@ def _truncate(self, a:Shared, k:int) -> Shared:
     ch_ = c >> k
     w = {p: ((ch_ - (off >> k) if p == self.king else 0) - Rhi[p]) & self.mask for p in self.parties}
     return Shared(w, a.scale - k, a.bound + 2.0 ** -(a.scale - k))
+
 
 SMC.truncate = _truncate
 
@@ -388,18 +524,22 @@ def _deal_bits_stacked(self, *bits, kind='dealer') -> list:
         self.channel.send(self.dealer, p, kind, _pack(sh[k]))
         got[k] = _unpack(self.channel.receive(p, kind, sender=self.dealer), (flat.size,))
     cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
-    return [got[:, cuts[i]:cuts[i + 1]].reshape((K,) + t) for i, t in enumerate(shapes)]
+    return [got[:, cuts[i] : cuts[i + 1]].reshape((K,) + t) for i, t in enumerate(shapes)]
 
-def _open_bits_stacked(self, X:np.ndarray, kind:str='masked') -> np.ndarray:
+
+def _open_bits_stacked(self, X: np.ndarray, kind: str = 'masked') -> np.ndarray:
     "King-based opening of XOR-shared bits stacked as (K, ...) (masked values only): everyone learns them."
     self.n_openings += 1
     k, shape = self.king, X.shape[1:]
-    tot = X[0].copy()                                               # the king is parties[0]
+    tot = X[0].copy()  # the king is parties[0]
     for i, p in enumerate(self.parties[1:], start=1):
-        self.channel.send(p, k, kind, _pack(X[i])); tot ^= _unpack(self.channel.receive(k, kind, sender=p), shape)
+        self.channel.send(p, k, kind, _pack(X[i]))
+        tot ^= _unpack(self.channel.receive(k, kind, sender=p), shape)
     for p in self.parties[1:]:
-        self.channel.send(k, p, kind, _pack(tot)); self.channel.receive(p, kind, sender=k)
+        self.channel.send(k, p, kind, _pack(tot))
+        self.channel.receive(p, kind, sender=k)
     return tot
+
 
 def _and_triples(self, *shapes) -> list:
     "Bit triples (A, B, A AND B) XOR-shared by the dealer, one triple per shape, all in one message per party (stacked as (K, ...))."
@@ -409,67 +549,86 @@ def _and_triples(self, *shapes) -> list:
         a, b = random_bits(g, shape), random_bits(g, shape)
         bits += [a, b, a & b]
     S = self._deal_bits_stacked(*bits)
-    return [tuple(S[3*i:3*i + 3]) for i in range(len(shapes))]
+    return [tuple(S[3 * i : 3 * i + 3]) for i in range(len(shapes))]
 
-def _and_stacked(self, X:np.ndarray, Y:np.ndarray, triple=None) -> np.ndarray:
+
+def _and_stacked(self, X: np.ndarray, Y: np.ndarray, triple=None) -> np.ndarray:
     "[X AND Y] for XOR-shared bits stacked as (K, ...): every local step is one numpy operation for all parties. `triple`: dealt in advance by `_and_triples`."
     A, B, C = triple if triple is not None else self._and_triples(X.shape[1:])[0]
     de = self._open_bits_stacked(np.stack([X ^ A, Y ^ B], axis=1))
     d, e = de[0], de[1]
     Z = C ^ (d & B) ^ (e & A)
-    Z[0] ^= d & e                                                   # the king adds the public d AND e
+    Z[0] ^= d & e  # the king adds the public d AND e
     return Z
 
-def _and(self, x:SharedBits, y:SharedBits) -> SharedBits:
+
+def _and(self, x: SharedBits, y: SharedBits) -> SharedBits:
     "[x AND y] for XOR-shared bits (elementwise)."
     Z = self._and_stacked(np.stack([x.shares[p] for p in self.parties]), np.stack([y.shares[p] for p in self.parties]))
     return SharedBits({p: Z[k] for k, p in enumerate(self.parties)})
 
+
 def _share_bits_from(self, owner, bits) -> SharedBits:
     "`owner` XOR-shares its bits (used in tests and by protocols whose inputs are bits)."
     owner = _nm(owner)
-    if owner not in self.rng: self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])
+    if owner not in self.rng:
+        self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])
     g = self.rng[owner]
     sh = [random_bits(g, np.shape(bits)) for _ in self.parties[1:]]
     last = np.asarray(bits, dtype=np.uint8).copy()
-    for s in sh: last ^= s
+    for s in sh:
+        last ^= s
     out = {}
     for p, s in zip(self.parties, sh + [last]):
-        if p == owner: out[p] = s
+        if p == owner:
+            out[p] = s
         else:
-            self.channel.send(owner, p, 'share', _pack(s)); out[p] = _unpack(self.channel.receive(p, 'share', sender=owner), np.shape(bits))
+            self.channel.send(owner, p, 'share', _pack(s))
+            out[p] = _unpack(self.channel.receive(p, 'share', sender=owner), np.shape(bits))
     return SharedBits(out)
 
-SMC._deal_bits_stacked, SMC._open_bits_stacked, SMC._and_triples, SMC._and_stacked = _deal_bits_stacked, _open_bits_stacked, _and_triples, _and_stacked
+
+SMC._deal_bits_stacked, SMC._open_bits_stacked, SMC._and_triples, SMC._and_stacked = (
+    _deal_bits_stacked,
+    _open_bits_stacked,
+    _and_triples,
+    _and_stacked,
+)
 SMC.and_, SMC.input_bits = _and, _share_bits_from
 
 # %% ../nbs/11_smc.ipynb #2b134661
-def _bitlt(self, c_bits:np.ndarray, r_bits:SharedBits) -> SharedBits:
+def _bitlt(self, c_bits: np.ndarray, r_bits: SharedBits) -> SharedBits:
     "[c < r] for public bits `c_bits` and shared bits `r_bits` (last axis: bit i = 2**i)."
     m = c_bits.shape[-1]
-    Ef = np.stack([r_bits.shares[p] for p in self.parties])        # the parties' shares, stacked: one array, (K, ..., m)
-    Ef[0] ^= c_bits                                                 # e_i = c_i XOR r_i (the king adds the public c)
-    ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]    # 1, 2, 4, ... < m
-    triples = self._and_triples(*[Ef.shape[1:-1] + (m - d,) for d in ds])   # every AND gate's triple in one dealer message
-    for d, tr in zip(ds, triples):                                  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
-        both = self._and_stacked(Ef[..., :m - d], Ef[..., d:], tr)
-        Ef = np.concatenate([Ef[..., :m - d] ^ Ef[..., d:] ^ both, Ef[..., m - d:]], axis=-1)
+    Ef = np.stack([r_bits.shares[p] for p in self.parties])  # the parties' shares, stacked: one array, (K, ..., m)
+    Ef[0] ^= c_bits  # e_i = c_i XOR r_i (the king adds the public c)
+    ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]  # 1, 2, 4, ... < m
+    triples = self._and_triples(
+        *[Ef.shape[1:-1] + (m - d,) for d in ds]
+    )  # every AND gate's triple in one dealer message
+    for d, tr in zip(ds, triples):  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
+        both = self._and_stacked(Ef[..., : m - d], Ef[..., d:], tr)
+        Ef = np.concatenate([Ef[..., : m - d] ^ Ef[..., d:] ^ both, Ef[..., m - d :]], axis=-1)
     nc = (1 - c_bits).astype(np.uint8)
-    G = Ef ^ np.concatenate([Ef[..., 1:], np.zeros_like(Ef[..., :1])], axis=-1)      # g_i = f_i XOR f_(i+1)
+    G = Ef ^ np.concatenate([Ef[..., 1:], np.zeros_like(Ef[..., :1])], axis=-1)  # g_i = f_i XOR f_(i+1)
     U = np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
     return SharedBits({p: U[k] for k, p in enumerate(self.parties)})
 
-def _int_bits(v, m:int) -> np.ndarray:
+
+def _int_bits(v, m: int) -> np.ndarray:
     "The m low bits of non-negative integers `v` (object array), as uint8 with a last axis of length m (bit i = 2**i)."
-    v = np.asarray(v, dtype=object); nb = max(1, -(-m // 8))
+    v = np.asarray(v, dtype=object)
+    nb = max(1, -(-m // 8))
     mask = (1 << (8 * nb)) - 1
     raw = b''.join((int(t) & mask).to_bytes(nb, 'little') for t in v.ravel())
     bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, nb), axis=1, bitorder='little')[:, :m]
     return bits.reshape(v.shape + (m,))
 
-def _ltz(self, x:Shared) -> SharedBits:
+
+def _ltz(self, x: Shared) -> SharedBits:
     "[x < 0] as XOR-shared bits."
-    ell = self._bits_for(x.bound, x.scale); m = ell - 1
+    ell = self._bits_for(x.bound, x.scale)
+    m = ell - 1
     g = self.rng[self.dealer]
     r_lo, r_hi = random_ints(g, x.shape, m), random_ints(g, x.shape, self.kappa + 1)
     R = self._deal((r_hi << m) + r_lo)
@@ -479,10 +638,11 @@ def _ltz(self, x:Shared) -> SharedBits:
     u = self._bitlt(_int_bits(c, m), SharedBits(Rb))
     return SharedBits({p: u.shares[p] ^ Rpar[p] ^ ((c_hi_par ^ 1) if p == self.king else 0) for p in self.parties})
 
+
 SMC._bitlt, SMC.ltz = _bitlt, _ltz
 
 # %% ../nbs/11_smc.ipynb #375770b3
-def _b2a(self, b:SharedBits) -> Shared:
+def _b2a(self, b: SharedBits) -> Shared:
     "XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     g = self.rng[self.dealer]
     s = random_bits(g, b.shape)
@@ -490,32 +650,49 @@ def _b2a(self, b:SharedBits) -> Shared:
     v = self._open({p: b.shares[p] ^ Sb[p] for p in self.parties}, xor=True, shape=b.shape).astype(object)
     return Shared({p: ((v if p == self.king else 0) + (1 - 2 * v) * Sa[p]) & self.mask for p in self.parties}, 0, 1.0)
 
-def _reciprocal(self, n:Shared, n_max:int, scale:int=64, iters:int|None=None) -> Shared:
+
+def _reciprocal(self, n: Shared, n_max: int, scale: int = 64, iters: int | None = None) -> Shared:
     "[1/n] at `scale` for a shared integer count 1 <= n <= n_max (n at scale 0)."
-    if n.scale != 0: raise ValueError("reciprocal expects an integer (scale 0)")
+    if n.scale != 0:
+        raise ValueError("reciprocal expects an integer (scale 0)")
     K = max(1, int(n_max).bit_length())
-    if scale < K + 2: raise ValueError(f"scale={scale} is too small for counts up to {n_max}")
+    if scale < K + 2:
+        raise ValueError(f"scale={scale} is too small for counts up to {n_max}")
     ks = np.arange(1, K + 1)
-    big = Shared({p: np.broadcast_to(n.shares[p], (K,) + n.shape).copy() for p in self.parties}, 0, float(max(n_max, 2 ** K)))
-    big = self.add_public(big, -(2.0 ** ks).reshape((K,) + (1,) * len(n.shape)))
-    ge = self.b2a(SharedBits({p: s ^ (1 if p == self.king else 0) for p, s in self.ltz(big).shares.items()}))   # b_k = [n >= 2^k]
+    big = Shared(
+        {p: np.broadcast_to(n.shares[p], (K,) + n.shape).copy() for p in self.parties}, 0, float(max(n_max, 2**K))
+    )
+    big = self.add_public(big, -(2.0**ks).reshape((K,) + (1,) * len(n.shape)))
+    ge = self.b2a(
+        SharedBits({p: s ^ (1 if p == self.king else 0) for p, s in self.ltz(big).shares.items()})
+    )  # b_k = [n >= 2^k]
     coef = np.array([1 << (scale - k - 1) for k in range(1, K + 1)], dtype=object).reshape((K,) + (1,) * len(n.shape))
-    z = Shared({p: (((1 << (scale - 1)) if p == self.king else 0) - (ge.shares[p] * coef).sum(axis=0)) & self.mask for p in self.parties}, scale, 1.0)
+    z = Shared(
+        {
+            p: (((1 << (scale - 1)) if p == self.king else 0) - (ge.shares[p] * coef).sum(axis=0)) & self.mask
+            for p in self.parties
+        },
+        scale,
+        1.0,
+    )
     iters = iters if iters is not None else max(1, math.ceil(math.log2(scale)) + 1)
     for _ in range(iters):
-        nz = self.mul(n, z)                                  # scale `scale`, exact
+        nz = self.mul(n, z)  # scale `scale`, exact
         two_minus = self.add_public(self.neg(nz), 2.0)
         two_minus.bound = 2.0
         z = self.truncate(self.mul(z, two_minus), scale)
         z.bound = 1.0
     return z
 
-def _maximum(self, a:Shared, b:Shared) -> Shared:
+
+def _maximum(self, a: Shared, b: Shared) -> Shared:
     "[max(a, b)] elementwise: a + [a < b] (b - a), one comparison and one multiplication."
-    s = max(a.scale, b.scale); a, b = self.lift(a, s), self.lift(b, s)
+    s = max(a.scale, b.scale)
+    a, b = self.lift(a, s), self.lift(b, s)
     lt = self.b2a(self.ltz(self.sub(a, b)))
     m = self.add(a, self.mul(lt, self.sub(b, a)))
-    return Shared(m.shares, s, max(a.bound, b.bound))      # max(a, b) is bounded by the larger bound
+    return Shared(m.shares, s, max(a.bound, b.bound))  # max(a, b) is bounded by the larger bound
+
 
 SMC.b2a, SMC.reciprocal, SMC.maximum = _b2a, _reciprocal, _maximum
 
@@ -526,65 +703,93 @@ RFC3526_P2048 = int(
     'EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF0598DA48361C55D39A69163FA8FD24CF5F'
     '83655D23DCA3AD961C62F356208552BB9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B'
     'E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF6955817183995497CEA956AE515D2261898FA0510'
-    '15728E5A8AACAA68FFFFFFFFFFFFFFFF', 16)
+    '15728E5A8AACAA68FFFFFFFFFFFFFFFF',
+    16,
+)
+
 
 class DropoutError(RuntimeError):
     "Clients dropped out of a secure aggregation after masking, and the sum cannot be recovered."
 
-def _prg_mask(seed:int, shape) -> np.ndarray:
+
+def _prg_mask(seed: int, shape) -> np.ndarray:
     "Pseudo-random uint64 mask expanded from a shared seed."
     key = int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big')
     return np.random.default_rng(key).integers(0, np.iinfo(np.uint64).max, size=shape, dtype=np.uint64, endpoint=True)
 
 # %% ../nbs/11_smc.ipynb #44e0ca66
-def secure_sum(values:dict, channel:Channel|None=None, server:str='server', frac_bits:int=24, rng=None,
-               drop:tuple=(), on_dropout:str='raise'):
+def secure_sum(
+    values: dict,
+    channel: Channel | None = None,
+    server: str = 'server',
+    frac_bits: int = 24,
+    rng=None,
+    drop: tuple = (),
+    on_dropout: str = 'raise',
+):
     "Sum of the clients' arrays `values` (dict client -> array of equal shape) revealed to `server` only, by pairwise masking."
-    if on_dropout not in ('raise', 'recover'): raise ValueError("on_dropout must be 'raise' or 'recover'")
+    if on_dropout not in ('raise', 'recover'):
+        raise ValueError("on_dropout must be 'raise' or 'recover'")
     if isinstance(frac_bits, bool) or not isinstance(frac_bits, numbers.Integral) or not 0 <= frac_bits <= 62:
-        raise ValueError(f"frac_bits must be an integer in [0, 62] (fractional bits of the 64-bit fixed point); got {frac_bits!r}")
+        raise ValueError(
+            f"frac_bits must be an integer in [0, 62] (fractional bits of the 64-bit fixed point); got {frac_bits!r}"
+        )
     channel = channel if channel is not None else Channel()
     names = [_nm(c) for c in values]
-    if len(names) < 2: raise ValueError("secure aggregation needs at least 2 clients")
+    if len(names) < 2:
+        raise ValueError("secure aggregation needs at least 2 clients")
     arrs = {c: np.asarray(v, dtype=float) for c, v in zip(names, values.values())}
     shape = next(iter(arrs.values())).shape
     for c, a in arrs.items():
-        if a.shape != shape: raise ValueError(f"{c} sends shape {a.shape}, expected {shape}")
-        if not np.all(np.isfinite(a)): raise ValueError(f"{c}: values contain NaN or inf")
+        if a.shape != shape:
+            raise ValueError(f"{c} sends shape {a.shape}, expected {shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{c}: values contain NaN or inf")
     lim = 2.0 ** (63 - frac_bits) / len(names)
     for c, a in arrs.items():
         if a.size and np.max(np.abs(a)) >= lim:
-            raise FixedPointOverflow(f"{c}: value {a.ravel()[np.argmax(np.abs(a).ravel())]!r} too large for a {len(names)}-client sum at {frac_bits} fractional bits (limit {lim:.3g})")
+            raise FixedPointOverflow(
+                f"{c}: value {a.ravel()[np.argmax(np.abs(a).ravel())]!r} too large for a {len(names)}-client sum at {frac_bits} fractional bits (limit {lim:.3g})"
+            )
     unknown = set(map(_nm, drop)) - set(names)
-    if unknown: raise ValueError(f"unknown clients in drop: {sorted(unknown)}")
-    rng = as_rng(rng); P, G = RFC3526_P2048, 2
+    if unknown:
+        raise ValueError(f"unknown clients in drop: {sorted(unknown)}")
+    rng = as_rng(rng)
+    P, G = RFC3526_P2048, 2
     # round 1: advertise Diffie-Hellman public keys through the server
     secret = {c: int.from_bytes(rng.bytes(32), 'big') for c in names}
-    for c in names: channel.send(c, server, 'public key', pow(G, secret[c], P))
+    for c in names:
+        channel.send(c, server, 'public key', pow(G, secret[c], P))
     pub = {c: channel.receive(server, 'public key', sender=c) for c in names}
     for c in names:
         channel.send(server, c, 'public keys', {o: pub[o] for o in names if o != c})
     seeds = {}
     for c in names:
         keys = channel.receive(c, 'public keys', sender=server)
-        for o, pk in keys.items(): seeds[c, o] = pow(pk, secret[c], P)
+        for o, pk in keys.items():
+            seeds[c, o] = pow(pk, secret[c], P)
     # round 2: masked inputs
     dropped = [c for c in names if c in set(map(_nm, drop))]
     for i, c in enumerate(names):
-        if c in dropped: continue
+        if c in dropped:
+            continue
         y = (np.rint(np.ldexp(arrs[c], frac_bits)).astype(np.int64)).view(np.uint64)
         for j, o in enumerate(names):
-            if o == c: continue
+            if o == c:
+                continue
             m = _prg_mask(seeds[c, o], shape)
             y = y + m if i < j else y - m
         channel.send(c, server, 'masked', y)
     got = {c: channel.receive(server, 'masked', sender=c) for c in names if c not in dropped}
     total = np.zeros(shape, dtype=np.uint64)
-    for y in got.values(): total = total + y
+    for y in got.values():
+        total = total + y
     if dropped:
         if on_dropout == 'raise':
-            raise DropoutError(f"clients {dropped} dropped after masking: their pairwise masks do not cancel, so the sum is "
-                               f"unrecoverable; rerun without them or use on_dropout='recover'")
+            raise DropoutError(
+                f"clients {dropped} dropped after masking: their pairwise masks do not cancel, so the sum is "
+                f"unrecoverable; rerun without them or use on_dropout='recover'"
+            )
         # round 3: survivors reveal their seeds with the dropped clients; the server removes those masks
         for c in got:
             channel.send(c, server, 'reveal', {o: seeds[c, o] for o in dropped})
@@ -595,3 +800,511 @@ def secure_sum(values:dict, channel:Channel|None=None, server:str='server', frac
                 m = _prg_mask(s, shape)
                 total = total - m if i < names.index(o) else total + m
     return np.ldexp(total.view(np.int64).astype(float), -frac_bits)
+
+# %% ../nbs/11_smc.ipynb #315fda38
+class PartyShare:
+    "One party's share `v` of a secret-shared array, its `scale` and public `bound`; the dealer's copy has `v=None` (it knows only shape, scale and bound)."
+
+    __slots__ = ('v', 'shape', 'scale', 'bound')
+
+    def __init__(self, v, scale: int, bound: float, shape=None):
+        self.v, self.scale, self.bound = v, int(scale), float(bound)
+        self.shape = tuple(shape) if v is None else np.shape(v)
+
+    def rows(self, idx, scale: int | None = None, bound: float | None = None) -> 'PartyShare':
+        "Row(s) `idx` (optionally re-declaring scale and bound)."
+        sc, b = self.scale if scale is None else scale, self.bound if bound is None else bound
+        if self.v is not None:
+            return PartyShare(self.v[idx], sc, b)
+        return PartyShare(None, sc, b, np.empty(self.shape, dtype=np.int8)[idx].shape)
+
+# %% ../nbs/11_smc.ipynb #bfdc28f1
+class PartySMC:
+    "One party's side of `SMC`: it holds only its own shares, rng and mailbox, and advances as a generator (`yield` = wait for messages). `me` may be the dealer, whose side only deals."
+
+    def __init__(
+        self, me: str, parties: list, dealer: str = 'server', ring_bits: int = 256, stat_bits: int = 40, rng=None
+    ):
+        self.me, self.parties, self.dealer = me, list(parties), dealer
+        if len(set(self.parties)) != len(self.parties) or dealer in self.parties:
+            raise ValueError("parties must be distinct names, the dealer none of them")
+        if ring_bits < stat_bits + 8:
+            raise ValueError(f"ring_bits={ring_bits} leaves no room above stat_bits={stat_bits}")
+        self.L, self.kappa, self.M = int(ring_bits), int(stat_bits), 1 << int(ring_bits)
+        self.mask, self.king = self.M - 1, self.parties[0]
+        self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
+        self.rng = as_rng(rng)
+        self.box, self.out, self.phase, self.wants_phase, self.checkpoint = [], [], None, False, None
+
+    max_value_bits, _bits_for = SMC.max_value_bits, SMC._bits_for
+
+    def _check(self, sh):
+        self._bits_for(sh.bound, sh.scale)
+        return sh
+
+# %% ../nbs/11_smc.ipynb #c4ee0834
+@patch
+def send(self: PartySMC, to: str, kind: str, payload):
+    "Queue a message; it leaves when this party next waits."
+    self.out.append((to, kind, payload))
+
+
+@patch
+def recv(self: PartySMC, kind: str, sender: str):
+    "Generator: the payload of the oldest message of `kind` from `sender`, waiting (yielding) until it is there."
+    while True:
+        for i, (s, k, p) in enumerate(self.box):
+            if s == sender and k == kind:
+                del self.box[i]
+                return p
+        yield ('recv', kind, sender)
+
+
+@patch
+def wait_phase(self: PartySMC):
+    "Generator (the dealer's): wait until the computing parties announce their next public phase; returns it."
+    self.wants_phase = True
+    yield ('phase',)
+    return self.phase
+
+# %% ../nbs/11_smc.ipynb #01a140d8
+@patch
+def save(self: PartySMC, prog: dict):
+    "A checkpoint at a phase boundary: the program's own state `prog` (plain data), this party's rng state, its unread mailbox and phase. A transport that cannot keep a suspended generator (a process per message) resumes from it."
+    self.checkpoint = dict(
+        prog=prog, rng=copy.deepcopy(self.rng.bit_generator.state), box=list(self.box), phase=self.phase
+    )
+
+
+@patch
+def restore(self: PartySMC, ck: dict):
+    "Back to checkpoint `ck` (rng state, mailbox, phase); the program is then rebuilt from `ck['prog']`."
+    self.rng.bit_generator.state = copy.deepcopy(ck['rng'])
+    self.box[:] = list(ck['box'])
+    self.phase = ck['phase']
+    self.checkpoint = ck
+
+# %% ../nbs/11_smc.ipynb #542f8550
+@patch
+def lift(self: PartySMC, a: PartyShare, scale: int) -> PartyShare:
+    "Same value at a higher scale (exact)."
+    if scale < a.scale:
+        raise ValueError("use truncate() to lower a scale")
+    if scale == a.scale:
+        return a
+    v = None if a.v is None else (a.v * (1 << (scale - a.scale))) & self.mask
+    return self._check(PartyShare(v, scale, a.bound, a.shape))
+
+
+@patch
+def add(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+    "[a + b]"
+    s = max(a.scale, b.scale)
+    a, b = self.lift(a, s), self.lift(b, s)
+    v = None if a.v is None else (a.v + b.v) & self.mask
+    return self._check(PartyShare(v, s, a.bound + b.bound, np.broadcast_shapes(a.shape, b.shape)))
+
+
+@patch
+def neg(self: PartySMC, a: PartyShare) -> PartyShare:
+    "[-a]"
+    return PartyShare(None if a.v is None else (-a.v) & self.mask, a.scale, a.bound, a.shape)
+
+
+@patch
+def sub(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+    "[a - b]"
+    return self.add(a, self.neg(b))
+
+
+@patch
+def mul_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
+    "[c * a] for a public integer (array) `c`."
+    c = np.asarray(c, dtype=object)
+    cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
+    return self._check(PartyShare(None if a.v is None else (a.v * c) & self.mask, a.scale, a.bound * cmax, a.shape))
+
+
+@patch
+def add_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
+    "[a + c] for a public real `c` (the king adds it)."
+    c = np.asarray(c, dtype=float)
+    e = encode(c, a.scale, self.L)
+    v = a.v if not self.is_king or a.v is None else (a.v + e) & self.mask
+    shape = a.shape if a.v is not None else np.broadcast_shapes(a.shape, c.shape)
+    return self._check(PartyShare(v, a.scale, a.bound + float(np.max(np.abs(c))) if c.size else a.bound, shape))
+
+
+@patch
+def stack(self: PartySMC, items: list, axis: int = 0) -> PartyShare:
+    "Stack shares of equal shape along a new axis (lifted to the largest scale)."
+    s = max(t.scale for t in items)
+    items = [self.lift(t, s) for t in items]
+    v = None if items[0].v is None else np.stack([t.v for t in items], axis)
+    shape = list(items[0].shape)
+    shape.insert(axis, len(items))
+    return PartyShare(v, s, max(t.bound for t in items), shape)
+
+# %% ../nbs/11_smc.ipynb #e739f79f
+@patch
+def input_all(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool = False):
+    "Generator: every computing party secret-shares its own `x` (|x| <= `bound`, same `shape`); returns one `PartyShare` per party, in party order."
+    mine = {}
+    if not self.is_dealer:
+        v = SMC._encode_input(self, self.me, x, scale, bound, encoded)
+        for p, s in zip(self.parties, share(v, len(self.parties), self.rng, self.L)):
+            if p == self.me:
+                mine[p] = s
+            else:
+                self.send(p, 'share', RingElements(s, self.L))
+        for p in self.parties:
+            if p != self.me:
+                mine[p] = (yield from self.recv('share', p)).values
+    else:
+        self._bits_for(bound, scale)
+    return [PartyShare(mine.get(p), scale, bound, shape) for p in self.parties]
+
+
+@patch
+def input_sum(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool = False) -> PartyShare:
+    "The sum of the computing parties' inputs, shared with no message: each party's own input is its share."
+    v = None if self.is_dealer else SMC._encode_input(self, self.me, x, scale, bound, encoded)
+    total = float(bound) * len(self.parties)
+    self._bits_for(total, scale)
+    return PartyShare(v, scale, total, shape)
+
+# %% ../nbs/11_smc.ipynb #070e8bc2
+@patch
+def reveal(self: PartySMC, a: PartyShare, exact: bool = False):
+    "Generator: open `a` to every computing party (each sends its share to every other, kind 'reveal')."
+    if self.is_dealer:
+        return None
+    for p in self.parties:
+        if p != self.me:
+            self.send(p, 'reveal', RingElements(a.v, self.L))
+    tot = a.v
+    for p in self.parties:
+        if p != self.me:
+            tot = tot + (yield from self.recv('reveal', p)).values
+    return to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
+
+
+@patch
+def reveal_bits(self: PartySMC, b):
+    "Generator: open XOR-shared bits (this party's uint8 array `b`) to every computing party."
+    if self.is_dealer:
+        return None
+    for p in self.parties:
+        if p != self.me:
+            self.send(p, 'reveal', _pack(b))
+    tot = b.copy()
+    for p in self.parties:
+        if p != self.me:
+            tot ^= _unpack((yield from self.recv('reveal', p)), b.shape)
+    return tot
+
+
+@patch
+def open(self: PartySMC, x, xor: bool = False, kind: str = 'masked'):
+    "Generator: king-based opening of this party's share `x` of a *masked* value (ring, or bits with `xor`): everyone learns it."
+    k, shape = self.king, np.shape(x)
+    if not self.is_king:
+        self.send(k, kind, _pack(x) if xor else RingElements(x, self.L))
+        got = yield from self.recv(kind, k)
+        return _unpack(got, shape) if xor else got.values
+    tot = x.copy() if xor else x
+    for p in self.parties[1:]:
+        got = yield from self.recv(kind, p)
+        tot = (tot ^ _unpack(got, shape)) if xor else tot + got.values
+    if not xor:
+        tot = tot & self.mask
+    for p in self.parties[1:]:
+        self.send(p, kind, _pack(tot) if xor else RingElements(tot, self.L))
+    return tot
+
+# %% ../nbs/11_smc.ipynb #de701ea2
+@patch
+def deal(self: PartySMC, make, shape, n: int = 1):
+    "Generator: the dealer shares the `n` ring arrays `make()` returns (one message per party); a party receives its shares. Returns a list of `n` arrays (None for the dealer)."
+    if self.is_dealer:
+        V = np.stack([np.asarray(v, dtype=object) for v in make()])
+        for p, s in zip(self.parties, share(V, len(self.parties), self.rng, self.L)):
+            self.send(p, 'dealer', RingElements(s, self.L))
+        return [None] * n
+    got = (yield from self.recv('dealer', self.dealer)).values
+    return [got[k] for k in range(n)]
+
+
+@patch
+def deal_bits(self: PartySMC, make, shapes: list):
+    "Generator: the dealer XOR-shares the bit arrays `make()` returns (shapes `shapes`), one packed message per party. Returns one array per shape."
+    cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
+    if self.is_dealer:
+        flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in make()])
+        K = len(self.parties)
+        sh = random_bits(self.rng, (K, flat.size))
+        sh[-1] = flat ^ np.bitwise_xor.reduce(sh[:-1], axis=0) if K > 1 else flat
+        for k, p in enumerate(self.parties):
+            self.send(p, 'dealer', _pack(sh[k]))
+        return [None] * len(shapes)
+    got = _unpack((yield from self.recv('dealer', self.dealer)), (int(cuts[-1]),))
+    return [got[cuts[i] : cuts[i + 1]].reshape(t) for i, t in enumerate(shapes)]
+
+# %% ../nbs/11_smc.ipynb #b10c674d
+@patch
+def mul(self: PartySMC, x: PartyShare, y: PartyShare) -> PartyShare:
+    "Generator: [x * y] (elementwise, broadcasting) with a Beaver triple; scale x.scale + y.scale."
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
+    self._bits_for(out_bound, out_scale)
+
+    def make():
+        a, b = random_ints(self.rng, shape, self.L), random_ints(self.rng, shape, self.L)
+        return a, b, (a * b) & self.mask
+
+    A, B, C = yield from self.deal(make, shape, 3)
+    if self.is_dealer:
+        return PartyShare(None, out_scale, out_bound, shape)
+    de = yield from self.open(np.stack([np.broadcast_to(x.v, shape) - A, np.broadcast_to(y.v, shape) - B]) & self.mask)
+    d, e = de[0], de[1]
+    z = (C + d * B + e * A + (d * e if self.is_king else 0)) & self.mask
+    return PartyShare(z, out_scale, out_bound)
+
+# %% ../nbs/11_smc.ipynb #38127fcc
+@patch
+def mul_many(self: PartySMC, pairs: list) -> list:
+    "Generator: several products in one round (one bundle of triples, one opening); an operand used twice (the same object) is opened once."
+    shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
+    for x, y in pairs:
+        self._bits_for(x.bound * y.bound, x.scale + y.scale)
+    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):
+        raise ValueError("mul_many: operands must have equal shapes")
+    ops, pos = [], {}
+    for x, y in pairs:
+        for u in (x, y):
+            if id(u) not in pos:
+                pos[id(u)] = len(ops)
+                ops.append(u)
+    cut = np.cumsum([0] + [math.prod(u.shape) for u in ops])
+    seg = lambda v, j: v[cut[j] : cut[j + 1]]
+
+    def make():
+        a = random_ints(self.rng, cut[-1], self.L)
+        return [np.concatenate([a] + [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs])]
+
+    (AC,) = yield from self.deal(make, None, 1)
+    if self.is_dealer:
+        return [PartyShare(None, x.scale + y.scale, x.bound * y.bound, s) for (x, y), s in zip(pairs, shapes)]
+    d = yield from self.open(np.concatenate([u.v.ravel() for u in ops]) - AC[: cut[-1]] & self.mask)
+    out, off = [], cut[-1]
+    for (x, y), s in zip(pairs, shapes):
+        m = math.prod(s)
+        i, j = pos[id(x)], pos[id(y)]
+        dx, dy = seg(d, i), seg(d, j)
+        z = (AC[off : off + m] + dx * seg(AC, j) + dy * seg(AC, i) + (dx * dy if self.is_king else 0)) & self.mask
+        out.append(PartyShare(z.reshape(s), x.scale + y.scale, x.bound * y.bound))
+        off += m
+    return out
+
+# %% ../nbs/11_smc.ipynb #e8705311
+@patch
+def truncate(self: PartySMC, a: PartyShare, k: int) -> PartyShare:
+    "Generator: [a] at scale a.scale - k (probabilistic truncation, error below one unit in the last place)."
+    if k <= 0:
+        return a
+    if k > a.scale:
+        raise ValueError(f"cannot truncate {k} bits from a value at scale {a.scale}")
+    ell = self._bits_for(a.bound, a.scale)
+
+    def make():
+        r_hi, r_lo = random_ints(self.rng, a.shape, ell + self.kappa - k), random_ints(self.rng, a.shape, k)
+        return (r_hi << k) + r_lo, r_hi
+
+    R, Rhi = yield from self.deal(make, a.shape, 2)
+    out_bound = a.bound + 2.0 ** -(a.scale - k)
+    if self.is_dealer:
+        return PartyShare(None, a.scale - k, out_bound, a.shape)
+    off = 1 << (ell - 1)
+    c = yield from self.open((a.v + R + (off if self.is_king else 0)) & self.mask)
+    w = (((c >> k) - (off >> k) if self.is_king else 0) - Rhi) & self.mask
+    return PartyShare(w, a.scale - k, out_bound)
+
+# %% ../nbs/11_smc.ipynb #582c4f6d
+@patch
+def bitlt(self: PartySMC, c_bits, r_bits, shape, m: int):
+    "Generator: this party's XOR share of [c < r] for public bits `c_bits` and shared bits `r_bits` (last axis m: bit i = 2**i)."
+    ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]
+    tshapes = [tuple(shape) + (m - d,) for d in ds]
+
+    def make():
+        out = []
+        for s in tshapes:
+            a, b = random_bits(self.rng, s), random_bits(self.rng, s)
+            out += [a, b, a & b]
+        return out
+
+    T = yield from self.deal_bits(make, [s for s in tshapes for _ in range(3)])
+    if self.is_dealer:
+        return None
+    E = r_bits ^ c_bits if self.is_king else r_bits.copy()
+    for i, d in enumerate(ds):  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
+        A, B, C = T[3 * i : 3 * i + 3]
+        X, Y = E[..., : m - d], E[..., d:]
+        de = yield from self.open(np.stack([X ^ A, Y ^ B]), xor=True)
+        both = C ^ (de[0] & B) ^ (de[1] & A) ^ ((de[0] & de[1]) if self.is_king else 0)
+        E = np.concatenate([X ^ Y ^ both, E[..., m - d :]], axis=-1)
+    nc = (1 - c_bits).astype(np.uint8)
+    G = E ^ np.concatenate([E[..., 1:], np.zeros_like(E[..., :1])], axis=-1)
+    return np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
+
+# %% ../nbs/11_smc.ipynb #70cecca8
+@patch
+def ltz(self: PartySMC, x: PartyShare):
+    "Generator: this party's XOR share of [x < 0] (uint8 array; None for the dealer)."
+    ell = self._bits_for(x.bound, x.scale)
+    m = ell - 1
+    st = {}
+
+    def make():
+        st['lo'], st['hi'] = random_ints(self.rng, x.shape, m), random_ints(self.rng, x.shape, self.kappa + 1)
+        return [(st['hi'] << m) + st['lo']]
+
+    (R,) = yield from self.deal(make, x.shape, 1)
+    Rb, Rpar = yield from self.deal_bits(
+        lambda: (_int_bits(st['lo'], m), _int_bits(st['hi'], 1)[..., 0]), [tuple(x.shape) + (m,), x.shape]
+    )
+    if self.is_dealer:
+        yield from self.bitlt(None, None, x.shape, m)
+        return None
+    c = yield from self.open((x.v + R + ((1 << m) if self.is_king else 0)) & self.mask)
+    u = yield from self.bitlt(_int_bits(c, m), Rb, x.shape, m)
+    return u ^ Rpar ^ ((_int_bits(c >> m, 1)[..., 0] ^ 1) if self.is_king else 0)
+
+# %% ../nbs/11_smc.ipynb #70d7ad58
+@patch
+def b2a(self: PartySMC, b, shape) -> PartyShare:
+    "Generator: XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
+    st = {}
+
+    def bits():
+        st['s'] = random_bits(self.rng, shape)
+        return [st['s']]
+
+    (Sb,) = yield from self.deal_bits(bits, [shape])
+    (Sa,) = yield from self.deal(lambda: [st['s'].astype(object)], shape, 1)
+    if self.is_dealer:
+        return PartyShare(None, 0, 1.0, shape)
+    v = (yield from self.open(b ^ Sb, xor=True)).astype(object)
+    return PartyShare(((v if self.is_king else 0) + (1 - 2 * v) * Sa) & self.mask, 0, 1.0)
+
+
+@patch
+def maximum(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+    "Generator: [max(a, b)] elementwise, one comparison and one multiplication."
+    s = max(a.scale, b.scale)
+    a, b = self.lift(a, s), self.lift(b, s)
+    d = self.sub(a, b)
+    lt = yield from self.b2a((yield from self.ltz(d)), d.shape)
+    m = self.add(a, (yield from self.mul(lt, self.sub(b, a))))
+    return PartyShare(m.v, s, max(a.bound, b.bound), m.shape)
+
+# %% ../nbs/11_smc.ipynb #9d9303f9
+@patch
+def reciprocal(self: PartySMC, n: PartyShare, n_max: int, scale: int = 64, iters: int | None = None) -> PartyShare:
+    "Generator: [1/n] at `scale` for a shared integer count 1 <= n <= n_max (Newton from a power-of-two start)."
+    if n.scale != 0:
+        raise ValueError("reciprocal expects an integer (scale 0)")
+    K = max(1, int(n_max).bit_length())
+    if scale < K + 2:
+        raise ValueError(f"scale={scale} is too small for counts up to {n_max}")
+    ks = np.arange(1, K + 1)
+    shp = (K,) + tuple(n.shape)
+    big = PartyShare(None if n.v is None else np.broadcast_to(n.v, shp).copy(), 0, float(max(n_max, 2**K)), shp)
+    big = self.add_public(big, -(2.0**ks).reshape((K,) + (1,) * len(n.shape)))
+    lt = yield from self.ltz(big)
+    ge = yield from self.b2a(None if lt is None else lt ^ (1 if self.is_king else 0), shp)  # b_k = [n >= 2^k]
+    coef = np.array([1 << (scale - k - 1) for k in range(1, K + 1)], dtype=object).reshape((K,) + (1,) * len(n.shape))
+    zv = None if ge.v is None else (((1 << (scale - 1)) if self.is_king else 0) - (ge.v * coef).sum(axis=0)) & self.mask
+    z = PartyShare(zv, scale, 1.0, n.shape)
+    for _ in range(iters if iters is not None else max(1, math.ceil(math.log2(scale)) + 1)):
+        nz = yield from self.mul(n, z)
+        two_minus = self.add_public(self.neg(nz), 2.0)
+        two_minus.bound = 2.0
+        z = yield from self.truncate((yield from self.mul(z, two_minus)), scale)
+        z.bound = 1.0
+    return z
+
+# %% ../nbs/11_smc.ipynb #456ecd0f
+class Program:
+    "A party's program as a step function: `step(inbox) -> outbox`, its state the party's own (`ctx`: its `PartySMC` with mailbox and phase) and a suspended generator; `result` once it has finished."
+
+    def __init__(self, name: str, ctx, gen):
+        self.name, self.ctx, self.gen, self.done, self.result, self.waiting = name, ctx, gen, False, None, None
+
+    def step(self, inbox: list) -> list:
+        "Deliver `inbox` (a list of (sender, kind, payload)), run until the program waits or ends; return its outbox (receiver, kind, payload)."
+        self.ctx.box.extend(inbox)
+        try:
+            self.waiting = next(self.gen)
+        except StopIteration as e:
+            self.done, self.result, self.waiting = True, e.value, None
+        out, self.ctx.out = self.ctx.out, []
+        return out
+
+# %% ../nbs/11_smc.ipynb #43883b8b
+class ProtocolStalled(RuntimeError):
+    "No program can advance: a party waits for a message that will never come."
+
+
+def run_programs(
+    programs: list,  # one `Program` per party (and the dealer's)
+    channel: Channel,  # routes and records every message
+    dealer: str | None = None,  # name of the program that follows the parties' phase
+    bsp: bool = False,  # bulk-synchronous: messages sent in a pass are delivered in the next (as a server relaying between processes would); `rounds['passes']` counts the passes
+) -> tuple:
+    "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
+    progs = {p.name: p for p in programs}
+    inbox = {n: [] for n in progs}
+    parties = [n for n in progs if n != dealer]
+    rounds, seen = {}, ('setup',)
+    channel.next_round()
+    rounds.setdefault('setup', []).append(channel.round)
+    fresh, errors, passes = set(progs), {}, 0
+    while not all(p.done for p in progs.values()):
+        moved, later = False, {n: [] for n in progs}
+        passes += 1
+        for n, p in progs.items():
+            if p.done:
+                continue
+            if n == dealer and p.ctx.wants_phase:
+                ph = ['done' if progs[q].done else progs[q].ctx.phase for q in parties]
+                if len(set(map(str, ph))) != 1 or str(ph[0]) == str(seen):
+                    continue
+                seen = p.ctx.phase = ph[0]
+                p.ctx.wants_phase = False
+                if ph[0] != 'done':
+                    channel.next_round()
+                    rounds.setdefault(ph[0][0], []).append(channel.round)
+            elif n not in fresh and not inbox[n]:
+                continue
+            fresh.discard(n)
+            got, inbox[n] = inbox[n], []
+            try:
+                out = p.step(got)
+            except Exception as e:  # what it sent before failing leaves; the others go on
+                errors[n], p.done, out, p.ctx.out = e, True, p.ctx.out, []
+            for r, kind, payload in out:
+                channel.send(n, r, kind, payload)
+                (later if bsp else inbox)[r].append((n, kind, channel.receive(r, kind, sender=n)))
+            moved = True
+        for r, v in later.items():
+            inbox[r] += v
+        if not moved and errors:
+            break
+        if not moved:
+            waits = {n: p.waiting for n, p in progs.items() if not p.done}
+            raise ProtocolStalled(f"round {channel.round}: no party can advance; waiting: {waits}")
+    if errors:
+        raise errors[next(n for n in progs if n in errors)]  # the first party, in order, that failed
+    rounds['passes'] = [passes]
+    return {n: p.result for n, p in progs.items()}, rounds

@@ -18,92 +18,116 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yeo_johnson', 'yeo_johnson_inverse', 'yeo_johnson_dlambda',
-           'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums',
-           'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums', 'YJData', 'yj_sums',
-           'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_lambda_bounds',
-           'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
-           'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
+__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yj_g', 'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu',
+           'yeo_johnson_dlambda', 'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums',
+           'yj_dloglik_from_sums', 'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums',
+           'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
+           'exp_update', 'ExpSearchState', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas',
+           'sign_failures', 'check_search', 'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj',
+           'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
     "lambda for x >= 0 and 2 - lambda for x < 0 (broadcast)"
     return np.where(x >= 0, lam, 2 - lam)
 
-def _g(mu, l):
-    "g(mu, l) = expm1(mu l)/mu, g(0, l) = l (elementwise; a series where |mu l| is tiny, so subnormal mu is exact too)"
-    z = mu*l
-    tiny = np.abs(z) < 1e-8
-    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-        return np.where(tiny, l*(1 + z/2 + z*z/6), np.expm1(z)/np.where(tiny, 1, mu))
 
 def _ginv(mu, v):
     "the l with g(mu, l) = v: log1p(mu v)/mu (a series where |mu v| is tiny); NaN beyond the range (mu v <= -1)"
-    w = mu*v
+    w = mu * v
     tiny = np.abs(w) < 1e-8
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-        return np.where(tiny, v*(1 - w/2 + w*w/3), np.log1p(np.where(w <= -1, np.nan, w))/np.where(tiny, 1, mu))
+        return np.where(
+            tiny, v * (1 - w / 2 + w * w / 3), np.log1p(np.where(w <= -1, np.nan, w)) / np.where(tiny, 1, mu)
+        )
+
 
 def _as_lambdas(lmbda):
     lam = np.asarray(lmbda, dtype=np.float64)
-    if not np.isfinite(lam).all(): raise ValueError(f"lmbda must be finite (no NaN or inf); got {lam[~np.isfinite(lam)].ravel()[:3].tolist()}")
+    if not np.isfinite(lam).all():
+        raise ValueError(f"lmbda must be finite (no NaN or inf); got {lam[~np.isfinite(lam)].ravel()[:3].tolist()}")
     return lam
+
+# %% ../nbs/10_yeojohnson.ipynb #b7eaf733
+def yj_g(
+    mu,  # exponent factor: lambda for x >= 0, 2 - lambda for x < 0 (array)
+    l,  # log1p(|x|) or a difference of such logs (array, broadcast with `mu`)
+) -> np.ndarray:
+    "g(mu, l) = expm1(mu l)/mu, g(0, l) = l (elementwise; a series where |mu l| is tiny, so subnormal mu is exact too): the Yeo-Johnson transform of one sign side is ±g(mu, log1p|x|)."
+    z = mu * l
+    tiny = np.abs(z) < 1e-8
+    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+        return np.where(tiny, l * (1 + z / 2 + z * z / 6), np.expm1(z) / np.where(tiny, 1, mu))
 
 # %% ../nbs/10_yeojohnson.ipynb #cd299956
 def yeo_johnson(x, lmbda):
     "Yeo-Johnson transform Psi(lmbda, x), elementwise; 2-D `x` takes one lambda per column. NaN stays NaN."
-    x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda)
+    x = np.asarray(x, dtype=np.float64)
+    lam = _as_lambdas(lmbda)
     x, lam = np.broadcast_arrays(x, lam)
     s = np.where(x < 0, -1.0, 1.0)
     with np.errstate(invalid='ignore'):
-        return np.where(lam == 1, x, s*_g(_lam_s(x, lam), np.log1p(np.abs(x))))     # lambda = 1: the identity, exactly
+        return np.where(lam == 1, x, s * yj_g(_lam_s(x, lam), np.log1p(np.abs(x))))  # lambda = 1: the identity, exactly
 
 # %% ../nbs/10_yeojohnson.ipynb #3c222a85
 def yeo_johnson_inverse(y, lmbda):
     "Inverse of `yeo_johnson`: the x with Psi(lmbda, x) = y; +-inf (with a warning) where y is outside the range of Psi."
-    y = np.asarray(y, dtype=np.float64); lam = _as_lambdas(lmbda)
+    y = np.asarray(y, dtype=np.float64)
+    lam = _as_lambdas(lmbda)
     y, lam = np.broadcast_arrays(y, lam)
     s = np.where(y < 0, -1.0, 1.0)
     mu = _lam_s(y, lam)
-    arg = mu*np.abs(y)
+    arg = mu * np.abs(y)
     with np.errstate(over='ignore', invalid='ignore'):
-        out = s*np.expm1(_ginv(mu, np.abs(y)))
+        out = s * np.expm1(_ginv(mu, np.abs(y)))
     beyond = (arg <= -1) & ~np.isnan(y)
-    out = np.where(beyond, s*np.inf, np.where(lam == 1, y, out))       # lambda = 1: the identity, exactly
+    out = np.where(beyond, s * np.inf, np.where(lam == 1, y, out))  # lambda = 1: the identity, exactly
     if beyond.any():
-        warnings.warn(f"{int(beyond.sum())} value(s) lie outside the range of the Yeo-Johnson transform "
-                      "(lambda*|y| <= -1); their inverse is +-inf", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"{int(beyond.sum())} value(s) lie outside the range of the Yeo-Johnson transform "
+            "(lambda*|y| <= -1); their inverse is +-inf",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return out
 
 # %% ../nbs/10_yeojohnson.ipynb #cf4144a7
-_IFACT = np.array([1/math.factorial(k) for k in range(60)])
+_IFACT = np.array([1 / math.factorial(k) for k in range(60)])
+
 
 def _h_series(z, K=24):
     "h(z) = ((z-1)e^z + 1)/z^2 = sum_{k>=2} (k-1)/k! z^(k-2); accurate for |z| <= 1"
     acc = np.zeros_like(np.asarray(z, dtype=np.float64))
-    for k in range(K, 1, -1): acc = acc*z + (k - 1)*_IFACT[k]
+    for k in range(K, 1, -1):
+        acc = acc * z + (k - 1) * _IFACT[k]
     return acc
 
-def _gmu(mu, l):
-    "d/dmu g(mu, l) = l^2 h(mu l), elementwise"
-    z = mu*l
+# %% ../nbs/10_yeojohnson.ipynb #66dd33dc
+def yj_gmu(
+    mu,  # exponent factor (array)
+    l,  # log1p(|x|) or a difference of such logs (array)
+) -> np.ndarray:
+    "d/dmu g(mu, l) = l^2 h(mu l), elementwise, with h(z) = ((z-1)e^z + 1)/z^2 summed as a series for |z| < 1."
+    z = mu * l
     small = np.abs(z) < 1
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-        big = ((z - 1)*np.exp(z) + 1)/np.where(mu == 0, 1, mu)**2
-    return np.where(small, l*l*_h_series(np.where(small, z, 0.0)), big)
+        big = ((z - 1) * np.exp(z) + 1) / np.where(mu == 0, 1, mu) ** 2
+    return np.where(small, l * l * _h_series(np.where(small, z, 0.0)), big)
 
 # %% ../nbs/10_yeojohnson.ipynb #80a7f127
 def yeo_johnson_dlambda(x, lmbda):
     "Derivative of the Yeo-Johnson transform with respect to lambda, elementwise (>= 0)."
-    x = np.asarray(x, dtype=np.float64); lam = _as_lambdas(lmbda)
+    x = np.asarray(x, dtype=np.float64)
+    lam = _as_lambdas(lmbda)
     x, lam = np.broadcast_arrays(x, lam)
     with np.errstate(invalid='ignore'):
-        return _gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
+        return yj_gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
 
 # %% ../nbs/10_yeojohnson.ipynb #5340e1e7
 @dataclass(frozen=True)
 class YJAnchors:
     "Per-feature extremes that fix the frames: min/max of x over x >= 0 and min/max of |x| over x < 0 (NaN: no such value)."
+
     pos_lo: np.ndarray
     pos_hi: np.ndarray
     neg_lo: np.ndarray
@@ -113,7 +137,8 @@ class YJAnchors:
     def from_data(cls, X):
         "Anchors of the columns of `X` (n x d array; NaN ignored)."
         X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1: X = X[:, None]
+        if X.ndim == 1:
+            X = X[:, None]
         return cls.from_columns(np.ascontiguousarray(X.T))
 
     @classmethod
@@ -126,10 +151,11 @@ class YJAnchors:
             mx = np.nanmax(XT, 1) if n else np.full(d, np.nan)
             pos_lo, pos_hi = mn.copy(), mx.copy()
             neg_lo, neg_hi = np.full(d, np.nan), np.full(d, np.nan)
-            slow = np.flatnonzero(mn < 0)          # features with a negative value: split by sign
+            slow = np.flatnonzero(mn < 0)  # features with a negative value: split by sign
             if len(slow):
                 S = XT[slow]
-                P = np.where(S >= 0, S, np.nan); N = np.where(S < 0, -S, np.nan)
+                P = np.where(S >= 0, S, np.nan)
+                N = np.where(S < 0, -S, np.nan)
                 pos_lo[slow], pos_hi[slow] = np.nanmin(P, 1), np.nanmax(P, 1)
                 neg_lo[slow], neg_hi[slow] = np.nanmin(N, 1), np.nanmax(N, 1)
         return cls(pos_lo, pos_hi, neg_lo, neg_hi)
@@ -137,17 +163,22 @@ class YJAnchors:
     def merge(self, *others):
         "Anchors of the union of the data sets (what a secure min/max across clients computes)."
         a = (self,) + others
-        lo = lambda f: np.fmin.reduce([getattr(o, f) for o in a]); hi = lambda f: np.fmax.reduce([getattr(o, f) for o in a])
+        lo = lambda f: np.fmin.reduce([getattr(o, f) for o in a])
+        hi = lambda f: np.fmax.reduce([getattr(o, f) for o in a])
         return YJAnchors(lo('pos_lo'), hi('pos_hi'), lo('neg_lo'), hi('neg_hi'))
 
     def __eq__(self, o):
-        return isinstance(o, YJAnchors) and all(np.array_equal(getattr(self, f.name), getattr(o, f.name), equal_nan=True) for f in fields(self))
+        return isinstance(o, YJAnchors) and all(
+            np.array_equal(getattr(self, f.name), getattr(o, f.name), equal_nan=True) for f in fields(self)
+        )
+
     __hash__ = None
 
     @property
     def kind(self):
         "+1: no negative value; -1: negative values and no positive one (zeros join them); 0: both signs (mixed)."
-        has_neg = ~np.isnan(self.neg_hi); has_pos = self.pos_hi > 0
+        has_neg = ~np.isnan(self.neg_hi)
+        has_pos = self.pos_hi > 0
         return np.where(has_neg & has_pos, 0, np.where(has_neg, -1, 1))
 
     @property
@@ -162,83 +193,98 @@ class YJAnchors:
         hi = np.where(k > 0, self.pos_hi, np.where(k < 0, self.neg_hi, np.nan))
         return lo, hi
 
-    TINY = 1e-150   # below this spread on the log1p scale, var(Psi) underflows float64: numerically constant
+    TINY = 1e-150  # below this spread on the log1p scale, var(Psi) underflows float64: numerically constant
 
     @property
     def constant(self):
         "Features whose non-NaN values are all equal, or numerically so: their whole extent on the log1p scale is below `TINY`."
         lo, hi = self.group_anchors()
         with np.errstate(invalid='ignore'):
-            extent = np.where(self.kind == 0, np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)), self.spread[0])
+            extent = np.where(
+                self.kind == 0,
+                np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)),
+                self.spread[0],
+            )
             return ((self.kind != 0) & (lo == hi)) | (extent < self.TINY)
 
     @property
     def spread(self):
         "R = log((1 + max|x|)/(1 + min|x|)) of each sign group: (R of x >= 0 or of the one-signed group, R of x < 0)."
-        lo, hi = self.group_anchors(); k = self.kind
-        lo_p = np.where(k == 0, self.pos_lo, lo); hi_p = np.where(k == 0, self.pos_hi, hi)
-        Rp = np.log1p((hi_p - lo_p)/(1 + lo_p))
-        Rn = np.where(k == 0, np.log1p((self.neg_hi - self.neg_lo)/(1 + self.neg_lo)), np.nan)
+        lo, hi = self.group_anchors()
+        k = self.kind
+        lo_p = np.where(k == 0, self.pos_lo, lo)
+        hi_p = np.where(k == 0, self.pos_hi, hi)
+        Rp = np.log1p((hi_p - lo_p) / (1 + lo_p))
+        Rn = np.where(k == 0, np.log1p((self.neg_hi - self.neg_lo) / (1 + self.neg_lo)), np.nan)
         return Rp, Rn
 
     def covers(self, other) -> np.ndarray:
         "Whether each feature of the data described by `other` lies within these anchors (same sign pattern)."
         with np.errstate(invalid='ignore'):
             ok = lambda lo_a, hi_a, lo_b, hi_b: np.isnan(lo_b) | ((lo_a <= lo_b) & (hi_b <= hi_a))
-            return ok(self.pos_lo, self.pos_hi, other.pos_lo, other.pos_hi) & ok(self.neg_lo, self.neg_hi, other.neg_lo, other.neg_hi)
+            return ok(self.pos_lo, self.pos_hi, other.pos_lo, other.pos_hi) & ok(
+                self.neg_lo, self.neg_hi, other.neg_lo, other.neg_hi
+            )
 
 # %% ../nbs/10_yeojohnson.ipynb #1e4ae8ca
-TAU0 = 0.25      # series ("zero-expansion") regime: |lambda_s| R < TAU0
-K0 = 22          # terms of those series
-TAU1 = 0.5       # cached expansion around lambda_r: |lambda_s - lambda_r| R <= TAU1
-K1 = 21          # terms of that expansion
-YMAX = 1e150     # largest |Psi| the fitted transform may produce, so that Psi^2 and the variance stay finite (see the overflow bound)
+TAU0 = 0.25  # series ("zero-expansion") regime: |lambda_s| R < TAU0
+K0 = 22  # terms of those series
+TAU1 = 0.5  # cached expansion around lambda_r: |lambda_s - lambda_r| R <= TAU1
+K1 = 21  # terms of that expansion
+YMAX = 1e150  # largest |Psi| the fitted transform may produce, so that Psi^2 and the variance stay finite (see the overflow bound)
 
 # %% ../nbs/10_yeojohnson.ipynb #3eb990a2
 @dataclass(frozen=True)
 class YJFrame:
     "The public frame in which the sums of each feature are expressed at a given lambda (see the derivation above)."
+
     lmbda: np.ndarray
-    mixed: np.ndarray    # both signs present: scale-only frame
-    sign: np.ndarray     # s of one-signed features (+1/-1), 0 for mixed ones
-    lam_s: np.ndarray    # lambda_s of one-signed features (NaN for mixed)
-    anchor: np.ndarray   # |x| anchor a of one-signed features (NaN for mixed)
-    c: np.ndarray        # log1p(anchor)
-    M: np.ndarray        # log-scale of mixed features (0 for one-signed)
+    mixed: np.ndarray  # both signs present: scale-only frame
+    sign: np.ndarray  # s of one-signed features (+1/-1), 0 for mixed ones
+    lam_s: np.ndarray  # lambda_s of one-signed features (NaN for mixed)
+    anchor: np.ndarray  # |x| anchor a of one-signed features (NaN for mixed)
+    c: np.ndarray  # log1p(anchor)
+    M: np.ndarray  # log-scale of mixed features (0 for one-signed)
 
     @property
     def log_scale(self):
         "L in Psi = e^L Psi~ + alpha"
-        return np.where(self.mixed, self.M, self.lam_s*self.c)
+        return np.where(self.mixed, self.M, self.lam_s * self.c)
 
     @property
     def phi_shift(self):
         "kappa in phi~ = phi - kappa"
-        return np.where(self.mixed, 0.0, self.sign*self.c)
+        return np.where(self.mixed, 0.0, self.sign * self.c)
 
     def __eq__(self, o):
-        return isinstance(o, YJFrame) and all(np.array_equal(getattr(self, f.name), getattr(o, f.name), equal_nan=True) for f in fields(self))
+        return isinstance(o, YJFrame) and all(
+            np.array_equal(getattr(self, f.name), getattr(o, f.name), equal_nan=True) for f in fields(self)
+        )
+
     __hash__ = None
+
 
 def yj_frame(lmbda, anchors: YJAnchors) -> YJFrame:
     "The frame of each feature at `lmbda` given the agreed `anchors`."
-    k = anchors.kind; d = len(k)
+    k = anchors.kind
+    d = len(k)
     lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (d,)).copy()
     lo, hi = anchors.group_anchors()
     Rp = np.nan_to_num(anchors.spread[0])
     s = np.where(k == 0, 0.0, k.astype(np.float64))
     lam_s = np.where(k > 0, lam, np.where(k < 0, 2 - lam, np.nan))
     with np.errstate(invalid='ignore'):
-        use_lo = (k != 0) & ~(np.abs(lam_s)*Rp < TAU0) & (lam_s < 0)
+        use_lo = (k != 0) & ~(np.abs(lam_s) * Rp < TAU0) & (lam_s < 0)
     anchor = np.where(k == 0, np.nan, np.where(use_lo, lo, hi))
     lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
-    M = np.where(k == 0, np.maximum(0, np.maximum(lam*lp, (2 - lam)*ln)), 0.0)
+    M = np.where(k == 0, np.maximum(0, np.maximum(lam * lp, (2 - lam) * ln)), 0.0)
     return YJFrame(lam, k == 0, s, lam_s, anchor, np.log1p(anchor), M)
 
 # %% ../nbs/10_yeojohnson.ipynb #170ae9b3
 @dataclass
 class YJSums:
     "Additive per-feature statistics at one lambda, in the frame `frame`: add the sums of disjoint data sets with `+`."
+
     n: np.ndarray
     s_phi: np.ndarray
     s_psi: np.ndarray
@@ -249,9 +295,12 @@ class YJSums:
     STATS = ('n', 's_phi', 's_psi', 's_psi2', 's_dpsi', 's_psi_dpsi')
 
     def __add__(self, o):
-        if not isinstance(o, YJSums): return NotImplemented
-        if self.frame != o.frame: raise ValueError("cannot add sums computed at different lambdas or with different anchors (frames differ)")
+        if not isinstance(o, YJSums):
+            return NotImplemented
+        if self.frame != o.frame:
+            raise ValueError("cannot add sums computed at different lambdas or with different anchors (frames differ)")
         return YJSums(*(getattr(self, k) + getattr(o, k) for k in self.STATS), frame=self.frame)
+
     __radd__ = lambda self, o: self if o == 0 else self.__add__(o)
 
     def as_array(self):
@@ -259,24 +308,28 @@ class YJSums:
         return np.stack([getattr(self, k) for k in self.STATS])
 
     @property
-    def lmbda(self): return self.frame.lmbda
+    def lmbda(self):
+        return self.frame.lmbda
 
 # %% ../nbs/10_yeojohnson.ipynb #898e8e9c
 def _DC(S):
-    D = S.n*S.s_psi2 - S.s_psi**2
-    C = S.n*S.s_psi_dpsi - S.s_psi*S.s_dpsi
+    D = S.n * S.s_psi2 - S.s_psi**2
+    C = S.n * S.s_psi_dpsi - S.s_psi * S.s_dpsi
     return D, C
+
 
 def yj_sign_from_sums(S: YJSums) -> np.ndarray:
     "Sign of d/dlambda log L for each feature (Eq. 3): sign(S_phi D - n C), no division."
     D, C = _DC(S)
-    return np.sign(S.s_phi*D - S.n*C).astype(np.int8)
+    return np.sign(S.s_phi * D - S.n * C).astype(np.int8)
+
 
 def yj_dloglik_from_sums(S: YJSums) -> np.ndarray:
     "d/dlambda log L = S_phi - n C/D (the same number in every frame)."
     D, C = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
-        return S.s_phi - S.n*C/D
+        return S.s_phi - S.n * C / D
+
 
 def yj_moments_from_frame(mean_t, var_t, frame: YJFrame):
     "(mean, variance) of Psi(lambda, x) from the mean and variance of the frame values (log domain where it matters)."
@@ -284,72 +337,94 @@ def yj_moments_from_frame(mean_t, var_t, frame: YJFrame):
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
         mt, vt = np.asarray(mean_t, dtype=np.float64), np.maximum(var_t, 0)
         L = f.log_scale
-        var = np.exp(2*L + np.log(vt))
+        var = np.exp(2 * L + np.log(vt))
         # one-signed: mean = s (e^L (1 + lam_s mean_u) - 1)/lam_s with mean_u = s mt; 1 + lam_s mean_u = mean(e^{lam_s d}) > 0
-        mu = f.sign*mt
-        m1 = f.sign*np.where(f.lam_s == 0, mu + f.c, np.expm1(L + np.log1p(f.lam_s*mu))/np.where(f.lam_s == 0, 1, f.lam_s))
-        mean = np.where(f.mixed, np.exp(f.M)*mt, m1)
+        mu = f.sign * mt
+        m1 = f.sign * np.where(
+            f.lam_s == 0, mu + f.c, np.expm1(L + np.log1p(f.lam_s * mu)) / np.where(f.lam_s == 0, 1, f.lam_s)
+        )
+        mean = np.where(f.mixed, np.exp(f.M) * mt, m1)
     return mean, var
+
 
 def yj_moments_from_sums(S: YJSums):
     "(mean, variance) of Psi(lambda, x) from the frame sums."
     D, _ = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
-        return yj_moments_from_frame(S.s_psi/S.n, D/S.n**2, S.frame)
+        return yj_moments_from_frame(S.s_psi / S.n, D / S.n**2, S.frame)
+
 
 def yj_loglik_from_sums(S: YJSums) -> np.ndarray:
     "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (constants dropped as in SciPy's yeojohnson_llf)."
-    f = S.frame; n = S.n
+    f = S.frame
+    n = S.n
     D, _ = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
-        logvar = 2*f.log_scale + np.log(D/n**2)
-    return -n/2*logvar + (f.lmbda - 1)*(S.s_phi + n*f.phi_shift)
+        logvar = 2 * f.log_scale + np.log(D / n**2)
+    return -n / 2 * logvar + (f.lmbda - 1) * (S.s_phi + n * f.phi_shift)
 
 # %% ../nbs/10_yeojohnson.ipynb #d6f567fd
-def _g_scaled(lam, x, M):
-    "e^-M g(lam, x) without overflow (vectorized)"
-    lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
-    z = lam*x
-    with np.errstate(all='ignore'):
-        small = np.abs(z) < 1
-        ser = x*np.exp(-M)*np.where(z == 0, 1.0, np.expm1(z)/np.where(z == 0, 1, z))
-        big = (np.exp(z - M) - np.exp(-M))/lam
-    return np.where(small, ser, big)
-
-def _gmu_scaled(lam, x, M):
-    "e^-M g_mu(lam, x) without overflow (vectorized)"
-    lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
-    z = lam*x
-    with np.errstate(all='ignore'):
-        small = np.abs(z) < 1
-        ser = x*x*_h_series(np.where(small, z, 0.0))*np.exp(-M)
-        big = ((z - 1)*np.exp(z - M) + np.exp(-M))/lam**2
-    return np.where(small, ser, big)
-
 def _log_ratio(a, anchor, c):
     "log((1 + a)/(1 + anchor)) for a, anchor >= 0: exact near the anchor, log1p(a) - c away from it"
     with np.errstate(invalid='ignore', divide='ignore'):
-        r = (a - anchor)/(1 + anchor)
+        r = (a - anchor) / (1 + anchor)
         near = r > -0.5
         return np.where(near, np.log1p(np.where(near, r, 0.0)), np.log1p(a) - c)
+
+# %% ../nbs/10_yeojohnson.ipynb #c9d504e1
+def yj_g_scaled(
+    lam,  # exponent factor (array)
+    x,  # log coordinate, e.g. log1p(|x|) (array)
+    M,  # log of the scale to divide by (array)
+) -> np.ndarray:
+    "e^-M g(lam, x) without overflow (vectorized): `yj_g` in a frame scaled by e^M."
+    lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
+    z = lam * x
+    with np.errstate(all='ignore'):
+        small = np.abs(z) < 1
+        ser = x * np.exp(-M) * np.where(z == 0, 1.0, np.expm1(z) / np.where(z == 0, 1, z))
+        big = (np.exp(z - M) - np.exp(-M)) / lam
+    return np.where(small, ser, big)
+
+
+def yj_gmu_scaled(
+    lam,  # exponent factor (array)
+    x,  # log coordinate (array)
+    M,  # log of the scale to divide by (array)
+) -> np.ndarray:
+    "e^-M g_mu(lam, x) without overflow (vectorized): `yj_gmu` in a frame scaled by e^M."
+    lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
+    z = lam * x
+    with np.errstate(all='ignore'):
+        small = np.abs(z) < 1
+        ser = x * x * _h_series(np.where(small, z, 0.0)) * np.exp(-M)
+        big = ((z - 1) * np.exp(z - M) + np.exp(-M)) / lam**2
+    return np.where(small, ser, big)
 
 # %% ../nbs/10_yeojohnson.ipynb #53a87a2b
 class YJData:
     "A data holder's prepared rows: call `sums(lmbda)` for the additive statistics of every feature at a public lambda."
-    def __init__(self, X, anchors: YJAnchors|None=None):
+
+    def __init__(self, X, anchors: YJAnchors | None = None):
         X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1: X = X[:, None]
-        if X.ndim != 2: raise ValueError(f"X must be 1-D or 2-D; got {X.ndim} dimensions")
+        if X.ndim == 1:
+            X = X[:, None]
+        if X.ndim != 2:
+            raise ValueError(f"X must be 1-D or 2-D; got {X.ndim} dimensions")
         self.n_rows, self.d = X.shape
         XT = np.ascontiguousarray(X.T)
         local = YJAnchors.from_columns(XT)
-        if anchors is None: anchors = local
-        elif len(anchors.kind) != self.d: raise ValueError(f"anchors describe {len(anchors.kind)} features, X has {self.d}")
+        if anchors is None:
+            anchors = local
+        elif len(anchors.kind) != self.d:
+            raise ValueError(f"anchors describe {len(anchors.kind)} features, X has {self.d}")
         else:
             out = np.flatnonzero(~anchors.covers(local))
-            if len(out): raise ValueError(f"feature(s) {out.tolist()} have values outside the agreed anchors")
+            if len(out):
+                raise ValueError(f"feature(s) {out.tolist()} have values outside the agreed anchors")
         self.anchors = A = anchors
-        kind = A.kind; glo, ghi = A.group_anchors()
+        kind = A.kind
+        glo, ghi = A.group_anchors()
         one_cols, mixed_cols = np.flatnonzero(kind != 0), np.flatnonzero(kind == 0)
         nm = len(mixed_cols)
         # group table: one group per one-signed feature, then the x >= 0 and x < 0 groups of each mixed feature
@@ -358,45 +433,63 @@ class YJData:
         self.g_s = np.r_[kind[one_cols], np.ones(nm), -np.ones(nm)].astype(np.float64)
         self.g_lo = np.nan_to_num(np.r_[glo[one_cols], A.pos_lo[mixed_cols], A.neg_lo[mixed_cols]])
         self.g_hi = np.nan_to_num(np.r_[ghi[one_cols], A.pos_hi[mixed_cols], A.neg_hi[mixed_cols]])
-        self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2*nm, bool)]
-        self.g_R = np.log1p((self.g_hi - self.g_lo)/(1 + self.g_lo))
+        self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2 * nm, bool)]
+        self.g_R = np.log1p((self.g_hi - self.g_lo) / (1 + self.g_lo))
         self.g_clo, self.g_chi = np.log1p(self.g_lo), np.log1p(self.g_hi)
         n = self.n_rows
-        self.D_hi = D = np.empty((G, n)); self.memb = memb = np.empty((G, n), bool)
-        hi = self.g_hi[:, None]; inv = 1/(1 + hi); chi = self.g_chi[:, None]
-        P123 = np.zeros((3, G)); gn = np.zeros(G)
-        mrows = slice(len(one_cols), G); sgn = self.g_s[mrows, None]
+        self.D_hi = D = np.empty((G, n))
+        self.memb = memb = np.empty((G, n), bool)
+        hi = self.g_hi[:, None]
+        inv = 1 / (1 + hi)
+        chi = self.g_chi[:, None]
+        P123 = np.zeros((3, G))
+        gn = np.zeros(G)
+        mrows = slice(len(one_cols), G)
+        sgn = self.g_s[mrows, None]
         ch = self._chunk(G)
         bufs = {}
-        for s0 in range(0, n, ch):           # blocks of rows, all features at once
+        for s0 in range(0, n, ch):  # blocks of rows, all features at once
             m = min(ch, n - s0)
-            if m not in bufs: bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))   # contiguous work buffers
+            if m not in bufs:
+                bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))  # contiguous work buffers
             aa, rr, nn = bufs[m]
-            np.take(XT[:, s0:s0+m], self.g_col, axis=0, out=aa)
+            np.take(XT[:, s0 : s0 + m], self.g_col, axis=0, out=aa)
             mm = ~np.isnan(aa)
             if nm:
                 with np.errstate(invalid='ignore'):
                     mm[mrows] &= np.where(sgn > 0, aa[mrows] >= 0, aa[mrows] < 0)
             np.abs(aa, out=aa)
-            np.subtract(aa, hi, out=rr); rr *= inv                  # (|x| - a)/(1 + a)
+            np.subtract(aa, hi, out=rr)
+            rr *= inv  # (|x| - a)/(1 + a)
             np.greater(rr, -0.5, out=nn)
             np.copyto(aa, rr, where=nn)
             with np.errstate(invalid='ignore'):
-                np.log1p(aa, out=aa)                                # log1p(r) near the anchor, log1p(|x|) far
-            np.subtract(aa, chi, out=aa, where=~nn)                 # ... minus c far from it
-            np.copyto(aa, 0.0, where=~mm)                           # neutral rows
-            D[:, s0:s0+m] = aa; memb[:, s0:s0+m] = mm
-            gn += mm.sum(1); P123[0] += aa.sum(1)
-            np.multiply(aa, aa, out=rr); P123[1] += rr.sum(1); P123[2] += np.einsum('ij,ij->i', rr, aa)
-        self.g_n = gn; self.g_sd_hi = P123[0]
-        self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)   # non-NaN rows per feature
-        self.D_lo = np.empty_like(D); self._lo_ready = np.zeros(G, bool)
-        self.P = np.full((K0 + 2, G), np.nan); self.P[1:4] = P123; self._P_ready = np.zeros(G, bool)
-        self._cache_ls = np.full(G, np.nan); self._cache_lo = np.zeros(G, bool)
-        self._cache_base = np.zeros((4, G)); self._cache_mom = np.zeros((2, K1 + 2, G))
-        self.counts = dict(series=0, cached=0, fresh=0, built=0)   # group evaluations by method
+                np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
+            np.subtract(aa, chi, out=aa, where=~nn)  # ... minus c far from it
+            np.copyto(aa, 0.0, where=~mm)  # neutral rows
+            D[:, s0 : s0 + m] = aa
+            memb[:, s0 : s0 + m] = mm
+            gn += mm.sum(1)
+            P123[0] += aa.sum(1)
+            np.multiply(aa, aa, out=rr)
+            P123[1] += rr.sum(1)
+            P123[2] += np.einsum('ij,ij->i', rr, aa)
+        self.g_n = gn
+        self.g_sd_hi = P123[0]
+        self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
+        self.D_lo = np.empty_like(D)
+        self._lo_ready = np.zeros(G, bool)
+        self.P = np.full((K0 + 2, G), np.nan)
+        self.P[1:4] = P123
+        self._P_ready = np.zeros(G, bool)
+        self._cache_ls = np.full(G, np.nan)
+        self._cache_lo = np.zeros(G, bool)
+        self._cache_base = np.zeros((4, G))
+        self._cache_mom = np.zeros((2, K1 + 2, G))
+        self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
 
-    def _chunk(self, r): return max(512, min(max(self.n_rows, 1), 131072//max(r, 1)))
+    def _chunk(self, r):
+        return max(512, min(max(self.n_rows, 1), 131072 // max(r, 1)))
 
     def _need_lo(self, rows):
         rows = rows[~self._lo_ready[rows]]
@@ -406,40 +499,56 @@ class YJData:
 
     def _need_P(self, rows):
         rows = rows[~self._P_ready[rows]]
-        if not len(rows): return
-        ch = self._chunk(len(rows)); P = np.zeros((K0 + 2, len(rows)))
+        if not len(rows):
+            return
+        ch = self._chunk(len(rows))
+        P = np.zeros((K0 + 2, len(rows)))
         for s0 in range(0, self.n_rows, ch):
-            d = self.D_hi[rows, s0:s0+ch]; p = d*d
+            d = self.D_hi[rows, s0 : s0 + ch]
+            p = d * d
             for k in range(3, K0 + 2):
-                p *= d; P[k] += p.sum(1)
-        self.P[4:, rows] = P[4:]; self._P_ready[rows] = True
+                p *= d
+                P[k] += p.sum(1)
+        self.P[4:, rows] = P[4:]
+        self._P_ready[rows] = True
 
     def _fresh(self, rows, lo_frame, ls, moments):
         "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments)."
         r, n = len(rows), self.n_rows
-        out = np.zeros((4, r)); mom = np.zeros((2, K1 + 2, r)) if moments else None
-        if lo_frame: self._need_lo(rows)
+        out = np.zeros((4, r))
+        mom = np.zeros((2, K1 + 2, r)) if moments else None
+        if lo_frame:
+            self._need_lo(rows)
         src = self.D_lo if lo_frame else self.D_hi
-        ch = self._chunk(r); lsc = ls[:, None]
+        ch = self._chunk(r)
+        lsc = ls[:, None]
         bufs = {}
         for s0 in range(0, n, ch):
             m = min(ch, n - s0)
-            if m not in bufs: bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]   # contiguous work buffers
+            if m not in bufs:
+                bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]  # contiguous work buffers
             zz, EE, ee, tt = bufs[m][:4]
-            d = src[rows, s0:s0+m]
-            np.multiply(d, lsc, out=zz)                  # z = lambda_s d <= 0
-            np.exp(zz, out=EE); np.subtract(EE, 1, out=ee)
-            np.multiply(zz, EE, out=tt); np.subtract(tt, ee, out=tt)
-            out[0] += ee.sum(1); out[1] += np.einsum('ij,ij->i', ee, ee)
-            out[2] += tt.sum(1); out[3] += np.einsum('ij,ij->i', ee, tt)
+            d = src[rows, s0 : s0 + m]
+            np.multiply(d, lsc, out=zz)  # z = lambda_s d <= 0
+            np.exp(zz, out=EE)
+            np.subtract(EE, 1, out=ee)
+            np.multiply(zz, EE, out=tt)
+            np.subtract(tt, ee, out=tt)
+            out[0] += ee.sum(1)
+            out[1] += np.einsum('ij,ij->i', ee, ee)
+            out[2] += tt.sum(1)
+            out[3] += np.einsum('ij,ij->i', ee, tt)
             if moments:
                 pp, EE2 = bufs[m][4:]
                 np.multiply(EE, EE, out=EE2)
-                mom[0, 0] += EE.sum(1); mom[1, 0] += EE2.sum(1)
+                mom[0, 0] += EE.sum(1)
+                mom[1, 0] += EE2.sum(1)
                 np.multiply(EE, d, out=pp)
                 for k in range(1, K1 + 2):
-                    mom[0, k] += pp.sum(1); mom[1, k] += np.einsum('ij,ij->i', pp, EE)
-                    if k < K1 + 1: pp *= d
+                    mom[0, k] += pp.sum(1)
+                    mom[1, k] += np.einsum('ij,ij->i', pp, EE)
+                    if k < K1 + 1:
+                        pp *= d
         return out, mom
 
     @staticmethod
@@ -447,41 +556,60 @@ class YJData:
         "The four e/t sums at lambda_s = lr + h from the moments at lr (Taylor, exact to K1 terms)."
         A, C = mom
         k = np.arange(1, K1 + 1)[:, None]
-        hk = h[None, :]**k*_IFACT[1:K1 + 1, None]
+        hk = h[None, :] ** k * _IFACT[1 : K1 + 1, None]
         two = 2.0**k
-        S1 = base[0] + (hk*A[1:K1+1]).sum(0)
-        S2 = base[1] + (hk*(two*C[1:K1+1] - 2*A[1:K1+1])).sum(0)
-        S3 = base[2] + (hk*(lr*A[2:K1+2] + (k - 1)*A[1:K1+1])).sum(0)
-        S4 = base[3] + (hk*(lr*two*C[2:K1+2] - lr*A[2:K1+2] + (k - 2)*(two/2*C[1:K1+1] - A[1:K1+1]))).sum(0)
+        S1 = base[0] + (hk * A[1 : K1 + 1]).sum(0)
+        S2 = base[1] + (hk * (two * C[1 : K1 + 1] - 2 * A[1 : K1 + 1])).sum(0)
+        S3 = base[2] + (hk * (lr * A[2 : K1 + 2] + (k - 1) * A[1 : K1 + 1])).sum(0)
+        S4 = base[3] + (
+            hk * (lr * two * C[2 : K1 + 2] - lr * A[2 : K1 + 2] + (k - 2) * (two / 2 * C[1 : K1 + 1] - A[1 : K1 + 1]))
+        ).sum(0)
         return np.array([S1, S2, S3, S4])
 
     @staticmethod
     def _series(P, h):
         "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
+
         def ser(shift, coef):
             kk = np.arange(shift, K0 + 1)
-            c = coef(kk.astype(np.float64))*_IFACT[kk]
-            return (c[:, None]*h[None, :]**(kk - shift)[:, None]*np.nan_to_num(P[kk])).sum(0)
-        return np.array([ser(1, lambda k: np.ones_like(k)), ser(2, lambda k: 2**k - 2),
-                         ser(2, lambda k: k - 1), ser(3, lambda k: (k - 2)*(2**(k - 1) - 1))])
+            c = coef(kk.astype(np.float64)) * _IFACT[kk]
+            return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
+
+        return np.array(
+            [
+                ser(1, lambda k: np.ones_like(k)),
+                ser(2, lambda k: 2**k - 2),
+                ser(2, lambda k: k - 1),
+                ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
+            ]
+        )
 
     def _group_sums(self, lmbda, bracket=None, accelerate=True):
         lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
         ls = np.where(self.g_s > 0, lg, 2 - lg)
         R = self.g_R
-        series = np.abs(ls)*R < TAU0
+        series = np.abs(ls) * R < TAU0
         lo_frame = ~series & (ls < 0)
         U = np.zeros((4, len(ls)))
         i = np.flatnonzero(series)
         if len(i):
             self._need_P(i[ls[i] != 0])
-            U[:, i] = self._series(self.P[:, i], ls[i]); self.counts['series'] += len(i)
-        cached = ~series & ~np.isnan(self._cache_ls) & (self._cache_lo == lo_frame) & (np.abs(ls - self._cache_ls)*R <= TAU1)
-        if not accelerate: cached[:] = False
+            U[:, i] = self._series(self.P[:, i], ls[i])
+            self.counts['series'] += len(i)
+        cached = (
+            ~series
+            & ~np.isnan(self._cache_ls)
+            & (self._cache_lo == lo_frame)
+            & (np.abs(ls - self._cache_ls) * R <= TAU1)
+        )
+        if not accelerate:
+            cached[:] = False
         i = np.flatnonzero(cached)
         if len(i):
             lr = self._cache_ls[i]
-            U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr)/np.array([ls[i], ls[i]**2, ls[i]**2, ls[i]**3])
+            U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr) / np.array(
+                [ls[i], ls[i] ** 2, ls[i] ** 2, ls[i] ** 3]
+            )
             self.counts['cached'] += len(i)
         rest = ~series & ~cached
         build = np.zeros_like(rest)
@@ -489,18 +617,21 @@ class YJData:
             blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
             with np.errstate(invalid='ignore'):
                 w = np.maximum(lg - blo, bhi - lg)
-                build = rest & np.isfinite(w) & (w*R <= TAU1)
+                build = rest & np.isfinite(w) & (w * R <= TAU1)
         for mom in (False, True):
             for lof in (False, True):
                 i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
-                if not len(i): continue
+                if not len(i):
+                    continue
                 S, Mo = self._fresh(i, lof, ls[i], mom)
                 if mom:
-                    self._cache_ls[i] = ls[i]; self._cache_lo[i] = lof
-                    self._cache_base[:, i] = S; self._cache_mom[:, :, i] = Mo
+                    self._cache_ls[i] = ls[i]
+                    self._cache_lo[i] = lof
+                    self._cache_base[:, i] = S
+                    self._cache_mom[:, :, i] = Mo
                 self.counts['built' if mom else 'fresh'] += len(i)
-                U[:, i] = S/np.array([ls[i], ls[i]**2, ls[i]**2, ls[i]**3])
-        sd = np.where(lo_frame, self.g_sd_hi + self.g_n*R, self.g_sd_hi)   # sum of d in the frame
+                U[:, i] = S / np.array([ls[i], ls[i] ** 2, ls[i] ** 2, ls[i] ** 3])
+        sd = np.where(lo_frame, self.g_sd_hi + self.g_n * R, self.g_sd_hi)  # sum of d in the frame
         c = np.where(lo_frame, self.g_clo, self.g_chi)
         return ls, c, sd, U
 
@@ -512,30 +643,48 @@ class YJData:
         out = {k: np.zeros(d) for k in YJSums.STATS[1:]}
         one = ~self.g_mixed
         j, s = self.g_col[one], self.g_s[one]
-        out['s_phi'][j] = s*sd[one]; out['s_psi'][j] = s*U[0, one]; out['s_psi2'][j] = U[1, one]
-        out['s_dpsi'][j] = U[2, one]; out['s_psi_dpsi'][j] = s*U[3, one]
+        out['s_phi'][j] = s * sd[one]
+        out['s_psi'][j] = s * U[0, one]
+        out['s_psi2'][j] = U[1, one]
+        out['s_dpsi'][j] = U[2, one]
+        out['s_psi_dpsi'][j] = s * U[3, one]
         mx = self.g_mixed
-        if mx.any():   # map each sign group's frame to the scaled mixed frame: Psi = s(e^{lam_s c} u + g(lam_s, c))
-            jm = self.g_col[mx]; Mj = frame.M[jm]; sm = self.g_s[mx]; cm = c[mx]; lsm = ls[mx]; ng = self.g_n[mx]
-            a = np.exp(lsm*cm - Mj); b = _g_scaled(lsm, cm, Mj); be = _gmu_scaled(lsm, cm, Mj); cc = cm*a
+        if mx.any():  # map each sign group's frame to the scaled mixed frame: Psi = s(e^{lam_s c} u + g(lam_s, c))
+            jm = self.g_col[mx]
+            Mj = frame.M[jm]
+            sm = self.g_s[mx]
+            cm = c[mx]
+            lsm = ls[mx]
+            ng = self.g_n[mx]
+            a = np.exp(lsm * cm - Mj)
+            b = yj_g_scaled(lsm, cm, Mj)
+            be = yj_gmu_scaled(lsm, cm, Mj)
+            cc = cm * a
             u1, u2, du, udu = U[:, mx]
-            np.add.at(out['s_psi'], jm, sm*(a*u1 + ng*b))
-            np.add.at(out['s_psi2'], jm, a*a*u2 + 2*a*b*u1 + ng*b*b)
-            np.add.at(out['s_dpsi'], jm, cc*u1 + a*du + ng*be)
-            np.add.at(out['s_psi_dpsi'], jm, sm*(a*cc*u2 + a*a*udu + a*be*u1 + b*cc*u1 + a*b*du + ng*b*be))
-            np.add.at(out['s_phi'], jm, sm*(sd[mx] + ng*cm))
+            np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
+            np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
+            np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
+            np.add.at(
+                out['s_psi_dpsi'],
+                jm,
+                sm * (a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be),
+            )
+            np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cm))
         return YJSums(self.n.copy(), **out, frame=frame)
 
 # %% ../nbs/10_yeojohnson.ipynb #53b55b35
-def yj_sums(X, lmbda, anchors: YJAnchors|None=None) -> YJSums:
+def yj_sums(X, lmbda, anchors: YJAnchors | None = None) -> YJSums:
     "Additive statistics of the columns of `X` at `lmbda` (convenience: prepares a `YJData` and calls its `sums`)."
     return YJData(X, anchors).sums(lmbda)
 
 # %% ../nbs/10_yeojohnson.ipynb #42db6602
 def _broadcast_grid(x, lmbda):
-    x = np.asarray(x, dtype=np.float64); lam = np.asarray(lmbda, dtype=np.float64)
-    if x.ndim == 1 and lam.ndim == 1: return np.broadcast_to(x[:, None], (len(x), len(lam))), lam, False
-    if x.ndim == 1: return x[:, None], lam.reshape(1), True
+    x = np.asarray(x, dtype=np.float64)
+    lam = np.asarray(lmbda, dtype=np.float64)
+    if x.ndim == 1 and lam.ndim == 1:
+        return np.broadcast_to(x[:, None], (len(x), len(lam))), lam, False
+    if x.ndim == 1:
+        return x[:, None], lam.reshape(1), True
     return x, lam, False
 
 # %% ../nbs/10_yeojohnson.ipynb #5f56c798
@@ -545,11 +694,13 @@ def yj_log_likelihood(x, lmbda):
     v = yj_loglik_from_sums(yj_sums(X, lam))
     return float(v[0]) if scalar else v
 
+
 def yj_dloglik(x, lmbda):
     "d/dlambda of the profile log-likelihood (same broadcasting as `yj_log_likelihood`)."
     X, lam, scalar = _broadcast_grid(x, lmbda)
     v = yj_dloglik_from_sums(yj_sums(X, lam))
     return float(v[0]) if scalar else v
+
 
 def yj_dloglik_sign(x, lmbda):
     "Sign of d/dlambda log L (Eq. 3), the only thing ExpYJ needs (same broadcasting as `yj_log_likelihood`)."
@@ -562,49 +713,61 @@ def exp_update(lmbda, lo, hi, sign, lb=-np.inf, ub=np.inf):
     """Algorithm 2 (EXPUPDATE), vectorized: returns (lambda_next, lo, hi) given the sign of d/dlambda log L at lambda.
     Optional limits [lb, ub] (the overflow bounds): lambda never leaves them, and a sign pointing out of the interval
     from its end settles the search there (the log-likelihood is concave: the constrained maximizer is the end)."""
-    lmbda, lo, hi, sign, lb, ub = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lmbda, lo, hi, sign, lb, ub)))
+    lmbda, lo, hi, sign, lb, ub = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (lmbda, lo, hi, sign, lb, ub))
+    )
     up, down, zero = sign > 0, sign < 0, sign == 0
     nlo = np.where(up | zero, lmbda, lo)
     nhi = np.where(down | zero, lmbda, hi)
     with np.errstate(invalid='ignore'):
-        nl = np.where(up, np.where(np.isposinf(nhi), np.maximum(2*lmbda, 1), (lmbda + nhi)/2),
-             np.where(down, np.where(np.isneginf(nlo), np.minimum(2*lmbda, -1), (lmbda + nlo)/2), lmbda))
+        nl = np.where(
+            up,
+            np.where(np.isposinf(nhi), np.maximum(2 * lmbda, 1), (lmbda + nhi) / 2),
+            np.where(down, np.where(np.isneginf(nlo), np.minimum(2 * lmbda, -1), (lmbda + nlo) / 2), lmbda),
+        )
     end = (up & (lmbda >= ub)) | (down & (lmbda <= lb))
     nlo, nhi = np.where(end, lmbda, nlo), np.where(end, lmbda, nhi)
     return np.clip(np.where(end, lmbda, nl), lb, ub), nlo, nhi
 
+
 @dataclass(frozen=True)
 class ExpSearchState:
     "State of the exponential search of every feature: current lambda, bracket (lo, hi), step count t, limits [lb, ub]."
+
     lmbda: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     t: int = 0
-    lb: np.ndarray|float = -np.inf
-    ub: np.ndarray|float = np.inf
+    lb: np.ndarray | float = -np.inf
+    ub: np.ndarray | float = np.inf
 
     @classmethod
-    def start(cls, d:int, lb=-np.inf, ub=np.inf):
+    def start(cls, d: int, lb=-np.inf, ub=np.inf):
         "lambda_0 = 0 (clipped to [lb, ub]) with an unbounded bracket, for `d` features."
         return cls(np.clip(np.zeros(d), lb, ub), np.full(d, -np.inf), np.full(d, np.inf), 0, lb, ub)
 
     def update(self, sign):
         "The next state given the (public) sign of the derivative at `lmbda`."
         sign = np.asarray(sign)
-        if sign.shape != self.lmbda.shape: raise ValueError(f"sign has shape {sign.shape}, expected {self.lmbda.shape}")
-        return ExpSearchState(*exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub), self.t + 1, self.lb, self.ub)
+        if sign.shape != self.lmbda.shape:
+            raise ValueError(f"sign has shape {sign.shape}, expected {self.lmbda.shape}")
+        return ExpSearchState(
+            *exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub), self.t + 1, self.lb, self.ub
+        )
 
     @property
-    def bracket(self): return self.lo, self.hi
+    def bracket(self):
+        return self.lo, self.hi
 
 # %% ../nbs/10_yeojohnson.ipynb #094e5735
-LAMBDA_RTOL = 2.0**-44    # relative width of the bracket at which the search has converged
+LAMBDA_RTOL = 2.0**-44  # relative width of the bracket at which the search has converged
+
 
 @patch
-def converged(self:ExpSearchState, rtol:float=LAMBDA_RTOL) -> np.ndarray:
+def converged(self: ExpSearchState, rtol: float = LAMBDA_RTOL) -> np.ndarray:
     "Per feature: the bracket is closed and narrower than `rtol * max(1, |lambda|)`."
     with np.errstate(invalid='ignore'):
-        return (self.hi - self.lo) <= rtol*np.maximum(1.0, np.abs(self.lmbda))
+        return (self.hi - self.lo) <= rtol * np.maximum(1.0, np.abs(self.lmbda))
 
 # %% ../nbs/10_yeojohnson.ipynb #2cb1e0b2
 def _lam_overflow(x, ymax):
@@ -612,37 +775,39 @@ def _lam_overflow(x, ymax):
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all='ignore'):
         l = np.log1p(x)
-        Lg = np.log(ymax) - np.log(l)                     # u - log u = Lg (approximately)
+        Lg = np.log(ymax) - np.log(l)  # u - log u = Lg (approximately)
         w = np.where(Lg < 700, -lambertw(-np.exp(-np.minimum(Lg, 700)), k=-1).real, Lg + np.log(Lg))
         u = w
-        for _ in range(4):                                # Newton on log(expm1(u)) - log(u) - Lg = 0
+        for _ in range(4):  # Newton on log(expm1(u)) - log(u) - Lg = 0
             F = u + np.log1p(-np.exp(-u)) - np.log(u) - Lg
-            u = u - F/(1/(-np.expm1(-u)) - 1/u)
-        return np.where(x > 0, u/l, np.inf)
+            u = u - F / (1 / (-np.expm1(-u)) - 1 / u)
+        return np.where(x > 0, u / l, np.inf)
 
 # %% ../nbs/10_yeojohnson.ipynb #220c7eeb
 def _log_g(mu, l):
     "log g(mu, l) for mu > 0, l > 0 without overflow"
-    z = mu*l
+    z = mu * l
     with np.errstate(all='ignore'):
-        return np.where(z > 30, z + np.log1p(-np.exp(-z)) - np.log(mu), np.log(np.expm1(z)/mu))
+        return np.where(z > 30, z + np.log1p(-np.exp(-z)) - np.log(mu), np.log(np.expm1(z) / mu))
+
 
 def _minimax_lambda(lp, ln, lo, hi, iters=200):
     "lambda in [lo, hi] where Psi at the largest positive and the largest negative value have equal magnitude (bisection)"
     for _ in range(iters):
-        mid = (lo + hi)/2
-        up = _log_g(mid, lp) > _log_g(2 - mid, ln)     # the positive side is the larger: move left
+        mid = (lo + hi) / 2
+        up = _log_g(mid, lp) > _log_g(2 - mid, ln)  # the positive side is the larger: move left
         lo, hi = np.where(up, lo, mid), np.where(up, mid, hi)
-    return (lo + hi)/2
+    return (lo + hi) / 2
 
 # %% ../nbs/10_yeojohnson.ipynb #d470afb3
-def yj_lambda_bounds(anchors: YJAnchors, ymax: float=YMAX):
+def yj_lambda_bounds(anchors: YJAnchors, ymax: float = YMAX):
     "(lb, ub) per feature such that |Psi(lambda, x)| <= ymax for every x within the anchors (lb = ub = minimax lambda where that is impossible)."
-    if not (np.isfinite(ymax) and ymax > 1): raise ValueError(f"ymax must be a finite number > 1; got {ymax!r}")
+    if not (np.isfinite(ymax) and ymax > 1):
+        raise ValueError(f"ymax must be a finite number > 1; got {ymax!r}")
     k = anchors.kind
     ub = np.where(k >= 0, _lam_overflow(np.nan_to_num(anchors.pos_hi), ymax), np.inf)
     lb = np.where(k <= 0, 2 - _lam_overflow(np.nan_to_num(anchors.neg_hi), ymax), -np.inf)
-    bad = lb > ub              # only mixed features with |x| > ymax on both sides: no lambda meets ymax
+    bad = lb > ub  # only mixed features with |x| > ymax on both sides: no lambda meets ymax
     if bad.any():
         lp, ln = np.log1p(anchors.pos_hi[bad]), np.log1p(anchors.neg_hi[bad])
         lb[bad] = ub[bad] = _minimax_lambda(lp, ln, ub[bad], lb[bad])
@@ -652,91 +817,116 @@ def yj_lambda_bounds(anchors: YJAnchors, ymax: float=YMAX):
 class YeoJohnsonWarning(UserWarning):
     "A feature was fitted with lambda = 1 (constant), with a bounded lambda (overflow), or before the search converged."
 
+
 @dataclass
 class ExpYJResult:
     "Output of `exp_yj_search`: the fitted triplet per feature and the search record."
-    lambdas: np.ndarray        # fitted lambda (bounded, 1 for constant features)
-    mean: np.ndarray           # mean of Psi(lambda, x)
-    var: np.ndarray            # variance of Psi(lambda, x)
-    path: np.ndarray           # (steps + 1, d) lambda_t, before bounding
-    signs: np.ndarray          # (steps, d) the revealed signs Delta_t
-    bounded: np.ndarray        # the overflow bound was applied
-    constant: np.ndarray       # constant feature (lambda = 1)
-    sums: YJSums               # pooled sums at the fitted lambdas
+
+    lambdas: np.ndarray  # fitted lambda (bounded, 1 for constant features)
+    mean: np.ndarray  # mean of Psi(lambda, x)
+    var: np.ndarray  # variance of Psi(lambda, x)
+    path: np.ndarray  # (steps + 1, d) lambda_t, before bounding
+    signs: np.ndarray  # (steps, d) the revealed signs Delta_t
+    bounded: np.ndarray  # the overflow bound was applied
+    constant: np.ndarray  # constant feature (lambda = 1)
+    sums: YJSums  # pooled sums at the fitted lambdas
     anchors: YJAnchors
-    converged: np.ndarray = None   # the bracket reached LAMBDA_RTOL
+    converged: np.ndarray = None  # the bracket reached LAMBDA_RTOL
 
 # %% ../nbs/10_yeojohnson.ipynb #a20ffce0
-def _names(names, idx) -> str: return name_list([names[j] for j in idx])
+def _names(names, idx) -> str:
+    return name_list([names[j] for j in idx])
 
-def final_lambdas(state:ExpSearchState, # the search's last state
-                  lb, ub, # per-feature overflow bounds on lambda (`yj_lambda_bounds`)
-                  const, # constant features
-                  names:list, # feature names, for the warnings
-                  ymax:float, # the bound on |Psi| behind lb, ub
-                  what:str="constant (or numerically constant)", # how constant features are described
-                  bounds_from:str="the data", # where lb, ub come from, for the warning
-                 ) -> tuple:
+
+def final_lambdas(
+    state: ExpSearchState,  # the search's last state
+    lb,
+    ub,  # per-feature overflow bounds on lambda (`yj_lambda_bounds`)
+    const,  # constant features
+    names: list,  # feature names, for the warnings
+    ymax: float,  # the bound on |Psi| behind lb, ub
+    what: str = "constant (or numerically constant)",  # how constant features are described
+    bounds_from: str = "the data",  # where lb, ub come from, for the warning
+) -> tuple:
     """The fitted lambdas: the search's, clipped to the overflow bounds, 1 for constant features; warns about both and
     about features whose search did not converge in the steps allowed. Returns (lambdas, bounded, converged)."""
     lmbda, conv = state.lmbda, state.converged() | const
     lam = np.where(const, 1.0, np.clip(lmbda, lb, ub))
     bounded = ~const & ((lam != lmbda) | ((state.hi - state.lo == 0) & ((lmbda >= ub) | (lmbda <= lb))))
     if const.any():
-        warnings.warn(f"{what} feature(s) {_names(names, np.flatnonzero(const))}: lambda set to 1 (identity)",
-                      YeoJohnsonWarning, stacklevel=3)
+        warnings.warn(
+            f"{what} feature(s) {_names(names, np.flatnonzero(const))}: lambda set to 1 (identity)",
+            YeoJohnsonWarning,
+            stacklevel=3,
+        )
     if bounded.any():
-        warnings.warn(f"the maximum-likelihood lambda would make Psi exceed ymax={ymax:g} for "
-                      f"{_names(names, np.flatnonzero(bounded))}; lambda bounded to {np.round(lam[bounded], 6).tolist()[:5]} "
-                      f"(bounds from {bounds_from})",
-                      YeoJohnsonWarning, stacklevel=3)
+        warnings.warn(
+            f"the maximum-likelihood lambda would make Psi exceed ymax={ymax:g} for "
+            f"{_names(names, np.flatnonzero(bounded))}; lambda bounded to {np.round(lam[bounded], 6).tolist()[:5]} "
+            f"(bounds from {bounds_from})",
+            YeoJohnsonWarning,
+            stacklevel=3,
+        )
     if not conv.all():
         j = np.flatnonzero(~conv)
-        warnings.warn(f"the search has not converged after {state.t} steps for {_names(names, j)} (lambda in "
-                      f"[{state.lo[j[0]]:.6g}, {state.hi[j[0]]:.6g}] for the first): raise t_max", YeoJohnsonWarning, stacklevel=3)
+        warnings.warn(
+            f"the search has not converged after {state.t} steps for {_names(names, j)} (lambda in "
+            f"[{state.lo[j[0]]:.6g}, {state.hi[j[0]]:.6g}] for the first): raise t_max",
+            YeoJohnsonWarning,
+            stacklevel=3,
+        )
     return lam, bounded, conv
 
 # %% ../nbs/10_yeojohnson.ipynb #1e5ee3b7
-def sign_failures(S:YJSums, # the (pooled) sums at the current lambdas
-                  const, # constant features: their sign is 0 by definition
-                 ) -> np.ndarray:
+def sign_failures(
+    S: YJSums,  # the (pooled) sums at the current lambdas
+    const,  # constant features: their sign is 0 by definition
+) -> np.ndarray:
     "Features whose sign of the derivative cannot be trusted: non-finite, or 0 only through underflow."
     D, C = _DC(S)
     with np.errstate(all='ignore'):
-        a, b = S.s_phi*D, S.n*C
+        a, b = S.s_phi * D, S.n * C
         E = a - b
         tiny = np.finfo(np.float64).tiny
         underflow = ((S.s_phi != 0) & (D != 0) & (np.abs(a) < tiny)) | ((C != 0) & (np.abs(b) < tiny)) | (D <= 0)
         return ~const & (~np.isfinite(E) | ((E == 0) & underflow))
 
-def check_search(failed, # features whose sign failed (`sign_failures`)
-                 at, # the lambda at which each failed first
-                 anchors:YJAnchors, # the data's extremes
-                 names:list, # feature names
-                ):
+
+def check_search(
+    failed,  # features whose sign failed (`sign_failures`)
+    at,  # the lambda at which each failed first
+    anchors: YJAnchors,  # the data's extremes
+    names: list,  # feature names
+):
     "ValueError naming the features whose derivative could not be evaluated, with their scale and a remedy."
-    if not failed.any(): return
+    if not failed.any():
+        return
     j = np.flatnonzero(failed)
     scale = np.fmax(np.nan_to_num(anchors.pos_hi), np.nan_to_num(anchors.neg_hi))
-    raise ValueError(f"{_names(names, j)}: the derivative of the Yeo-Johnson log-likelihood is not computable in float64 "
-                     f"(at lambda = {at[j[0]]:.4g}, for values of magnitude up to {scale[j[0]]:.3g}); at such scales "
-                     f"the transform is nearly the identity and its maximum-likelihood lambda is of order 1/max|x|. "
-                     f"Rescale the feature (e.g. divide it by its standard deviation) before fitting")
+    raise ValueError(
+        f"{_names(names, j)}: the derivative of the Yeo-Johnson log-likelihood is not computable in float64 "
+        f"(at lambda = {at[j[0]]:.4g}, for values of magnitude up to {scale[j[0]]:.3g}); at such scales "
+        f"the transform is nearly the identity and its maximum-likelihood lambda is of order 1/max|x|. "
+        f"Rescale the feature (e.g. divide it by its standard deviation) before fitting"
+    )
 
 # %% ../nbs/10_yeojohnson.ipynb #60e0c81d
-def exp_yj_search(holders, # data holders (`YJData`) sharing the same anchors
-                  t_max:int=128, # steps at most; the search stops once every feature has converged
-                  ymax:float=YMAX, # largest |Psi| the fitted transform may produce
-                  accelerate:bool=True, # evaluate the sums with the bracket-aware fast path
-                  names=None, # feature names for messages
-                 ) -> ExpYJResult:
+def exp_yj_search(
+    holders,  # data holders (`YJData`) sharing the same anchors
+    t_max: int = 128,  # steps at most; the search stops once every feature has converged
+    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+    accelerate: bool = True,  # evaluate the sums with the bracket-aware fast path
+    names=None,  # feature names for messages
+) -> ExpYJResult:
     "ExpYJ (Algorithm 1) over data holders: their sums are added at every step."
     holders = list(holders)
-    if not holders: raise ValueError("no data holder")
+    if not holders:
+        raise ValueError("no data holder")
     if not isinstance(t_max, numbers.Integral) or isinstance(t_max, bool) or t_max < 0:
         raise ValueError(f"t_max must be a non-negative integer; got {t_max!r}")
     anchors = holders[0].anchors
-    if any(h.anchors != anchors for h in holders[1:]): raise ValueError("all data holders must use the same (merged) anchors")
+    if any(h.anchors != anchors for h in holders[1:]):
+        raise ValueError("all data holders must use the same (merged) anchors")
     d = holders[0].d
     names = [f"column {j}" for j in range(d)] if names is None else list(names)
     if anchors.empty.any():
@@ -746,10 +936,14 @@ def exp_yj_search(holders, # data holders (`YJData`) sharing the same anchors
     const = anchors.constant
     infeasible = (lb == ub) & ~const
     if infeasible.any():
-        warnings.warn(f"{_names(names, np.flatnonzero(infeasible))}: values beyond ymax={ymax:g} on both sides of 0, no "
-                      "lambda keeps |Psi| <= ymax; lambda set to the value that minimizes max |Psi|, and the variance of Psi "
-                      "may overflow", YeoJohnsonWarning, stacklevel=2)
-    with np.errstate(all='ignore'):          # a sum that overflows is caught by `sign_failures`, not printed
+        warnings.warn(
+            f"{_names(names, np.flatnonzero(infeasible))}: values beyond ymax={ymax:g} on both sides of 0, no "
+            "lambda keeps |Psi| <= ymax; lambda set to the value that minimizes max |Psi|, and the variance of Psi "
+            "may overflow",
+            YeoJohnsonWarning,
+            stacklevel=2,
+        )
+    with np.errstate(all='ignore'):  # a sum that overflows is caught by `sign_failures`, not printed
         state, failed, at = ExpSearchState.start(d, lb, ub), np.zeros(d, bool), np.zeros(d)
         path, signs = [state.lmbda], []
         while state.t < t_max and not (state.converged() | const | failed).all():
@@ -765,90 +959,138 @@ def exp_yj_search(holders, # data holders (`YJData`) sharing the same anchors
     with np.errstate(all='ignore'):
         S = sum(h.sums(lam, state.bracket, accelerate) for h in holders)
         mean, var = yj_moments_from_sums(S)
-    return ExpYJResult(lam, mean, var, np.array(path), np.array(signs, dtype=np.int8).reshape(-1, d), bounded, const, S,
-                       anchors, conv)
+    return ExpYJResult(
+        lam, mean, var, np.array(path), np.array(signs, dtype=np.int8).reshape(-1, d), bounded, const, S, anchors, conv
+    )
 
 # %% ../nbs/10_yeojohnson.ipynb #f6b2c4de
-def _column_names(X):
-    if isinstance(X, pd.DataFrame): return [str(c) for c in X.columns]
-    if isinstance(X, pd.Series): return [str(X.name) if X.name is not None else 'column 0']
-    return None
-
-def _check_numeric_frame(X):
-    if isinstance(X, pd.DataFrame):
-        bad = [str(c) for c, t in X.dtypes.items() if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
-        if bad: raise ValueError(f"column(s) {', '.join(map(repr, bad))} are not numeric")
-    elif isinstance(X, pd.Series) and not pd.api.types.is_numeric_dtype(X.dtype):
-        raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
-
 def _check_finite(X, names):
     "ValueError naming the first columns that hold +-inf."
     inf = np.isinf(X).any(0)
     if inf.any():
         names = names or [f"column {j}" for j in range(X.shape[1])]
-        raise ValueError(f"{', '.join(repr(names[j]) for j in np.flatnonzero(inf)[:5])} contain(s) inf: Yeo-Johnson needs finite values")
+        raise ValueError(
+            f"{', '.join(repr(names[j]) for j in np.flatnonzero(inf)[:5])} contain(s) inf: Yeo-Johnson needs finite values"
+        )
+
 
 def as_float_frame(X):
     "A DataFrame or Series as float64 with pandas' NA (nullable dtypes) as NaN, index and names kept; other input as is."
     if isinstance(X, pd.DataFrame):
         return pd.DataFrame(X.to_numpy(dtype=np.float64, na_value=np.nan), index=X.index, columns=X.columns)
-    if isinstance(X, pd.Series): return pd.Series(X.to_numpy(dtype=np.float64, na_value=np.nan), index=X.index, name=X.name)
+    if isinstance(X, pd.Series):
+        return pd.Series(X.to_numpy(dtype=np.float64, na_value=np.nan), index=X.index, name=X.name)
     return X
+
 
 def refuse_unsupported(X):
     "Errors that name sparse and complex input (scikit-learn would say something less direct)."
-    if issparse(X): raise TypeError("sparse input is not supported: Yeo-Johnson changes zeros; pass a dense array")
+    if issparse(X):
+        raise TypeError("sparse input is not supported: Yeo-Johnson changes zeros; pass a dense array")
     kinds = [np.asarray(X).dtype] if not isinstance(X, pd.DataFrame) else list(X.dtypes)
-    if any(getattr(k, 'kind', '') == 'c' for k in kinds): raise ValueError("Complex data not supported: X must be real")
+    if any(getattr(k, 'kind', '') == 'c' for k in kinds):
+        raise ValueError("Complex data not supported: X must be real")
+
 
 def _as_2d_float(X):
     refuse_unsupported(X)
-    _check_numeric_frame(X)
-    names = _column_names(X)
+    check_numeric_frame(X)
+    names = column_names(X)
     X = as_float_frame(X)
-    try: A = np.asarray(X, dtype=np.float64)
+    try:
+        A = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raw = np.asarray(X, dtype=object)
-        if raw.ndim == 2:                                   # name the first column that is not numeric
+        if raw.ndim == 2:  # name the first column that is not numeric
             for j in range(raw.shape[1]):
-                try: np.asarray(raw[:, j], dtype=np.float64)
-                except (TypeError, ValueError): raise ValueError(f"{(names or [f'column {k}' for k in range(raw.shape[1])])[j]!r} is not numeric: {e}") from None
+                try:
+                    np.asarray(raw[:, j], dtype=np.float64)
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"{(names or [f'column {k}' for k in range(raw.shape[1])])[j]!r} is not numeric: {e}"
+                    ) from None
         raise ValueError(f"X is not numeric: {e}") from None
     one = A.ndim == 1
-    if one: A = A[:, None]
-    if A.ndim != 2: raise ValueError(f"X must be 1-D or 2-D; got {A.ndim} dimensions")
-    if A.shape[0] == 0: raise ValueError("X has no rows")
-    if A.shape[1] == 0: raise ValueError("X has no columns")
+    if one:
+        A = A[:, None]
+    if A.ndim != 2:
+        raise ValueError(f"X must be 1-D or 2-D; got {A.ndim} dimensions")
+    if A.shape[0] == 0:
+        raise ValueError("X has no rows")
+    if A.shape[1] == 0:
+        raise ValueError("X has no columns")
     _check_finite(A, names)
     return A, one, names
 
+# %% ../nbs/10_yeojohnson.ipynb #f2fa96a7
+def column_names(
+    X,  # a DataFrame, a Series or an array
+) -> list | None:
+    "The column names of a DataFrame (or a Series' name) as strings; None for arrays."
+    if isinstance(X, pd.DataFrame):
+        return [str(c) for c in X.columns]
+    if isinstance(X, pd.Series):
+        return [str(X.name) if X.name is not None else 'column 0']
+    return None
+
+
+def check_numeric_frame(
+    X,  # a DataFrame or Series (other input is not checked)
+):
+    "ValueError naming the columns of a DataFrame (or a Series) that are not numeric or boolean."
+    if isinstance(X, pd.DataFrame):
+        bad = [
+            str(c)
+            for c, t in X.dtypes.items()
+            if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))
+        ]
+        if bad:
+            raise ValueError(f"column(s) {', '.join(map(repr, bad))} are not numeric")
+    elif isinstance(X, pd.Series) and not pd.api.types.is_numeric_dtype(X.dtype):
+        raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
+
 # %% ../nbs/10_yeojohnson.ipynb #4669b3a4
-def exp_yj(X, t_max: int=128, ymax: float=YMAX, accelerate: bool=True, full_output: bool=False):
+def exp_yj(X, t_max: int = 128, ymax: float = YMAX, accelerate: bool = True, full_output: bool = False):
     "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input); `full_output` returns the `ExpYJResult`."
     A, one, names = _as_2d_float(X)
     res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names)
-    if full_output: return res
+    if full_output:
+        return res
     return float(res.lambdas[0]) if one else res.lambdas
 
 # %% ../nbs/10_yeojohnson.ipynb #e2026dff
 def yj_sum_bounds(n, lmbda, anchors: YJAnchors) -> dict:
     "Per-feature bounds on |statistic| of `n` rows within `anchors` at `lmbda` (frame units): keys B_phi, B_psi, B_dpsi (per row), the sums, D, C and sign_expr."
-    f = yj_frame(lmbda, anchors); k = anchors.kind
+    f = yj_frame(lmbda, anchors)
+    k = anchors.kind
     Rp, _ = anchors.spread
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(invalid='ignore', over='ignore'):
         # one-signed: d ranges over [-R, 0] (anchor at the largest |x|) or [0, R] (at the smallest)
         dend = np.where(f.anchor == np.where(k > 0, anchors.pos_hi, anchors.neg_hi), -Rp, Rp)
-        bpsi1 = np.abs(_g(f.lam_s, dend)); bd1 = _gmu(f.lam_s, dend)
+        bpsi1 = np.abs(yj_g(f.lam_s, dend))
+        bd1 = yj_gmu(f.lam_s, dend)
         # mixed: largest |Psi| and dPsi sit at the largest |x| of each sign group
         lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
-        bpsi0 = np.maximum(np.abs(_g_scaled(f.lmbda, lp, f.M)), np.abs(_g_scaled(2 - f.lmbda, ln, f.M)))
-        bd0 = np.maximum(_gmu_scaled(f.lmbda, lp, f.M), _gmu_scaled(2 - f.lmbda, ln, f.M))
+        bpsi0 = np.maximum(np.abs(yj_g_scaled(f.lmbda, lp, f.M)), np.abs(yj_g_scaled(2 - f.lmbda, ln, f.M)))
+        bd0 = np.maximum(yj_gmu_scaled(f.lmbda, lp, f.M), yj_gmu_scaled(2 - f.lmbda, ln, f.M))
     B_phi = np.where(f.mixed, np.maximum(lp, ln), Rp)
-    B_psi = np.where(f.mixed, bpsi0, bpsi1); B_dpsi = np.where(f.mixed, bd0, bd1)
-    return dict(B_phi=B_phi, B_psi=B_psi, B_dpsi=B_dpsi, n=n, s_phi=n*B_phi, s_psi=n*B_psi, s_psi2=n*B_psi**2,
-                s_dpsi=n*B_dpsi, s_psi_dpsi=n*B_psi*B_dpsi, D=n**2*B_psi**2, C=n**2*B_psi*B_dpsi,
-                sign_expr=n**3*(B_phi*B_psi**2 + B_psi*B_dpsi))
+    B_psi = np.where(f.mixed, bpsi0, bpsi1)
+    B_dpsi = np.where(f.mixed, bd0, bd1)
+    return dict(
+        B_phi=B_phi,
+        B_psi=B_psi,
+        B_dpsi=B_dpsi,
+        n=n,
+        s_phi=n * B_phi,
+        s_psi=n * B_psi,
+        s_psi2=n * B_psi**2,
+        s_dpsi=n * B_dpsi,
+        s_psi_dpsi=n * B_psi * B_dpsi,
+        D=n**2 * B_psi**2,
+        C=n**2 * B_psi * B_dpsi,
+        sign_expr=n**3 * (B_phi * B_psi**2 + B_psi * B_dpsi),
+    )
 
 # %% ../nbs/10_yeojohnson.ipynb #ff6d46f7
 def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
@@ -856,51 +1098,64 @@ def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
     n, dcols = X.shape
     mean_t, scale_t = np.broadcast_to(mean_t, (dcols,)), np.broadcast_to(scale_t, (dcols,))
     out = np.empty((n, dcols))
-    one = np.flatnonzero(~f.mixed); mixed = np.flatnonzero(f.mixed)
+    one = np.flatnonzero(~f.mixed)
+    mixed = np.flatnonzero(f.mixed)
     with np.errstate(all='ignore'):
-        if len(one):                      # s g(lam_s, d) with d = log((1 + |x|)/(1 + anchor)): one log1p and one expm1 per value
+        if len(one):  # s g(lam_s, d) with d = log((1 + |x|)/(1 + anchor)): one log1p and one expm1 per value
             anc, c, ls, s = f.anchor[one], f.c[one], f.lam_s[one], f.sign[one]
-            inv = 1/(1 + anc); zero = np.abs(ls) < 1e-300          # lambda_s = 0 (or subnormal): g = d
-            mul = np.where(zero, s, s/np.where(zero, 1, ls))/scale_t[one]; sub = mean_t[one]/scale_t[one]
+            inv = 1 / (1 + anc)
+            zero = np.abs(ls) < 1e-300  # lambda_s = 0 (or subnormal): g = d
+            mul = np.where(zero, s, s / np.where(zero, 1, ls)) / scale_t[one]
+            sub = mean_t[one] / scale_t[one]
             for b0 in range(0, n, block):
-                Xo = X[b0:b0+block, one]; a = np.abs(Xo)
-                r = a - anc; r *= inv
+                Xo = X[b0 : b0 + block, one]
+                a = np.abs(Xo)
+                r = a - anc
+                r *= inv
                 near = r > -0.5
                 np.copyto(a, r, where=near)
                 np.log1p(a, out=a)
-                np.subtract(a, c, out=a, where=~near)           # a = d
-                if zero.any(): d0 = a[:, zero].copy()
-                a *= ls; np.expm1(a, out=a)
-                if zero.any(): a[:, zero] = d0
-                a *= mul; a -= sub
-                i, k = np.nonzero(Xo*s < 0)                     # values of the other sign than the fitted group: through Psi
+                np.subtract(a, c, out=a, where=~near)  # a = d
+                if zero.any():
+                    d0 = a[:, zero].copy()
+                a *= ls
+                np.expm1(a, out=a)
+                if zero.any():
+                    a[:, zero] = d0
+                a *= mul
+                a -= sub
+                i, k = np.nonzero(Xo * s < 0)  # values of the other sign than the fitted group: through Psi
                 if len(i):
-                    L = ls[k]*c[k]
-                    T = np.exp(-L)*yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k]*_g_scaled(ls[k], c[k], L)
-                    a[i, k] = (T - mean_t[one][k])/scale_t[one][k]
-                out[b0:b0+block, one] = a
-        if len(mixed):                    # e^-M Psi
-            Xm = X[:, mixed]; lam, M = f.lmbda[mixed], f.M[mixed]
+                    L = ls[k] * c[k]
+                    T = np.exp(-L) * yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k] * yj_g_scaled(ls[k], c[k], L)
+                    a[i, k] = (T - mean_t[one][k]) / scale_t[one][k]
+                out[b0 : b0 + block, one] = a
+        if len(mixed):  # e^-M Psi
+            Xm = X[:, mixed]
+            lam, M = f.lmbda[mixed], f.M[mixed]
             sm = np.where(Xm < 0, -1.0, 1.0)
-            out[:, mixed] = (sm*_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M) - mean_t[mixed])/scale_t[mixed]
+            out[:, mixed] = (sm * yj_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M) - mean_t[mixed]) / scale_t[
+                mixed
+            ]
     out[np.isnan(X)] = np.nan
     return out
+
 
 def _from_frame(T, f: YJFrame):
     "Inverse of `_to_frame`."
     lam = f.lmbda
     with np.errstate(all='ignore'):
-        psi_mixed = np.exp(f.M)*T
+        psi_mixed = np.exp(f.M) * T
         ls, s = np.nan_to_num(f.lam_s), f.sign
-        u = s*T
-        u0 = _g(ls, -np.nan_to_num(f.c))                                          # frame value of x = 0
-        inside = u >= u0                                                          # same sign as the fitted group
-        arg = ls*u
+        u = s * T
+        u0 = yj_g(ls, -np.nan_to_num(f.c))  # frame value of x = 0
+        inside = u >= u0  # same sign as the fitted group
+        arg = ls * u
         dd = _ginv(ls, u)
         a = np.nan_to_num(f.anchor)
-        x_in = s*((1 + a)*np.expm1(dd) + a)
-        x_in = np.where(arg <= -1, s*np.inf, x_in)
-        psi_out = np.exp(np.nan_to_num(f.lam_s*f.c))*(T - s*u0)
+        x_in = s * ((1 + a) * np.expm1(dd) + a)
+        x_in = np.where(arg <= -1, s * np.inf, x_in)
+        psi_out = np.exp(np.nan_to_num(f.lam_s * f.c)) * (T - s * u0)
         psi = np.where(f.mixed, psi_mixed, psi_out)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', RuntimeWarning)
@@ -911,32 +1166,34 @@ def _from_frame(T, f: YJFrame):
 class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """What the pooled and the federated Yeo-Johnson transformers share once fitted: validation, `transform`,
     `inverse_transform`. A subclass's `fit` sets `lambdas_`, `frame_` and the frame mean and scale via `_set_fitted`."""
+
     def transform(self, X):
         "Psi(lambda, X), standardized if `standardize`; NaN kept (pandas out with `set_output`)."
-        return self._transform(X)      # defined in the class body, so that scikit-learn's `set_output` wraps it
+        return self._transform(X)  # defined in the class body, so that scikit-learn's `set_output` wraps it
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
 
-    def _set_fitted(self, lambdas, frame:YJFrame, mean_t, scale_t, const, mean):
+    def _set_fitted(self, lambdas, frame: YJFrame, mean_t, scale_t, const, mean):
         "Store the fitted transform: frame mean `mean_t` and scale `scale_t` of Psi; constant features get scale 1."
         self.lambdas_, self.frame_, self.mean_ = lambdas, frame, mean
         with np.errstate(over='ignore'):
-            scale = np.exp(frame.log_scale)*scale_t                 # = sqrt(var), without squaring
+            scale = np.exp(frame.log_scale) * scale_t  # = sqrt(var), without squaring
         const = const | (scale_t == 0)
         self.scale_ = np.where(const, 1.0, scale)
         self._mean_t, self._scale_t = mean_t, np.where(const, np.exp(-frame.log_scale), scale_t)
 
 # %% ../nbs/10_yeojohnson.ipynb #c566b54f
 @patch
-def _validate(self:YJTransformerMixin, X, reset:bool):
+def _validate(self: YJTransformerMixin, X, reset: bool):
     "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
     refuse_unsupported(X)
-    _check_numeric_frame(X)
-    if isinstance(X, pd.DataFrame) and X.shape[1] == 0: raise ValueError("X has no columns (0 features)")
-    names = _column_names(X)
+    check_numeric_frame(X)
+    if isinstance(X, pd.DataFrame) and X.shape[1] == 0:
+        raise ValueError("X has no columns (0 features)")
+    names = column_names(X)
     X = as_float_frame(X)
     A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
     _check_finite(A, names)
@@ -944,36 +1201,54 @@ def _validate(self:YJTransformerMixin, X, reset:bool):
 
 # %% ../nbs/10_yeojohnson.ipynb #25006789
 @patch
-def _transform(self:YJTransformerMixin, X):
+def _transform(self: YJTransformerMixin, X):
     "Psi(lambda, X), standardized if `standardize`; NaN kept. With `copy=False`, a float64 array X is overwritten."
     check_is_fitted(self)
     A, _ = self._validate(X, reset=False)
-    if not self.standardize: out = yeo_johnson(A, self.lambdas_)
-    else: out = _to_frame(A, self.frame_, self._mean_t, self._scale_t)
+    if not self.standardize:
+        out = yeo_johnson(A, self.lambdas_)
+    else:
+        out = _to_frame(A, self.frame_, self._mean_t, self._scale_t)
     bad = ~np.isfinite(out) & ~np.isnan(A)
     if bad.any():
-        warnings.warn(f"{int(bad.sum())} transformed value(s) overflow: input far outside the fitted range",
-                      YeoJohnsonWarning, stacklevel=2)
+        warnings.warn(
+            f"{int(bad.sum())} transformed value(s) overflow: input far outside the fitted range",
+            YeoJohnsonWarning,
+            stacklevel=2,
+        )
     if not getattr(self, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
         X[...] = out
         return X
     return out
 
+
 @patch
-def inverse_transform(self:YJTransformerMixin, X):
+def inverse_transform(self: YJTransformerMixin, X):
     "Map transformed values back to the original scale; values outside the range of the transform map to +-inf, with one warning."
     check_is_fitted(self)
-    A = check_array(np.asarray(X, dtype=np.float64) if isinstance(X, pd.DataFrame) else X, dtype=np.float64,
-                    ensure_all_finite='allow-nan')           # transformed data: feature names are not checked
+    A = check_array(
+        np.asarray(X, dtype=np.float64) if isinstance(X, pd.DataFrame) else X,
+        dtype=np.float64,
+        ensure_all_finite='allow-nan',
+    )  # transformed data: feature names are not checked
     if A.shape[1] != self.n_features_in_:
-        raise ValueError(f"X has {A.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input")
+        raise ValueError(
+            f"X has {A.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input"
+        )
     with warnings.catch_warnings(), np.errstate(all='ignore'):
         warnings.simplefilter('ignore', RuntimeWarning)
-        out = yeo_johnson_inverse(A, self.lambdas_) if not self.standardize else _from_frame(A*self._scale_t + self._mean_t, self.frame_)
+        out = (
+            yeo_johnson_inverse(A, self.lambdas_)
+            if not self.standardize
+            else _from_frame(A * self._scale_t + self._mean_t, self.frame_)
+        )
     beyond = np.isinf(out) & np.isfinite(A)
     if beyond.any():
-        warnings.warn(f"{int(beyond.sum())} value(s) lie outside the range of the fitted transform: their inverse is +-inf",
-                      YeoJohnsonWarning, stacklevel=2)
+        warnings.warn(
+            f"{int(beyond.sum())} value(s) lie outside the range of the fitted transform: their inverse is +-inf",
+            YeoJohnsonWarning,
+            stacklevel=2,
+        )
     if not getattr(self, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
         X[...] = out
         return X
@@ -982,11 +1257,14 @@ def inverse_transform(self:YJTransformerMixin, X):
 # %% ../nbs/10_yeojohnson.ipynb #fe55394c
 class YeoJohnsonTransformer(YJTransformerMixin):
     "Yeo-Johnson power transform fitted by ExpYJ (numerically stable, pooled data); pandas in and out via `set_output`."
-    def __init__(self, standardize:bool=True, # standardize Psi to zero mean and unit variance (as scikit-learn's PowerTransformer)
-                 t_max:int=128, # search steps at most
-                 ymax:float=YMAX, # largest |Psi| the fitted transform may produce
-                 copy:bool=True, # False: `transform` overwrites a float64 array in place (as PowerTransformer)
-                ):
+
+    def __init__(
+        self,
+        standardize: bool = True,  # standardize Psi to zero mean and unit variance (as scikit-learn's PowerTransformer)
+        t_max: int = 128,  # search steps at most
+        ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+        copy: bool = True,  # False: `transform` overwrites a float64 array in place (as PowerTransformer)
+    ):
         self.standardize, self.t_max, self.ymax, self.copy = standardize, t_max, ymax, copy
 
     def fit(self, X, y=None):
@@ -994,7 +1272,13 @@ class YeoJohnsonTransformer(YJTransformerMixin):
         A, names = self._validate(X, reset=True)
         res = exp_yj_search([YJData(A)], t_max=self.t_max, ymax=self.ymax, names=names)
         D, _ = _DC(res.sums)
-        self._set_fitted(res.lambdas, res.sums.frame, res.sums.s_psi/res.sums.n, np.sqrt(np.maximum(D, 0))/res.sums.n,
-                         res.constant, res.mean)
+        self._set_fitted(
+            res.lambdas,
+            res.sums.frame,
+            res.sums.s_psi / res.sums.n,
+            np.sqrt(np.maximum(D, 0)) / res.sums.n,
+            res.constant,
+            res.mean,
+        )
         self.bounded_, self.anchors_ = res.bounded, res.anchors
         return self

@@ -25,12 +25,11 @@ def timed(f):
 
 
 def where_the_time_goes(clients, t_max):
-    "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, SMC."
+    "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, and the rest (SMC)."
     T = defaultdict(float)
     orig = {
         'local sums (float64, as pooled ExpYJ)': (YJData, '_group_sums'),
         'exact public-frame statistics': (S, 'public_frame_sums'),
-        'SMC: one ExpYJ step (products, comparison, opening)': (S, 'secure_step'),
     }
     saved = {}
     for name, (obj, attr) in orig.items():
@@ -50,7 +49,7 @@ def where_the_time_goes(clients, t_max):
         for name, (obj, attr) in orig.items():
             setattr(obj, attr, saved[name])
     T['exact public-frame statistics'] -= T['local sums (float64, as pooled ExpYJ)']
-    T['other: setup (envelope), preparation, final round, checks'] = w - sum(T.values())
+    T['SMC (per-party programs, routing), setup, final round, checks'] = w - sum(T.values())
     return w, T
 
 
@@ -90,7 +89,7 @@ def main():
     print(f"\n{'':14s}{'wall s':>9s}{'CPU s':>9s}")
     for k, (w, c) in med.items():
         print(f"{k:14s}{w:9.3f}{c:9.3f}")
-    ratio_w, ratio_c = (med['SecureFedYJ'][0] / med['pooled ExpYJ'][0], med['SecureFedYJ'][1] / med['pooled ExpYJ'][1])
+    ratio_w, ratio_c = med['SecureFedYJ'][0] / med['pooled ExpYJ'][0], med['SecureFedYJ'][1] / med['pooled ExpYJ'][1]
     print(f"ratio SecureFedYJ / pooled: {ratio_w:.2f} (wall), {ratio_c:.2f} (CPU)   [goal: <= 2]")
     same = (fed.signs_ == ref.signs).all()
     print(

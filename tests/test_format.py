@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 120
 # Module lines over LIMIT that the formatter cannot split (long strings, comments, docstrings) when item 7 landed:
 # this number may only go down (lower it when you shorten some).
-MAX_LONG_LINES = 276
+MAX_LONG_LINES = 226
 
 
 def _ruff():

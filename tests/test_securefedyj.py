@@ -313,3 +313,45 @@ def test_transformer_matches_pooled_and_roundtrips():
         ft.transform(Xb.assign(**{'mean area': np.inf}))
     with pytest.raises(ValueError, match='feature names should match'):
         ft.transform(Xb.iloc[:, :5])
+
+
+# ------------------------------------------------------------------------- per-party programs -------
+
+
+def test_per_party_programs_keep_the_single_driver_transcript(datasets):
+    """Messages and bytes by kind, rounds and lambdas as the single driver (SMC over every party) recorded them before the
+    restructure (breast cancer in 3 contiguous parts, t_max=128, rng=0); the bulk-synchronous schedule changes nothing."""
+    import fedgauss.securefedyj as S
+
+    X, _ = datasets['breast cancer']
+    parts = np.array_split(X, 3)
+    fed = SecureFedYJ(rng=0).fit(parts)
+    by_kind = fed.channel_.transcript.groupby('kind')['bytes'].agg(['size', 'sum'])
+    assert by_kind['size'].to_dict() == {'dealer': 1131, 'masked': 2888, 'reveal': 348, 'share': 6}
+    assert by_kind['sum'].to_dict() == {'dealer': 11052069, 'masked': 9159288, 'reveal': 63144, 'share': 60480}
+    assert (fed.rounds_['setup'], len(fed.rounds_['search']), fed.rounds_['final']) == (1, 55, 57)
+    assert not (fed.channel_.transcript.receiver == 'server').any()  # the dealer receives nothing
+    orig, seen = S.run_programs, {}
+
+    def bsp(progs, ch, dealer=None):
+        res, rounds = orig(progs, ch, dealer=dealer, bsp=True)
+        seen['passes'] = rounds['passes'][0]
+        return res, rounds
+
+    try:
+        S.run_programs = bsp
+        b = SecureFedYJ(rng=0).fit(parts)
+    finally:
+        S.run_programs = orig
+    np.testing.assert_array_equal(b.lambdas_, fed.lambdas_)
+    assert b.channel_.transcript.groupby('kind')['bytes'].sum().equals(by_kind['sum'])
+    assert seen['passes'] > 25 * 55  # the relay round trips a transport needs
+
+
+def test_a_failing_client_is_named_and_nothing_is_returned(datasets):
+    X, _ = datasets['breast cancer']
+    parts = np.array_split(X, 3)
+    parts[1] = parts[1].copy()
+    parts[1][0, 3] = np.inf
+    with pytest.raises(ValueError, match='client 1'):
+        SecureFedYJ(t_max=2, rng=0).fit(parts)
