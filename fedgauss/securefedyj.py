@@ -688,8 +688,22 @@ def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
         for p, smc, X in zip(parties, smcs, Xs)
     ]
     progs.append(Program('server', smcs[-1], yj_dealer_program(smcs[-1], d, f, **kw)))
-    with np.errstate(all='ignore'):  # float trouble in the frames surfaces as FixedPointOverflow or a precision error
-        res, rounds = run_programs(progs, ch, dealer='server')
+    bar = None
+    if self.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=self.t_max, desc='SecureFedYJ', unit='step', file=sys.stderr)
+    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
+    # every client computes the same public result, so each would warn alike: each warning is shown once
+    with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        try:
+            res, rounds = run_programs(progs, ch, dealer='server', on_phase=step)
+        finally:
+            if bar is not None:
+                bar.close()
+    for msg in dict.fromkeys((w.category, str(w.message)) for w in caught):
+        warnings.warn(msg[1], msg[0], stacklevel=3)
     r = res['client0']
     self.lambdas_, self.frame_, self.anchors_, self.mean_, self.var_ = (
         r['lambdas'],

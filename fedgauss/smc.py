@@ -1260,6 +1260,7 @@ def run_programs(
     programs: list,  # one `Program` per party (and the dealer's)
     channel: Channel,  # routes and records every message
     dealer: str | None = None,  # name of the program that follows the parties' phase
+    on_phase=None,  # called with each new public phase (e.g. to advance a progress bar)
     bsp: bool = False,  # bulk-synchronous: messages sent in a pass are delivered in the next (as a server relaying between processes would); `rounds['passes']` counts the passes
 ) -> tuple:
     "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
@@ -1285,6 +1286,8 @@ def run_programs(
                 if ph[0] != 'done':
                     channel.next_round()
                     rounds.setdefault(ph[0][0], []).append(channel.round)
+                    if on_phase is not None:
+                        on_phase(ph[0])
             elif n not in fresh and not inbox[n]:
                 continue
             fresh.discard(n)

@@ -333,8 +333,8 @@ def test_per_party_programs_keep_the_single_driver_transcript(datasets):
     assert not (fed.channel_.transcript.receiver == 'server').any()  # the dealer receives nothing
     orig, seen = S.run_programs, {}
 
-    def bsp(progs, ch, dealer=None):
-        res, rounds = orig(progs, ch, dealer=dealer, bsp=True)
+    def bsp(progs, ch, dealer=None, **kw):
+        res, rounds = orig(progs, ch, dealer=dealer, bsp=True, **kw)
         seen['passes'] = rounds['passes'][0]
         return res, rounds
 
