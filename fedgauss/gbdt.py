@@ -25,7 +25,8 @@ except ImportError:  # pragma: no cover - private scipy API; fall back to the pu
 __all__ = ['GRID_BITS', 'MISSING', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
            'SquaredLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner',
            'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'LocalHistograms', 'grow_tree', 'snap_to_grid',
-           'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts', 'probabilistic_margin']
+           'check_boosting_params', 'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts',
+           'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
 def newton_weight(G, H, reg_lambda: float = 1.0, min_child_weight: float = 0.0):
@@ -864,7 +865,10 @@ def _as_numeric_frame(X, categories: dict | None = None):
     return X
 
 
-def _check_params(est):
+def check_boosting_params(est):
+    """Check the hyperparameters every boosting estimator shares (`n_estimators`, `max_depth`, `learning_rate`,
+    `reg_lambda`, `gamma`, `min_child_weight`, `max_bins`): a clear `ValueError` naming the first bad one."""
+
     def integer(name, lo):
         v = getattr(est, name)
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
@@ -892,6 +896,10 @@ def _check_params(est):
         or not 2 <= est.max_bins <= 65535
     ):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {est.max_bins!r}")
+
+
+def _check_params(est):
+    check_boosting_params(est)
     if est.missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}; got {est.missing!r}")
 

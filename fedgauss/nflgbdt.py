@@ -13,7 +13,16 @@ from scipy.special import expit, ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from .federation import Channel, Party, as_rng
-from .gbdt import Binner, LocalHistograms, LogisticLoss, Tree, grow_tree, forest_margin, newton_weight
+from fedgauss.gbdt import (
+    Binner,
+    LocalHistograms,
+    LogisticLoss,
+    Tree,
+    check_boosting_params,
+    grow_tree,
+    forest_margin,
+    newton_weight,
+)
 from .smc import secure_sum
 from .dp import laplace_mechanism
 
@@ -227,31 +236,6 @@ def _check_clients(clients, allow_nan: bool):
         ys.append(y)
     return Xs, ys, names
 
-
-def _check_hyper(est):
-    def integer(name, lo):
-        v = getattr(est, name)
-        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
-
-    def real(name, lo, strict):
-        v = getattr(est, name)
-        if (
-            not isinstance(v, numbers.Real)
-            or isinstance(v, bool)
-            or not np.isfinite(v)
-            or (v <= lo if strict else v < lo)
-        ):
-            raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; got {v!r}")
-
-    integer('n_estimators', 1)
-    integer('max_depth', 1)
-    integer('max_bins', 2)
-    real('learning_rate', 0, True)
-    real('reg_lambda', 0, False)
-    real('gamma', 0, False)
-    real('min_child_weight', 0, False)
-
 # %% ../nbs/34_nflgbdt.ipynb #0f45736b
 _HYPER = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
 
@@ -271,7 +255,7 @@ class _FedGBDT(ClassifierMixin, BaseEstimator):
         )
 
     def _setup(self, clients):
-        _check_hyper(self)
+        check_boosting_params(self)
         Xs, ys, names = _check_clients(clients, self._allow_nan)
         self.classes_ = np.unique(np.concatenate(ys))
         if len(self.classes_) != 2:
