@@ -394,7 +394,7 @@ class Message:
     round: int  # protocol round the message belongs to (0, 1, ...)
     sender: str  # name of the sending party (e.g. 'server', 'client0')
     receiver: str  # name of the receiving party
-    kind: str  # what the payload is, e.g. 'share' or 'aggregate' (transcripts are counted by kind)
+    kind: str  # what the payload is, e.g. 'share' or 'aggregate'
     nbytes: int  # size of the payload on the wire, in bytes
     payload: object = field(repr=False, compare=False)  # the content itself (kept out of repr and equality)
 

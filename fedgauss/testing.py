@@ -173,7 +173,7 @@ def chi2_pvalue(
     draws: np.ndarray,  # integer draws of a sampler
     pmf,  # the exact pmf, symmetric about 0: a vectorised function of integer k
 ) -> float:  # the chi-square goodness-of-fit p-value
-    "Chi-square p-value of integer `draws` against a symmetric `pmf`; the cells beyond ±b (expected count < 5) are pooled into the end cells."
+    "Chi-square p-value of integer `draws` against a symmetric `pmf` (cells beyond ±b, expected count < 5, pooled)."
     from scipy import stats
 
     draws = np.asarray(draws)
