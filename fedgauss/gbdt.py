@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from fastcore.basics import patch
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -24,8 +25,8 @@ except ImportError:  # pragma: no cover - private scipy API; fall back to the pu
 # %% auto #0
 __all__ = ['GRID_BITS', 'MISSING', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
            'SquaredLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner',
-           'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'LocalHistograms', 'grow_tree', 'snap_to_grid',
-           'check_boosting_params', 'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts',
+           'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'PlainHistograms', 'grow_tree', 'LocalHistograms',
+           'snap_to_grid', 'check_boosting_params', 'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts',
            'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
@@ -56,16 +57,27 @@ def split_gain(GL, HL, GR, HR, reg_lambda: float = 1.0):
         - structure_score(np.add(GL, GR), np.add(HL, HR), reg_lambda)
     )
 
-# %% ../nbs/30_gbdt.ipynb #2c163225
+# %% ../nbs/30_gbdt.ipynb #52304c43
 class LogisticLoss:
     "Binary logistic loss on margins: $g=\\sigma(m)-y$, $h=\\max(\\sigma(m)(1-\\sigma(m)), 10^{-16})$."
 
     name = 'binary:logistic'
 
-    def loss(self, y, margin):
+    def loss(
+        self,
+        y,  # labels in {0, 1}
+        margin,  # margins (log-odds)
+    ):
+        "Per-row loss $\\log(1+e^m) - ym$."
         return np.logaddexp(0.0, margin) - y * margin
 
-    def gradients(self, y, margin, sample_weight=None, out=None):
+    def gradients(
+        self,
+        y,  # labels in {0, 1}
+        margin,  # margins (log-odds), one per row
+        sample_weight=None,  # per-row weights $s_i$ (multiply $g$ and $h$), or None
+        out=None,  # an `(n, 2)` float array to write into, or None for a new one
+    ):
         "Per-row `(g, h)` as an `(n, 2)` array (written into `out` if given)."
         out = np.empty((len(margin), 2)) if out is None else out
         p = expit(margin)
@@ -76,32 +88,69 @@ class LogisticLoss:
             out *= np.asarray(sample_weight, float)[:, None]
         return out
 
-    def link(self, p):
-        p = np.asarray(p, float)
-        return np.log(p) - np.log1p(-p)
-
-    def inverse_link(self, margin):
-        return expit(margin)
-
-    def init_margin(self, y, sample_weight=None):
-        p = np.average(y, weights=sample_weight)
-        p = float(np.clip(p, 1e-12, 1 - 1e-12))
-        return float(self.link(p))
-
-    def check_base_score(self, b):
-        if not (isinstance(b, numbers.Real) and 0 < b < 1):
-            raise ValueError(f"base_score must be a probability in (0, 1) for the logistic loss; got {b!r}")
+# %% ../nbs/30_gbdt.ipynb #e7529e83
+@patch
+def link(
+    self: LogisticLoss,
+    p,  # probabilities in (0, 1)
+):
+    "The logit $\\log p - \\log(1-p)$."
+    p = np.asarray(p, float)
+    return np.log(p) - np.log1p(-p)
 
 
+@patch
+def inverse_link(
+    self: LogisticLoss,
+    margin,  # margins (log-odds)
+):
+    "The sigmoid $1/(1+e^{-m})$."
+    return expit(margin)
+
+
+@patch
+def init_margin(
+    self: LogisticLoss,
+    y,  # labels in {0, 1}
+    sample_weight=None,  # per-row weights, or None
+):
+    "The best constant margin: the log-odds of the weighted positive rate (clipped to $[10^{-12}, 1-10^{-12}]$)."
+    p = np.average(y, weights=sample_weight)
+    p = float(np.clip(p, 1e-12, 1 - 1e-12))
+    return float(self.link(p))
+
+
+@patch
+def check_base_score(
+    self: LogisticLoss,
+    b,  # the user's `base_score`: a probability
+):
+    "Refuse a `base_score` outside (0, 1)."
+    if not (isinstance(b, numbers.Real) and 0 < b < 1):
+        raise ValueError(f"base_score must be a probability in (0, 1) for the logistic loss; got {b!r}")
+
+# %% ../nbs/30_gbdt.ipynb #7f3bfc46
 class SquaredLoss:
     "Squared error $\\frac12(m-y)^2$: $g=m-y$, $h=1$."
 
     name = 'reg:squarederror'
 
-    def loss(self, y, margin):
+    def loss(
+        self,
+        y,  # targets
+        margin,  # predictions
+    ):
+        "Per-row loss $\\frac12(m-y)^2$."
         return 0.5 * (margin - y) ** 2
 
-    def gradients(self, y, margin, sample_weight=None, out=None):
+    def gradients(
+        self,
+        y,  # targets
+        margin,  # predictions, one per row
+        sample_weight=None,  # per-row weights $s_i$ (multiply $g$ and $h$), or None
+        out=None,  # an `(n, 2)` float array to write into, or None for a new one
+    ):
+        "Per-row `(g, h) = (m - y, 1)`, times the weights, as an `(n, 2)` array."
         out = np.empty((len(margin), 2)) if out is None else out
         np.subtract(margin, y, out=out[:, 0])
         out[:, 1] = 1.0
@@ -109,18 +158,43 @@ class SquaredLoss:
             out *= np.asarray(sample_weight, float)[:, None]
         return out
 
-    def link(self, p):
-        return np.asarray(p, float)
+# %% ../nbs/30_gbdt.ipynb #b4fbdf77
+@patch
+def link(
+    self: SquaredLoss,
+    p,  # predictions
+):
+    "The identity."
+    return np.asarray(p, float)
 
-    def inverse_link(self, margin):
-        return margin
 
-    def init_margin(self, y, sample_weight=None):
-        return float(np.average(y, weights=sample_weight))
+@patch
+def inverse_link(
+    self: SquaredLoss,
+    margin,  # margins
+):
+    "The identity."
+    return margin
 
-    def check_base_score(self, b):
-        if not (isinstance(b, numbers.Real) and np.isfinite(b)):
-            raise ValueError(f"base_score must be a finite number for the squared loss; got {b!r}")
+
+@patch
+def init_margin(
+    self: SquaredLoss,
+    y,  # targets
+    sample_weight=None,  # per-row weights, or None
+):
+    "The best constant: the weighted mean of `y`."
+    return float(np.average(y, weights=sample_weight))
+
+
+@patch
+def check_base_score(
+    self: SquaredLoss,
+    b,  # the user's `base_score`: a finite number
+):
+    "Refuse a non-finite `base_score`."
+    if not (isinstance(b, numbers.Real) and np.isfinite(b)):
+        raise ValueError(f"base_score must be a finite number for the squared loss; got {b!r}")
 
 # %% ../nbs/30_gbdt.ipynb #57522acf
 def quantile_candidates(x, max_bins: int = 256, sample_weight=None) -> np.ndarray:
@@ -164,11 +238,15 @@ def log_candidates(lo: float, hi: float, n_bins: int) -> np.ndarray:
     _check_bounds(lo, hi, n_bins)
     return lo - 1.0 + (hi - lo + 1.0) ** (np.arange(1, n_bins) / n_bins)
 
-# %% ../nbs/30_gbdt.ipynb #f04a79bd
+# %% ../nbs/30_gbdt.ipynb #8bf3115e
 class HistLayout:
     "Flat layout of histogram slots: feature `f` owns slots `ptr[f]:ptr[f+1]`, its `n_bins[f]` value bins then one missing bin."
 
-    def __init__(self, n_bins, thresholds=None):
+    def __init__(
+        self,
+        n_bins,  # value bins per feature (1-d, each >= 1); feature f also gets one missing bin
+        thresholds=None,  # per feature its `n_bins[f] - 1` sorted thresholds, or None (no numeric thresholds)
+    ):
         self.n_bins = np.asarray(n_bins, np.intp)
         if self.n_bins.ndim != 1 or (self.n_bins < 1).any():
             raise ValueError("n_bins must be a 1-d array of positive bin counts")
@@ -193,68 +271,64 @@ class HistLayout:
             self._tflat = np.concatenate([np.concatenate([[-np.inf], t, [np.inf]]) for t in self.thresholds])
             self._tptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
 
-    def _scan_plan(self, has_missing):
-        """Where split finding puts each candidate, in XGBoost's scan order, when the features flagged in `has_missing`
-        have missing values in some node (cached per pattern). Feature by feature: the forward candidates (the
-        feature's slots, ascending bins; missing values go right), then, if flagged, the backward candidates (descending
-        bins; missing values go left). See `_best_splits`."""
-        key = has_missing.tobytes()
-        cache = self._plans
-        if key in cache:
-            return cache[key]
-        nb, ptr = self.n_bins, self.ptr
-        bf = np.flatnonzero(has_missing)
-        start = np.concatenate([[0], np.cumsum(nb + 1 + np.where(has_missing, nb, 0))]).astype(np.intp)
-        W = int(start[-1])
-        fpos = start[self.feature] + self.bin  # position of each slot's forward candidate
-        feature, bin_, dleft = np.empty(W, np.intp), np.empty(W, np.intp), np.zeros(W, bool)
-        feature[fpos], bin_[fpos] = self.feature, self.bin
-        copies, s0 = [], 0  # (position, first slot, end slot): runs of slots copied as they are
-        backward = []  # (position, end position, feature, first slot, last value slot): blocks copied reversed
-        for f in bf:
-            s1 = int(ptr[f + 1])
-            copies.append((int(fpos[s0]), s0, s1))
-            s0 = s1
-            g0 = int(start[f] + nb[f] + 1)
-            g1 = int(start[f + 1])
-            backward.append((g0, g1, int(f), int(ptr[f]), int(ptr[f] + nb[f] - 1)))
-            feature[g0:g1], bin_[g0:g1], dleft[g0:g1] = (
-                f,
-                np.arange(nb[f] - 2, -2, -1),
-                True,
-            )  # bins <= b and missing go left
-        if s0 < self.n_slots:
-            copies.append((int(fpos[s0]), s0, self.n_slots))
-        plan = dict(
-            width=W,
-            copies=copies,
-            backward=backward,
-            start=start[:-1],
-            restart=start[1:-1],
-            missing_pos=fpos[self.missing_slot],
-            feature=feature,
-            bin=bin_,
-            default_left=dleft,
-        )
-        cache[key] = plan
-        return plan
-
-    def slots(self, codes) -> np.ndarray:
-        "Global slot of every entry of an `(n, F)` code matrix, as int32."
-        return np.asarray(codes).astype(np.int32) + self.ptr[:-1].astype(np.int32)
-
-    def split_threshold(self, feature, bin):
-        "Numeric threshold of the split 'bins <= bin go left' (so `x < threshold` goes left)."
-        if self.thresholds is None:
-            return np.full(np.shape(feature), np.nan)
-        feature = np.asarray(feature)
-        bin = np.asarray(bin)
-        return self._tflat[self._tptr[feature] + bin + 1]
-
     def __repr__(self):
         return f"HistLayout(n_features={self.n_features}, n_slots={self.n_slots})"
 
-# %% ../nbs/30_gbdt.ipynb #b0264310
+# %% ../nbs/30_gbdt.ipynb #1e67ec07
+@patch
+def slots(
+    self: HistLayout,
+    codes,  # `(n, F)` bin codes (the missing code of feature f is `n_bins[f]`)
+) -> np.ndarray:
+    "Global slot of every entry of an `(n, F)` code matrix, as int32."
+    return np.asarray(codes).astype(np.int32) + self.ptr[:-1].astype(np.int32)
+
+
+@patch
+def split_threshold(
+    self: HistLayout,
+    feature,  # split features (array or scalar)
+    bin,  # split bins: bins <= bin go left (-1 .. n_bins[f] - 1)
+):
+    "Numeric threshold of the split 'bins <= bin go left' (so `x < threshold` goes left); NaN without thresholds."
+    if self.thresholds is None:
+        return np.full(np.shape(feature), np.nan)
+    feature = np.asarray(feature)
+    bin = np.asarray(bin)
+    return self._tflat[self._tptr[feature] + bin + 1]
+
+# %% ../nbs/30_gbdt.ipynb #f822137e
+@patch
+def _scan_plan(self: HistLayout, has_missing):
+    "Where each split candidate sits in XGBoost's scan order, given which features have missing values."
+    key = has_missing.tobytes()
+    if key in self._plans:
+        return self._plans[key]
+    nb, ptr = self.n_bins, self.ptr
+    start = np.concatenate([[0], np.cumsum(nb + 1 + np.where(has_missing, nb, 0))]).astype(np.intp)
+    W = int(start[-1])
+    fpos = start[self.feature] + self.bin  # position of each slot's forward candidate
+    feature, bin_, dleft = np.empty(W, np.intp), np.empty(W, np.intp), np.zeros(W, bool)
+    feature[fpos], bin_[fpos] = self.feature, self.bin
+    copies, s0 = [], 0  # (position, first slot, end slot): runs of slots copied as they are
+    backward = []  # (position, end position, feature, first slot, last value slot): blocks copied reversed
+    for f in np.flatnonzero(has_missing):
+        s1 = int(ptr[f + 1])
+        copies.append((int(fpos[s0]), s0, s1))
+        s0 = s1
+        g0, g1 = int(start[f] + nb[f] + 1), int(start[f + 1])
+        backward.append((g0, g1, int(f), int(ptr[f]), int(ptr[f] + nb[f] - 1)))
+        feature[g0:g1] = f  # bins <= b and missing go left
+        bin_[g0:g1] = np.arange(nb[f] - 2, -2, -1)
+        dleft[g0:g1] = True
+    if s0 < self.n_slots:
+        copies.append((int(fpos[s0]), s0, self.n_slots))
+    plan = dict(width=W, copies=copies, backward=backward, start=start[:-1], restart=start[1:-1])
+    plan.update(missing_pos=fpos[self.missing_slot], feature=feature, bin=bin_, default_left=dleft)
+    self._plans[key] = plan
+    return plan
+
+# %% ../nbs/30_gbdt.ipynb #2f0b5b52
 def _check_sample_weight(sample_weight, n):
     "Sample weights as a float array of length n: finite, non-negative, not all zero (None stays None)."
     if sample_weight is None:
@@ -270,62 +344,23 @@ def _check_sample_weight(sample_weight, n):
         raise ValueError("sample_weight sums to zero: nothing to fit")
     return w
 
-
+# %% ../nbs/30_gbdt.ipynb #71874ead
 class Binner(TransformerMixin, BaseEstimator):
     "Choose split candidates per feature and map values to bin codes; `NaN` gets the reserved code `n_bins_[f]`."
 
-    def __init__(self, max_bins: int = 256, candidates='quantile', bounds=None):
+    def __init__(
+        self,
+        max_bins: int = 256,  # bins per feature for the generated candidates, in [2, 65535]
+        candidates='quantile',  # 'quantile', 'uniform', 'log', or one increasing threshold array per feature
+        bounds=None,  # `(lo, hi)` per feature for 'uniform' and 'log' (default: the data range)
+    ):
         self.max_bins, self.candidates, self.bounds = max_bins, candidates, bounds
 
-    def fit(self, X, y=None, sample_weight=None):
-        X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64)
-        sample_weight = _check_sample_weight(sample_weight, len(X))
-        F = X.shape[1]
-        c = self.candidates
-        if isinstance(c, str):
-            if (
-                not isinstance(self.max_bins, numbers.Integral)
-                or isinstance(self.max_bins, bool)
-                or not 2 <= self.max_bins <= 65535
-            ):
-                raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
-            if c == 'quantile':
-                th = [quantile_candidates(X[:, f], self.max_bins, sample_weight) for f in range(F)]
-            elif c in ('uniform', 'log'):
-                gen = uniform_candidates if c == 'uniform' else log_candidates
-                bounds = self._bounds(X)
-                th = [gen(lo, hi, self.max_bins) if hi > lo else np.empty(0) for lo, hi in bounds]
-            else:
-                raise ValueError(
-                    f"candidates must be 'quantile', 'uniform', 'log' or a list of threshold arrays; got {c!r}"
-                )
-        else:
-            th = [np.asarray(t, float).ravel() for t in c]
-            if len(th) != F:
-                raise ValueError(f"candidates has {len(th)} threshold arrays but X has {F} features")
-            for f, t in enumerate(th):
-                if not np.isfinite(t).all():
-                    raise ValueError(f"candidates for feature {f} contain NaN or inf")
-                if (np.diff(t) <= 0).any():
-                    raise ValueError(f"candidates for feature {f} must be strictly increasing")
-                if len(t) > 65534:
-                    raise ValueError(f"feature {f} has {len(t)} candidates; at most 65534")
-        self.thresholds_ = th
-        self.n_bins_ = np.array([len(t) + 1 for t in th], np.intp)
-        self.layout_ = HistLayout(self.n_bins_, th)
-        return self
-
-    def _bounds(self, X):
-        if self.bounds is None:
-            with np.errstate(all='ignore'):
-                lo, hi = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
-            return [(a, b) if np.isfinite(a) else (0.0, 0.0) for a, b in zip(lo, hi)]
-        b = np.asarray(self.bounds, float)
-        if b.shape != (X.shape[1], 2):
-            raise ValueError(f"bounds must have shape ({X.shape[1]}, 2); got {b.shape}")
-        return [tuple(r) for r in b]
-
-    def transform(self, X):
+    def transform(
+        self,
+        X,  # `(n, F)` floats, NaN for missing
+    ):
+        "Bin codes `(n, F)`: `uint8` when every code fits in a byte, else `uint16`; `NaN` gets `n_bins_[f]`."
         check_is_fitted(self)
         X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64, reset=False)
         dt = np.uint8 if self.n_bins_.max() < 256 else np.uint16
@@ -336,17 +371,82 @@ class Binner(TransformerMixin, BaseEstimator):
             codes[:, f] = c
         return codes
 
-    def get_feature_names_out(self, input_features=None):
-        check_is_fitted(self)
-        return np.asarray(
-            getattr(self, 'feature_names_in_', [f'x{i}' for i in range(self.n_features_in_)]), dtype=object
-        )
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.transformer_tags.preserves_dtype = []  # the output is integer codes
         return tags
+
+# %% ../nbs/30_gbdt.ipynb #25a246e0
+@patch
+def fit(
+    self: Binner,
+    X,  # `(n, F)` floats, NaN for missing
+    y=None,  # ignored
+    sample_weight=None,  # per-row weights for the quantiles, or None
+):
+    "Choose the thresholds of every feature (`thresholds_`, `n_bins_`, `layout_`)."
+    X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64)
+    sample_weight = _check_sample_weight(sample_weight, len(X))
+    F = X.shape[1]
+    c = self.candidates
+    if isinstance(c, str):
+        mb = self.max_bins
+        if not isinstance(mb, numbers.Integral) or isinstance(mb, bool) or not 2 <= mb <= 65535:
+            raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
+        if c == 'quantile':
+            th = [quantile_candidates(X[:, f], self.max_bins, sample_weight) for f in range(F)]
+        elif c in ('uniform', 'log'):
+            gen = uniform_candidates if c == 'uniform' else log_candidates
+            th = [gen(lo, hi, self.max_bins) if hi > lo else np.empty(0) for lo, hi in self._bounds(X)]
+        else:
+            raise ValueError(
+                f"candidates must be 'quantile', 'uniform', 'log' or a list of threshold arrays; got {c!r}"
+            )
+    else:
+        th = _check_candidates(c, F)
+    self.thresholds_ = th
+    self.n_bins_ = np.array([len(t) + 1 for t in th], np.intp)
+    self.layout_ = HistLayout(self.n_bins_, th)
+    return self
+
+# %% ../nbs/30_gbdt.ipynb #27120b78
+def _check_candidates(c, F):
+    "User thresholds as float arrays: one per feature, finite, strictly increasing, at most 65534 each."
+    th = [np.asarray(t, float).ravel() for t in c]
+    if len(th) != F:
+        raise ValueError(f"candidates has {len(th)} threshold arrays but X has {F} features")
+    for f, t in enumerate(th):
+        if not np.isfinite(t).all():
+            raise ValueError(f"candidates for feature {f} contain NaN or inf")
+        if (np.diff(t) <= 0).any():
+            raise ValueError(f"candidates for feature {f} must be strictly increasing")
+        if len(t) > 65534:
+            raise ValueError(f"feature {f} has {len(t)} candidates; at most 65534")
+    return th
+
+
+@patch
+def _bounds(self: Binner, X):
+    "`(lo, hi)` per feature: `bounds`, or the data range ((0, 0) for an all-missing feature)."
+    if self.bounds is None:
+        with np.errstate(all='ignore'):
+            lo, hi = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
+        return [(a, b) if np.isfinite(a) else (0.0, 0.0) for a, b in zip(lo, hi)]
+    b = np.asarray(self.bounds, float)
+    if b.shape != (X.shape[1], 2):
+        raise ValueError(f"bounds must have shape ({X.shape[1]}, 2); got {b.shape}")
+    return [tuple(r) for r in b]
+
+# %% ../nbs/30_gbdt.ipynb #e6b277cb
+@patch
+def get_feature_names_out(
+    self: Binner,
+    input_features=None,  # ignored: the names are those seen at fit (or x0, x1, ...)
+):
+    "The output columns: one code column per input feature, with its name."
+    check_is_fitted(self)
+    return np.asarray(getattr(self, 'feature_names_in_', [f'x{i}' for i in range(self.n_features_in_)]), dtype=object)
 
 # %% ../nbs/30_gbdt.ipynb #8ef10b94
 def build_histograms(
@@ -385,30 +485,90 @@ def build_histograms(
         raise ValueError(f"method must be 'sparse' or 'bincount'; got {method!r}")
     return np.asarray(out).reshape(n_nodes, S, w.shape[1])
 
-# %% ../nbs/30_gbdt.ipynb #c063c766
+# %% ../nbs/30_gbdt.ipynb #90ea9b10
 @dataclass
 class Splits:
     "The best split of each of K nodes: `gain` (XGBoost's `loss_chg`, -inf if none), `feature`, `bin` (bins <= bin go left), `default_left` (where missing go), and the children's (G, H) sums."
 
-    gain: np.ndarray
-    feature: np.ndarray
-    bin: np.ndarray
-    default_left: np.ndarray
-    left_sum: np.ndarray
-    right_sum: np.ndarray
+    gain: np.ndarray  # (K,) XGBoost's `loss_chg` of the best split, -inf where no candidate is valid
+    feature: np.ndarray  # (K,) feature of the split
+    bin: np.ndarray  # (K,) bins <= bin go left
+    default_left: np.ndarray  # (K,) bool: missing values go left
+    left_sum: np.ndarray  # (K, 2) the left child's (G, H)
+    right_sum: np.ndarray  # (K, 2) the right child's (G, H)
 
     def __len__(self):
         return len(self.gain)
 
+# %% ../nbs/30_gbdt.ipynb #220bf5cb
+def _left_sums(hz, p):
+    "The left child's (G + iH) of every candidate of plan `p`, for the complex histograms `hz` (K, S)."
+    K = len(hz)
+    if not p['backward']:
+        C = hz.copy()
+    else:
+        # after each feature with missing values, its value bins again, negated and in descending order: the running
+        # sum, which has reached the node total at the feature's missing slot, then walks down through the backward
+        # candidates' left children (node total - bins >= b)
+        C = np.empty((K, p['width']), complex)
+        for c0, s0, s1 in p['copies']:
+            C[:, c0 : c0 + s1 - s0] = hz[:, s0:s1]
+        for g0, g1, f, s0, s1 in p['backward']:
+            np.negative(hz[:, s1 : (s0 - 1 if s0 else None) : -1], out=C[:, g0:g1])
+    # one running cumsum restarted at every feature: subtract the previous feature's total at its first position
+    seg = np.add.reduceat(C, p['start'], axis=1)
+    C[:, p['restart']] -= seg[:, :-1]
+    np.add.accumulate(C, axis=1, out=C)
+    return C
 
+# %% ../nbs/30_gbdt.ipynb #5ace2614
+_no_context = nullcontext()
+
+
+def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
+    K, S, _ = hist.shape
+    lam = float(reg_lambda)
+    hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)  # no 0/0 when lambda = 0
+    hist = np.ascontiguousarray(hist)
+    miss = np.take(hist.reshape(K, 2 * S), L._missing_h, axis=1) > 0  # (K, F): node has missing values for the feature
+    anyf = miss.any(axis=0)
+    p = L._plans.get(anyf.tobytes()) or L._scan_plan(anyf)
+    C = _left_sums(hist.view(complex).reshape(K, S), p)  # (g, h) pairs as complex numbers: one cumsum does both
+    GL, HL = C.real, C.imag
+    Pg, Ph = totals[:, :1], totals[:, 1:]
+    DL = HL + lam
+    DR = (Ph + lam) - HL  # the two denominators H + lambda
+    bad = np.minimum(DL, DR) < hmin + lam
+    with np.errstate(divide='ignore', invalid='ignore') if lam <= 0 else _no_context:  # masked candidates may be 0/0
+        GR = Pg - GL
+        GR *= GR
+        GR /= DR
+        g = GL * GL
+        g /= DL
+        g += GR  # split_gain without the parent's term, which is constant per node
+    np.copyto(g, -np.inf, where=bad)
+    g[:, p['missing_pos']] = -np.inf  # the missing slot is not a threshold
+    if p['backward']:  # backward needs missing values in the node
+        nomiss = ~miss
+        for g0, g1, f, _, _ in p['backward']:
+            np.copyto(g[:, g0:g1], -np.inf, where=nomiss[:, f : f + 1])
+    root = (Pg * Pg / (Ph + lam))[:, 0]
+    top = g.max(axis=1)
+    best = top - root
+    # ties within rtol go to the first candidate in scan order
+    j = np.argmax(g >= (top - rtol * (root + np.abs(best)))[:, None], axis=1)
+    left = C[np.arange(K), j].view(float).reshape(K, 2)
+    return Splits(best, p['feature'][j], p['bin'][j], p['default_left'][j], left, totals - left)
+
+# %% ../nbs/30_gbdt.ipynb #9dccd11b
 def find_best_splits(
-    hist,
-    layout: HistLayout,
-    totals=None,
-    reg_lambda: float = 1.0,
-    min_child_weight: float = 1.0,
-    rtol: float = 1e-10,
-    chunk: int = 65536,
+    hist,  # (K, S, 2) the nodes' (G, H) histograms in the slots of `layout`
+    layout: HistLayout,  # the slot layout of the histograms
+    totals=None,  # (K, 2) the nodes' (G, H); default: the sums of the first feature's slots
+    reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
+    min_child_weight: float = 1.0,  # smallest Hessian sum of a child
+    rtol: float = 1e-10,  # gains within rtol of the terms' magnitude are ties (the first in scan order wins)
+    chunk: int = 65536,  # bound on nodes x slots per vectorised step (memory)
 ) -> Splits:
     """Best split of each node from its histogram `hist` (K, S, 2); `totals` (K, 2) are the nodes' (G, H), by default
     the sums of the first feature's slots. Missing values: XGBoost's learned default direction."""
@@ -437,77 +597,23 @@ def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rto
         )
     )
 
-
-_no_context = nullcontext()
-
-
-def _best_splits(hist, L, totals, reg_lambda, min_child_weight, rtol):
-    K, S, _ = hist.shape
-    lam = float(reg_lambda)
-    hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)  # no 0/0 when lambda = 0
-    hist = np.ascontiguousarray(hist)
-    miss = np.take(hist.reshape(K, 2 * S), L._missing_h, axis=1) > 0  # (K, F): node has missing values for the feature
-    anyf = miss.any(axis=0)
-    p = L._plans.get(anyf.tobytes()) or L._scan_plan(anyf)
-    hz = hist.view(complex).reshape(K, S)  # (g, h) pairs as complex numbers: one cumsum does both
-    if not p['backward']:
-        C = hz.copy()
-    else:
-        # after each feature with missing values, its value bins again, negated and in descending order: the running
-        # sum, which has reached the node total at the feature's missing slot, then walks down through the backward
-        # candidates' left children (node total - bins >= b)
-        C = np.empty((K, p['width']), complex)
-        for c0, s0, s1 in p['copies']:
-            C[:, c0 : c0 + s1 - s0] = hz[:, s0:s1]
-        for g0, g1, f, s0, s1 in p['backward']:
-            np.negative(hz[:, s1 : (s0 - 1 if s0 else None) : -1], out=C[:, g0:g1])
-    # one running cumsum restarted at every feature: subtract the previous feature's total at its first position
-    seg = np.add.reduceat(C, p['start'], axis=1)
-    C[:, p['restart']] -= seg[:, :-1]
-    np.add.accumulate(C, axis=1, out=C)
-    GL, HL = C.real, C.imag
-    Pg, Ph = totals[:, :1], totals[:, 1:]
-    DL = HL + lam
-    DR = (Ph + lam) - HL  # the two denominators H + lambda
-    bad = np.minimum(DL, DR) < hmin + lam
-    with np.errstate(divide='ignore', invalid='ignore') if lam <= 0 else _no_context:  # masked candidates may be 0/0
-        GR = Pg - GL
-        GR *= GR
-        GR /= DR
-        g = GL * GL
-        g /= DL
-        g += GR  # split_gain without the parent's term, which is constant per node
-    np.copyto(g, -np.inf, where=bad)
-    g[:, p['missing_pos']] = -np.inf  # the missing slot is not a threshold
-    if p['backward']:  # backward needs missing values in the node
-        nomiss = ~miss
-        for g0, g1, f, _, _ in p['backward']:
-            np.copyto(g[:, g0:g1], -np.inf, where=nomiss[:, f : f + 1])
-    root = (Pg * Pg / (Ph + lam))[:, 0]
-    top = g.max(axis=1)
-    best = top - root
-    # ties within rtol go to the first candidate in scan order
-    j = np.argmax(g >= (top - rtol * (root + np.abs(best)))[:, None], axis=1)
-    left = C[np.arange(K), j].view(float).reshape(K, 2)
-    return Splits(best, p['feature'][j], p['bin'][j], p['default_left'][j], left, totals - left)
-
-# %% ../nbs/30_gbdt.ipynb #aa138820
+# %% ../nbs/30_gbdt.ipynb #f16d5868
 @dataclass(repr=False)
 class Tree:
     "A fitted regression tree as parallel node arrays; leaves have `left == right == -1` and predict `value`."
 
-    feature: np.ndarray
-    threshold: np.ndarray
-    bin: np.ndarray
-    default_left: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    value: np.ndarray
-    gain: np.ndarray
-    sum_grad: np.ndarray
-    sum_hess: np.ndarray
-    depth: np.ndarray
-    feature_names: list | None = None
+    feature: np.ndarray  # split feature of each node (-1 at leaves)
+    threshold: np.ndarray  # `x < threshold` goes left (NaN at leaves)
+    bin: np.ndarray  # the same split in codes: bins <= bin go left (-1 at leaves)
+    default_left: np.ndarray  # bool: missing values go left
+    left: np.ndarray  # left child of each node (-1 at leaves)
+    right: np.ndarray  # right child of each node (-1 at leaves)
+    value: np.ndarray  # node weight times the learning rate: the prediction at leaves
+    gain: np.ndarray  # XGBoost's `loss_chg` of the split (0 at leaves)
+    sum_grad: np.ndarray  # G, the node's gradient sum
+    sum_hess: np.ndarray  # H, the node's Hessian sum (its cover)
+    depth: np.ndarray  # depth of each node (root 0)
+    feature_names: list | None = None  # names of the features, for `to_text`
     count: np.ndarray | None = None  # training rows per node, when recorded (`node_counts`)
 
     @property
@@ -526,61 +632,242 @@ class Tree:
     def max_depth(self):
         return int(self.depth.max())
 
-    def apply(self, X) -> np.ndarray:
-        "Index of the leaf each row of `X` (floats, `NaN` missing) falls in."
-        X = np.asarray(X, float)
-        node = np.zeros(len(X), np.intp)
-        rows = np.arange(len(X))
-        for _ in range(self.max_depth):
-            f = np.maximum(self.feature[node], 0)
-            x = X[rows, f]
-            go_left = np.where(np.isnan(x), self.default_left[node], x < self.threshold[node])
-            node = np.where(self.is_leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
-        return node
-
-    def apply_binned(self, codes, n_bins) -> np.ndarray:
-        "Index of the leaf of each row of a code matrix (missing code `n_bins[f]`)."
-        codes = np.asarray(codes).astype(np.intp)
-        n_bins = np.asarray(n_bins)
-        node = np.zeros(len(codes), np.intp)
-        rows = np.arange(len(codes))
-        for _ in range(self.max_depth):
-            f = np.maximum(self.feature[node], 0)
-            c = codes[rows, f]
-            go_left = np.where(c == n_bins[f], self.default_left[node], c <= self.bin[node])
-            node = np.where(self.is_leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
-        return node
-
-    def predict(self, X) -> np.ndarray:
-        return self.value[self.apply(X)]
-
-    def to_text(self, feature_names=None, precision: int = 6) -> str:
-        "XGBoost-style dump: one line per node, children indented under their parent."
-        names = feature_names or self.feature_names
-        fmt = lambda v: f"{v:.{precision}g}"
-        lines, stack = [], [0]
-        while stack:
-            j = stack.pop()
-            pad = '\t' * int(self.depth[j])
-            if self.is_leaf[j]:
-                lines.append(f"{pad}{j}:leaf={fmt(self.value[j])},cover={fmt(self.sum_hess[j])}")
-                continue
-            f = int(self.feature[j])
-            name = names[f] if names is not None else f"f{f}"
-            miss = self.left[j] if self.default_left[j] else self.right[j]
-            lines.append(
-                f"{pad}{j}:[{name}<{fmt(self.threshold[j])}] yes={self.left[j]},no={self.right[j]},missing={miss},"
-                f"gain={fmt(self.gain[j])},cover={fmt(self.sum_hess[j])}"
-            )
-            stack += [self.right[j], self.left[j]]
-        return '\n'.join(lines)
-
-    __str__ = to_text
-
     def __repr__(self):
         return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
 
-# %% ../nbs/30_gbdt.ipynb #4134c483
+# %% ../nbs/30_gbdt.ipynb #d7f4d003
+@patch
+def apply(
+    self: Tree,
+    X,  # `(n, F)` floats, NaN for missing
+) -> np.ndarray:
+    "Index of the leaf each row of `X` (floats, `NaN` missing) falls in."
+    X = np.asarray(X, float)
+    node = np.zeros(len(X), np.intp)
+    rows = np.arange(len(X))
+    for _ in range(self.max_depth):
+        f = np.maximum(self.feature[node], 0)
+        x = X[rows, f]
+        go_left = np.where(np.isnan(x), self.default_left[node], x < self.threshold[node])
+        node = np.where(self.is_leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
+    return node
+
+# %% ../nbs/30_gbdt.ipynb #a1735ddb
+@patch
+def apply_binned(
+    self: Tree,
+    codes,  # `(n, F)` bin codes
+    n_bins,  # value bins per feature (the missing code of feature f is `n_bins[f]`)
+) -> np.ndarray:
+    "Index of the leaf of each row of a code matrix (missing code `n_bins[f]`)."
+    codes = np.asarray(codes).astype(np.intp)
+    n_bins = np.asarray(n_bins)
+    node = np.zeros(len(codes), np.intp)
+    rows = np.arange(len(codes))
+    for _ in range(self.max_depth):
+        f = np.maximum(self.feature[node], 0)
+        c = codes[rows, f]
+        go_left = np.where(c == n_bins[f], self.default_left[node], c <= self.bin[node])
+        node = np.where(self.is_leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
+    return node
+
+
+@patch
+def predict(
+    self: Tree,
+    X,  # `(n, F)` floats, NaN for missing
+) -> np.ndarray:
+    "The value of the leaf each row falls in."
+    return self.value[self.apply(X)]
+
+# %% ../nbs/30_gbdt.ipynb #51a953d9
+@patch
+def to_text(
+    self: Tree,
+    feature_names=None,  # names of the features (default: the tree's, else f0, f1, ...)
+    precision: int = 6,  # significant digits of the numbers
+) -> str:
+    "XGBoost-style dump: one line per node, children indented under their parent."
+    names = feature_names or self.feature_names
+    fmt = lambda v: f"{v:.{precision}g}"
+    lines, stack = [], [0]
+    while stack:
+        j = stack.pop()
+        pad = '\t' * int(self.depth[j])
+        if self.is_leaf[j]:
+            lines.append(f"{pad}{j}:leaf={fmt(self.value[j])},cover={fmt(self.sum_hess[j])}")
+            continue
+        f = int(self.feature[j])
+        name = names[f] if names is not None else f"f{f}"
+        miss = self.left[j] if self.default_left[j] else self.right[j]
+        lines.append(
+            f"{pad}{j}:[{name}<{fmt(self.threshold[j])}] yes={self.left[j]},no={self.right[j]},missing={miss},"
+            f"gain={fmt(self.gain[j])},cover={fmt(self.sum_hess[j])}"
+        )
+        stack += [self.right[j], self.left[j]]
+    return '\n'.join(lines)
+
+
+Tree.__str__ = Tree.to_text
+
+# %% ../nbs/30_gbdt.ipynb #29fe2671
+class PlainHistograms:
+    """Histogram provider over rows held locally, written plainly: the node of every row in `node`, histograms by
+    `build_histograms` (bincount), routing by comparing codes. `LocalHistograms` computes the same, faster."""
+
+    def __init__(
+        self,
+        codes,  # `(n, F)` bin codes of the rows
+        layout: HistLayout,  # the slot layout of the codes
+    ):
+        self.codes, self.layout = np.asarray(codes), layout
+        if self.codes.shape[1] != layout.n_features:
+            raise ValueError(f"codes have {self.codes.shape[1]} features but the layout has {layout.n_features}")
+        self.slots = layout.slots(self.codes)
+
+    def start_tree(
+        self,
+        gh,  # `(n, 2)` per-row (g, h) for the new tree
+    ):
+        "Set the per-row statistics for a new tree; every row starts at the root."
+        self.gh = np.asarray(gh, float)
+        self.node = np.zeros(len(self.codes), np.intp)
+
+    def row_values(
+        self,
+        node_values,  # one value per node
+    ) -> np.ndarray:
+        "`node_values[node]` for every row."
+        return np.asarray(node_values)[self.node]
+
+# %% ../nbs/30_gbdt.ipynb #fb38d02c
+@patch
+def histograms(
+    self: PlainHistograms,
+    nodes,  # the nodes whose histograms are wanted
+) -> np.ndarray:
+    "`(len(nodes), S, 2)`: the (g, h) histograms of the rows of these nodes."
+    nodes = np.asarray(nodes, np.intp)
+    pos = np.full(max(self.node.max(), nodes.max()) + 1, -1)  # node -> its place in `nodes`, -1 for the others
+    pos[nodes] = np.arange(len(nodes))
+    return build_histograms(self.slots, self.gh, pos[self.node], len(nodes), self.layout.n_slots, method='bincount')
+
+
+@patch
+def split(
+    self: PlainHistograms,
+    nodes,  # the nodes that split
+    feature,  # their split features
+    bin,  # their split bins: bins <= bin go left
+    default_left,  # bool: missing values go left
+    left,  # their left children
+    right,  # their right children
+):
+    "Move the rows of the split nodes to their children; no counts (the grower uses Hessians, as XGBoost does)."
+    nodes, feature, bin = np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp)
+    pos = np.full(max(self.node.max(), nodes.max()) + 1, -1)
+    pos[nodes] = np.arange(len(nodes))
+    rows = np.flatnonzero(pos[self.node] >= 0)  # rows of the split nodes
+    k = pos[self.node[rows]]  # which split each of these rows follows
+    code = self.codes[rows, feature[k]]
+    go_left = np.where(code == self.layout.n_bins[feature[k]], np.asarray(default_left)[k], code <= bin[k])
+    self.node[rows] = np.where(go_left, np.asarray(left)[k], np.asarray(right)[k])
+    return None
+
+# %% ../nbs/30_gbdt.ipynb #71110530
+def _kept(s, level, gamma):
+    """The splits the grower keeps: loss_chg > 1e-6 and >= gamma (XGBoost's rules), two children with positive Hessian.
+    Returns (those splits, their index in `s` or None for all, their nodes, how many)."""
+    ok = (s.gain >= gamma) if gamma > 1e-6 else (s.gain > 1e-6)
+    ok &= np.minimum(s.left_sum[:, 1], s.right_sum[:, 1]) > 0
+    m = int(np.count_nonzero(ok))
+    if m == 0 or m == len(ok):
+        return s, None, level, m
+    idx = np.flatnonzero(ok)
+    return (
+        Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum))),
+        idx,
+        level[idx],
+        m,
+    )
+
+
+def _children_histograms(provider, hist, idx, s, lids, counts):
+    "The next level's histograms: the smaller child of each kept split from the provider, its sibling by subtraction."
+    m = len(lids)
+    small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[:, 1] < s.left_sum[:, 1])
+    h_small = np.asarray(provider.histograms(lids + small_right), float)
+    at = np.arange(0, 2 * m, 2) + small_right  # position of the built child in the level
+    new = np.empty((2 * m,) + hist.shape[1:])
+    new[at] = h_small
+    np.subtract(hist if idx is None else hist[idx], h_small, out=h_small)
+    new[at ^ 1] = h_small
+    return new
+
+# %% ../nbs/30_gbdt.ipynb #72bd07a5
+def _assemble_tree(layout, n_nodes, split_parts, sums, sizes, leaf_weight, learning_rate, feature_names):
+    "The `Tree` from the kept splits of every level and the nodes' (G, H) sums."
+    sums = np.concatenate(sums)
+    feat = np.full(n_nodes, -1, np.intp)
+    binv = np.full(n_nodes, -1, np.intp)
+    dleft = np.zeros(n_nodes, bool)
+    left = np.full(n_nodes, -1, np.intp)
+    gain = np.zeros(n_nodes)
+    if split_parts:
+        nodes, f_, b_, dl_, g_, l_ = (np.concatenate(a) for a in zip(*split_parts))
+        feat[nodes], binv[nodes], dleft[nodes], gain[nodes], left[nodes] = f_, b_, dl_, g_, l_
+    right = np.where(left >= 0, left + 1, -1)
+    G, H = sums[:, 0], sums[:, 1]
+    value = leaf_weight(G, H) * learning_rate
+    thr = np.where(feat >= 0, layout.split_threshold(np.maximum(feat, 0), binv), np.nan)
+    depth = np.repeat(np.arange(len(sizes)), sizes)
+    return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
+
+# %% ../nbs/30_gbdt.ipynb #009a58a5
+def grow_tree(
+    provider,  # a histogram provider: `histograms(nodes)` and `split(nodes, feature, bin, default_left, left, right)`
+    layout: HistLayout,  # the slot layout of the provider's histograms
+    *,
+    max_depth: int = 6,  # levels of splits at most
+    learning_rate: float = 0.3,  # η, multiplies the leaf weights
+    reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
+    gamma: float = 0.0,  # smallest `loss_chg` of a kept split (XGBoost's `gamma`, twice the objective's γ)
+    min_child_weight: float = 1.0,  # smallest Hessian sum of a child
+    split_finder=None,  # `split_finder(hist, layout, totals) -> Splits`; default `find_best_splits`
+    leaf_weight=None,  # `leaf_weight(G, H)`: unscaled leaf weights; default the Newton weight
+    subtract: bool = True,  # build only the smaller child's histogram, the sibling by subtraction
+    feature_names=None,  # names of the features, kept in the tree
+) -> Tree:
+    "Grow one tree level by level from a histogram provider (see `PlainHistograms`, `LocalHistograms`)."
+    if split_finder is None:
+        split_finder = lambda h, lay, t: _best_splits_chunked(h, lay, t, reg_lambda, min_child_weight, 1e-10, 65536)
+    if leaf_weight is None:
+        leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
+    hist = np.asarray(provider.histograms(np.array([0])), float)
+    totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
+    level, n_nodes = np.array([0]), 1
+    split_parts, sums, sizes = [], [totals], [1]  # node arrays grow level by level
+    for d in range(max_depth):
+        s, idx, nodes, m = _kept(split_finder(hist, layout, totals), level, gamma)
+        if m == 0:
+            break
+        lids = np.arange(n_nodes, n_nodes + 2 * m, 2)  # children in creation order: breadth first
+        split_parts.append((nodes, s.feature, s.bin, s.default_left, s.gain, lids))
+        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)  # children's (G, H), as XGBoost
+        sums.append(totals)
+        sizes.append(2 * m)
+        n_nodes += 2 * m
+        counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, lids + 1)
+        if d + 1 >= max_depth:
+            break
+        level = np.arange(lids[0], n_nodes)
+        if subtract:
+            hist = _children_histograms(provider, hist, idx, s, lids, counts)
+        else:
+            hist = np.asarray(provider.histograms(level), float)
+    return _assemble_tree(layout, n_nodes, split_parts, sums, sizes, leaf_weight, learning_rate, feature_names)
+
+# %% ../nbs/30_gbdt.ipynb #41b60874
 def _scatter_add(indices, indptr, X, n_out, ones):
     """`A @ X` for the 0/1 CSC matrix A = (indices, indptr) of shape (n_out, len(X)) and X (m, 2): column i adds row i of X
     to its slots. The (g, h) pairs are complex numbers, so that one pass of scipy's compiled loop adds both; `ones` (complex,
@@ -600,12 +887,33 @@ def _scatter_add(indices, indptr, X, n_out, ones):
         c0 = c1
     return out.view(float).reshape(n_out, 2)
 
+# %% ../nbs/30_gbdt.ipynb #fa4ed6a1
+def _root_matrix(slots, layout):
+    "Each feature's most frequent slot, and the CSC matrix of the rows' other slots (shape `(n_slots, n)`)."
+    counts = np.bincount(slots.ravel(), minlength=layout.n_slots)
+    seg_max = np.maximum.reduceat(counts, layout.ptr[:-1])
+    F = layout.n_features
+    common = np.array(
+        [layout.ptr[f] + np.flatnonzero(counts[layout.ptr[f] : layout.ptr[f + 1]] == seg_max[f])[0] for f in range(F)],
+        np.intp,
+    )
+    keep = slots != common.astype(np.int32)
+    rptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
+    root = sp.csc_matrix(
+        (np.ones(int(rptr[-1])), slots[keep], rptr.astype(slots.dtype)), shape=(layout.n_slots, len(slots))
+    )
+    return common, root
 
+# %% ../nbs/30_gbdt.ipynb #81de7b2f
 class LocalHistograms:
     """Histogram provider over rows held locally: codes (n, F) of a `HistLayout`, and per-row (g, h) set by `start_tree`.
     Tracks the node of every row (`node`), so the caller can read the leaf of each training row after growth."""
 
-    def __init__(self, codes, layout: HistLayout):
+    def __init__(
+        self,
+        codes,  # `(n, F)` bin codes of the rows
+        layout: HistLayout,  # the slot layout of the codes
+    ):
         codes = np.ascontiguousarray(codes)
         n, F = codes.shape
         if F != layout.n_features:
@@ -619,22 +927,7 @@ class LocalHistograms:
         self._ones = np.ones(n)
         self._onesc = np.ones(min(n * F, max(F, 2**20)), complex)  # matrix entries for `_scatter_add`
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
-        # root histograms skip each feature's most frequent slot (its sum is the node total minus the others):
-        # on data with dominant values (zeros, a majority category) this removes a large share of the entries
-        counts = np.bincount(self.slots.ravel(), minlength=layout.n_slots)
-        seg_max = np.maximum.reduceat(counts, layout.ptr[:-1])
-        self._common = np.array(
-            [
-                layout.ptr[f] + np.flatnonzero(counts[layout.ptr[f] : layout.ptr[f + 1]] == seg_max[f])[0]
-                for f in range(F)
-            ],
-            np.intp,
-        )
-        keep = self.slots != self._common.astype(np.int32)
-        rptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
-        self._root = sp.csc_matrix(
-            (np.ones(int(rptr[-1])), self.slots[keep], rptr.astype(self.slots.dtype)), shape=(layout.n_slots, n)
-        )
+        self._common, self._root = _root_matrix(self.slots, layout)
         self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
         self.gh, self._lut, self._touched = None, None, []
 
@@ -644,168 +937,124 @@ class LocalHistograms:
     def node(self) -> np.ndarray:
         return self._key // self.cmax
 
-    def row_values(self, node_values) -> np.ndarray:
-        "`node_values[node]` for every row: e.g. the leaf values of the tree just grown, to update the margins."
-        table = np.zeros(len(node_values) * self.cmax)
-        table[:: self.cmax] = node_values
-        return np.take(table, self._key)
+# %% ../nbs/30_gbdt.ipynb #1dbfa0d4
+@patch
+def row_values(
+    self: LocalHistograms,
+    node_values,  # one value per node
+) -> np.ndarray:
+    "`node_values[node]` for every row: e.g. the leaf values of the tree just grown, to update the margins."
+    table = np.zeros(len(node_values) * self.cmax)
+    table[:: self.cmax] = node_values
+    return np.take(table, self._key)
 
-    def start_tree(self, gh):
-        "Set the per-row statistics `gh` (n, 2) for a new tree; every row starts at the root."
-        gh = np.asarray(gh, float)
-        if gh.shape != (self.n, 2):
-            raise ValueError(f"gh must have shape ({self.n}, 2); got {gh.shape}")
-        self.gh = gh
-        self._key = np.zeros(self.n, np.intp)
-        self.n_nodes = 1
-        self._at_root = True
-        if self._lut is None:
-            self._grow_tables(64)
-        elif self._touched:  # nodes that split in the previous tree keep their rows again
-            t = np.asarray(self._touched, np.intp) * self.cmax
-            self._lut[(t[:, None] + np.arange(self.cmax)).ravel()] = np.repeat(t, self.cmax)
-            self._fkey[t] = 0
-        self._touched = []
+# %% ../nbs/30_gbdt.ipynb #6d389dca
+@patch
+def start_tree(
+    self: LocalHistograms,
+    gh,  # `(n, 2)` per-row (g, h) for the new tree
+):
+    "Set the per-row statistics `gh` (n, 2) for a new tree; every row starts at the root."
+    gh = np.asarray(gh, float)
+    if gh.shape != (self.n, 2):
+        raise ValueError(f"gh must have shape ({self.n}, 2); got {gh.shape}")
+    self.gh = gh
+    self._key = np.zeros(self.n, np.intp)
+    self.n_nodes = 1
+    self._at_root = True
+    if self._lut is None:
+        self._grow_tables(64)
+    elif self._touched:  # nodes that split in the previous tree keep their rows again
+        t = np.asarray(self._touched, np.intp) * self.cmax
+        self._lut[(t[:, None] + np.arange(self.cmax)).ravel()] = np.repeat(t, self.cmax)
+        self._fkey[t] = 0
+    self._touched = []
 
-    def _grow_tables(self, size):
-        "Tables over keys: (key + code) -> child's key (identity until the node splits), and key -> feature * n."
-        lut = np.repeat(np.arange(size, dtype=np.intp) * self.cmax, self.cmax)
-        fkey = np.zeros(size * self.cmax, np.intp)
-        if self._lut is not None:
-            k = len(self._lut)
-            lut[:k] = self._lut
-            fkey[:k] = self._fkey
-        self._lut, self._fkey = lut, fkey
+# %% ../nbs/30_gbdt.ipynb #4e4c187e
+@patch
+def _grow_tables(self: LocalHistograms, size):
+    "Tables over keys: (key + code) -> child's key (identity until the node splits), and key -> feature * n."
+    lut = np.repeat(np.arange(size, dtype=np.intp) * self.cmax, self.cmax)
+    fkey = np.zeros(size * self.cmax, np.intp)
+    if self._lut is not None:
+        k = len(self._lut)
+        lut[:k] = self._lut
+        fkey[:k] = self._fkey
+    self._lut, self._fkey = lut, fkey
 
-    def histograms(self, nodes) -> np.ndarray:
-        S = self.layout.n_slots
-        nodes = np.asarray(nodes, np.intp)
-        if self._at_root:
-            if nodes.tolist() != [0]:
-                raise ValueError("before any split only the root (node 0) exists")
-            r = self._root
-            h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
-            total = self._ones @ self.gh
-            h[self._common] = total - np.add.reduceat(np.ascontiguousarray(h.T), self.layout.ptr[:-1], axis=1).T
-            return h.reshape(1, S, 2)
-        cm, K = self.cmax, len(nodes)
-        want = np.zeros(self.n_nodes * cm, bool)
-        want[nodes * cm] = True
-        rows = np.flatnonzero(np.take(want, self._key, mode='clip'))
-        idx = np.take(self.slots, rows, axis=0, mode='clip')
-        if K > 1:  # node k's slots are offset by k * S
-            pos = np.zeros(self.n_nodes * cm, idx.dtype)
-            pos[nodes * cm] = np.arange(K) * S
-            off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
-            flat = idx.ravel()
-            flat += np.repeat(off, self.F)
-        return _scatter_add(
-            idx.ravel(), self._indptr[: len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'), K * S, self._onesc
-        ).reshape(K, S, 2)
+# %% ../nbs/30_gbdt.ipynb #14c7c633
+@patch
+def _root_histograms(self: LocalHistograms, nodes):
+    "The root's histogram `(1, S, 2)`: the sparse product without each feature's most frequent slot, then that slot."
+    if nodes.tolist() != [0]:
+        raise ValueError("before any split only the root (node 0) exists")
+    S = self.layout.n_slots
+    r = self._root
+    h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
+    total = self._ones @ self.gh
+    h[self._common] = total - np.add.reduceat(np.ascontiguousarray(h.T), self.layout.ptr[:-1], axis=1).T
+    return h.reshape(1, S, 2)
 
-    def split(self, nodes, feature, bin, default_left, left, right):
-        nodes, feature, bin = (np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp))
-        left, right, default_left = (
-            np.asarray(left, np.intp),
-            np.asarray(right, np.intp),
-            np.asarray(default_left, bool),
-        )
-        cm, K = self.cmax, len(nodes)
-        n_nodes = max(self.n_nodes, int(left.max()) + 1, int(right.max()) + 1)
-        if n_nodes * cm > len(self._lut):
-            self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
-        self._fkey[nodes * cm] = feature * self.n
-        # the split node's (key + code) -> child's key: bins <= bin go left, the missing code to the default side
-        dest = np.where(np.arange(cm) <= bin[:, None], left[:, None] * cm, right[:, None] * cm)
-        dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, left, right) * cm
-        self._lut.reshape(-1, cm)[nodes] = dest
-        self._touched.extend(nodes.tolist())
-        if K == 1 or (feature == feature[0]).all():  # one feature (e.g. the root): its codes are a contiguous row
-            f = int(feature[0])
-            at = np.add(self._key, self._codes_t[f * self.n : (f + 1) * self.n])
-        else:
-            at = np.take(self._fkey, self._key, mode='clip')
-            at += self._rows  # where each row's code is
-            at = np.add(self._key, np.take(self._codes_t, at, mode='clip'), out=at)
-        self._key = np.take(self._lut, at, out=at, mode='clip')
-        self.n_nodes, self._at_root = n_nodes, False
-        return None  # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
+# %% ../nbs/30_gbdt.ipynb #9afc63cc
+@patch
+def histograms(
+    self: LocalHistograms,
+    nodes,  # the nodes whose histograms are wanted (nodes of the current level)
+) -> np.ndarray:
+    "`(len(nodes), S, 2)`: the (g, h) histograms of the rows of these nodes."
+    S = self.layout.n_slots
+    nodes = np.asarray(nodes, np.intp)
+    if self._at_root:
+        return self._root_histograms(nodes)
+    cm, K = self.cmax, len(nodes)
+    want = np.zeros(self.n_nodes * cm, bool)
+    want[nodes * cm] = True
+    rows = np.flatnonzero(np.take(want, self._key, mode='clip'))
+    idx = np.take(self.slots, rows, axis=0, mode='clip')
+    if K > 1:  # node k's slots are offset by k * S
+        pos = np.zeros(self.n_nodes * cm, idx.dtype)
+        pos[nodes * cm] = np.arange(K) * S
+        off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
+        flat = idx.ravel()
+        flat += np.repeat(off, self.F)
+    return _scatter_add(
+        idx.ravel(), self._indptr[: len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'), K * S, self._onesc
+    ).reshape(K, S, 2)
 
-# %% ../nbs/30_gbdt.ipynb #46492e3e
-def grow_tree(
-    provider,
-    layout: HistLayout,
-    *,
-    max_depth: int = 6,
-    learning_rate: float = 0.3,
-    reg_lambda: float = 1.0,
-    gamma: float = 0.0,
-    min_child_weight: float = 1.0,
-    split_finder=None,
-    leaf_weight=None,
-    subtract: bool = True,
-    feature_names=None,
-) -> Tree:
-    """Grow one tree level by level from a histogram provider (see `LocalHistograms`). `split_finder(hist, layout, totals)`
-    returns `Splits` (default: `find_best_splits`); `leaf_weight(G, H)` the unscaled leaf weights (default: Newton)."""
-    if split_finder is None:
-        split_finder = lambda h, lay, t: _best_splits_chunked(h, lay, t, reg_lambda, min_child_weight, 1e-10, 65536)
-    if leaf_weight is None:
-        leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
-    hist = np.asarray(provider.histograms(np.array([0])), float)
-    totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
-    level, n_nodes = np.array([0]), 1
-    split_parts, sums, sizes = [], [totals], [1]  # node arrays grow level by level
-    for d in range(max_depth):
-        s = split_finder(hist, layout, totals)
-        # keep splits with loss_chg > 1e-6 and >= gamma (XGBoost's rules) and two children with positive Hessian
-        ok = (s.gain >= gamma) if gamma > 1e-6 else (s.gain > 1e-6)
-        ok &= np.minimum(s.left_sum[:, 1], s.right_sum[:, 1]) > 0
-        m = int(np.count_nonzero(ok))
-        if m == 0:
-            break
-        if m < len(ok):
-            idx = np.flatnonzero(ok)
-            s = Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum)))
-            nodes = level[idx]
-        else:
-            idx, nodes = None, level
-        lids = np.arange(n_nodes, n_nodes + 2 * m, 2)  # children in creation order: breadth first
-        split_parts.append((nodes, s.feature, s.bin, s.default_left, s.gain, lids))
-        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)  # children's (G, H), as XGBoost
-        sums.append(totals)
-        sizes.append(2 * m)
-        n_nodes += 2 * m
-        counts = provider.split(nodes, s.feature, s.bin, s.default_left, lids, lids + 1)
-        if d + 1 >= max_depth:
-            break
-        level = np.arange(lids[0], n_nodes)
-        if subtract:
-            small_right = (counts[1] < counts[0]) if counts is not None else (s.right_sum[:, 1] < s.left_sum[:, 1])
-            h_small = np.asarray(provider.histograms(lids + small_right), float)
-            at = np.arange(0, 2 * m, 2) + small_right  # position of the built child in the level
-            new = np.empty((2 * m,) + hist.shape[1:])
-            new[at] = h_small
-            np.subtract(hist if idx is None else hist[idx], h_small, out=h_small)
-            new[at ^ 1] = h_small
-            hist = new
-        else:
-            hist = np.asarray(provider.histograms(level), float)
-    sums = np.concatenate(sums)
-    feat = np.full(n_nodes, -1, np.intp)
-    binv = np.full(n_nodes, -1, np.intp)
-    dleft = np.zeros(n_nodes, bool)
-    left = np.full(n_nodes, -1, np.intp)
-    gain = np.zeros(n_nodes)
-    if split_parts:
-        nodes, f_, b_, dl_, g_, l_ = (np.concatenate(a) for a in zip(*split_parts))
-        feat[nodes], binv[nodes], dleft[nodes], gain[nodes], left[nodes] = f_, b_, dl_, g_, l_
-    right = np.where(left >= 0, left + 1, -1)
-    G, H = sums[:, 0], sums[:, 1]
-    value = leaf_weight(G, H) * learning_rate
-    thr = np.where(feat >= 0, layout.split_threshold(np.maximum(feat, 0), binv), np.nan)
-    depth = np.repeat(np.arange(len(sizes)), sizes)
-    return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
+# %% ../nbs/30_gbdt.ipynb #4d11e4d3
+@patch
+def split(
+    self: LocalHistograms,
+    nodes,  # the nodes that split
+    feature,  # their split features
+    bin,  # their split bins: bins <= bin go left
+    default_left,  # bool: missing values go left
+    left,  # their left children
+    right,  # their right children
+):
+    "Move the rows of the split nodes to their children; no counts (the grower uses Hessians, as XGBoost does)."
+    nodes, feature, bin = (np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp))
+    left, right, default_left = (np.asarray(left, np.intp), np.asarray(right, np.intp), np.asarray(default_left, bool))
+    cm, K = self.cmax, len(nodes)
+    n_nodes = max(self.n_nodes, int(left.max()) + 1, int(right.max()) + 1)
+    if n_nodes * cm > len(self._lut):
+        self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
+    self._fkey[nodes * cm] = feature * self.n
+    # the split node's (key + code) -> child's key: bins <= bin go left, the missing code to the default side
+    dest = np.where(np.arange(cm) <= bin[:, None], left[:, None] * cm, right[:, None] * cm)
+    dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, left, right) * cm
+    self._lut.reshape(-1, cm)[nodes] = dest
+    self._touched.extend(nodes.tolist())
+    if K == 1 or (feature == feature[0]).all():  # one feature (e.g. the root): its codes are a contiguous row
+        f = int(feature[0])
+        at = np.add(self._key, self._codes_t[f * self.n : (f + 1) * self.n])
+    else:
+        at = np.take(self._fkey, self._key, mode='clip')
+        at += self._rows  # where each row's code is
+        at = np.add(self._key, np.take(self._codes_t, at, mode='clip'), out=at)
+    self._key = np.take(self._lut, at, out=at, mode='clip')
+    self.n_nodes, self._at_root = n_nodes, False
+    return None  # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
 
 # %% ../nbs/30_gbdt.ipynb #c798367a
 GRID_BITS = 50  # sums of grid integers stay below 2^GRID_BITS in magnitude: exact in float64 (53-bit significand)
@@ -827,7 +1076,7 @@ def snap_to_grid(
     k = min(GRID_BITS - 2 - int(np.ceil(np.log2(s))), 1000)
     return np.ldexp(np.rint(np.ldexp(g, k)), -k), np.ldexp(np.rint(np.ldexp(h, k)), -k), k
 
-# %% ../nbs/30_gbdt.ipynb #eb05408e
+# %% ../nbs/30_gbdt.ipynb #8a4d4043
 def _frame_categories(X) -> dict:
     "The categories of each pandas `category` column of a DataFrame `X`, by column name (empty for other inputs)."
     if not isinstance(X, pd.DataFrame):
@@ -864,8 +1113,10 @@ def _as_numeric_frame(X, categories: dict | None = None):
         X[c] = np.where(codes >= 0, codes, np.nan)
     return X
 
-
-def check_boosting_params(est):
+# %% ../nbs/30_gbdt.ipynb #77ea970b
+def check_boosting_params(
+    est,  # an estimator carrying the hyperparameters listed below
+):
     """Check the hyperparameters every boosting estimator shares (`n_estimators`, `max_depth`, `learning_rate`,
     `reg_lambda`, `gamma`, `min_child_weight`, `max_bins`): a clear `ValueError` naming the first bad one."""
 
@@ -897,17 +1148,21 @@ def check_boosting_params(est):
     ):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {est.max_bins!r}")
 
+# %% ../nbs/30_gbdt.ipynb #5588559f
+MISSING = ('learn', 'impute', 'probabilistic')  # the ways of handling missing values (`missing=`)
+
 
 def _check_params(est):
     check_boosting_params(est)
     if est.missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}; got {est.missing!r}")
 
-
-MISSING = ('learn', 'impute', 'probabilistic')
-
-
-def forest_margin(trees, X, chunk_rows: int = 8192) -> np.ndarray:
+# %% ../nbs/30_gbdt.ipynb #5699c223
+def forest_margin(
+    trees,  # fitted `Tree`s
+    X,  # `(n, F)` floats, NaN for missing
+    chunk_rows: int = 8192,  # rows per block, times 64 / number of trees (memory: rows x trees)
+) -> np.ndarray:
     "Sum of the trees' predictions for the rows of `X` (floats, NaN missing), all trees walked together."
     X = np.asarray(X, float)
     n = len(X)
@@ -941,98 +1196,111 @@ def forest_margin(trees, X, chunk_rows: int = 8192) -> np.ndarray:
         out[a : a + m] = np.take(val, node).sum(axis=1)
     return out
 
-
+# %% ../nbs/30_gbdt.ipynb #d01cc8b3
 class _GBDT(BaseEstimator):
     _loss = None
 
     def __init__(
         self,
-        n_estimators: int = 100,
-        max_depth: int = 6,
-        learning_rate: float = 0.3,
-        reg_lambda: float = 1.0,
-        gamma: float = 0.0,
-        min_child_weight: float = 1.0,
-        max_bins: int = 256,
-        base_score=None,
-        missing: str = 'learn',
+        n_estimators: int = 100,  # number of trees (boosting rounds)
+        max_depth: int = 6,  # levels of splits per tree at most
+        learning_rate: float = 0.3,  # η, the shrinkage of every leaf weight
+        reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
+        gamma: float = 0.0,  # smallest `loss_chg` of a split (XGBoost's `gamma`)
+        min_child_weight: float = 1.0,  # smallest Hessian sum of a child
+        max_bins: int = 256,  # bins per feature (quantile candidates), in [2, 65535]
+        base_score=None,  # starting prediction (a probability for the classifier); None: the best constant
+        missing: str = 'learn',  # 'learn' (default directions), 'impute' (training means) or 'probabilistic'
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.base_score, self.missing = max_bins, base_score, missing
-
-    def _validate_X(self, X):
-        "Prediction input as floats: categories coded as at fit, missing values imputed if `missing='impute'`."
-        X = validate_data(
-            self, _as_numeric_frame(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64, reset=False
-        )
-        if self.missing == 'impute':
-            X = np.where(np.isnan(X), self.impute_values_, X)
-        return X
-
-    def _fit(self, X, y, sample_weight):
-        _check_params(self)
-        loss = self._loss
-        categories = _frame_categories(X)
-        X, y = validate_data(
-            self, _as_numeric_frame(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64, y_numeric=False
-        )
-        self.categories_ = categories
-        y = self._encode_y(y)
-        sw = _check_sample_weight(sample_weight, len(y))
-        if self.missing == 'impute':
-            obs = ~np.isnan(X)
-            w = np.ones(len(X)) if sw is None else sw
-            num, den = (np.where(obs, X, 0) * w[:, None]).sum(0), (obs * w[:, None]).sum(0)
-            self.impute_values_ = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
-            X = np.where(obs, X, self.impute_values_)
-        self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)
-        codes = self.binner_.transform(X)
-        layout = self.binner_.layout_
-        if self.base_score is None:
-            self.base_margin_ = loss.init_margin(y, sw)
-        else:
-            loss.check_base_score(self.base_score)
-            self.base_margin_ = float(loss.link(self.base_score))
-        names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
-        margin = np.full(len(y), self.base_margin_)
-        gh = np.empty((len(y), 2))
-        provider = LocalHistograms(codes, layout)
-        self.trees_ = []
-        for _ in range(self.n_estimators):
-            loss.gradients(y, margin, sw, out=gh)
-            gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])  # exact sums in any order (see above)
-            provider.start_tree(gh)
-            tree = grow_tree(
-                provider,
-                layout,
-                max_depth=self.max_depth,
-                learning_rate=self.learning_rate,
-                reg_lambda=self.reg_lambda,
-                gamma=self.gamma,
-                min_child_weight=self.min_child_weight,
-                feature_names=names,
-            )
-            margin += provider.row_values(tree.value)
-            if self.missing == 'probabilistic':
-                tree.count = node_counts(tree, codes, layout.n_bins)
-            self.trees_.append(tree)
-        self.train_margin_ = margin
-        return self
-
-    def _margin(self, X) -> np.ndarray:
-        check_is_fitted(self)
-        X = self._validate_X(X)
-        if self.missing == 'probabilistic':
-            return self.base_margin_ + probabilistic_margin(self.trees_, X)
-        return self.base_margin_ + forest_margin(self.trees_, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
 
+# %% ../nbs/30_gbdt.ipynb #f5155321
+@patch
+def _fit_data(self: _GBDT, X, y, sample_weight):
+    "Training data as floats `X` (categories coded, NaN imputed if `missing='impute'`), encoded `y` and weights."
+    _check_params(self)
+    categories = _frame_categories(X)
+    X, y = validate_data(
+        self, _as_numeric_frame(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64, y_numeric=False
+    )
+    self.categories_ = categories
+    y = self._encode_y(y)
+    sw = _check_sample_weight(sample_weight, len(y))
+    if self.missing == 'impute':
+        obs = ~np.isnan(X)
+        w = np.ones(len(X)) if sw is None else sw
+        num, den = (np.where(obs, X, 0) * w[:, None]).sum(0), (obs * w[:, None]).sum(0)
+        self.impute_values_ = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
+        X = np.where(obs, X, self.impute_values_)
+    return X, y, sw
 
+
+@patch
+def _validate_X(self: _GBDT, X):
+    "Prediction input as floats: categories coded as at fit, missing values imputed if `missing='impute'`."
+    X = validate_data(
+        self, _as_numeric_frame(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64, reset=False
+    )
+    if self.missing == 'impute':
+        X = np.where(np.isnan(X), self.impute_values_, X)
+    return X
+
+# %% ../nbs/30_gbdt.ipynb #44f2bf13
+@patch
+def _fit(self: _GBDT, X, y, sample_weight):
+    loss = self._loss
+    X, y, sw = self._fit_data(X, y, sample_weight)
+    self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)
+    codes = self.binner_.transform(X)
+    layout = self.binner_.layout_
+    if self.base_score is None:
+        self.base_margin_ = loss.init_margin(y, sw)
+    else:
+        loss.check_base_score(self.base_score)
+        self.base_margin_ = float(loss.link(self.base_score))
+    names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
+    margin = np.full(len(y), self.base_margin_)
+    gh = np.empty((len(y), 2))
+    provider = LocalHistograms(codes, layout)
+    self.trees_ = []
+    for _ in range(self.n_estimators):
+        loss.gradients(y, margin, sw, out=gh)
+        gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])  # exact sums in any order (see above)
+        provider.start_tree(gh)
+        tree = grow_tree(
+            provider,
+            layout,
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
+            reg_lambda=self.reg_lambda,
+            gamma=self.gamma,
+            min_child_weight=self.min_child_weight,
+            feature_names=names,
+        )
+        margin += provider.row_values(tree.value)
+        if self.missing == 'probabilistic':
+            tree.count = node_counts(tree, codes, layout.n_bins)
+        self.trees_.append(tree)
+    self.train_margin_ = margin
+    return self
+
+# %% ../nbs/30_gbdt.ipynb #f644d3ad
+@patch
+def _margin(self: _GBDT, X) -> np.ndarray:
+    check_is_fitted(self)
+    X = self._validate_X(X)
+    if self.missing == 'probabilistic':
+        return self.base_margin_ + probabilistic_margin(self.trees_, X)
+    return self.base_margin_ + forest_margin(self.trees_, X)
+
+# %% ../nbs/30_gbdt.ipynb #b4559102
 class GBDTClassifier(ClassifierMixin, _GBDT):
     "Binary gradient-boosted trees with the logistic loss; XGBoost's `hist` algorithm, names and defaults."
 
@@ -1048,28 +1316,52 @@ class GBDTClassifier(ClassifierMixin, _GBDT):
             raise ValueError("y has 1 class: binary classification needs two classes")
         return yi.astype(float)
 
-    def fit(self, X, y, sample_weight=None):
-        "Fit on `X` (array or DataFrame, NaN = missing) and binary `y`."
-        return self._fit(X, y, sample_weight)
-
-    def decision_function(self, X) -> np.ndarray:
-        "Raw margin (log-odds): base margin plus the sum of the trees."
-        return self._margin(X)
-
-    def predict_proba(self, X) -> np.ndarray:
-        p = expit(self.decision_function(X))
-        return np.column_stack([1 - p, p])
-
-    def predict(self, X) -> np.ndarray:
-        margin = self.decision_function(X)
-        return self.classes_[(margin > 0).astype(int)]
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
 
+# %% ../nbs/30_gbdt.ipynb #c726d9bd
+@patch
+def fit(
+    self: GBDTClassifier,
+    X,  # `(n, F)` array or DataFrame (pandas categories as codes), NaN for missing
+    y,  # binary labels (any two values)
+    sample_weight=None,  # per-row weights (finite, >= 0), or None
+):
+    "Fit on `X` (array or DataFrame, NaN = missing) and binary `y`."
+    return self._fit(X, y, sample_weight)
 
+# %% ../nbs/30_gbdt.ipynb #9fd6012a
+@patch
+def decision_function(
+    self: GBDTClassifier,
+    X,  # `(n, F)` array or DataFrame, NaN for missing
+) -> np.ndarray:
+    "Raw margin (log-odds): base margin plus the sum of the trees."
+    return self._margin(X)
+
+
+@patch
+def predict_proba(
+    self: GBDTClassifier,
+    X,  # `(n, F)` array or DataFrame, NaN for missing
+) -> np.ndarray:
+    "`(n, 2)` probabilities of the two classes (`classes_` order)."
+    p = expit(self.decision_function(X))
+    return np.column_stack([1 - p, p])
+
+
+@patch
+def predict(
+    self: GBDTClassifier,
+    X,  # `(n, F)` array or DataFrame, NaN for missing
+) -> np.ndarray:
+    "The class of each row: `classes_[1]` where the margin is positive."
+    margin = self.decision_function(X)
+    return self.classes_[(margin > 0).astype(int)]
+
+# %% ../nbs/30_gbdt.ipynb #4bbaed52
 class GBDTRegressor(RegressorMixin, _GBDT):
     "Gradient-boosted regression trees with the squared error; XGBoost's `hist` algorithm, names and defaults."
 
@@ -1087,12 +1379,25 @@ class GBDTRegressor(RegressorMixin, _GBDT):
             )
         return y
 
-    def fit(self, X, y, sample_weight=None):
-        "Fit on `X` (array or DataFrame, NaN = missing) and real `y`."
-        return self._fit(X, y, sample_weight)
+# %% ../nbs/30_gbdt.ipynb #60e1e62e
+@patch
+def fit(
+    self: GBDTRegressor,
+    X,  # `(n, F)` array or DataFrame (pandas categories as codes), NaN for missing
+    y,  # real targets
+    sample_weight=None,  # per-row weights (finite, >= 0), or None
+):
+    "Fit on `X` (array or DataFrame, NaN = missing) and real `y`."
+    return self._fit(X, y, sample_weight)
 
-    def predict(self, X) -> np.ndarray:
-        return self._margin(X)
+
+@patch
+def predict(
+    self: GBDTRegressor,
+    X,  # `(n, F)` array or DataFrame, NaN for missing
+) -> np.ndarray:
+    "The predicted value of each row: base margin plus the sum of the trees."
+    return self._margin(X)
 
 # %% ../nbs/30_gbdt.ipynb #c158db5d
 def node_counts(

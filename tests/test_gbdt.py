@@ -16,6 +16,7 @@ from fedgauss.gbdt import (
     HistLayout,
     LocalHistograms,
     LogisticLoss,
+    PlainHistograms,
     SquaredLoss,
     build_histograms,
     find_best_splits,
@@ -24,6 +25,7 @@ from fedgauss.gbdt import (
     log_candidates,
     newton_weight,
     quantile_candidates,
+    snap_to_grid,
     split_gain,
     structure_score,
     uniform_candidates,
@@ -475,6 +477,46 @@ def test_provider_protocol_with_a_summing_provider():
     np.testing.assert_array_equal(t1.bin, t2.bin)
     np.testing.assert_allclose(t1.value, t2.value, atol=1e-12)
     np.testing.assert_array_equal(np.concatenate([p.node for p in parts]), whole.node)
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_fast_histograms_equal_the_plain_ones(seed):
+    """`LocalHistograms` (sparse kernel, skipped common slots, key tables) against `PlainHistograms` (bincount, a node
+    per row): on grid gradients the histograms of every level, the rows' nodes and the trees are identical bit for bit."""
+    rng = np.random.default_rng(seed)
+    n = 700
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 5, n), rng.exponential(size=n), np.zeros(n)])
+    X[rng.random((n, 4)) < 0.15] = np.nan
+    y = (np.nan_to_num(X[:, 0], nan=1.0) + (X[:, 1] == 3) > 0.5).astype(float)
+    b = Binner(max_bins=16).fit(X)
+    codes, L = b.transform(X), b.layout_
+    g, h, _ = snap_to_grid(*LogisticLoss().gradients(y, rng.normal(size=n)).T)
+    gh = np.column_stack([g, h])
+    fast, plain = LocalHistograms(codes, L), PlainHistograms(codes, L)
+    seen = []
+
+    class Spy:  # asks both providers, checks that they agree, answers with the plain one
+        def histograms(self, nodes):
+            hf, hp = fast.histograms(nodes), plain.histograms(nodes)
+            np.testing.assert_array_equal(hf, hp)
+            seen.append(len(nodes))
+            return hp
+
+        def split(self, *a):
+            fast.split(*a)
+            plain.split(*a)
+            np.testing.assert_array_equal(fast.node, plain.node)
+
+    for _ in range(2):  # a second tree reuses the fast provider's tables
+        fast.start_tree(gh)
+        plain.start_tree(gh)
+        t = grow_tree(Spy(), L, max_depth=7, reg_lambda=0.5, min_child_weight=0.0)
+        assert t.max_depth >= 4 and len(seen) > 4
+    fast.start_tree(gh)
+    tf = grow_tree(fast, L, max_depth=7, reg_lambda=0.5, min_child_weight=0.0)
+    for a in ('feature', 'bin', 'default_left', 'left', 'value', 'gain', 'sum_grad', 'sum_hess'):
+        np.testing.assert_array_equal(getattr(tf, a), getattr(t, a))
+    np.testing.assert_array_equal(fast.row_values(tf.value), plain.row_values(t.value))
 
 
 def test_tree_text_and_repr():
