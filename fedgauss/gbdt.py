@@ -30,7 +30,12 @@ __all__ = ['GRID_BITS', 'MISSING', 'newton_weight', 'gradient_weight', 'structur
            'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
-def newton_weight(G, H, reg_lambda: float = 1.0, min_child_weight: float = 0.0):
+def newton_weight(
+    G,  # gradient sums of the leaves
+    H,  # Hessian sums of the leaves
+    reg_lambda: float = 1.0,  # L2 regularisation λ
+    min_child_weight: float = 0.0,  # leaves with H below it get weight 0
+):
     "Newton leaf weight $-G/(H+\\lambda)$; 0 where $H$ is below `min_child_weight` or $H+\\lambda\\le 0$ (as XGBoost)."
     G, H = np.asarray(G, float), np.asarray(H, float)
     den = H + reg_lambda
@@ -38,18 +43,32 @@ def newton_weight(G, H, reg_lambda: float = 1.0, min_child_weight: float = 0.0):
     return np.where(ok, -G / np.where(ok, den, 1.0), 0.0)
 
 
-def gradient_weight(G, n, reg_lambda: float = 1.0):
+def gradient_weight(
+    G,  # gradient sums of the leaves
+    n,  # row counts $|I|$ of the leaves
+    reg_lambda: float = 1.0,  # L2 regularisation λ
+):
     "Gradient leaf weight $-G/(|I|+\\lambda)$ from the row count $n=|I|$ (the Newton weight with unit Hessians)."
     return newton_weight(G, n, reg_lambda, 0.0)
 
-
-def structure_score(G, H, reg_lambda: float = 1.0):
+# %% ../nbs/30_gbdt.ipynb #d1c6fe4b
+def structure_score(
+    G,  # gradient sums
+    H,  # Hessian sums
+    reg_lambda: float = 1.0,  # L2 regularisation λ
+):
     "$G^2/(H+\\lambda)$, twice the objective decrease of a leaf with sums $G$, $H$ and its Newton weight."
     G, H = np.asarray(G, float), np.asarray(H, float)
     return G * G / (H + reg_lambda)
 
 
-def split_gain(GL, HL, GR, HR, reg_lambda: float = 1.0):
+def split_gain(
+    GL,  # the left child's gradient sum
+    HL,  # the left child's Hessian sum
+    GR,  # the right child's gradient sum
+    HR,  # the right child's Hessian sum
+    reg_lambda: float = 1.0,  # L2 regularisation λ
+):
     "XGBoost's `loss_chg`: $G_L^2/(H_L+\\lambda)+G_R^2/(H_R+\\lambda)-G^2/(H+\\lambda)$, twice the objective decrease of the split (before $\\gamma$)."
     return (
         structure_score(GL, HL, reg_lambda)
@@ -197,7 +216,11 @@ def check_base_score(
         raise ValueError(f"base_score must be a finite number for the squared loss; got {b!r}")
 
 # %% ../nbs/30_gbdt.ipynb #57522acf
-def quantile_candidates(x, max_bins: int = 256, sample_weight=None) -> np.ndarray:
+def quantile_candidates(
+    x,  # values of one feature, NaN for missing
+    max_bins: int = 256,  # bins at most (thresholds at most max_bins - 1)
+    sample_weight=None,  # per-row weights for the quantiles (rows of weight 0 are left out), or None
+) -> np.ndarray:
     "Thresholds from data: all distinct values but the smallest when there are at most `max_bins`, else weighted quantiles."
     x = np.asarray(x, float)
     keep = ~np.isnan(x)
@@ -217,7 +240,7 @@ def quantile_candidates(x, max_bins: int = 256, sample_weight=None) -> np.ndarra
     t = np.unique(xs[np.minimum(np.searchsorted(cw, levels, side='left'), len(xs) - 1)])
     return t[t > xs[0]]
 
-
+# %% ../nbs/30_gbdt.ipynb #1710f65b
 def _check_bounds(lo, hi, n_bins):
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"bounds must be finite; got ({lo}, {hi})")
@@ -227,13 +250,21 @@ def _check_bounds(lo, hi, n_bins):
         raise ValueError(f"n_bins must be a positive integer; got {n_bins!r}")
 
 
-def uniform_candidates(lo: float, hi: float, n_bins: int) -> np.ndarray:
+def uniform_candidates(
+    lo: float,  # lower bound of the feature
+    hi: float,  # upper bound of the feature (> lo)
+    n_bins: int,  # number of bins (>= 1)
+) -> np.ndarray:
     "The `n_bins - 1` thresholds that cut $[lo, hi]$ into `n_bins` equal bins (data independent)."
     _check_bounds(lo, hi, n_bins)
     return lo + (hi - lo) * np.arange(1, n_bins) / n_bins
 
 
-def log_candidates(lo: float, hi: float, n_bins: int) -> np.ndarray:
+def log_candidates(
+    lo: float,  # lower bound of the feature
+    hi: float,  # upper bound of the feature (> lo)
+    n_bins: int,  # number of bins (>= 1)
+) -> np.ndarray:
     "Thresholds $lo-1+(hi-lo+1)^{k/n}$, $k=1..n-1$: geometric steps from $lo$, dense near the lower bound (data independent)."
     _check_bounds(lo, hi, n_bins)
     return lo - 1.0 + (hi - lo + 1.0) ** (np.arange(1, n_bins) / n_bins)
@@ -450,7 +481,12 @@ def get_feature_names_out(
 
 # %% ../nbs/30_gbdt.ipynb #8ef10b94
 def build_histograms(
-    slots, gh, node_index=None, n_nodes: int = 1, n_slots: int | None = None, method: str = 'sparse'
+    slots,  # `(n, F)` global slot of each row's value (`HistLayout.slots(codes)`)
+    gh,  # `(n, C)` per-row statistics, e.g. C = 2 for (g, h)
+    node_index=None,  # node of each row in [0, n_nodes), -1 leaves the row out; None: all rows in node 0
+    n_nodes: int = 1,  # number of nodes
+    n_slots: int | None = None,  # slots per node (default: the largest slot + 1)
+    method: str = 'sparse',  # 'sparse' (one sparse product) or 'bincount' (one bincount per channel)
 ) -> np.ndarray:
     """Per-node histograms `(n_nodes, n_slots, C)` of the per-row statistics `gh` (n, C), e.g. C = 2 for (g, h).
     `slots` is the `(n, F)` global slot index of each row's value (`HistLayout.slots(codes)`); `node_index[i]` in

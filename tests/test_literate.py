@@ -233,7 +233,6 @@ UNDOCUMENTED = {
     'data': 1,
     'dpgbdt': 90,
     'flower': 38,
-    'gbdt': 30,
     'missing': 8,
     'mvppca': 5,
     'nflgbdt': 47,
