@@ -401,11 +401,15 @@ def yj_gmu_scaled(
         big = ((z - 1) * np.exp(z - M) + np.exp(-M)) / lam**2
     return np.where(small, ser, big)
 
-# %% ../nbs/10_yeojohnson.ipynb #53a87a2b
+# %% ../nbs/10_yeojohnson.ipynb #8edb47106e1a46a883d545849b8ab81b
 class YJData:
     "A data holder's prepared rows: call `sums(lmbda)` for the additive statistics of every feature at a public lambda."
 
-    def __init__(self, X, anchors: YJAnchors | None = None):
+    def __init__(
+        self,
+        X,  # this holder's rows: an n x d array (1-D: one feature); NaN = missing
+        anchors: YJAnchors | None = None,  # the agreed (merged) anchors; default: this holder's own
+    ):
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
             X = X[:, None]
@@ -413,264 +417,322 @@ class YJData:
             raise ValueError(f"X must be 1-D or 2-D; got {X.ndim} dimensions")
         self.n_rows, self.d = X.shape
         XT = np.ascontiguousarray(X.T)
-        local = YJAnchors.from_columns(XT)
-        if anchors is None:
-            anchors = local
-        elif len(anchors.kind) != self.d:
-            raise ValueError(f"anchors describe {len(anchors.kind)} features, X has {self.d}")
-        else:
-            out = np.flatnonzero(~anchors.covers(local))
-            if len(out):
-                raise ValueError(f"feature(s) {out.tolist()} have values outside the agreed anchors")
-        self.anchors = A = anchors
-        kind = A.kind
-        glo, ghi = A.group_anchors()
-        one_cols, mixed_cols = np.flatnonzero(kind != 0), np.flatnonzero(kind == 0)
-        nm = len(mixed_cols)
-        # group table: one group per one-signed feature, then the x >= 0 and x < 0 groups of each mixed feature
-        self.g_col = np.r_[one_cols, mixed_cols, mixed_cols].astype(np.intp)
-        G = len(self.g_col)
-        self.g_s = np.r_[kind[one_cols], np.ones(nm), -np.ones(nm)].astype(np.float64)
-        self.g_lo = np.nan_to_num(np.r_[glo[one_cols], A.pos_lo[mixed_cols], A.neg_lo[mixed_cols]])
-        self.g_hi = np.nan_to_num(np.r_[ghi[one_cols], A.pos_hi[mixed_cols], A.neg_hi[mixed_cols]])
-        self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2 * nm, bool)]
-        self.g_R = np.log1p((self.g_hi - self.g_lo) / (1 + self.g_lo))
-        self.g_clo, self.g_chi = np.log1p(self.g_lo), np.log1p(self.g_hi)
-        n = self.n_rows
-        self.D_hi = D = np.empty((G, n))
-        self.memb = memb = np.empty((G, n), bool)
-        hi = self.g_hi[:, None]
-        inv = 1 / (1 + hi)
-        chi = self.g_chi[:, None]
-        P123 = np.zeros((3, G))
-        gn = np.zeros(G)
-        mrows = slice(len(one_cols), G)
-        sgn = self.g_s[mrows, None]
-        ch = self._chunk(G)
-        bufs = {}
-        for s0 in range(0, n, ch):  # blocks of rows, all features at once
-            m = min(ch, n - s0)
-            if m not in bufs:
-                bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))  # contiguous work buffers
-            aa, rr, nn = bufs[m]
-            np.take(XT[:, s0 : s0 + m], self.g_col, axis=0, out=aa)
-            mm = ~np.isnan(aa)
-            if nm:
-                with np.errstate(invalid='ignore'):
-                    mm[mrows] &= np.where(sgn > 0, aa[mrows] >= 0, aa[mrows] < 0)
-            np.abs(aa, out=aa)
-            np.subtract(aa, hi, out=rr)
-            rr *= inv  # (|x| - a)/(1 + a)
-            np.greater(rr, -0.5, out=nn)
-            np.copyto(aa, rr, where=nn)
-            with np.errstate(invalid='ignore'):
-                np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-            np.subtract(aa, chi, out=aa, where=~nn)  # ... minus c far from it
-            np.copyto(aa, 0.0, where=~mm)  # neutral rows
-            D[:, s0 : s0 + m] = aa
-            memb[:, s0 : s0 + m] = mm
-            gn += mm.sum(1)
-            P123[0] += aa.sum(1)
-            np.multiply(aa, aa, out=rr)
-            P123[1] += rr.sum(1)
-            P123[2] += np.einsum('ij,ij->i', rr, aa)
-        self.g_n = gn
-        self.g_sd_hi = P123[0]
-        self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
-        self.D_lo = np.empty_like(D)
-        self._lo_ready = np.zeros(G, bool)
-        self.P = np.full((K0 + 2, G), np.nan)
-        self.P[1:4] = P123
-        self._P_ready = np.zeros(G, bool)
-        self._cache_ls = np.full(G, np.nan)
-        self._cache_lo = np.zeros(G, bool)
-        self._cache_base = np.zeros((4, G))
-        self._cache_mom = np.zeros((2, K1 + 2, G))
-        self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
+        self.anchors = self._agree(anchors, YJAnchors.from_columns(XT))
+        self._group_table()
+        self._init_caches(self._log_distances(XT))
 
-    def _chunk(self, r):
-        return max(512, min(max(self.n_rows, 1), 131072 // max(r, 1)))
+# %% ../nbs/10_yeojohnson.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+@patch
+def _agree(self: YJData, anchors, local):
+    "The anchors to use: the agreed ones, checked against this holder's own `local` ones; `local` if none given."
+    if anchors is None:
+        return local
+    if len(anchors.kind) != self.d:
+        raise ValueError(f"anchors describe {len(anchors.kind)} features, X has {self.d}")
+    out = np.flatnonzero(~anchors.covers(local))
+    if len(out):
+        raise ValueError(f"feature(s) {out.tolist()} have values outside the agreed anchors")
+    return anchors
 
-    def _need_lo(self, rows):
-        rows = rows[~self._lo_ready[rows]]
-        if len(rows):
-            self.D_lo[rows] = np.where(self.memb[rows], np.maximum(self.D_hi[rows] + self.g_R[rows, None], 0.0), 0.0)
-            self._lo_ready[rows] = True
+# %% ../nbs/10_yeojohnson.ipynb #7cdc8c89c7104fffa095e18ddfef8986
+@patch
+def _group_table(self: YJData):
+    "Columns g_col, signs g_s, |x| ranges g_lo/g_hi, g_mixed, spreads g_R and log1p ends g_clo/g_chi of the sign groups."
+    A = self.anchors
+    kind = A.kind
+    glo, ghi = A.group_anchors()
+    one_cols, mixed_cols = np.flatnonzero(kind != 0), np.flatnonzero(kind == 0)
+    self.n_one, nm = len(one_cols), len(mixed_cols)
+    self.g_col = np.r_[one_cols, mixed_cols, mixed_cols].astype(np.intp)
+    self.g_s = np.r_[kind[one_cols], np.ones(nm), -np.ones(nm)].astype(np.float64)
+    self.g_lo = np.nan_to_num(np.r_[glo[one_cols], A.pos_lo[mixed_cols], A.neg_lo[mixed_cols]])
+    self.g_hi = np.nan_to_num(np.r_[ghi[one_cols], A.pos_hi[mixed_cols], A.neg_hi[mixed_cols]])
+    self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2 * nm, bool)]
+    self.g_R = np.log1p((self.g_hi - self.g_lo) / (1 + self.g_lo))
+    self.g_clo, self.g_chi = np.log1p(self.g_lo), np.log1p(self.g_hi)
 
-    def _need_P(self, rows):
-        rows = rows[~self._P_ready[rows]]
-        if not len(rows):
-            return
-        ch = self._chunk(len(rows))
-        P = np.zeros((K0 + 2, len(rows)))
-        for s0 in range(0, self.n_rows, ch):
-            d = self.D_hi[rows, s0 : s0 + ch]
-            p = d * d
-            for k in range(3, K0 + 2):
-                p *= d
-                P[k] += p.sum(1)
-        self.P[4:, rows] = P[4:]
-        self._P_ready[rows] = True
+# %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
+@patch
+def _chunk(self: YJData, r):
+    "Rows per block when `r` groups are processed together (about 128k values per block)."
+    return max(512, min(max(self.n_rows, 1), 131072 // max(r, 1)))
 
-    def _fresh(self, rows, lo_frame, ls, moments):
-        "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments)."
-        r, n = len(rows), self.n_rows
-        out = np.zeros((4, r))
-        mom = np.zeros((2, K1 + 2, r)) if moments else None
-        if lo_frame:
-            self._need_lo(rows)
-        src = self.D_lo if lo_frame else self.D_hi
-        ch = self._chunk(r)
-        lsc = ls[:, None]
-        bufs = {}
-        for s0 in range(0, n, ch):
-            m = min(ch, n - s0)
-            if m not in bufs:
-                bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]  # contiguous work buffers
-            zz, EE, ee, tt = bufs[m][:4]
-            d = src[rows, s0 : s0 + m]
-            np.multiply(d, lsc, out=zz)  # z = lambda_s d <= 0
-            np.exp(zz, out=EE)
-            np.subtract(EE, 1, out=ee)
-            np.multiply(zz, EE, out=tt)
-            np.subtract(tt, ee, out=tt)
-            out[0] += ee.sum(1)
-            out[1] += np.einsum('ij,ij->i', ee, ee)
-            out[2] += tt.sum(1)
-            out[3] += np.einsum('ij,ij->i', ee, tt)
-            if moments:
-                pp, EE2 = bufs[m][4:]
-                np.multiply(EE, EE, out=EE2)
-                mom[0, 0] += EE.sum(1)
-                mom[1, 0] += EE2.sum(1)
-                np.multiply(EE, d, out=pp)
-                for k in range(1, K1 + 2):
-                    mom[0, k] += pp.sum(1)
-                    mom[1, k] += np.einsum('ij,ij->i', pp, EE)
-                    if k < K1 + 1:
-                        pp *= d
-        return out, mom
+# %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
+@patch
+def _block_d(self: YJData, Xb, aa, rr, nn):
+    "Fill `aa` with d of the block `Xb` (columns of X.T) for every group, using work buffers `rr`, `nn`; returns membership."
+    np.take(Xb, self.g_col, axis=0, out=aa)
+    mm = ~np.isnan(aa)
+    if len(self.g_col) > self.n_one:  # mixed features: a row belongs to the group of its sign
+        mrows = slice(self.n_one, len(self.g_col))
+        with np.errstate(invalid='ignore'):
+            mm[mrows] &= np.where(self.g_s[mrows, None] > 0, aa[mrows] >= 0, aa[mrows] < 0)
+    np.abs(aa, out=aa)
+    np.subtract(aa, self.g_hi[:, None], out=rr)
+    rr *= 1 / (1 + self.g_hi[:, None])  # (|x| - a)/(1 + a)
+    np.greater(rr, -0.5, out=nn)
+    np.copyto(aa, rr, where=nn)
+    with np.errstate(invalid='ignore'):
+        np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
+    np.subtract(aa, self.g_chi[:, None], out=aa, where=~nn)  # ... minus c far from it
+    np.copyto(aa, 0.0, where=~mm)  # neutral rows
+    return mm
 
-    @staticmethod
-    def _expand(mom, base, lr, h):
-        "The four e/t sums at lambda_s = lr + h from the moments at lr (Taylor, exact to K1 terms)."
-        A, C = mom
-        k = np.arange(1, K1 + 1)[:, None]
-        hk = h[None, :] ** k * _IFACT[1 : K1 + 1, None]
-        two = 2.0**k
-        S1 = base[0] + (hk * A[1 : K1 + 1]).sum(0)
-        S2 = base[1] + (hk * (two * C[1 : K1 + 1] - 2 * A[1 : K1 + 1])).sum(0)
-        S3 = base[2] + (hk * (lr * A[2 : K1 + 2] + (k - 1) * A[1 : K1 + 1])).sum(0)
-        S4 = base[3] + (
-            hk * (lr * two * C[2 : K1 + 2] - lr * A[2 : K1 + 2] + (k - 2) * (two / 2 * C[1 : K1 + 1] - A[1 : K1 + 1]))
-        ).sum(0)
-        return np.array([S1, S2, S3, S4])
+# %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+@patch
+def _log_distances(self: YJData, XT):
+    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, block by block; returns P_1..P_3 per group."
+    G, n = len(self.g_col), self.n_rows
+    self.D_hi = D = np.empty((G, n))
+    self.memb = memb = np.empty((G, n), bool)
+    P123, gn, bufs = np.zeros((3, G)), np.zeros(G), {}
+    ch = self._chunk(G)
+    for s0 in range(0, n, ch):  # blocks of rows, all features at once
+        m = min(ch, n - s0)
+        if m not in bufs:
+            bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))  # contiguous work buffers
+        aa, rr, nn = bufs[m]
+        mm = self._block_d(XT[:, s0 : s0 + m], aa, rr, nn)
+        D[:, s0 : s0 + m] = aa
+        memb[:, s0 : s0 + m] = mm
+        gn += mm.sum(1)
+        P123[0] += aa.sum(1)
+        np.multiply(aa, aa, out=rr)
+        P123[1] += rr.sum(1)
+        P123[2] += np.einsum('ij,ij->i', rr, aa)
+    self.g_n, self.g_sd_hi = gn, P123[0]
+    self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
+    return P123
 
-    @staticmethod
-    def _series(P, h):
-        "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
+# %% ../nbs/10_yeojohnson.ipynb #4dd4641cc4064e0191573fe9c69df29b
+@patch
+def _init_caches(self: YJData, P123):
+    "Empty caches for D_lo, the power moments P_k (P_1..P_3 known) and the Taylor expansion; zero counters."
+    G = len(self.g_col)
+    self.D_lo = np.empty_like(self.D_hi)
+    self._lo_ready = np.zeros(G, bool)
+    self.P = np.full((K0 + 2, G), np.nan)
+    self.P[1:4] = P123
+    self._P_ready = np.zeros(G, bool)
+    self._cache_ls = np.full(G, np.nan)
+    self._cache_lo = np.zeros(G, bool)
+    self._cache_base = np.zeros((4, G))
+    self._cache_mom = np.zeros((2, K1 + 2, G))
+    self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
 
-        def ser(shift, coef):
-            kk = np.arange(shift, K0 + 1)
-            c = coef(kk.astype(np.float64)) * _IFACT[kk]
-            return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
+# %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
+@patch
+def _need_lo(self: YJData, rows):
+    "D_lo (d anchored at the smallest |x|) of groups `rows`, computed once."
+    rows = rows[~self._lo_ready[rows]]
+    if len(rows):
+        self.D_lo[rows] = np.where(self.memb[rows], np.maximum(self.D_hi[rows] + self.g_R[rows, None], 0.0), 0.0)
+        self._lo_ready[rows] = True
 
-        return np.array(
-            [
-                ser(1, lambda k: np.ones_like(k)),
-                ser(2, lambda k: 2**k - 2),
-                ser(2, lambda k: k - 1),
-                ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
-            ]
-        )
+# %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
+@patch
+def _need_P(self: YJData, rows):
+    "Power moments P_4 .. P_{K0+1} of groups `rows`, computed once (one pass)."
+    rows = rows[~self._P_ready[rows]]
+    if not len(rows):
+        return
+    ch = self._chunk(len(rows))
+    P = np.zeros((K0 + 2, len(rows)))
+    for s0 in range(0, self.n_rows, ch):
+        d = self.D_hi[rows, s0 : s0 + ch]
+        p = d * d
+        for k in range(3, K0 + 2):
+            p *= d
+            P[k] += p.sum(1)
+    self.P[4:, rows] = P[4:]
+    self._P_ready[rows] = True
 
-    def _group_sums(self, lmbda, bracket=None, accelerate=True):
-        lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
-        ls = np.where(self.g_s > 0, lg, 2 - lg)
-        R = self.g_R
-        series = np.abs(ls) * R < TAU0
-        lo_frame = ~series & (ls < 0)
-        U = np.zeros((4, len(ls)))
-        i = np.flatnonzero(series)
-        if len(i):
-            self._need_P(i[ls[i] != 0])
-            U[:, i] = self._series(self.P[:, i], ls[i])
-            self.counts['series'] += len(i)
-        cached = (
-            ~series
-            & ~np.isnan(self._cache_ls)
-            & (self._cache_lo == lo_frame)
-            & (np.abs(ls - self._cache_ls) * R <= TAU1)
-        )
-        if not accelerate:
-            cached[:] = False
-        i = np.flatnonzero(cached)
-        if len(i):
-            lr = self._cache_ls[i]
-            U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr) / np.array(
-                [ls[i], ls[i] ** 2, ls[i] ** 2, ls[i] ** 3]
-            )
-            self.counts['cached'] += len(i)
-        rest = ~series & ~cached
-        build = np.zeros_like(rest)
-        if bracket is not None and accelerate:
-            blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
-            with np.errstate(invalid='ignore'):
-                w = np.maximum(lg - blo, bhi - lg)
-                build = rest & np.isfinite(w) & (w * R <= TAU1)
-        for mom in (False, True):
-            for lof in (False, True):
-                i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
-                if not len(i):
-                    continue
-                S, Mo = self._fresh(i, lof, ls[i], mom)
-                if mom:
-                    self._cache_ls[i] = ls[i]
-                    self._cache_lo[i] = lof
-                    self._cache_base[:, i] = S
-                    self._cache_mom[:, :, i] = Mo
-                self.counts['built' if mom else 'fresh'] += len(i)
-                U[:, i] = S / np.array([ls[i], ls[i] ** 2, ls[i] ** 2, ls[i] ** 3])
-        sd = np.where(lo_frame, self.g_sd_hi + self.g_n * R, self.g_sd_hi)  # sum of d in the frame
-        c = np.where(lo_frame, self.g_clo, self.g_chi)
-        return ls, c, sd, U
+# %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
+def _add_moments(mom, EE, d, pp, EE2):
+    "Add one block's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) to `mom` (pp, EE2: work buffers)."
+    np.multiply(EE, EE, out=EE2)
+    mom[0, 0] += EE.sum(1)
+    mom[1, 0] += EE2.sum(1)
+    np.multiply(EE, d, out=pp)
+    for k in range(1, K1 + 2):
+        mom[0, k] += pp.sum(1)
+        mom[1, k] += np.einsum('ij,ij->i', pp, EE)
+        if k < K1 + 1:
+            pp *= d
 
-    def sums(self, lmbda, bracket=None, accelerate=True) -> YJSums:
-        "Additive statistics of every feature at `lmbda` (one per feature, or a scalar), in the public frame `yj_frame(lmbda, anchors)`."
-        frame = yj_frame(lmbda, self.anchors)
-        ls, c, sd, U = self._group_sums(frame.lmbda, bracket, accelerate)
-        d = self.d
-        out = {k: np.zeros(d) for k in YJSums.STATS[1:]}
-        one = ~self.g_mixed
-        j, s = self.g_col[one], self.g_s[one]
-        out['s_phi'][j] = s * sd[one]
-        out['s_psi'][j] = s * U[0, one]
-        out['s_psi2'][j] = U[1, one]
-        out['s_dpsi'][j] = U[2, one]
-        out['s_psi_dpsi'][j] = s * U[3, one]
-        mx = self.g_mixed
-        if mx.any():  # map each sign group's frame to the scaled mixed frame: Psi = s(e^{lam_s c} u + g(lam_s, c))
-            jm = self.g_col[mx]
-            Mj = frame.M[jm]
-            sm = self.g_s[mx]
-            cm = c[mx]
-            lsm = ls[mx]
-            ng = self.g_n[mx]
-            a = np.exp(lsm * cm - Mj)
-            b = yj_g_scaled(lsm, cm, Mj)
-            be = yj_gmu_scaled(lsm, cm, Mj)
-            cc = cm * a
-            u1, u2, du, udu = U[:, mx]
-            np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
-            np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
-            np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
-            np.add.at(
-                out['s_psi_dpsi'],
-                jm,
-                sm * (a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be),
-            )
-            np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cm))
-        return YJSums(self.n.copy(), **out, frame=frame)
+# %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
+@patch
+def _fresh(self: YJData, rows, lo_frame, ls, moments):
+    "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments)."
+    r, n = len(rows), self.n_rows
+    out = np.zeros((4, r))
+    mom = np.zeros((2, K1 + 2, r)) if moments else None
+    if lo_frame:
+        self._need_lo(rows)
+    src = self.D_lo if lo_frame else self.D_hi
+    ch, lsc, bufs = self._chunk(r), ls[:, None], {}
+    for s0 in range(0, n, ch):
+        m = min(ch, n - s0)
+        if m not in bufs:
+            bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]  # contiguous work buffers
+        zz, EE, ee, tt = bufs[m][:4]
+        d = src[rows, s0 : s0 + m]
+        np.multiply(d, lsc, out=zz)  # z = lambda_s d <= 0
+        np.exp(zz, out=EE)
+        np.subtract(EE, 1, out=ee)
+        np.multiply(zz, EE, out=tt)
+        np.subtract(tt, ee, out=tt)
+        out[0] += ee.sum(1)
+        out[1] += np.einsum('ij,ij->i', ee, ee)
+        out[2] += tt.sum(1)
+        out[3] += np.einsum('ij,ij->i', ee, tt)
+        if moments:
+            _add_moments(mom, EE, d, *bufs[m][4:])
+    return out, mom
+
+# %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
+@patch
+def _expand(self: YJData, mom, base, lr, h):
+    "The four e/t sums at lambda_s = lr + h from the moments at lr (Taylor, exact to K1 terms)."
+    A, C = mom
+    k = np.arange(1, K1 + 1)[:, None]
+    hk = h[None, :] ** k * _IFACT[1 : K1 + 1, None]
+    two = 2.0**k
+    S1 = base[0] + (hk * A[1 : K1 + 1]).sum(0)
+    S2 = base[1] + (hk * (two * C[1 : K1 + 1] - 2 * A[1 : K1 + 1])).sum(0)
+    S3 = base[2] + (hk * (lr * A[2 : K1 + 2] + (k - 1) * A[1 : K1 + 1])).sum(0)
+    S4 = base[3] + (
+        hk * (lr * two * C[2 : K1 + 2] - lr * A[2 : K1 + 2] + (k - 2) * (two / 2 * C[1 : K1 + 1] - A[1 : K1 + 1]))
+    ).sum(0)
+    return np.array([S1, S2, S3, S4])
+
+# %% ../nbs/10_yeojohnson.ipynb #0e382214b5f147d187d36a2058b9c724
+@patch
+def _series(self: YJData, P, h):
+    "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
+
+    def ser(shift, coef):
+        kk = np.arange(shift, K0 + 1)
+        c = coef(kk.astype(np.float64)) * _IFACT[kk]
+        return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
+
+    return np.array(
+        [
+            ser(1, lambda k: np.ones_like(k)),
+            ser(2, lambda k: 2**k - 2),
+            ser(2, lambda k: k - 1),
+            ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
+        ]
+    )
+
+# %% ../nbs/10_yeojohnson.ipynb #46a27a456b804aa2a380d5edf15a5daf
+def _u_scale(ls):
+    "lambda_s, lambda_s^2, lambda_s^2, lambda_s^3: the e/t sums divided by these are the u-sums."
+    return np.array([ls, ls**2, ls**2, ls**3])
+
+# %% ../nbs/10_yeojohnson.ipynb #1944c39560714e6e80c856f20744a8e5
+@patch
+def _series_groups(self: YJData, U, ls, series):
+    "Fill the u-sums of the groups in the series regime."
+    i = np.flatnonzero(series)
+    if len(i):
+        self._need_P(i[ls[i] != 0])
+        U[:, i] = self._series(self.P[:, i], ls[i])
+        self.counts['series'] += len(i)
+
+# %% ../nbs/10_yeojohnson.ipynb #d6ca27006b894b04b6fc8b79396e2797
+@patch
+def _cached_groups(self: YJData, U, ls, lo_frame, eligible):
+    "Fill the u-sums of the `eligible` groups whose cached expansion is close enough; returns which."
+    close = np.abs(ls - self._cache_ls) * self.g_R <= TAU1
+    cached = eligible & ~np.isnan(self._cache_ls) & (self._cache_lo == lo_frame) & close
+    i = np.flatnonzero(cached)
+    if len(i):
+        lr = self._cache_ls[i]
+        U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr) / _u_scale(ls[i])
+        self.counts['cached'] += len(i)
+    return cached
+
+# %% ../nbs/10_yeojohnson.ipynb #f61877af4e7f4313ad8234302950b331
+@patch
+def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket):
+    "Fill the u-sums of the groups `rest` by a pass; build their expansion where the `bracket` (if any) is narrow."
+    build = np.zeros_like(rest)
+    if bracket is not None:
+        blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
+        with np.errstate(invalid='ignore'):
+            w = np.maximum(lg - blo, bhi - lg)
+            build = rest & np.isfinite(w) & (w * self.g_R <= TAU1)
+    for mom in (False, True):
+        for lof in (False, True):
+            i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
+            if not len(i):
+                continue
+            S, Mo = self._fresh(i, lof, ls[i], mom)
+            if mom:
+                self._cache_ls[i], self._cache_lo[i] = ls[i], lof
+                self._cache_base[:, i], self._cache_mom[:, :, i] = S, Mo
+            self.counts['built' if mom else 'fresh'] += len(i)
+            U[:, i] = S / _u_scale(ls[i])
+
+# %% ../nbs/10_yeojohnson.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
+@patch
+def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
+    "Per group: lambda_s, c, the sum of d and the four u-sums, each in the group's own frame."
+    lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
+    ls = np.where(self.g_s > 0, lg, 2 - lg)
+    R = self.g_R
+    series = np.abs(ls) * R < TAU0
+    lo_frame = ~series & (ls < 0)
+    U = np.zeros((4, len(ls)))
+    self._series_groups(U, ls, series)
+    cached = self._cached_groups(U, ls, lo_frame, ~series & bool(accelerate))
+    self._fresh_groups(U, lg, ls, lo_frame, ~series & ~cached, bracket if accelerate else None)
+    sd = np.where(lo_frame, self.g_sd_hi + self.g_n * R, self.g_sd_hi)  # sum of d in the frame
+    c = np.where(lo_frame, self.g_clo, self.g_chi)
+    return ls, c, sd, U
+
+# %% ../nbs/10_yeojohnson.ipynb #76127f4a2f6a44fba749ea7800e59d51
+@patch
+def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
+    "Add the two sign groups of every mixed feature to the sums `out`, mapped into the scaled frame e^-M Psi."
+    mx = self.g_mixed
+    jm, sm, cm, lsm, ng = self.g_col[mx], self.g_s[mx], c[mx], ls[mx], self.g_n[mx]
+    Mj = frame.M[jm]
+    a = np.exp(lsm * cm - Mj)
+    b = yj_g_scaled(lsm, cm, Mj)
+    be = yj_gmu_scaled(lsm, cm, Mj)
+    cc = cm * a
+    u1, u2, du, udu = U[:, mx]
+    np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
+    np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
+    np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
+    udu_frame = a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be
+    np.add.at(out['s_psi_dpsi'], jm, sm * udu_frame)
+    np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cm))
+
+# %% ../nbs/10_yeojohnson.ipynb #903197826d2e44dfa0208e8f97c69327
+@patch
+def sums(
+    self: YJData,
+    lmbda,  # lambda of every feature (array of d), or one for all
+    bracket=None,  # the search's public bracket (lo, hi), to decide when to build the expansion
+    accelerate: bool = True,  # use the series and the cached expansion (False: a fresh pass every call)
+) -> YJSums:
+    "Additive statistics of every feature at `lmbda`, in the public frame `yj_frame(lmbda, anchors)`."
+    frame = yj_frame(lmbda, self.anchors)
+    ls, c, sd, U = self._group_sums(frame.lmbda, bracket, accelerate)
+    out = {k: np.zeros(self.d) for k in YJSums.STATS[1:]}
+    one = ~self.g_mixed
+    j, s = self.g_col[one], self.g_s[one]
+    out['s_phi'][j] = s * sd[one]
+    out['s_psi'][j] = s * U[0, one]
+    out['s_psi2'][j] = U[1, one]
+    out['s_dpsi'][j] = U[2, one]
+    out['s_psi_dpsi'][j] = s * U[3, one]
+    if self.g_mixed.any():
+        self._add_mixed(out, frame, ls, c, sd, U)
+    return YJSums(self.n.copy(), **out, frame=frame)
 
 # %% ../nbs/10_yeojohnson.ipynb #53b55b35
 def yj_sums(X, lmbda, anchors: YJAnchors | None = None) -> YJSums:

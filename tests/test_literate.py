@@ -27,7 +27,6 @@ LONG_CELLS = {
     ('01_data.ipynb', 'DATASETS'): 65,  # over 60 once `ruff format` split its `;`-joined lines
     ('03_testing.ipynb', 'MPYeoJohnson'): 91,
     ('10_yeojohnson.ipynb', 'YJAnchors'): 101,
-    ('10_yeojohnson.ipynb', 'YJData'): 269,
     ('10_yeojohnson.ipynb', '_to_frame'): 68,  # over 60 once `ruff format` split its `;`-joined lines
     ('11_smc.ipynb', 'FixedPointOverflow'): 62,  # over 60 once `ruff format` split its `;`-joined lines
     ('11_smc.ipynb', 'SMC'): 192,
