@@ -391,12 +391,12 @@ def _(obj):
 class Message:
     "One message on a `Channel`: who sent what kind of payload to whom, in which round, and its size."
 
-    round: int
-    sender: str
-    receiver: str
-    kind: str
-    nbytes: int
-    payload: object = field(repr=False, compare=False)
+    round: int  # protocol round the message belongs to (0, 1, ...)
+    sender: str  # name of the sending party (e.g. 'server', 'client0')
+    receiver: str  # name of the receiving party
+    kind: str  # what the payload is, e.g. 'share' or 'aggregate'
+    nbytes: int  # size of the payload on the wire, in bytes
+    payload: object = field(repr=False, compare=False)  # the content itself (kept out of repr and equality)
 
 
 class ChannelError(LookupError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs',
+__all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs', 'chi2_pvalue',
            'expected_over_paths', 'most_similar_brute']
 
 # %% ../nbs/03_testing.ipynb #3e4e0910
@@ -167,6 +167,26 @@ def overflow_inputs():
         ('-[10, 10, 10, 9.9]', -np.array([10, 10, 10, 9.9]), -1),
         ('normal(1e4, 1e-3) (seed 1)', np.random.default_rng(1).normal(1e4, 1e-3, 100), 1),
     ]
+
+# %% ../nbs/03_testing.ipynb #acae54e37e7d407bbb7b55eff062a284
+def chi2_pvalue(
+    draws: np.ndarray,  # integer draws of a sampler
+    pmf,  # the exact pmf, symmetric about 0: a vectorised function of integer k
+) -> float:  # the chi-square goodness-of-fit p-value
+    "Chi-square p-value of integer `draws` against a symmetric `pmf` (cells beyond ±b, expected count < 5, pooled)."
+    from scipy import stats
+
+    draws = np.asarray(draws)
+    n = len(draws)
+    ks = np.arange(0, int(np.abs(draws).max()) + 2)
+    b = int(ks[n * pmf(ks) >= 5].max())
+    cells = np.arange(-b, b + 1)
+    p = pmf(cells)
+    tail = max(0.0, (1 - p.sum()) / 2)
+    p[0] += tail
+    p[-1] += tail
+    obs = np.bincount(np.clip(draws, -b, b) + b, minlength=len(cells))
+    return stats.chisquare(obs, n * p / p.sum()).pvalue
 
 # %% ../nbs/03_testing.ipynb #163cd882
 def expected_over_paths(

@@ -12,6 +12,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
+from fedgauss.testing import chi2_pvalue
 from fedgauss.dp import (
     GAUSSIAN_METHODS,
     PrivacyBudget,
@@ -183,19 +184,6 @@ def test_calibrate_with_prior_events():
 
 
 # ---------------------------------------------------------------- discrete samplers against their exact pmf
-def chi2_pvalue(draws, pmf):
-    n = len(draws)
-    ks = np.arange(0, int(np.abs(draws).max()) + 2)
-    b = int(ks[n * pmf(ks) >= 5].max())
-    cells = np.arange(-b, b + 1)
-    p = pmf(cells)
-    tail = max(0.0, (1 - p.sum()) / 2)
-    p[0] += tail
-    p[-1] += tail
-    obs = np.bincount(np.clip(draws, -b, b) + b, minlength=len(cells))
-    return stats.chisquare(obs, n * p / p.sum()).pvalue
-
-
 @pytest.mark.parametrize('sigma', [0.25, 0.3, 0.77, 1.0, 1.5, 3.3, 17.0, 250.0])
 def test_discrete_gaussian_chi_square(sigma):
     x = discrete_gaussian(sigma, 150_000, rng=int(sigma * 1000))

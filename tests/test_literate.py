@@ -156,6 +156,157 @@ def test_the_checks_see_what_they_should(tmp_path):
     assert private_imports(pkg) == {('a', 'b', '_hidden'), ('a', 'c', '_x')}
 
 
+# ---------------------------------------------------------------- one copy of each reference (issue 16 item 3)
+MIN_COPY_LINES = 6
+# (file, file) pairs that share MIN_COPY_LINES statement lines today, with why they may: the list can only shrink.
+ALLOWED_COPIES = {
+    ('fedgauss/gbdt.py', 'fedgauss/secureboost.py'): 'max_bins validation: to use one public validator',
+    (
+        'fedgauss/nflgbdt.py',
+        'fedgauss/secureboost.py',
+    ): 'passing the same hyperparameters on to GBDTClassifier (keyword list, not logic)',
+    ('nbs/02_cli.ipynb', 'tests/test_bad_input.py'): 'running the CLI and capturing its output: to share',
+    (
+        'nbs/40_mvppca.ipynb',
+        'nbs/94_repro_mvppca.ipynb',
+    ): 'the marginal likelihood of the global model: to fedgauss.testing',
+    (
+        'nbs/94_repro_mvppca.ipynb',
+        'tests/test_mvppca.py',
+    ): 'the marginal likelihood of the global model: to fedgauss.testing',
+    ('tests/bench_flower.py', 'tests/bench_securefedyj.py'): 'the same command line: to share',
+}
+
+
+def _code_sources(root=ROOT):
+    "(name, lines) for every module of fedgauss, every tests/ and tools/ script, and every non-exported notebook cell."
+    out = [(f'fedgauss/{f.name}', f.read_text()) for f in sorted((root / 'fedgauss').glob('[!_]*.py'))]
+    out += [(f'{d}/{f.name}', f.read_text()) for d in ('tests', 'tools') for f in sorted((root / d).glob('*.py'))]
+    for f in sorted((root / 'nbs').glob('*.ipynb')):
+        for i, c in enumerate(json.loads(f.read_text())['cells']):
+            src = ''.join(c['source'])
+            if c['cell_type'] == 'code' and not _EXPORT.search(src):  # exported cells are the modules' text
+                out.append((f'nbs/{f.name}#{i}', src))
+    return [(name, text.splitlines()) for name, text in out]
+
+
+def copied_code(root=ROOT, min_lines=MIN_COPY_LINES):
+    """{(file a, file b): [(line in a, line in b, first line)]} for every run of `min_lines` statement lines (blank,
+    comment and import lines skipped, whitespace collapsed) that two different files (or notebooks) share word for word."""
+    where = {}
+    for name, lines in _code_sources(root):
+        kept = [(k + 1, re.sub(r'\s+', ' ', l.strip())) for k, l in enumerate(lines)]
+        kept = [(k, l) for k, l in kept if l and not l.startswith(('#', 'import ', 'from '))]
+        for j in range(len(kept) - min_lines + 1):
+            run = tuple(l for _, l in kept[j : j + min_lines])
+            if sum(map(len, run)) >= 120:  # runs of short lines (`)`, `else:`, ...) are not code worth sharing
+                where.setdefault(run, []).append((name, kept[j][0]))
+    found = {}
+    for run, places in where.items():
+        files = sorted({n.split('#')[0] for n, _ in places})
+        for a, b in zip(files, files[1:]):
+            la = next(f'{n}:{k}' for n, k in places if n.split('#')[0] == a)
+            lb = next(f'{n}:{k}' for n, k in places if n.split('#')[0] == b)
+            found.setdefault((a, b), []).append((la, lb, run[0]))
+    return found
+
+
+def test_no_copied_code():
+    found = copied_code()
+    new = {k: v for k, v in found.items() if k not in ALLOWED_COPIES}
+    assert not new, 'code copied between files (move it to fedgauss.testing or a public function and import it):\n' + (
+        '\n'.join(f'{a} ~ {b}: {len(v)} runs, e.g. {v[0][0]} ~ {v[0][1]}: {v[0][2]!r}' for (a, b), v in new.items())
+    )
+    stale = sorted(k for k in ALLOWED_COPIES if k not in found)
+    assert not stale, f'these copies are gone: remove them from ALLOWED_COPIES: {stale}'
+
+
+def test_copy_check_sees_a_copy(tmp_path):
+    for d in ('fedgauss', 'tests', 'tools', 'nbs'):
+        (tmp_path / d).mkdir()
+    body = ''.join(f'    total_{i} = compute_something_long(values, weights, index={i}) + offset\n' for i in range(7))
+    (tmp_path / 'fedgauss' / 'm.py').write_text('def f(values, weights, offset):\n' + body)
+    cell = dict(cell_type='code', source='#| hide\n' + body.replace('    ', ''), metadata={}, outputs=[])
+    (tmp_path / 'nbs' / '00_x.ipynb').write_text(
+        json.dumps(dict(cells=[cell], metadata={}, nbformat=4, nbformat_minor=5))
+    )
+    found = copied_code(tmp_path)
+    assert list(found) == [('fedgauss/m.py', 'nbs/00_x.ipynb')] and len(found[('fedgauss/m.py', 'nbs/00_x.ipynb')]) == 2
+
+
+# ---------------------------------------------------------------- documented parameters (issue 16 item 2)
+# module -> public parameters without a docments comment when listed: the count can only go down.
+UNDOCUMENTED = {
+    'cli': 2,
+    'data': 1,
+    'dpgbdt': 90,
+    'flower': 38,
+    'gbdt': 132,
+    'missing': 8,
+    'mvppca': 5,
+    'nflgbdt': 47,
+    'paillier': 17,
+    'secureboost': 24,
+    'securefedyj': 97,
+    'smc': 158,
+    'testing': 15,
+    'yeojohnson': 73,
+    'yjcli': 4,
+}
+
+
+def undocumented_parameters():
+    "{module: ['function(parameter)', ...]} for public functions, classes (`__init__`) and public methods of fedgauss."
+    import importlib, inspect, pkgutil
+    from fastcore.docments import docments
+    import fedgauss
+
+    out = {}
+    for m in pkgutil.iter_modules(fedgauss.__path__):
+        if m.name.startswith('_'):
+            continue
+        mod = importlib.import_module(f'fedgauss.{m.name}')
+        for name in getattr(mod, '__all__', []):
+            obj = getattr(mod, name, None)
+            if getattr(obj, '__module__', None) != mod.__name__:
+                continue
+            if inspect.isclass(obj):
+                import dataclasses
+
+                fs = [(name, obj if dataclasses.is_dataclass(obj) else obj.__dict__.get('__init__'))]
+                fs += [
+                    (f'{name}.{k}', v)
+                    for k, v in obj.__dict__.items()
+                    if not k.startswith('_') and inspect.isfunction(v)
+                ]
+            else:
+                fs = [(name, obj)] if inspect.isfunction(obj) else []
+            for fname, f in fs:
+                if f is None:
+                    continue
+                params = inspect.signature(f).parameters
+                try:
+                    docs = docments(f, full=True)
+                except (OSError, TypeError):  # no source to read (e.g. a generated method)
+                    docs = {p: dict(docment=None) for p in params}
+                for p, d in docs.items():
+                    if p in ('self', 'cls', 'return') or p.startswith('_') or p not in params:
+                        continue
+                    if not d['docment']:
+                        out.setdefault(m.name, []).append(f'{fname}({p})')
+    return out
+
+
+def test_public_parameters_are_documented():
+    found = undocumented_parameters()
+    over = {m: v for m, v in found.items() if len(v) > UNDOCUMENTED.get(m, 0)}
+    assert not over, 'public parameters without a docments comment (`name: type = default,  # what it means`):\n' + (
+        '\n'.join(f'fedgauss.{m}: {len(v)} (allowed {UNDOCUMENTED.get(m, 0)}): {v}' for m, v in over.items())
+    )
+    fewer = {m: len(found.get(m, [])) for m, n in UNDOCUMENTED.items() if len(found.get(m, [])) < n}
+    assert not fewer, f'fewer undocumented parameters now: lower UNDOCUMENTED to {fewer}'
+
+
 if __name__ == '__main__':
     cells = exported_cells()
     ns = [n for *_, n in cells]
@@ -167,3 +318,7 @@ if __name__ == '__main__':
         if n > 40:
             print(f'  {n:4} {nb} cell {i} {name}')
     print('private imports:', sorted(private_imports()))
+    und = undocumented_parameters()
+    print('undocumented parameters:', sum(map(len, und.values())), {m: len(v) for m, v in sorted(und.items())})
+    for (a, b), v in copied_code().items():
+        print(f'copied: {a} ~ {b}: {len(v)} runs, e.g. {v[0][0]} ~ {v[0][1]}')
