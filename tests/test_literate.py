@@ -246,7 +246,6 @@ UNDOCUMENTED = {
     'secureboost': 24,
     'securefedyj': 97,
     'smc': 158,
-    'yjcli': 4,
 }
 
 
