@@ -5,6 +5,7 @@
 # %% ../nbs/03_testing.ipynb #738e23d0
 from __future__ import annotations
 import numpy as np
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs', 'chi2_pvalue',
@@ -17,11 +18,15 @@ def _mpmath():
 
     return mpmath
 
-# %% ../nbs/03_testing.ipynb #91e1e58a
+# %% ../nbs/03_testing.ipynb #fd4ec9bc
 class MPYeoJohnson:
     "Textbook Yeo-Johnson likelihood of one feature in mpmath (repeated values grouped with their counts)."
 
-    def __init__(self, x, dps=60):
+    def __init__(
+        self,
+        x,  # the feature's values (1-D; NaN ignored)
+        dps=60,  # mpmath working precision, in significant digits
+    ):
         mp = _mpmath()
         x = np.asarray(x, dtype=np.float64)
         x = x[~np.isnan(x)]
@@ -35,88 +40,112 @@ class MPYeoJohnson:
             self.cs = [int(c) for c in cnt]
             self.sphi = mp.fsum(c * s * l for c, s, l in zip(self.cs, self.sg, self.ls))
 
-    def _psi(self, lam):
-        mp = _mpmath()
-        psi, dpsi = [], []
-        for s, l in zip(self.sg, self.ls):
-            m = lam if s > 0 else 2 - lam
-            if m == 0:
-                p, q = s * l, l * l / 2
+# %% ../nbs/03_testing.ipynb #e5ce1e75
+@patch
+def _psi(self: MPYeoJohnson, lam):
+    "Lists of Psi and dPsi/dlambda of the distinct values at the mpf `lam`."
+    mp = _mpmath()
+    psi, dpsi = [], []
+    for s, l in zip(self.sg, self.ls):
+        m = lam if s > 0 else 2 - lam
+        if m == 0:
+            p, q = s * l, l * l / 2
+        else:
+            E = mp.exp(m * l)
+            if self.one_signed:
+                p, q = s * E / m, (m * l - 1) * E / m**2
             else:
-                E = mp.exp(m * l)
-                if self.one_signed:
-                    p, q = s * E / m, (m * l - 1) * E / m**2
-                else:
-                    p, q = s * (E - 1) / m, ((m * l - 1) * E + 1) / m**2
-            psi.append(p)
-            dpsi.append(q)
-        return psi, dpsi
+                p, q = s * (E - 1) / m, ((m * l - 1) * E + 1) / m**2
+        psi.append(p)
+        dpsi.append(q)
+    return psi, dpsi
 
-    def dloglik(self, lam):
-        mp = _mpmath()
-        with mp.workdps(self.dps):
-            lam = mp.mpf(lam)
-            n, cs = self.n, self.cs
-            psi, dpsi = self._psi(lam)
-            mu = mp.fsum(c * p for c, p in zip(cs, psi)) / n
-            md = mp.fsum(c * q for c, q in zip(cs, dpsi)) / n
-            var = mp.fsum(c * (p - mu) ** 2 for c, p in zip(cs, psi))
-            cov = mp.fsum(c * (p - mu) * (q - md) for c, p, q in zip(cs, psi, dpsi))
-            return self.sphi - n * cov / var
+# %% ../nbs/03_testing.ipynb #5cbb62c7
+@patch
+def dloglik(
+    self: MPYeoJohnson,
+    lam,  # lambda (float or mpf)
+):
+    "d/dlambda of the profile log-likelihood at `lam` (an mpf)."
+    mp = _mpmath()
+    with mp.workdps(self.dps):
+        lam = mp.mpf(lam)
+        n, cs = self.n, self.cs
+        psi, dpsi = self._psi(lam)
+        mu = mp.fsum(c * p for c, p in zip(cs, psi)) / n
+        md = mp.fsum(c * q for c, q in zip(cs, dpsi)) / n
+        var = mp.fsum(c * (p - mu) ** 2 for c, p in zip(cs, psi))
+        cov = mp.fsum(c * (p - mu) * (q - md) for c, p, q in zip(cs, psi, dpsi))
+        return self.sphi - n * cov / var
 
-    def loglik(self, lam):
-        "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (textbook Psi, including its constants)."
-        mp = _mpmath()
-        with mp.workdps(self.dps + int(abs(float(lam)) * float(max(self.ls)) / 2.3) + 10):
-            lam = mp.mpf(lam)
-            n, cs = self.n, self.cs
-            psi = [
-                s
-                * (
-                    l
-                    if (lam if s > 0 else 2 - lam) == 0
-                    else mp.expm1((lam if s > 0 else 2 - lam) * l) / (lam if s > 0 else 2 - lam)
-                )
-                for s, l in zip(self.sg, self.ls)
-            ]
-            mu = mp.fsum(c * p for c, p in zip(cs, psi)) / n
-            var = mp.fsum(c * (p - mu) ** 2 for c, p in zip(cs, psi)) / n
-            return -mp.mpf(n) / 2 * mp.log(var) + (lam - 1) * self.sphi
+# %% ../nbs/03_testing.ipynb #a7a49dfc
+@patch
+def loglik(
+    self: MPYeoJohnson,
+    lam,  # lambda (float or mpf)
+):
+    "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (textbook Psi, including its constants)."
+    mp = _mpmath()
+    with mp.workdps(self.dps + int(abs(float(lam)) * float(max(self.ls)) / 2.3) + 10):
+        lam = mp.mpf(lam)
+        n, cs = self.n, self.cs
+        mus = [lam if s > 0 else 2 - lam for s in self.sg]
+        psi = [s * (l if m == 0 else mp.expm1(m * l) / m) for s, l, m in zip(self.sg, self.ls, mus)]
+        mu = mp.fsum(c * p for c, p in zip(cs, psi)) / n
+        var = mp.fsum(c * (p - mu) ** 2 for c, p in zip(cs, psi)) / n
+        return -mp.mpf(n) / 2 * mp.log(var) + (lam - 1) * self.sphi
 
-    def mle(self, guess=0.0):
-        "The maximum-likelihood lambda (float)."
-        mp = _mpmath()
-        f = self.dloglik
-        with mp.workdps(self.dps):
-            g = mp.mpf(guess)
-            step = mp.mpf(1e-10) * max(1, abs(g))
-            a = b = g
-            fa = fb = f(g)
-            for _ in range(400):
-                if fa == 0:
-                    return float(a)
-                if (fa > 0) != (fb > 0):
-                    break
-                if fa > 0:
-                    a, fa = b, fb
-                    b = b + step
-                    fb = f(b)
-                else:
-                    b, fb = a, fa
-                    a = a - step
-                    fa = f(a)
-                step *= 4
-            else:
-                raise RuntimeError("no sign change of the derivative found")
-            return float(mp.findroot(f, (a, b), solver='anderson', tol=mp.mpf(10) ** (-self.dps + 15)))
+# %% ../nbs/03_testing.ipynb #1a5def51
+@patch
+def _bracket(self: MPYeoJohnson, g):
+    "(a, b, f(a), f(b)) with a sign change of the derivative (or f(a) = 0), stepping outwards from the mpf `g`."
+    f = self.dloglik
+    step = _mpmath().mpf(1e-10) * max(1, abs(g))
+    a = b = g
+    fa = fb = f(g)
+    for _ in range(400):
+        if fa == 0 or (fa > 0) != (fb > 0):
+            return a, b, fa, fb
+        if fa > 0:
+            a, fa = b, fb
+            b = b + step
+            fb = f(b)
+        else:
+            b, fb = a, fa
+            a = a - step
+            fa = f(a)
+        step *= 4
+    raise RuntimeError("no sign change of the derivative found")
+
+
+@patch
+def mle(
+    self: MPYeoJohnson,
+    guess=0.0,  # where the search for a sign change starts
+):
+    "The maximum-likelihood lambda (float)."
+    mp = _mpmath()
+    with mp.workdps(self.dps):
+        a, b, fa, _ = self._bracket(mp.mpf(guess))
+        if fa == 0:
+            return float(a)
+        return float(mp.findroot(self.dloglik, (a, b), solver='anderson', tol=mp.mpf(10) ** (-self.dps + 15)))
 
 # %% ../nbs/03_testing.ipynb #5e3cbfcf
-def mp_yj_mle(x, guess=0.0, dps=60):
+def mp_yj_mle(
+    x,  # the feature (1-D; NaN ignored)
+    guess=0.0,  # where the search for a sign change of the derivative starts
+    dps=60,  # mpmath working precision, in significant digits
+):
     "Maximum-likelihood Yeo-Johnson lambda of the 1-D data `x` with mpmath."
     return MPYeoJohnson(x, dps).mle(guess)
 
 # %% ../nbs/03_testing.ipynb #ba318751
-def mp_psi(x, lam, dps=50):
+def mp_psi(
+    x,  # one value
+    lam,  # lambda
+    dps=50,  # mpmath working precision, in significant digits
+):
     "Psi(lam, x) by the four textbook cases, in mpmath, as float."
     mp = _mpmath()
     with mp.workdps(dps):
@@ -129,7 +158,11 @@ def mp_psi(x, lam, dps=50):
         return float(v)
 
 
-def mp_overflow_bound(xmax, ymax, dps=50):
+def mp_overflow_bound(
+    xmax,  # the largest value (> 0)
+    ymax,  # the bound on Psi
+    dps=50,  # mpmath working precision, in significant digits
+):
     "The lambda > 0 with ((1 + xmax)^lambda - 1)/lambda = ymax, solved by mp."
     mp = _mpmath()
     with mp.workdps(dps):
@@ -140,7 +173,9 @@ def mp_overflow_bound(xmax, ymax, dps=50):
         return float(u / l)
 
 # %% ../nbs/03_testing.ipynb #6b9bd402
-def adversarial_inputs(seed=7):
+def adversarial_inputs(
+    seed=7,  # seed of the random parts
+):
     "Inputs built to break the textbook arithmetic (all have a representable maximizer)."
     r = np.random.default_rng(seed)
     return {

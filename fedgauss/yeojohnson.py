@@ -60,7 +60,10 @@ def yj_g(
         return np.where(tiny, l * (1 + z / 2 + z * z / 6), np.expm1(z) / np.where(tiny, 1, mu))
 
 # %% ../nbs/10_yeojohnson.ipynb #cd299956
-def yeo_johnson(x, lmbda):
+def yeo_johnson(
+    x,  # values (any shape; 2-D: one column per feature); NaN stays NaN
+    lmbda,  # lambda: a scalar, or one per column (broadcast with `x`)
+):
     "Yeo-Johnson transform Psi(lmbda, x), elementwise; 2-D `x` takes one lambda per column. NaN stays NaN."
     x = np.asarray(x, dtype=np.float64)
     lam = _as_lambdas(lmbda)
@@ -70,8 +73,11 @@ def yeo_johnson(x, lmbda):
         return np.where(lam == 1, x, s * yj_g(_lam_s(x, lam), np.log1p(np.abs(x))))  # lambda = 1: the identity, exactly
 
 # %% ../nbs/10_yeojohnson.ipynb #3c222a85
-def yeo_johnson_inverse(y, lmbda):
-    "Inverse of `yeo_johnson`: the x with Psi(lmbda, x) = y; +-inf (with a warning) where y is outside the range of Psi."
+def yeo_johnson_inverse(
+    y,  # transformed values (any shape; 2-D: one column per feature)
+    lmbda,  # lambda: a scalar, or one per column (broadcast with `y`)
+):
+    "Inverse of `yeo_johnson`: the x with Psi(lmbda, x) = y; +-inf (with a warning) outside the range of Psi."
     y = np.asarray(y, dtype=np.float64)
     lam = _as_lambdas(lmbda)
     y, lam = np.broadcast_arrays(y, lam)
@@ -115,7 +121,10 @@ def yj_gmu(
     return np.where(small, l * l * _h_series(np.where(small, z, 0.0)), big)
 
 # %% ../nbs/10_yeojohnson.ipynb #80a7f127
-def yeo_johnson_dlambda(x, lmbda):
+def yeo_johnson_dlambda(
+    x,  # values (any shape; 2-D: one column per feature)
+    lmbda,  # lambda: a scalar, or one per column (broadcast with `x`)
+):
     "Derivative of the Yeo-Johnson transform with respect to lambda, elementwise (>= 0)."
     x = np.asarray(x, dtype=np.float64)
     lam = _as_lambdas(lmbda)
@@ -123,49 +132,16 @@ def yeo_johnson_dlambda(x, lmbda):
     with np.errstate(invalid='ignore'):
         return yj_gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
 
-# %% ../nbs/10_yeojohnson.ipynb #5340e1e7
+# %% ../nbs/10_yeojohnson.ipynb #9075f00cfa8d463f84130041b1e44ca7
 @dataclass(frozen=True)
 class YJAnchors:
-    "Per-feature extremes that fix the frames: min/max of x over x >= 0 and min/max of |x| over x < 0 (NaN: no such value)."
+    "Per-feature extremes that fix the frames: min/max of x over x >= 0 and of |x| over x < 0 (NaN: none)."
 
-    pos_lo: np.ndarray
-    pos_hi: np.ndarray
-    neg_lo: np.ndarray
-    neg_hi: np.ndarray
-
-    @classmethod
-    def from_data(cls, X):
-        "Anchors of the columns of `X` (n x d array; NaN ignored)."
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1:
-            X = X[:, None]
-        return cls.from_columns(np.ascontiguousarray(X.T))
-
-    @classmethod
-    def from_columns(cls, XT):
-        "Anchors of the rows of `XT` (d x n: one row per feature)."
-        d, n = XT.shape
-        with warnings.catch_warnings(), np.errstate(invalid='ignore'):
-            warnings.simplefilter('ignore', RuntimeWarning)
-            mn = np.nanmin(XT, 1) if n else np.full(d, np.nan)
-            mx = np.nanmax(XT, 1) if n else np.full(d, np.nan)
-            pos_lo, pos_hi = mn.copy(), mx.copy()
-            neg_lo, neg_hi = np.full(d, np.nan), np.full(d, np.nan)
-            slow = np.flatnonzero(mn < 0)  # features with a negative value: split by sign
-            if len(slow):
-                S = XT[slow]
-                P = np.where(S >= 0, S, np.nan)
-                N = np.where(S < 0, -S, np.nan)
-                pos_lo[slow], pos_hi[slow] = np.nanmin(P, 1), np.nanmax(P, 1)
-                neg_lo[slow], neg_hi[slow] = np.nanmin(N, 1), np.nanmax(N, 1)
-        return cls(pos_lo, pos_hi, neg_lo, neg_hi)
-
-    def merge(self, *others):
-        "Anchors of the union of the data sets (what a secure min/max across clients computes)."
-        a = (self,) + others
-        lo = lambda f: np.fmin.reduce([getattr(o, f) for o in a])
-        hi = lambda f: np.fmax.reduce([getattr(o, f) for o in a])
-        return YJAnchors(lo('pos_lo'), hi('pos_hi'), lo('neg_lo'), hi('neg_hi'))
+    pos_lo: np.ndarray  # smallest x >= 0 of each feature (NaN: no such value)
+    pos_hi: np.ndarray  # largest x >= 0
+    neg_lo: np.ndarray  # smallest |x| over x < 0
+    neg_hi: np.ndarray  # largest |x| over x < 0
+    TINY = 1e-150  # below this spread on the log1p scale, var(Psi) underflows float64: numerically constant
 
     def __eq__(self, o):
         return isinstance(o, YJAnchors) and all(
@@ -174,57 +150,111 @@ class YJAnchors:
 
     __hash__ = None
 
-    @property
-    def kind(self):
-        "+1: no negative value; -1: negative values and no positive one (zeros join them); 0: both signs (mixed)."
-        has_neg = ~np.isnan(self.neg_hi)
-        has_pos = self.pos_hi > 0
-        return np.where(has_neg & has_pos, 0, np.where(has_neg, -1, 1))
+# %% ../nbs/10_yeojohnson.ipynb #5e20a2a0e21149b5b06860e930401eb5
+@patch(cls_method=True)
+def from_columns(
+    cls: YJAnchors,
+    XT,  # d x n array: one row per feature (NaN ignored)
+):
+    "Anchors of the rows of `XT` (d x n: one row per feature)."
+    d, n = XT.shape
+    with warnings.catch_warnings(), np.errstate(invalid='ignore'):
+        warnings.simplefilter('ignore', RuntimeWarning)
+        mn = np.nanmin(XT, 1) if n else np.full(d, np.nan)
+        mx = np.nanmax(XT, 1) if n else np.full(d, np.nan)
+        pos_lo, pos_hi = mn.copy(), mx.copy()
+        neg_lo, neg_hi = np.full(d, np.nan), np.full(d, np.nan)
+        slow = np.flatnonzero(mn < 0)  # features with a negative value: split by sign
+        if len(slow):
+            S = XT[slow]
+            P = np.where(S >= 0, S, np.nan)
+            N = np.where(S < 0, -S, np.nan)
+            pos_lo[slow], pos_hi[slow] = np.nanmin(P, 1), np.nanmax(P, 1)
+            neg_lo[slow], neg_hi[slow] = np.nanmin(N, 1), np.nanmax(N, 1)
+    return cls(pos_lo, pos_hi, neg_lo, neg_hi)
 
-    @property
-    def empty(self):
-        "Features without any non-NaN value."
-        return np.isnan(self.pos_hi) & np.isnan(self.neg_hi)
+# %% ../nbs/10_yeojohnson.ipynb #72c31777baf4441b988909d29205560c
+@patch(cls_method=True)
+def from_data(
+    cls: YJAnchors,
+    X,  # n x d array (1-D: one feature); NaN ignored
+):
+    "Anchors of the columns of `X` (n x d array; NaN ignored)."
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    return cls.from_columns(np.ascontiguousarray(X.T))
 
-    def group_anchors(self):
-        "(lo, hi) of |x| over the single sign group of one-signed features (NaN for mixed ones)."
-        k = self.kind
-        lo = np.where(k > 0, self.pos_lo, np.where(k < 0, np.where(self.pos_lo == 0, 0.0, self.neg_lo), np.nan))
-        hi = np.where(k > 0, self.pos_hi, np.where(k < 0, self.neg_hi, np.nan))
-        return lo, hi
+# %% ../nbs/10_yeojohnson.ipynb #27531e93873647d9a5bf1112f2051a59
+@patch
+def merge(
+    self: YJAnchors,
+    *others: YJAnchors,  # anchors of the other data sets
+) -> YJAnchors:
+    "Anchors of the union of the data sets (what a secure min/max across clients computes)."
+    a = (self,) + others
+    lo = lambda f: np.fmin.reduce([getattr(o, f) for o in a])
+    hi = lambda f: np.fmax.reduce([getattr(o, f) for o in a])
+    return YJAnchors(lo('pos_lo'), hi('pos_hi'), lo('neg_lo'), hi('neg_hi'))
 
-    TINY = 1e-150  # below this spread on the log1p scale, var(Psi) underflows float64: numerically constant
+# %% ../nbs/10_yeojohnson.ipynb #f3041e9ffdb2416ea2009d3a6a4c5716
+@patch
+def covers(
+    self: YJAnchors,
+    other: YJAnchors,  # the anchors of the data to check
+) -> np.ndarray:
+    "Whether each feature of the data described by `other` lies within these anchors (same sign pattern)."
+    with np.errstate(invalid='ignore'):
+        ok = lambda lo_a, hi_a, lo_b, hi_b: np.isnan(lo_b) | ((lo_a <= lo_b) & (hi_b <= hi_a))
+        return ok(self.pos_lo, self.pos_hi, other.pos_lo, other.pos_hi) & ok(
+            self.neg_lo, self.neg_hi, other.neg_lo, other.neg_hi
+        )
 
-    @property
-    def constant(self):
-        "Features whose non-NaN values are all equal, or numerically so: their whole extent on the log1p scale is below `TINY`."
-        lo, hi = self.group_anchors()
-        with np.errstate(invalid='ignore'):
-            extent = np.where(
-                self.kind == 0,
-                np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)),
-                self.spread[0],
-            )
-            return ((self.kind != 0) & (lo == hi)) | (extent < self.TINY)
+# %% ../nbs/10_yeojohnson.ipynb #9141936c6c8a4c478a75aea4ff665469
+@patch(as_prop=True)
+def kind(self: YJAnchors):
+    "+1: no negative value; -1: negative values and no positive one (zeros join them); 0: both signs (mixed)."
+    has_neg = ~np.isnan(self.neg_hi)
+    has_pos = self.pos_hi > 0
+    return np.where(has_neg & has_pos, 0, np.where(has_neg, -1, 1))
 
-    @property
-    def spread(self):
-        "R = log((1 + max|x|)/(1 + min|x|)) of each sign group: (R of x >= 0 or of the one-signed group, R of x < 0)."
-        lo, hi = self.group_anchors()
-        k = self.kind
-        lo_p = np.where(k == 0, self.pos_lo, lo)
-        hi_p = np.where(k == 0, self.pos_hi, hi)
-        Rp = np.log1p((hi_p - lo_p) / (1 + lo_p))
-        Rn = np.where(k == 0, np.log1p((self.neg_hi - self.neg_lo) / (1 + self.neg_lo)), np.nan)
-        return Rp, Rn
 
-    def covers(self, other) -> np.ndarray:
-        "Whether each feature of the data described by `other` lies within these anchors (same sign pattern)."
-        with np.errstate(invalid='ignore'):
-            ok = lambda lo_a, hi_a, lo_b, hi_b: np.isnan(lo_b) | ((lo_a <= lo_b) & (hi_b <= hi_a))
-            return ok(self.pos_lo, self.pos_hi, other.pos_lo, other.pos_hi) & ok(
-                self.neg_lo, self.neg_hi, other.neg_lo, other.neg_hi
-            )
+@patch(as_prop=True)
+def empty(self: YJAnchors):
+    "Features without any non-NaN value."
+    return np.isnan(self.pos_hi) & np.isnan(self.neg_hi)
+
+
+@patch
+def group_anchors(self: YJAnchors):
+    "(lo, hi) of |x| over the single sign group of one-signed features (NaN for mixed ones)."
+    k = self.kind
+    lo = np.where(k > 0, self.pos_lo, np.where(k < 0, np.where(self.pos_lo == 0, 0.0, self.neg_lo), np.nan))
+    hi = np.where(k > 0, self.pos_hi, np.where(k < 0, self.neg_hi, np.nan))
+    return lo, hi
+
+# %% ../nbs/10_yeojohnson.ipynb #b427a666a1b549ef9b573d6f946bfc3b
+@patch(as_prop=True)
+def spread(self: YJAnchors):
+    "R = log((1 + max|x|)/(1 + min|x|)) of each sign group: (R of x >= 0 or of the one-signed group, R of x < 0)."
+    lo, hi = self.group_anchors()
+    k = self.kind
+    lo_p = np.where(k == 0, self.pos_lo, lo)
+    hi_p = np.where(k == 0, self.pos_hi, hi)
+    Rp = np.log1p((hi_p - lo_p) / (1 + lo_p))
+    Rn = np.where(k == 0, np.log1p((self.neg_hi - self.neg_lo) / (1 + self.neg_lo)), np.nan)
+    return Rp, Rn
+
+
+@patch(as_prop=True)
+def constant(self: YJAnchors):
+    "Features whose non-NaN values are all equal, or numerically so: their extent on the log1p scale is below `TINY`."
+    lo, hi = self.group_anchors()
+    with np.errstate(invalid='ignore'):
+        extent = np.where(
+            self.kind == 0, np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)), self.spread[0]
+        )
+        return ((self.kind != 0) & (lo == hi)) | (extent < self.TINY)
 
 # %% ../nbs/10_yeojohnson.ipynb #1e4ae8ca
 TAU0 = 0.25  # series ("zero-expansion") regime: |lambda_s| R < TAU0
@@ -233,28 +263,18 @@ TAU1 = 0.5  # cached expansion around lambda_r: |lambda_s - lambda_r| R <= TAU1
 K1 = 21  # terms of that expansion
 YMAX = 1e150  # largest |Psi| the fitted transform may produce, so that Psi^2 and the variance stay finite (see the overflow bound)
 
-# %% ../nbs/10_yeojohnson.ipynb #3eb990a2
+# %% ../nbs/10_yeojohnson.ipynb #0310869696a145bf841235dd6c036af8
 @dataclass(frozen=True)
 class YJFrame:
     "The public frame in which the sums of each feature are expressed at a given lambda (see the derivation above)."
 
-    lmbda: np.ndarray
+    lmbda: np.ndarray  # lambda of each feature
     mixed: np.ndarray  # both signs present: scale-only frame
     sign: np.ndarray  # s of one-signed features (+1/-1), 0 for mixed ones
     lam_s: np.ndarray  # lambda_s of one-signed features (NaN for mixed)
     anchor: np.ndarray  # |x| anchor a of one-signed features (NaN for mixed)
     c: np.ndarray  # log1p(anchor)
     M: np.ndarray  # log-scale of mixed features (0 for one-signed)
-
-    @property
-    def log_scale(self):
-        "L in Psi = e^L Psi~ + alpha"
-        return np.where(self.mixed, self.M, self.lam_s * self.c)
-
-    @property
-    def phi_shift(self):
-        "kappa in phi~ = phi - kappa"
-        return np.where(self.mixed, 0.0, self.sign * self.c)
 
     def __eq__(self, o):
         return isinstance(o, YJFrame) and all(
@@ -263,8 +283,23 @@ class YJFrame:
 
     __hash__ = None
 
+# %% ../nbs/10_yeojohnson.ipynb #7c10029e1707434ab3fe295caea7d13f
+@patch(as_prop=True)
+def log_scale(self: YJFrame):
+    "L in Psi = e^L Psi~ + alpha"
+    return np.where(self.mixed, self.M, self.lam_s * self.c)
 
-def yj_frame(lmbda, anchors: YJAnchors) -> YJFrame:
+
+@patch(as_prop=True)
+def phi_shift(self: YJFrame):
+    "kappa in phi~ = phi - kappa"
+    return np.where(self.mixed, 0.0, self.sign * self.c)
+
+# %% ../nbs/10_yeojohnson.ipynb #f68f0888c55a4478ace3eac39384dff4
+def yj_frame(
+    lmbda,  # lambda of each feature (array of d), or one for all
+    anchors: YJAnchors,  # the agreed anchors
+) -> YJFrame:
     "The frame of each feature at `lmbda` given the agreed `anchors`."
     k = anchors.kind
     d = len(k)
@@ -280,18 +315,18 @@ def yj_frame(lmbda, anchors: YJAnchors) -> YJFrame:
     M = np.where(k == 0, np.maximum(0, np.maximum(lam * lp, (2 - lam) * ln)), 0.0)
     return YJFrame(lam, k == 0, s, lam_s, anchor, np.log1p(anchor), M)
 
-# %% ../nbs/10_yeojohnson.ipynb #170ae9b3
+# %% ../nbs/10_yeojohnson.ipynb #f94f5a17fa734d288763e7d9a3758173
 @dataclass
 class YJSums:
     "Additive per-feature statistics at one lambda, in the frame `frame`: add the sums of disjoint data sets with `+`."
 
-    n: np.ndarray
-    s_phi: np.ndarray
-    s_psi: np.ndarray
-    s_psi2: np.ndarray
-    s_dpsi: np.ndarray
-    s_psi_dpsi: np.ndarray
-    frame: YJFrame = field(repr=False, default=None)
+    n: np.ndarray  # non-NaN rows of each feature
+    s_phi: np.ndarray  # sum of phi~ = sgn(x) log1p|x| - kappa
+    s_psi: np.ndarray  # sum of Psi~
+    s_psi2: np.ndarray  # sum of Psi~^2
+    s_dpsi: np.ndarray  # sum of dPsi~ (derivative in lambda, in the frame)
+    s_psi_dpsi: np.ndarray  # sum of Psi~ dPsi~
+    frame: YJFrame = field(repr=False, default=None)  # the public frame the sums are expressed in
     STATS = ('n', 's_phi', 's_psi', 's_psi2', 's_dpsi', 's_psi_dpsi')
 
     def __add__(self, o):
@@ -311,27 +346,36 @@ class YJSums:
     def lmbda(self):
         return self.frame.lmbda
 
-# %% ../nbs/10_yeojohnson.ipynb #898e8e9c
+# %% ../nbs/10_yeojohnson.ipynb #e981b37c798e44f684168605b9db02c6
 def _DC(S):
+    "D = n S_Psi2 - S_Psi^2 and C = n S_PsidPsi - S_Psi S_dPsi of the sums `S`."
     D = S.n * S.s_psi2 - S.s_psi**2
     C = S.n * S.s_psi_dpsi - S.s_psi * S.s_dpsi
     return D, C
 
 
-def yj_sign_from_sums(S: YJSums) -> np.ndarray:
+def yj_sign_from_sums(
+    S: YJSums,  # the (pooled) sums at the current lambdas
+) -> np.ndarray:
     "Sign of d/dlambda log L for each feature (Eq. 3): sign(S_phi D - n C), no division."
     D, C = _DC(S)
     return np.sign(S.s_phi * D - S.n * C).astype(np.int8)
 
 
-def yj_dloglik_from_sums(S: YJSums) -> np.ndarray:
+def yj_dloglik_from_sums(
+    S: YJSums,  # the (pooled) sums
+) -> np.ndarray:
     "d/dlambda log L = S_phi - n C/D (the same number in every frame)."
     D, C = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
         return S.s_phi - S.n * C / D
 
-
-def yj_moments_from_frame(mean_t, var_t, frame: YJFrame):
+# %% ../nbs/10_yeojohnson.ipynb #9082857fd66e4025bba99b1a80c5d976
+def yj_moments_from_frame(
+    mean_t,  # mean of the frame values Psi~ of each feature
+    var_t,  # variance of the frame values
+    frame: YJFrame,  # the frame
+):
     "(mean, variance) of Psi(lambda, x) from the mean and variance of the frame values (log domain where it matters)."
     f = frame
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
@@ -346,15 +390,19 @@ def yj_moments_from_frame(mean_t, var_t, frame: YJFrame):
         mean = np.where(f.mixed, np.exp(f.M) * mt, m1)
     return mean, var
 
-
-def yj_moments_from_sums(S: YJSums):
+# %% ../nbs/10_yeojohnson.ipynb #71b4158a9f3d49279f06ec9197b84529
+def yj_moments_from_sums(
+    S: YJSums,  # the (pooled) sums
+):
     "(mean, variance) of Psi(lambda, x) from the frame sums."
     D, _ = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
         return yj_moments_from_frame(S.s_psi / S.n, D / S.n**2, S.frame)
 
 
-def yj_loglik_from_sums(S: YJSums) -> np.ndarray:
+def yj_loglik_from_sums(
+    S: YJSums,  # the (pooled) sums
+) -> np.ndarray:
     "Profile log-likelihood -n/2 log var(Psi) + (lambda - 1) S_phi (constants dropped as in SciPy's yeojohnson_llf)."
     f = S.frame
     n = S.n
@@ -401,11 +449,15 @@ def yj_gmu_scaled(
         big = ((z - 1) * np.exp(z - M) + np.exp(-M)) / lam**2
     return np.where(small, ser, big)
 
-# %% ../nbs/10_yeojohnson.ipynb #53a87a2b
+# %% ../nbs/10_yeojohnson.ipynb #8edb47106e1a46a883d545849b8ab81b
 class YJData:
     "A data holder's prepared rows: call `sums(lmbda)` for the additive statistics of every feature at a public lambda."
 
-    def __init__(self, X, anchors: YJAnchors | None = None):
+    def __init__(
+        self,
+        X,  # this holder's rows: an n x d array (1-D: one feature); NaN = missing
+        anchors: YJAnchors | None = None,  # the agreed (merged) anchors; default: this holder's own
+    ):
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
             X = X[:, None]
@@ -413,267 +465,329 @@ class YJData:
             raise ValueError(f"X must be 1-D or 2-D; got {X.ndim} dimensions")
         self.n_rows, self.d = X.shape
         XT = np.ascontiguousarray(X.T)
-        local = YJAnchors.from_columns(XT)
-        if anchors is None:
-            anchors = local
-        elif len(anchors.kind) != self.d:
-            raise ValueError(f"anchors describe {len(anchors.kind)} features, X has {self.d}")
-        else:
-            out = np.flatnonzero(~anchors.covers(local))
-            if len(out):
-                raise ValueError(f"feature(s) {out.tolist()} have values outside the agreed anchors")
-        self.anchors = A = anchors
-        kind = A.kind
-        glo, ghi = A.group_anchors()
-        one_cols, mixed_cols = np.flatnonzero(kind != 0), np.flatnonzero(kind == 0)
-        nm = len(mixed_cols)
-        # group table: one group per one-signed feature, then the x >= 0 and x < 0 groups of each mixed feature
-        self.g_col = np.r_[one_cols, mixed_cols, mixed_cols].astype(np.intp)
-        G = len(self.g_col)
-        self.g_s = np.r_[kind[one_cols], np.ones(nm), -np.ones(nm)].astype(np.float64)
-        self.g_lo = np.nan_to_num(np.r_[glo[one_cols], A.pos_lo[mixed_cols], A.neg_lo[mixed_cols]])
-        self.g_hi = np.nan_to_num(np.r_[ghi[one_cols], A.pos_hi[mixed_cols], A.neg_hi[mixed_cols]])
-        self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2 * nm, bool)]
-        self.g_R = np.log1p((self.g_hi - self.g_lo) / (1 + self.g_lo))
-        self.g_clo, self.g_chi = np.log1p(self.g_lo), np.log1p(self.g_hi)
-        n = self.n_rows
-        self.D_hi = D = np.empty((G, n))
-        self.memb = memb = np.empty((G, n), bool)
-        hi = self.g_hi[:, None]
-        inv = 1 / (1 + hi)
-        chi = self.g_chi[:, None]
-        P123 = np.zeros((3, G))
-        gn = np.zeros(G)
-        mrows = slice(len(one_cols), G)
-        sgn = self.g_s[mrows, None]
-        ch = self._chunk(G)
-        bufs = {}
-        for s0 in range(0, n, ch):  # blocks of rows, all features at once
-            m = min(ch, n - s0)
-            if m not in bufs:
-                bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))  # contiguous work buffers
-            aa, rr, nn = bufs[m]
-            np.take(XT[:, s0 : s0 + m], self.g_col, axis=0, out=aa)
-            mm = ~np.isnan(aa)
-            if nm:
-                with np.errstate(invalid='ignore'):
-                    mm[mrows] &= np.where(sgn > 0, aa[mrows] >= 0, aa[mrows] < 0)
-            np.abs(aa, out=aa)
-            np.subtract(aa, hi, out=rr)
-            rr *= inv  # (|x| - a)/(1 + a)
-            np.greater(rr, -0.5, out=nn)
-            np.copyto(aa, rr, where=nn)
-            with np.errstate(invalid='ignore'):
-                np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-            np.subtract(aa, chi, out=aa, where=~nn)  # ... minus c far from it
-            np.copyto(aa, 0.0, where=~mm)  # neutral rows
-            D[:, s0 : s0 + m] = aa
-            memb[:, s0 : s0 + m] = mm
-            gn += mm.sum(1)
-            P123[0] += aa.sum(1)
-            np.multiply(aa, aa, out=rr)
-            P123[1] += rr.sum(1)
-            P123[2] += np.einsum('ij,ij->i', rr, aa)
-        self.g_n = gn
-        self.g_sd_hi = P123[0]
-        self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
-        self.D_lo = np.empty_like(D)
-        self._lo_ready = np.zeros(G, bool)
-        self.P = np.full((K0 + 2, G), np.nan)
-        self.P[1:4] = P123
-        self._P_ready = np.zeros(G, bool)
-        self._cache_ls = np.full(G, np.nan)
-        self._cache_lo = np.zeros(G, bool)
-        self._cache_base = np.zeros((4, G))
-        self._cache_mom = np.zeros((2, K1 + 2, G))
-        self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
+        self.anchors = self._agree(anchors, YJAnchors.from_columns(XT))
+        self._group_table()
+        self._init_caches(self._log_distances(XT))
 
-    def _chunk(self, r):
-        return max(512, min(max(self.n_rows, 1), 131072 // max(r, 1)))
+# %% ../nbs/10_yeojohnson.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+@patch
+def _agree(self: YJData, anchors, local):
+    "The anchors to use: the agreed ones, checked against this holder's own `local` ones; `local` if none given."
+    if anchors is None:
+        return local
+    if len(anchors.kind) != self.d:
+        raise ValueError(f"anchors describe {len(anchors.kind)} features, X has {self.d}")
+    out = np.flatnonzero(~anchors.covers(local))
+    if len(out):
+        raise ValueError(f"feature(s) {out.tolist()} have values outside the agreed anchors")
+    return anchors
 
-    def _need_lo(self, rows):
-        rows = rows[~self._lo_ready[rows]]
-        if len(rows):
-            self.D_lo[rows] = np.where(self.memb[rows], np.maximum(self.D_hi[rows] + self.g_R[rows, None], 0.0), 0.0)
-            self._lo_ready[rows] = True
+# %% ../nbs/10_yeojohnson.ipynb #7cdc8c89c7104fffa095e18ddfef8986
+@patch
+def _group_table(self: YJData):
+    "The sign groups' columns g_col, signs g_s, |x| ranges g_lo/g_hi, g_mixed, spreads g_R, log1p ends g_clo/g_chi."
+    A = self.anchors
+    kind = A.kind
+    glo, ghi = A.group_anchors()
+    one_cols, mixed_cols = np.flatnonzero(kind != 0), np.flatnonzero(kind == 0)
+    self.n_one, nm = len(one_cols), len(mixed_cols)
+    self.g_col = np.r_[one_cols, mixed_cols, mixed_cols].astype(np.intp)
+    self.g_s = np.r_[kind[one_cols], np.ones(nm), -np.ones(nm)].astype(np.float64)
+    self.g_lo = np.nan_to_num(np.r_[glo[one_cols], A.pos_lo[mixed_cols], A.neg_lo[mixed_cols]])
+    self.g_hi = np.nan_to_num(np.r_[ghi[one_cols], A.pos_hi[mixed_cols], A.neg_hi[mixed_cols]])
+    self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2 * nm, bool)]
+    self.g_R = np.log1p((self.g_hi - self.g_lo) / (1 + self.g_lo))
+    self.g_clo, self.g_chi = np.log1p(self.g_lo), np.log1p(self.g_hi)
 
-    def _need_P(self, rows):
-        rows = rows[~self._P_ready[rows]]
-        if not len(rows):
-            return
-        ch = self._chunk(len(rows))
-        P = np.zeros((K0 + 2, len(rows)))
-        for s0 in range(0, self.n_rows, ch):
-            d = self.D_hi[rows, s0 : s0 + ch]
-            p = d * d
-            for k in range(3, K0 + 2):
-                p *= d
-                P[k] += p.sum(1)
-        self.P[4:, rows] = P[4:]
-        self._P_ready[rows] = True
+# %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
+@patch
+def _chunk(self: YJData, r):
+    "Rows per block when `r` groups are processed together (about 128k values per block)."
+    return max(512, min(max(self.n_rows, 1), 131072 // max(r, 1)))
 
-    def _fresh(self, rows, lo_frame, ls, moments):
-        "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments)."
-        r, n = len(rows), self.n_rows
-        out = np.zeros((4, r))
-        mom = np.zeros((2, K1 + 2, r)) if moments else None
-        if lo_frame:
-            self._need_lo(rows)
-        src = self.D_lo if lo_frame else self.D_hi
-        ch = self._chunk(r)
-        lsc = ls[:, None]
-        bufs = {}
-        for s0 in range(0, n, ch):
-            m = min(ch, n - s0)
-            if m not in bufs:
-                bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]  # contiguous work buffers
-            zz, EE, ee, tt = bufs[m][:4]
-            d = src[rows, s0 : s0 + m]
-            np.multiply(d, lsc, out=zz)  # z = lambda_s d <= 0
-            np.exp(zz, out=EE)
-            np.subtract(EE, 1, out=ee)
-            np.multiply(zz, EE, out=tt)
-            np.subtract(tt, ee, out=tt)
-            out[0] += ee.sum(1)
-            out[1] += np.einsum('ij,ij->i', ee, ee)
-            out[2] += tt.sum(1)
-            out[3] += np.einsum('ij,ij->i', ee, tt)
-            if moments:
-                pp, EE2 = bufs[m][4:]
-                np.multiply(EE, EE, out=EE2)
-                mom[0, 0] += EE.sum(1)
-                mom[1, 0] += EE2.sum(1)
-                np.multiply(EE, d, out=pp)
-                for k in range(1, K1 + 2):
-                    mom[0, k] += pp.sum(1)
-                    mom[1, k] += np.einsum('ij,ij->i', pp, EE)
-                    if k < K1 + 1:
-                        pp *= d
-        return out, mom
+# %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
+@patch
+def _block_d(self: YJData, Xb, aa, rr, nn):
+    "Fill `aa` with d of the block `Xb` (columns of X.T) for every group (buffers `rr`, `nn`); returns membership."
+    np.take(Xb, self.g_col, axis=0, out=aa)
+    mm = ~np.isnan(aa)
+    if len(self.g_col) > self.n_one:  # mixed features: a row belongs to the group of its sign
+        mrows = slice(self.n_one, len(self.g_col))
+        with np.errstate(invalid='ignore'):
+            mm[mrows] &= np.where(self.g_s[mrows, None] > 0, aa[mrows] >= 0, aa[mrows] < 0)
+    np.abs(aa, out=aa)
+    np.subtract(aa, self.g_hi[:, None], out=rr)
+    rr *= 1 / (1 + self.g_hi[:, None])  # (|x| - a)/(1 + a)
+    np.greater(rr, -0.5, out=nn)
+    np.copyto(aa, rr, where=nn)
+    with np.errstate(invalid='ignore'):
+        np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
+    np.subtract(aa, self.g_chi[:, None], out=aa, where=~nn)  # ... minus c far from it
+    np.copyto(aa, 0.0, where=~mm)  # neutral rows
+    return mm
 
-    @staticmethod
-    def _expand(mom, base, lr, h):
-        "The four e/t sums at lambda_s = lr + h from the moments at lr (Taylor, exact to K1 terms)."
-        A, C = mom
-        k = np.arange(1, K1 + 1)[:, None]
-        hk = h[None, :] ** k * _IFACT[1 : K1 + 1, None]
-        two = 2.0**k
-        S1 = base[0] + (hk * A[1 : K1 + 1]).sum(0)
-        S2 = base[1] + (hk * (two * C[1 : K1 + 1] - 2 * A[1 : K1 + 1])).sum(0)
-        S3 = base[2] + (hk * (lr * A[2 : K1 + 2] + (k - 1) * A[1 : K1 + 1])).sum(0)
-        S4 = base[3] + (
-            hk * (lr * two * C[2 : K1 + 2] - lr * A[2 : K1 + 2] + (k - 2) * (two / 2 * C[1 : K1 + 1] - A[1 : K1 + 1]))
-        ).sum(0)
-        return np.array([S1, S2, S3, S4])
+# %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+@patch
+def _log_distances(self: YJData, XT):
+    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, block by block; returns P_1..P_3 per group."
+    G, n = len(self.g_col), self.n_rows
+    self.D_hi = D = np.empty((G, n))
+    self.memb = memb = np.empty((G, n), bool)
+    P123, gn, bufs = np.zeros((3, G)), np.zeros(G), {}
+    ch = self._chunk(G)
+    for s0 in range(0, n, ch):  # blocks of rows, all features at once
+        m = min(ch, n - s0)
+        if m not in bufs:
+            bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))  # contiguous work buffers
+        aa, rr, nn = bufs[m]
+        mm = self._block_d(XT[:, s0 : s0 + m], aa, rr, nn)
+        D[:, s0 : s0 + m] = aa
+        memb[:, s0 : s0 + m] = mm
+        gn += mm.sum(1)
+        P123[0] += aa.sum(1)
+        np.multiply(aa, aa, out=rr)
+        P123[1] += rr.sum(1)
+        P123[2] += np.einsum('ij,ij->i', rr, aa)
+    self.g_n, self.g_sd_hi = gn, P123[0]
+    self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
+    return P123
 
-    @staticmethod
-    def _series(P, h):
-        "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
+# %% ../nbs/10_yeojohnson.ipynb #4dd4641cc4064e0191573fe9c69df29b
+@patch
+def _init_caches(self: YJData, P123):
+    "Empty caches for D_lo, the power moments P_k (P_1..P_3 known) and the Taylor expansion; zero counters."
+    G = len(self.g_col)
+    self.D_lo = np.empty_like(self.D_hi)
+    self._lo_ready = np.zeros(G, bool)
+    self.P = np.full((K0 + 2, G), np.nan)
+    self.P[1:4] = P123
+    self._P_ready = np.zeros(G, bool)
+    self._cache_ls = np.full(G, np.nan)
+    self._cache_lo = np.zeros(G, bool)
+    self._cache_base = np.zeros((4, G))
+    self._cache_mom = np.zeros((2, K1 + 2, G))
+    self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
 
-        def ser(shift, coef):
-            kk = np.arange(shift, K0 + 1)
-            c = coef(kk.astype(np.float64)) * _IFACT[kk]
-            return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
+# %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
+@patch
+def _need_lo(self: YJData, rows):
+    "D_lo (d anchored at the smallest |x|) of groups `rows`, computed once."
+    rows = rows[~self._lo_ready[rows]]
+    if len(rows):
+        self.D_lo[rows] = np.where(self.memb[rows], np.maximum(self.D_hi[rows] + self.g_R[rows, None], 0.0), 0.0)
+        self._lo_ready[rows] = True
 
-        return np.array(
-            [
-                ser(1, lambda k: np.ones_like(k)),
-                ser(2, lambda k: 2**k - 2),
-                ser(2, lambda k: k - 1),
-                ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
-            ]
-        )
+# %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
+@patch
+def _need_P(self: YJData, rows):
+    "Power moments P_4 .. P_{K0+1} of groups `rows`, computed once (one pass)."
+    rows = rows[~self._P_ready[rows]]
+    if not len(rows):
+        return
+    ch = self._chunk(len(rows))
+    P = np.zeros((K0 + 2, len(rows)))
+    for s0 in range(0, self.n_rows, ch):
+        d = self.D_hi[rows, s0 : s0 + ch]
+        p = d * d
+        for k in range(3, K0 + 2):
+            p *= d
+            P[k] += p.sum(1)
+    self.P[4:, rows] = P[4:]
+    self._P_ready[rows] = True
 
-    def _group_sums(self, lmbda, bracket=None, accelerate=True):
-        lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
-        ls = np.where(self.g_s > 0, lg, 2 - lg)
-        R = self.g_R
-        series = np.abs(ls) * R < TAU0
-        lo_frame = ~series & (ls < 0)
-        U = np.zeros((4, len(ls)))
-        i = np.flatnonzero(series)
-        if len(i):
-            self._need_P(i[ls[i] != 0])
-            U[:, i] = self._series(self.P[:, i], ls[i])
-            self.counts['series'] += len(i)
-        cached = (
-            ~series
-            & ~np.isnan(self._cache_ls)
-            & (self._cache_lo == lo_frame)
-            & (np.abs(ls - self._cache_ls) * R <= TAU1)
-        )
-        if not accelerate:
-            cached[:] = False
-        i = np.flatnonzero(cached)
-        if len(i):
-            lr = self._cache_ls[i]
-            U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr) / np.array(
-                [ls[i], ls[i] ** 2, ls[i] ** 2, ls[i] ** 3]
-            )
-            self.counts['cached'] += len(i)
-        rest = ~series & ~cached
-        build = np.zeros_like(rest)
-        if bracket is not None and accelerate:
-            blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
-            with np.errstate(invalid='ignore'):
-                w = np.maximum(lg - blo, bhi - lg)
-                build = rest & np.isfinite(w) & (w * R <= TAU1)
-        for mom in (False, True):
-            for lof in (False, True):
-                i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
-                if not len(i):
-                    continue
-                S, Mo = self._fresh(i, lof, ls[i], mom)
-                if mom:
-                    self._cache_ls[i] = ls[i]
-                    self._cache_lo[i] = lof
-                    self._cache_base[:, i] = S
-                    self._cache_mom[:, :, i] = Mo
-                self.counts['built' if mom else 'fresh'] += len(i)
-                U[:, i] = S / np.array([ls[i], ls[i] ** 2, ls[i] ** 2, ls[i] ** 3])
-        sd = np.where(lo_frame, self.g_sd_hi + self.g_n * R, self.g_sd_hi)  # sum of d in the frame
-        c = np.where(lo_frame, self.g_clo, self.g_chi)
-        return ls, c, sd, U
+# %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
+def _add_moments(mom, EE, d, pp, EE2):
+    "Add one block's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) to `mom` (pp, EE2: work buffers)."
+    np.multiply(EE, EE, out=EE2)
+    mom[0, 0] += EE.sum(1)
+    mom[1, 0] += EE2.sum(1)
+    np.multiply(EE, d, out=pp)
+    for k in range(1, K1 + 2):
+        mom[0, k] += pp.sum(1)
+        mom[1, k] += np.einsum('ij,ij->i', pp, EE)
+        if k < K1 + 1:
+            pp *= d
 
-    def sums(self, lmbda, bracket=None, accelerate=True) -> YJSums:
-        "Additive statistics of every feature at `lmbda` (one per feature, or a scalar), in the public frame `yj_frame(lmbda, anchors)`."
-        frame = yj_frame(lmbda, self.anchors)
-        ls, c, sd, U = self._group_sums(frame.lmbda, bracket, accelerate)
-        d = self.d
-        out = {k: np.zeros(d) for k in YJSums.STATS[1:]}
-        one = ~self.g_mixed
-        j, s = self.g_col[one], self.g_s[one]
-        out['s_phi'][j] = s * sd[one]
-        out['s_psi'][j] = s * U[0, one]
-        out['s_psi2'][j] = U[1, one]
-        out['s_dpsi'][j] = U[2, one]
-        out['s_psi_dpsi'][j] = s * U[3, one]
-        mx = self.g_mixed
-        if mx.any():  # map each sign group's frame to the scaled mixed frame: Psi = s(e^{lam_s c} u + g(lam_s, c))
-            jm = self.g_col[mx]
-            Mj = frame.M[jm]
-            sm = self.g_s[mx]
-            cm = c[mx]
-            lsm = ls[mx]
-            ng = self.g_n[mx]
-            a = np.exp(lsm * cm - Mj)
-            b = yj_g_scaled(lsm, cm, Mj)
-            be = yj_gmu_scaled(lsm, cm, Mj)
-            cc = cm * a
-            u1, u2, du, udu = U[:, mx]
-            np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
-            np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
-            np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
-            np.add.at(
-                out['s_psi_dpsi'],
-                jm,
-                sm * (a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be),
-            )
-            np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cm))
-        return YJSums(self.n.copy(), **out, frame=frame)
+# %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
+@patch
+def _fresh(self: YJData, rows, lo_frame, ls, moments):
+    "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments)."
+    r, n = len(rows), self.n_rows
+    out = np.zeros((4, r))
+    mom = np.zeros((2, K1 + 2, r)) if moments else None
+    if lo_frame:
+        self._need_lo(rows)
+    src = self.D_lo if lo_frame else self.D_hi
+    ch, lsc, bufs = self._chunk(r), ls[:, None], {}
+    for s0 in range(0, n, ch):
+        m = min(ch, n - s0)
+        if m not in bufs:
+            bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]  # contiguous work buffers
+        zz, EE, ee, tt = bufs[m][:4]
+        d = src[rows, s0 : s0 + m]
+        np.multiply(d, lsc, out=zz)  # z = lambda_s d <= 0
+        np.exp(zz, out=EE)
+        np.subtract(EE, 1, out=ee)
+        np.multiply(zz, EE, out=tt)
+        np.subtract(tt, ee, out=tt)
+        out[0] += ee.sum(1)
+        out[1] += np.einsum('ij,ij->i', ee, ee)
+        out[2] += tt.sum(1)
+        out[3] += np.einsum('ij,ij->i', ee, tt)
+        if moments:
+            _add_moments(mom, EE, d, *bufs[m][4:])
+    return out, mom
+
+# %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
+@patch
+def _expand(self: YJData, mom, base, lr, h):
+    "The four e/t sums at lambda_s = lr + h from the moments at lr (Taylor, exact to K1 terms)."
+    A, C = mom
+    k = np.arange(1, K1 + 1)[:, None]
+    hk = h[None, :] ** k * _IFACT[1 : K1 + 1, None]
+    two = 2.0**k
+    S1 = base[0] + (hk * A[1 : K1 + 1]).sum(0)
+    S2 = base[1] + (hk * (two * C[1 : K1 + 1] - 2 * A[1 : K1 + 1])).sum(0)
+    S3 = base[2] + (hk * (lr * A[2 : K1 + 2] + (k - 1) * A[1 : K1 + 1])).sum(0)
+    S4 = base[3] + (
+        hk * (lr * two * C[2 : K1 + 2] - lr * A[2 : K1 + 2] + (k - 2) * (two / 2 * C[1 : K1 + 1] - A[1 : K1 + 1]))
+    ).sum(0)
+    return np.array([S1, S2, S3, S4])
+
+# %% ../nbs/10_yeojohnson.ipynb #0e382214b5f147d187d36a2058b9c724
+@patch
+def _series(self: YJData, P, h):
+    "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
+
+    def ser(shift, coef):
+        kk = np.arange(shift, K0 + 1)
+        c = coef(kk.astype(np.float64)) * _IFACT[kk]
+        return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
+
+    return np.array(
+        [
+            ser(1, lambda k: np.ones_like(k)),
+            ser(2, lambda k: 2**k - 2),
+            ser(2, lambda k: k - 1),
+            ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
+        ]
+    )
+
+# %% ../nbs/10_yeojohnson.ipynb #46a27a456b804aa2a380d5edf15a5daf
+def _u_scale(ls):
+    "lambda_s, lambda_s^2, lambda_s^2, lambda_s^3: the e/t sums divided by these are the u-sums."
+    return np.array([ls, ls**2, ls**2, ls**3])
+
+# %% ../nbs/10_yeojohnson.ipynb #1944c39560714e6e80c856f20744a8e5
+@patch
+def _series_groups(self: YJData, U, ls, series):
+    "Fill the u-sums of the groups in the series regime."
+    i = np.flatnonzero(series)
+    if len(i):
+        self._need_P(i[ls[i] != 0])
+        U[:, i] = self._series(self.P[:, i], ls[i])
+        self.counts['series'] += len(i)
+
+# %% ../nbs/10_yeojohnson.ipynb #d6ca27006b894b04b6fc8b79396e2797
+@patch
+def _cached_groups(self: YJData, U, ls, lo_frame, eligible):
+    "Fill the u-sums of the `eligible` groups whose cached expansion is close enough; returns which."
+    close = np.abs(ls - self._cache_ls) * self.g_R <= TAU1
+    cached = eligible & ~np.isnan(self._cache_ls) & (self._cache_lo == lo_frame) & close
+    i = np.flatnonzero(cached)
+    if len(i):
+        lr = self._cache_ls[i]
+        U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr) / _u_scale(ls[i])
+        self.counts['cached'] += len(i)
+    return cached
+
+# %% ../nbs/10_yeojohnson.ipynb #f61877af4e7f4313ad8234302950b331
+@patch
+def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket):
+    "Fill the u-sums of the groups `rest` by a pass; build their expansion where the `bracket` (if any) is narrow."
+    build = np.zeros_like(rest)
+    if bracket is not None:
+        blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
+        with np.errstate(invalid='ignore'):
+            w = np.maximum(lg - blo, bhi - lg)
+            build = rest & np.isfinite(w) & (w * self.g_R <= TAU1)
+    for mom in (False, True):
+        for lof in (False, True):
+            i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
+            if not len(i):
+                continue
+            S, Mo = self._fresh(i, lof, ls[i], mom)
+            if mom:
+                self._cache_ls[i], self._cache_lo[i] = ls[i], lof
+                self._cache_base[:, i], self._cache_mom[:, :, i] = S, Mo
+            self.counts['built' if mom else 'fresh'] += len(i)
+            U[:, i] = S / _u_scale(ls[i])
+
+# %% ../nbs/10_yeojohnson.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
+@patch
+def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
+    "Per group: lambda_s, c, the sum of d and the four u-sums, each in the group's own frame."
+    lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
+    ls = np.where(self.g_s > 0, lg, 2 - lg)
+    R = self.g_R
+    series = np.abs(ls) * R < TAU0
+    lo_frame = ~series & (ls < 0)
+    U = np.zeros((4, len(ls)))
+    self._series_groups(U, ls, series)
+    cached = self._cached_groups(U, ls, lo_frame, ~series & bool(accelerate))
+    self._fresh_groups(U, lg, ls, lo_frame, ~series & ~cached, bracket if accelerate else None)
+    sd = np.where(lo_frame, self.g_sd_hi + self.g_n * R, self.g_sd_hi)  # sum of d in the frame
+    c = np.where(lo_frame, self.g_clo, self.g_chi)
+    return ls, c, sd, U
+
+# %% ../nbs/10_yeojohnson.ipynb #76127f4a2f6a44fba749ea7800e59d51
+@patch
+def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
+    "Add the two sign groups of every mixed feature to the sums `out`, mapped into the scaled frame e^-M Psi."
+    mx = self.g_mixed
+    jm, sm, cm, lsm, ng = self.g_col[mx], self.g_s[mx], c[mx], ls[mx], self.g_n[mx]
+    Mj = frame.M[jm]
+    a = np.exp(lsm * cm - Mj)
+    b = yj_g_scaled(lsm, cm, Mj)
+    be = yj_gmu_scaled(lsm, cm, Mj)
+    cc = cm * a
+    u1, u2, du, udu = U[:, mx]
+    np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
+    np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
+    np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
+    udu_frame = a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be
+    np.add.at(out['s_psi_dpsi'], jm, sm * udu_frame)
+    np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cm))
+
+# %% ../nbs/10_yeojohnson.ipynb #903197826d2e44dfa0208e8f97c69327
+@patch
+def sums(
+    self: YJData,
+    lmbda,  # lambda of every feature (array of d), or one for all
+    bracket=None,  # the search's public bracket (lo, hi), to decide when to build the expansion
+    accelerate: bool = True,  # use the series and the cached expansion (False: a fresh pass every call)
+) -> YJSums:
+    "Additive statistics of every feature at `lmbda`, in the public frame `yj_frame(lmbda, anchors)`."
+    frame = yj_frame(lmbda, self.anchors)
+    ls, c, sd, U = self._group_sums(frame.lmbda, bracket, accelerate)
+    out = {k: np.zeros(self.d) for k in YJSums.STATS[1:]}
+    one = ~self.g_mixed
+    j, s = self.g_col[one], self.g_s[one]
+    out['s_phi'][j] = s * sd[one]
+    out['s_psi'][j] = s * U[0, one]
+    out['s_psi2'][j] = U[1, one]
+    out['s_dpsi'][j] = U[2, one]
+    out['s_psi_dpsi'][j] = s * U[3, one]
+    if self.g_mixed.any():
+        self._add_mixed(out, frame, ls, c, sd, U)
+    return YJSums(self.n.copy(), **out, frame=frame)
 
 # %% ../nbs/10_yeojohnson.ipynb #53b55b35
-def yj_sums(X, lmbda, anchors: YJAnchors | None = None) -> YJSums:
+def yj_sums(
+    X,  # n x d array (1-D: one feature); NaN = missing
+    lmbda,  # lambda of every feature (array of d), or one for all
+    anchors: YJAnchors | None = None,  # the agreed anchors; default: those of `X`
+) -> YJSums:
     "Additive statistics of the columns of `X` at `lmbda` (convenience: prepares a `YJData` and calls its `sums`)."
     return YJData(X, anchors).sums(lmbda)
 
@@ -688,28 +802,44 @@ def _broadcast_grid(x, lmbda):
     return x, lam, False
 
 # %% ../nbs/10_yeojohnson.ipynb #5f56c798
-def yj_log_likelihood(x, lmbda):
+def yj_log_likelihood(
+    x,  # 2-D: one feature per column; 1-D: one feature
+    lmbda,  # one lambda per column; with 1-D `x` a scalar, or a vector (a grid)
+):
     "Profile log-likelihood of Yeo-Johnson at `lmbda`, numerically stable; 2-D `x`: one lambda per column; 1-D `x` with a vector: a grid."
     X, lam, scalar = _broadcast_grid(x, lmbda)
     v = yj_loglik_from_sums(yj_sums(X, lam))
     return float(v[0]) if scalar else v
 
 
-def yj_dloglik(x, lmbda):
+def yj_dloglik(
+    x,  # 2-D: one feature per column; 1-D: one feature
+    lmbda,  # one lambda per column; with 1-D `x` a scalar, or a vector (a grid)
+):
     "d/dlambda of the profile log-likelihood (same broadcasting as `yj_log_likelihood`)."
     X, lam, scalar = _broadcast_grid(x, lmbda)
     v = yj_dloglik_from_sums(yj_sums(X, lam))
     return float(v[0]) if scalar else v
 
 
-def yj_dloglik_sign(x, lmbda):
+def yj_dloglik_sign(
+    x,  # 2-D: one feature per column; 1-D: one feature
+    lmbda,  # one lambda per column; with 1-D `x` a scalar, or a vector (a grid)
+):
     "Sign of d/dlambda log L (Eq. 3), the only thing ExpYJ needs (same broadcasting as `yj_log_likelihood`)."
     X, lam, scalar = _broadcast_grid(x, lmbda)
     v = yj_sign_from_sums(yj_sums(X, lam))
     return int(v[0]) if scalar else v
 
-# %% ../nbs/10_yeojohnson.ipynb #60d91c5b
-def exp_update(lmbda, lo, hi, sign, lb=-np.inf, ub=np.inf):
+# %% ../nbs/10_yeojohnson.ipynb #6038e703eb6b4df2ba5a71336b77ea4e
+def exp_update(
+    lmbda,  # current lambda of each feature
+    lo,  # lower end of each bracket (-inf: none yet)
+    hi,  # upper end of each bracket (+inf: none yet)
+    sign,  # sign of d/dlambda log L at `lmbda` (+1, -1 or 0)
+    lb=-np.inf,  # lower limit on lambda (the overflow bound)
+    ub=np.inf,  # upper limit on lambda
+):
     """Algorithm 2 (EXPUPDATE), vectorized: returns (lambda_next, lo, hi) given the sign of d/dlambda log L at lambda.
     Optional limits [lb, ub] (the overflow bounds): lambda never leaves them, and a sign pointing out of the interval
     from its end settles the search there (the log-likelihood is concave: the constrained maximizer is the end)."""
@@ -729,42 +859,56 @@ def exp_update(lmbda, lo, hi, sign, lb=-np.inf, ub=np.inf):
     nlo, nhi = np.where(end, lmbda, nlo), np.where(end, lmbda, nhi)
     return np.clip(np.where(end, lmbda, nl), lb, ub), nlo, nhi
 
-
+# %% ../nbs/10_yeojohnson.ipynb #c8acbee542ae4f9e87d350f4747cb88d
 @dataclass(frozen=True)
 class ExpSearchState:
     "State of the exponential search of every feature: current lambda, bracket (lo, hi), step count t, limits [lb, ub]."
 
-    lmbda: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    t: int = 0
-    lb: np.ndarray | float = -np.inf
-    ub: np.ndarray | float = np.inf
-
-    @classmethod
-    def start(cls, d: int, lb=-np.inf, ub=np.inf):
-        "lambda_0 = 0 (clipped to [lb, ub]) with an unbounded bracket, for `d` features."
-        return cls(np.clip(np.zeros(d), lb, ub), np.full(d, -np.inf), np.full(d, np.inf), 0, lb, ub)
-
-    def update(self, sign):
-        "The next state given the (public) sign of the derivative at `lmbda`."
-        sign = np.asarray(sign)
-        if sign.shape != self.lmbda.shape:
-            raise ValueError(f"sign has shape {sign.shape}, expected {self.lmbda.shape}")
-        return ExpSearchState(
-            *exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub), self.t + 1, self.lb, self.ub
-        )
+    lmbda: np.ndarray  # current lambda of each feature
+    lo: np.ndarray  # lower end of each bracket
+    hi: np.ndarray  # upper end of each bracket
+    t: int = 0  # steps taken
+    lb: np.ndarray | float = -np.inf  # lower limit on lambda (overflow bound)
+    ub: np.ndarray | float = np.inf  # upper limit on lambda
 
     @property
     def bracket(self):
         return self.lo, self.hi
+
+# %% ../nbs/10_yeojohnson.ipynb #e0a51dd6baab431990c6adcc83aa7fba
+@patch(cls_method=True)
+def start(
+    cls: ExpSearchState,
+    d: int,  # number of features
+    lb=-np.inf,  # lower limits on lambda
+    ub=np.inf,  # upper limits on lambda
+):
+    "lambda_0 = 0 (clipped to [lb, ub]) with an unbounded bracket, for `d` features."
+    return cls(np.clip(np.zeros(d), lb, ub), np.full(d, -np.inf), np.full(d, np.inf), 0, lb, ub)
+
+
+@patch
+def update(
+    self: ExpSearchState,
+    sign,  # the revealed sign of d/dlambda log L at `lmbda`, one per feature
+):
+    "The next state given the (public) sign of the derivative at `lmbda`."
+    sign = np.asarray(sign)
+    if sign.shape != self.lmbda.shape:
+        raise ValueError(f"sign has shape {sign.shape}, expected {self.lmbda.shape}")
+    return ExpSearchState(
+        *exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub), self.t + 1, self.lb, self.ub
+    )
 
 # %% ../nbs/10_yeojohnson.ipynb #094e5735
 LAMBDA_RTOL = 2.0**-44  # relative width of the bracket at which the search has converged
 
 
 @patch
-def converged(self: ExpSearchState, rtol: float = LAMBDA_RTOL) -> np.ndarray:
+def converged(
+    self: ExpSearchState,
+    rtol: float = LAMBDA_RTOL,  # relative width of the bracket that counts as converged
+) -> np.ndarray:
     "Per feature: the bracket is closed and narrower than `rtol * max(1, |lambda|)`."
     with np.errstate(invalid='ignore'):
         return (self.hi - self.lo) <= rtol * np.maximum(1.0, np.abs(self.lmbda))
@@ -800,7 +944,10 @@ def _minimax_lambda(lp, ln, lo, hi, iters=200):
     return (lo + hi) / 2
 
 # %% ../nbs/10_yeojohnson.ipynb #d470afb3
-def yj_lambda_bounds(anchors: YJAnchors, ymax: float = YMAX):
+def yj_lambda_bounds(
+    anchors: YJAnchors,  # the (agreed) anchors of the data
+    ymax: float = YMAX,  # largest |Psi| allowed
+):
     "(lb, ub) per feature such that |Psi(lambda, x)| <= ymax for every x within the anchors (lb = ub = minimax lambda where that is impossible)."
     if not (np.isfinite(ymax) and ymax > 1):
         raise ValueError(f"ymax must be a finite number > 1; got {ymax!r}")
@@ -813,7 +960,7 @@ def yj_lambda_bounds(anchors: YJAnchors, ymax: float = YMAX):
         lb[bad] = ub[bad] = _minimax_lambda(lp, ln, ub[bad], lb[bad])
     return lb, ub
 
-# %% ../nbs/10_yeojohnson.ipynb #07f787d0
+# %% ../nbs/10_yeojohnson.ipynb #d84866adce69467fa81441dc6c47fd8a
 class YeoJohnsonWarning(UserWarning):
     "A feature was fitted with lambda = 1 (constant), with a bounded lambda (overflow), or before the search converged."
 
@@ -830,18 +977,19 @@ class ExpYJResult:
     bounded: np.ndarray  # the overflow bound was applied
     constant: np.ndarray  # constant feature (lambda = 1)
     sums: YJSums  # pooled sums at the fitted lambdas
-    anchors: YJAnchors
+    anchors: YJAnchors  # the anchors the search used
     converged: np.ndarray = None  # the bracket reached LAMBDA_RTOL
 
-# %% ../nbs/10_yeojohnson.ipynb #a20ffce0
+# %% ../nbs/10_yeojohnson.ipynb #9768d501ade64311a8ed6e9eb433fa9b
 def _names(names, idx) -> str:
+    "The names of the features `idx`, listed for a message."
     return name_list([names[j] for j in idx])
 
-
+# %% ../nbs/10_yeojohnson.ipynb #061962c182f9482c8b1341b2a6f73cd5
 def final_lambdas(
     state: ExpSearchState,  # the search's last state
-    lb,
-    ub,  # per-feature overflow bounds on lambda (`yj_lambda_bounds`)
+    lb,  # per-feature lower overflow bound on lambda (`yj_lambda_bounds`)
+    ub,  # per-feature upper overflow bound on lambda
     const,  # constant features
     names: list,  # feature names, for the warnings
     ymax: float,  # the bound on |Psi| behind lb, ub
@@ -910,15 +1058,9 @@ def check_search(
         f"Rescale the feature (e.g. divide it by its standard deviation) before fitting"
     )
 
-# %% ../nbs/10_yeojohnson.ipynb #60e0c81d
-def exp_yj_search(
-    holders,  # data holders (`YJData`) sharing the same anchors
-    t_max: int = 128,  # steps at most; the search stops once every feature has converged
-    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
-    accelerate: bool = True,  # evaluate the sums with the bracket-aware fast path
-    names=None,  # feature names for messages
-) -> ExpYJResult:
-    "ExpYJ (Algorithm 1) over data holders: their sums are added at every step."
+# %% ../nbs/10_yeojohnson.ipynb #8c55fba33aa346cf939c9cd632996673
+def _check_holders(holders, t_max, names):
+    "The holders as a list, their common anchors and the feature names; ValueError naming what is wrong."
     holders = list(holders)
     if not holders:
         raise ValueError("no data holder")
@@ -932,6 +1074,35 @@ def exp_yj_search(
     if anchors.empty.any():
         j = np.flatnonzero(anchors.empty)
         raise ValueError(f"{_names(names, j)} ha{'s' if len(j) == 1 else 've'} no finite value")
+    return holders, anchors, names
+
+# %% ../nbs/10_yeojohnson.ipynb #47d658866ccb404681cf21a4419000da
+def _search(holders, state, const, t_max, accelerate):
+    "Run ExpYJ from `state` until every feature converged (or t_max): (state, failed, lambda at failure, path, signs)."
+    d = len(const)
+    failed, at = np.zeros(d, bool), np.zeros(d)
+    path, signs = [state.lmbda], []
+    with np.errstate(all='ignore'):  # a sum that overflows is caught by `sign_failures`, not printed
+        while state.t < t_max and not (state.converged() | const | failed).all():
+            S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
+            bad = sign_failures(S, const) & ~failed
+            at[bad], failed = state.lmbda[bad], failed | bad
+            sg = np.where(const | failed, 0, np.nan_to_num(yj_sign_from_sums(S))).astype(np.int8)
+            state = state.update(sg)
+            path.append(state.lmbda)
+            signs.append(sg)
+    return state, failed, at, path, signs
+
+# %% ../nbs/10_yeojohnson.ipynb #5d973992396c4b758db40b17e80dc1fc
+def exp_yj_search(
+    holders,  # data holders (`YJData`) sharing the same anchors
+    t_max: int = 128,  # steps at most; the search stops once every feature has converged
+    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+    accelerate: bool = True,  # evaluate the sums with the bracket-aware fast path
+    names=None,  # feature names for messages
+) -> ExpYJResult:
+    "ExpYJ (Algorithm 1) over data holders: their sums are added at every step."
+    holders, anchors, names = _check_holders(holders, t_max, names)
     lb, ub = yj_lambda_bounds(anchors, ymax)
     const = anchors.constant
     infeasible = (lb == ub) & ~const
@@ -943,27 +1114,17 @@ def exp_yj_search(
             YeoJohnsonWarning,
             stacklevel=2,
         )
-    with np.errstate(all='ignore'):  # a sum that overflows is caught by `sign_failures`, not printed
-        state, failed, at = ExpSearchState.start(d, lb, ub), np.zeros(d, bool), np.zeros(d)
-        path, signs = [state.lmbda], []
-        while state.t < t_max and not (state.converged() | const | failed).all():
-            S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
-            bad = sign_failures(S, const) & ~failed
-            at[bad], failed = state.lmbda[bad], failed | bad
-            sg = np.where(const | failed, 0, np.nan_to_num(yj_sign_from_sums(S))).astype(np.int8)
-            state = state.update(sg)
-            path.append(state.lmbda)
-            signs.append(sg)
+    start = ExpSearchState.start(len(const), lb, ub)
+    state, failed, at, path, signs = _search(holders, start, const, t_max, accelerate)
     check_search(failed, at, anchors, names)
     lam, bounded, conv = final_lambdas(state, lb, ub, const, names, ymax)
     with np.errstate(all='ignore'):
         S = sum(h.sums(lam, state.bracket, accelerate) for h in holders)
         mean, var = yj_moments_from_sums(S)
-    return ExpYJResult(
-        lam, mean, var, np.array(path), np.array(signs, dtype=np.int8).reshape(-1, d), bounded, const, S, anchors, conv
-    )
+    signs = np.array(signs, dtype=np.int8).reshape(-1, len(const))
+    return ExpYJResult(lam, mean, var, np.array(path), signs, bounded, const, S, anchors, conv)
 
-# %% ../nbs/10_yeojohnson.ipynb #f6b2c4de
+# %% ../nbs/10_yeojohnson.ipynb #1c9cbe9d9a794dbd8aaa1fa72bce99a9
 def _check_finite(X, names):
     "ValueError naming the first columns that hold +-inf."
     inf = np.isinf(X).any(0)
@@ -975,7 +1136,7 @@ def _check_finite(X, names):
 
 
 def as_float_frame(X):
-    "A DataFrame or Series as float64 with pandas' NA (nullable dtypes) as NaN, index and names kept; other input as is."
+    "A DataFrame or Series as float64, pandas' NA (nullable dtypes) as NaN, index and names kept; other input as is."
     if isinstance(X, pd.DataFrame):
         return pd.DataFrame(X.to_numpy(dtype=np.float64, na_value=np.nan), index=X.index, columns=X.columns)
     if isinstance(X, pd.Series):
@@ -991,14 +1152,11 @@ def refuse_unsupported(X):
     if any(getattr(k, 'kind', '') == 'c' for k in kinds):
         raise ValueError("Complex data not supported: X must be real")
 
-
-def _as_2d_float(X):
-    refuse_unsupported(X)
-    check_numeric_frame(X)
-    names = column_names(X)
-    X = as_float_frame(X)
+# %% ../nbs/10_yeojohnson.ipynb #b434e0d67d894725aa1f6d707a143313
+def _as_float_array(X, names):
+    "X as a float64 array; a ValueError that names the first non-numeric column otherwise."
     try:
-        A = np.asarray(X, dtype=np.float64)
+        return np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raw = np.asarray(X, dtype=object)
         if raw.ndim == 2:  # name the first column that is not numeric
@@ -1010,6 +1168,14 @@ def _as_2d_float(X):
                         f"{(names or [f'column {k}' for k in range(raw.shape[1])])[j]!r} is not numeric: {e}"
                     ) from None
         raise ValueError(f"X is not numeric: {e}") from None
+
+
+def _as_2d_float(X):
+    "(X as a 2-D float64 array, whether it was 1-D, its column names), after every input check."
+    refuse_unsupported(X)
+    check_numeric_frame(X)
+    names = column_names(X)
+    A = _as_float_array(as_float_frame(X), names)
     one = A.ndim == 1
     if one:
         A = A[:, None]
@@ -1050,8 +1216,14 @@ def check_numeric_frame(
         raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
 
 # %% ../nbs/10_yeojohnson.ipynb #4669b3a4
-def exp_yj(X, t_max: int = 128, ymax: float = YMAX, accelerate: bool = True, full_output: bool = False):
-    "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input); `full_output` returns the `ExpYJResult`."
+def exp_yj(
+    X,  # data: n x d (array or DataFrame) or 1-D; NaN ignored
+    t_max: int = 128,  # steps at most
+    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+    accelerate: bool = True,  # evaluate the sums with the bracket-aware fast path
+    full_output: bool = False,  # return the whole `ExpYJResult` instead of the lambdas
+):
+    "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input), or the whole `ExpYJResult`."
     A, one, names = _as_2d_float(X)
     res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names)
     if full_output:
@@ -1059,7 +1231,11 @@ def exp_yj(X, t_max: int = 128, ymax: float = YMAX, accelerate: bool = True, ful
     return float(res.lambdas[0]) if one else res.lambdas
 
 # %% ../nbs/10_yeojohnson.ipynb #e2026dff
-def yj_sum_bounds(n, lmbda, anchors: YJAnchors) -> dict:
+def yj_sum_bounds(
+    n,  # number of rows (per feature, or one for all)
+    lmbda,  # lambda of every feature (array of d), or one for all
+    anchors: YJAnchors,  # the public anchors the rows lie within
+) -> dict:
     "Per-feature bounds on |statistic| of `n` rows within `anchors` at `lmbda` (frame units): keys B_phi, B_psi, B_dpsi (per row), the sums, D, C and sign_expr."
     f = yj_frame(lmbda, anchors)
     k = anchors.kind
@@ -1092,55 +1268,65 @@ def yj_sum_bounds(n, lmbda, anchors: YJAnchors) -> dict:
         sign_expr=n**3 * (B_phi * B_psi**2 + B_psi * B_dpsi),
     )
 
-# %% ../nbs/10_yeojohnson.ipynb #ff6d46f7
+# %% ../nbs/10_yeojohnson.ipynb #4d59fedcae41437686ad1a71a1884d48
+def _other_sign(a, Xo, f: YJFrame, one, mean_t, scale_t):
+    "Overwrite in `a` the standardized frame values of the entries of `Xo` of the other sign (via Psi)."
+    c, ls, s = f.c[one], f.lam_s[one], f.sign[one]
+    i, k = np.nonzero(Xo * s < 0)
+    if len(i):
+        L = ls[k] * c[k]
+        T = np.exp(-L) * yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k] * yj_g_scaled(ls[k], c[k], L)
+        a[i, k] = (T - mean_t[one][k]) / scale_t[one][k]
+
+# %% ../nbs/10_yeojohnson.ipynb #74a36f4709894f8e822f9c383b5c8674
+def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block):
+    "(s g(lam_s, d) - mean_t)/scale_t of the one-signed columns `one` of X, in blocks of rows."
+    anc, c, ls, s = f.anchor[one], f.c[one], f.lam_s[one], f.sign[one]
+    inv = 1 / (1 + anc)
+    zero = np.abs(ls) < 1e-300  # lambda_s = 0 (or subnormal): g = d
+    mul = np.where(zero, s, s / np.where(zero, 1, ls)) / scale_t[one]
+    sub = mean_t[one] / scale_t[one]
+    out = np.empty((X.shape[0], len(one)))
+    for b0 in range(0, X.shape[0], block):
+        Xo = X[b0 : b0 + block, one]
+        a = np.abs(Xo)
+        r = a - anc
+        r *= inv
+        near = r > -0.5
+        np.copyto(a, r, where=near)
+        np.log1p(a, out=a)
+        np.subtract(a, c, out=a, where=~near)  # a = d
+        if zero.any():
+            d0 = a[:, zero].copy()
+        a *= ls
+        np.expm1(a, out=a)
+        if zero.any():
+            a[:, zero] = d0
+        a *= mul
+        a -= sub
+        _other_sign(a, Xo, f, one, mean_t, scale_t)
+        out[b0 : b0 + block] = a
+    return out
+
+# %% ../nbs/10_yeojohnson.ipynb #472c087bdaf047c4bd2daf3102168774
 def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
-    "(frame value of Psi(lambda, x) - mean_t)/scale_t for every value (fitted sign groups exactly; other values via Psi)."
+    "(frame value of Psi(lambda, x) - mean_t)/scale_t of every value (fitted sign groups exactly, others via Psi)."
     n, dcols = X.shape
     mean_t, scale_t = np.broadcast_to(mean_t, (dcols,)), np.broadcast_to(scale_t, (dcols,))
     out = np.empty((n, dcols))
-    one = np.flatnonzero(~f.mixed)
-    mixed = np.flatnonzero(f.mixed)
+    one, mixed = np.flatnonzero(~f.mixed), np.flatnonzero(f.mixed)
     with np.errstate(all='ignore'):
-        if len(one):  # s g(lam_s, d) with d = log((1 + |x|)/(1 + anchor)): one log1p and one expm1 per value
-            anc, c, ls, s = f.anchor[one], f.c[one], f.lam_s[one], f.sign[one]
-            inv = 1 / (1 + anc)
-            zero = np.abs(ls) < 1e-300  # lambda_s = 0 (or subnormal): g = d
-            mul = np.where(zero, s, s / np.where(zero, 1, ls)) / scale_t[one]
-            sub = mean_t[one] / scale_t[one]
-            for b0 in range(0, n, block):
-                Xo = X[b0 : b0 + block, one]
-                a = np.abs(Xo)
-                r = a - anc
-                r *= inv
-                near = r > -0.5
-                np.copyto(a, r, where=near)
-                np.log1p(a, out=a)
-                np.subtract(a, c, out=a, where=~near)  # a = d
-                if zero.any():
-                    d0 = a[:, zero].copy()
-                a *= ls
-                np.expm1(a, out=a)
-                if zero.any():
-                    a[:, zero] = d0
-                a *= mul
-                a -= sub
-                i, k = np.nonzero(Xo * s < 0)  # values of the other sign than the fitted group: through Psi
-                if len(i):
-                    L = ls[k] * c[k]
-                    T = np.exp(-L) * yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k] * yj_g_scaled(ls[k], c[k], L)
-                    a[i, k] = (T - mean_t[one][k]) / scale_t[one][k]
-                out[b0 : b0 + block, one] = a
+        if len(one):
+            out[:, one] = _to_frame_one(X, f, one, mean_t, scale_t, block)
         if len(mixed):  # e^-M Psi
             Xm = X[:, mixed]
             lam, M = f.lmbda[mixed], f.M[mixed]
-            sm = np.where(Xm < 0, -1.0, 1.0)
-            out[:, mixed] = (sm * yj_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M) - mean_t[mixed]) / scale_t[
-                mixed
-            ]
+            psi_t = np.where(Xm < 0, -1.0, 1.0) * yj_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M)
+            out[:, mixed] = (psi_t - mean_t[mixed]) / scale_t[mixed]
     out[np.isnan(X)] = np.nan
     return out
 
-
+# %% ../nbs/10_yeojohnson.ipynb #a0755c77c2af48ad9c17a637f99c96f7
 def _from_frame(T, f: YJFrame):
     "Inverse of `_to_frame`."
     lam = f.lmbda
@@ -1167,7 +1353,10 @@ class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """What the pooled and the federated Yeo-Johnson transformers share once fitted: validation, `transform`,
     `inverse_transform`. A subclass's `fit` sets `lambdas_`, `frame_` and the frame mean and scale via `_set_fitted`."""
 
-    def transform(self, X):
+    def transform(
+        self,
+        X,  # data to transform, n x d (array or DataFrame); NaN kept
+    ):
         "Psi(lambda, X), standardized if `standardize`; NaN kept (pandas out with `set_output`)."
         return self._transform(X)  # defined in the class body, so that scikit-learn's `set_output` wraps it
 
@@ -1199,7 +1388,15 @@ def _validate(self: YJTransformerMixin, X, reset: bool):
     _check_finite(A, names)
     return A, names
 
-# %% ../nbs/10_yeojohnson.ipynb #25006789
+# %% ../nbs/10_yeojohnson.ipynb #c01db64ab1c14c5599cb15ec16f03e31
+def _write_back(est, X, out):
+    "With `copy=False` and a float64 array X of the output's shape, write `out` into X and return X; else `out`."
+    if not getattr(est, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
+        X[...] = out
+        return X
+    return out
+
+# %% ../nbs/10_yeojohnson.ipynb #f9ba92a60e8d4a7c9e00b1317491f415
 @patch
 def _transform(self: YJTransformerMixin, X):
     "Psi(lambda, X), standardized if `standardize`; NaN kept. With `copy=False`, a float64 array X is overwritten."
@@ -1216,15 +1413,15 @@ def _transform(self: YJTransformerMixin, X):
             YeoJohnsonWarning,
             stacklevel=2,
         )
-    if not getattr(self, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
-        X[...] = out
-        return X
-    return out
+    return _write_back(self, X, out)
 
-
+# %% ../nbs/10_yeojohnson.ipynb #ac66cc227d6849679926c348b4c9ff06
 @patch
-def inverse_transform(self: YJTransformerMixin, X):
-    "Map transformed values back to the original scale; values outside the range of the transform map to +-inf, with one warning."
+def inverse_transform(
+    self: YJTransformerMixin,
+    X,  # transformed values, n x d (array or DataFrame)
+):
+    "Map transformed values back to the original scale; values beyond the transform's range map to +-inf (one warning)."
     check_is_fitted(self)
     A = check_array(
         np.asarray(X, dtype=np.float64) if isinstance(X, pd.DataFrame) else X,
@@ -1237,11 +1434,10 @@ def inverse_transform(self: YJTransformerMixin, X):
         )
     with warnings.catch_warnings(), np.errstate(all='ignore'):
         warnings.simplefilter('ignore', RuntimeWarning)
-        out = (
-            yeo_johnson_inverse(A, self.lambdas_)
-            if not self.standardize
-            else _from_frame(A * self._scale_t + self._mean_t, self.frame_)
-        )
+        if self.standardize:
+            out = _from_frame(A * self._scale_t + self._mean_t, self.frame_)
+        else:
+            out = yeo_johnson_inverse(A, self.lambdas_)
     beyond = np.isinf(out) & np.isfinite(A)
     if beyond.any():
         warnings.warn(
@@ -1249,10 +1445,7 @@ def inverse_transform(self: YJTransformerMixin, X):
             YeoJohnsonWarning,
             stacklevel=2,
         )
-    if not getattr(self, 'copy', True) and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.shape == out.shape:
-        X[...] = out
-        return X
-    return out
+    return _write_back(self, X, out)
 
 # %% ../nbs/10_yeojohnson.ipynb #fe55394c
 class YeoJohnsonTransformer(YJTransformerMixin):
@@ -1267,7 +1460,11 @@ class YeoJohnsonTransformer(YJTransformerMixin):
     ):
         self.standardize, self.t_max, self.ymax, self.copy = standardize, t_max, ymax, copy
 
-    def fit(self, X, y=None):
+    def fit(
+        self,
+        X,  # training data, n x d (array or DataFrame); NaN ignored
+        y=None,  # ignored (scikit-learn API)
+    ):
         "Fit lambda, mean and scale of every feature."
         A, names = self._validate(X, reset=True)
         res = exp_yj_search([YJData(A)], t_max=self.t_max, ymax=self.ymax, names=names)

@@ -42,7 +42,9 @@ def _head_text(path: Path, n: int = 1 << 16) -> str:
         return raw[: e.start].decode('utf-8')  # a multi-byte character cut at the end of the sample
 
 # %% ../nbs/13_yj_cli.ipynb #c4551346
-def sniff_separator(text: str) -> str:
+def sniff_separator(
+    text: str,  # the first lines of the file
+) -> str:
     "The field separator of a CSV sample: one of `,` `;` tab `|` (`,` when the sample does not tell)."
     lines = [l for l in text.splitlines()[:50] if l.strip()]
     if not lines:
@@ -168,7 +170,9 @@ def assign_clients(
     return [df.index[p] for p in np.array_split(perm, n_clients)]
 
 # %% ../nbs/13_yj_cli.ipynb #87042334
-def check_values(F: pd.DataFrame) -> pd.DataFrame:
+def check_values(
+    F: pd.DataFrame,  # the feature columns chosen for the transform
+) -> pd.DataFrame:
     "The features as float64; ValueError naming the columns with missing or infinite values (and how many)."
     A = F.astype(np.float64)
     for what, mask in (('missing values (NaN)', A.isna()), ('infinite values', np.isinf(A))):
@@ -262,7 +266,8 @@ def plot_before_after(
     import matplotlib.pyplot as plt
 
     cols = list(features)
-    fig, axes = plt.subplots(2, len(cols), figsize=(3.2 * len(cols), 5.2), squeeze=False)
+    # at most 8.4 in wide: the width of the documentation's column at 100 dpi
+    fig, axes = plt.subplots(2, len(cols), figsize=(min(3.2 * len(cols), 8.4), 5.2), squeeze=False)
     names = names or [f'client {k}' for k in range(len(clients))]
     for k, X in enumerate(clients):
         Xd = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
@@ -270,17 +275,23 @@ def plot_before_after(
         for i, c in enumerate(cols):
             axes[0, i].hist(Xd[c], bins=bins, alpha=0.5, label=names[k])
             axes[1, i].hist(Z[c], bins=bins, alpha=0.5, label=names[k])
+    for a in axes.flat:
+        a.tick_params(labelsize=7)
+        a.locator_params(axis='x', nbins=4)
     for i, c in enumerate(cols):
-        axes[0, i].set_title(str(c), fontsize=10)
-        axes[1, i].set_xlabel('Yeo-Johnson, standardized', fontsize=9)
+        axes[0, i].set_title(str(c), fontsize=9)
+        axes[1, i].set_xlabel('Yeo-Johnson, standardized', fontsize=8)
     axes[0, 0].set_ylabel('before')
     axes[1, 0].set_ylabel('after')
-    axes[0, -1].legend(fontsize=8)
+    axes[0, -1].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 # %% ../nbs/13_yj_cli.ipynb #fcb5790e
-def save_figure(fig, out: Path):
+def save_figure(
+    fig,  # a matplotlib figure
+    out: Path,  # the PNG file to write
+):
     "Save a matplotlib figure as PNG and close it."
     import matplotlib.pyplot as plt
 

@@ -25,10 +25,6 @@ _DIRECTIVE = re.compile(r'^\s*#\s*\|')
 # owners split them and take them off this list.
 LONG_CELLS = {
     ('01_data.ipynb', 'DATASETS'): 65,  # over 60 once `ruff format` split its `;`-joined lines
-    ('03_testing.ipynb', 'MPYeoJohnson'): 91,
-    ('10_yeojohnson.ipynb', 'YJAnchors'): 101,
-    ('10_yeojohnson.ipynb', 'YJData'): 269,
-    ('10_yeojohnson.ipynb', '_to_frame'): 68,  # over 60 once `ruff format` split its `;`-joined lines
     ('11_smc.ipynb', 'FixedPointOverflow'): 62,  # over 60 once `ruff format` split its `;`-joined lines
     ('11_smc.ipynb', 'SMC'): 192,
     ('11_smc.ipynb', 'Shared'): 62,  # over 60 once `ruff format` split its `;`-joined lines
@@ -240,9 +236,6 @@ UNDOCUMENTED = {
     'secureboost': 24,
     'securefedyj': 97,
     'smc': 158,
-    'testing': 15,
-    'yeojohnson': 73,
-    'yjcli': 4,
 }
 
 
