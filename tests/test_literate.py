@@ -29,13 +29,6 @@ LONG_CELLS = {
     ('10_yeojohnson.ipynb', 'YJAnchors'): 101,
     ('10_yeojohnson.ipynb', 'YJData'): 269,
     ('10_yeojohnson.ipynb', '_to_frame'): 68,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', 'FixedPointOverflow'): 62,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', 'SMC'): 192,
-    ('11_smc.ipynb', 'Shared'): 62,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', '_deal_bits_stacked'): 83,
-    ('11_smc.ipynb', '_lift'): 61,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', '_mul'): 72,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', 'secure_sum'): 82,  # over 60 once `ruff format` split its `;`-joined lines
     ('12_securefedyj.ipynb', '_FRAMES'): 68,  # over 60 once `ruff format` split its `;`-joined lines
     ('12_securefedyj.ipynb', 'envelope_round'): 68,  # over 60 once `ruff format` split its `;`-joined lines
     ('12_securefedyj.ipynb', 'frame_coefficients'): 95,
