@@ -52,7 +52,7 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envel
            'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'revealed_values',
            'communication_table', 'FedYeoJohnsonTransformer']
 
-# %% ../nbs/12_securefedyj.ipynb #b43438cb
+# %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(c, bits: int, up: bool) -> np.ndarray:
     "Round non-negative `c` outward to `bits` significant bits: up (towards +inf) or down (towards 0); 0 and NaN stay."
     c = np.asarray(c, dtype=np.float64)
@@ -61,7 +61,7 @@ def envelope_round(c, bits: int, up: bool) -> np.ndarray:
         q = np.ceil(np.ldexp(m, bits)) if up else np.floor(np.ldexp(m, bits))
         return np.where(c > 0, np.ldexp(q, e - bits), c)
 
-
+# %% ../nbs/12_securefedyj.ipynb #72eea5119410473aa328ad9291626812
 INF_PATTERN = int(np.array(np.inf).view(np.int64))  # the bit pattern of +inf: larger than that of any finite float
 
 
@@ -87,7 +87,7 @@ def local_envelope(anchors: YJAnchors, bits: int = 3) -> np.ndarray:
     out[:] = [[int(t) for t in r] for r in rows]
     return out
 
-
+# %% ../nbs/12_securefedyj.ipynb #10185d26023b46108eb7d9f57d49d2b3
 def anchors_from_envelope(env) -> YJAnchors:
     "Public anchors from the opened (4, d) envelope: the rounded log1p extremes mapped back to |x| and rounded outward again."
     E = np.array([[int(t) for t in r] for r in np.asarray(env, dtype=object)], dtype=np.int64)
@@ -105,7 +105,7 @@ def anchors_from_envelope(env) -> YJAnchors:
 
     return YJAnchors(lo(E[2]), hi(E[0]), lo(E[3]), hi(E[1]))
 
-
+# %% ../nbs/12_securefedyj.ipynb #7623eae2785240b9bd12b16a66d81610
 def anchors_from_bounds(bounds) -> YJAnchors:
     "Public anchors from published per-feature bounds: an array (d, 2) of [low, high] that every value lies in."
     B = np.asarray(bounds, dtype=np.float64)
@@ -122,8 +122,10 @@ def anchors_from_bounds(bounds) -> YJAnchors:
     neg_hi = np.where(lo < 0, -lo, np.nan)
     return YJAnchors(pos_lo, pos_hi, neg_lo, neg_hi)
 
-# %% ../nbs/12_securefedyj.ipynb #c1388621
+# %% ../nbs/12_securefedyj.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 W_EXACT = 256  # fractional bits of the exact intermediate integers (more than precision + 64)
+
+
 HP_RATIO = 2.0**12  # one-signed groups farther than this many spreads from the public anchor get 60-digit offsets
 
 
@@ -147,7 +149,7 @@ def _rshift_round(v, k) -> np.ndarray:
     k = np.asarray(k, dtype=np.int64).astype(object)
     return (np.asarray(v, dtype=object) + (1 << (k - 1))) >> k
 
-
+# %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
 def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
     "(a, b, kappa, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
     out = []
@@ -174,7 +176,7 @@ def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
         res[:, j] = col
     return res
 
-# %% ../nbs/12_securefedyj.ipynb #65fdc6dc
+# %% ../nbs/12_securefedyj.ipynb #59bbdb311c014d738909a11f9e486628
 def frame_coefficients(data: YJData, ls, c, lo_frame, pf: YJFrame) -> np.ndarray:
     "(a, b, kappa, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
@@ -191,30 +193,15 @@ def frame_coefficients(data: YJData, ls, c, lo_frame, pf: YJFrame) -> np.ndarray
         out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]])
     return out
 
-
-SCALES = (
-    0,
-    1,
-    1,
-    2,
-    2,
-    3,
-)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of the precision f
-
-
-def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, bracket=None) -> np.ndarray:
-    "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
-    lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
-    ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
-    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
-    A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
-    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]))
-    col, W = data.g_col, W_EXACT
+# %% ../nbs/12_securefedyj.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+def _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm: dict, col, f: int) -> np.ndarray:
+    "The eight components P, Q, W_3, R_4, S_d, b, b_e, eta of the public statistics, each rounded to its resolution."
+    W = W_EXACT
     e1, e2 = norm['e_psi'][col], norm['e_phi'][col]
     # each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e
     # components rounded to a resolution matched to their order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3
     AA = A * A
-    p, q, w, rw, sdr, b, be, k = _rshift_round(  # all eight in one vectorized call
+    return _rshift_round(  # all eight in one vectorized call
         np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]),
         np.array(
             [
@@ -229,6 +216,19 @@ def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, brac
             ]
         ),
     )
+
+# %% ../nbs/12_securefedyj.ipynb #ac8df488
+SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
+
+
+def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, bracket=None) -> np.ndarray:
+    "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
+    lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
+    ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
+    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
+    A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
+    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]))
+    p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
     N = np.array([int(t) for t in data.g_n], dtype=object)
     S = np.array([int(t) for t in data.g_s], dtype=object)
     stats_ = [
@@ -241,10 +241,10 @@ def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, brac
     ]  # S_psi_dpsi   (3f)
     out = np.zeros((6, data.d), dtype=object)
     for i, v in enumerate(stats_):
-        np.add.at(out[i], col, v)
+        np.add.at(out[i], data.g_col, v)
     return out
 
-
+# %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 def statistic_exponents(norm: dict) -> list:
     "The power of two each statistic was divided by (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi)."
     e1, e2 = norm['e_psi'], norm['e_phi']
@@ -259,7 +259,7 @@ def normalization(lmbda, anchors: YJAnchors) -> dict:
     e_phi = np.maximum(lg(B['B_phi']), lg(B['B_dpsi']) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
     return dict(e_psi=e_psi, e_phi=e_phi)
 
-
+# %% ../nbs/12_securefedyj.ipynb #cb1e1581032b452c9409d6c6813c49d1
 def decode_sums(ints, f: int, norm: dict, frame: YJFrame = None) -> YJSums:
     "Float `YJSums` from integer statistics (for checks and plaintext references; the protocol never decodes them)."
     ex = statistic_exponents(norm)
@@ -324,7 +324,7 @@ def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
     )  # the rows keep their own scales:
     return [Shared({p: v[i] for p, v in sh.shares.items()}, k * f, sh.bound) for i, k in enumerate(SCALES)]
 
-# %% ../nbs/12_securefedyj.ipynb #1f4e42a4
+# %% ../nbs/12_securefedyj.ipynb #379cbbc1e968416e875cc15c1202d7eb
 def range_codes(anchors: YJAnchors) -> np.ndarray:
     """(2, d) integers whose maxima over the clients are `code(max x)` and `-code(min x)`, with `code` the float64 bit
     pattern folded by sign (an order-preserving map to integers): max x = min x exactly when the two maxima add up to 0."""
@@ -341,7 +341,7 @@ def range_codes(anchors: YJAnchors) -> np.ndarray:
     out[:, np.isnan(mx)] = -(2**63 - 1)  # no value here: never the maximum
     return out
 
-
+# %% ../nbs/12_securefedyj.ipynb #db7b79bc585a40fcaf58bf750017e135
 class YJClient(Party):
     "A SecureFedYJ client: owns its rows (NaN allowed), computes in its own frames, and maps its sums exactly into the public frame."
 
@@ -354,27 +354,31 @@ class YJClient(Party):
         codes = range_codes(self.local_anchors)
         return codes if bits is None else np.vstack([local_envelope(self.local_anchors, bits), codes])
 
-    def prepare(self, public: YJAnchors, names=None):
-        "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
-        la = self.local_anchors
-        out = np.flatnonzero(~public.covers(la))
-        if len(out):
-            names = names or [f"column {j}" for j in range(len(public.kind))]
-            raise ValueError(
-                f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
-            )
-        empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
-        self.data = YJData(
-            self._X,
-            YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
+# %% ../nbs/12_securefedyj.ipynb #1671c31a24314836a5b85d7ef7fbf015
+@patch
+def prepare(self: YJClient, public: YJAnchors, names=None):
+    "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
+    la = self.local_anchors
+    out = np.flatnonzero(~public.covers(la))
+    if len(out):
+        names = names or [f"column {j}" for j in range(len(public.kind))]
+        raise ValueError(
+            f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
         )
-        return self
+    empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
+    self.data = YJData(
+        self._X,
+        YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
+    )
+    return self
 
-    def statistics(self, lmbda, frame: YJFrame, scale: int, norm: dict, bracket=None) -> np.ndarray:
-        "The six statistics in the public frame at `lmbda`, as exact integers at `scale`: this client's share of the federation's totals."
-        return public_frame_sums(self.data, lmbda, frame, scale, norm, bracket)
+# %% ../nbs/12_securefedyj.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
+@patch
+def statistics(self: YJClient, lmbda, frame: YJFrame, scale: int, norm: dict, bracket=None) -> np.ndarray:
+    "The six statistics in the public frame at `lmbda`, as exact integers at `scale`: this client's share of the federation's totals."
+    return public_frame_sums(self.data, lmbda, frame, scale, norm, bracket)
 
-# %% ../nbs/12_securefedyj.ipynb #a414138b
+# %% ../nbs/12_securefedyj.ipynb #f5a1fa73e5044315a093ec459c9be902
 def _tree_max(smc: SMC, items: list) -> Shared:
     "Elementwise maximum of shared arrays: pairwise, in ceil(log2 K) batched rounds."
     while len(items) > 1:
@@ -383,7 +387,27 @@ def _tree_max(smc: SMC, items: list) -> Shared:
         items = [_rows(m, i) for i in range(h)] + items[2 * h :]
     return items[0]
 
+# %% ../nbs/12_securefedyj.ipynb #28d3efd5258a48a79c179ea5c6759f01
+def _client_table(k: int, X) -> tuple:
+    "Client `k`'s data as a float64 copy, and its column names (None for an array); errors name the client."
+    if isinstance(X, pd.DataFrame):
+        try:
+            check_numeric_frame(X)
+        except ValueError as e:
+            raise ValueError(f"client {k}: {e}") from None
+    names = column_names(X)
+    try:
+        refuse_unsupported(X)
+        A = (
+            X.to_numpy(dtype=np.float64, na_value=np.nan)
+            if isinstance(X, pd.DataFrame)
+            else np.array(X, dtype=np.float64, copy=True)
+        )
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})") from None
+    return A, names
 
+# %% ../nbs/12_securefedyj.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
 def _check_clients(clients, max_rows: int):
     "Validated float copies of the clients' data and the column names (errors name the client and the column)."
     if isinstance(clients, (np.ndarray, pd.DataFrame)) or not hasattr(clients, '__len__') or len(clients) == 0:
@@ -392,23 +416,7 @@ def _check_clients(clients, max_rows: int):
         )
     names0, out = None, []
     for k, X in enumerate(clients):
-        if isinstance(X, pd.DataFrame):
-            try:
-                check_numeric_frame(X)
-            except ValueError as e:
-                raise ValueError(f"client {k}: {e}") from None
-        names = column_names(X)
-        try:
-            refuse_unsupported(X)
-            A = (
-                X.to_numpy(dtype=np.float64, na_value=np.nan)
-                if isinstance(X, pd.DataFrame)
-                else np.array(X, dtype=np.float64, copy=True)
-            )
-        except (TypeError, ValueError) as e:
-            raise type(e)(
-                f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})"
-            ) from None
+        A, names = _client_table(k, X)
         if A.ndim != 2:
             raise ValueError(f"client {k}: expected a 2-D table (rows x features); got {A.ndim} dimension(s)")
         if A.shape[0] == 0:
@@ -528,7 +536,7 @@ def party_shared_totals(smc: PartySMC, ints, d: int, f: int, max_rows: int, who:
     sh = smc.input_sum(ints, (6, d), 3 * f, max_rows * (1 + 2.0**-20), encoded=True)
     return [sh.rows(i, scale=k * f) for i, k in enumerate(SCALES)]
 
-# %% ../nbs/12_securefedyj.ipynb #59ee3e3b
+# %% ../nbs/12_securefedyj.ipynb #0e382214b5f147d187d36a2058b9c724
 _FRAMES = {}
 
 
@@ -544,7 +552,30 @@ def public_frame(lmbda, A: YJAnchors) -> tuple:
         hit = _FRAMES[key] = (yj_frame(lmbda, A), normalization(lmbda, A))
     return hit
 
+# %% ../nbs/12_securefedyj.ipynb #a50416e276a0479cbe66534ed1713a40
+def _client_setup(smc: PartySMC, client, names: list, envelope_bits, bounds):
+    "Generator: a client's setup (public anchors and constancy bits), checked against its columns `names`."
+    d = len(names)
+    A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
+    if len(A.kind) != d:
+        raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
+    if A.empty.any():
+        j = np.flatnonzero(A.empty)
+        raise ValueError(
+            f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client"
+        )
+    return A, const
 
+
+def _precision_error(names: list, bad, state, f: int) -> FixedPointPrecisionError:
+    "The error for features `bad` whose variance the fixed point at precision `f` cannot resolve."
+    return FixedPointPrecisionError(
+        f"{name_list([names[j] for j in bad])}: the variance is below the fixed-point resolution at step {state.t} "
+        f"(lambda = {state.lmbda[bad[0]]:.6g}): the public frame is too coarse for the spread of these values at "
+        f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds"
+    )
+
+# %% ../nbs/12_securefedyj.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def yj_client_program(
     smc: PartySMC,
     X,
@@ -562,14 +593,7 @@ def yj_client_program(
     client = YJClient(me, None, X)
     if resume is None:
         smc.phase = ('setup',)
-        A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
-        if len(A.kind) != d:
-            raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
-        if A.empty.any():
-            j = np.flatnonzero(A.empty)
-            raise ValueError(
-                f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client"
-            )
+        A, const = yield from _client_setup(smc, client, names, envelope_bits, bounds)
         state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
         path, signs = [state.lmbda], []
     else:
@@ -582,12 +606,7 @@ def yj_client_program(
         S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
         sg, guard = yield from party_secure_step(smc, S, K, f)
         if (guard & ~const).any():
-            bad = np.flatnonzero(guard & ~const)
-            raise FixedPointPrecisionError(
-                f"{name_list([names[j] for j in bad])}: the variance is below the fixed-point resolution at step {state.t} "
-                f"(lambda = {state.lmbda[bad[0]]:.6g}): the public frame is too coarse for the spread of these values at "
-                f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds"
-            )
+            raise _precision_error(names, np.flatnonzero(guard & ~const), state, f)
         sg[const] = 0
         state = state.update(sg)
         path.append(state.lmbda)
@@ -669,7 +688,27 @@ def fit(
         )
         return self._run(Xs, names, 190)
 
-# %% ../nbs/12_securefedyj.ipynb #f9331e01
+# %% ../nbs/12_securefedyj.ipynb #1944c39560714e6e80c856f20744a8e5
+def _run_quietly(progs: list, ch: Channel, bar_total=None):
+    "`run_programs` with a progress bar of `bar_total` search steps (None: no bar), each warning shown once (every client computes the same public result, so each would warn alike)."
+    bar = None
+    if bar_total is not None:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=bar_total, desc='SecureFedYJ', unit='step', file=sys.stderr)
+    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
+    with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        try:
+            res, rounds = run_programs(progs, ch, dealer='server', on_phase=step)
+        finally:
+            if bar is not None:
+                bar.close()
+    for msg in dict.fromkeys((w.category, str(w.message)) for w in caught):
+        warnings.warn(msg[1], msg[0], stacklevel=4)
+    return res, rounds
+
+# %% ../nbs/12_securefedyj.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
 def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
     "The protocol at precision `f`: one `Program` per client (its rows only) and one for the server (the dealer), run by `run_programs` through one `Channel`."
@@ -688,37 +727,10 @@ def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
         for p, smc, X in zip(parties, smcs, Xs)
     ]
     progs.append(Program('server', smcs[-1], yj_dealer_program(smcs[-1], d, f, **kw)))
-    bar = None
-    if self.progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=self.t_max, desc='SecureFedYJ', unit='step', file=sys.stderr)
-    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
-    # every client computes the same public result, so each would warn alike: each warning is shown once
-    with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        try:
-            res, rounds = run_programs(progs, ch, dealer='server', on_phase=step)
-        finally:
-            if bar is not None:
-                bar.close()
-    for msg in dict.fromkeys((w.category, str(w.message)) for w in caught):
-        warnings.warn(msg[1], msg[0], stacklevel=3)
+    res, rounds = _run_quietly(progs, ch, self.t_max if self.progress else None)
     r = res['client0']
-    self.lambdas_, self.frame_, self.anchors_, self.mean_, self.var_ = (
-        r['lambdas'],
-        r['frame'],
-        r['anchors'],
-        r['mean'],
-        r['var'],
-    )
-    self.mean_t_, self.var_t_, self.constant_, self.bounded_, self.converged_ = (
-        r['mean_t'],
-        r['var_t'],
-        r['constant'],
-        r['bounded'],
-        r['converged'],
-    )
+    for k in ('lambdas', 'frame', 'anchors', 'mean', 'var', 'mean_t', 'var_t', 'constant', 'bounded', 'converged'):
+        setattr(self, k + '_', r[k])
     self.signs_, self.path_ = r['signs'], r['path']
     self.rounds_ = {'setup': rounds['setup'][0], 'search': rounds.get('search', []), 'final': rounds['final'][0]}
     self.ring_bits_, self.precision_ = L, f
@@ -770,7 +782,7 @@ def communication_table(fitted: SecureFedYJ) -> pd.DataFrame:
         }
     return pd.DataFrame(rows).T.astype(int)
 
-# %% ../nbs/12_securefedyj.ipynb #b4ce9af0
+# %% ../nbs/12_securefedyj.ipynb #f61877af4e7f4313ad8234302950b331
 class FedYeoJohnsonTransformer(YJTransformerMixin):
     "Yeo-Johnson transform fitted by SecureFedYJ on a list of client datasets; transforms any client's data (pandas in and out with `set_output`)."
 
@@ -787,34 +799,31 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
         progress: bool = False,  # progress bar on stderr
         copy: bool = True,  # False: `transform` overwrites a float64 array in place
     ):
-        self.standardize, self.t_max, self.precision, self.envelope_bits, self.bounds = (
-            standardize,
-            t_max,
-            precision,
-            envelope_bits,
-            bounds,
-        )
-        self.max_rows, self.ymax, self.rng, self.progress, self.copy = max_rows, ymax, rng, progress, copy
+        self.standardize, self.t_max, self.precision = standardize, t_max, precision
+        self.envelope_bits, self.bounds, self.max_rows, self.ymax = envelope_bits, bounds, max_rows, ymax
+        self.rng, self.progress, self.copy = rng, progress, copy
 
-    def fit(
-        self,
-        clients,  # one dataset per client, same columns
-        y=None,
-    ):
-        "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
-        p = SecureFedYJ(
-            t_max=self.t_max,
-            precision=self.precision,
-            envelope_bits=self.envelope_bits,
-            bounds=self.bounds,
-            max_rows=self.max_rows,
-            ymax=self.ymax,
-            rng=self.rng,
-            progress=self.progress,
-        ).fit(clients)
-        self.protocol_ = p
-        self.n_features_in_ = p.n_features_in_
-        if all(isinstance(c, pd.DataFrame) for c in clients):
-            self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
-        self._set_fitted(p.lambdas_, p.frame_, p.mean_t_, np.sqrt(p.var_t_), p.constant_, p.mean_)
-        return self
+# %% ../nbs/12_securefedyj.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
+@patch
+def fit(
+    self: FedYeoJohnsonTransformer,
+    clients,  # one dataset per client, same columns
+    y=None,
+):
+    "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
+    p = SecureFedYJ(
+        t_max=self.t_max,
+        precision=self.precision,
+        envelope_bits=self.envelope_bits,
+        bounds=self.bounds,
+        max_rows=self.max_rows,
+        ymax=self.ymax,
+        rng=self.rng,
+        progress=self.progress,
+    ).fit(clients)
+    self.protocol_ = p
+    self.n_features_in_ = p.n_features_in_
+    if all(isinstance(c, pd.DataFrame) for c in clients):
+        self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
+    self._set_fitted(p.lambdas_, p.frame_, p.mean_t_, np.sqrt(p.var_t_), p.constant_, p.mean_)
+    return self

@@ -29,9 +29,6 @@ LONG_CELLS = {
     ('10_yeojohnson.ipynb', 'YJAnchors'): 101,
     ('10_yeojohnson.ipynb', 'YJData'): 269,
     ('10_yeojohnson.ipynb', '_to_frame'): 68,  # over 60 once `ruff format` split its `;`-joined lines
-    ('12_securefedyj.ipynb', '_FRAMES'): 68,  # over 60 once `ruff format` split its `;`-joined lines
-    ('12_securefedyj.ipynb', 'envelope_round'): 68,  # over 60 once `ruff format` split its `;`-joined lines
-    ('12_securefedyj.ipynb', 'frame_coefficients'): 95,
     ('30_gbdt.ipynb', 'HistLayout'): 88,
     ('30_gbdt.ipynb', 'LogisticLoss'): 64,  # over 60 once `ruff format` split its `;`-joined lines
     ('30_gbdt.ipynb', 'Splits'): 104,
