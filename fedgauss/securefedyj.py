@@ -53,7 +53,11 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envel
            'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
-def envelope_round(c, bits: int, up: bool) -> np.ndarray:
+def envelope_round(
+    c,  # non-negative values (0 and NaN are returned as they are)
+    bits: int,  # significant bits b kept
+    up: bool,  # round up (towards +inf), else down (towards 0)
+) -> np.ndarray:
     "Round non-negative `c` outward to `bits` significant bits: up (towards +inf) or down (towards 0); 0 and NaN stay."
     c = np.asarray(c, dtype=np.float64)
     with np.errstate(invalid='ignore'):
@@ -71,7 +75,10 @@ def _step(v, direction, k=2):
     return v
 
 
-def local_envelope(anchors: YJAnchors, bits: int = 3) -> np.ndarray:
+def local_envelope(
+    anchors: YJAnchors,  # the client's own extremes (`YJAnchors.from_data`)
+    bits: int = 3,  # significant bits b of the envelope
+) -> np.ndarray:
     "A client's (4, d) integers for the secure maximum: patterns of its rounded-up log1p maxima (x >= 0, x < 0), then minus those of its rounded-down minima; -1 / -inf marks a group it lacks."
     rows = []
     for hi in (anchors.pos_hi, anchors.neg_hi):
@@ -88,7 +95,9 @@ def local_envelope(anchors: YJAnchors, bits: int = 3) -> np.ndarray:
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #10185d26023b46108eb7d9f57d49d2b3
-def anchors_from_envelope(env) -> YJAnchors:
+def anchors_from_envelope(
+    env,  # the opened (4, d) envelope of the secure maximum
+) -> YJAnchors:
     "Public anchors from the opened (4, d) envelope: the rounded log1p extremes mapped back to |x| and rounded outward again."
     E = np.array([[int(t) for t in r] for r in np.asarray(env, dtype=object)], dtype=np.int64)
 
@@ -106,7 +115,9 @@ def anchors_from_envelope(env) -> YJAnchors:
     return YJAnchors(lo(E[2]), hi(E[0]), lo(E[3]), hi(E[1]))
 
 # %% ../nbs/12_securefedyj.ipynb #7623eae2785240b9bd12b16a66d81610
-def anchors_from_bounds(bounds) -> YJAnchors:
+def anchors_from_bounds(
+    bounds,  # (d, 2) published [low, high] per feature
+) -> YJAnchors:
     "Public anchors from published per-feature bounds: an array (d, 2) of [low, high] that every value lies in."
     B = np.asarray(bounds, dtype=np.float64)
     if B.ndim != 2 or B.shape[1] != 2:
@@ -177,7 +188,13 @@ def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
     return res
 
 # %% ../nbs/12_securefedyj.ipynb #59bbdb311c014d738909a11f9e486628
-def frame_coefficients(data: YJData, ls, c, lo_frame, pf: YJFrame) -> np.ndarray:
+def frame_coefficients(
+    data: YJData,  # the client's `YJData` (local frames)
+    ls,  # λ_s of each group (the λ of its sign)
+    c,  # each group's local anchor on the log(1 + |x|) scale
+    lo_frame,  # groups framed at their smallest |x| (λ_s < 0)
+    pf: YJFrame,  # the public frame
+) -> np.ndarray:
     "(a, b, kappa, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
     mixed = pf.mixed[col]
@@ -221,7 +238,14 @@ def _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm: dict, col, f: int
 SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
 
 
-def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, bracket=None) -> np.ndarray:
+def public_frame_sums(
+    data: YJData,  # the client's `YJData`
+    lmbda,  # public λ per feature
+    pf: YJFrame,  # public frame at lmbda (`yj_frame`)
+    f: int,  # precision f: fractional bits of the fixed point
+    norm: dict,  # public powers of two per feature (`normalization`)
+    bracket=None,  # search bracket, passed on to the local sums
+) -> np.ndarray:
     "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
     lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
     ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
@@ -245,13 +269,18 @@ def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, brac
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
-def statistic_exponents(norm: dict) -> list:
+def statistic_exponents(
+    norm: dict,  # public powers of two per feature (`normalization`)
+) -> list:
     "The power of two each statistic was divided by (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi)."
     e1, e2 = norm['e_psi'], norm['e_phi']
     return [0 * e1, e2, e1, 2 * e1, e1 + e2, 2 * e1 + e2]
 
 
-def normalization(lmbda, anchors: YJAnchors) -> dict:
+def normalization(
+    lmbda,  # public λ per feature
+    anchors: YJAnchors,  # public anchors
+) -> dict:
     "Public powers of two per feature that bring every per-row statistic to at most 1 in absolute value (they depend on lambda and the anchors only)."
     B = yj_sum_bounds(1.0, lmbda, anchors)
     lg = lambda v: np.clip(np.ceil(np.log2(np.nan_to_num(v, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
@@ -260,7 +289,12 @@ def normalization(lmbda, anchors: YJAnchors) -> dict:
     return dict(e_psi=e_psi, e_phi=e_phi)
 
 # %% ../nbs/12_securefedyj.ipynb #cb1e1581032b452c9409d6c6813c49d1
-def decode_sums(ints, f: int, norm: dict, frame: YJFrame = None) -> YJSums:
+def decode_sums(
+    ints,  # (6, d) integer statistics
+    f: int,  # precision f: fractional bits of the fixed point
+    norm: dict,  # the powers of two they were divided by
+    frame: YJFrame = None,  # frame attached to the result
+) -> YJSums:
     "Float `YJSums` from integer statistics (for checks and plaintext references; the protocol never decodes them)."
     ex = statistic_exponents(norm)
     return YJSums(
@@ -279,7 +313,12 @@ class FixedPointPrecisionError(ArithmeticError):
     "The fixed-point precision cannot resolve a feature's variance: raise `precision`."
 
 
-def ring_bits_for(n_clients: int, max_rows: int, precision: int, stat_bits: int = 40) -> int:
+def ring_bits_for(
+    n_clients: int,  # number of clients K
+    max_rows: int,  # public bound on a client's row count
+    precision: int,  # precision f: fractional bits of the fixed point
+    stat_bits: int = 40,  # κ: statistical security of the masks, bits
+) -> int:
     "Ring size L (a multiple of 64) for SecureFedYJ: room for S_phi D - n C at scale 3 * precision, plus the masks."
     ell = 3 * precision + 3 * math.log2(n_clients * max_rows) + 4
     return int(64 * math.ceil((ell + stat_bits + 1 + 2) / 64))
@@ -294,7 +333,12 @@ def _rows(sh: Shared, idx, scale: int | None = None, bound: float | None = None)
     )
 
 
-def secure_step(smc: SMC, S: list, n_clients: int, f: int):
+def secure_step(
+    smc: SMC,  # the SMC engine of the computing parties
+    S: list,  # the six shared totals, in the order of `SCALES`
+    n_clients: int,  # number of clients K (bounds the rounding error)
+    f: int,  # precision f: fractional bits of the fixed point
+):
     "From the shared totals `S` (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi at scales 0, f, f, 2f, 2f, 3f): the opened signs of S_phi D - n C (+1/-1) and the precision flags [D < 2**GUARD_BITS * error]."
     n, phi, psi, psi2, dpsi, pd = S
     P = smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
@@ -325,7 +369,9 @@ def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
     return [Shared({p: v[i] for p, v in sh.shares.items()}, k * f, sh.bound) for i, k in enumerate(SCALES)]
 
 # %% ../nbs/12_securefedyj.ipynb #379cbbc1e968416e875cc15c1202d7eb
-def range_codes(anchors: YJAnchors) -> np.ndarray:
+def range_codes(
+    anchors: YJAnchors,  # the client's own extremes
+) -> np.ndarray:
     """(2, d) integers whose maxima over the clients are `code(max x)` and `-code(min x)`, with `code` the float64 bit
     pattern folded by sign (an order-preserving map to integers): max x = min x exactly when the two maxima add up to 0."""
     with np.errstate(invalid='ignore'):
@@ -345,18 +391,30 @@ def range_codes(anchors: YJAnchors) -> np.ndarray:
 class YJClient(Party):
     "A SecureFedYJ client: owns its rows (NaN allowed), computes in its own frames, and maps its sums exactly into the public frame."
 
-    def __init__(self, name: str, channel: Channel, X):
+    def __init__(
+        self,
+        name: str,  # the client's name on the channel
+        channel: Channel,  # its channel (None inside a per-party program)
+        X,  # its rows (2-D, NaN allowed)
+    ):
         super().__init__(name, channel, X)
         self.local_anchors = YJAnchors.from_data(X)
 
-    def setup_inputs(self, bits: int | None = 3) -> np.ndarray:
+    def setup_inputs(
+        self,
+        bits: int | None = 3,  # significant bits of the envelope; None when bounds are published
+    ) -> np.ndarray:
         "Input to the secure maximum: the envelope (its extremes rounded outward; none if `bits` is None), then `range_codes`."
         codes = range_codes(self.local_anchors)
         return codes if bits is None else np.vstack([local_envelope(self.local_anchors, bits), codes])
 
 # %% ../nbs/12_securefedyj.ipynb #1671c31a24314836a5b85d7ef7fbf015
 @patch
-def prepare(self: YJClient, public: YJAnchors, names=None):
+def prepare(
+    self: YJClient,
+    public: YJAnchors,  # the public anchors
+    names=None,  # column names for the error messages
+):
     "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
     la = self.local_anchors
     out = np.flatnonzero(~public.covers(la))
@@ -374,7 +432,14 @@ def prepare(self: YJClient, public: YJAnchors, names=None):
 
 # %% ../nbs/12_securefedyj.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
 @patch
-def statistics(self: YJClient, lmbda, frame: YJFrame, scale: int, norm: dict, bracket=None) -> np.ndarray:
+def statistics(
+    self: YJClient,
+    lmbda,  # public λ per feature
+    frame: YJFrame,  # public frame at lmbda
+    scale: int,  # precision f: fractional bits of the fixed point
+    norm: dict,  # public powers of two per feature
+    bracket=None,  # search bracket, passed on to the local sums
+) -> np.ndarray:
     "The six statistics in the public frame at `lmbda`, as exact integers at `scale`: this client's share of the federation's totals."
     return public_frame_sums(self.data, lmbda, frame, scale, norm, bracket)
 
@@ -446,8 +511,7 @@ class SecureFedYJ(BaseEstimator):
     def __init__(
         self,
         t_max: int = 128,  # search steps at most (the search stops once every lambda has converged)
-        precision: int
-        | str = 'auto',  # fractional bits of the fixed point (at most 190); 'auto': 96, and 190 if 96 cannot resolve a feature
+        precision: int | str = 'auto',  # fixed-point fractional bits (<= 190); 'auto': 96, or 190 if 96 cannot resolve
         envelope_bits: int = 3,  # significant bits of the public envelope of log(1 + |x|)
         bounds=None,  # published (d, 2) bounds [low, high] per feature, instead of the envelope
         max_rows: int = 2**20,  # public bound on any client's row count
@@ -479,7 +543,10 @@ class SecureFedYJ(BaseEstimator):
             raise ValueError(f"precision must be at most 190 fractional bits, or 'auto'; got {self.precision}")
 
 # %% ../nbs/12_securefedyj.ipynb #3503508a
-def party_tree_max(smc: PartySMC, items: list):
+def party_tree_max(
+    smc: PartySMC,  # this party's `PartySMC`
+    items: list,  # its shares of the arrays to compare, one per client
+):
     "Generator: elementwise maximum of shared arrays, pairwise in ceil(log2 K) batched rounds."
     while len(items) > 1:
         h = len(items) // 2
@@ -488,7 +555,13 @@ def party_tree_max(smc: PartySMC, items: list):
     return items[0]
 
 
-def yj_setup_program(smc: PartySMC, client, d: int, envelope_bits, bounds):
+def yj_setup_program(
+    smc: PartySMC,  # this party's `PartySMC`
+    client,  # the party's `YJClient` (None for the dealer)
+    d: int,  # number of features
+    envelope_bits,  # significant bits of the envelope
+    bounds,  # published (d, 2) bounds, or None for the envelope
+):
     "Generator, one party's setup: the secure maximum of the envelope and range codes, the public anchors and the constancy bits (None, None for the dealer)."
     env = bounds is None
     x = None if client is None else client.setup_inputs(envelope_bits if env else None)
@@ -507,7 +580,12 @@ def yj_setup_program(smc: PartySMC, client, d: int, envelope_bits, bounds):
     return A, (None if c is None else c.astype(bool))
 
 # %% ../nbs/12_securefedyj.ipynb #34e5e16b
-def party_secure_step(smc: PartySMC, S: list, n_clients: int, f: int):
+def party_secure_step(
+    smc: PartySMC,  # this party's `PartySMC`
+    S: list,  # its shares of the six totals (`party_shared_totals`)
+    n_clients: int,  # number of clients K
+    f: int,  # precision f: fractional bits of the fixed point
+):
     "Generator, one party's side of `secure_step`: its shares of the signs of S_phi D - n C and of the precision flags, opened (the dealer gets None)."
     n, phi, psi, psi2, dpsi, pd = S
     P = yield from smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
@@ -522,7 +600,14 @@ def party_secure_step(smc: PartySMC, S: list, n_clients: int, f: int):
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
 
 
-def party_shared_totals(smc: PartySMC, ints, d: int, f: int, max_rows: int, who: str = '') -> list:
+def party_shared_totals(
+    smc: PartySMC,  # this party's `PartySMC`
+    ints,  # this client's (6, d) integer statistics (None for the dealer)
+    d: int,  # number of features
+    f: int,  # precision f: fractional bits of the fixed point
+    max_rows: int,  # public bound on a client's row count
+    who: str = '',  # name for the error messages
+) -> list:
     "One party's shares of the six totals: its own integer statistics `ints` (checked against their bounds) are its share of the sum (no message); the dealer passes None."
     if ints is not None:
         ints = np.asarray(ints, dtype=object)
@@ -540,7 +625,10 @@ def party_shared_totals(smc: PartySMC, ints, d: int, f: int, max_rows: int, who:
 _FRAMES = {}
 
 
-def public_frame(lmbda, A: YJAnchors) -> tuple:
+def public_frame(
+    lmbda,  # public λ per feature
+    A: YJAnchors,  # public anchors
+) -> tuple:
     "`yj_frame` and `normalization` at a public lambda and public anchors. Public values: parties that run in one process (the simulator) share them through a small cache instead of each computing them."
     key = (np.asarray(lmbda, dtype=np.float64).tobytes(),) + tuple(
         np.asarray(v).tobytes() for v in (A.pos_lo, A.pos_hi, A.neg_lo, A.neg_hi)
@@ -577,16 +665,16 @@ def _precision_error(names: list, bad, state, f: int) -> FixedPointPrecisionErro
 
 # %% ../nbs/12_securefedyj.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def yj_client_program(
-    smc: PartySMC,
-    X,
-    names: list,
-    f: int,
-    t_max: int = 128,
-    envelope_bits: int = 3,
-    bounds=None,
-    max_rows: int = 2**20,
-    ymax: float = YMAX,
-    resume: dict | None = None,
+    smc: PartySMC,  # this party's `PartySMC`
+    X,  # the client's rows
+    names: list,  # column names
+    f: int,  # precision f: fractional bits of the fixed point
+    t_max: int = 128,  # search steps at most
+    envelope_bits: int = 3,  # significant bits of the envelope
+    bounds=None,  # published (d, 2) bounds, or None for the envelope
+    max_rows: int = 2**20,  # public bound on a client's row count
+    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+    resume: dict | None = None,  # a checkpoint state to go on from (None: start)
 ):
     "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state (saved with `smc.save` at each phase; `resume`: go on from such a state); returns the public result."
     K, d, me = len(smc.parties), len(names), smc.me
@@ -619,7 +707,16 @@ def yj_client_program(
 
 # %% ../nbs/12_securefedyj.ipynb #20ebfa66
 def yj_final_program(
-    smc: PartySMC, client, A, state, const, names, f: int, max_rows: int, ymax: float, env: bool = True
+    smc: PartySMC,  # this party's `PartySMC`
+    client,  # the party's `YJClient` (None for the dealer)
+    A,  # public anchors
+    state,  # the search state at the end (`ExpSearchState`)
+    const,  # constant features (public bits)
+    names,  # column names
+    f: int,  # precision f: fractional bits of the fixed point
+    max_rows: int,  # public bound on a client's row count
+    ymax: float,  # largest |Psi| the fitted transform may produce
+    env: bool = True,  # the anchors come from the envelope (else from published bounds)
 ):
     "Generator: the final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, in SMC and opened (the dealer passes `client=None`)."
     K, d = len(smc.parties), len(names)
@@ -652,7 +749,14 @@ def yj_final_program(
     return dict(lambdas=lam, frame=pf, mean=mean, var=var, mean_t=mean_t, var_t=var_t, bounded=bounded, converged=conv)
 
 # %% ../nbs/12_securefedyj.ipynb #2f6defa8
-def yj_dealer_program(smc: PartySMC, d: int, f: int, envelope_bits: int = 3, bounds=None, max_rows: int = 2**20):
+def yj_dealer_program(
+    smc: PartySMC,  # the server's `PartySMC`
+    d: int,  # number of features
+    f: int,  # precision f: fractional bits of the fixed point
+    envelope_bits: int = 3,  # significant bits of the envelope
+    bounds=None,  # published (d, 2) bounds, or None for the envelope
+    max_rows: int = 2**20,  # public bound on a client's row count
+):
     "Generator, the server's program: it deals the correlated randomness of every step, following the parties' public phase; it holds no data and no share of any value."
     K = len(smc.parties)
     yield from yj_setup_program(smc, None, d, envelope_bits, bounds)
@@ -671,7 +775,7 @@ def yj_dealer_program(smc: PartySMC, d: int, f: int, envelope_bits: int = 3, bou
 def fit(
     self: SecureFedYJ,
     clients,  # one dataset per client (2-D arrays or DataFrames with the same columns)
-    y=None,
+    y=None,  # ignored (scikit-learn API)
 ):
     "Run the protocol on `clients` through one `Channel` (`channel_`); with `precision='auto'`, once more at 190 bits if needed."
     self._check_params()
@@ -738,7 +842,11 @@ def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
     return self
 
 # %% ../nbs/12_securefedyj.ipynb #5f5d7a47
-def revealed_values(channel: Channel, n_parties: int, ring_bits: int) -> list:
+def revealed_values(
+    channel: Channel,  # the channel of a fitted protocol
+    n_parties: int,  # number of computing parties
+    ring_bits: int,  # L: the ring is Z_(2**L)
+) -> list:
     "Every value the protocol opened, reconstructed from the transcript alone: a list of (round, kind, value) with kind 'bits' (unpacked, with padding) or 'ring' (signed integers)."
     msgs = [m for m in channel.messages if m.kind == 'reveal']
     per = n_parties * (n_parties - 1)  # an opening to all parties: every party sends its share to every other
@@ -759,7 +867,9 @@ def revealed_values(channel: Channel, n_parties: int, ring_bits: int) -> list:
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #504ff0a2
-def communication_table(fitted: SecureFedYJ) -> pd.DataFrame:
+def communication_table(
+    fitted: SecureFedYJ,  # a fitted `SecureFedYJ`
+) -> pd.DataFrame:
     "Bytes sent and received per client: in the setup, per search step (mean), in the final round, and in total; and the server's."
     t = fitted.channel_.transcript
     r = fitted.rounds_
@@ -808,7 +918,7 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
 def fit(
     self: FedYeoJohnsonTransformer,
     clients,  # one dataset per client, same columns
-    y=None,
+    y=None,  # ignored (scikit-learn API)
 ):
     "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
     p = SecureFedYJ(

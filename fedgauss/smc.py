@@ -23,7 +23,11 @@ class FixedPointOverflow(OverflowError):
     "A value, or a bound on a computed value, does not fit the fixed-point range of the ring."
 
 
-def random_ints(rng: np.random.Generator, shape, bits: int) -> np.ndarray:
+def random_ints(
+    rng: np.random.Generator,  # source of the seed of the word generator
+    shape,  # shape of the output (an int or a tuple)
+    bits: int,  # each integer is below 2**bits
+) -> np.ndarray:
     "Uniform integers in `[0, 2**bits)` as a numpy object array of Python ints (a word generator seeded from `rng`)."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
     gb = random.Random(int(rng.integers(2**63))).getrandbits  # fast big random integers, reproducible from rng
@@ -32,14 +36,21 @@ def random_ints(rng: np.random.Generator, shape, bits: int) -> np.ndarray:
     return out.reshape(shape)
 
 
-def random_bits(rng: np.random.Generator, shape) -> np.ndarray:
+def random_bits(
+    rng: np.random.Generator,  # source of the random bytes
+    shape,  # shape of the output (an int or a tuple)
+) -> np.ndarray:
     "Uniform bits (uint8 0/1) of the given shape."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
     n = math.prod(shape)
     return np.unpackbits(np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8), count=n).reshape(shape)
 
 # %% ../nbs/11_smc.ipynb #72eea5119410473aa328ad9291626812
-def encode(x, scale: int, ring_bits: int = 256) -> np.ndarray:
+def encode(
+    x,  # reals (float) or integers (encoded exactly, any size)
+    scale: int,  # fractional bits s: x is stored as round(x * 2**s)
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Exact fixed-point encoding `round(x * 2**scale) mod 2**ring_bits` (object array); raises if it would wrap. Integer input is encoded exactly."
     xi = np.asarray(x)
     flat = xi.ravel().tolist()
@@ -71,19 +82,31 @@ def encode(x, scale: int, ring_bits: int = 256) -> np.ndarray:
     return out
 
 # %% ../nbs/11_smc.ipynb #10185d26023b46108eb7d9f57d49d2b3
-def to_signed(v, ring_bits: int = 256) -> np.ndarray:
+def to_signed(
+    v,  # ring elements (Python ints, any shape)
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Ring elements as signed Python ints in `[-2**(L-1), 2**(L-1))`."
     v = np.asarray(np.asarray(v, dtype=object) & ((1 << ring_bits) - 1), dtype=object)
     return np.where(v >= (1 << (ring_bits - 1)), np.asarray(v - (1 << ring_bits), dtype=object), v).astype(object)
 
 
-def decode(v, scale: int, ring_bits: int = 256) -> np.ndarray:
+def decode(
+    v,  # ring elements (Python ints, any shape)
+    scale: int,  # fractional bits s of the encoding
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Real values of fixed-point ring elements at `scale`."
     s = to_signed(v, ring_bits)
     return np.array([math.ldexp(float(t), -scale) for t in np.ravel(s)]).reshape(np.shape(s))
 
 # %% ../nbs/11_smc.ipynb #552f1f86
-def share(v, n_parties: int, rng: np.random.Generator, ring_bits: int = 256) -> list:
+def share(
+    v,  # ring elements to share (Python ints, any shape)
+    n_parties: int,  # number of shares K
+    rng: np.random.Generator,  # randomness of the first K - 1 shares
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> list:
     "Split ring elements `v` into `n_parties` additive shares modulo `2**ring_bits`."
     v = np.asarray(v, dtype=object)
     M = 1 << ring_bits
@@ -92,18 +115,21 @@ def share(v, n_parties: int, rng: np.random.Generator, ring_bits: int = 256) -> 
     return sh + [last]
 
 
-def reconstruct(shares: list, ring_bits: int = 256) -> np.ndarray:
+def reconstruct(
+    shares: list,  # the K shares (arrays of one shape)
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Sum of additive shares modulo `2**ring_bits`."
     return sum(shares) & ((1 << ring_bits) - 1)
 
-# %% ../nbs/11_smc.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+# %% ../nbs/11_smc.ipynb #6ecc0a4b
 @dataclass
 class Shared:
     "A secret-shared array: `shares[party]` is that party's share; `scale` its fractional bits; `bound` a public bound on |value|."
 
-    shares: dict
-    scale: int
-    bound: float
+    shares: dict  # party -> its share (an object array of ring elements)
+    scale: int  # fractional bits of the fixed point
+    bound: float  # public bound on |value|
 
     @property
     def shape(self):
@@ -114,7 +140,7 @@ class Shared:
 class SharedBits:
     "Bits shared by XOR (in GF(2)): `shares[party]` are uint8 arrays of 0/1 whose XOR is the secret bit."
 
-    shares: dict
+    shares: dict  # party -> its XOR shares (uint8 arrays of 0/1)
 
     @property
     def shape(self):
@@ -130,7 +156,11 @@ class RingElements:
 
     __slots__ = ('values', 'ring_bits')
 
-    def __init__(self, values, ring_bits: int):
+    def __init__(
+        self,
+        values,  # ring elements (Python ints, any shape)
+        ring_bits: int,  # L: each element takes ceil(L/8) bytes
+    ):
         self.values, self.ring_bits = np.asarray(values, dtype=object), int(ring_bits)
 
     @property
@@ -166,12 +196,12 @@ class SMC:
 
     def __init__(
         self,
-        parties: list,
-        channel: Channel | None = None,
-        dealer: str = 'dealer',
-        ring_bits: int = 256,
-        stat_bits: int = 40,
-        rng=None,
+        parties: list,  # the computing parties (names, or objects with a `name`)
+        channel: Channel | None = None,  # records every message (a new `Channel` if None)
+        dealer: str = 'dealer',  # name of the party that deals correlated randomness
+        ring_bits: int = 256,  # L: shares live in Z_(2**L)
+        stat_bits: int = 40,  # κ: statistical security of the masks, bits
+        rng=None,  # seed or Generator of every party's randomness
     ):
         self.parties = [_nm(p) for p in parties]
         if len(self.parties) < 1 or len(set(self.parties)) != len(self.parties):
@@ -261,7 +291,14 @@ def _encode_input(self: SMC, owner: str, x, scale: int, bound: float, encoded: b
 
 # %% ../nbs/11_smc.ipynb #277c27b1587741f2af2001be3712ef0d
 @patch
-def input(self: SMC, owner, x, scale: int, bound: float, encoded: bool = False) -> Shared:
+def input(
+    self: SMC,
+    owner,  # the party whose values these are (it need not compute)
+    x,  # its values (reals, or integers shared exactly)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on |x|, agreed in advance
+    encoded: bool = False,  # x are already the integers x * 2**scale
+) -> Shared:
     "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
     owner = _nm(owner)
     v = self._encode_input(owner, x, scale, bound, encoded)
@@ -279,7 +316,12 @@ def input(self: SMC, owner, x, scale: int, bound: float, encoded: bool = False) 
 
 # %% ../nbs/11_smc.ipynb #916684f9a58a4a2aa5f864670399430d
 @patch
-def reveal(self: SMC, a: Shared, to=None, exact: bool = False) -> np.ndarray:
+def reveal(
+    self: SMC,
+    a: Shared,  # the shared value to open
+    to=None,  # who learns it: a party, a list of parties, or None for all computing parties
+    exact: bool = False,  # return the signed integers value * 2**scale instead of floats
+) -> np.ndarray:
     "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal'). `exact`: the signed integers `value * 2**scale` instead of floats."
     to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
     vals = {}
@@ -295,7 +337,11 @@ def reveal(self: SMC, a: Shared, to=None, exact: bool = False) -> np.ndarray:
 
 # %% ../nbs/11_smc.ipynb #1671c31a24314836a5b85d7ef7fbf015
 @patch
-def reveal_bits(self: SMC, b: SharedBits, to=None) -> np.ndarray:
+def reveal_bits(
+    self: SMC,
+    b: SharedBits,  # the shared bits to open
+    to=None,  # who learns them: a party, a list of parties, or None for all
+) -> np.ndarray:
     "Open shared bits to the parties in `to` (default: all computing parties)."
     to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
     out = None
@@ -351,7 +397,13 @@ def _deal(self: SMC, *vs, kind='dealer'):
 
 # %% ../nbs/11_smc.ipynb #0e382214b5f147d187d36a2058b9c724
 @patch
-def input_sum(self: SMC, values: dict, scale: int, bound: float, encoded: bool = False) -> Shared:
+def input_sum(
+    self: SMC,
+    values: dict,  # computing party -> its own values, all of one shape
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on each party's |x|
+    encoded: bool = False,  # the values are already the integers x * 2**scale
+) -> Shared:
     "The sum of computing parties' private inputs (`values[party]`, each |x| <= `bound`), shared with no message: each party's own input is its share of the sum."
     if not values:
         raise ValueError("input_sum needs at least one input")
@@ -370,7 +422,11 @@ def input_sum(self: SMC, values: dict, scale: int, bound: float, encoded: bool =
 
 # %% ../nbs/11_smc.ipynb #5b09d5ef5b5e4bb6ab9b829b10b6a29f
 @patch
-def lift(self: SMC, a: Shared, scale: int) -> Shared:
+def lift(
+    self: SMC,
+    a: Shared,  # shared value
+    scale: int,  # the new scale (at least a.scale)
+) -> Shared:
     "Same value at a higher scale: multiply every share by 2**(scale - a.scale) (exact)."
     if scale < a.scale:
         raise ValueError("use truncate() to lower a scale")
@@ -381,7 +437,11 @@ def lift(self: SMC, a: Shared, scale: int) -> Shared:
 
 # %% ../nbs/11_smc.ipynb #1944c39560714e6e80c856f20744a8e5
 @patch
-def add(self: SMC, a: Shared, b: Shared) -> Shared:
+def add(
+    self: SMC,
+    a: Shared,  # first summand
+    b: Shared,  # second summand (scales are aligned)
+) -> Shared:
     "[a + b]"
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
@@ -389,19 +449,30 @@ def add(self: SMC, a: Shared, b: Shared) -> Shared:
 
 
 @patch
-def neg(self: SMC, a: Shared) -> Shared:
+def neg(
+    self: SMC,
+    a: Shared,  # shared value
+) -> Shared:
     "[-a]"
     return Shared({p: (-s) & self.mask for p, s in a.shares.items()}, a.scale, a.bound)
 
 
 @patch
-def sub(self: SMC, a: Shared, b: Shared) -> Shared:
+def sub(
+    self: SMC,
+    a: Shared,  # minuend
+    b: Shared,  # subtrahend
+) -> Shared:
     "[a - b]"
     return self.add(a, self.neg(b))
 
 # %% ../nbs/11_smc.ipynb #f61877af4e7f4313ad8234302950b331
 @patch
-def mul_public(self: SMC, a: Shared, c) -> Shared:
+def mul_public(
+    self: SMC,
+    a: Shared,  # shared value
+    c,  # public integer factor (or array of them, broadcast)
+) -> Shared:
     "[c * a] for a public integer (or integer array) `c`."
     c = np.asarray(c, dtype=object)
     cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
@@ -409,7 +480,11 @@ def mul_public(self: SMC, a: Shared, c) -> Shared:
 
 
 @patch
-def add_public(self: SMC, a: Shared, c) -> Shared:
+def add_public(
+    self: SMC,
+    a: Shared,  # shared value
+    c,  # public real (or array), encoded at a.scale
+) -> Shared:
     "[a + c] for a public real `c` (encoded at a's scale and added by the king)."
     c = np.asarray(c, dtype=float)
     e = encode(c, a.scale, self.L)
@@ -419,7 +494,11 @@ def add_public(self: SMC, a: Shared, c) -> Shared:
 
 # %% ../nbs/11_smc.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 @patch
-def stack(self: SMC, items: list, axis: int = 0) -> Shared:
+def stack(
+    self: SMC,
+    items: list,  # shared arrays of one shape
+    axis: int = 0,  # position of the new axis
+) -> Shared:
     "Stack shared arrays of equal scale along a new axis."
     s = max(t.scale for t in items)
     items = [self.lift(t, s) for t in items]
@@ -429,7 +508,11 @@ def stack(self: SMC, items: list, axis: int = 0) -> Shared:
 
 # %% ../nbs/11_smc.ipynb #903197826d2e44dfa0208e8f97c69327
 @patch
-def mul(self: SMC, x: Shared, y: Shared) -> Shared:
+def mul(
+    self: SMC,
+    x: Shared,  # first factor
+    y: Shared,  # second factor (broadcast against x)
+) -> Shared:
     "[x * y] (elementwise, broadcasting) with a Beaver triple; the result has scale x.scale + y.scale."
     shape = np.broadcast_shapes(x.shape, y.shape)
     out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
@@ -480,7 +563,10 @@ def _mul_flat(self: SMC, pairs: list, shapes: list) -> list:
 
 # %% ../nbs/11_smc.ipynb #9075f00cfa8d463f84130041b1e44ca7
 @patch
-def mul_many(self: SMC, pairs: list) -> list:
+def mul_many(
+    self: SMC,
+    pairs: list,  # the products to compute: (x, y) pairs of shared values
+) -> list:
     "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale. An operand used in several products (the same `Shared` object) is masked and opened once."
     shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
     for x, y in pairs:
@@ -514,7 +600,11 @@ def mul_many(self: SMC, pairs: list) -> list:
 
 # %% ../nbs/11_smc.ipynb #652f5cdc
 @patch
-def truncate(self: SMC, a: Shared, k: int) -> Shared:
+def truncate(
+    self: SMC,
+    a: Shared,  # shared value
+    k: int,  # fractional bits to drop (at most a.scale)
+) -> Shared:
     "[a] at scale a.scale - k, with error below one unit in the last place (probabilistic truncation)."
     if k <= 0:
         return a
@@ -593,14 +683,22 @@ def _and_stacked(self: SMC, X: np.ndarray, Y: np.ndarray, triple=None) -> np.nda
 
 
 @patch
-def and_(self: SMC, x: SharedBits, y: SharedBits) -> SharedBits:
+def and_(
+    self: SMC,
+    x: SharedBits,  # XOR-shared bits
+    y: SharedBits,  # XOR-shared bits of the same shape
+) -> SharedBits:
     "[x AND y] for XOR-shared bits (elementwise)."
     Z = self._and_stacked(np.stack([x.shares[p] for p in self.parties]), np.stack([y.shares[p] for p in self.parties]))
     return SharedBits({p: Z[k] for k, p in enumerate(self.parties)})
 
 # %% ../nbs/11_smc.ipynb #9141936c6c8a4c478a75aea4ff665469
 @patch
-def input_bits(self: SMC, owner, bits) -> SharedBits:
+def input_bits(
+    self: SMC,
+    owner,  # the party whose bits these are
+    bits,  # its bits (0/1, any shape)
+) -> SharedBits:
     "`owner` XOR-shares its bits (used in tests and by protocols whose inputs are bits)."
     owner = _nm(owner)
     if owner not in self.rng:
@@ -650,7 +748,10 @@ def _int_bits(v, m: int) -> np.ndarray:
 
 # %% ../nbs/11_smc.ipynb #f68f0888c55a4478ace3eac39384dff4
 @patch
-def ltz(self: SMC, x: Shared) -> SharedBits:
+def ltz(
+    self: SMC,
+    x: Shared,  # shared value to compare with 0
+) -> SharedBits:
     "[x < 0] as XOR-shared bits."
     ell = self._bits_for(x.bound, x.scale)
     m = ell - 1
@@ -665,7 +766,10 @@ def ltz(self: SMC, x: Shared) -> SharedBits:
 
 # %% ../nbs/11_smc.ipynb #f94f5a17fa734d288763e7d9a3758173
 @patch
-def b2a(self: SMC, b: SharedBits) -> Shared:
+def b2a(
+    self: SMC,
+    b: SharedBits,  # XOR-shared bits
+) -> Shared:
     "XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     g = self.rng[self.dealer]
     s = random_bits(g, b.shape)
@@ -675,7 +779,13 @@ def b2a(self: SMC, b: SharedBits) -> Shared:
 
 # %% ../nbs/11_smc.ipynb #40c1800d1c114147a536b8aa907907c7
 @patch
-def reciprocal(self: SMC, n: Shared, n_max: int, scale: int = 64, iters: int | None = None) -> Shared:
+def reciprocal(
+    self: SMC,
+    n: Shared,  # shared integer count (scale 0), 1 <= n <= n_max
+    n_max: int,  # public bound on n
+    scale: int = 64,  # fractional bits of the result
+    iters: int | None = None,  # Newton iterations (default: enough for `scale` bits)
+) -> Shared:
     "[1/n] at `scale` for a shared integer count 1 <= n <= n_max (n at scale 0)."
     if n.scale != 0:
         raise ValueError("reciprocal expects an integer (scale 0)")
@@ -710,7 +820,11 @@ def reciprocal(self: SMC, n: Shared, n_max: int, scale: int = 64, iters: int | N
 
 # %% ../nbs/11_smc.ipynb #71b4158a9f3d49279f06ec9197b84529
 @patch
-def maximum(self: SMC, a: Shared, b: Shared) -> Shared:
+def maximum(
+    self: SMC,
+    a: Shared,  # first shared value
+    b: Shared,  # second shared value (same shape)
+) -> Shared:
     "[max(a, b)] elementwise: a + [a < b] (b - a), one comparison and one multiplication."
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
@@ -820,13 +934,13 @@ def _unmask_dropped(total, names, got, seeds, dropped, channel, server, shape):
 
 # %% ../nbs/11_smc.ipynb #061962c182f9482c8b1341b2a6f73cd5
 def secure_sum(
-    values: dict,
-    channel: Channel | None = None,
-    server: str = 'server',
-    frac_bits: int = 24,
-    rng=None,
-    drop: tuple = (),
-    on_dropout: str = 'raise',
+    values: dict,  # client -> its array (all of one shape)
+    channel: Channel | None = None,  # records every message (a new `Channel` if None)
+    server: str = 'server',  # name of the party that learns the sum
+    frac_bits: int = 24,  # fractional bits of the 64-bit fixed point, in [0, 62]
+    rng=None,  # seed or Generator of the key agreement
+    drop: tuple = (),  # clients that drop out after masking (to simulate a failure)
+    on_dropout: str = 'raise',  # 'raise': stop with `DropoutError`; 'recover': unmask with the survivors' seeds
 ):
     "Sum of the clients' arrays `values` (dict client -> array of equal shape) revealed to `server` only, by pairwise masking."
     names, arrs, shape, dropped = _sum_inputs(values, frac_bits, drop, on_dropout)
@@ -848,11 +962,22 @@ class PartyShare:
 
     __slots__ = ('v', 'shape', 'scale', 'bound')
 
-    def __init__(self, v, scale: int, bound: float, shape=None):
+    def __init__(
+        self,
+        v,  # this party's share (None for the dealer's copy)
+        scale: int,  # fractional bits of the fixed point
+        bound: float,  # public bound on |value|
+        shape=None,  # shape of the value (needed when v is None)
+    ):
         self.v, self.scale, self.bound = v, int(scale), float(bound)
         self.shape = tuple(shape) if v is None else np.shape(v)
 
-    def rows(self, idx, scale: int | None = None, bound: float | None = None) -> 'PartyShare':
+    def rows(
+        self,
+        idx,  # row index or slice along the first axis
+        scale: int | None = None,  # new scale to declare (default: unchanged)
+        bound: float | None = None,  # new public bound (default: unchanged)
+    ) -> 'PartyShare':
         "Row(s) `idx` (optionally re-declaring scale and bound)."
         sc, b = self.scale if scale is None else scale, self.bound if bound is None else bound
         if self.v is not None:
@@ -864,7 +989,13 @@ class PartySMC:
     "One party's side of `SMC`: it holds only its own shares, rng and mailbox, and advances as a generator (`yield` = wait for messages). `me` may be the dealer, whose side only deals."
 
     def __init__(
-        self, me: str, parties: list, dealer: str = 'server', ring_bits: int = 256, stat_bits: int = 40, rng=None
+        self,
+        me: str,  # this party's name (a computing party or the dealer)
+        parties: list,  # the computing parties, in the same order everywhere
+        dealer: str = 'server',  # name of the dealer
+        ring_bits: int = 256,  # L: shares live in Z_(2**L)
+        stat_bits: int = 40,  # κ: statistical security of the masks, bits
+        rng=None,  # seed or Generator of this party's randomness
     ):
         self.me, self.parties, self.dealer = me, list(parties), dealer
         if len(set(self.parties)) != len(self.parties) or dealer in self.parties:
@@ -885,13 +1016,22 @@ class PartySMC:
 
 # %% ../nbs/11_smc.ipynb #c4ee0834
 @patch
-def send(self: PartySMC, to: str, kind: str, payload):
+def send(
+    self: PartySMC,
+    to: str,  # receiver
+    kind: str,  # message kind (as in the transcript)
+    payload,  # what is sent
+):
     "Queue a message; it leaves when this party next waits."
     self.out.append((to, kind, payload))
 
 
 @patch
-def recv(self: PartySMC, kind: str, sender: str):
+def recv(
+    self: PartySMC,
+    kind: str,  # message kind to wait for
+    sender: str,  # party it must come from
+):
     "Generator: the payload of the oldest message of `kind` from `sender`, waiting (yielding) until it is there."
     while True:
         for i, (s, k, p) in enumerate(self.box):
@@ -910,7 +1050,10 @@ def wait_phase(self: PartySMC):
 
 # %% ../nbs/11_smc.ipynb #01a140d8
 @patch
-def save(self: PartySMC, prog: dict):
+def save(
+    self: PartySMC,
+    prog: dict,  # the program's own state (plain data)
+):
     "A checkpoint at a phase boundary: the program's own state `prog` (plain data), this party's rng state, its unread mailbox and phase. A transport that cannot keep a suspended generator (a process per message) resumes from it."
     self.checkpoint = dict(
         prog=prog, rng=copy.deepcopy(self.rng.bit_generator.state), box=list(self.box), phase=self.phase
@@ -918,7 +1061,10 @@ def save(self: PartySMC, prog: dict):
 
 
 @patch
-def restore(self: PartySMC, ck: dict):
+def restore(
+    self: PartySMC,
+    ck: dict,  # a checkpoint made by `save`
+):
     "Back to checkpoint `ck` (rng state, mailbox, phase); the program is then rebuilt from `ck['prog']`."
     self.rng.bit_generator.state = copy.deepcopy(ck['rng'])
     self.box[:] = list(ck['box'])
@@ -927,7 +1073,11 @@ def restore(self: PartySMC, ck: dict):
 
 # %% ../nbs/11_smc.ipynb #8edfd84aa00d4424a71141df99c55e72
 @patch
-def lift(self: PartySMC, a: PartyShare, scale: int) -> PartyShare:
+def lift(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    scale: int,  # the new scale (at least a.scale)
+) -> PartyShare:
     "Same value at a higher scale (exact)."
     if scale < a.scale:
         raise ValueError("use truncate() to lower a scale")
@@ -938,7 +1088,11 @@ def lift(self: PartySMC, a: PartyShare, scale: int) -> PartyShare:
 
 
 @patch
-def add(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+def add(
+    self: PartySMC,
+    a: PartyShare,  # first summand
+    b: PartyShare,  # second summand
+) -> PartyShare:
     "[a + b]"
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
@@ -947,19 +1101,30 @@ def add(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
 
 
 @patch
-def neg(self: PartySMC, a: PartyShare) -> PartyShare:
+def neg(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+) -> PartyShare:
     "[-a]"
     return PartyShare(None if a.v is None else (-a.v) & self.mask, a.scale, a.bound, a.shape)
 
 
 @patch
-def sub(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+def sub(
+    self: PartySMC,
+    a: PartyShare,  # minuend
+    b: PartyShare,  # subtrahend
+) -> PartyShare:
     "[a - b]"
     return self.add(a, self.neg(b))
 
 # %% ../nbs/11_smc.ipynb #ab13b4b6e2874167b7f2debb11dcd1d9
 @patch
-def mul_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
+def mul_public(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    c,  # public integer factor (or array of them)
+) -> PartyShare:
     "[c * a] for a public integer (array) `c`."
     c = np.asarray(c, dtype=object)
     cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
@@ -967,7 +1132,11 @@ def mul_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
 
 
 @patch
-def add_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
+def add_public(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    c,  # public real (or array), encoded at a.scale
+) -> PartyShare:
     "[a + c] for a public real `c` (the king adds it)."
     c = np.asarray(c, dtype=float)
     e = encode(c, a.scale, self.L)
@@ -977,7 +1146,11 @@ def add_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #47d658866ccb404681cf21a4419000da
 @patch
-def stack(self: PartySMC, items: list, axis: int = 0) -> PartyShare:
+def stack(
+    self: PartySMC,
+    items: list,  # shares of one shape
+    axis: int = 0,  # position of the new axis
+) -> PartyShare:
     "Stack shares of equal shape along a new axis (lifted to the largest scale)."
     s = max(t.scale for t in items)
     items = [self.lift(t, s) for t in items]
@@ -988,7 +1161,14 @@ def stack(self: PartySMC, items: list, axis: int = 0) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #e739f79f
 @patch
-def input_all(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool = False):
+def input_all(
+    self: PartySMC,
+    x,  # this party's values (None for the dealer)
+    shape,  # shape of every party's values (public)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on |x|
+    encoded: bool = False,  # x are already the integers x * 2**scale
+):
     "Generator: every computing party secret-shares its own `x` (|x| <= `bound`, same `shape`); returns one `PartyShare` per party, in party order."
     mine = {}
     if not self.is_dealer:
@@ -1007,7 +1187,14 @@ def input_all(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool 
 
 
 @patch
-def input_sum(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool = False) -> PartyShare:
+def input_sum(
+    self: PartySMC,
+    x,  # this party's values (None for the dealer)
+    shape,  # shape of the values (public)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on each party's |x|
+    encoded: bool = False,  # x are already the integers x * 2**scale
+) -> PartyShare:
     "The sum of the computing parties' inputs, shared with no message: each party's own input is its share."
     v = None if self.is_dealer else SMC._encode_input(self, self.me, x, scale, bound, encoded)
     total = float(bound) * len(self.parties)
@@ -1016,7 +1203,11 @@ def input_sum(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool 
 
 # %% ../nbs/11_smc.ipynb #5d973992396c4b758db40b17e80dc1fc
 @patch
-def reveal(self: PartySMC, a: PartyShare, exact: bool = False):
+def reveal(
+    self: PartySMC,
+    a: PartyShare,  # the shared value to open
+    exact: bool = False,  # return the signed integers value * 2**scale instead of floats
+):
     "Generator: open `a` to every computing party (each sends its share to every other, kind 'reveal')."
     if self.is_dealer:
         return None
@@ -1031,7 +1222,10 @@ def reveal(self: PartySMC, a: PartyShare, exact: bool = False):
 
 # %% ../nbs/11_smc.ipynb #b434e0d67d894725aa1f6d707a143313
 @patch
-def reveal_bits(self: PartySMC, b):
+def reveal_bits(
+    self: PartySMC,
+    b,  # this party's XOR shares (uint8 array)
+):
     "Generator: open XOR-shared bits (this party's uint8 array `b`) to every computing party."
     if self.is_dealer:
         return None
@@ -1046,7 +1240,12 @@ def reveal_bits(self: PartySMC, b):
 
 # %% ../nbs/11_smc.ipynb #4d59fedcae41437686ad1a71a1884d48
 @patch
-def open(self: PartySMC, x, xor: bool = False, kind: str = 'masked'):
+def open(
+    self: PartySMC,
+    x,  # this party's share of a masked value
+    xor: bool = False,  # bits shared by XOR instead of ring elements
+    kind: str = 'masked',  # message kind
+):
     "Generator: king-based opening of this party's share `x` of a *masked* value (ring, or bits with `xor`): everyone learns it."
     k, shape = self.king, np.shape(x)
     if not self.is_king:
@@ -1065,7 +1264,12 @@ def open(self: PartySMC, x, xor: bool = False, kind: str = 'masked'):
 
 # %% ../nbs/11_smc.ipynb #de701ea2
 @patch
-def deal(self: PartySMC, make, shape, n: int = 1):
+def deal(
+    self: PartySMC,
+    make,  # called by the dealer only: returns the n ring arrays to share
+    shape,  # their shape (informative)
+    n: int = 1,  # how many arrays
+):
     "Generator: the dealer shares the `n` ring arrays `make()` returns (one message per party); a party receives its shares. Returns a list of `n` arrays (None for the dealer)."
     if self.is_dealer:
         V = np.stack([np.asarray(v, dtype=object) for v in make()])
@@ -1077,7 +1281,11 @@ def deal(self: PartySMC, make, shape, n: int = 1):
 
 
 @patch
-def deal_bits(self: PartySMC, make, shapes: list):
+def deal_bits(
+    self: PartySMC,
+    make,  # called by the dealer only: returns the bit arrays to share
+    shapes: list,  # their shapes, in order
+):
     "Generator: the dealer XOR-shares the bit arrays `make()` returns (shapes `shapes`), one packed message per party. Returns one array per shape."
     cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
     if self.is_dealer:
@@ -1093,7 +1301,11 @@ def deal_bits(self: PartySMC, make, shapes: list):
 
 # %% ../nbs/11_smc.ipynb #b10c674d
 @patch
-def mul(self: PartySMC, x: PartyShare, y: PartyShare) -> PartyShare:
+def mul(
+    self: PartySMC,
+    x: PartyShare,  # first factor
+    y: PartyShare,  # second factor (broadcast against x)
+) -> PartyShare:
     "Generator: [x * y] (elementwise, broadcasting) with a Beaver triple; scale x.scale + y.scale."
     shape = np.broadcast_shapes(x.shape, y.shape)
     out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
@@ -1113,7 +1325,10 @@ def mul(self: PartySMC, x: PartyShare, y: PartyShare) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #38127fcc
 @patch
-def mul_many(self: PartySMC, pairs: list) -> list:
+def mul_many(
+    self: PartySMC,
+    pairs: list,  # the products: (x, y) pairs of shares of equal shapes
+) -> list:
     "Generator: several products in one round (one bundle of triples, one opening); an operand used twice (the same object) is opened once."
     shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
     for x, y in pairs:
@@ -1149,7 +1364,11 @@ def mul_many(self: PartySMC, pairs: list) -> list:
 
 # %% ../nbs/11_smc.ipynb #e8705311
 @patch
-def truncate(self: PartySMC, a: PartyShare, k: int) -> PartyShare:
+def truncate(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    k: int,  # fractional bits to drop (at most a.scale)
+) -> PartyShare:
     "Generator: [a] at scale a.scale - k (probabilistic truncation, error below one unit in the last place)."
     if k <= 0:
         return a
@@ -1172,7 +1391,13 @@ def truncate(self: PartySMC, a: PartyShare, k: int) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #582c4f6d
 @patch
-def bitlt(self: PartySMC, c_bits, r_bits, shape, m: int):
+def bitlt(
+    self: PartySMC,
+    c_bits,  # public bits of c (last axis m)
+    r_bits,  # this party's XOR shares of the bits of r
+    shape,  # shape of the compared values (without the bit axis)
+    m: int,  # number of bits
+):
     "Generator: this party's XOR share of [c < r] for public bits `c_bits` and shared bits `r_bits` (last axis m: bit i = 2**i)."
     ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]
     tshapes = [tuple(shape) + (m - d,) for d in ds]
@@ -1200,7 +1425,10 @@ def bitlt(self: PartySMC, c_bits, r_bits, shape, m: int):
 
 # %% ../nbs/11_smc.ipynb #70cecca8
 @patch
-def ltz(self: PartySMC, x: PartyShare):
+def ltz(
+    self: PartySMC,
+    x: PartyShare,  # shared value to compare with 0
+):
     "Generator: this party's XOR share of [x < 0] (uint8 array; None for the dealer)."
     ell = self._bits_for(x.bound, x.scale)
     m = ell - 1
@@ -1223,7 +1451,11 @@ def ltz(self: PartySMC, x: PartyShare):
 
 # %% ../nbs/11_smc.ipynb #70d7ad58
 @patch
-def b2a(self: PartySMC, b, shape) -> PartyShare:
+def b2a(
+    self: PartySMC,
+    b,  # this party's XOR shares of the bits (None for the dealer)
+    shape,  # their shape (public)
+) -> PartyShare:
     "Generator: XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     st = {}
 
@@ -1240,7 +1472,11 @@ def b2a(self: PartySMC, b, shape) -> PartyShare:
 
 
 @patch
-def maximum(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+def maximum(
+    self: PartySMC,
+    a: PartyShare,  # first shared value
+    b: PartyShare,  # second shared value (same shape)
+) -> PartyShare:
     "Generator: [max(a, b)] elementwise, one comparison and one multiplication."
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
@@ -1251,7 +1487,13 @@ def maximum(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #9d9303f9
 @patch
-def reciprocal(self: PartySMC, n: PartyShare, n_max: int, scale: int = 64, iters: int | None = None) -> PartyShare:
+def reciprocal(
+    self: PartySMC,
+    n: PartyShare,  # shared integer count (scale 0), 1 <= n <= n_max
+    n_max: int,  # public bound on n
+    scale: int = 64,  # fractional bits of the result
+    iters: int | None = None,  # Newton iterations (default: enough for `scale` bits)
+) -> PartyShare:
     "Generator: [1/n] at `scale` for a shared integer count 1 <= n <= n_max (Newton from a power-of-two start)."
     if n.scale != 0:
         raise ValueError("reciprocal expects an integer (scale 0)")
@@ -1279,10 +1521,18 @@ def reciprocal(self: PartySMC, n: PartyShare, n_max: int, scale: int = 64, iters
 class Program:
     "A party's program as a step function: `step(inbox) -> outbox`, its state the party's own (`ctx`: its `PartySMC` with mailbox and phase) and a suspended generator; `result` once it has finished."
 
-    def __init__(self, name: str, ctx, gen):
+    def __init__(
+        self,
+        name: str,  # the party's name (the channel's sender and receiver)
+        ctx,  # the party's `PartySMC`: mailbox, outbox and phase
+        gen,  # the party's generator: it yields while it waits
+    ):
         self.name, self.ctx, self.gen, self.done, self.result, self.waiting = name, ctx, gen, False, None, None
 
-    def step(self, inbox: list) -> list:
+    def step(
+        self,
+        inbox: list,  # messages delivered: (sender, kind, payload) tuples
+    ) -> list:
         "Deliver `inbox` (a list of (sender, kind, payload)), run until the program waits or ends; return its outbox (receiver, kind, payload)."
         self.ctx.box.extend(inbox)
         try:

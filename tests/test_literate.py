@@ -238,8 +238,6 @@ UNDOCUMENTED = {
     'nflgbdt': 47,
     'paillier': 17,
     'secureboost': 24,
-    'securefedyj': 97,
-    'smc': 158,
     'testing': 15,
     'yeojohnson': 73,
     'yjcli': 4,
