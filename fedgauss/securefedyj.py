@@ -162,7 +162,7 @@ def _rshift_round(v, k) -> np.ndarray:
 
 # %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
 def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
-    "(a, b, kappa, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
+    "(a, b, eta, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
     out = []
     with localcontext() as ctx:
         ctx.prec = 60
@@ -195,7 +195,7 @@ def frame_coefficients(
     lo_frame,  # groups framed at their smallest |x| (λ_s < 0)
     pf: YJFrame,  # the public frame
 ) -> np.ndarray:
-    "(a, b, kappa, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
+    "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
     mixed = pf.mixed[col]
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])

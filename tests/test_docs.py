@@ -99,9 +99,6 @@ ALLOWED_AT_1280 = {
     ('yeojohnson.html', 'math', r'$\partial_\lambda\Psi=g_\mu(\lambda_s,\ell)'),
     ('yeojohnson.html', 'math', r'$\sum t(\lambda)=\sum t_r+\sum_{k\ge1}'),
     ('yeojohnson.html', 'image', 'Four breast-cancer features before'),
-    # nbs/12_securefedyj.ipynb
-    ('securefedyj.html', 'math', r'$\begin{split}\begin{aligned} S_{\Psi}&=s\,(aU_1+nb)'),
-    ('securefedyj.html', 'math', r'$\begin{split}\begin{aligned}S_\Psi&=s(P+nb)'),
     # nbs/13_yj_cli.ipynb
     ('yj_cli.html', 'image', 'Four breast-cancer features at three hospitals'),
     # nbs/35_missing.ipynb
