@@ -52,8 +52,12 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envel
            'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'revealed_values',
            'communication_table', 'FedYeoJohnsonTransformer']
 
-# %% ../nbs/12_securefedyj.ipynb #b43438cb
-def envelope_round(c, bits: int, up: bool) -> np.ndarray:
+# %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
+def envelope_round(
+    c,  # non-negative values (0 and NaN are returned as they are)
+    bits: int,  # significant bits b kept
+    up: bool,  # round up (towards +inf), else down (towards 0)
+) -> np.ndarray:
     "Round non-negative `c` outward to `bits` significant bits: up (towards +inf) or down (towards 0); 0 and NaN stay."
     c = np.asarray(c, dtype=np.float64)
     with np.errstate(invalid='ignore'):
@@ -61,7 +65,7 @@ def envelope_round(c, bits: int, up: bool) -> np.ndarray:
         q = np.ceil(np.ldexp(m, bits)) if up else np.floor(np.ldexp(m, bits))
         return np.where(c > 0, np.ldexp(q, e - bits), c)
 
-
+# %% ../nbs/12_securefedyj.ipynb #72eea5119410473aa328ad9291626812
 INF_PATTERN = int(np.array(np.inf).view(np.int64))  # the bit pattern of +inf: larger than that of any finite float
 
 
@@ -71,7 +75,10 @@ def _step(v, direction, k=2):
     return v
 
 
-def local_envelope(anchors: YJAnchors, bits: int = 3) -> np.ndarray:
+def local_envelope(
+    anchors: YJAnchors,  # the client's own extremes (`YJAnchors.from_data`)
+    bits: int = 3,  # significant bits b of the envelope
+) -> np.ndarray:
     "A client's (4, d) integers for the secure maximum: patterns of its rounded-up log1p maxima (x >= 0, x < 0), then minus those of its rounded-down minima; -1 / -inf marks a group it lacks."
     rows = []
     for hi in (anchors.pos_hi, anchors.neg_hi):
@@ -87,8 +94,10 @@ def local_envelope(anchors: YJAnchors, bits: int = 3) -> np.ndarray:
     out[:] = [[int(t) for t in r] for r in rows]
     return out
 
-
-def anchors_from_envelope(env) -> YJAnchors:
+# %% ../nbs/12_securefedyj.ipynb #10185d26023b46108eb7d9f57d49d2b3
+def anchors_from_envelope(
+    env,  # the opened (4, d) envelope of the secure maximum
+) -> YJAnchors:
     "Public anchors from the opened (4, d) envelope: the rounded log1p extremes mapped back to |x| and rounded outward again."
     E = np.array([[int(t) for t in r] for r in np.asarray(env, dtype=object)], dtype=np.int64)
 
@@ -105,8 +114,10 @@ def anchors_from_envelope(env) -> YJAnchors:
 
     return YJAnchors(lo(E[2]), hi(E[0]), lo(E[3]), hi(E[1]))
 
-
-def anchors_from_bounds(bounds) -> YJAnchors:
+# %% ../nbs/12_securefedyj.ipynb #7623eae2785240b9bd12b16a66d81610
+def anchors_from_bounds(
+    bounds,  # (d, 2) published [low, high] per feature
+) -> YJAnchors:
     "Public anchors from published per-feature bounds: an array (d, 2) of [low, high] that every value lies in."
     B = np.asarray(bounds, dtype=np.float64)
     if B.ndim != 2 or B.shape[1] != 2:
@@ -122,8 +133,10 @@ def anchors_from_bounds(bounds) -> YJAnchors:
     neg_hi = np.where(lo < 0, -lo, np.nan)
     return YJAnchors(pos_lo, pos_hi, neg_lo, neg_hi)
 
-# %% ../nbs/12_securefedyj.ipynb #c1388621
+# %% ../nbs/12_securefedyj.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 W_EXACT = 256  # fractional bits of the exact intermediate integers (more than precision + 64)
+
+
 HP_RATIO = 2.0**12  # one-signed groups farther than this many spreads from the public anchor get 60-digit offsets
 
 
@@ -147,9 +160,9 @@ def _rshift_round(v, k) -> np.ndarray:
     k = np.asarray(k, dtype=np.int64).astype(object)
     return (np.asarray(v, dtype=object) + (1 << (k - 1))) >> k
 
-
+# %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
 def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
-    "(a, b, kappa, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
+    "(a, b, eta, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
     out = []
     with localcontext() as ctx:
         ctx.prec = 60
@@ -174,9 +187,15 @@ def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
         res[:, j] = col
     return res
 
-# %% ../nbs/12_securefedyj.ipynb #65fdc6dc
-def frame_coefficients(data: YJData, ls, c, lo_frame, pf: YJFrame) -> np.ndarray:
-    "(a, b, kappa, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
+# %% ../nbs/12_securefedyj.ipynb #59bbdb311c014d738909a11f9e486628
+def frame_coefficients(
+    data: YJData,  # the client's `YJData` (local frames)
+    ls,  # λ_s of each group (the λ of its sign)
+    c,  # each group's local anchor on the log(1 + |x|) scale
+    lo_frame,  # groups framed at their smallest |x| (λ_s < 0)
+    pf: YJFrame,  # the public frame
+) -> np.ndarray:
+    "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
     mixed = pf.mixed[col]
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])
@@ -191,30 +210,15 @@ def frame_coefficients(data: YJData, ls, c, lo_frame, pf: YJFrame) -> np.ndarray
         out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]])
     return out
 
-
-SCALES = (
-    0,
-    1,
-    1,
-    2,
-    2,
-    3,
-)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of the precision f
-
-
-def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, bracket=None) -> np.ndarray:
-    "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
-    lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
-    ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
-    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
-    A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
-    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]))
-    col, W = data.g_col, W_EXACT
+# %% ../nbs/12_securefedyj.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+def _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm: dict, col, f: int) -> np.ndarray:
+    "The eight components P, Q, W_3, R_4, S_d, b, b_e, eta of the public statistics, each rounded to its resolution."
+    W = W_EXACT
     e1, e2 = norm['e_psi'][col], norm['e_phi'][col]
     # each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e
     # components rounded to a resolution matched to their order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3
     AA = A * A
-    p, q, w, rw, sdr, b, be, k = _rshift_round(  # all eight in one vectorized call
+    return _rshift_round(  # all eight in one vectorized call
         np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]),
         np.array(
             [
@@ -229,6 +233,26 @@ def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, brac
             ]
         ),
     )
+
+# %% ../nbs/12_securefedyj.ipynb #ac8df488
+SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
+
+
+def public_frame_sums(
+    data: YJData,  # the client's `YJData`
+    lmbda,  # public λ per feature
+    pf: YJFrame,  # public frame at lmbda (`yj_frame`)
+    f: int,  # precision f: fractional bits of the fixed point
+    norm: dict,  # public powers of two per feature (`normalization`)
+    bracket=None,  # search bracket, passed on to the local sums
+) -> np.ndarray:
+    "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
+    lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
+    ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
+    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
+    A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
+    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]))
+    p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
     N = np.array([int(t) for t in data.g_n], dtype=object)
     S = np.array([int(t) for t in data.g_s], dtype=object)
     stats_ = [
@@ -241,17 +265,22 @@ def public_frame_sums(data: YJData, lmbda, pf: YJFrame, f: int, norm: dict, brac
     ]  # S_psi_dpsi   (3f)
     out = np.zeros((6, data.d), dtype=object)
     for i, v in enumerate(stats_):
-        np.add.at(out[i], col, v)
+        np.add.at(out[i], data.g_col, v)
     return out
 
-
-def statistic_exponents(norm: dict) -> list:
+# %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
+def statistic_exponents(
+    norm: dict,  # public powers of two per feature (`normalization`)
+) -> list:
     "The power of two each statistic was divided by (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi)."
     e1, e2 = norm['e_psi'], norm['e_phi']
     return [0 * e1, e2, e1, 2 * e1, e1 + e2, 2 * e1 + e2]
 
 
-def normalization(lmbda, anchors: YJAnchors) -> dict:
+def normalization(
+    lmbda,  # public λ per feature
+    anchors: YJAnchors,  # public anchors
+) -> dict:
     "Public powers of two per feature that bring every per-row statistic to at most 1 in absolute value (they depend on lambda and the anchors only)."
     B = yj_sum_bounds(1.0, lmbda, anchors)
     lg = lambda v: np.clip(np.ceil(np.log2(np.nan_to_num(v, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
@@ -259,8 +288,13 @@ def normalization(lmbda, anchors: YJAnchors) -> dict:
     e_phi = np.maximum(lg(B['B_phi']), lg(B['B_dpsi']) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
     return dict(e_psi=e_psi, e_phi=e_phi)
 
-
-def decode_sums(ints, f: int, norm: dict, frame: YJFrame = None) -> YJSums:
+# %% ../nbs/12_securefedyj.ipynb #cb1e1581032b452c9409d6c6813c49d1
+def decode_sums(
+    ints,  # (6, d) integer statistics
+    f: int,  # precision f: fractional bits of the fixed point
+    norm: dict,  # the powers of two they were divided by
+    frame: YJFrame = None,  # frame attached to the result
+) -> YJSums:
     "Float `YJSums` from integer statistics (for checks and plaintext references; the protocol never decodes them)."
     ex = statistic_exponents(norm)
     return YJSums(
@@ -279,7 +313,12 @@ class FixedPointPrecisionError(ArithmeticError):
     "The fixed-point precision cannot resolve a feature's variance: raise `precision`."
 
 
-def ring_bits_for(n_clients: int, max_rows: int, precision: int, stat_bits: int = 40) -> int:
+def ring_bits_for(
+    n_clients: int,  # number of clients K
+    max_rows: int,  # public bound on a client's row count
+    precision: int,  # precision f: fractional bits of the fixed point
+    stat_bits: int = 40,  # κ: statistical security of the masks, bits
+) -> int:
     "Ring size L (a multiple of 64) for SecureFedYJ: room for S_phi D - n C at scale 3 * precision, plus the masks."
     ell = 3 * precision + 3 * math.log2(n_clients * max_rows) + 4
     return int(64 * math.ceil((ell + stat_bits + 1 + 2) / 64))
@@ -294,7 +333,12 @@ def _rows(sh: Shared, idx, scale: int | None = None, bound: float | None = None)
     )
 
 
-def secure_step(smc: SMC, S: list, n_clients: int, f: int):
+def secure_step(
+    smc: SMC,  # the SMC engine of the computing parties
+    S: list,  # the six shared totals, in the order of `SCALES`
+    n_clients: int,  # number of clients K (bounds the rounding error)
+    f: int,  # precision f: fractional bits of the fixed point
+):
     "From the shared totals `S` (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi at scales 0, f, f, 2f, 2f, 3f): the opened signs of S_phi D - n C (+1/-1) and the precision flags [D < 2**GUARD_BITS * error]."
     n, phi, psi, psi2, dpsi, pd = S
     P = smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
@@ -324,8 +368,10 @@ def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
     )  # the rows keep their own scales:
     return [Shared({p: v[i] for p, v in sh.shares.items()}, k * f, sh.bound) for i, k in enumerate(SCALES)]
 
-# %% ../nbs/12_securefedyj.ipynb #1f4e42a4
-def range_codes(anchors: YJAnchors) -> np.ndarray:
+# %% ../nbs/12_securefedyj.ipynb #379cbbc1e968416e875cc15c1202d7eb
+def range_codes(
+    anchors: YJAnchors,  # the client's own extremes
+) -> np.ndarray:
     """(2, d) integers whose maxima over the clients are `code(max x)` and `-code(min x)`, with `code` the float64 bit
     pattern folded by sign (an order-preserving map to integers): max x = min x exactly when the two maxima add up to 0."""
     with np.errstate(invalid='ignore'):
@@ -341,40 +387,63 @@ def range_codes(anchors: YJAnchors) -> np.ndarray:
     out[:, np.isnan(mx)] = -(2**63 - 1)  # no value here: never the maximum
     return out
 
-
+# %% ../nbs/12_securefedyj.ipynb #db7b79bc585a40fcaf58bf750017e135
 class YJClient(Party):
     "A SecureFedYJ client: owns its rows (NaN allowed), computes in its own frames, and maps its sums exactly into the public frame."
 
-    def __init__(self, name: str, channel: Channel, X):
+    def __init__(
+        self,
+        name: str,  # the client's name on the channel
+        channel: Channel,  # its channel (None inside a per-party program)
+        X,  # its rows (2-D, NaN allowed)
+    ):
         super().__init__(name, channel, X)
         self.local_anchors = YJAnchors.from_data(X)
 
-    def setup_inputs(self, bits: int | None = 3) -> np.ndarray:
+    def setup_inputs(
+        self,
+        bits: int | None = 3,  # significant bits of the envelope; None when bounds are published
+    ) -> np.ndarray:
         "Input to the secure maximum: the envelope (its extremes rounded outward; none if `bits` is None), then `range_codes`."
         codes = range_codes(self.local_anchors)
         return codes if bits is None else np.vstack([local_envelope(self.local_anchors, bits), codes])
 
-    def prepare(self, public: YJAnchors, names=None):
-        "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
-        la = self.local_anchors
-        out = np.flatnonzero(~public.covers(la))
-        if len(out):
-            names = names or [f"column {j}" for j in range(len(public.kind))]
-            raise ValueError(
-                f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
-            )
-        empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
-        self.data = YJData(
-            self._X,
-            YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
+# %% ../nbs/12_securefedyj.ipynb #1671c31a24314836a5b85d7ef7fbf015
+@patch
+def prepare(
+    self: YJClient,
+    public: YJAnchors,  # the public anchors
+    names=None,  # column names for the error messages
+):
+    "Check the rows against the public anchors and prepare the local frames (local anchors with the public sign pattern)."
+    la = self.local_anchors
+    out = np.flatnonzero(~public.covers(la))
+    if len(out):
+        names = names or [f"column {j}" for j in range(len(public.kind))]
+        raise ValueError(
+            f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
         )
-        return self
+    empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
+    self.data = YJData(
+        self._X,
+        YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
+    )
+    return self
 
-    def statistics(self, lmbda, frame: YJFrame, scale: int, norm: dict, bracket=None) -> np.ndarray:
-        "The six statistics in the public frame at `lmbda`, as exact integers at `scale`: this client's share of the federation's totals."
-        return public_frame_sums(self.data, lmbda, frame, scale, norm, bracket)
+# %% ../nbs/12_securefedyj.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
+@patch
+def statistics(
+    self: YJClient,
+    lmbda,  # public λ per feature
+    frame: YJFrame,  # public frame at lmbda
+    scale: int,  # precision f: fractional bits of the fixed point
+    norm: dict,  # public powers of two per feature
+    bracket=None,  # search bracket, passed on to the local sums
+) -> np.ndarray:
+    "The six statistics in the public frame at `lmbda`, as exact integers at `scale`: this client's share of the federation's totals."
+    return public_frame_sums(self.data, lmbda, frame, scale, norm, bracket)
 
-# %% ../nbs/12_securefedyj.ipynb #a414138b
+# %% ../nbs/12_securefedyj.ipynb #f5a1fa73e5044315a093ec459c9be902
 def _tree_max(smc: SMC, items: list) -> Shared:
     "Elementwise maximum of shared arrays: pairwise, in ceil(log2 K) batched rounds."
     while len(items) > 1:
@@ -383,7 +452,27 @@ def _tree_max(smc: SMC, items: list) -> Shared:
         items = [_rows(m, i) for i in range(h)] + items[2 * h :]
     return items[0]
 
+# %% ../nbs/12_securefedyj.ipynb #28d3efd5258a48a79c179ea5c6759f01
+def _client_table(k: int, X) -> tuple:
+    "Client `k`'s data as a float64 copy, and its column names (None for an array); errors name the client."
+    if isinstance(X, pd.DataFrame):
+        try:
+            check_numeric_frame(X)
+        except ValueError as e:
+            raise ValueError(f"client {k}: {e}") from None
+    names = column_names(X)
+    try:
+        refuse_unsupported(X)
+        A = (
+            X.to_numpy(dtype=np.float64, na_value=np.nan)
+            if isinstance(X, pd.DataFrame)
+            else np.array(X, dtype=np.float64, copy=True)
+        )
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})") from None
+    return A, names
 
+# %% ../nbs/12_securefedyj.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
 def _check_clients(clients, max_rows: int):
     "Validated float copies of the clients' data and the column names (errors name the client and the column)."
     if isinstance(clients, (np.ndarray, pd.DataFrame)) or not hasattr(clients, '__len__') or len(clients) == 0:
@@ -392,23 +481,7 @@ def _check_clients(clients, max_rows: int):
         )
     names0, out = None, []
     for k, X in enumerate(clients):
-        if isinstance(X, pd.DataFrame):
-            try:
-                check_numeric_frame(X)
-            except ValueError as e:
-                raise ValueError(f"client {k}: {e}") from None
-        names = column_names(X)
-        try:
-            refuse_unsupported(X)
-            A = (
-                X.to_numpy(dtype=np.float64, na_value=np.nan)
-                if isinstance(X, pd.DataFrame)
-                else np.array(X, dtype=np.float64, copy=True)
-            )
-        except (TypeError, ValueError) as e:
-            raise type(e)(
-                f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})"
-            ) from None
+        A, names = _client_table(k, X)
         if A.ndim != 2:
             raise ValueError(f"client {k}: expected a 2-D table (rows x features); got {A.ndim} dimension(s)")
         if A.shape[0] == 0:
@@ -438,8 +511,7 @@ class SecureFedYJ(BaseEstimator):
     def __init__(
         self,
         t_max: int = 128,  # search steps at most (the search stops once every lambda has converged)
-        precision: int
-        | str = 'auto',  # fractional bits of the fixed point (at most 190); 'auto': 96, and 190 if 96 cannot resolve a feature
+        precision: int | str = 'auto',  # fixed-point fractional bits (<= 190); 'auto': 96, or 190 if 96 cannot resolve
         envelope_bits: int = 3,  # significant bits of the public envelope of log(1 + |x|)
         bounds=None,  # published (d, 2) bounds [low, high] per feature, instead of the envelope
         max_rows: int = 2**20,  # public bound on any client's row count
@@ -471,7 +543,10 @@ class SecureFedYJ(BaseEstimator):
             raise ValueError(f"precision must be at most 190 fractional bits, or 'auto'; got {self.precision}")
 
 # %% ../nbs/12_securefedyj.ipynb #3503508a
-def party_tree_max(smc: PartySMC, items: list):
+def party_tree_max(
+    smc: PartySMC,  # this party's `PartySMC`
+    items: list,  # its shares of the arrays to compare, one per client
+):
     "Generator: elementwise maximum of shared arrays, pairwise in ceil(log2 K) batched rounds."
     while len(items) > 1:
         h = len(items) // 2
@@ -480,7 +555,13 @@ def party_tree_max(smc: PartySMC, items: list):
     return items[0]
 
 
-def yj_setup_program(smc: PartySMC, client, d: int, envelope_bits, bounds):
+def yj_setup_program(
+    smc: PartySMC,  # this party's `PartySMC`
+    client,  # the party's `YJClient` (None for the dealer)
+    d: int,  # number of features
+    envelope_bits,  # significant bits of the envelope
+    bounds,  # published (d, 2) bounds, or None for the envelope
+):
     "Generator, one party's setup: the secure maximum of the envelope and range codes, the public anchors and the constancy bits (None, None for the dealer)."
     env = bounds is None
     x = None if client is None else client.setup_inputs(envelope_bits if env else None)
@@ -499,7 +580,12 @@ def yj_setup_program(smc: PartySMC, client, d: int, envelope_bits, bounds):
     return A, (None if c is None else c.astype(bool))
 
 # %% ../nbs/12_securefedyj.ipynb #34e5e16b
-def party_secure_step(smc: PartySMC, S: list, n_clients: int, f: int):
+def party_secure_step(
+    smc: PartySMC,  # this party's `PartySMC`
+    S: list,  # its shares of the six totals (`party_shared_totals`)
+    n_clients: int,  # number of clients K
+    f: int,  # precision f: fractional bits of the fixed point
+):
     "Generator, one party's side of `secure_step`: its shares of the signs of S_phi D - n C and of the precision flags, opened (the dealer gets None)."
     n, phi, psi, psi2, dpsi, pd = S
     P = yield from smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
@@ -514,7 +600,14 @@ def party_secure_step(smc: PartySMC, S: list, n_clients: int, f: int):
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
 
 
-def party_shared_totals(smc: PartySMC, ints, d: int, f: int, max_rows: int, who: str = '') -> list:
+def party_shared_totals(
+    smc: PartySMC,  # this party's `PartySMC`
+    ints,  # this client's (6, d) integer statistics (None for the dealer)
+    d: int,  # number of features
+    f: int,  # precision f: fractional bits of the fixed point
+    max_rows: int,  # public bound on a client's row count
+    who: str = '',  # name for the error messages
+) -> list:
     "One party's shares of the six totals: its own integer statistics `ints` (checked against their bounds) are its share of the sum (no message); the dealer passes None."
     if ints is not None:
         ints = np.asarray(ints, dtype=object)
@@ -528,11 +621,14 @@ def party_shared_totals(smc: PartySMC, ints, d: int, f: int, max_rows: int, who:
     sh = smc.input_sum(ints, (6, d), 3 * f, max_rows * (1 + 2.0**-20), encoded=True)
     return [sh.rows(i, scale=k * f) for i, k in enumerate(SCALES)]
 
-# %% ../nbs/12_securefedyj.ipynb #59ee3e3b
+# %% ../nbs/12_securefedyj.ipynb #0e382214b5f147d187d36a2058b9c724
 _FRAMES = {}
 
 
-def public_frame(lmbda, A: YJAnchors) -> tuple:
+def public_frame(
+    lmbda,  # public λ per feature
+    A: YJAnchors,  # public anchors
+) -> tuple:
     "`yj_frame` and `normalization` at a public lambda and public anchors. Public values: parties that run in one process (the simulator) share them through a small cache instead of each computing them."
     key = (np.asarray(lmbda, dtype=np.float64).tobytes(),) + tuple(
         np.asarray(v).tobytes() for v in (A.pos_lo, A.pos_hi, A.neg_lo, A.neg_hi)
@@ -544,32 +640,48 @@ def public_frame(lmbda, A: YJAnchors) -> tuple:
         hit = _FRAMES[key] = (yj_frame(lmbda, A), normalization(lmbda, A))
     return hit
 
+# %% ../nbs/12_securefedyj.ipynb #a50416e276a0479cbe66534ed1713a40
+def _client_setup(smc: PartySMC, client, names: list, envelope_bits, bounds):
+    "Generator: a client's setup (public anchors and constancy bits), checked against its columns `names`."
+    d = len(names)
+    A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
+    if len(A.kind) != d:
+        raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
+    if A.empty.any():
+        j = np.flatnonzero(A.empty)
+        raise ValueError(
+            f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client"
+        )
+    return A, const
 
+
+def _precision_error(names: list, bad, state, f: int) -> FixedPointPrecisionError:
+    "The error for features `bad` whose variance the fixed point at precision `f` cannot resolve."
+    return FixedPointPrecisionError(
+        f"{name_list([names[j] for j in bad])}: the variance is below the fixed-point resolution at step {state.t} "
+        f"(lambda = {state.lmbda[bad[0]]:.6g}): the public frame is too coarse for the spread of these values at "
+        f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds"
+    )
+
+# %% ../nbs/12_securefedyj.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def yj_client_program(
-    smc: PartySMC,
-    X,
-    names: list,
-    f: int,
-    t_max: int = 128,
-    envelope_bits: int = 3,
-    bounds=None,
-    max_rows: int = 2**20,
-    ymax: float = YMAX,
-    resume: dict | None = None,
+    smc: PartySMC,  # this party's `PartySMC`
+    X,  # the client's rows
+    names: list,  # column names
+    f: int,  # precision f: fractional bits of the fixed point
+    t_max: int = 128,  # search steps at most
+    envelope_bits: int = 3,  # significant bits of the envelope
+    bounds=None,  # published (d, 2) bounds, or None for the envelope
+    max_rows: int = 2**20,  # public bound on a client's row count
+    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+    resume: dict | None = None,  # a checkpoint state to go on from (None: start)
 ):
     "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state (saved with `smc.save` at each phase; `resume`: go on from such a state); returns the public result."
     K, d, me = len(smc.parties), len(names), smc.me
     client = YJClient(me, None, X)
     if resume is None:
         smc.phase = ('setup',)
-        A, const = yield from yj_setup_program(smc, client, d, envelope_bits, bounds)
-        if len(A.kind) != d:
-            raise ValueError(f"bounds describe {len(A.kind)} features, the clients have {d}")
-        if A.empty.any():
-            j = np.flatnonzero(A.empty)
-            raise ValueError(
-                f"{name_list([names[i] for i in j])} ha{'s' if len(j) == 1 else 've'} no finite value in any client"
-            )
+        A, const = yield from _client_setup(smc, client, names, envelope_bits, bounds)
         state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
         path, signs = [state.lmbda], []
     else:
@@ -582,12 +694,7 @@ def yj_client_program(
         S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
         sg, guard = yield from party_secure_step(smc, S, K, f)
         if (guard & ~const).any():
-            bad = np.flatnonzero(guard & ~const)
-            raise FixedPointPrecisionError(
-                f"{name_list([names[j] for j in bad])}: the variance is below the fixed-point resolution at step {state.t} "
-                f"(lambda = {state.lmbda[bad[0]]:.6g}): the public frame is too coarse for the spread of these values at "
-                f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds"
-            )
+            raise _precision_error(names, np.flatnonzero(guard & ~const), state, f)
         sg[const] = 0
         state = state.update(sg)
         path.append(state.lmbda)
@@ -600,7 +707,16 @@ def yj_client_program(
 
 # %% ../nbs/12_securefedyj.ipynb #20ebfa66
 def yj_final_program(
-    smc: PartySMC, client, A, state, const, names, f: int, max_rows: int, ymax: float, env: bool = True
+    smc: PartySMC,  # this party's `PartySMC`
+    client,  # the party's `YJClient` (None for the dealer)
+    A,  # public anchors
+    state,  # the search state at the end (`ExpSearchState`)
+    const,  # constant features (public bits)
+    names,  # column names
+    f: int,  # precision f: fractional bits of the fixed point
+    max_rows: int,  # public bound on a client's row count
+    ymax: float,  # largest |Psi| the fitted transform may produce
+    env: bool = True,  # the anchors come from the envelope (else from published bounds)
 ):
     "Generator: the final lambdas (bounded, 1 if constant) and the mean and variance of Psi at them, in SMC and opened (the dealer passes `client=None`)."
     K, d = len(smc.parties), len(names)
@@ -633,7 +749,14 @@ def yj_final_program(
     return dict(lambdas=lam, frame=pf, mean=mean, var=var, mean_t=mean_t, var_t=var_t, bounded=bounded, converged=conv)
 
 # %% ../nbs/12_securefedyj.ipynb #2f6defa8
-def yj_dealer_program(smc: PartySMC, d: int, f: int, envelope_bits: int = 3, bounds=None, max_rows: int = 2**20):
+def yj_dealer_program(
+    smc: PartySMC,  # the server's `PartySMC`
+    d: int,  # number of features
+    f: int,  # precision f: fractional bits of the fixed point
+    envelope_bits: int = 3,  # significant bits of the envelope
+    bounds=None,  # published (d, 2) bounds, or None for the envelope
+    max_rows: int = 2**20,  # public bound on a client's row count
+):
     "Generator, the server's program: it deals the correlated randomness of every step, following the parties' public phase; it holds no data and no share of any value."
     K = len(smc.parties)
     yield from yj_setup_program(smc, None, d, envelope_bits, bounds)
@@ -652,7 +775,7 @@ def yj_dealer_program(smc: PartySMC, d: int, f: int, envelope_bits: int = 3, bou
 def fit(
     self: SecureFedYJ,
     clients,  # one dataset per client (2-D arrays or DataFrames with the same columns)
-    y=None,
+    y=None,  # ignored (scikit-learn API)
 ):
     "Run the protocol on `clients` through one `Channel` (`channel_`); with `precision='auto'`, once more at 190 bits if needed."
     self._check_params()
@@ -669,7 +792,27 @@ def fit(
         )
         return self._run(Xs, names, 190)
 
-# %% ../nbs/12_securefedyj.ipynb #f9331e01
+# %% ../nbs/12_securefedyj.ipynb #1944c39560714e6e80c856f20744a8e5
+def _run_quietly(progs: list, ch: Channel, bar_total=None):
+    "`run_programs` with a progress bar of `bar_total` search steps (None: no bar), each warning shown once (every client computes the same public result, so each would warn alike)."
+    bar = None
+    if bar_total is not None:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=bar_total, desc='SecureFedYJ', unit='step', file=sys.stderr)
+    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
+    with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        try:
+            res, rounds = run_programs(progs, ch, dealer='server', on_phase=step)
+        finally:
+            if bar is not None:
+                bar.close()
+    for msg in dict.fromkeys((w.category, str(w.message)) for w in caught):
+        warnings.warn(msg[1], msg[0], stacklevel=4)
+    return res, rounds
+
+# %% ../nbs/12_securefedyj.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
 def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
     "The protocol at precision `f`: one `Program` per client (its rows only) and one for the server (the dealer), run by `run_programs` through one `Channel`."
@@ -688,37 +831,10 @@ def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
         for p, smc, X in zip(parties, smcs, Xs)
     ]
     progs.append(Program('server', smcs[-1], yj_dealer_program(smcs[-1], d, f, **kw)))
-    bar = None
-    if self.progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=self.t_max, desc='SecureFedYJ', unit='step', file=sys.stderr)
-    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
-    # every client computes the same public result, so each would warn alike: each warning is shown once
-    with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        try:
-            res, rounds = run_programs(progs, ch, dealer='server', on_phase=step)
-        finally:
-            if bar is not None:
-                bar.close()
-    for msg in dict.fromkeys((w.category, str(w.message)) for w in caught):
-        warnings.warn(msg[1], msg[0], stacklevel=3)
+    res, rounds = _run_quietly(progs, ch, self.t_max if self.progress else None)
     r = res['client0']
-    self.lambdas_, self.frame_, self.anchors_, self.mean_, self.var_ = (
-        r['lambdas'],
-        r['frame'],
-        r['anchors'],
-        r['mean'],
-        r['var'],
-    )
-    self.mean_t_, self.var_t_, self.constant_, self.bounded_, self.converged_ = (
-        r['mean_t'],
-        r['var_t'],
-        r['constant'],
-        r['bounded'],
-        r['converged'],
-    )
+    for k in ('lambdas', 'frame', 'anchors', 'mean', 'var', 'mean_t', 'var_t', 'constant', 'bounded', 'converged'):
+        setattr(self, k + '_', r[k])
     self.signs_, self.path_ = r['signs'], r['path']
     self.rounds_ = {'setup': rounds['setup'][0], 'search': rounds.get('search', []), 'final': rounds['final'][0]}
     self.ring_bits_, self.precision_ = L, f
@@ -726,7 +842,11 @@ def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
     return self
 
 # %% ../nbs/12_securefedyj.ipynb #5f5d7a47
-def revealed_values(channel: Channel, n_parties: int, ring_bits: int) -> list:
+def revealed_values(
+    channel: Channel,  # the channel of a fitted protocol
+    n_parties: int,  # number of computing parties
+    ring_bits: int,  # L: the ring is Z_(2**L)
+) -> list:
     "Every value the protocol opened, reconstructed from the transcript alone: a list of (round, kind, value) with kind 'bits' (unpacked, with padding) or 'ring' (signed integers)."
     msgs = [m for m in channel.messages if m.kind == 'reveal']
     per = n_parties * (n_parties - 1)  # an opening to all parties: every party sends its share to every other
@@ -747,7 +867,9 @@ def revealed_values(channel: Channel, n_parties: int, ring_bits: int) -> list:
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #504ff0a2
-def communication_table(fitted: SecureFedYJ) -> pd.DataFrame:
+def communication_table(
+    fitted: SecureFedYJ,  # a fitted `SecureFedYJ`
+) -> pd.DataFrame:
     "Bytes sent and received per client: in the setup, per search step (mean), in the final round, and in total; and the server's."
     t = fitted.channel_.transcript
     r = fitted.rounds_
@@ -770,7 +892,7 @@ def communication_table(fitted: SecureFedYJ) -> pd.DataFrame:
         }
     return pd.DataFrame(rows).T.astype(int)
 
-# %% ../nbs/12_securefedyj.ipynb #b4ce9af0
+# %% ../nbs/12_securefedyj.ipynb #f61877af4e7f4313ad8234302950b331
 class FedYeoJohnsonTransformer(YJTransformerMixin):
     "Yeo-Johnson transform fitted by SecureFedYJ on a list of client datasets; transforms any client's data (pandas in and out with `set_output`)."
 
@@ -787,34 +909,31 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
         progress: bool = False,  # progress bar on stderr
         copy: bool = True,  # False: `transform` overwrites a float64 array in place
     ):
-        self.standardize, self.t_max, self.precision, self.envelope_bits, self.bounds = (
-            standardize,
-            t_max,
-            precision,
-            envelope_bits,
-            bounds,
-        )
-        self.max_rows, self.ymax, self.rng, self.progress, self.copy = max_rows, ymax, rng, progress, copy
+        self.standardize, self.t_max, self.precision = standardize, t_max, precision
+        self.envelope_bits, self.bounds, self.max_rows, self.ymax = envelope_bits, bounds, max_rows, ymax
+        self.rng, self.progress, self.copy = rng, progress, copy
 
-    def fit(
-        self,
-        clients,  # one dataset per client, same columns
-        y=None,
-    ):
-        "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
-        p = SecureFedYJ(
-            t_max=self.t_max,
-            precision=self.precision,
-            envelope_bits=self.envelope_bits,
-            bounds=self.bounds,
-            max_rows=self.max_rows,
-            ymax=self.ymax,
-            rng=self.rng,
-            progress=self.progress,
-        ).fit(clients)
-        self.protocol_ = p
-        self.n_features_in_ = p.n_features_in_
-        if all(isinstance(c, pd.DataFrame) for c in clients):
-            self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
-        self._set_fitted(p.lambdas_, p.frame_, p.mean_t_, np.sqrt(p.var_t_), p.constant_, p.mean_)
-        return self
+# %% ../nbs/12_securefedyj.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
+@patch
+def fit(
+    self: FedYeoJohnsonTransformer,
+    clients,  # one dataset per client, same columns
+    y=None,  # ignored (scikit-learn API)
+):
+    "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
+    p = SecureFedYJ(
+        t_max=self.t_max,
+        precision=self.precision,
+        envelope_bits=self.envelope_bits,
+        bounds=self.bounds,
+        max_rows=self.max_rows,
+        ymax=self.ymax,
+        rng=self.rng,
+        progress=self.progress,
+    ).fit(clients)
+    self.protocol_ = p
+    self.n_features_in_ = p.n_features_in_
+    if all(isinstance(c, pd.DataFrame) for c in clients):
+        self.feature_names_in_ = np.array(p.feature_names_, dtype=object)
+    self._set_fitted(p.lambdas_, p.frame_, p.mean_t_, np.sqrt(p.var_t_), p.constant_, p.mean_)
+    return self

@@ -18,12 +18,16 @@ __all__ = ['RFC3526_P2048', 'FixedPointOverflow', 'random_ints', 'random_bits', 
            'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare',
            'PartySMC', 'Program', 'ProtocolStalled', 'run_programs']
 
-# %% ../nbs/11_smc.ipynb #d86bba08
+# %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
     "A value, or a bound on a computed value, does not fit the fixed-point range of the ring."
 
 
-def random_ints(rng: np.random.Generator, shape, bits: int) -> np.ndarray:
+def random_ints(
+    rng: np.random.Generator,  # source of the seed of the word generator
+    shape,  # shape of the output (an int or a tuple)
+    bits: int,  # each integer is below 2**bits
+) -> np.ndarray:
     "Uniform integers in `[0, 2**bits)` as a numpy object array of Python ints (a word generator seeded from `rng`)."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
     gb = random.Random(int(rng.integers(2**63))).getrandbits  # fast big random integers, reproducible from rng
@@ -32,14 +36,21 @@ def random_ints(rng: np.random.Generator, shape, bits: int) -> np.ndarray:
     return out.reshape(shape)
 
 
-def random_bits(rng: np.random.Generator, shape) -> np.ndarray:
+def random_bits(
+    rng: np.random.Generator,  # source of the random bytes
+    shape,  # shape of the output (an int or a tuple)
+) -> np.ndarray:
     "Uniform bits (uint8 0/1) of the given shape."
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
     n = math.prod(shape)
     return np.unpackbits(np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8), count=n).reshape(shape)
 
-
-def encode(x, scale: int, ring_bits: int = 256) -> np.ndarray:
+# %% ../nbs/11_smc.ipynb #72eea5119410473aa328ad9291626812
+def encode(
+    x,  # reals (float) or integers (encoded exactly, any size)
+    scale: int,  # fractional bits s: x is stored as round(x * 2**s)
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Exact fixed-point encoding `round(x * 2**scale) mod 2**ring_bits` (object array); raises if it would wrap. Integer input is encoded exactly."
     xi = np.asarray(x)
     flat = xi.ravel().tolist()
@@ -70,20 +81,32 @@ def encode(x, scale: int, ring_bits: int = 256) -> np.ndarray:
     out.flat = [int(t) & ((1 << ring_bits) - 1) for t in v.flat]
     return out
 
-
-def to_signed(v, ring_bits: int = 256) -> np.ndarray:
+# %% ../nbs/11_smc.ipynb #10185d26023b46108eb7d9f57d49d2b3
+def to_signed(
+    v,  # ring elements (Python ints, any shape)
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Ring elements as signed Python ints in `[-2**(L-1), 2**(L-1))`."
     v = np.asarray(np.asarray(v, dtype=object) & ((1 << ring_bits) - 1), dtype=object)
     return np.where(v >= (1 << (ring_bits - 1)), np.asarray(v - (1 << ring_bits), dtype=object), v).astype(object)
 
 
-def decode(v, scale: int, ring_bits: int = 256) -> np.ndarray:
+def decode(
+    v,  # ring elements (Python ints, any shape)
+    scale: int,  # fractional bits s of the encoding
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Real values of fixed-point ring elements at `scale`."
     s = to_signed(v, ring_bits)
     return np.array([math.ldexp(float(t), -scale) for t in np.ravel(s)]).reshape(np.shape(s))
 
 # %% ../nbs/11_smc.ipynb #552f1f86
-def share(v, n_parties: int, rng: np.random.Generator, ring_bits: int = 256) -> list:
+def share(
+    v,  # ring elements to share (Python ints, any shape)
+    n_parties: int,  # number of shares K
+    rng: np.random.Generator,  # randomness of the first K - 1 shares
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> list:
     "Split ring elements `v` into `n_parties` additive shares modulo `2**ring_bits`."
     v = np.asarray(v, dtype=object)
     M = 1 << ring_bits
@@ -92,18 +115,21 @@ def share(v, n_parties: int, rng: np.random.Generator, ring_bits: int = 256) -> 
     return sh + [last]
 
 
-def reconstruct(shares: list, ring_bits: int = 256) -> np.ndarray:
+def reconstruct(
+    shares: list,  # the K shares (arrays of one shape)
+    ring_bits: int = 256,  # L: the ring is Z_(2**L)
+) -> np.ndarray:
     "Sum of additive shares modulo `2**ring_bits`."
     return sum(shares) & ((1 << ring_bits) - 1)
 
-# %% ../nbs/11_smc.ipynb #91980996
+# %% ../nbs/11_smc.ipynb #6ecc0a4b
 @dataclass
 class Shared:
     "A secret-shared array: `shares[party]` is that party's share; `scale` its fractional bits; `bound` a public bound on |value|."
 
-    shares: dict
-    scale: int
-    bound: float
+    shares: dict  # party -> its share (an object array of ring elements)
+    scale: int  # fractional bits of the fixed point
+    bound: float  # public bound on |value|
 
     @property
     def shape(self):
@@ -114,7 +140,7 @@ class Shared:
 class SharedBits:
     "Bits shared by XOR (in GF(2)): `shares[party]` are uint8 arrays of 0/1 whose XOR is the secret bit."
 
-    shares: dict
+    shares: dict  # party -> its XOR shares (uint8 arrays of 0/1)
 
     @property
     def shape(self):
@@ -124,13 +150,17 @@ class SharedBits:
 def _nm(p):
     return getattr(p, 'name', p)
 
-
+# %% ../nbs/11_smc.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 class RingElements:
     "Ring elements on the wire: each takes `ring_bits/8` bytes, whatever its value (a fixed-width encoding, as a real transport would use)."
 
     __slots__ = ('values', 'ring_bits')
 
-    def __init__(self, values, ring_bits: int):
+    def __init__(
+        self,
+        values,  # ring elements (Python ints, any shape)
+        ring_bits: int,  # L: each element takes ceil(L/8) bytes
+    ):
         self.values, self.ring_bits = np.asarray(values, dtype=object), int(ring_bits)
 
     @property
@@ -160,18 +190,18 @@ def _pack(bits):
 def _unpack(p, shape):
     return np.unpackbits(p, count=math.prod(shape)).reshape(shape)
 
-# %% ../nbs/11_smc.ipynb #b1a7e9cc
+# %% ../nbs/11_smc.ipynb #938c804e27f84196a10c8828c723f798
 class SMC:
     "Secret-shared computation among `parties` with a `dealer` of correlated randomness, over `channel`."
 
     def __init__(
         self,
-        parties: list,
-        channel: Channel | None = None,
-        dealer: str = 'dealer',
-        ring_bits: int = 256,
-        stat_bits: int = 40,
-        rng=None,
+        parties: list,  # the computing parties (names, or objects with a `name`)
+        channel: Channel | None = None,  # records every message (a new `Channel` if None)
+        dealer: str = 'dealer',  # name of the party that deals correlated randomness
+        ring_bits: int = 256,  # L: shares live in Z_(2**L)
+        stat_bits: int = 40,  # κ: statistical security of the masks, bits
+        rng=None,  # seed or Generator of every party's randomness
     ):
         self.parties = [_nm(p) for p in parties]
         if len(self.parties) < 1 or len(set(self.parties)) != len(self.parties):
@@ -192,170 +222,211 @@ class SMC:
         self.king = self.parties[0]
         self.n_openings = 0  # sequential opening rounds: the latency of a computation
 
-    # ----- ranges -----------------------------------------------------------------------------------
-    @property
-    def max_value_bits(self) -> int:
-        "Largest ℓ such that values in (-2**(ℓ-1), 2**(ℓ-1)) can be masked for comparison and truncation."
-        return self.L - self.kappa - 1
+# %% ../nbs/11_smc.ipynb #b43b363d81ae4b689946ece5c682cd59
+@patch(as_prop=True)
+def max_value_bits(self: SMC) -> int:
+    "Largest ℓ such that values in (-2**(ℓ-1), 2**(ℓ-1)) can be masked for comparison and truncation."
+    return self.L - self.kappa - 1
 
-    def _bits_for(self, bound: float, scale: int) -> int:
-        "ℓ with |v| < 2**(ℓ-1) for every integer v encoding a value of |x| <= bound at `scale`; raises if ℓ is too large."
-        A = math.ceil(math.ldexp(float(bound), scale)) + 1
-        ell = A.bit_length() + 1
-        if ell > self.max_value_bits:
+
+@patch
+def _bits_for(self: SMC, bound: float, scale: int) -> int:
+    "ℓ with |v| < 2**(ℓ-1) for every integer v encoding a value of |x| <= bound at `scale`; raises if ℓ is too large."
+    A = math.ceil(math.ldexp(float(bound), scale)) + 1
+    ell = A.bit_length() + 1
+    if ell > self.max_value_bits:
+        raise FixedPointOverflow(
+            f"fixed-point overflow: a value bounded by {bound:.6g} at scale {scale} needs {ell} bits; "
+            f"the ring (L={self.L}, κ={self.kappa}) allows {self.max_value_bits}. Lower the scale or the bound, or use a larger ring"
+        )
+    return ell
+
+
+@patch
+def _check(self: SMC, sh: Shared) -> Shared:
+    self._bits_for(sh.bound, sh.scale)
+    return sh
+
+# %% ../nbs/11_smc.ipynb #4dd4641cc4064e0191573fe9c69df29b
+@patch
+def _send(self: SMC, sender, receiver, kind, v):
+    "Send ring elements (fixed width: L bits each)."
+    self.channel.send(sender, receiver, kind, RingElements(v, self.L))
+
+
+@patch
+def _recv(self: SMC, receiver, kind, sender) -> np.ndarray:
+    return self.channel.receive(receiver, kind, sender=sender).values
+
+# %% ../nbs/11_smc.ipynb #3ed186c9a28b402fb0bc4494df01f08d
+@patch
+def _encode_input(self: SMC, owner: str, x, scale: int, bound: float, encoded: bool) -> np.ndarray:
+    "`owner`'s values as ring elements, after checking them against the public `bound` (exactly, for integers) and the ring."
+    xi = np.asarray(x)
+    exact = xi.dtype.kind in 'iuO'  # integers are shared exactly
+    if encoded and not exact:
+        raise ValueError(f"{owner}: encoded input must be integers")
+    x = xi if exact else np.asarray(x, dtype=float)
+    if not exact and not np.all(np.isfinite(x)):
+        raise ValueError(f"{owner}: input contains NaN or inf")
+    if exact:
+        flat = [int(t) for t in x.flat]
+        lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))  # exact: no float can overflow here
+        big = [j for j, t in enumerate(flat) if abs(t) > lim]
+        if big:
             raise FixedPointOverflow(
-                f"fixed-point overflow: a value bounded by {bound:.6g} at scale {scale} needs {ell} bits; "
-                f"the ring (L={self.L}, κ={self.kappa}) allows {self.max_value_bits}. Lower the scale or the bound, or use a larger ring"
+                f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}"
+                + (f" at scale {scale}" if encoded else "")
             )
-        return ell
+    elif x.size and np.max(np.abs(x)) > bound:
+        raise FixedPointOverflow(
+            f"{owner}: input value {float(x.ravel()[np.argmax(np.abs(x).ravel())])!r} exceeds the agreed bound {bound!r}"
+        )
+    self._bits_for(bound, scale)
+    if encoded:  # checked above: reduce modulo 2**L
+        out = np.empty(len(flat), dtype=object)
+        out[:] = [t & self.mask for t in flat]
+        return out.reshape(xi.shape)
+    return encode(x, scale, self.L)
 
-    def _check(self, sh: Shared) -> Shared:
-        self._bits_for(sh.bound, sh.scale)
-        return sh
+# %% ../nbs/11_smc.ipynb #277c27b1587741f2af2001be3712ef0d
+@patch
+def input(
+    self: SMC,
+    owner,  # the party whose values these are (it need not compute)
+    x,  # its values (reals, or integers shared exactly)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on |x|, agreed in advance
+    encoded: bool = False,  # x are already the integers x * 2**scale
+) -> Shared:
+    "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
+    owner = _nm(owner)
+    v = self._encode_input(owner, x, scale, bound, encoded)
+    if owner not in self.rng:
+        self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])  # an input-only party
+    sh = share(v, len(self.parties), self.rng[owner], self.L)
+    out = {}
+    for p, s in zip(self.parties, sh):
+        if p == owner:
+            out[p] = s
+        else:
+            self._send(owner, p, 'share', s)
+            out[p] = self._recv(p, 'share', owner)
+    return Shared(out, int(scale), float(bound))
 
-    # ----- the wire --------------------------------------------------------------------------------
-    def _send(self, sender, receiver, kind, v):
-        "Send ring elements (fixed width: L bits each)."
-        self.channel.send(sender, receiver, kind, RingElements(v, self.L))
+# %% ../nbs/11_smc.ipynb #916684f9a58a4a2aa5f864670399430d
+@patch
+def reveal(
+    self: SMC,
+    a: Shared,  # the shared value to open
+    to=None,  # who learns it: a party, a list of parties, or None for all computing parties
+    exact: bool = False,  # return the signed integers value * 2**scale instead of floats
+) -> np.ndarray:
+    "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal'). `exact`: the signed integers `value * 2**scale` instead of floats."
+    to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
+    vals = {}
+    for r in to:
+        tot = a.shares[r] if r in a.shares else 0
+        for p in self.parties:
+            if p == r:
+                continue
+            self._send(p, r, 'reveal', a.shares[p])
+            tot = tot + self._recv(r, 'reveal', p)
+        vals[r] = to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
+    return vals[to[0]]
 
-    def _recv(self, receiver, kind, sender) -> np.ndarray:
-        return self.channel.receive(receiver, kind, sender=sender).values
+# %% ../nbs/11_smc.ipynb #1671c31a24314836a5b85d7ef7fbf015
+@patch
+def reveal_bits(
+    self: SMC,
+    b: SharedBits,  # the shared bits to open
+    to=None,  # who learns them: a party, a list of parties, or None for all
+) -> np.ndarray:
+    "Open shared bits to the parties in `to` (default: all computing parties)."
+    to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
+    out = None
+    for r in to:
+        tot = b.shares[r].copy() if r in b.shares else np.zeros(b.shape, np.uint8)
+        for p in self.parties:
+            if p == r:
+                continue
+            self.channel.send(p, r, 'reveal', _pack(b.shares[p]))
+            tot ^= _unpack(self.channel.receive(r, 'reveal', sender=p), b.shape)
+        out = tot if out is None else out
+    return out
 
-    # ----- input and output --------------------------------------------------------------------------
-    def _encode_input(self, owner: str, x, scale: int, bound: float, encoded: bool) -> np.ndarray:
-        "`owner`'s values as ring elements, after checking them against the public `bound` (exactly, for integers) and the ring."
-        xi = np.asarray(x)
-        exact = xi.dtype.kind in 'iuO'  # integers are shared exactly
-        if encoded and not exact:
-            raise ValueError(f"{owner}: encoded input must be integers")
-        x = xi if exact else np.asarray(x, dtype=float)
-        if not exact and not np.all(np.isfinite(x)):
-            raise ValueError(f"{owner}: input contains NaN or inf")
-        if exact:
-            flat = [int(t) for t in x.flat]
-            lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))  # exact: no float can overflow here
-            big = [j for j, t in enumerate(flat) if abs(t) > lim]
-            if big:
-                raise FixedPointOverflow(
-                    f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}"
-                    + (f" at scale {scale}" if encoded else "")
-                )
-        elif x.size and np.max(np.abs(x)) > bound:
-            raise FixedPointOverflow(
-                f"{owner}: input value {float(x.ravel()[np.argmax(np.abs(x).ravel())])!r} exceeds the agreed bound {bound!r}"
-            )
-        self._bits_for(bound, scale)
-        if encoded:  # checked above: reduce modulo 2**L
-            out = np.empty(len(flat), dtype=object)
-            out[:] = [t & self.mask for t in flat]
-            return out.reshape(xi.shape)
-        return encode(x, scale, self.L)
+# %% ../nbs/11_smc.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
+@patch
+def _open(self: SMC, shares: dict, kind: str = 'masked', xor: bool = False, shape=None):
+    "King-based opening of a *masked* value: everyone learns it. Returns the public value."
+    self.n_openings += 1
+    k = self.king
+    tot = shares[k].copy() if xor else shares[k]
+    for p in self.parties[1:]:
+        if xor:
+            self.channel.send(p, k, kind, _pack(shares[p]))
+            got = self.channel.receive(k, kind, sender=p)
+        else:
+            self._send(p, k, kind, shares[p])
+            got = self._recv(k, kind, p)
+        tot = (tot ^ _unpack(got, shape)) if xor else tot + got
+    if not xor:
+        tot = tot & self.mask
+    for p in self.parties[1:]:
+        if xor:
+            self.channel.send(k, p, kind, _pack(tot))
+            self.channel.receive(p, kind, sender=k)
+        else:
+            self._send(k, p, kind, tot)
+            self._recv(p, kind, k)
+    return tot
 
-    def input(self, owner, x, scale: int, bound: float, encoded: bool = False) -> Shared:
-        "`owner` secret-shares its values `x` (|x| <= `bound`, public) at `scale` among the computing parties; `encoded`: `x` are already the integers `value * 2**scale`."
-        owner = _nm(owner)
-        v = self._encode_input(owner, x, scale, bound, encoded)
-        if owner not in self.rng:
-            self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])  # an input-only party
-        sh = share(v, len(self.parties), self.rng[owner], self.L)
-        out = {}
-        for p, s in zip(self.parties, sh):
-            if p == owner:
-                out[p] = s
-            else:
-                self._send(owner, p, 'share', s)
-                out[p] = self._recv(p, 'share', owner)
-        return Shared(out, int(scale), float(bound))
+# %% ../nbs/11_smc.ipynb #28d3efd5258a48a79c179ea5c6759f01
+@patch
+def _deal(self: SMC, *vs, kind='dealer'):
+    "The dealer shares ring elements: one array per argument, all of one shape, bundled in one message per party. Returns one dict per argument."
+    V = np.stack([np.asarray(v, dtype=object) for v in vs])
+    sh = share(V, len(self.parties), self.rng[self.dealer], self.L)
+    out = [{} for _ in vs]
+    for p, s in zip(self.parties, sh):
+        self._send(self.dealer, p, kind, s)
+        got = self._recv(p, kind, self.dealer)
+        for k in range(len(vs)):
+            out[k][p] = got[k]
+    return out[0] if len(vs) == 1 else out
 
-    def input_sum(self, values: dict, scale: int, bound: float, encoded: bool = False) -> Shared:
-        "The sum of computing parties' private inputs (`values[party]`, each |x| <= `bound`), shared with no message: each party's own input is its share of the sum."
-        if not values:
-            raise ValueError("input_sum needs at least one input")
-        owners = [_nm(o) for o in values]
-        outside = [o for o in owners if o not in self.parties]
-        if outside:
-            raise ValueError(f"{outside[0]} is not a computing party: its input must be secret-shared with input()")
-        vs = {o: self._encode_input(o, x, scale, bound, encoded) for o, x in zip(owners, values.values())}
-        shapes = {v.shape for v in vs.values()}
-        if len(shapes) > 1:
-            raise ValueError(f"input_sum: the parties' inputs have different shapes {sorted(shapes)}")
-        zero = np.zeros(shapes.pop(), dtype=object)
-        total = float(bound) * len(vs)
-        self._bits_for(total, scale)
-        return Shared({p: vs.get(p, zero) for p in self.parties}, int(scale), total)
+# %% ../nbs/11_smc.ipynb #0e382214b5f147d187d36a2058b9c724
+@patch
+def input_sum(
+    self: SMC,
+    values: dict,  # computing party -> its own values, all of one shape
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on each party's |x|
+    encoded: bool = False,  # the values are already the integers x * 2**scale
+) -> Shared:
+    "The sum of computing parties' private inputs (`values[party]`, each |x| <= `bound`), shared with no message: each party's own input is its share of the sum."
+    if not values:
+        raise ValueError("input_sum needs at least one input")
+    owners = [_nm(o) for o in values]
+    outside = [o for o in owners if o not in self.parties]
+    if outside:
+        raise ValueError(f"{outside[0]} is not a computing party: its input must be secret-shared with input()")
+    vs = {o: self._encode_input(o, x, scale, bound, encoded) for o, x in zip(owners, values.values())}
+    shapes = {v.shape for v in vs.values()}
+    if len(shapes) > 1:
+        raise ValueError(f"input_sum: the parties' inputs have different shapes {sorted(shapes)}")
+    zero = np.zeros(shapes.pop(), dtype=object)
+    total = float(bound) * len(vs)
+    self._bits_for(total, scale)
+    return Shared({p: vs.get(p, zero) for p in self.parties}, int(scale), total)
 
-    def reveal(self, a: Shared, to=None, exact: bool = False) -> np.ndarray:
-        "Open `a` to the parties in `to` (default: all computing parties): each sends its share (kind 'reveal'). `exact`: the signed integers `value * 2**scale` instead of floats."
-        to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
-        vals = {}
-        for r in to:
-            tot = a.shares[r] if r in a.shares else 0
-            for p in self.parties:
-                if p == r:
-                    continue
-                self._send(p, r, 'reveal', a.shares[p])
-                tot = tot + self._recv(r, 'reveal', p)
-            vals[r] = to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
-        return vals[to[0]]
-
-    def reveal_bits(self, b: SharedBits, to=None) -> np.ndarray:
-        "Open shared bits to the parties in `to` (default: all computing parties)."
-        to = self.parties if to is None else [_nm(t) for t in ([to] if isinstance(to, str) else to)]
-        out = None
-        for r in to:
-            tot = b.shares[r].copy() if r in b.shares else np.zeros(b.shape, np.uint8)
-            for p in self.parties:
-                if p == r:
-                    continue
-                self.channel.send(p, r, 'reveal', _pack(b.shares[p]))
-                tot ^= _unpack(self.channel.receive(r, 'reveal', sender=p), b.shape)
-            out = tot if out is None else out
-        return out
-
-    def _open(self, shares: dict, kind: str = 'masked', xor: bool = False, shape=None):
-        "King-based opening of a *masked* value: everyone learns it. Returns the public value."
-        self.n_openings += 1
-        k = self.king
-        tot = shares[k].copy() if xor else shares[k]
-        for p in self.parties[1:]:
-            if xor:
-                self.channel.send(p, k, kind, _pack(shares[p]))
-                got = self.channel.receive(k, kind, sender=p)
-            else:
-                self._send(p, k, kind, shares[p])
-                got = self._recv(k, kind, p)
-            tot = (tot ^ _unpack(got, shape)) if xor else tot + got
-        if not xor:
-            tot = tot & self.mask
-        for p in self.parties[1:]:
-            if xor:
-                self.channel.send(k, p, kind, _pack(tot))
-                self.channel.receive(p, kind, sender=k)
-            else:
-                self._send(k, p, kind, tot)
-                self._recv(p, kind, k)
-        return tot
-
-    # ----- dealer -------------------------------------------------------------------------------------
-    def _deal(self, *vs, kind='dealer'):
-        "The dealer shares ring elements: one array per argument, all of one shape, bundled in one message per party. Returns one dict per argument."
-        V = np.stack([np.asarray(v, dtype=object) for v in vs])
-        sh = share(V, len(self.parties), self.rng[self.dealer], self.L)
-        out = [{} for _ in vs]
-        for p, s in zip(self.parties, sh):
-            self._send(self.dealer, p, kind, s)
-            got = self._recv(p, kind, self.dealer)
-            for k in range(len(vs)):
-                out[k][p] = got[k]
-        return out[0] if len(vs) == 1 else out
-
-    def _deal_bits(self, *bits, kind='dealer'):
-        "The dealer XOR-shares bit arrays (any shapes), bundled in one packed message per party. Returns one dict per argument."
-        out = [{p: S[k] for k, p in enumerate(self.parties)} for S in self._deal_bits_stacked(*bits, kind=kind)]
-        return out[0] if len(bits) == 1 else out
-
-# %% ../nbs/11_smc.ipynb #b0ace34f
-def _lift(self, a: Shared, scale: int) -> Shared:
+# %% ../nbs/11_smc.ipynb #5b09d5ef5b5e4bb6ab9b829b10b6a29f
+@patch
+def lift(
+    self: SMC,
+    a: Shared,  # shared value
+    scale: int,  # the new scale (at least a.scale)
+) -> Shared:
     "Same value at a higher scale: multiply every share by 2**(scale - a.scale) (exact)."
     if scale < a.scale:
         raise ValueError("use truncate() to lower a scale")
@@ -364,32 +435,56 @@ def _lift(self, a: Shared, scale: int) -> Shared:
     f = 1 << (scale - a.scale)
     return self._check(Shared({p: (s * f) & self.mask for p, s in a.shares.items()}, scale, a.bound))
 
-
-def _add(self, a: Shared, b: Shared) -> Shared:
+# %% ../nbs/11_smc.ipynb #1944c39560714e6e80c856f20744a8e5
+@patch
+def add(
+    self: SMC,
+    a: Shared,  # first summand
+    b: Shared,  # second summand (scales are aligned)
+) -> Shared:
     "[a + b]"
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
     return self._check(Shared({p: (a.shares[p] + b.shares[p]) & self.mask for p in self.parties}, s, a.bound + b.bound))
 
 
-def _neg(self, a: Shared) -> Shared:
+@patch
+def neg(
+    self: SMC,
+    a: Shared,  # shared value
+) -> Shared:
     "[-a]"
     return Shared({p: (-s) & self.mask for p, s in a.shares.items()}, a.scale, a.bound)
 
 
-def _sub(self, a: Shared, b: Shared) -> Shared:
+@patch
+def sub(
+    self: SMC,
+    a: Shared,  # minuend
+    b: Shared,  # subtrahend
+) -> Shared:
     "[a - b]"
     return self.add(a, self.neg(b))
 
-
-def _mul_public(self, a: Shared, c) -> Shared:
+# %% ../nbs/11_smc.ipynb #f61877af4e7f4313ad8234302950b331
+@patch
+def mul_public(
+    self: SMC,
+    a: Shared,  # shared value
+    c,  # public integer factor (or array of them, broadcast)
+) -> Shared:
     "[c * a] for a public integer (or integer array) `c`."
     c = np.asarray(c, dtype=object)
     cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
     return self._check(Shared({p: (s * c) & self.mask for p, s in a.shares.items()}, a.scale, a.bound * cmax))
 
 
-def _add_public(self, a: Shared, c) -> Shared:
+@patch
+def add_public(
+    self: SMC,
+    a: Shared,  # shared value
+    c,  # public real (or array), encoded at a.scale
+) -> Shared:
     "[a + c] for a public real `c` (encoded at a's scale and added by the king)."
     c = np.asarray(c, dtype=float)
     e = encode(c, a.scale, self.L)
@@ -397,8 +492,13 @@ def _add_public(self, a: Shared, c) -> Shared:
     out[self.king] = (out[self.king] + e) & self.mask
     return self._check(Shared(out, a.scale, a.bound + float(np.max(np.abs(c))) if c.size else a.bound))
 
-
-def _stack(self, items: list, axis: int = 0) -> Shared:
+# %% ../nbs/11_smc.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
+@patch
+def stack(
+    self: SMC,
+    items: list,  # shared arrays of one shape
+    axis: int = 0,  # position of the new axis
+) -> Shared:
     "Stack shared arrays of equal scale along a new axis."
     s = max(t.scale for t in items)
     items = [self.lift(t, s) for t in items]
@@ -406,19 +506,13 @@ def _stack(self, items: list, axis: int = 0) -> Shared:
         {p: np.stack([t.shares[p] for t in items], axis) for p in self.parties}, s, max(t.bound for t in items)
     )
 
-
-SMC.lift, SMC.add, SMC.neg, SMC.sub, SMC.mul_public, SMC.add_public, SMC.stack = (
-    _lift,
-    _add,
-    _neg,
-    _sub,
-    _mul_public,
-    _add_public,
-    _stack,
-)
-
-# %% ../nbs/11_smc.ipynb #c877a273
-def _mul(self, x: Shared, y: Shared) -> Shared:
+# %% ../nbs/11_smc.ipynb #903197826d2e44dfa0208e8f97c69327
+@patch
+def mul(
+    self: SMC,
+    x: Shared,  # first factor
+    y: Shared,  # second factor (broadcast against x)
+) -> Shared:
     "[x * y] (elementwise, broadcasting) with a Beaver triple; the result has scale x.scale + y.scale."
     shape = np.broadcast_shapes(x.shape, y.shape)
     out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
@@ -437,33 +531,49 @@ def _mul(self, x: Shared, y: Shared) -> Shared:
     z = {p: (C[p] + d * B[p] + e * A[p] + (d * e if p == self.king else 0)) & self.mask for p in self.parties}
     return Shared(z, out_scale, out_bound)
 
-
-def _mul_many(self, pairs: list) -> list:
-    "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale. An operand used in several products (the same `Shared` object) is masked and opened once."
-    shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
-    for x, y in pairs:
-        self._bits_for(x.bound * y.bound, x.scale + y.scale)
-    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):  # broadcasting: flatten, one plain mul
-        flat = lambda k: {
-            p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)])
-            for p in self.parties
-        }
-        z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))  # ring products do not care about scales
-        cuts = np.cumsum([0] + [math.prod(s) for s in shapes])
-        return [
-            Shared(
-                {p: z.shares[p][cuts[k] : cuts[k + 1]].reshape(s) for p in self.parties},
-                x.scale + y.scale,
-                x.bound * y.bound,
-            )
-            for k, ((x, y), s) in enumerate(zip(pairs, shapes))
-        ]
-    ops, pos = [], {}  # distinct operands, in order of appearance
+# %% ../nbs/11_smc.ipynb #81ff116bae5b45f6b6dae177083008cf
+def _operands(pairs: list) -> tuple:
+    "Distinct operands of the products `pairs` (an object counts once), in order, and their positions by id."
+    ops, pos = [], {}
     for x, y in pairs:
         for u in (x, y):
             if id(u) not in pos:
                 pos[id(u)] = len(ops)
                 ops.append(u)
+    return ops, pos
+
+
+@patch
+def _mul_flat(self: SMC, pairs: list, shapes: list) -> list:
+    "`mul_many` for operands that broadcast: flatten every product into one plain `mul`, then cut the result."
+    flat = lambda k: {
+        p: np.concatenate([np.broadcast_to(pr[k].shares[p], s).ravel() for pr, s in zip(pairs, shapes)])
+        for p in self.parties
+    }
+    z = self.mul(Shared(flat(0), 0, 1.0), Shared(flat(1), 0, 1.0))  # ring products do not care about scales
+    cuts = np.cumsum([0] + [math.prod(s) for s in shapes])
+    return [
+        Shared(
+            {p: z.shares[p][cuts[k] : cuts[k + 1]].reshape(s) for p in self.parties},
+            x.scale + y.scale,
+            x.bound * y.bound,
+        )
+        for k, ((x, y), s) in enumerate(zip(pairs, shapes))
+    ]
+
+# %% ../nbs/11_smc.ipynb #9075f00cfa8d463f84130041b1e44ca7
+@patch
+def mul_many(
+    self: SMC,
+    pairs: list,  # the products to compute: (x, y) pairs of shared values
+) -> list:
+    "Several products [x_i * y_i] in one round (one bundle of triples, one opening); each keeps its own scale x_i.scale + y_i.scale. An operand used in several products (the same `Shared` object) is masked and opened once."
+    shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
+    for x, y in pairs:
+        self._bits_for(x.bound * y.bound, x.scale + y.scale)
+    if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):
+        return self._mul_flat(pairs, shapes)
+    ops, pos = _operands(pairs)  # distinct operands, in order of appearance
     sizes = [math.prod(u.shape) for u in ops]
     cut = np.cumsum([0] + sizes)
     g = self.rng[self.dealer]
@@ -488,11 +598,13 @@ def _mul_many(self, pairs: list) -> list:
         off += m
     return out
 
-
-SMC.mul, SMC.mul_many = _mul, _mul_many
-
-# %% ../nbs/11_smc.ipynb #d26f2836
-def _truncate(self, a: Shared, k: int) -> Shared:
+# %% ../nbs/11_smc.ipynb #652f5cdc
+@patch
+def truncate(
+    self: SMC,
+    a: Shared,  # shared value
+    k: int,  # fractional bits to drop (at most a.scale)
+) -> Shared:
     "[a] at scale a.scale - k, with error below one unit in the last place (probabilistic truncation)."
     if k <= 0:
         return a
@@ -508,11 +620,9 @@ def _truncate(self, a: Shared, k: int) -> Shared:
     w = {p: ((ch_ - (off >> k) if p == self.king else 0) - Rhi[p]) & self.mask for p in self.parties}
     return Shared(w, a.scale - k, a.bound + 2.0 ** -(a.scale - k))
 
-
-SMC.truncate = _truncate
-
-# %% ../nbs/11_smc.ipynb #4c2252db
-def _deal_bits_stacked(self, *bits, kind='dealer') -> list:
+# %% ../nbs/11_smc.ipynb #15abde8c5d2e435093904b13db685a53
+@patch
+def _deal_bits_stacked(self: SMC, *bits, kind='dealer') -> list:
     "The dealer XOR-shares bit arrays in one packed message per party; returns, per argument, the shares stacked as (K, ...)."
     K, g = len(self.parties), self.rng[self.dealer]
     shapes = [np.shape(b) for b in bits]
@@ -527,7 +637,15 @@ def _deal_bits_stacked(self, *bits, kind='dealer') -> list:
     return [got[:, cuts[i] : cuts[i + 1]].reshape((K,) + t) for i, t in enumerate(shapes)]
 
 
-def _open_bits_stacked(self, X: np.ndarray, kind: str = 'masked') -> np.ndarray:
+@patch
+def _deal_bits(self: SMC, *bits, kind='dealer'):
+    "The dealer XOR-shares bit arrays (any shapes), bundled in one packed message per party. Returns one dict per argument."
+    out = [{p: S[k] for k, p in enumerate(self.parties)} for S in self._deal_bits_stacked(*bits, kind=kind)]
+    return out[0] if len(bits) == 1 else out
+
+# %% ../nbs/11_smc.ipynb #5734001bcbac423990a4356310d8df13
+@patch
+def _open_bits_stacked(self: SMC, X: np.ndarray, kind: str = 'masked') -> np.ndarray:
     "King-based opening of XOR-shared bits stacked as (K, ...) (masked values only): everyone learns them."
     self.n_openings += 1
     k, shape = self.king, X.shape[1:]
@@ -540,8 +658,9 @@ def _open_bits_stacked(self, X: np.ndarray, kind: str = 'masked') -> np.ndarray:
         self.channel.receive(p, kind, sender=k)
     return tot
 
-
-def _and_triples(self, *shapes) -> list:
+# %% ../nbs/11_smc.ipynb #f3041e9ffdb2416ea2009d3a6a4c5716
+@patch
+def _and_triples(self: SMC, *shapes) -> list:
     "Bit triples (A, B, A AND B) XOR-shared by the dealer, one triple per shape, all in one message per party (stacked as (K, ...))."
     g = self.rng[self.dealer]
     bits = []
@@ -552,7 +671,8 @@ def _and_triples(self, *shapes) -> list:
     return [tuple(S[3 * i : 3 * i + 3]) for i in range(len(shapes))]
 
 
-def _and_stacked(self, X: np.ndarray, Y: np.ndarray, triple=None) -> np.ndarray:
+@patch
+def _and_stacked(self: SMC, X: np.ndarray, Y: np.ndarray, triple=None) -> np.ndarray:
     "[X AND Y] for XOR-shared bits stacked as (K, ...): every local step is one numpy operation for all parties. `triple`: dealt in advance by `_and_triples`."
     A, B, C = triple if triple is not None else self._and_triples(X.shape[1:])[0]
     de = self._open_bits_stacked(np.stack([X ^ A, Y ^ B], axis=1))
@@ -562,13 +682,23 @@ def _and_stacked(self, X: np.ndarray, Y: np.ndarray, triple=None) -> np.ndarray:
     return Z
 
 
-def _and(self, x: SharedBits, y: SharedBits) -> SharedBits:
+@patch
+def and_(
+    self: SMC,
+    x: SharedBits,  # XOR-shared bits
+    y: SharedBits,  # XOR-shared bits of the same shape
+) -> SharedBits:
     "[x AND y] for XOR-shared bits (elementwise)."
     Z = self._and_stacked(np.stack([x.shares[p] for p in self.parties]), np.stack([y.shares[p] for p in self.parties]))
     return SharedBits({p: Z[k] for k, p in enumerate(self.parties)})
 
-
-def _share_bits_from(self, owner, bits) -> SharedBits:
+# %% ../nbs/11_smc.ipynb #9141936c6c8a4c478a75aea4ff665469
+@patch
+def input_bits(
+    self: SMC,
+    owner,  # the party whose bits these are
+    bits,  # its bits (0/1, any shape)
+) -> SharedBits:
     "`owner` XOR-shares its bits (used in tests and by protocols whose inputs are bits)."
     owner = _nm(owner)
     if owner not in self.rng:
@@ -587,17 +717,9 @@ def _share_bits_from(self, owner, bits) -> SharedBits:
             out[p] = _unpack(self.channel.receive(p, 'share', sender=owner), np.shape(bits))
     return SharedBits(out)
 
-
-SMC._deal_bits_stacked, SMC._open_bits_stacked, SMC._and_triples, SMC._and_stacked = (
-    _deal_bits_stacked,
-    _open_bits_stacked,
-    _and_triples,
-    _and_stacked,
-)
-SMC.and_, SMC.input_bits = _and, _share_bits_from
-
-# %% ../nbs/11_smc.ipynb #2b134661
-def _bitlt(self, c_bits: np.ndarray, r_bits: SharedBits) -> SharedBits:
+# %% ../nbs/11_smc.ipynb #bd7c096f4dcf400fbdceb075ef31fca3
+@patch
+def _bitlt(self: SMC, c_bits: np.ndarray, r_bits: SharedBits) -> SharedBits:
     "[c < r] for public bits `c_bits` and shared bits `r_bits` (last axis: bit i = 2**i)."
     m = c_bits.shape[-1]
     Ef = np.stack([r_bits.shares[p] for p in self.parties])  # the parties' shares, stacked: one array, (K, ..., m)
@@ -614,7 +736,7 @@ def _bitlt(self, c_bits: np.ndarray, r_bits: SharedBits) -> SharedBits:
     U = np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
     return SharedBits({p: U[k] for k, p in enumerate(self.parties)})
 
-
+# %% ../nbs/11_smc.ipynb #7c10029e1707434ab3fe295caea7d13f
 def _int_bits(v, m: int) -> np.ndarray:
     "The m low bits of non-negative integers `v` (object array), as uint8 with a last axis of length m (bit i = 2**i)."
     v = np.asarray(v, dtype=object)
@@ -624,8 +746,12 @@ def _int_bits(v, m: int) -> np.ndarray:
     bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, nb), axis=1, bitorder='little')[:, :m]
     return bits.reshape(v.shape + (m,))
 
-
-def _ltz(self, x: Shared) -> SharedBits:
+# %% ../nbs/11_smc.ipynb #f68f0888c55a4478ace3eac39384dff4
+@patch
+def ltz(
+    self: SMC,
+    x: Shared,  # shared value to compare with 0
+) -> SharedBits:
     "[x < 0] as XOR-shared bits."
     ell = self._bits_for(x.bound, x.scale)
     m = ell - 1
@@ -638,11 +764,12 @@ def _ltz(self, x: Shared) -> SharedBits:
     u = self._bitlt(_int_bits(c, m), SharedBits(Rb))
     return SharedBits({p: u.shares[p] ^ Rpar[p] ^ ((c_hi_par ^ 1) if p == self.king else 0) for p in self.parties})
 
-
-SMC._bitlt, SMC.ltz = _bitlt, _ltz
-
-# %% ../nbs/11_smc.ipynb #375770b3
-def _b2a(self, b: SharedBits) -> Shared:
+# %% ../nbs/11_smc.ipynb #f94f5a17fa734d288763e7d9a3758173
+@patch
+def b2a(
+    self: SMC,
+    b: SharedBits,  # XOR-shared bits
+) -> Shared:
     "XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     g = self.rng[self.dealer]
     s = random_bits(g, b.shape)
@@ -650,8 +777,15 @@ def _b2a(self, b: SharedBits) -> Shared:
     v = self._open({p: b.shares[p] ^ Sb[p] for p in self.parties}, xor=True, shape=b.shape).astype(object)
     return Shared({p: ((v if p == self.king else 0) + (1 - 2 * v) * Sa[p]) & self.mask for p in self.parties}, 0, 1.0)
 
-
-def _reciprocal(self, n: Shared, n_max: int, scale: int = 64, iters: int | None = None) -> Shared:
+# %% ../nbs/11_smc.ipynb #40c1800d1c114147a536b8aa907907c7
+@patch
+def reciprocal(
+    self: SMC,
+    n: Shared,  # shared integer count (scale 0), 1 <= n <= n_max
+    n_max: int,  # public bound on n
+    scale: int = 64,  # fractional bits of the result
+    iters: int | None = None,  # Newton iterations (default: enough for `scale` bits)
+) -> Shared:
     "[1/n] at `scale` for a shared integer count 1 <= n <= n_max (n at scale 0)."
     if n.scale != 0:
         raise ValueError("reciprocal expects an integer (scale 0)")
@@ -684,17 +818,19 @@ def _reciprocal(self, n: Shared, n_max: int, scale: int = 64, iters: int | None 
         z.bound = 1.0
     return z
 
-
-def _maximum(self, a: Shared, b: Shared) -> Shared:
+# %% ../nbs/11_smc.ipynb #71b4158a9f3d49279f06ec9197b84529
+@patch
+def maximum(
+    self: SMC,
+    a: Shared,  # first shared value
+    b: Shared,  # second shared value (same shape)
+) -> Shared:
     "[max(a, b)] elementwise: a + [a < b] (b - a), one comparison and one multiplication."
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
     lt = self.b2a(self.ltz(self.sub(a, b)))
     m = self.add(a, self.mul(lt, self.sub(b, a)))
     return Shared(m.shares, s, max(a.bound, b.bound))  # max(a, b) is bounded by the larger bound
-
-
-SMC.b2a, SMC.reciprocal, SMC.maximum = _b2a, _reciprocal, _maximum
 
 # %% ../nbs/11_smc.ipynb #86afe24d
 RFC3526_P2048 = int(
@@ -717,24 +853,15 @@ def _prg_mask(seed: int, shape) -> np.ndarray:
     key = int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big')
     return np.random.default_rng(key).integers(0, np.iinfo(np.uint64).max, size=shape, dtype=np.uint64, endpoint=True)
 
-# %% ../nbs/11_smc.ipynb #44e0ca66
-def secure_sum(
-    values: dict,
-    channel: Channel | None = None,
-    server: str = 'server',
-    frac_bits: int = 24,
-    rng=None,
-    drop: tuple = (),
-    on_dropout: str = 'raise',
-):
-    "Sum of the clients' arrays `values` (dict client -> array of equal shape) revealed to `server` only, by pairwise masking."
+# %% ../nbs/11_smc.ipynb #6038e703eb6b4df2ba5a71336b77ea4e
+def _sum_inputs(values: dict, frac_bits: int, drop: tuple, on_dropout: str):
+    "`secure_sum`'s arguments, checked before anything is sent: names, arrays, shape, the dropped."
     if on_dropout not in ('raise', 'recover'):
         raise ValueError("on_dropout must be 'raise' or 'recover'")
     if isinstance(frac_bits, bool) or not isinstance(frac_bits, numbers.Integral) or not 0 <= frac_bits <= 62:
         raise ValueError(
             f"frac_bits must be an integer in [0, 62] (fractional bits of the 64-bit fixed point); got {frac_bits!r}"
         )
-    channel = channel if channel is not None else Channel()
     names = [_nm(c) for c in values]
     if len(names) < 2:
         raise ValueError("secure aggregation needs at least 2 clients")
@@ -754,9 +881,12 @@ def secure_sum(
     unknown = set(map(_nm, drop)) - set(names)
     if unknown:
         raise ValueError(f"unknown clients in drop: {sorted(unknown)}")
-    rng = as_rng(rng)
+    return names, arrs, shape, [c for c in names if c in set(map(_nm, drop))]
+
+# %% ../nbs/11_smc.ipynb #04aa693c20bd460494e518b8cb84ef11
+def _agree_seeds(names: list, channel: Channel, server: str, rng: np.random.Generator) -> dict:
+    "Round 1: Diffie-Hellman keys advertised through `server`; returns the pairwise seeds `(c, o) -> s_co`."
     P, G = RFC3526_P2048, 2
-    # round 1: advertise Diffie-Hellman public keys through the server
     secret = {c: int.from_bytes(rng.bytes(32), 'big') for c in names}
     for c in names:
         channel.send(c, server, 'public key', pow(G, secret[c], P))
@@ -768,8 +898,11 @@ def secure_sum(
         keys = channel.receive(c, 'public keys', sender=server)
         for o, pk in keys.items():
             seeds[c, o] = pow(pk, secret[c], P)
-    # round 2: masked inputs
-    dropped = [c for c in names if c in set(map(_nm, drop))]
+    return seeds
+
+# %% ../nbs/11_smc.ipynb #e0a51dd6baab431990c6adcc83aa7fba
+def _masked_sum(names, arrs, shape, seeds, dropped, channel, server, frac_bits) -> tuple:
+    "Round 2: each survivor sends its values plus its pairwise masks; returns (the server's sum, who sent)."
     for i, c in enumerate(names):
         if c in dropped:
             continue
@@ -784,21 +917,43 @@ def secure_sum(
     total = np.zeros(shape, dtype=np.uint64)
     for y in got.values():
         total = total + y
+    return total, got
+
+# %% ../nbs/11_smc.ipynb #deb6c23654f54f5b91a38c31054c5587
+def _unmask_dropped(total, names, got, seeds, dropped, channel, server, shape):
+    "Round 3: the survivors reveal their seeds with the dropped clients; the server removes those masks from `total`."
+    for c in got:
+        channel.send(c, server, 'reveal', {o: seeds[c, o] for o in dropped})
+    for c in got:
+        rev = channel.receive(server, 'reveal', sender=c)
+        i = names.index(c)
+        for o, s in rev.items():
+            m = _prg_mask(s, shape)
+            total = total - m if i < names.index(o) else total + m
+    return total
+
+# %% ../nbs/11_smc.ipynb #061962c182f9482c8b1341b2a6f73cd5
+def secure_sum(
+    values: dict,  # client -> its array (all of one shape)
+    channel: Channel | None = None,  # records every message (a new `Channel` if None)
+    server: str = 'server',  # name of the party that learns the sum
+    frac_bits: int = 24,  # fractional bits of the 64-bit fixed point, in [0, 62]
+    rng=None,  # seed or Generator of the key agreement
+    drop: tuple = (),  # clients that drop out after masking (to simulate a failure)
+    on_dropout: str = 'raise',  # 'raise': stop with `DropoutError`; 'recover': unmask with the survivors' seeds
+):
+    "Sum of the clients' arrays `values` (dict client -> array of equal shape) revealed to `server` only, by pairwise masking."
+    names, arrs, shape, dropped = _sum_inputs(values, frac_bits, drop, on_dropout)
+    channel = channel if channel is not None else Channel()
+    seeds = _agree_seeds(names, channel, server, as_rng(rng))
+    total, got = _masked_sum(names, arrs, shape, seeds, dropped, channel, server, frac_bits)
     if dropped:
         if on_dropout == 'raise':
             raise DropoutError(
                 f"clients {dropped} dropped after masking: their pairwise masks do not cancel, so the sum is "
                 f"unrecoverable; rerun without them or use on_dropout='recover'"
             )
-        # round 3: survivors reveal their seeds with the dropped clients; the server removes those masks
-        for c in got:
-            channel.send(c, server, 'reveal', {o: seeds[c, o] for o in dropped})
-        for c in got:
-            rev = channel.receive(server, 'reveal', sender=c)
-            i = names.index(c)
-            for o, s in rev.items():
-                m = _prg_mask(s, shape)
-                total = total - m if i < names.index(o) else total + m
+        total = _unmask_dropped(total, names, got, seeds, dropped, channel, server, shape)
     return np.ldexp(total.view(np.int64).astype(float), -frac_bits)
 
 # %% ../nbs/11_smc.ipynb #315fda38
@@ -807,11 +962,22 @@ class PartyShare:
 
     __slots__ = ('v', 'shape', 'scale', 'bound')
 
-    def __init__(self, v, scale: int, bound: float, shape=None):
+    def __init__(
+        self,
+        v,  # this party's share (None for the dealer's copy)
+        scale: int,  # fractional bits of the fixed point
+        bound: float,  # public bound on |value|
+        shape=None,  # shape of the value (needed when v is None)
+    ):
         self.v, self.scale, self.bound = v, int(scale), float(bound)
         self.shape = tuple(shape) if v is None else np.shape(v)
 
-    def rows(self, idx, scale: int | None = None, bound: float | None = None) -> 'PartyShare':
+    def rows(
+        self,
+        idx,  # row index or slice along the first axis
+        scale: int | None = None,  # new scale to declare (default: unchanged)
+        bound: float | None = None,  # new public bound (default: unchanged)
+    ) -> 'PartyShare':
         "Row(s) `idx` (optionally re-declaring scale and bound)."
         sc, b = self.scale if scale is None else scale, self.bound if bound is None else bound
         if self.v is not None:
@@ -823,7 +989,13 @@ class PartySMC:
     "One party's side of `SMC`: it holds only its own shares, rng and mailbox, and advances as a generator (`yield` = wait for messages). `me` may be the dealer, whose side only deals."
 
     def __init__(
-        self, me: str, parties: list, dealer: str = 'server', ring_bits: int = 256, stat_bits: int = 40, rng=None
+        self,
+        me: str,  # this party's name (a computing party or the dealer)
+        parties: list,  # the computing parties, in the same order everywhere
+        dealer: str = 'server',  # name of the dealer
+        ring_bits: int = 256,  # L: shares live in Z_(2**L)
+        stat_bits: int = 40,  # κ: statistical security of the masks, bits
+        rng=None,  # seed or Generator of this party's randomness
     ):
         self.me, self.parties, self.dealer = me, list(parties), dealer
         if len(set(self.parties)) != len(self.parties) or dealer in self.parties:
@@ -844,13 +1016,22 @@ class PartySMC:
 
 # %% ../nbs/11_smc.ipynb #c4ee0834
 @patch
-def send(self: PartySMC, to: str, kind: str, payload):
+def send(
+    self: PartySMC,
+    to: str,  # receiver
+    kind: str,  # message kind (as in the transcript)
+    payload,  # what is sent
+):
     "Queue a message; it leaves when this party next waits."
     self.out.append((to, kind, payload))
 
 
 @patch
-def recv(self: PartySMC, kind: str, sender: str):
+def recv(
+    self: PartySMC,
+    kind: str,  # message kind to wait for
+    sender: str,  # party it must come from
+):
     "Generator: the payload of the oldest message of `kind` from `sender`, waiting (yielding) until it is there."
     while True:
         for i, (s, k, p) in enumerate(self.box):
@@ -869,7 +1050,10 @@ def wait_phase(self: PartySMC):
 
 # %% ../nbs/11_smc.ipynb #01a140d8
 @patch
-def save(self: PartySMC, prog: dict):
+def save(
+    self: PartySMC,
+    prog: dict,  # the program's own state (plain data)
+):
     "A checkpoint at a phase boundary: the program's own state `prog` (plain data), this party's rng state, its unread mailbox and phase. A transport that cannot keep a suspended generator (a process per message) resumes from it."
     self.checkpoint = dict(
         prog=prog, rng=copy.deepcopy(self.rng.bit_generator.state), box=list(self.box), phase=self.phase
@@ -877,16 +1061,23 @@ def save(self: PartySMC, prog: dict):
 
 
 @patch
-def restore(self: PartySMC, ck: dict):
+def restore(
+    self: PartySMC,
+    ck: dict,  # a checkpoint made by `save`
+):
     "Back to checkpoint `ck` (rng state, mailbox, phase); the program is then rebuilt from `ck['prog']`."
     self.rng.bit_generator.state = copy.deepcopy(ck['rng'])
     self.box[:] = list(ck['box'])
     self.phase = ck['phase']
     self.checkpoint = ck
 
-# %% ../nbs/11_smc.ipynb #542f8550
+# %% ../nbs/11_smc.ipynb #8edfd84aa00d4424a71141df99c55e72
 @patch
-def lift(self: PartySMC, a: PartyShare, scale: int) -> PartyShare:
+def lift(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    scale: int,  # the new scale (at least a.scale)
+) -> PartyShare:
     "Same value at a higher scale (exact)."
     if scale < a.scale:
         raise ValueError("use truncate() to lower a scale")
@@ -897,7 +1088,11 @@ def lift(self: PartySMC, a: PartyShare, scale: int) -> PartyShare:
 
 
 @patch
-def add(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+def add(
+    self: PartySMC,
+    a: PartyShare,  # first summand
+    b: PartyShare,  # second summand
+) -> PartyShare:
     "[a + b]"
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
@@ -906,19 +1101,30 @@ def add(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
 
 
 @patch
-def neg(self: PartySMC, a: PartyShare) -> PartyShare:
+def neg(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+) -> PartyShare:
     "[-a]"
     return PartyShare(None if a.v is None else (-a.v) & self.mask, a.scale, a.bound, a.shape)
 
 
 @patch
-def sub(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+def sub(
+    self: PartySMC,
+    a: PartyShare,  # minuend
+    b: PartyShare,  # subtrahend
+) -> PartyShare:
     "[a - b]"
     return self.add(a, self.neg(b))
 
-
+# %% ../nbs/11_smc.ipynb #ab13b4b6e2874167b7f2debb11dcd1d9
 @patch
-def mul_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
+def mul_public(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    c,  # public integer factor (or array of them)
+) -> PartyShare:
     "[c * a] for a public integer (array) `c`."
     c = np.asarray(c, dtype=object)
     cmax = max(abs(int(t)) for t in np.ravel(c)) if c.size else 0
@@ -926,7 +1132,11 @@ def mul_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
 
 
 @patch
-def add_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
+def add_public(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    c,  # public real (or array), encoded at a.scale
+) -> PartyShare:
     "[a + c] for a public real `c` (the king adds it)."
     c = np.asarray(c, dtype=float)
     e = encode(c, a.scale, self.L)
@@ -934,9 +1144,13 @@ def add_public(self: PartySMC, a: PartyShare, c) -> PartyShare:
     shape = a.shape if a.v is not None else np.broadcast_shapes(a.shape, c.shape)
     return self._check(PartyShare(v, a.scale, a.bound + float(np.max(np.abs(c))) if c.size else a.bound, shape))
 
-
+# %% ../nbs/11_smc.ipynb #47d658866ccb404681cf21a4419000da
 @patch
-def stack(self: PartySMC, items: list, axis: int = 0) -> PartyShare:
+def stack(
+    self: PartySMC,
+    items: list,  # shares of one shape
+    axis: int = 0,  # position of the new axis
+) -> PartyShare:
     "Stack shares of equal shape along a new axis (lifted to the largest scale)."
     s = max(t.scale for t in items)
     items = [self.lift(t, s) for t in items]
@@ -947,7 +1161,14 @@ def stack(self: PartySMC, items: list, axis: int = 0) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #e739f79f
 @patch
-def input_all(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool = False):
+def input_all(
+    self: PartySMC,
+    x,  # this party's values (None for the dealer)
+    shape,  # shape of every party's values (public)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on |x|
+    encoded: bool = False,  # x are already the integers x * 2**scale
+):
     "Generator: every computing party secret-shares its own `x` (|x| <= `bound`, same `shape`); returns one `PartyShare` per party, in party order."
     mine = {}
     if not self.is_dealer:
@@ -966,16 +1187,27 @@ def input_all(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool 
 
 
 @patch
-def input_sum(self: PartySMC, x, shape, scale: int, bound: float, encoded: bool = False) -> PartyShare:
+def input_sum(
+    self: PartySMC,
+    x,  # this party's values (None for the dealer)
+    shape,  # shape of the values (public)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on each party's |x|
+    encoded: bool = False,  # x are already the integers x * 2**scale
+) -> PartyShare:
     "The sum of the computing parties' inputs, shared with no message: each party's own input is its share."
     v = None if self.is_dealer else SMC._encode_input(self, self.me, x, scale, bound, encoded)
     total = float(bound) * len(self.parties)
     self._bits_for(total, scale)
     return PartyShare(v, scale, total, shape)
 
-# %% ../nbs/11_smc.ipynb #070e8bc2
+# %% ../nbs/11_smc.ipynb #5d973992396c4b758db40b17e80dc1fc
 @patch
-def reveal(self: PartySMC, a: PartyShare, exact: bool = False):
+def reveal(
+    self: PartySMC,
+    a: PartyShare,  # the shared value to open
+    exact: bool = False,  # return the signed integers value * 2**scale instead of floats
+):
     "Generator: open `a` to every computing party (each sends its share to every other, kind 'reveal')."
     if self.is_dealer:
         return None
@@ -988,9 +1220,12 @@ def reveal(self: PartySMC, a: PartyShare, exact: bool = False):
             tot = tot + (yield from self.recv('reveal', p)).values
     return to_signed(tot, self.L) if exact else decode(tot & self.mask, a.scale, self.L)
 
-
+# %% ../nbs/11_smc.ipynb #b434e0d67d894725aa1f6d707a143313
 @patch
-def reveal_bits(self: PartySMC, b):
+def reveal_bits(
+    self: PartySMC,
+    b,  # this party's XOR shares (uint8 array)
+):
     "Generator: open XOR-shared bits (this party's uint8 array `b`) to every computing party."
     if self.is_dealer:
         return None
@@ -1003,9 +1238,14 @@ def reveal_bits(self: PartySMC, b):
             tot ^= _unpack((yield from self.recv('reveal', p)), b.shape)
     return tot
 
-
+# %% ../nbs/11_smc.ipynb #4d59fedcae41437686ad1a71a1884d48
 @patch
-def open(self: PartySMC, x, xor: bool = False, kind: str = 'masked'):
+def open(
+    self: PartySMC,
+    x,  # this party's share of a masked value
+    xor: bool = False,  # bits shared by XOR instead of ring elements
+    kind: str = 'masked',  # message kind
+):
     "Generator: king-based opening of this party's share `x` of a *masked* value (ring, or bits with `xor`): everyone learns it."
     k, shape = self.king, np.shape(x)
     if not self.is_king:
@@ -1024,7 +1264,12 @@ def open(self: PartySMC, x, xor: bool = False, kind: str = 'masked'):
 
 # %% ../nbs/11_smc.ipynb #de701ea2
 @patch
-def deal(self: PartySMC, make, shape, n: int = 1):
+def deal(
+    self: PartySMC,
+    make,  # called by the dealer only: returns the n ring arrays to share
+    shape,  # their shape (informative)
+    n: int = 1,  # how many arrays
+):
     "Generator: the dealer shares the `n` ring arrays `make()` returns (one message per party); a party receives its shares. Returns a list of `n` arrays (None for the dealer)."
     if self.is_dealer:
         V = np.stack([np.asarray(v, dtype=object) for v in make()])
@@ -1036,7 +1281,11 @@ def deal(self: PartySMC, make, shape, n: int = 1):
 
 
 @patch
-def deal_bits(self: PartySMC, make, shapes: list):
+def deal_bits(
+    self: PartySMC,
+    make,  # called by the dealer only: returns the bit arrays to share
+    shapes: list,  # their shapes, in order
+):
     "Generator: the dealer XOR-shares the bit arrays `make()` returns (shapes `shapes`), one packed message per party. Returns one array per shape."
     cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
     if self.is_dealer:
@@ -1052,7 +1301,11 @@ def deal_bits(self: PartySMC, make, shapes: list):
 
 # %% ../nbs/11_smc.ipynb #b10c674d
 @patch
-def mul(self: PartySMC, x: PartyShare, y: PartyShare) -> PartyShare:
+def mul(
+    self: PartySMC,
+    x: PartyShare,  # first factor
+    y: PartyShare,  # second factor (broadcast against x)
+) -> PartyShare:
     "Generator: [x * y] (elementwise, broadcasting) with a Beaver triple; scale x.scale + y.scale."
     shape = np.broadcast_shapes(x.shape, y.shape)
     out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
@@ -1072,7 +1325,10 @@ def mul(self: PartySMC, x: PartyShare, y: PartyShare) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #38127fcc
 @patch
-def mul_many(self: PartySMC, pairs: list) -> list:
+def mul_many(
+    self: PartySMC,
+    pairs: list,  # the products: (x, y) pairs of shares of equal shapes
+) -> list:
     "Generator: several products in one round (one bundle of triples, one opening); an operand used twice (the same object) is opened once."
     shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
     for x, y in pairs:
@@ -1108,7 +1364,11 @@ def mul_many(self: PartySMC, pairs: list) -> list:
 
 # %% ../nbs/11_smc.ipynb #e8705311
 @patch
-def truncate(self: PartySMC, a: PartyShare, k: int) -> PartyShare:
+def truncate(
+    self: PartySMC,
+    a: PartyShare,  # shared value
+    k: int,  # fractional bits to drop (at most a.scale)
+) -> PartyShare:
     "Generator: [a] at scale a.scale - k (probabilistic truncation, error below one unit in the last place)."
     if k <= 0:
         return a
@@ -1131,7 +1391,13 @@ def truncate(self: PartySMC, a: PartyShare, k: int) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #582c4f6d
 @patch
-def bitlt(self: PartySMC, c_bits, r_bits, shape, m: int):
+def bitlt(
+    self: PartySMC,
+    c_bits,  # public bits of c (last axis m)
+    r_bits,  # this party's XOR shares of the bits of r
+    shape,  # shape of the compared values (without the bit axis)
+    m: int,  # number of bits
+):
     "Generator: this party's XOR share of [c < r] for public bits `c_bits` and shared bits `r_bits` (last axis m: bit i = 2**i)."
     ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]
     tshapes = [tuple(shape) + (m - d,) for d in ds]
@@ -1159,7 +1425,10 @@ def bitlt(self: PartySMC, c_bits, r_bits, shape, m: int):
 
 # %% ../nbs/11_smc.ipynb #70cecca8
 @patch
-def ltz(self: PartySMC, x: PartyShare):
+def ltz(
+    self: PartySMC,
+    x: PartyShare,  # shared value to compare with 0
+):
     "Generator: this party's XOR share of [x < 0] (uint8 array; None for the dealer)."
     ell = self._bits_for(x.bound, x.scale)
     m = ell - 1
@@ -1182,7 +1451,11 @@ def ltz(self: PartySMC, x: PartyShare):
 
 # %% ../nbs/11_smc.ipynb #70d7ad58
 @patch
-def b2a(self: PartySMC, b, shape) -> PartyShare:
+def b2a(
+    self: PartySMC,
+    b,  # this party's XOR shares of the bits (None for the dealer)
+    shape,  # their shape (public)
+) -> PartyShare:
     "Generator: XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     st = {}
 
@@ -1199,7 +1472,11 @@ def b2a(self: PartySMC, b, shape) -> PartyShare:
 
 
 @patch
-def maximum(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
+def maximum(
+    self: PartySMC,
+    a: PartyShare,  # first shared value
+    b: PartyShare,  # second shared value (same shape)
+) -> PartyShare:
     "Generator: [max(a, b)] elementwise, one comparison and one multiplication."
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
@@ -1210,7 +1487,13 @@ def maximum(self: PartySMC, a: PartyShare, b: PartyShare) -> PartyShare:
 
 # %% ../nbs/11_smc.ipynb #9d9303f9
 @patch
-def reciprocal(self: PartySMC, n: PartyShare, n_max: int, scale: int = 64, iters: int | None = None) -> PartyShare:
+def reciprocal(
+    self: PartySMC,
+    n: PartyShare,  # shared integer count (scale 0), 1 <= n <= n_max
+    n_max: int,  # public bound on n
+    scale: int = 64,  # fractional bits of the result
+    iters: int | None = None,  # Newton iterations (default: enough for `scale` bits)
+) -> PartyShare:
     "Generator: [1/n] at `scale` for a shared integer count 1 <= n <= n_max (Newton from a power-of-two start)."
     if n.scale != 0:
         raise ValueError("reciprocal expects an integer (scale 0)")
@@ -1238,10 +1521,18 @@ def reciprocal(self: PartySMC, n: PartyShare, n_max: int, scale: int = 64, iters
 class Program:
     "A party's program as a step function: `step(inbox) -> outbox`, its state the party's own (`ctx`: its `PartySMC` with mailbox and phase) and a suspended generator; `result` once it has finished."
 
-    def __init__(self, name: str, ctx, gen):
+    def __init__(
+        self,
+        name: str,  # the party's name (the channel's sender and receiver)
+        ctx,  # the party's `PartySMC`: mailbox, outbox and phase
+        gen,  # the party's generator: it yields while it waits
+    ):
         self.name, self.ctx, self.gen, self.done, self.result, self.waiting = name, ctx, gen, False, None, None
 
-    def step(self, inbox: list) -> list:
+    def step(
+        self,
+        inbox: list,  # messages delivered: (sender, kind, payload) tuples
+    ) -> list:
         "Deliver `inbox` (a list of (sender, kind, payload)), run until the program waits or ends; return its outbox (receiver, kind, payload)."
         self.ctx.box.extend(inbox)
         try:
@@ -1251,11 +1542,26 @@ class Program:
         out, self.ctx.out = self.ctx.out, []
         return out
 
-# %% ../nbs/11_smc.ipynb #43883b8b
+# %% ../nbs/11_smc.ipynb #74a36f4709894f8e822f9c383b5c8674
 class ProtocolStalled(RuntimeError):
     "No program can advance: a party waits for a message that will never come."
 
+# %% ../nbs/11_smc.ipynb #ea526e2f
+def _next_phase(p, progs, parties, seen, channel, rounds, on_phase):
+    "Hand the parties' next phase to the dealer's program `p` if they all announce one it has not seen: (True, it); else (False, `seen`)."
+    ph = ['done' if progs[q].done else progs[q].ctx.phase for q in parties]
+    if len(set(map(str, ph))) != 1 or str(ph[0]) == str(seen):
+        return False, seen
+    p.ctx.phase = ph[0]
+    p.ctx.wants_phase = False
+    if ph[0] != 'done':
+        channel.next_round()
+        rounds.setdefault(ph[0][0], []).append(channel.round)
+        if on_phase is not None:
+            on_phase(ph[0])
+    return True, ph[0]
 
+# %% ../nbs/11_smc.ipynb #b3a30c5e
 def run_programs(
     programs: list,  # one `Program` per party (and the dealer's)
     channel: Channel,  # routes and records every message
@@ -1278,16 +1584,9 @@ def run_programs(
             if p.done:
                 continue
             if n == dealer and p.ctx.wants_phase:
-                ph = ['done' if progs[q].done else progs[q].ctx.phase for q in parties]
-                if len(set(map(str, ph))) != 1 or str(ph[0]) == str(seen):
+                new, seen = _next_phase(p, progs, parties, seen, channel, rounds, on_phase)
+                if not new:
                     continue
-                seen = p.ctx.phase = ph[0]
-                p.ctx.wants_phase = False
-                if ph[0] != 'done':
-                    channel.next_round()
-                    rounds.setdefault(ph[0][0], []).append(channel.round)
-                    if on_phase is not None:
-                        on_phase(ph[0])
             elif n not in fresh and not inbox[n]:
                 continue
             fresh.discard(n)

@@ -25,16 +25,6 @@ _DIRECTIVE = re.compile(r'^\s*#\s*\|')
 # owners split them and take them off this list.
 LONG_CELLS = {
     ('01_data.ipynb', 'DATASETS'): 65,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', 'FixedPointOverflow'): 62,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', 'SMC'): 192,
-    ('11_smc.ipynb', 'Shared'): 62,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', '_deal_bits_stacked'): 83,
-    ('11_smc.ipynb', '_lift'): 61,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', '_mul'): 72,  # over 60 once `ruff format` split its `;`-joined lines
-    ('11_smc.ipynb', 'secure_sum'): 82,  # over 60 once `ruff format` split its `;`-joined lines
-    ('12_securefedyj.ipynb', '_FRAMES'): 68,  # over 60 once `ruff format` split its `;`-joined lines
-    ('12_securefedyj.ipynb', 'envelope_round'): 68,  # over 60 once `ruff format` split its `;`-joined lines
-    ('12_securefedyj.ipynb', 'frame_coefficients'): 95,
     ('31_dpgbdt.ipynb', '_DPGBDT._grow_levels'): 65,  # over 60 once `ruff format` split its `;`-joined lines
     ('34_nflgbdt.ipynb', 'FGBDTGClassifier'): 61,  # over 60 once `ruff format` split its `;`-joined lines
     ('40_mvppca.ipynb', 'FedMVPPCA.fit'): 61,  # over 60 once `ruff format` split its `;`-joined lines
@@ -234,8 +224,6 @@ UNDOCUMENTED = {
     'nflgbdt': 47,
     'paillier': 17,
     'secureboost': 24,
-    'securefedyj': 97,
-    'smc': 158,
 }
 
 
