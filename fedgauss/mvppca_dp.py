@@ -131,7 +131,7 @@ def privatize(
         )
     return out
 
-# %% ../nbs/41_mvppca_dp.ipynb
+# %% ../nbs/41_mvppca_dp.ipynb #4979bb69
 def _check_dp_settings(epsilon, delta, clip, method):
     "A ValueError naming the bad DP setting."
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (np.isfinite(epsilon) and epsilon > 0):
@@ -143,7 +143,7 @@ def _check_dp_settings(epsilon, delta, clip, method):
     if method not in ('zhao', 'analytic', 'classic'):
         raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
 
-# %% ../nbs/41_mvppca_dp.ipynb
+# %% ../nbs/41_mvppca_dp.ipynb #9f1a031a
 def _round1_prior(dims, n_components, init=None):
     "View -> the public round-1 prior (point values and spreads, no inverse gamma yet)."
     ini = {**DP_INIT, **(init or {})}
@@ -164,7 +164,7 @@ def _round1_prior(dims, n_components, init=None):
         for v, d in dims.items()
     }
 
-# %% ../nbs/41_mvppca_dp.ipynb
+# %% ../nbs/41_mvppca_dp.ipynb #24ad600e
 class DPFedMVPPCA:
     "The DP settings of a whole federation: per-mechanism (epsilon, delta), clipping factor, noise calibration, public round-1 prior."
 
