@@ -84,20 +84,12 @@ def unpack_bins(
         raise ValueError("compressed plaintext overflowed its bins")
     return out
 
-# %% ../nbs/33_secureboost.ipynb #bebde95f
+# %% ../nbs/33_secureboost.ipynb #7fb27b941602401d91542211134fc71a
 def _numeric_block(X, name: str) -> np.ndarray:
     "A party's feature block as floats (pandas categories as codes, missing NaN); NaN allowed, inf refused."
     if isinstance(X, pd.DataFrame):
-        X = pd.DataFrame(
-            {
-                c: (
-                    np.where(X[c].cat.codes >= 0, X[c].cat.codes, np.nan)
-                    if isinstance(X[c].dtype, pd.CategoricalDtype)
-                    else X[c]
-                )
-                for c in X.columns
-            }
-        )
+        cat = lambda s: np.where(s.cat.codes >= 0, s.cat.codes, np.nan)
+        X = pd.DataFrame({c: cat(X[c]) if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c] for c in X.columns})
         try:
             X = X.to_numpy(np.float64, na_value=np.nan)
         except (TypeError, ValueError) as e:
@@ -111,7 +103,7 @@ def _numeric_block(X, name: str) -> np.ndarray:
         raise ValueError(f"{name}: features contain infinity")
     return X
 
-
+# %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
 class _SBParty(Party):
     "What every SecureBoost party does with its own columns: impute (optionally), bin, and route rows by its lookup table."
 
