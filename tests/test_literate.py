@@ -24,7 +24,6 @@ _DIRECTIVE = re.compile(r'^\s*#\s*\|')
 # (notebook, the first name the cell defines) -> its length in lines when it was listed (issue 16): the notebooks'
 # owners split them and take them off this list.
 LONG_CELLS = {
-    ('01_data.ipynb', 'DATASETS'): 65,  # over 60 once `ruff format` split its `;`-joined lines
     ('03_testing.ipynb', 'MPYeoJohnson'): 91,
     ('10_yeojohnson.ipynb', 'YJAnchors'): 101,
     ('10_yeojohnson.ipynb', 'YJData'): 269,
