@@ -27,7 +27,7 @@ __all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENA
 class CenterStats:
     "Sufficient statistics of one center's stacked observed views: size, mean, scatter around the mean, and where each view sits."
 
-    n: int
+    n: int  # number of subjects (rows) at the center
     mean: np.ndarray  # (D,)
     scatter: np.ndarray  # (D, D) = sum_n (t_n - mean)(t_n - mean)^T
     views: tuple  # observed view names, in stacking order
@@ -98,8 +98,7 @@ def _log_prior(stats, params, priors):
 def penalised_loglik(
     stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
     params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
-    priors: dict
-    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
 ) -> float:
     "Marginal log-likelihood of the center's rows (x integrated out) plus the log priors: the objective of local MAP-EM."
     W, mu, lam, s2 = _stack(stats, params)
@@ -229,8 +228,7 @@ def update_sigma2(
 def em_iteration(
     stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
     params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
-    priors: dict
-    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
 ) -> dict:
     "One local MAP-EM iteration: mu, E-step, W, sigma2 (in this order)."
     params = update_mu(stats, params, priors)
@@ -300,8 +298,7 @@ def _local_em_step(stats, W, mu, s2, P, vid, starts, dk):
 def local_em(
     stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
     params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
-    priors: dict
-    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
     n_iter: int = 1,  # number of MAP-EM iterations
 ) -> dict:
     "`n_iter` local MAP-EM iterations (the same updates as `em_iteration`), on stacked arrays."
@@ -614,8 +611,7 @@ class FedMVPPCA(BaseEstimator):
         n_rounds: int = 100,  # communication rounds
         n_local_iter: int = 15,  # local MAP-EM iterations per round
         n_init_iter: int = 30,  # local EM iterations in the first round (no prior yet)
-        dp: dict
-        | None = None,  # DP-Fed-mv-PPCA: dict(epsilon=, delta=) per mechanism and round, optionally clip, method, init, budget (see `41_mvppca_dp`)
+        dp: dict | None = None,  # DP-Fed-mv-PPCA: dict(epsilon=, delta=, ...) per mechanism and round (nb 41)
         rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
     ):
         self.n_components, self.n_rounds, self.n_local_iter = n_components, n_rounds, n_local_iter
