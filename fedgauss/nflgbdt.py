@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, ndtr
 from fastcore.basics import patch
+from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from .federation import Channel, Party, as_rng
 from fedgauss.gbdt import (
     Binner,
+    GBDTClassifier,
     LocalHistograms,
     LogisticLoss,
     Tree,
@@ -62,8 +64,8 @@ class PStableLSH:
         n_tables: int | None = None,  # number L of hash functions; default min(40, d - 1) (at least 1)
         r: float = 4.0,  # bucket width
         stable: str = 'gaussian',  # 'gaussian' (2-stable, Euclidean) or 'cauchy' (1-stable, Manhattan)
-        rng=None,
-    ):  # numpy Generator or seed
+        rng=None,  # numpy Generator or seed (the functions a_l, b_l; shared by the parties)
+    ):
         if not isinstance(n_features, numbers.Integral) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
         L = max(1, min(40, n_features - 1)) if n_tables is None else n_tables
@@ -78,7 +80,10 @@ class PStableLSH:
         self.a = rng.standard_normal((n_features, L)) if stable == 'gaussian' else rng.standard_cauchy((n_features, L))
         self.b = rng.uniform(0, r, L)
 
-    def hash(self, X) -> np.ndarray:
+    def hash(
+        self,
+        X,  # rows to hash, shape (n, n_features), finite
+    ) -> np.ndarray:
         "Hash values `(n, L)` (int64) of the rows of `X`."
         X = np.asarray(X, float)
         if X.ndim != 2 or X.shape[1] != self.n_features:
@@ -140,7 +145,14 @@ def most_similar(
 class DataOwner(Party):
     "A party holding rows `X` (binned by a public `Binner`), binary labels `y` in {0, 1} and its margins."
 
-    def __init__(self, name: str, channel: Channel, X, y, binner: Binner):
+    def __init__(
+        self,
+        name: str,  # the party name on the channel
+        channel: Channel,  # the channel it talks through
+        X,  # its rows (n, d), never sent
+        y,  # its binary labels in {0, 1}
+        binner: Binner,  # the public candidates (a fitted Binner)
+    ):
         super().__init__(name, channel, X, y)
         self.binner, self.codes = binner, binner.transform(X)
         self.loss, self.margin, self._provider = LogisticLoss(), None, None
@@ -156,17 +168,28 @@ class DataOwner(Party):
             self._provider = LocalHistograms(self.codes, self.binner.layout_)
         return self._provider
 
-    def leaves(self, tree: Tree) -> np.ndarray:
+    def leaves(
+        self,
+        tree: Tree,  # a tree on the public candidates
+    ) -> np.ndarray:
         return tree.apply_binned(self.codes, self.binner.n_bins_)
 
-    def leaf_sums(self, tree: Tree, leaf=None) -> np.ndarray:
+    def leaf_sums(
+        self,
+        tree: Tree,  # a tree on the public candidates
+        leaf=None,  # the rows leaves, if known (None: routed here)
+    ) -> np.ndarray:
         "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
         leaf = self.leaves(tree) if leaf is None else leaf
         gh = self.gradients()
         s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
         return s[tree.is_leaf]
 
-    def add_tree(self, tree: Tree, leaf=None):
+    def add_tree(
+        self,
+        tree: Tree,  # a tree with leaf values
+        leaf=None,  # the rows leaves, if known (None: routed here)
+    ):
         "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
         self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
 
@@ -174,7 +197,10 @@ class DataOwner(Party):
 _TREE_FIELDS = dict(feature=np.int32, bin=np.int32, default_left=bool, left=np.int32, right=np.int32, depth=np.uint8)
 
 
-def tree_message(tree: Tree, values: bool = True) -> dict:
+def tree_message(
+    tree: Tree,  # the tree to send
+    values: bool = True,  # include the leaf values (False: structure only)
+) -> dict:
     "A tree as compact arrays for the channel; `values=False` sends the structure only."
     msg = {k: tree.__dict__[k].astype(t) for k, t in _TREE_FIELDS.items()}
     if values:
@@ -182,7 +208,10 @@ def tree_message(tree: Tree, values: bool = True) -> dict:
     return msg
 
 
-def tree_from_message(msg: dict, layout) -> Tree:
+def tree_from_message(
+    msg: dict,  # a tree_message payload
+    layout,  # the public HistLayout (split thresholds)
+) -> Tree:
     "Rebuild a `Tree` from `tree_message` output and the public `HistLayout` (thresholds); missing values are zeros."
     f, b = msg['feature'].astype(np.intp), msg['bin'].astype(np.intp)
     n = len(f)
@@ -318,17 +347,34 @@ _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decisio
 class FederatedHistograms:
     "Histogram provider for `grow_tree` at the aggregator: each node histogram is the secure sum of the parties' own."
 
-    def __init__(self, parties: list, aggregator: Party, frac_bits: int = 32, rng=None):
+    def __init__(
+        self,
+        parties: list,  # the data owners
+        aggregator: Party,  # the aggregator party (it grows the tree)
+        frac_bits: int = 32,  # fractional bits of the secure sum fixed point
+        rng=None,  # numpy Generator or seed (masks)
+    ):
         self.parties, self.aggregator, self.frac_bits, self.rng = parties, aggregator, frac_bits, as_rng(rng)
         self.channel = aggregator.channel
 
-    def histograms(self, nodes) -> np.ndarray:
+    def histograms(
+        self,
+        nodes,  # the open nodes, as grow_tree asks
+    ) -> np.ndarray:
         self.channel.next_round()
         self.aggregator.broadcast(self.parties, 'nodes', np.asarray(nodes, np.int32))
         local = {p.name: p.provider.histograms(np.asarray(p.receive('nodes'), np.intp)) for p in self.parties}
         return secure_sum(local, self.channel, server=self.aggregator.name, frac_bits=self.frac_bits, rng=self.rng)
 
-    def split(self, nodes, feature, bin, default_left, left, right):
+    def split(
+        self,
+        nodes,  # the nodes being split
+        feature,  # feature of each split
+        bin,  # bin of each split: bins <= bin go left
+        default_left,  # whether missing values go left, per split
+        left,  # left child of each split node
+        right,  # right child of each split node
+    ):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
         self.aggregator.broadcast(self.parties, 'splits', {k: np.asarray(v) for k, v in msg.items()})
         for p in self.parties:
@@ -377,7 +423,10 @@ def fit(
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #e582417a
-def tree_schedule(sizes, n_trees: int) -> np.ndarray:
+def tree_schedule(
+    sizes,  # rows of each party
+    n_trees: int,  # number of trees to assign
+) -> np.ndarray:
     "Builder of each tree: parties in turn, consecutive blocks proportional to `sizes` (largest remainders)."
     sizes = np.asarray(sizes, float)
     q = n_trees * sizes / sizes.sum()
@@ -501,7 +550,10 @@ def fit(
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
-def similar_counts(maps: dict, sizes) -> np.ndarray:
+def similar_counts(
+    maps: dict,  # (j, d) -> for each row of party j, its most similar row of party d
+    sizes,  # rows of each party
+) -> np.ndarray:
     "n_d: rows of party d that are the most similar row of some row of another party (from maps (j, d) -> row of d)."
     out = np.zeros(len(sizes), np.intp)
     for d, n in enumerate(sizes):
@@ -733,16 +785,22 @@ def fit(
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #86894d10
-def pooled(clients) -> tuple:
+def pooled(
+    clients,  # list of (X_k, y_k) pairs
+) -> tuple:
     "All clients' rows and labels stacked (the Non baseline's training set)."
     Xs, ys, _ = _check_clients(clients, True)
     return np.vstack(Xs), np.concatenate(ys)
 
 
-def individual_errors(clients, X_test, y_test, **params) -> np.ndarray:
-    "Test error of a `GBDTClassifier` fitted on each client's rows alone (`params` go to the classifier)."
-    from fedgauss.gbdt import GBDTClassifier
-
+@delegates(GBDTClassifier)
+def individual_errors(
+    clients,  # list of (X_k, y_k) pairs
+    X_test,  # test features
+    y_test,  # test labels
+    **kwargs,
+) -> np.ndarray:  # test error of each party's own model
+    "Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose parameters they are)."
     Xs, ys, _ = _check_clients(clients, True)
     y_test = np.asarray(y_test)
     out = []
@@ -750,11 +808,13 @@ def individual_errors(clients, X_test, y_test, **params) -> np.ndarray:
         if len(np.unique(y)) < 2:
             out.append(float(np.mean(y_test != y[0])))
             continue  # one class: predict it
-        out.append(float(np.mean(GBDTClassifier(**params).fit(X, y).predict(X_test) != y_test)))
+        out.append(float(np.mean(GBDTClassifier(**kwargs).fit(X, y).predict(X_test) != y_test)))
     return np.array(out)
 
 # %% ../nbs/34_nflgbdt.ipynb #2a5cf170
-def communication(models: dict) -> pd.DataFrame:
+def communication(
+    models: dict,  # name -> fitted federated estimator (with channel_)
+) -> pd.DataFrame:
     "Total bytes, messages and rounds of fitted federated estimators (name -> model), and bytes sent per party."
     rows = {}
     for name, m in models.items():
