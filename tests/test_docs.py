@@ -106,9 +106,6 @@ ALLOWED_AT_1280 = {
     ('yj_cli.html', 'image', 'Four breast-cancer features at three hospitals'),
     # nbs/35_missing.ipynb
     ('missing.html', 'image', 'Test AUC against the rate of missing values'),
-    # nbs/94_repro_mvppca.ipynb
-    ('repro_mvppca.html', 'image', 'Figure 8: the global distribution'),
-    ('repro_mvppca.html', 'image', 'Figure 10: the global noise variance'),
 }
 
 
