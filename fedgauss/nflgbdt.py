@@ -141,7 +141,7 @@ def most_similar(
     a, c = _most_similar(Uq, Hr[first], block_rows)
     return first[a][qinv.ravel()], c[qinv.ravel()]
 
-# %% ../nbs/34_nflgbdt.ipynb #85bb5436
+# %% ../nbs/34_nflgbdt.ipynb #28d3efd5258a48a79c179ea5c6759f01
 class DataOwner(Party):
     "A party holding rows `X` (binned by a public `Binner`), binary labels `y` in {0, 1} and its margins."
 
@@ -168,30 +168,37 @@ class DataOwner(Party):
             self._provider = LocalHistograms(self.codes, self.binner.layout_)
         return self._provider
 
-    def leaves(
-        self,
-        tree: Tree,  # a tree on the public candidates
-    ) -> np.ndarray:
-        return tree.apply_binned(self.codes, self.binner.n_bins_)
+# %% ../nbs/34_nflgbdt.ipynb #0e382214b5f147d187d36a2058b9c724
+@patch
+def leaves(
+    self: DataOwner,
+    tree: Tree,  # a tree on the public candidates
+) -> np.ndarray:
+    "Each row's leaf in `tree` (routed on its own binned codes)."
+    return tree.apply_binned(self.codes, self.binner.n_bins_)
 
-    def leaf_sums(
-        self,
-        tree: Tree,  # a tree on the public candidates
-        leaf=None,  # the rows leaves, if known (None: routed here)
-    ) -> np.ndarray:
-        "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
-        leaf = self.leaves(tree) if leaf is None else leaf
-        gh = self.gradients()
-        s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
-        return s[tree.is_leaf]
 
-    def add_tree(
-        self,
-        tree: Tree,  # a tree with leaf values
-        leaf=None,  # the rows leaves, if known (None: routed here)
-    ):
-        "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
-        self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
+@patch
+def leaf_sums(
+    self: DataOwner,
+    tree: Tree,  # a tree on the public candidates
+    leaf=None,  # the rows' leaves, if known (None: routed here)
+) -> np.ndarray:
+    "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
+    leaf = self.leaves(tree) if leaf is None else leaf
+    gh = self.gradients()
+    s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
+    return s[tree.is_leaf]
+
+
+@patch
+def add_tree(
+    self: DataOwner,
+    tree: Tree,  # a tree with leaf values
+    leaf=None,  # the rows' leaves, if known (None: routed here)
+):
+    "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
+    self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
 
 # %% ../nbs/34_nflgbdt.ipynb #4f0537a0
 _TREE_FIELDS = dict(feature=np.int32, bin=np.int32, default_left=bool, left=np.int32, right=np.int32, depth=np.uint8)

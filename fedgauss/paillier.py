@@ -224,7 +224,7 @@ def generate_paillier_keypair(
     pk = PaillierPublicKey(p * q, use_gmpy2)
     return pk, PaillierPrivateKey(pk, p, q)
 
-# %% ../nbs/32_paillier.ipynb #a4052836
+# %% ../nbs/32_paillier.ipynb
 @patch
 def add(
     self: PaillierPublicKey,
@@ -244,7 +244,7 @@ def add_plain(
     "E(m1) g^m2 = E(m1 + m2 mod n), no randomness added."
     return self._check_ciphertext(c) * (1 + self._check_plaintext(m % self.n) * self.n) % self.nsquare
 
-
+# %% ../nbs/32_paillier.ipynb
 @patch
 def mul_plain(
     self: PaillierPublicKey,
@@ -475,7 +475,14 @@ class FixedPoint:
         "The largest |x| that encodes."
         return self.max_int / 2.0**self.frac_bits
 
-# %% ../nbs/32_paillier.ipynb #4c9286ca
+# %% ../nbs/32_paillier.ipynb
+def _exact_round(v: float, f: int) -> int:
+    "round(v 2^f) exactly, for |v 2^f| too large for a float's integer part to be exact."
+    from fractions import Fraction
+
+    return round(Fraction(v) * 2**f)
+
+# %% ../nbs/32_paillier.ipynb
 @patch
 def encode(
     self: FixedPoint,
@@ -496,13 +503,6 @@ def encode(
         int(round(v * 2**self.frac_bits)) % n if v * 2**self.frac_bits < 2**62 else _exact_round(v, self.frac_bits) % n
         for v in a.tolist()
     ]
-
-
-def _exact_round(v: float, f: int) -> int:
-    "round(v 2^f) exactly, for |v 2^f| too large for a float's integer part to be exact."
-    from fractions import Fraction
-
-    return round(Fraction(v) * 2**f)
 
 
 @patch
