@@ -26,7 +26,7 @@ class DataFile:
     url: str  # where to download it
     member: tuple = ()  # path inside a (possibly nested) zip archive at `url`
     compression: str | None = None  # 'gz' or 'bz2' if the download itself is compressed
-    note: str = ''
+    note: str = ''  # why the source is not the original host, or what the file holds
 
 
 _UCI = 'https://archive.ics.uci.edu/static/public'
@@ -35,7 +35,7 @@ _LIBSVM = 'https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary'
 
 _TICK = 'https://raw.githubusercontent.com/X-DataInitiative/tick-datasets/9d959b6e53e17145e93e9849ff1f9f6d2de8ae51/binary/ijcnn1'
 
-# %% ../nbs/01_data.ipynb #99fc072b
+# %% ../nbs/01_data.ipynb #acae54e37e7d407bbb7b55eff062a284
 DATASETS = {
     'adult': [
         DataFile(
@@ -55,52 +55,66 @@ DATASETS = {
         DataFile('a9a', 'f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906', f'{_LIBSVM}/a9a'),
         DataFile('a9a.t', '1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9', f'{_LIBSVM}/a9a.t'),
     ],
-    'credit_default': [
-        DataFile(
-            'UCI_Credit_Card.csv',
-            'a0f0ab49d6326671d6cd83be5c88dcf18007025fe9a53ecd699119c871176ca1',
-            'https://github.com/DSPavan/PyClassNotes/raw/347c9951427460a3a43a29e0342ba78496baacf0/UCI_Credit_Card.csv.zip',
-            ('UCI_Credit_Card.csv',),
-            note="Kaggle's CSV of the UCI 'default of credit card clients' data",
-        )
-    ],
-    'bank': [
-        DataFile(
-            'bank-full.csv',
-            'd1513ec63b385506f7cfce9f2c5caa9fe99e7ba4e8c3fa264b3aaf0f849ed32d',
-            f'{_UCI}/222/bank+marketing.zip',
-            ('bank.zip', 'bank-full.csv'),
-        ),
-        DataFile(
-            'bank-additional-full.csv',
-            '74adfc578bf77a7ff4bb1ba4a9f8709d9e3c6907342959c2c8416847e0afb4d8',
-            f'{_UCI}/222/bank+marketing.zip',
-            ('bank-additional.zip', 'bank-additional/bank-additional-full.csv'),
-        ),
-    ],
-    'cod-rna': [
-        DataFile('cod-rna', '65b7cc0689fc29bba5db8b50fab0b6446d985f4bf8f6f5dd474f7df8b2f1ab6c', f'{_LIBSVM}/cod-rna'),
-        DataFile(
-            'cod-rna.t', '58cff16df896436b06343df78ccaef37a6979d819abbcadbec3cb16b93938df6', f'{_LIBSVM}/cod-rna.t'
-        ),
-    ],
-    'ijcnn1': [
-        DataFile(
-            'ijcnn1.trn',
-            '7fe291672c3fefe6a7e3c51529becd23f0e985ba05ffb8d53c9c648c1e91cc19',
-            f'{_TICK}/ijcnn1.trn.bz2',
-            compression='bz2',
-            note='LIBSVM ijcnn1.tr + ijcnn1.val (49,990 rows)',
-        ),
-        DataFile(
-            'ijcnn1.tst',
-            'e7b0bbd518641980dc322746c6bc59d019d3153934e6258e48f9d8cfae2c4bb8',
-            f'{_TICK}/ijcnn1.tst.bz2',
-            compression='bz2',
-            note='LIBSVM ijcnn1.t (91,701 rows)',
-        ),
-    ],
 }
+
+# %% ../nbs/01_data.ipynb #8dd0d8092fe74a7c96281538738b07e2
+DATASETS.update(
+    {
+        'credit_default': [
+            DataFile(
+                'UCI_Credit_Card.csv',
+                'a0f0ab49d6326671d6cd83be5c88dcf18007025fe9a53ecd699119c871176ca1',
+                'https://github.com/DSPavan/PyClassNotes/raw/347c9951427460a3a43a29e0342ba78496baacf0/UCI_Credit_Card.csv.zip',
+                ('UCI_Credit_Card.csv',),
+                note="Kaggle's CSV of the UCI 'default of credit card clients' data",
+            )
+        ],
+        'bank': [
+            DataFile(
+                'bank-full.csv',
+                'd1513ec63b385506f7cfce9f2c5caa9fe99e7ba4e8c3fa264b3aaf0f849ed32d',
+                f'{_UCI}/222/bank+marketing.zip',
+                ('bank.zip', 'bank-full.csv'),
+            ),
+            DataFile(
+                'bank-additional-full.csv',
+                '74adfc578bf77a7ff4bb1ba4a9f8709d9e3c6907342959c2c8416847e0afb4d8',
+                f'{_UCI}/222/bank+marketing.zip',
+                ('bank-additional.zip', 'bank-additional/bank-additional-full.csv'),
+            ),
+        ],
+    }
+)
+
+# %% ../nbs/01_data.ipynb #8edb47106e1a46a883d545849b8ab81b
+DATASETS.update(
+    {
+        'cod-rna': [
+            DataFile(
+                'cod-rna', '65b7cc0689fc29bba5db8b50fab0b6446d985f4bf8f6f5dd474f7df8b2f1ab6c', f'{_LIBSVM}/cod-rna'
+            ),
+            DataFile(
+                'cod-rna.t', '58cff16df896436b06343df78ccaef37a6979d819abbcadbec3cb16b93938df6', f'{_LIBSVM}/cod-rna.t'
+            ),
+        ],
+        'ijcnn1': [
+            DataFile(
+                'ijcnn1.trn',
+                '7fe291672c3fefe6a7e3c51529becd23f0e985ba05ffb8d53c9c648c1e91cc19',
+                f'{_TICK}/ijcnn1.trn.bz2',
+                compression='bz2',
+                note='LIBSVM ijcnn1.tr + ijcnn1.val (49,990 rows)',
+            ),
+            DataFile(
+                'ijcnn1.tst',
+                'e7b0bbd518641980dc322746c6bc59d019d3153934e6258e48f9d8cfae2c4bb8',
+                f'{_TICK}/ijcnn1.tst.bz2',
+                compression='bz2',
+                note='LIBSVM ijcnn1.t (91,701 rows)',
+            ),
+        ],
+    }
+)
 
 # %% ../nbs/01_data.ipynb #a1bb1aaa
 def _datafile(fname: str) -> DataFile:

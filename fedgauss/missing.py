@@ -68,50 +68,50 @@ def missing_value_models(
         'probabilistic': GBDTClassifier(missing='probabilistic', **kw),
     }
 
-# %% ../nbs/35_missing.ipynb #1c24b61e
+# %% ../nbs/35_missing.ipynb #7fb27b941602401d91542211134fc71a
 def _auc(y, p):
     from sklearn.metrics import roc_auc_score
 
     return roc_auc_score(y, p)
 
 
+def _setting_rows(X, y, Xt, yt, w, mech, r, seed, models, clean):
+    "Rows (one per method) of one setting; `clean` caches the models trained on complete data (test-only settings)."
+    mask = {'MCAR': mask_mcar, 'MNAR': mask_mnar}[mech]
+    Xtr = mask(X, r, 1000 * seed + 1) if w == 'train and test' else X
+    Xte = mask(Xt, r, 1000 * seed + 2)
+    rows = []
+    for name, model in models.items():
+        key = (seed, name)
+        if w == 'test only' and key in clean:
+            fitted = clean[key]  # trained on complete data once
+        else:
+            fitted = model.fit(Xtr, y)
+        if w == 'test only':
+            clean[key] = fitted
+        auc = _auc(yt, fitted.predict_proba(Xte)[:, 1])
+        rows.append(dict(where=w, mechanism=mech, rate=r, seed=seed, method=name, auc=auc))
+    return rows
+
+# %% ../nbs/35_missing.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
 def missing_value_study(
-    X,
-    y,
-    Xt,
-    yt,  # train and test data
-    mechanisms=('MCAR', 'MNAR'),
-    rates=(0.1, 0.3, 0.5),
-    seeds=(0, 1, 2),
+    X,  # training features (DataFrame or array; NaN allowed)
+    y,  # training labels
+    Xt,  # test features, same columns as `X`
+    yt,  # test labels
+    mechanisms=('MCAR', 'MNAR'),  # missingness mechanisms: 'MCAR' and/or 'MNAR'
+    rates=(0.1, 0.3, 0.5),  # fractions of values removed from every feature
+    seeds=(0, 1, 2),  # seeds of the masks and of the models
     where=('train and test', 'test only'),  # when values go missing
-    n_estimators: int = 100,
-    max_depth: int = 6,
+    n_estimators: int = 100,  # trees of every boosted model
+    max_depth: int = 6,  # depth of every tree
 ) -> pd.DataFrame:
     "Test AUC of every method in every setting: one row per (where, mechanism, rate, seed, method)."
-    mask = {'MCAR': mask_mcar, 'MNAR': mask_mnar}
     rows, clean = [], {}
     for seed in seeds:
         for w in where:
             for mech in mechanisms:
                 for r in rates:
-                    Xtr = mask[mech](X, r, 1000 * seed + 1) if w == 'train and test' else X
-                    Xte = mask[mech](Xt, r, 1000 * seed + 2)
-                    for name, model in missing_value_models(n_estimators, max_depth, seed).items():
-                        key = (seed, name)
-                        if w == 'test only' and key in clean:
-                            fitted = clean[key]  # trained on complete data once
-                        else:
-                            fitted = model.fit(Xtr, y)
-                        if w == 'test only':
-                            clean[key] = fitted
-                        rows.append(
-                            dict(
-                                where=w,
-                                mechanism=mech,
-                                rate=r,
-                                seed=seed,
-                                method=name,
-                                auc=_auc(yt, fitted.predict_proba(Xte)[:, 1]),
-                            )
-                        )
+                    models = missing_value_models(n_estimators, max_depth, seed)
+                    rows += _setting_rows(X, y, Xt, yt, w, mech, r, seed, models, clean)
     return pd.DataFrame(rows)

@@ -27,7 +27,7 @@ __all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENA
 class CenterStats:
     "Sufficient statistics of one center's stacked observed views: size, mean, scatter around the mean, and where each view sits."
 
-    n: int
+    n: int  # number of subjects (rows) at the center
     mean: np.ndarray  # (D,)
     scatter: np.ndarray  # (D, D) = sum_n (t_n - mean)(t_n - mean)^T
     views: tuple  # observed view names, in stacking order
@@ -98,8 +98,7 @@ def _log_prior(stats, params, priors):
 def penalised_loglik(
     stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
     params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
-    priors: dict
-    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
 ) -> float:
     "Marginal log-likelihood of the center's rows (x integrated out) plus the log priors: the objective of local MAP-EM."
     W, mu, lam, s2 = _stack(stats, params)
@@ -229,8 +228,7 @@ def update_sigma2(
 def em_iteration(
     stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
     params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
-    priors: dict
-    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+    priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
 ) -> dict:
     "One local MAP-EM iteration: mu, E-step, W, sigma2 (in this order)."
     params = update_mu(stats, params, priors)
@@ -250,21 +248,10 @@ def _init_params(stats: CenterStats, q: int, rng) -> dict:
         )
     return out
 
-# %% ../nbs/40_mvppca.ipynb #d750469e
-def local_em(
-    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
-    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
-    priors: dict
-    | None = None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
-    n_iter: int = 1,  # number of MAP-EM iterations
-) -> dict:
-    "`n_iter` local MAP-EM iterations (the same updates as `em_iteration`), on stacked arrays."
-    views, N, D = stats.views, stats.n, stats.dim
-    W, mu, _, s2 = _stack(stats, params)
-    q = W.shape[1]
-    starts = np.array([stats.slices[v].start for v in views])
-    dk = np.array([stats.slices[v].stop - stats.slices[v].start for v in views])
-    vid = np.repeat(np.arange(len(views)), dk)
+# %% ../nbs/40_mvppca.ipynb #acae54e37e7d407bbb7b55eff062a284
+def _stack_priors(stats, priors, q):
+    "(pvec, mt, Wt, sW, a, b): the priors of `stats.views` on stacked arrays."
+    D, views = stats.dim, stats.views
     pvec, mt = np.zeros(D), np.zeros(D)
     Wt, sW, a, b = (np.zeros((D, q)), np.full(len(views), np.inf), np.full(len(views), -1.0), np.zeros(len(views)))
     for i, v in enumerate(views):
@@ -275,31 +262,54 @@ def local_em(
             Wt[sl], sW[i] = pr['W'], pr['s_W']
         if _has(pr, 'sigma2'):
             a[i], b[i] = pr['alpha'], pr['beta']
-    has_mu, has_W = bool(pvec.any()), np.isfinite(sW)
-    I_q, I_D, dS0 = np.eye(q), np.eye(D), np.diag(stats.scatter)
+    return pvec, mt, Wt, sW, a, b
+
+# %% ../nbs/40_mvppca.ipynb #8dd0d8092fe74a7c96281538738b07e2
+def _local_em_step(stats, W, mu, s2, P, vid, starts, dk):
+    "One MAP-EM iteration on stacked arrays; P = _stack_priors(...). Returns (W, mu, s2)."
+    pvec, mt, Wt, sW, a, b = P
+    N, D, q = stats.n, stats.dim, W.shape[1]
+    lam = 1 / s2[vid]
+    if pvec.any():
+        C = W @ W.T
+        C[np.diag_indices(D)] += 1 / lam
+        mu = np.linalg.solve(N * np.eye(D) + C * pvec, N * stats.mean + C @ (pvec * mt))
+    else:
+        mu = stats.mean
+    e = stats.mean - mu
+    S = stats.scatter + N * np.outer(e, e)
+    LW = lam[:, None] * W
+    M = np.linalg.inv(np.eye(q) + W.T @ LW)
+    M = (M + M.T) / 2
+    G = S @ LW @ M
+    Sxx = N * M + G.T @ LW @ M
+    Sxx = (Sxx + Sxx.T) / 2
+    has_W = np.isfinite(sW)
+    Wn = np.linalg.solve(Sxx, G.T).T if not has_W.all() else np.empty_like(G)
+    for i in np.flatnonzero(has_W):
+        sl, r = stats.slices[stats.views[i]], s2[i] / sW[i]
+        Wn[sl] = np.linalg.solve(Sxx + r * np.eye(q), (G[sl] + r * Wt[sl]).T).T
+    Sk = np.add.reduceat(
+        np.diag(stats.scatter) + N * e * e - 2 * np.sum(Wn * G, 1) + np.sum((Wn @ Sxx) * Wn, 1), starts
+    )
+    return Wn, mu, (np.maximum(Sk, 0) + 2 * b) / (N * dk + 2 * (a + 1))
+
+# %% ../nbs/40_mvppca.ipynb #8edb47106e1a46a883d545849b8ab81b
+def local_em(
+    stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
+    params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
+    priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
+    n_iter: int = 1,  # number of MAP-EM iterations
+) -> dict:
+    "`n_iter` local MAP-EM iterations (the same updates as `em_iteration`), on stacked arrays."
+    views = stats.views
+    W, mu, _, s2 = _stack(stats, params)
+    starts = np.array([stats.slices[v].start for v in views])
+    dk = np.array([stats.slices[v].stop - stats.slices[v].start for v in views])
+    vid = np.repeat(np.arange(len(views)), dk)
+    P = _stack_priors(stats, priors, W.shape[1])
     for _ in range(n_iter):
-        lam = 1 / s2[vid]
-        if has_mu:
-            C = W @ W.T
-            C[np.diag_indices(D)] += 1 / lam
-            mu = np.linalg.solve(N * I_D + C * pvec, N * stats.mean + C @ (pvec * mt))
-        else:
-            mu = stats.mean
-        e = stats.mean - mu
-        S = stats.scatter + N * np.outer(e, e)
-        LW = lam[:, None] * W
-        M = np.linalg.inv(I_q + W.T @ LW)
-        M = (M + M.T) / 2
-        G = S @ LW @ M
-        Sxx = N * M + G.T @ LW @ M
-        Sxx = (Sxx + Sxx.T) / 2
-        Wn = np.linalg.solve(Sxx, G.T).T if not has_W.all() else np.empty_like(G)
-        for i in np.flatnonzero(has_W):
-            sl, r = stats.slices[views[i]], s2[i] / sW[i]
-            Wn[sl] = np.linalg.solve(Sxx + r * I_q, (G[sl] + r * Wt[sl]).T).T
-        W = Wn
-        Sk = np.add.reduceat(dS0 + N * e * e - 2 * np.sum(W * G, 1) + np.sum((W @ Sxx) * W, 1), starts)
-        s2 = (np.maximum(Sk, 0) + 2 * b) / (N * dk + 2 * (a + 1))
+        W, mu, s2 = _local_em_step(stats, W, mu, s2, P, vid, starts, dk)
     return {
         v: dict(mu=mu[stats.slices[v]].copy(), W=W[stats.slices[v]].copy(), sigma2=float(s2[i]))
         for i, v in enumerate(views)
@@ -408,7 +418,7 @@ def _draw_from_global(g: dict, rng) -> dict:
     s2 = g['beta'] / rng.gamma(g['alpha']) if g.get('alpha') is not None else g['sigma2']
     return dict(mu=np.asarray(mu, dtype=float), W=np.asarray(W, dtype=float), sigma2=float(s2))
 
-# %% ../nbs/40_mvppca.ipynb #f1c014f1
+# %% ../nbs/40_mvppca.ipynb #10185d26023b46108eb7d9f57d49d2b3
 class MVPPCACenter(Party):
     "A center of Fed-mv-PPCA: owns its views, runs local MAP-EM, and sends only the parameters of the views it has."
 
@@ -435,39 +445,47 @@ class MVPPCACenter(Party):
     def views(self) -> tuple:
         return self._stats.views
 
-    def local_round(
-        self,
-        master,  # the master party
-        n_iter: int,  # local MAP-EM iterations
-        first: bool = False,  # round 1: no global distribution to receive, plain EM
-    ):
-        "Receive the global distribution (except in the first round), run `n_iter` local iterations, send the parameters."
-        if first:
-            priors, params = None, _init_params(self._stats, self.n_components, self._rng)
-        else:
-            g = self.receive('global', sender=master)
-            priors = {v: g[v] for v in self.views}
-            params = {v: _draw_from_global(priors[v], self._rng) for v in self.views}
-            for (
-                v
-            ) in self.views:  # numerical guard: a drawn noise variance stays within [1e-6, 1] x the view's own variance
-                sl = self._stats.slices[v]
-                var = max(np.trace(self._stats.scatter[sl, sl]) / (self.n_rows * (sl.stop - sl.start)), 1e-300)
-                params[v]['sigma2'] = float(np.clip(params[v]['sigma2'], 1e-6 * var, var))
-        params = local_em(self._stats, params, priors, n_iter)
-        self._params = params
-        payload = _params_payload(params)
-        if self._dp is not None:
-            payload = self._dp.privatize(payload, priors, self._rng)
-        self.send(master, 'local_params', payload)
-        return params
+# %% ../nbs/40_mvppca.ipynb #7cdc8c89c7104fffa095e18ddfef8986
+@patch
+def _start_from_global(self: MVPPCACenter, g):
+    "Priors of this center's views from the global message `g`, and starting parameters drawn from them (guarded)."
+    priors = {v: g[v] for v in self.views}
+    params = {v: _draw_from_global(priors[v], self._rng) for v in self.views}
+    for v in self.views:  # numerical guard: a drawn noise variance stays within [1e-6, 1] x the view's own variance
+        sl = self._stats.slices[v]
+        var = max(np.trace(self._stats.scatter[sl, sl]) / (self.n_rows * (sl.stop - sl.start)), 1e-300)
+        params[v]['sigma2'] = float(np.clip(params[v]['sigma2'], 1e-6 * var, var))
+    return priors, params
 
-    def penalised_loglik(
-        self,
-        priors=None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
-    ) -> float:
-        "The local objective at the current parameters (computed at the center, for monitoring)."
-        return penalised_loglik(self._stats, self._params, priors)
+# %% ../nbs/40_mvppca.ipynb #938c804e27f84196a10c8828c723f798
+@patch
+def local_round(
+    self: MVPPCACenter,
+    master,  # the master party
+    n_iter: int,  # local MAP-EM iterations
+    first: bool = False,  # round 1: no global distribution to receive, plain EM
+):
+    "Receive the global distribution (except in the first round), run `n_iter` local iterations, send the parameters."
+    if first:
+        priors, params = None, _init_params(self._stats, self.n_components, self._rng)
+    else:
+        priors, params = self._start_from_global(self.receive('global', sender=master))
+    params = local_em(self._stats, params, priors, n_iter)
+    self._params = params
+    payload = _params_payload(params)
+    if self._dp is not None:
+        payload = self._dp.privatize(payload, priors, self._rng)
+    self.send(master, 'local_params', payload)
+    return params
+
+# %% ../nbs/40_mvppca.ipynb #504fb2a444614c0babb325280ed9130a
+@patch
+def penalised_loglik(
+    self: MVPPCACenter,
+    priors=None,  # the global priors: view -> dict(mu, s_mu, W, s_W, alpha, beta); None: no prior (plain EM)
+) -> float:
+    "The local objective at the current parameters (computed at the center, for monitoring)."
+    return penalised_loglik(self._stats, self._params, priors)
 
 # %% ../nbs/40_mvppca.ipynb #553e71fa
 class MVPPCAMaster(Party):
@@ -502,7 +520,44 @@ class MVPPCAMaster(Party):
         for c in centers:
             self.send(c, 'global', {v: self.global_[v] for v in self._views_of[c.name]})
 
-# %% ../nbs/40_mvppca.ipynb #bcf71cde
+# %% ../nbs/40_mvppca.ipynb #b43b363d81ae4b689946ece5c682cd59
+def _check_view(where, v, X, n=None, dims=None):
+    "One view's array as float, or a ValueError naming the center and the view."
+    try:
+        A = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}, view {v!r}: values must be numeric")
+    if A.ndim != 2:
+        raise ValueError(f"{where}, view {v!r}: expected a 2-D array (subjects x features); got {A.ndim} dimension(s)")
+    if A.shape[0] == 0:
+        raise ValueError(f"{where}, view {v!r}: no subjects (empty center)")
+    if A.shape[1] == 0:
+        raise ValueError(f"{where}, view {v!r}: no features")
+    if not np.all(np.isfinite(A)):
+        bad = 'NaN' if np.isnan(A).any() else 'inf'
+        raise ValueError(
+            f"{where}, view {v!r}: contains {bad}; a center must drop a view it lacks rather than fill it with {bad}"
+        )
+    if n is not None and A.shape[0] != n:
+        raise ValueError(f"{where}: views have different numbers of subjects ({n} and {A.shape[0]} in view {v!r})")
+    if dims is not None:
+        if v not in dims:
+            raise ValueError(f"{where} has view {v!r}, unknown to the model (views: {list(dims)})")
+        if A.shape[1] != dims[v]:
+            raise ValueError(f"{where}, view {v!r}: {A.shape[1]} features, expected {dims[v]}")
+    if np.abs(A).max() > 1e150:
+        raise ValueError(
+            f"{where}, view {v!r}: values up to {np.abs(A).max():.3g} would overflow the model's "
+            f"second moments in float64; rescale the view"
+        )
+    if A.shape[0] > 1 and np.ptp(A, axis=0).max() == 0:
+        raise ValueError(
+            f"{where}, view {v!r}: every feature is constant, so the view's noise variance would be 0 "
+            f"and the model undefined; leave the view out at this center (a missing view)"
+        )
+    return A
+
+# %% ../nbs/40_mvppca.ipynb #c3933fab20d04ec698c2621248eb3be0
 def _check_center(center, c=None, dims=None):
     "Validate one center (dict view -> 2-D finite numeric array with the same rows); returns a dict of float arrays."
     where = "center" if c is None else f"center {c}"
@@ -512,42 +567,8 @@ def _check_center(center, c=None, dims=None):
         raise ValueError(f"{where} has no views")
     out, n = {}, None
     for v, X in center.items():
-        try:
-            A = np.asarray(X, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}, view {v!r}: values must be numeric")
-        if A.ndim != 2:
-            raise ValueError(
-                f"{where}, view {v!r}: expected a 2-D array (subjects x features); got {A.ndim} dimension(s)"
-            )
-        if A.shape[0] == 0:
-            raise ValueError(f"{where}, view {v!r}: no subjects (empty center)")
-        if A.shape[1] == 0:
-            raise ValueError(f"{where}, view {v!r}: no features")
-        if not np.all(np.isfinite(A)):
-            bad = 'NaN' if np.isnan(A).any() else 'inf'
-            raise ValueError(
-                f"{where}, view {v!r}: contains {bad}; a center must drop a view it lacks rather than fill it with {bad}"
-            )
-        if n is not None and A.shape[0] != n:
-            raise ValueError(f"{where}: views have different numbers of subjects ({n} and {A.shape[0]} in view {v!r})")
-        n = A.shape[0]
-        if dims is not None:
-            if v not in dims:
-                raise ValueError(f"{where} has view {v!r}, unknown to the model (views: {list(dims)})")
-            if A.shape[1] != dims[v]:
-                raise ValueError(f"{where}, view {v!r}: {A.shape[1]} features, expected {dims[v]}")
-        if np.abs(A).max() > 1e150:
-            raise ValueError(
-                f"{where}, view {v!r}: values up to {np.abs(A).max():.3g} would overflow the model's "
-                f"second moments in float64; rescale the view"
-            )
-        if A.shape[0] > 1 and np.ptp(A, axis=0).max() == 0:
-            raise ValueError(
-                f"{where}, view {v!r}: every feature is constant, so the view's noise variance would be 0 "
-                f"and the model undefined; leave the view out at this center (a missing view)"
-            )
-        out[v] = A
+        out[v] = _check_view(where, v, X, n, dims)
+        n = out[v].shape[0]
     return out
 
 # %% ../nbs/40_mvppca.ipynb #2beb7cae
@@ -575,7 +596,7 @@ def _check_int(name, value, low):
         raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
     return int(value)
 
-# %% ../nbs/40_mvppca.ipynb #935024f7
+# %% ../nbs/40_mvppca.ipynb #4dd4641cc4064e0191573fe9c69df29b
 class FedMVPPCA(BaseEstimator):
     """Federated multi-view PPCA (Balelli, Silva & Lorenzi 2022); `dp=dict(epsilon=..., delta=...)` gives DP-Fed-mv-PPCA.
 
@@ -590,26 +611,16 @@ class FedMVPPCA(BaseEstimator):
         n_rounds: int = 100,  # communication rounds
         n_local_iter: int = 15,  # local MAP-EM iterations per round
         n_init_iter: int = 30,  # local EM iterations in the first round (no prior yet)
-        dp: dict
-        | None = None,  # DP-Fed-mv-PPCA: dict(epsilon=, delta=) per mechanism and round, optionally clip, method, init, budget (see `41_mvppca_dp`)
+        dp: dict | None = None,  # DP-Fed-mv-PPCA: dict(epsilon=, delta=, ...) per mechanism and round (nb 41)
         rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
     ):
-        self.n_components, self.n_rounds, self.n_local_iter, self.n_init_iter = (
-            n_components,
-            n_rounds,
-            n_local_iter,
-            n_init_iter,
-        )
-        self.dp, self.rng = dp, rng
+        self.n_components, self.n_rounds, self.n_local_iter = n_components, n_rounds, n_local_iter
+        self.n_init_iter, self.dp, self.rng = n_init_iter, dp, rng
 
-# %% ../nbs/40_mvppca.ipynb #55acccb3
+# %% ../nbs/40_mvppca.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 @patch
-def fit(
-    self: FedMVPPCA,
-    centers,  # the centers: a list of dicts view name -> (n_c, d_k) array
-    y=None,  # ignored (scikit-learn API)
-):
-    "Fit on a list of centers, each a dict view name -> (n_c, d_k) array of the views it has."
+def _check_fit(self: FedMVPPCA, centers):
+    "Checked (q, rounds, first-round iterations, later iterations, centers, view dims)."
     q = _check_int('n_components', self.n_components, 1)
     R = _check_int('n_rounds', self.n_rounds, 1)
     it0, it = _check_int('n_init_iter', self.n_init_iter, 1), _check_int('n_local_iter', self.n_local_iter, 1)
@@ -618,25 +629,38 @@ def fit(
         D = sum(A.shape[1] for A in cc.values())
         if q >= D:
             raise ValueError(f"n_components={q} must be smaller than the {D} features of center {c}")
-    dp = None
-    if self.dp is not None:
-        from fedgauss.mvppca_dp import make_dp  # the DP version lives in its own module (41_mvppca_dp)
+    return q, R, it0, it, centers, dims
 
-        dp = make_dp(self.dp, R, dims, q)
+# %% ../nbs/40_mvppca.ipynb #379cbbc1e968416e875cc15c1202d7eb
+def _center_releases(dp_params, centers, dims, R, q):
+    "The DP set-up (`make_dp`) and each center's release, or (None, None) without DP."
+    if dp_params is None:
+        return None, [None] * len(centers)
+    from fedgauss.mvppca_dp import make_dp  # the DP version lives in its own module (41_mvppca_dp)
+
+    dp = make_dp(dp_params, R, dims, q)
+    held = pd.Series([v for cc in centers for v in cc]).value_counts()
+    if (held < 2).any():
+        raise ValueError(
+            f"DP-Fed-mv-PPCA needs every view at >= 2 centers to set its clipping radius; views {list(held[held < 2].index)} are at one"
+        )
+    return dp, [dp.for_center(f'center{c}', len(cc)) for c, cc in enumerate(centers)]
+
+# %% ../nbs/40_mvppca.ipynb #db7b79bc585a40fcaf58bf750017e135
+@patch
+def fit(
+    self: FedMVPPCA,
+    centers,  # the centers: a list of dicts view name -> (n_c, d_k) array
+    y=None,  # ignored (scikit-learn API)
+):
+    "Fit on a list of centers, each a dict view name -> (n_c, d_k) array of the views it has."
+    q, R, it0, it, centers, dims = self._check_fit(centers)
+    dp, dps = _center_releases(self.dp, centers, dims, R, q)
     rng = as_rng(self.rng)
     channel = Channel()
     master = MVPPCAMaster('master', channel)
-    if dp is not None:
-        held = pd.Series([v for cc in centers for v in cc]).value_counts()
-        if (held < 2).any():
-            raise ValueError(
-                f"DP-Fed-mv-PPCA needs every view at >= 2 centers to set its clipping radius; views {list(held[held < 2].index)} are at one"
-            )
-        dps = [
-            dp.for_center(f'center{c}', len(cc)) for c, cc in enumerate(centers)
-        ]  # budgets checked before any release
     parties = [
-        MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=None if dp is None else dps[c])
+        MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=dps[c])
         for c, (cc, r) in enumerate(zip(centers, rng.spawn(len(centers))))
     ]
     hist = []
@@ -650,19 +674,10 @@ def fit(
         hist += [
             dict(round=r + 1, view=v, **{k: g[v][k] for k in ('sigma2', 's_mu', 's_W', 'alpha', 'beta')}) for v in g
         ]
-    self.views_ = list(dims)
-    self.n_features_views_ = dict(dims)
-    self.global_ = g
-    self.mu_ = {v: g[v]['mu'] for v in dims}
-    self.W_ = {v: g[v]['W'] for v in dims}
-    self.sigma2_ = {v: g[v]['sigma2'] for v in dims}
-    self.s_mu_ = {v: g[v]['s_mu'] for v in dims}
-    self.s_W_ = {v: g[v]['s_W'] for v in dims}
-    self.alpha_ = {v: g[v]['alpha'] for v in dims}
-    self.beta_ = {v: g[v]['beta'] for v in dims}
-    self.history_ = pd.DataFrame(hist)
-    self.channel_ = channel
-    self.dp_ = dp
+    self.views_, self.n_features_views_, self.global_ = list(dims), dict(dims), g
+    for k in ('mu', 'W', 'sigma2', 's_mu', 's_W', 'alpha', 'beta'):
+        setattr(self, f'{k}_', {v: g[v][k] for v in dims})
+    self.history_, self.channel_, self.dp_ = pd.DataFrame(hist), channel, dp
     return self
 
 # %% ../nbs/40_mvppca.ipynb #04828027

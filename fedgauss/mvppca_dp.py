@@ -131,7 +131,40 @@ def privatize(
         )
     return out
 
-# %% ../nbs/41_mvppca_dp.ipynb #19e74eed
+# %% ../nbs/41_mvppca_dp.ipynb #4979bb69
+def _check_dp_settings(epsilon, delta, clip, method):
+    "A ValueError naming the bad DP setting."
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"dp epsilon must be a finite number > 0; got {epsilon!r}")
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 < delta < 1):
+        raise ValueError(f"dp delta must be in (0, 1) (the Gaussian mechanisms need delta > 0); got {delta!r}")
+    if isinstance(clip, bool) or not isinstance(clip, numbers.Real) or not (np.isfinite(clip) and clip > 0):
+        raise ValueError(f"dp clip must be a finite number > 0; got {clip!r}")
+    if method not in ('zhao', 'analytic', 'classic'):
+        raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
+
+# %% ../nbs/41_mvppca_dp.ipynb #9f1a031a
+def _round1_prior(dims, n_components, init=None):
+    "View -> the public round-1 prior (point values and spreads, no inverse gamma yet)."
+    ini = {**DP_INIT, **(init or {})}
+    unknown = set(ini) - set(DP_INIT)
+    if unknown:
+        raise ValueError(f"unknown keys in dp['init']: {sorted(unknown)}; allowed: {sorted(DP_INIT)}")
+    return {
+        v: dict(
+            mu=np.full(d, float(ini['mu'])),
+            s_mu=float(ini['s_mu']),
+            W=np.full((d, n_components), float(ini['W'])),
+            s_W=float(ini['s_W_times_q']) / n_components,
+            sigma2=float(ini['sigma2']),
+            sigma2_sd=float(ini['sigma2_sd']),
+            alpha=None,
+            beta=None,
+        )
+        for v, d in dims.items()
+    }
+
+# %% ../nbs/41_mvppca_dp.ipynb #24ad600e
 class DPFedMVPPCA:
     "The DP settings of a whole federation: per-mechanism (epsilon, delta), clipping factor, noise calibration, public round-1 prior."
 
@@ -147,38 +180,11 @@ class DPFedMVPPCA:
         init: dict | None = None,  # overrides of the public round-1 prior `DP_INIT`
         budget=None,  # (epsilon, delta) budget of each center for the whole run; default: what the run needs
     ):
-        if (
-            isinstance(epsilon, bool)
-            or not isinstance(epsilon, numbers.Real)
-            or not (np.isfinite(epsilon) and epsilon > 0)
-        ):
-            raise ValueError(f"dp epsilon must be a finite number > 0; got {epsilon!r}")
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 < delta < 1):
-            raise ValueError(f"dp delta must be in (0, 1) (the Gaussian mechanisms need delta > 0); got {delta!r}")
-        if isinstance(clip, bool) or not isinstance(clip, numbers.Real) or not (np.isfinite(clip) and clip > 0):
-            raise ValueError(f"dp clip must be a finite number > 0; got {clip!r}")
-        if method not in ('zhao', 'analytic', 'classic'):
-            raise ValueError(f"dp method must be 'zhao', 'analytic' or 'classic'; got {method!r}")
+        _check_dp_settings(epsilon, delta, clip, method)
         self.epsilon, self.delta, self.clip, self.method = float(epsilon), float(delta), float(clip), method
         self.n_rounds, self.dims, self.q = n_rounds, dict(dims), n_components
         gaussian_sigma(self.epsilon, self.delta, 1.0, method)  # fails early (e.g. 'classic' with epsilon >= 1)
-        ini = {**DP_INIT, **(init or {})}
-        unknown = set(ini) - set(DP_INIT)
-        if unknown:
-            raise ValueError(f"unknown keys in dp['init']: {sorted(unknown)}; allowed: {sorted(DP_INIT)}")
-        self.init = {
-            v: dict(
-                mu=np.full(d, float(ini['mu'])),
-                s_mu=float(ini['s_mu']),
-                W=np.full((d, n_components), float(ini['W'])),
-                s_W=float(ini['s_W_times_q']) / n_components,
-                sigma2=float(ini['sigma2']),
-                sigma2_sd=float(ini['sigma2_sd']),
-                alpha=None,
-                beta=None,
-            )
-            for v, d in self.dims.items()
-        }
+        self.init = _round1_prior(self.dims, n_components, init)
         self.budget_total = budget
         self.centers = {}
 

@@ -10,11 +10,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 from scipy.special import expit, ndtr
+from fastcore.basics import patch
+from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from .federation import Channel, Party, as_rng
 from fedgauss.gbdt import (
     Binner,
+    GBDTClassifier,
     LocalHistograms,
     LogisticLoss,
     Tree,
@@ -61,8 +64,8 @@ class PStableLSH:
         n_tables: int | None = None,  # number L of hash functions; default min(40, d - 1) (at least 1)
         r: float = 4.0,  # bucket width
         stable: str = 'gaussian',  # 'gaussian' (2-stable, Euclidean) or 'cauchy' (1-stable, Manhattan)
-        rng=None,
-    ):  # numpy Generator or seed
+        rng=None,  # numpy Generator or seed (the functions a_l, b_l; shared by the parties)
+    ):
         if not isinstance(n_features, numbers.Integral) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
         L = max(1, min(40, n_features - 1)) if n_tables is None else n_tables
@@ -77,7 +80,10 @@ class PStableLSH:
         self.a = rng.standard_normal((n_features, L)) if stable == 'gaussian' else rng.standard_cauchy((n_features, L))
         self.b = rng.uniform(0, r, L)
 
-    def hash(self, X) -> np.ndarray:
+    def hash(
+        self,
+        X,  # rows to hash, shape (n, n_features), finite
+    ) -> np.ndarray:
         "Hash values `(n, L)` (int64) of the rows of `X`."
         X = np.asarray(X, float)
         if X.ndim != 2 or X.shape[1] != self.n_features:
@@ -89,29 +95,7 @@ class PStableLSH:
     def __repr__(self):
         return f"PStableLSH(n_features={self.n_features}, n_tables={self.n_tables}, r={self.r}, stable={self.stable!r})"
 
-# %% ../nbs/34_nflgbdt.ipynb #2d7688dc
-def most_similar(
-    Hq,  # hash values (n, L) of the query rows
-    Hr,  # hash values (m, L) of the reference rows (the same L functions)
-    block_rows: int = 2048,  # rows per block (memory: block_rows^2 floats)
-) -> tuple[np.ndarray, np.ndarray]:
-    "For each query row, the reference row sharing the most hash values (ties: smallest index), and how many it shares."
-    Hq, Hr = np.asarray(Hq), np.asarray(Hr)
-    if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]:
-        raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
-    if len(Hr) == 0:
-        raise ValueError("no reference rows")
-    if len(Hq) == 0:
-        return np.zeros(0, np.intp), np.zeros(0, np.intp)
-    # equal signatures have equal answers: keep the distinct query rows, and the first of each distinct reference row
-    # (in index order, so that the earliest-index tie rule is kept)
-    Uq, qinv = np.unique(Hq, axis=0, return_inverse=True)
-    _, first = np.unique(Hr, axis=0, return_index=True)
-    first = np.sort(first)
-    a, c = _most_similar(Uq, Hr[first], block_rows)
-    return first[a][qinv.ravel()], c[qinv.ravel()]
-
-
+# %% ../nbs/34_nflgbdt.ipynb #acae54e37e7d407bbb7b55eff062a284
 def _most_similar(Hq, Hr, block_rows):
     n, L = Hq.shape
     m = len(Hr)
@@ -137,11 +121,38 @@ def _most_similar(Hq, Hr, block_rows):
             arg[q0 : q0 + len(d)][up] = r0 + j[up]
     return arg, best.astype(np.intp)
 
-# %% ../nbs/34_nflgbdt.ipynb #85bb5436
+# %% ../nbs/34_nflgbdt.ipynb #72eea5119410473aa328ad9291626812
+def most_similar(
+    Hq,  # hash values (n, L) of the query rows
+    Hr,  # hash values (m, L) of the reference rows (the same L functions)
+    block_rows: int = 2048,  # rows per block (memory: block_rows^2 floats)
+) -> tuple[np.ndarray, np.ndarray]:
+    "For each query row, the reference row sharing the most hash values (ties: smallest index), and how many it shares."
+    Hq, Hr = np.asarray(Hq), np.asarray(Hr)
+    if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]:
+        raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
+    if len(Hr) == 0:
+        raise ValueError("no reference rows")
+    if len(Hq) == 0:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    Uq, qinv = np.unique(Hq, axis=0, return_inverse=True)
+    _, first = np.unique(Hr, axis=0, return_index=True)
+    first = np.sort(first)
+    a, c = _most_similar(Uq, Hr[first], block_rows)
+    return first[a][qinv.ravel()], c[qinv.ravel()]
+
+# %% ../nbs/34_nflgbdt.ipynb #28d3efd5258a48a79c179ea5c6759f01
 class DataOwner(Party):
     "A party holding rows `X` (binned by a public `Binner`), binary labels `y` in {0, 1} and its margins."
 
-    def __init__(self, name: str, channel: Channel, X, y, binner: Binner):
+    def __init__(
+        self,
+        name: str,  # the party name on the channel
+        channel: Channel,  # the channel it talks through
+        X,  # its rows (n, d), never sent
+        y,  # its binary labels in {0, 1}
+        binner: Binner,  # the public candidates (a fitted Binner)
+    ):
         super().__init__(name, channel, X, y)
         self.binner, self.codes = binner, binner.transform(X)
         self.loss, self.margin, self._provider = LogisticLoss(), None, None
@@ -157,25 +168,46 @@ class DataOwner(Party):
             self._provider = LocalHistograms(self.codes, self.binner.layout_)
         return self._provider
 
-    def leaves(self, tree: Tree) -> np.ndarray:
-        return tree.apply_binned(self.codes, self.binner.n_bins_)
+# %% ../nbs/34_nflgbdt.ipynb #0e382214b5f147d187d36a2058b9c724
+@patch
+def leaves(
+    self: DataOwner,
+    tree: Tree,  # a tree on the public candidates
+) -> np.ndarray:
+    "Each row's leaf in `tree` (routed on its own binned codes)."
+    return tree.apply_binned(self.codes, self.binner.n_bins_)
 
-    def leaf_sums(self, tree: Tree, leaf=None) -> np.ndarray:
-        "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
-        leaf = self.leaves(tree) if leaf is None else leaf
-        gh = self.gradients()
-        s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
-        return s[tree.is_leaf]
 
-    def add_tree(self, tree: Tree, leaf=None):
-        "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
-        self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
+@patch
+def leaf_sums(
+    self: DataOwner,
+    tree: Tree,  # a tree on the public candidates
+    leaf=None,  # the rows' leaves, if known (None: routed here)
+) -> np.ndarray:
+    "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
+    leaf = self.leaves(tree) if leaf is None else leaf
+    gh = self.gradients()
+    s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
+    return s[tree.is_leaf]
+
+
+@patch
+def add_tree(
+    self: DataOwner,
+    tree: Tree,  # a tree with leaf values
+    leaf=None,  # the rows' leaves, if known (None: routed here)
+):
+    "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
+    self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
 
 # %% ../nbs/34_nflgbdt.ipynb #4f0537a0
 _TREE_FIELDS = dict(feature=np.int32, bin=np.int32, default_left=bool, left=np.int32, right=np.int32, depth=np.uint8)
 
 
-def tree_message(tree: Tree, values: bool = True) -> dict:
+def tree_message(
+    tree: Tree,  # the tree to send
+    values: bool = True,  # include the leaf values (False: structure only)
+) -> dict:
     "A tree as compact arrays for the channel; `values=False` sends the structure only."
     msg = {k: tree.__dict__[k].astype(t) for k, t in _TREE_FIELDS.items()}
     if values:
@@ -183,7 +215,10 @@ def tree_message(tree: Tree, values: bool = True) -> dict:
     return msg
 
 
-def tree_from_message(msg: dict, layout) -> Tree:
+def tree_from_message(
+    msg: dict,  # a tree_message payload
+    layout,  # the public HistLayout (split thresholds)
+) -> Tree:
     "Rebuild a `Tree` from `tree_message` output and the public `HistLayout` (thresholds); missing values are zeros."
     f, b = msg['feature'].astype(np.intp), msg['bin'].astype(np.intp)
     n = len(f)
@@ -236,7 +271,7 @@ def _check_clients(clients, allow_nan: bool):
         ys.append(y)
     return Xs, ys, names
 
-# %% ../nbs/34_nflgbdt.ipynb #0f45736b
+# %% ../nbs/34_nflgbdt.ipynb #8edb47106e1a46a883d545849b8ab81b
 _HYPER = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
 
 
@@ -254,35 +289,36 @@ class _FedGBDT(ClassifierMixin, BaseEstimator):
             min_child_weight=self.min_child_weight,
         )
 
-    def _setup(self, clients):
-        check_boosting_params(self)
-        Xs, ys, names = _check_clients(clients, self._allow_nan)
-        self.classes_ = np.unique(np.concatenate(ys))
-        if len(self.classes_) != 2:
-            raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
-        self.n_features_in_ = Xs[0].shape[1]
-        if names is not None:
-            self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
-        self.channel_ = ch = Channel()
-        self.parties_ = [
-            DataOwner(f'party{k}', ch, X, (y == self.classes_[1]).astype(float), self.binner_)
-            for k, (X, y) in enumerate(zip(Xs, ys))
-        ]
-        self.aggregator_ = agg = Party('aggregator', ch)
-        self._rng = as_rng(self.rng)
-        ch.next_round()
-        for p in self.parties_:
-            p.send(agg, 'class counts', np.array([p.n_rows, int(p._y.sum())]))
-        n, pos = sum(agg.receive('class counts', sender=p) for p in self.parties_)
-        agg.broadcast(
-            self.parties_, 'base margin', LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
-        )
-        self.base_margin_ = self.parties_[0].receive('base margin')
-        for p in self.parties_:
-            p.margin = np.full(p.n_rows, p.receive('base margin') if p is not self.parties_[0] else self.base_margin_)
-        self.trees_, self.timings_ = [], {}
-        return self.parties_, agg
+# %% ../nbs/34_nflgbdt.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+@patch
+def _setup(self: _FedGBDT, clients):
+    check_boosting_params(self)
+    Xs, ys, names = _check_clients(clients, self._allow_nan)
+    self.classes_ = np.unique(np.concatenate(ys))
+    if len(self.classes_) != 2:
+        raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
+    self.n_features_in_ = Xs[0].shape[1]
+    if names is not None:
+        self.feature_names_in_ = np.asarray(names, dtype=object)
+    self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
+    self.channel_ = ch = Channel()
+    self.parties_ = [
+        DataOwner(f'party{k}', ch, X, (y == self.classes_[1]).astype(float), self.binner_)
+        for k, (X, y) in enumerate(zip(Xs, ys))
+    ]
+    self.aggregator_ = agg = Party('aggregator', ch)
+    self._rng = as_rng(self.rng)
+    ch.next_round()
+    for p in self.parties_:
+        p.send(agg, 'class counts', np.array([p.n_rows, int(p._y.sum())]))
+    n, pos = sum(agg.receive('class counts', sender=p) for p in self.parties_)
+    margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
+    agg.broadcast(self.parties_, 'base margin', margin)
+    self.base_margin_ = self.parties_[0].receive('base margin')
+    for p in self.parties_:
+        p.margin = np.full(p.n_rows, p.receive('base margin') if p is not self.parties_[0] else self.base_margin_)
+    self.trees_, self.timings_ = [], {}
+    return self.parties_, agg
 
 # %% ../nbs/34_nflgbdt.ipynb #06022b53
 def _validate_X(est, X):
@@ -318,24 +354,41 @@ _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decisio
 class FederatedHistograms:
     "Histogram provider for `grow_tree` at the aggregator: each node histogram is the secure sum of the parties' own."
 
-    def __init__(self, parties: list, aggregator: Party, frac_bits: int = 32, rng=None):
+    def __init__(
+        self,
+        parties: list,  # the data owners
+        aggregator: Party,  # the aggregator party (it grows the tree)
+        frac_bits: int = 32,  # fractional bits of the secure sum fixed point
+        rng=None,  # numpy Generator or seed (masks)
+    ):
         self.parties, self.aggregator, self.frac_bits, self.rng = parties, aggregator, frac_bits, as_rng(rng)
         self.channel = aggregator.channel
 
-    def histograms(self, nodes) -> np.ndarray:
+    def histograms(
+        self,
+        nodes,  # the open nodes, as grow_tree asks
+    ) -> np.ndarray:
         self.channel.next_round()
         self.aggregator.broadcast(self.parties, 'nodes', np.asarray(nodes, np.int32))
         local = {p.name: p.provider.histograms(np.asarray(p.receive('nodes'), np.intp)) for p in self.parties}
         return secure_sum(local, self.channel, server=self.aggregator.name, frac_bits=self.frac_bits, rng=self.rng)
 
-    def split(self, nodes, feature, bin, default_left, left, right):
+    def split(
+        self,
+        nodes,  # the nodes being split
+        feature,  # feature of each split
+        bin,  # bin of each split: bins <= bin go left
+        default_left,  # whether missing values go left, per split
+        left,  # left child of each split node
+        right,  # right child of each split node
+    ):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
         self.aggregator.broadcast(self.parties, 'splits', {k: np.asarray(v) for k, v in msg.items()})
         for p in self.parties:
             p.provider.split(**p.receive('splits'))
         return None
 
-# %% ../nbs/34_nflgbdt.ipynb #393537ef
+# %% ../nbs/34_nflgbdt.ipynb #7623eae2785240b9bd12b16a66d81610
 class FederBoostClassifier(_FedGBDT):
     "FederBoost (Tian et al. 2020): per-level gradient histograms summed over parties by secure aggregation."
 
@@ -349,40 +402,38 @@ class FederBoostClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum Hessian in a child
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
-        rng=None,
-    ):  # numpy Generator or seed (masks)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
-            n_estimators,
-            max_depth,
-            learning_rate,
-            reg_lambda,
-        )
-        self.gamma, self.min_child_weight, self.max_bins, self.frac_bits, self.rng = (
-            gamma,
-            min_child_weight,
-            max_bins,
-            frac_bits,
-            rng,
-        )
+        rng=None,  # numpy Generator or seed (masks)
+    ):
+        self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
+        self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
+        self.max_bins, self.frac_bits, self.rng = max_bins, frac_bits, rng
 
-    def fit(self, clients):
-        "Fit on a list of (X_k, y_k)."
-        parties, agg = self._setup(clients)
-        fh = FederatedHistograms(parties, agg, self.frac_bits, self._rng)
-        t0 = time.perf_counter()
-        for _ in range(self.n_estimators):
-            for p in parties:
-                p.provider.start_tree(p.gradients())
-            tree = grow_tree(fh, self.binner_.layout_, **self._grow_kw())
-            agg.broadcast(parties, 'leaf values', tree.value)
-            for p in parties:
-                p.margin = p.margin + p.provider.row_values(p.receive('leaf values'))
-            self.trees_.append(tree)
-        self.timings_['boosting'] = time.perf_counter() - t0
-        return self
+# %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
+@patch
+def fit(
+    self: FederBoostClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+):
+    "Fit on a list of (X_k, y_k)."
+    parties, agg = self._setup(clients)
+    fh = FederatedHistograms(parties, agg, self.frac_bits, self._rng)
+    t0 = time.perf_counter()
+    for _ in range(self.n_estimators):
+        for p in parties:
+            p.provider.start_tree(p.gradients())
+        tree = grow_tree(fh, self.binner_.layout_, **self._grow_kw())
+        agg.broadcast(parties, 'leaf values', tree.value)
+        for p in parties:
+            p.margin = p.margin + p.provider.row_values(p.receive('leaf values'))
+        self.trees_.append(tree)
+    self.timings_['boosting'] = time.perf_counter() - t0
+    return self
 
 # %% ../nbs/34_nflgbdt.ipynb #e582417a
-def tree_schedule(sizes, n_trees: int) -> np.ndarray:
+def tree_schedule(
+    sizes,  # rows of each party
+    n_trees: int,  # number of trees to assign
+) -> np.ndarray:
     "Builder of each tree: parties in turn, consecutive blocks proportional to `sizes` (largest remainders)."
     sizes = np.asarray(sizes, float)
     q = n_trees * sizes / sizes.sum()
@@ -456,7 +507,7 @@ def _simfl_tree(est, parties, b: int) -> Tree:
             p.add_tree(tree_from_message(p.receive('tree', sender=builder), est.binner_.layout_))
     return tree
 
-# %% ../nbs/34_nflgbdt.ipynb #27012f6a
+# %% ../nbs/34_nflgbdt.ipynb #504fb2a444614c0babb325280ed9130a
 class SimFLClassifier(_FedGBDT):
     "SimFL (Li, Wen & He 2020): LSH similar-instance gradients; parties build blocks of trees in proportion to their sizes."
 
@@ -476,32 +527,40 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        rng=None,
-    ):  # numpy Generator or seed (shared hash functions)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
-            n_estimators,
-            max_depth,
-            learning_rate,
+        rng=None,  # numpy Generator or seed (shared hash functions)
+    ):
+        self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
+        self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
             reg_lambda,
+            gamma,
+            min_child_weight,
+            max_bins,
         )
-        self.gamma, self.min_child_weight, self.max_bins = gamma, min_child_weight, max_bins
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
         self.lsh_scale = lsh_scale
 
-    def fit(self, clients):
-        "Fit on a list of (X_k, y_k)."
-        parties, agg = self._setup(clients)
-        D = len(parties)
-        pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
-        _lsh_maps(self, parties, agg, pairs, pairs)
-        t0 = time.perf_counter()
-        self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
-        self.trees_ = [_simfl_tree(self, parties, int(b)) for b in self.builders_]
-        self.timings_['boosting'] = time.perf_counter() - t0
-        return self
+# %% ../nbs/34_nflgbdt.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+@patch
+def fit(
+    self: SimFLClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+):
+    "Fit on a list of (X_k, y_k)."
+    parties, agg = self._setup(clients)
+    D = len(parties)
+    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
+    _lsh_maps(self, parties, agg, pairs, pairs)
+    t0 = time.perf_counter()
+    self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
+    self.trees_ = [_simfl_tree(self, parties, int(b)) for b in self.builders_]
+    self.timings_['boosting'] = time.perf_counter() - t0
+    return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
-def similar_counts(maps: dict, sizes) -> np.ndarray:
+def similar_counts(
+    maps: dict,  # (j, d) -> for each row of party j, its most similar row of party d
+    sizes,  # rows of each party
+) -> np.ndarray:
     "n_d: rows of party d that are the most similar row of some row of another party (from maps (j, d) -> row of d)."
     out = np.zeros(len(sizes), np.intp)
     for d, n in enumerate(sizes):
@@ -551,7 +610,7 @@ def _nfl_tree(est, parties, agg, b: int, w) -> Tree:
         p.add_tree(trees[p.name], leaf[p.name])
     return trees[builder.name]
 
-# %% ../nbs/34_nflgbdt.ipynb #5c508574
+# %% ../nbs/34_nflgbdt.ipynb #c3933fab20d04ec698c2621248eb3be0
 class NFLGBDTClassifier(_FedGBDT):
     "nFL-GBDT (Zhao & Li 2023): a SimFL first tree, then rotating builders and aggregator-set leaf weights."
 
@@ -572,41 +631,40 @@ class NFLGBDTClassifier(_FedGBDT):
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-        rng=None,
-    ):  # numpy Generator or seed (shared hash functions)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
-            n_estimators,
-            max_depth,
-            learning_rate,
+        rng=None,  # numpy Generator or seed (shared hash functions)
+    ):
+        self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
+        self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
             reg_lambda,
+            gamma,
+            min_child_weight,
+            max_bins,
         )
-        self.gamma, self.min_child_weight, self.max_bins = gamma, min_child_weight, max_bins
-        self.n_tables, self.r, self.stable, self.lsh_bounds, self.lsh_scale = (
-            n_tables,
-            r,
-            stable,
-            lsh_bounds,
-            lsh_scale,
-        )
-        self.leaf_weighting, self.rng = leaf_weighting, rng
+        self.n_tables, self.r, self.stable, self.lsh_scale = n_tables, r, stable, lsh_scale
+        self.lsh_bounds, self.leaf_weighting, self.rng = lsh_bounds, leaf_weighting, rng
 
-    def fit(self, clients):
-        "Fit on a list of (X_k, y_k)."
-        if self.leaf_weighting not in ('similar', 'sum'):
-            raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
-        parties, agg = self._setup(clients)
-        D = len(parties)
-        pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
-        maps = _lsh_maps(self, parties, agg, pairs, [(j, 0) for j in range(1, D)])  # ... and sends the first builder's
-        self.similar_counts_ = similar_counts(maps, [p.n_rows for p in parties])
-        w = self.similar_counts_ / self.similar_counts_.sum() if self.leaf_weighting == 'similar' else np.ones(D)
-        t0 = time.perf_counter()
-        self.builders_ = np.arange(self.n_estimators) % D
-        self.trees_ = [_simfl_tree(self, parties, 0)] + [
-            _nfl_tree(self, parties, agg, int(b), w) for b in self.builders_[1:]
-        ]
-        self.timings_['boosting'] = time.perf_counter() - t0
-        return self
+# %% ../nbs/34_nflgbdt.ipynb #3ed186c9a28b402fb0bc4494df01f08d
+@patch
+def fit(
+    self: NFLGBDTClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+):
+    "Fit on a list of (X_k, y_k)."
+    if self.leaf_weighting not in ('similar', 'sum'):
+        raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
+    parties, agg = self._setup(clients)
+    D = len(parties)
+    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
+    maps = _lsh_maps(self, parties, agg, pairs, [(j, 0) for j in range(1, D)])  # ... and sends the first builder's
+    self.similar_counts_ = similar_counts(maps, [p.n_rows for p in parties])
+    w = self.similar_counts_ / self.similar_counts_.sum() if self.leaf_weighting == 'similar' else np.ones(D)
+    t0 = time.perf_counter()
+    self.builders_ = np.arange(self.n_estimators) % D
+    self.trees_ = [_simfl_tree(self, parties, 0)] + [
+        _nfl_tree(self, parties, agg, int(b), w) for b in self.builders_[1:]
+    ]
+    self.timings_['boosting'] = time.perf_counter() - t0
+    return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
 def _dp_tree(est, party, eps_tree: float, rng) -> Tree:
@@ -629,7 +687,7 @@ def _check_eps(e):
     if not (isinstance(e, numbers.Real) and np.isfinite(e) and e > 0):
         raise ValueError(f"epsilon must be a positive number; got {e!r}")
 
-# %% ../nbs/34_nflgbdt.ipynb #26566517
+# %% ../nbs/34_nflgbdt.ipynb #cb1e1581032b452c9409d6c6813c49d1
 class TFLClassifier(_FedGBDT):
     "TFL (Zhao et al. 2018): parties in turn train differentially private trees on their own rows (Laplace leaves)."
 
@@ -643,42 +701,37 @@ class TFLClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its trees (pure DP, leaves only)
-        rng=None,
-    ):  # numpy Generator or seed (noise)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
-            n_estimators,
-            max_depth,
-            learning_rate,
-            reg_lambda,
-        )
-        self.gamma, self.min_child_weight, self.max_bins, self.epsilon, self.rng = (
-            gamma,
-            min_child_weight,
-            max_bins,
-            epsilon,
-            rng,
-        )
+        rng=None,  # numpy Generator or seed (noise)
+    ):
+        self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
+        self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
+        self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
-    def fit(self, clients):
-        "Fit on a list of (X_k, y_k)."
-        _check_eps(self.epsilon)
-        parties, agg = self._setup(clients)
-        t0 = time.perf_counter()
-        self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
-        per = np.bincount(self.builders_, minlength=len(parties))
-        for b in self.builders_:
-            self.channel_.next_round()
-            p = parties[b]
-            tree = _dp_tree(self, p, self.epsilon / per[b], self._rng)
-            p.broadcast([q for q in parties if q is not p], 'tree', tree_message(tree))
-            for q in parties:
-                q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
-            self.trees_.append(tree)
-        self.epsilon_per_tree_ = self.epsilon / per
-        self.timings_['boosting'] = time.perf_counter() - t0
-        return self
+# %% ../nbs/34_nflgbdt.ipynb #db7b79bc585a40fcaf58bf750017e135
+@patch
+def fit(
+    self: TFLClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+):
+    "Fit on a list of (X_k, y_k)."
+    _check_eps(self.epsilon)
+    parties, agg = self._setup(clients)
+    t0 = time.perf_counter()
+    self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
+    per = np.bincount(self.builders_, minlength=len(parties))
+    for b in self.builders_:
+        self.channel_.next_round()
+        p = parties[b]
+        tree = _dp_tree(self, p, self.epsilon / per[b], self._rng)
+        p.broadcast([q for q in parties if q is not p], 'tree', tree_message(tree))
+        for q in parties:
+            q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
+        self.trees_.append(tree)
+    self.epsilon_per_tree_ = self.epsilon / per
+    self.timings_['boosting'] = time.perf_counter() - t0
+    return self
 
-# %% ../nbs/34_nflgbdt.ipynb #fd6e29e8
+# %% ../nbs/34_nflgbdt.ipynb #916684f9a58a4a2aa5f864670399430d
 class FGBDTGClassifier(_FedGBDT):
     "F-GBDT-G (Yamamoto et al. 2020): each round every party proposes a DP tree; the sum of the parties' gradient scores picks one."
 
@@ -692,66 +745,69 @@ class FGBDTGClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its proposed trees (pure DP, leaves only)
-        rng=None,
-    ):  # numpy Generator or seed (noise)
-        self.n_estimators, self.max_depth, self.learning_rate, self.reg_lambda = (
-            n_estimators,
-            max_depth,
-            learning_rate,
-            reg_lambda,
-        )
-        self.gamma, self.min_child_weight, self.max_bins, self.epsilon, self.rng = (
-            gamma,
-            min_child_weight,
-            max_bins,
-            epsilon,
-            rng,
-        )
+        rng=None,  # numpy Generator or seed (noise)
+    ):
+        self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
+        self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
+        self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
-    def fit(self, clients):
-        "Fit on a list of (X_k, y_k)."
-        _check_eps(self.epsilon)
-        parties, agg = self._setup(clients)
-        t0 = time.perf_counter()
-        lay = self.binner_.layout_
-        self.epsilon_per_tree_ = np.full(len(parties), self.epsilon / self.n_estimators)
-        self.builders_ = []
-        for _ in range(self.n_estimators):
-            self.channel_.next_round()
-            cand = [_dp_tree(self, p, self.epsilon / self.n_estimators, self._rng) for p in parties]
-            for p, c in zip(parties, cand):
-                p.broadcast([q for q in parties if q is not p], 'candidate', tree_message(c))
-            for q in parties:
-                trees = [
-                    c if p is q else tree_from_message(q.receive('candidate', sender=p), lay)
-                    for p, c in zip(parties, cand)
-                ]
-                gh = q.gradients()
-                v = np.stack([t.value[q.leaves(t)] for t in trees])
-                q.send(agg, 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
-                q._cand = trees
-            best = int(np.argmin(sum(agg.receive('scores', sender=q) for q in parties)))
-            agg.broadcast(parties, 'chosen', np.int32(best))
-            for q in parties:
-                q.add_tree(q._cand[int(q.receive('chosen'))])
-                q._cand = None
-            self.trees_.append(cand[best])
-            self.builders_.append(best)
-        self.builders_ = np.array(self.builders_)
-        self.timings_['boosting'] = time.perf_counter() - t0
-        return self
+# %% ../nbs/34_nflgbdt.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
+def _fgbdtg_round(est, parties, agg) -> tuple[Tree, int]:
+    "One F-GBDT-G round: the chosen candidate tree and its proposer."
+    est.channel_.next_round()
+    lay = est.binner_.layout_
+    cand = [_dp_tree(est, p, est.epsilon / est.n_estimators, est._rng) for p in parties]
+    for p, c in zip(parties, cand):
+        p.broadcast([q for q in parties if q is not p], 'candidate', tree_message(c))
+    for q in parties:
+        trees = [
+            c if p is q else tree_from_message(q.receive('candidate', sender=p), lay) for p, c in zip(parties, cand)
+        ]
+        gh = q.gradients()
+        v = np.stack([t.value[q.leaves(t)] for t in trees])
+        q.send(agg, 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
+        q._cand = trees
+    best = int(np.argmin(sum(agg.receive('scores', sender=q) for q in parties)))
+    agg.broadcast(parties, 'chosen', np.int32(best))
+    for q in parties:
+        q.add_tree(q._cand[int(q.receive('chosen'))])
+        q._cand = None
+    return cand[best], best
+
+# %% ../nbs/34_nflgbdt.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
+@patch
+def fit(
+    self: FGBDTGClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+):
+    "Fit on a list of (X_k, y_k)."
+    _check_eps(self.epsilon)
+    parties, agg = self._setup(clients)
+    t0 = time.perf_counter()
+    self.epsilon_per_tree_ = np.full(len(parties), self.epsilon / self.n_estimators)
+    rounds = [_fgbdtg_round(self, parties, agg) for _ in range(self.n_estimators)]
+    self.trees_ = [t for t, _ in rounds]
+    self.builders_ = np.array([b for _, b in rounds], dtype=int)
+    self.timings_['boosting'] = time.perf_counter() - t0
+    return self
 
 # %% ../nbs/34_nflgbdt.ipynb #86894d10
-def pooled(clients) -> tuple:
+def pooled(
+    clients,  # list of (X_k, y_k) pairs
+) -> tuple:
     "All clients' rows and labels stacked (the Non baseline's training set)."
     Xs, ys, _ = _check_clients(clients, True)
     return np.vstack(Xs), np.concatenate(ys)
 
 
-def individual_errors(clients, X_test, y_test, **params) -> np.ndarray:
-    "Test error of a `GBDTClassifier` fitted on each client's rows alone (`params` go to the classifier)."
-    from fedgauss.gbdt import GBDTClassifier
-
+@delegates(GBDTClassifier)
+def individual_errors(
+    clients,  # list of (X_k, y_k) pairs
+    X_test,  # test features
+    y_test,  # test labels
+    **kwargs,
+) -> np.ndarray:  # test error of each party's own model
+    "Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose parameters they are)."
     Xs, ys, _ = _check_clients(clients, True)
     y_test = np.asarray(y_test)
     out = []
@@ -759,11 +815,13 @@ def individual_errors(clients, X_test, y_test, **params) -> np.ndarray:
         if len(np.unique(y)) < 2:
             out.append(float(np.mean(y_test != y[0])))
             continue  # one class: predict it
-        out.append(float(np.mean(GBDTClassifier(**params).fit(X, y).predict(X_test) != y_test)))
+        out.append(float(np.mean(GBDTClassifier(**kwargs).fit(X, y).predict(X_test) != y_test)))
     return np.array(out)
 
 # %% ../nbs/34_nflgbdt.ipynb #2a5cf170
-def communication(models: dict) -> pd.DataFrame:
+def communication(
+    models: dict,  # name -> fitted federated estimator (with channel_)
+) -> pd.DataFrame:
     "Total bytes, messages and rounds of fitted federated estimators (name -> model), and bytes sent per party."
     rows = {}
     for name, m in models.items():

@@ -116,7 +116,10 @@ class PaillierPublicKey:
 
 # %% ../nbs/32_paillier.ipynb #0bd3863e
 @patch
-def obfuscator(self: PaillierPublicKey, rng=None) -> int:
+def obfuscator(
+    self: PaillierPublicKey,
+    rng=None,  # numpy Generator or seed for r (None: the OS CSPRNG)
+) -> int:
     "r^n mod n^2 for a uniform unit r of Z_n (a fresh random element of the n-th residues): one full exponentiation."
     rng = None if rng is None else as_rng(rng)
     while True:
@@ -153,8 +156,8 @@ class PaillierPrivateKey:
     def __init__(
         self,
         public_key: PaillierPublicKey,  # the matching public key
-        p: int,
-        q: int,  # the primes, pq = n
+        p: int,  # one prime factor of n
+        q: int,  # the other prime, p q = n
     ):
         if p * q != public_key.n:
             raise ValueError("p q does not equal the public key's n: key mismatch")
@@ -176,7 +179,10 @@ class PaillierPrivateKey:
 
 # %% ../nbs/32_paillier.ipynb #00237cde
 @patch
-def raw_decrypt(self: PaillierPrivateKey, c: int) -> int:
+def raw_decrypt(
+    self: PaillierPrivateKey,
+    c: int,  # a ciphertext of this key, in (0, n^2)
+) -> int:
     "m = L(c^lambda mod n^2) mu mod n, through the CRT: m_p = L_p(c^(p-1) mod p^2) h_p mod p, the same mod q, recombined."
     pk, pw = self.public_key, self.public_key._pow
     c = pk._check_ciphertext(c)
@@ -218,28 +224,43 @@ def generate_paillier_keypair(
     pk = PaillierPublicKey(p * q, use_gmpy2)
     return pk, PaillierPrivateKey(pk, p, q)
 
-# %% ../nbs/32_paillier.ipynb #a4052836
+# %% ../nbs/32_paillier.ipynb
 @patch
-def add(self: PaillierPublicKey, c1: int, c2: int) -> int:
+def add(
+    self: PaillierPublicKey,
+    c1: int,  # a ciphertext E(m1) of this key
+    c2: int,  # a ciphertext E(m2) of this key
+) -> int:
     "E(m1) E(m2) = E(m1 + m2 mod n)."
     return self._check_ciphertext(c1) * self._check_ciphertext(c2) % self.nsquare
 
 
 @patch
-def add_plain(self: PaillierPublicKey, c: int, m: int) -> int:
+def add_plain(
+    self: PaillierPublicKey,
+    c: int,  # a ciphertext E(m1) of this key
+    m: int,  # a plaintext integer m2 (taken mod n)
+) -> int:
     "E(m1) g^m2 = E(m1 + m2 mod n), no randomness added."
     return self._check_ciphertext(c) * (1 + self._check_plaintext(m % self.n) * self.n) % self.nsquare
 
-
+# %% ../nbs/32_paillier.ipynb
 @patch
-def mul_plain(self: PaillierPublicKey, c: int, k: int) -> int:
+def mul_plain(
+    self: PaillierPublicKey,
+    c: int,  # a ciphertext E(m) of this key
+    k: int,  # a plaintext integer factor (negative allowed)
+) -> int:
     "E(m)^k = E(k m mod n); a negative k through the inverse of c."
     c, k = self._check_ciphertext(c), int(k)
     return self._pow(c if k >= 0 else self._inv(c, self.nsquare), abs(k), self.nsquare)
 
 
 @patch
-def sum(self: PaillierPublicKey, cs) -> int:
+def sum(
+    self: PaillierPublicKey,
+    cs,  # ciphertexts of this key (any iterable)
+) -> int:
     "E(sum of the plaintexts): the product of the ciphertexts mod n^2."
     out = self._mpz(1)
     for c in cs:
@@ -267,7 +288,10 @@ class FixedBase:
             self.table.append(row)
             base = row[-1] * base % modulus
 
-    def powers(self, xs) -> list:
+    def powers(
+        self,
+        xs,  # exponents, each 0 <= x < 2^exponent_bits
+    ) -> list:
         "h^x mod modulus for each x in `xs` (0 <= x < 2^exponent_bits)."
         m, w, mask, out = self.modulus, self.window, (1 << self.window) - 1, []
         for x in xs:
@@ -401,7 +425,13 @@ def encrypt_many(
 
 # %% ../nbs/32_paillier.ipynb #c7325615
 @patch
-def encrypt_many(self: PaillierPrivateKey, ms, rng=None, obfuscators: list | None = None, fast: bool = True) -> list:
+def encrypt_many(
+    self: PaillierPrivateKey,
+    ms,  # plaintext integers in [0, n)
+    rng=None,  # randomness of the obfuscators (None: the OS CSPRNG)
+    obfuscators: list | None = None,  # precomputed ones (a pool), one per plaintext, each used once
+    fast: bool = True,  # DJN obfuscators (see `obfuscators`)
+) -> list:
     "The key owner's `encrypt_many`: the same ciphertexts, obfuscators computed through the CRT."
     if obfuscators is None:
         obfuscators = self.obfuscators(len(_as_plaintexts(self.public_key, ms)), rng, fast)
@@ -445,9 +475,19 @@ class FixedPoint:
         "The largest |x| that encodes."
         return self.max_int / 2.0**self.frac_bits
 
-# %% ../nbs/32_paillier.ipynb #4c9286ca
+# %% ../nbs/32_paillier.ipynb
+def _exact_round(v: float, f: int) -> int:
+    "round(v 2^f) exactly, for |v 2^f| too large for a float's integer part to be exact."
+    from fractions import Fraction
+
+    return round(Fraction(v) * 2**f)
+
+# %% ../nbs/32_paillier.ipynb
 @patch
-def encode(self: FixedPoint, x) -> list:
+def encode(
+    self: FixedPoint,
+    x,  # finite reals (any array-like)
+) -> list:
     "Integers in [0, n) for the finite reals `x`; FixedPointOverflow beyond +-`max_value`."
     a = np.asarray(x, dtype=np.float64).ravel()
     if not np.isfinite(a).all():
@@ -465,15 +505,11 @@ def encode(self: FixedPoint, x) -> list:
     ]
 
 
-def _exact_round(v: float, f: int) -> int:
-    "round(v 2^f) exactly, for |v 2^f| too large for a float's integer part to be exact."
-    from fractions import Fraction
-
-    return round(Fraction(v) * 2**f)
-
-
 @patch
-def decode(self: FixedPoint, v) -> np.ndarray:
+def decode(
+    self: FixedPoint,
+    v,  # plaintexts in [0, n) (list or array-like of ints)
+) -> np.ndarray:
     "Reals from plaintexts: values above n/2 are negative; the magnitude must be within `max_int` (else overflow)."
     n, out = int(self.n), []
     for t in v if isinstance(v, list) else list(np.asarray(v, dtype=object).ravel()):

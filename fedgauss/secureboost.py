@@ -52,13 +52,17 @@ def pack_gh(
     return [(g << GH_SLOT) + h for g, h in zip(G.tolist(), H.tolist())]
 
 
-def unpack_gh(B: int) -> tuple:
+def unpack_gh(
+    B: int,  # a signed bin sum G 2^s + H (Python int)
+) -> tuple:
     "`(G, H)` of a signed bin sum $B = G 2^s + H$, $0 \\le H < 2^s$."
     B = int(B)
     return B >> GH_SLOT, B & ((1 << GH_SLOT) - 1)
 
 
-def bins_per_ciphertext(n: int) -> int:
+def bins_per_ciphertext(
+    n: int,  # the Paillier modulus
+) -> int:
     "How many signed `BIN_BITS`-bit bins a compressed plaintext of modulus `n` holds."
     q = (int(n).bit_length() - 2) // BIN_BITS
     if q < 1:
@@ -84,20 +88,12 @@ def unpack_bins(
         raise ValueError("compressed plaintext overflowed its bins")
     return out
 
-# %% ../nbs/33_secureboost.ipynb #bebde95f
+# %% ../nbs/33_secureboost.ipynb #7fb27b941602401d91542211134fc71a
 def _numeric_block(X, name: str) -> np.ndarray:
     "A party's feature block as floats (pandas categories as codes, missing NaN); NaN allowed, inf refused."
     if isinstance(X, pd.DataFrame):
-        X = pd.DataFrame(
-            {
-                c: (
-                    np.where(X[c].cat.codes >= 0, X[c].cat.codes, np.nan)
-                    if isinstance(X[c].dtype, pd.CategoricalDtype)
-                    else X[c]
-                )
-                for c in X.columns
-            }
-        )
+        cat = lambda s: np.where(s.cat.codes >= 0, s.cat.codes, np.nan)
+        X = pd.DataFrame({c: cat(X[c]) if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c] for c in X.columns})
         try:
             X = X.to_numpy(np.float64, na_value=np.nan)
         except (TypeError, ValueError) as e:
@@ -111,7 +107,7 @@ def _numeric_block(X, name: str) -> np.ndarray:
         raise ValueError(f"{name}: features contain infinity")
     return X
 
-
+# %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
 class _SBParty(Party):
     "What every SecureBoost party does with its own columns: impute (optionally), bin, and route rows by its lookup table."
 
@@ -225,11 +221,21 @@ def apply_route(self: PassiveParty):
 class ActiveParty(_SBParty):
     "The SecureBoost party with the labels: Paillier keys, gradients, split finding, leaves, and every row's node."
 
-    def make_keys(self, key_size: int, unsafe: bool, rng):
+    def make_keys(
+        self,
+        key_size: int,  # bits of the Paillier modulus
+        unsafe: bool,  # allow a key under 1024 bits (tests only)
+        rng,  # numpy Generator or seed of the key (None: the OS CSPRNG)
+    ):
         self.pk, self.sk = generate_paillier_keypair(key_size, rng=rng, unsafe=unsafe)
         self.q = bins_per_ciphertext(self.pk.n)
 
-    def encrypt_gradients(self, gh, passives, rng=None):
+    def encrypt_gradients(
+        self,
+        gh,  # per-row (g, h), shape (n, 2); snapped to the grid in place
+        passives,  # the passive parties to send the ciphertexts to
+        rng=None,  # randomness of the obfuscators (None: the OS CSPRNG)
+    ):
         "Snap (g, h) to the grid, encrypt $G_i 2^s + H_i$ and send the ciphertexts to every passive party."
         g, h, self.k = snap_to_grid(gh[:, 0], gh[:, 1])
         gh[:, 0], gh[:, 1] = g, h
@@ -245,7 +251,10 @@ class ActiveParty(_SBParty):
 
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch
-def own_histograms(self: ActiveParty, nodes) -> np.ndarray:
+def own_histograms(
+    self: ActiveParty,
+    nodes,  # the open nodes whose histograms are asked for
+) -> np.ndarray:
     "Plaintext histograms (K, S_active, 2) of the active party's own features (exact: grid values)."
     nodes = np.asarray(nodes, np.intp)
     pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1)
@@ -254,7 +263,12 @@ def own_histograms(self: ActiveParty, nodes) -> np.ndarray:
 
 
 @patch
-def decrypt_histograms(self: ActiveParty, payload, K: int, S: int) -> np.ndarray:
+def decrypt_histograms(
+    self: ActiveParty,
+    payload,  # the passive party's compressed ciphertexts, node by node
+    K: int,  # number of nodes
+    S: int,  # histogram slots of that party
+) -> np.ndarray:
     "Decrypt a passive party's compressed histograms and unpack them into (K, S, 2) floats: $2^{-k}$ times the integer sums."
     per = -(-S // self.q)
     vals = self.sk.decrypt_many([int(c) for c in np.asarray(payload, dtype=object).ravel()])
@@ -268,11 +282,19 @@ def decrypt_histograms(self: ActiveParty, payload, K: int, S: int) -> np.ndarray
 class FederatedHistograms:
     "The active party's histogram provider for `grow_tree`: own histograms in plaintext, passive ones decrypted."
 
-    def __init__(self, active: ActiveParty, passives: list, order: list):
+    def __init__(
+        self,
+        active: ActiveParty,  # the active party (it grows the tree)
+        passives: list,  # the passive parties
+        order: list,  # all parties in column order
+    ):
         self.active, self.passives, self.order = active, passives, order  # order: parties in column order
         self.S = [p.layout.n_slots if p is active else active.n_slots_of[p.name] for p in order]
 
-    def histograms(self, nodes) -> np.ndarray:
+    def histograms(
+        self,
+        nodes,  # the open nodes, as grow_tree asks
+    ) -> np.ndarray:
         a, nodes = self.active, np.asarray(nodes, np.intp)
         for p in self.passives:
             a.send(p, 'hist_request', nodes)
@@ -286,7 +308,15 @@ class FederatedHistograms:
 
 # %% ../nbs/33_secureboost.ipynb #bf2c0410
 @patch
-def split(self: FederatedHistograms, nodes, feature, bin, default_left, left, right):
+def split(
+    self: FederatedHistograms,
+    nodes,  # the nodes being split
+    feature,  # global feature index of each split
+    bin,  # bin of each split: bins <= bin go left
+    default_left,  # whether missing values go left, per split
+    left,  # left child of each split node
+    right,  # right child of each split node
+):
     "Route the rows of the split nodes: each split decided by its feature's owner; returns the children's row counts."
     a = self.active
     nodes, feature, bin, default_left, left = (np.asarray(v) for v in (nodes, feature, bin, default_left, left))
@@ -643,14 +673,20 @@ def _expected_margin(self: SecureBoostClassifier, n: int) -> np.ndarray:
 
 # %% ../nbs/33_secureboost.ipynb #2868a188
 @patch
-def predict_proba(self: SecureBoostClassifier, X_parts) -> np.ndarray:
+def predict_proba(
+    self: SecureBoostClassifier,
+    X_parts,  # one feature block per party, in the order of fit
+) -> np.ndarray:
     "Class probabilities `(n, 2)` by federated inference."
     p = expit(self.decision_function(X_parts))
     return np.column_stack([1 - p, p])
 
 
 @patch
-def predict(self: SecureBoostClassifier, X_parts) -> np.ndarray:
+def predict(
+    self: SecureBoostClassifier,
+    X_parts,  # one feature block per party, in the order of fit
+) -> np.ndarray:
     "Predicted labels by federated inference."
     return self.classes_[(self.decision_function(X_parts) > 0).astype(int)]
 

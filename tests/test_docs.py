@@ -96,9 +96,6 @@ def _api_symbols():
 ALLOWED_AT_1280 = {
     # nbs/35_missing.ipynb
     ('missing.html', 'image', 'Test AUC against the rate of missing values'),
-    # nbs/94_repro_mvppca.ipynb
-    ('repro_mvppca.html', 'image', 'Figure 8: the global distribution'),
-    ('repro_mvppca.html', 'image', 'Figure 10: the global noise variance'),
 }
 
 

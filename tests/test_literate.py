@@ -24,10 +24,7 @@ _DIRECTIVE = re.compile(r'^\s*#\s*\|')
 # (notebook, the first name the cell defines) -> its length in lines when it was listed (issue 16): the notebooks'
 # owners split them and take them off this list.
 LONG_CELLS = {
-    ('01_data.ipynb', 'DATASETS'): 65,  # over 60 once `ruff format` split its `;`-joined lines
     ('31_dpgbdt.ipynb', '_DPGBDT._grow_levels'): 65,  # over 60 once `ruff format` split its `;`-joined lines
-    ('34_nflgbdt.ipynb', 'FGBDTGClassifier'): 61,  # over 60 once `ruff format` split its `;`-joined lines
-    ('40_mvppca.ipynb', 'FedMVPPCA.fit'): 61,  # over 60 once `ruff format` split its `;`-joined lines
     ('50_flower.ipynb', 'Relay.run'): 89,  # over 60 once `ruff format` split its `;`-joined lines
     ('50_flower.ipynb', '_load_rows'): 74,  # over 60 once `ruff format` split its `;`-joined lines
 }
