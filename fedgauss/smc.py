@@ -1071,7 +1071,7 @@ def restore(
     self.phase = ck['phase']
     self.checkpoint = ck
 
-# %% ../nbs/11_smc.ipynb #8edfd84aa00d4424a71141df99c55e72
+# %% ../nbs/11_smc.ipynb
 @patch
 def lift(
     self: PartySMC,
@@ -1099,7 +1099,7 @@ def add(
     v = None if a.v is None else (a.v + b.v) & self.mask
     return self._check(PartyShare(v, s, a.bound + b.bound, np.broadcast_shapes(a.shape, b.shape)))
 
-
+# %% ../nbs/11_smc.ipynb
 @patch
 def neg(
     self: PartySMC,
