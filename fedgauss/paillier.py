@@ -224,7 +224,7 @@ def generate_paillier_keypair(
     pk = PaillierPublicKey(p * q, use_gmpy2)
     return pk, PaillierPrivateKey(pk, p, q)
 
-# %% ../nbs/32_paillier.ipynb
+# %% ../nbs/32_paillier.ipynb #a322bb6c
 @patch
 def add(
     self: PaillierPublicKey,
@@ -244,7 +244,7 @@ def add_plain(
     "E(m1) g^m2 = E(m1 + m2 mod n), no randomness added."
     return self._check_ciphertext(c) * (1 + self._check_plaintext(m % self.n) * self.n) % self.nsquare
 
-# %% ../nbs/32_paillier.ipynb
+# %% ../nbs/32_paillier.ipynb #ad52bfc2
 @patch
 def mul_plain(
     self: PaillierPublicKey,
@@ -475,14 +475,14 @@ class FixedPoint:
         "The largest |x| that encodes."
         return self.max_int / 2.0**self.frac_bits
 
-# %% ../nbs/32_paillier.ipynb
+# %% ../nbs/32_paillier.ipynb #c6bd9349
 def _exact_round(v: float, f: int) -> int:
     "round(v 2^f) exactly, for |v 2^f| too large for a float's integer part to be exact."
     from fractions import Fraction
 
     return round(Fraction(v) * 2**f)
 
-# %% ../nbs/32_paillier.ipynb
+# %% ../nbs/32_paillier.ipynb #61fa25e8
 @patch
 def encode(
     self: FixedPoint,

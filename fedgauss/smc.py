@@ -1071,7 +1071,7 @@ def restore(
     self.phase = ck['phase']
     self.checkpoint = ck
 
-# %% ../nbs/11_smc.ipynb
+# %% ../nbs/11_smc.ipynb #521d4ee8
 @patch
 def lift(
     self: PartySMC,
@@ -1099,7 +1099,7 @@ def add(
     v = None if a.v is None else (a.v + b.v) & self.mask
     return self._check(PartyShare(v, s, a.bound + b.bound, np.broadcast_shapes(a.shape, b.shape)))
 
-# %% ../nbs/11_smc.ipynb
+# %% ../nbs/11_smc.ipynb #0f9f2214
 @patch
 def neg(
     self: PartySMC,
