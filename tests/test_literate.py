@@ -276,6 +276,34 @@ def test_public_parameters_are_documented():
     assert not fewer, f'fewer undocumented parameters now: lower UNDOCUMENTED to {fewer}'
 
 
+# ---------------------------------------------------------------- prose in portions a reader takes in (issue 16 item 6)
+MAX_MARKDOWN_WORDS = 300
+# (notebook, first words of the cell): the landing page (README) and paragraphs that have no break to split at.
+LONG_MARKDOWN = {}
+
+
+def markdown_words(nbs=ROOT / 'nbs'):
+    "(notebook, cell index, first words, word count) of every markdown cell (inline math counts as one word)."
+    out = []
+    for p in sorted(nbs.glob('*.ipynb')):
+        for i, c in enumerate(json.loads(p.read_text())['cells']):
+            if c['cell_type'] == 'markdown':
+                src = ''.join(c['source'])
+                out.append((p.name, i, ' '.join(src.split()[:6]), len(re.sub(r'\$[^$]*\$', 'X', src).split())))
+    return out
+
+
+def test_markdown_cells_are_short():
+    cells = markdown_words()
+    long = [c for c in cells if c[3] > MAX_MARKDOWN_WORDS and (c[0], c[2]) not in LONG_MARKDOWN]
+    assert not long, f'markdown cells over {MAX_MARKDOWN_WORDS} words (split them at a paragraph):\n' + '\n'.join(
+        f'{nb} cell {i} ({head}…): {n} words' for nb, i, head, n in long
+    )
+    present = {(nb, head): n for nb, i, head, n in cells}
+    stale = sorted(k for k in LONG_MARKDOWN if present.get(k, 0) <= MAX_MARKDOWN_WORDS)
+    assert not stale, f'these markdown cells are short now (or gone): remove them from LONG_MARKDOWN: {stale}'
+
+
 if __name__ == '__main__':
     cells = exported_cells()
     ns = [n for *_, n in cells]
