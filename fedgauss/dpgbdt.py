@@ -78,7 +78,12 @@ def plan_queries(
     return q
 
 # %% ../nbs/31_dpgbdt.ipynb #3c2c04ff
-def calibrate_multiplier(epsilon: float, delta: float, count: int, accountant: str = 'rdp') -> float:
+def calibrate_multiplier(
+    epsilon: float,  # target privacy budget ε (> 0)
+    delta: float,  # target δ in (0, 1)
+    count: int,  # number C of Gaussian queries that share the multiplier
+    accountant: str = 'rdp',  # 'rdp' (Rényi DP, fedgauss.dp) or 'exact' (the C releases as one Gaussian)
+) -> float:  # the noise multiplier z (noise standard deviation / L2 sensitivity)
     "Noise multiplier $z$ such that `count` Gaussian queries with multiplier $z$ are (epsilon, delta)-DP by `accountant`."
     if accountant == 'rdp':
         return calibrate_noise_multiplier(epsilon, delta, count)
@@ -87,7 +92,12 @@ def calibrate_multiplier(epsilon: float, delta: float, count: int, accountant: s
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
 
-def spent_epsilon(z: float, delta: float, count: int, accountant: str = 'rdp') -> float:
+def spent_epsilon(
+    z: float,  # noise multiplier of every query
+    delta: float,  # δ at which ε is read
+    count: int,  # number C of Gaussian queries
+    accountant: str = 'rdp',  # 'rdp' or 'exact'
+) -> float:  # the ε spent
     "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant`."
     if accountant == 'rdp':
         return RDPAccountant().add_gaussian(z, count).epsilon(delta)
@@ -96,7 +106,10 @@ def spent_epsilon(z: float, delta: float, count: int, accountant: str = 'rdp') -
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #8475df68
-def ddg_tau_log10(sigma_client: float, n_clients: int) -> float:
+def ddg_tau_log10(
+    sigma_client: float,  # standard deviation of each client's discrete Gaussian share (integer units)
+    n_clients: int,  # number K of clients adding a share
+) -> float:  # log10 of tau
     "log10 of Kairouz-Liu-Steinke's tau for the sum of `n_clients` discrete Gaussians of standard deviation `sigma_client`."
     j = np.arange(1, n_clients, dtype=float)
     if len(j) == 0:
@@ -109,12 +122,20 @@ def ddg_tau_log10(sigma_client: float, n_clients: int) -> float:
 class NoisePool:
     "Pre-drawn exact discrete Gaussian samples N_Z(0, sigma^2), handed out once each."
 
-    def __init__(self, sigma: float, size: int, rng=None):
+    def __init__(
+        self,
+        sigma: float,  # scale of the discrete Gaussian N_Z(0, sigma^2), in integer units
+        size: int,  # samples to pre-draw (the plan of the fit)
+        rng=None,  # int or numpy Generator
+    ):
         self.sigma, self.rng = float(sigma), as_rng(rng)
         self._buf = discrete_gaussian(self.sigma, max(int(size), 1), self.rng)
         self._pos = 0
 
-    def take(self, n: int) -> np.ndarray:
+    def take(
+        self,
+        n: int,  # number of samples wanted
+    ) -> np.ndarray:  # n unused samples
         "The next `n` samples (drawing more if the plan was exceeded)."
         if self._pos + n > len(self._buf):
             self._buf = np.concatenate([self._buf[self._pos :], discrete_gaussian(self.sigma, max(n, 1024), self.rng)])
@@ -132,18 +153,28 @@ def _prg(seed: int) -> np.random.Generator:
 class SecAggClient(Party):
     "A client of the masked secure sum: holds its DH secret and one mask stream per other client."
 
-    def key_agree(self, server: str, rng):
+    def key_agree(
+        self,
+        server: str,  # name of the server party that relays the public keys
+        rng,  # numpy Generator for the Diffie-Hellman secret
+    ):
         self._secret = int.from_bytes(rng.bytes(32), 'big')
         self.send(server, 'public key', int(_powmod(2, self._secret, _mpz(RFC3526_P2048))))
 
-    def key_finish(self, server: str):
+    def key_finish(
+        self,
+        server: str,  # name of the server party that relayed the public keys
+    ):
         keys = self.receive('public keys', sender=server)
         self._streams = {
             o: (o > self.name, _prg(int(_powmod(_mpz(pk), self._secret, _mpz(RFC3526_P2048)))))
             for o, pk in keys.items()
         }
 
-    def premask(self, n: int):
+    def premask(
+        self,
+        n: int,  # number of mask values to pre-draw
+    ):
         "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
         tot = np.zeros(n, np.uint64)
         for o, (plus, g) in self._streams.items():
@@ -151,7 +182,10 @@ class SecAggClient(Party):
             tot = tot + m if plus else tot - m
         self._mask, self._mpos = tot, 0
 
-    def masked(self, ints: np.ndarray) -> np.ndarray:
+    def masked(
+        self,
+        ints: np.ndarray,  # the int64 vector to hide (fixed-point values plus noise)
+    ) -> np.ndarray:  # uint64 masked vector
         "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
         y = np.asarray(ints, np.int64).ravel().view(np.uint64)
         if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
@@ -161,7 +195,11 @@ class SecAggClient(Party):
         return out
 
 # %% ../nbs/31_dpgbdt.ipynb #01d4aab8
-def secure_aggregate(server: str, clients: list, kind: str) -> np.ndarray:
+def secure_aggregate(
+    server: str,  # name of the server party
+    clients: list,  # the SecAggClient parties whose masked vectors are summed
+    kind: str,  # message kind of this release
+) -> np.ndarray:  # int64 sum of the clients' vectors (the masks cancel)
     "Server side of one release: receive each client's masked vector of `kind` and return the int64 sum (mod 2^64)."
     tot = None
     for c in clients:
@@ -170,7 +208,11 @@ def secure_aggregate(server: str, clients: list, kind: str) -> np.ndarray:
     return tot.view(np.int64)
 
 
-def key_agreement(server: str, clients: list, rng):
+def key_agreement(
+    server: str,  # name of the server party relaying the keys
+    clients: list,  # the SecAggClient parties
+    rng,  # numpy Generator for the clients' secrets
+):
     "One Diffie-Hellman round through the server: every pair of clients gets a shared seed."
     ch = clients[0].channel
     for c in clients:
@@ -185,7 +227,13 @@ def key_agreement(server: str, clients: list, rng):
 CANDIDATES = ('uniform', 'log', 'quantile', 'iterative_hessian')
 
 
-def initial_candidates(method: str, lo, hi, n_candidates: int, X=None) -> np.ndarray:
+def initial_candidates(
+    method: str,  # one of CANDIDATES
+    lo,  # (F,) public lower bounds of the features
+    hi,  # (F,) public upper bounds of the features
+    n_candidates: int,  # Q thresholds per feature
+    X=None,  # (n, F) pooled rows, only for the non-private 'quantile'
+) -> np.ndarray:  # (F, Q) thresholds, rows padded with +inf
     "(F, Q) thresholds per feature (rows padded with +inf) from public bounds, or pooled quantiles for 'quantile'."
     if method not in CANDIDATES:
         raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {method!r}")
@@ -204,7 +252,12 @@ def initial_candidates(method: str, lo, hi, n_candidates: int, X=None) -> np.nda
     return out
 
 # %% ../nbs/31_dpgbdt.ipynb #5ee43282
-def ih_candidates(thresholds, lo: float, hi: float, hess_hist) -> np.ndarray:
+def ih_candidates(
+    thresholds,  # (Q,) current thresholds of one feature
+    lo: float,  # public lower bound of the feature
+    hi: float,  # public upper bound of the feature
+    hess_hist,  # (Q+1,) noisy Hessian mass of the bins the thresholds delimit
+) -> np.ndarray:  # (Q,) new thresholds
     "New thresholds splitting the (noisy) Hessian mass of the current bins evenly (piecewise-uniform density within bins)."
     t = np.asarray(thresholds, float)
     Q = len(t)
@@ -219,7 +272,12 @@ def ih_candidates(thresholds, lo: float, hi: float, hess_hist) -> np.ndarray:
     return np.interp(np.arange(1, Q + 1) / (Q + 1), cdf, edges)
 
 # %% ../nbs/31_dpgbdt.ipynb #bc19def7
-def random_tree_splits(candidates, features, max_depth: int, rng) -> tuple:
+def random_tree_splits(
+    candidates,  # (F, Q) thresholds per feature, padded with +inf
+    features,  # features this tree may split on
+    max_depth: int,  # levels of splits d
+    rng,  # numpy Generator
+) -> tuple:  # (feature, candidate index) arrays of the 2^d - 1 internal nodes, in heap order
     "Totally random complete tree: (feature, candidate index) per internal node, -1 index for 'all left'."
     F, Q = candidates.shape
     n_int = 2**max_depth - 1
@@ -244,7 +302,12 @@ def random_tree_splits(candidates, features, max_depth: int, rng) -> tuple:
     return feat, idx
 
 # %% ../nbs/31_dpgbdt.ipynb #27bd94b8
-def route(X, feat, thr, max_depth: int) -> np.ndarray:
+def route(
+    X,  # (n, F) rows
+    feat,  # (2^d - 1,) split feature of each internal node, heap order
+    thr,  # (2^d - 1,) threshold of each internal node (x >= thr goes right)
+    max_depth: int,  # levels of splits d
+) -> np.ndarray:  # leaf index of each row
     "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr)."
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
@@ -253,7 +316,14 @@ def route(X, feat, thr, max_depth: int) -> np.ndarray:
     return node - (2**max_depth - 1)
 
 
-def forest_sum(X, feats, thrs, leaves, max_depth: int, chunk: int = 64) -> np.ndarray:
+def forest_sum(
+    X,  # (n, F) rows
+    feats,  # (T, 2^d - 1) split features of the trees
+    thrs,  # (T, 2^d - 1) thresholds of the trees
+    leaves,  # (T, 2^d) leaf values of the trees
+    max_depth: int,  # levels of splits d
+    chunk: int = 64,  # trees routed together (memory: chunk x n)
+) -> np.ndarray:  # (n,) sum of the leaf values
     "Sum over trees of the leaf values reached by each row (trees stacked as (T, nodes) arrays)."
     out = np.zeros(len(X))
     rows = np.arange(len(X))[None, :]
@@ -282,7 +352,13 @@ def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
     return _score(GL, HL, lam, clip) + _score(GR, HR, lam, clip) - _score(G, H, lam, clip)
 
 
-def hist_best_splits(hist, nfin, lam: float, node_tot=None, clip: float = 2.0) -> tuple:
+def hist_best_splits(
+    hist,  # (nodes, k, Q+1, 2) noisy (G, H) histograms of the tree's k features
+    nfin,  # (k,) number of finite candidates of each feature
+    lam: float,  # L2 regularisation lambda
+    node_tot=None,  # (nodes, 2) noisy (G, H) of each node; None: the children's sums
+    clip: float = 2.0,  # max_delta_step: leaves clipped to +-clip in the gain
+) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain) per node
     "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
     cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
     rs = hist.sum(2, keepdims=True) - cs
@@ -297,8 +373,13 @@ def hist_best_splits(hist, nfin, lam: float, node_tot=None, clip: float = 2.0) -
 
 # %% ../nbs/31_dpgbdt.ipynb #9b721bca
 def leaf_values(
-    G, H, weight_update: str, reg_lambda: float = 1.0, leaf_clip: float = 2.0, task: str = 'classification'
-) -> np.ndarray:
+    G,  # noisy gradient sums of the leaves
+    H,  # noisy Hessian sums (counts for 'averaging') of the leaves
+    weight_update: str,  # 'newton', 'gradient' or 'averaging'
+    reg_lambda: float = 1.0,  # L2 regularisation lambda
+    leaf_clip: float = 2.0,  # boosting leaves clipped to +-leaf_clip
+    task: str = 'classification',  # 'classification' or 'regression'
+) -> np.ndarray:  # leaf values before the learning rate
     "Leaf values from noisy sums (before the learning rate / averaging)."
     G, H = np.asarray(G, float), np.asarray(H, float)
     if weight_update == 'averaging':
@@ -312,7 +393,15 @@ def leaf_values(
 class DPGBDTClient(SecAggClient):
     "A client: its rows never leave it; it releases noisy masked sums only."
 
-    def setup(self, candidates, loss: str, dg: float, dh: float, weight_update: str, grad_clip: float):
+    def setup(
+        self,
+        candidates,  # (F, Q) initial thresholds
+        loss: str,  # 'logistic' or 'squared'
+        dg: float,  # gradient sensitivity
+        dh: float,  # Hessian sensitivity
+        weight_update: str,  # 'newton', 'gradient' or 'averaging'
+        grad_clip: float,  # regression: per-sample gradient clip
+    ):
         self._X = np.asarray(self._X, float)
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
@@ -323,7 +412,11 @@ class DPGBDTClient(SecAggClient):
         for f in range(self._X.shape[1]):
             self.rebin(f, candidates[f])
 
-    def rebin(self, f: int, t):
+    def rebin(
+        self,
+        f: int,  # feature index
+        t,  # (Q,) new thresholds of feature f
+    ):
         self.cand[f] = t
         self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
 
@@ -341,7 +434,12 @@ class DPGBDTClient(SecAggClient):
 
 # %% ../nbs/31_dpgbdt.ipynb #38be4730
 @patch
-def release(self: DPGBDTClient, server: str, component: str, blocks: list):
+def release(
+    self: DPGBDTClient,
+    server: str,  # name of the server party
+    component: str,  # the query's component (message kind 'noisy <component>')
+    blocks: list,  # [(array, sigma_client)]: values and the scale of this client's noise share (0: none)
+):
     "Send the masked noisy fixed-point encoding of `blocks` = [(array, sigma_client)] as one message of kind 'noisy <component>'."
     parts = []
     for a, s in blocks:
@@ -352,7 +450,12 @@ def release(self: DPGBDTClient, server: str, component: str, blocks: list):
 
 
 @patch
-def leaf_sums(self: DPGBDTClient, feat, thr, max_depth: int):
+def leaf_sums(
+    self: DPGBDTClient,
+    feat,  # (2^d - 1,) split features, heap order
+    thr,  # (2^d - 1,) thresholds
+    max_depth: int,  # levels of splits d
+):
     "Route rows; per-leaf sums of g and h."
     self.leaf = route(self._X, feat, thr, max_depth)
     L = 2**max_depth
@@ -360,7 +463,13 @@ def leaf_sums(self: DPGBDTClient, feat, thr, max_depth: int):
 
 
 @patch
-def node_hist(self: DPGBDTClient, node, n_nodes: int, features, weights) -> np.ndarray:
+def node_hist(
+    self: DPGBDTClient,
+    node,  # (n,) node of each row at the current level
+    n_nodes: int,  # nodes at the current level
+    features,  # the k features of the histogram
+    weights,  # (n,) per-row values summed (g or h)
+) -> np.ndarray:
     "(n_nodes, k, Q+1) histogram of `weights` of the rows by node and bin of each feature in `features`."
     Q1 = self.cand.shape[1] + 1
     out = np.empty((n_nodes, len(features), Q1))
@@ -509,8 +618,13 @@ def _check_params(self: _DPGBDT):
 
 # %% ../nbs/31_dpgbdt.ipynb #9455b87e
 def feature_schedule(
-    n_features: int, n_estimators: int, interaction=None, k=None, full_cycles: bool = False, rng=None
-) -> list:
+    n_features: int,  # F
+    n_estimators: int,  # trees T (full cycles if `full_cycles`)
+    interaction=None,  # None (all features), 'cyclical' or 'random'
+    k=None,  # features per tree (default 1)
+    full_cycles: bool = False,  # cyclical: n_estimators counts full cycles over the features
+    rng=None,  # int or numpy Generator (random k-way)
+) -> list:  # the feature indices of each tree
     "The features of each tree."
     F = n_features
     if interaction is None:
@@ -835,7 +949,11 @@ def _split_input(self: _DPGBDT, X, y):
 class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
     "Differentially private federated GBDT for binary classification (Maddock et al. 2022), over secure aggregation."
 
-    def fit(self, X, y=None):
+    def fit(
+        self,
+        X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
+        y=None,  # (n,) labels for an array X; None for a client list
+    ):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
@@ -845,12 +963,18 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         enc = [(Xk, (np.asarray(yk).ravel() == self.classes_[1]).astype(float)) for Xk, yk in clients]
         return self._fit(enc, 'logistic', 'classification')
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(
+        self,
+        X,  # (n, F) array or DataFrame with the training columns
+    ) -> np.ndarray:  # (n, 2) class probabilities
         m = self.decision_function(X)
         p = np.clip(m, 0, 1) if self.weight_update == 'averaging' else expit(m)
         return np.c_[1 - p, p]
 
-    def predict(self, X) -> np.ndarray:
+    def predict(
+        self,
+        X,  # (n, F) array or DataFrame with the training columns
+    ) -> np.ndarray:  # (n,) predictions
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
 
@@ -858,9 +982,16 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
     "Differentially private federated GBDT for regression: squared loss, per-sample gradients clipped to +-grad_clip."
 
-    def fit(self, X, y=None):
+    def fit(
+        self,
+        X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
+        y=None,  # (n,) labels for an array X; None for a client list
+    ):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         return self._fit(self._split_input(X, y), 'squared', 'regression')
 
-    def predict(self, X) -> np.ndarray:
+    def predict(
+        self,
+        X,  # (n, F) array or DataFrame with the training columns
+    ) -> np.ndarray:  # (n,) predictions
         return self.decision_function(X)
