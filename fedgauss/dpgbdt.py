@@ -727,59 +727,6 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh):
     self.frac_bits_ = fb
     return s
 
-# %% ../nbs/31_dpgbdt.ipynb #0e6910b9
-@patch
-def _fit(self: _DPGBDT, clients, loss, task):
-    rng, data, n, F = self._setup(clients, loss)
-    cand, sched, T, ih, B = self._plan(data, n, F, rng)
-    K = len(data)
-    ch = Channel(record_payloads=False)
-    self.channel_ = ch
-    S = 'server'
-    parties = [DPGBDTClient(f'client{i}', ch, a, y) for i, (a, y) in enumerate(data)]
-    dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
-    scales = self._noise(n, F, K, dg, dh)
-    noisy = parties + (
-        [DPGBDTClient('noise', ch, data[0][0][:1], data[0][1][:1])] if self.noise == 'aggregator' else []
-    )
-    key_agreement(S, noisy, rng)
-    need = self._noise_needs(sched, ih)
-    for c in noisy:
-        c.premask(sum(need.values()) + 2 * len(sched))
-        c.setup(cand, loss, dg, dh, self.weight_update, self.grad_clip)
-        c.frac_bits = self.frac_bits_
-        if self.noise == 'aggregator' and c is not noisy[-1]:
-            continue
-        for kind, s in scales.items():
-            if s > 0 and s not in c.pools:
-                c.pools[s] = NoisePool(s, need[kind] if kind != 'ih' else need['ih'], rng)
-            elif s > 0:
-                c.pools[s]._buf = np.concatenate([c.pools[s]._buf, discrete_gaussian(s, max(need[kind], 1), rng)])
-    self._scales, self._parties, self._noisy, self._cand, self._K = scales, parties, noisy, cand, K
-    d = self.max_depth
-    L = 2**d
-    n_int = L - 1
-    self.tree_features_ = np.zeros((T, n_int), np.intp)
-    self.tree_thresholds_ = np.zeros((T, n_int))
-    self.tree_leaves_ = np.zeros((T, L))
-    self._r = 0
-    for t in range(T):
-        if t % B == 0:
-            for c in parties:
-                c.gradients()
-        feats = sched[t]
-        if t < ih:
-            self._ih_round(feats)
-        f, thr, G, H = self._grow(feats, rng)
-        w = leaf_values(G, H, self.weight_update, self.reg_lambda, self.leaf_clip, task)
-        w = w / T if self.weight_update == 'averaging' else w * self.learning_rate / min(B, T - (t // B) * B)
-        self.tree_features_[t], self.tree_thresholds_[t], self.tree_leaves_[t] = f, thr, w
-        ch.broadcast(S, [c.name for c in parties], 'leaf values', w)
-        for c in parties:
-            c.receive('leaf values', sender=S)
-            c.margin += w[c.leaf]
-    return self
-
 # %% ../nbs/31_dpgbdt.ipynb #0161781c
 @patch
 def _noise_needs(self: _DPGBDT, sched, ih):
@@ -810,6 +757,34 @@ def _release(self: _DPGBDT, component: str, arrays: list):
             S, component, [(np.zeros(np.size(a)), self._scales[k] if noisy else 0) for a, k in arrays[0]]
         )
     return np.ldexp(secure_aggregate(S, self._noisy, f'noisy {component}').astype(float), -self.frac_bits_)
+
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def _start(self: _DPGBDT, data, loss, task, cand, sched, ih, n, F, rng):
+    "Everything before the first tree: the channel, the parties, the noise scales, the key agreement, the noise pools."
+    K = len(data)
+    ch = Channel(record_payloads=False)
+    self.channel_ = ch
+    parties = [DPGBDTClient(f'client{i}', ch, a, y) for i, (a, y) in enumerate(data)]
+    dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
+    scales = self._noise(n, F, K, dg, dh)
+    noisy = parties + (
+        [DPGBDTClient('noise', ch, data[0][0][:1], data[0][1][:1])] if self.noise == 'aggregator' else []
+    )
+    key_agreement('server', noisy, rng)
+    need = self._noise_needs(sched, ih)
+    for c in noisy:
+        c.premask(sum(need.values()) + 2 * len(sched))
+        c.setup(cand, loss, dg, dh, self.weight_update, self.grad_clip)
+        c.frac_bits = self.frac_bits_
+        if self.noise == 'aggregator' and c is not noisy[-1]:
+            continue
+        for kind, s in scales.items():
+            if s > 0 and s not in c.pools:
+                c.pools[s] = NoisePool(s, need[kind] if kind != 'ih' else need['ih'], rng)
+            elif s > 0:
+                c.pools[s]._buf = np.concatenate([c.pools[s]._buf, discrete_gaussian(s, max(need[kind], 1), rng)])
+    self._scales, self._parties, self._noisy, self._cand, self._K = scales, parties, noisy, cand, K
 
 # %% ../nbs/31_dpgbdt.ipynb #5a42ab6f
 @patch
@@ -855,21 +830,64 @@ def _grow(self: _DPGBDT, feats, rng):
         return f, thr, G, H
     return self._grow_levels(feats, rng)
 
-# %% ../nbs/31_dpgbdt.ipynb #fb0c9a17
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def _route_level(self: _DPGBDT, f, thr):
+    "Broadcast a level's splits; each client moves its rows to the children."
+    self.channel_.broadcast('server', [c.name for c in self._parties], 'splits', (f, thr))
+    for c in self._parties:
+        fl, tl = c.receive('splits', sender='server')
+        c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
+
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def _hist_level(self: _DPGBDT, feats, nn, nfin, tot):
+    "Hist: noisy (G, H) histograms of the level's `nn` nodes; the best split of each node and the node totals."
+    G, H = self._gh(
+        'histograms',
+        [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
+    )
+    hst = np.stack([G, H], -1)
+    if tot is None:
+        tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
+    return *hist_best_splits(hst, nfin, self.reg_lambda, tot, self.leaf_clip), tot
+
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def _pr_level(self: _DPGBDT, feats, nn, nfin, tot, rng):
+    "PR: one random candidate per feature and node; noisy left sums, right = noisy node total - left."
+    k = len(feats)
+    js = (rng.random((nn, k)) * nfin[None, :]).astype(np.intp)
+    thr = self._cand[feats[None, :], js]
+    per = []
+    for c in self._parties:
+        left = c._X[:, feats] < thr[c.node]
+        per.append(
+            (
+                np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1),
+                np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1),
+            )
+        )
+    GL, HL = self._gh('left sums', per)
+    GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL
+    gains = _gain(GL, HL, GR, HR, self.reg_lambda, tot[:, None, 0], tot[:, None, 1], self.leaf_clip)
+    fs = gains.argmax(1)
+    n_ = np.arange(nn)
+    Ls = np.stack([GL[n_, fs], HL[n_, fs]], -1)
+    Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
+    return fs, js[n_, fs], Ls, Rs, gains[n_, fs]
+
+# %% ../nbs/31_dpgbdt.ipynb
 @patch
 def _grow_levels(self: _DPGBDT, feats, rng):
-    d = self.max_depth
-    S = 'server'
-    names = [c.name for c in self._parties]
-    cand = self._cand
+    "Hist or PR: grow level by level; returns (features, thresholds, noisy G, noisy H) of the leaves."
+    d, cand = self.max_depth, self._cand
     feats = np.asarray(feats)
-    k = len(feats)
-    Q = cand.shape[1]
-    lam = self.reg_lambda
     nfin = np.isfinite(cand[feats]).sum(1)
     f_all, thr_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1)
     for c in self._parties:
         c.node = np.zeros(len(c.h), np.intp)
+    tot = None
     if self.split_method == 'partially_random':
         G0, H0 = self._gh('root', [(c.g.sum(keepdims=True), c.h.sum(keepdims=True)) for c in self._parties])
         tot = np.stack([G0, H0], -1)  # (nodes, 2)
@@ -877,35 +895,9 @@ def _grow_levels(self: _DPGBDT, feats, rng):
     for lev in range(d):
         nn = 2**lev
         if self.split_method == 'hist':
-            G, H = self._gh(
-                'histograms',
-                [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
-            )
-            hst = np.stack([G, H], -1)
-            if lev == 0:
-                tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
-            fs, js, Ls, Rs, gain = hist_best_splits(hst, nfin, lam, tot, self.leaf_clip)
+            fs, js, Ls, Rs, gain, tot = self._hist_level(feats, nn, nfin, tot)
         else:
-            js = (rng.random((nn, k)) * nfin[None, :]).astype(np.intp)  # one random candidate per feature and node
-            thr = cand[feats[None, :], js]
-            per = []
-            for c in self._parties:
-                left = c._X[:, feats] < thr[c.node]
-                per.append(
-                    (
-                        np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1),
-                        np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1),
-                    )
-                )
-            GL, HL = self._gh('left sums', per)
-            GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL
-            gains = _gain(GL, HL, GR, HR, lam, tot[:, None, 0], tot[:, None, 1], self.leaf_clip)
-            fs = gains.argmax(1)
-            n_ = np.arange(nn)
-            gain = gains[n_, fs]
-            js = js[n_, fs]
-            Ls = np.stack([GL[n_, fs], HL[n_, fs]], -1)
-            Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
+            fs, js, Ls, Rs, gain = self._pr_level(feats, nn, nfin, tot, rng)
         stop = stop | ~(gain > 0)
         Ls = np.where(stop[:, None], tot, Ls)
         Rs = np.where(stop[:, None], 0.0, Rs)
@@ -914,13 +906,44 @@ def _grow_levels(self: _DPGBDT, feats, rng):
         thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
         tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
         stop = np.repeat(stop, 2)
-        self.channel_.broadcast(S, names, 'splits', (f_all[ids], thr_all[ids]))
-        for c in self._parties:
-            fl, tl = c.receive('splits', sender=S)
-            c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
+        self._route_level(f_all[ids], thr_all[ids])
     for c in self._parties:
         c.leaf = c.node
     return f_all, thr_all, tot[:, 0], tot[:, 1]
+
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def _add_tree(self: _DPGBDT, t, f, thr, w):
+    "Store tree `t` and broadcast its leaf values; each client adds them to its rows' margins."
+    self.tree_features_[t], self.tree_thresholds_[t], self.tree_leaves_[t] = f, thr, w
+    self.channel_.broadcast('server', [c.name for c in self._parties], 'leaf values', w)
+    for c in self._parties:
+        c.receive('leaf values', sender='server')
+        c.margin += w[c.leaf]
+
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def _fit(self: _DPGBDT, clients, loss, task):
+    rng, data, n, F = self._setup(clients, loss)
+    cand, sched, T, ih, B = self._plan(data, n, F, rng)
+    self._start(data, loss, task, cand, sched, ih, n, F, rng)
+    L = 2**self.max_depth
+    self.tree_features_ = np.zeros((T, L - 1), np.intp)
+    self.tree_thresholds_ = np.zeros((T, L - 1))
+    self.tree_leaves_ = np.zeros((T, L))
+    self._r = 0
+    for t in range(T):
+        if t % B == 0:
+            for c in self._parties:
+                c.gradients()
+        feats = sched[t]
+        if t < ih:
+            self._ih_round(feats)
+        f, thr, G, H = self._grow(feats, rng)
+        w = leaf_values(G, H, self.weight_update, self.reg_lambda, self.leaf_clip, task)
+        w = w / T if self.weight_update == 'averaging' else w * self.learning_rate / min(B, T - (t // B) * B)
+        self._add_tree(t, f, thr, w)
+    return self
 
 # %% ../nbs/31_dpgbdt.ipynb #7309434c
 @patch

@@ -47,7 +47,6 @@ LONG_CELLS = {
     ('30_gbdt.ipynb', '_frame_categories'): 258,
     ('30_gbdt.ipynb', '_scatter_add'): 149,
     ('30_gbdt.ipynb', 'grow_tree'): 74,  # over 60 once `ruff format` split its `;`-joined lines
-    ('31_dpgbdt.ipynb', '_DPGBDT._grow_levels'): 65,  # over 60 once `ruff format` split its `;`-joined lines
     ('34_nflgbdt.ipynb', 'FGBDTGClassifier'): 61,  # over 60 once `ruff format` split its `;`-joined lines
     ('40_mvppca.ipynb', 'FedMVPPCA.fit'): 61,  # over 60 once `ruff format` split its `;`-joined lines
     ('50_flower.ipynb', 'Relay.run'): 89,  # over 60 once `ruff format` split its `;`-joined lines
