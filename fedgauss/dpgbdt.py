@@ -144,7 +144,7 @@ class NoisePool:
         self._pos += n
         return out
 
-# %% ../nbs/31_dpgbdt.ipynb #4fa18a08
+# %% ../nbs/31_dpgbdt.ipynb
 def _prg(seed: int) -> np.random.Generator:
     "The pairwise mask stream of a shared Diffie-Hellman seed (both clients of the pair draw the same values, in order)."
     return np.random.default_rng(int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big'))
@@ -171,28 +171,32 @@ class SecAggClient(Party):
             for o, pk in keys.items()
         }
 
-    def premask(
-        self,
-        n: int,  # number of mask values to pre-draw
-    ):
-        "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
-        tot = np.zeros(n, np.uint64)
-        for o, (plus, g) in self._streams.items():
-            m = g.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
-            tot = tot + m if plus else tot - m
-        self._mask, self._mpos = tot, 0
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def premask(
+    self: SecAggClient,
+    n: int,  # number of mask values to pre-draw
+):
+    "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
+    tot = np.zeros(n, np.uint64)
+    for o, (plus, g) in self._streams.items():
+        m = g.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        tot = tot + m if plus else tot - m
+    self._mask, self._mpos = tot, 0
 
-    def masked(
-        self,
-        ints: np.ndarray,  # the int64 vector to hide (fixed-point values plus noise)
-    ) -> np.ndarray:  # uint64 masked vector
-        "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
-        y = np.asarray(ints, np.int64).ravel().view(np.uint64)
-        if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
-            self.premask(max(y.size, 4096))
-        out = y + self._mask[self._mpos : self._mpos + y.size]
-        self._mpos += y.size
-        return out
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def masked(
+    self: SecAggClient,
+    ints: np.ndarray,  # the int64 vector to hide (fixed-point values plus noise)
+) -> np.ndarray:  # uint64 masked vector
+    "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
+    y = np.asarray(ints, np.int64).ravel().view(np.uint64)
+    if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
+        self.premask(max(y.size, 4096))
+    out = y + self._mask[self._mpos : self._mpos + y.size]
+    self._mpos += y.size
+    return out
 
 # %% ../nbs/31_dpgbdt.ipynb #01d4aab8
 def secure_aggregate(
@@ -389,7 +393,7 @@ def leaf_values(
     w = np.where(H > 0, -G / (np.maximum(H, 0) + reg_lambda), 0.0)
     return np.clip(w, -leaf_clip, leaf_clip)
 
-# %% ../nbs/31_dpgbdt.ipynb #b7ab6bc3
+# %% ../nbs/31_dpgbdt.ipynb
 class DPGBDTClient(SecAggClient):
     "A client: its rows never leave it; it releases noisy masked sums only."
 
@@ -420,19 +424,22 @@ class DPGBDTClient(SecAggClient):
         self.cand[f] = t
         self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
 
-    def gradients(self):
-        y, m = self._y, self.margin
-        if self.wu == 'averaging':
-            g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
-        elif self.loss == 'logistic':
-            p = expit(m)
-            g = p - y
-            h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
-        else:
-            g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
-        self.g, self.h = g, h
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def gradients(self: DPGBDTClient):
+    "This client's per-row gradients `g` and Hessians `h` at its margins (h = 1 for gradient / averaging; regression clips g)."
+    y, m = self._y, self.margin
+    if self.wu == 'averaging':
+        g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
+    elif self.loss == 'logistic':
+        p = expit(m)
+        g = p - y
+        h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
+    else:
+        g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
+    self.g, self.h = g, h
 
-# %% ../nbs/31_dpgbdt.ipynb #38be4730
+# %% ../nbs/31_dpgbdt.ipynb
 @patch
 def release(
     self: DPGBDTClient,
@@ -448,7 +455,7 @@ def release(
         parts.append(np.rint(np.ldexp(a, self.frac_bits)).astype(np.int64) + noise)
     self.send(server, f'noisy {component}', self.masked(np.concatenate(parts)))
 
-
+# %% ../nbs/31_dpgbdt.ipynb
 @patch
 def leaf_sums(
     self: DPGBDTClient,
@@ -461,7 +468,7 @@ def leaf_sums(
     L = 2**max_depth
     return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
 
-
+# %% ../nbs/31_dpgbdt.ipynb
 @patch
 def node_hist(
     self: DPGBDTClient,
@@ -758,7 +765,7 @@ def _release(self: _DPGBDT, component: str, arrays: list):
         )
     return np.ldexp(secure_aggregate(S, self._noisy, f'noisy {component}').astype(float), -self.frac_bits_)
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #5093f839
 @patch
 def _start(self: _DPGBDT, data, loss, task, cand, sched, ih, n, F, rng):
     "Everything before the first tree: the channel, the parties, the noise scales, the key agreement, the noise pools."
@@ -830,7 +837,7 @@ def _grow(self: _DPGBDT, feats, rng):
         return f, thr, G, H
     return self._grow_levels(feats, rng)
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #9904ad26
 @patch
 def _route_level(self: _DPGBDT, f, thr):
     "Broadcast a level's splits; each client moves its rows to the children."
@@ -839,7 +846,7 @@ def _route_level(self: _DPGBDT, f, thr):
         fl, tl = c.receive('splits', sender='server')
         c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #686fb803
 @patch
 def _hist_level(self: _DPGBDT, feats, nn, nfin, tot):
     "Hist: noisy (G, H) histograms of the level's `nn` nodes; the best split of each node and the node totals."
@@ -852,7 +859,7 @@ def _hist_level(self: _DPGBDT, feats, nn, nfin, tot):
         tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
     return *hist_best_splits(hst, nfin, self.reg_lambda, tot, self.leaf_clip), tot
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #af112cdf
 @patch
 def _pr_level(self: _DPGBDT, feats, nn, nfin, tot, rng):
     "PR: one random candidate per feature and node; noisy left sums, right = noisy node total - left."
@@ -877,7 +884,7 @@ def _pr_level(self: _DPGBDT, feats, nn, nfin, tot, rng):
     Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
     return fs, js[n_, fs], Ls, Rs, gains[n_, fs]
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #8035a9f2
 @patch
 def _grow_levels(self: _DPGBDT, feats, rng):
     "Hist or PR: grow level by level; returns (features, thresholds, noisy G, noisy H) of the leaves."
@@ -911,7 +918,7 @@ def _grow_levels(self: _DPGBDT, feats, rng):
         c.leaf = c.node
     return f_all, thr_all, tot[:, 0], tot[:, 1]
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #85c47c05
 @patch
 def _add_tree(self: _DPGBDT, t, f, thr, w):
     "Store tree `t` and broadcast its leaf values; each client adds them to its rows' margins."
@@ -921,7 +928,7 @@ def _add_tree(self: _DPGBDT, t, f, thr, w):
         c.receive('leaf values', sender='server')
         c.margin += w[c.leaf]
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #ada98287
 @patch
 def _fit(self: _DPGBDT, clients, loss, task):
     rng, data, n, F = self._setup(clients, loss)
