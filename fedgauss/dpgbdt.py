@@ -144,7 +144,7 @@ class NoisePool:
         self._pos += n
         return out
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #449f08ff
 def _prg(seed: int) -> np.random.Generator:
     "The pairwise mask stream of a shared Diffie-Hellman seed (both clients of the pair draw the same values, in order)."
     return np.random.default_rng(int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big'))
@@ -171,7 +171,7 @@ class SecAggClient(Party):
             for o, pk in keys.items()
         }
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #9a425bc5
 @patch
 def premask(
     self: SecAggClient,
@@ -184,7 +184,7 @@ def premask(
         tot = tot + m if plus else tot - m
     self._mask, self._mpos = tot, 0
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #06a58baa
 @patch
 def masked(
     self: SecAggClient,
@@ -341,7 +341,7 @@ def forest_sum(
         out += v[tr, node - off].sum(0)
     return out
 
-# %% ../nbs/31_dpgbdt.ipynb #d36ac1d4
+# %% ../nbs/31_dpgbdt.ipynb
 def _score(G, H, lam, clip=2.0):
     "Loss reduction -(2 G w + (H + lam) w^2) at the clipped leaf w = clip(-G/(H+lam), +-clip): G^2/(H+lam) when unclipped."
     H = np.clip(H, 0, None) + lam
@@ -355,25 +355,42 @@ def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
     H = HL + HR if H is None else H
     return _score(GL, HL, lam, clip) + _score(GR, HR, lam, clip) - _score(G, H, lam, clip)
 
-
+# %% ../nbs/31_dpgbdt.ipynb
 def hist_best_splits(
     hist,  # (nodes, k, Q+1, 2) noisy (G, H) histograms of the tree's k features
     nfin,  # (k,) number of finite candidates of each feature
     lam: float,  # L2 regularisation lambda
     node_tot=None,  # (nodes, 2) noisy (G, H) of each node; None: the children's sums
     clip: float = 2.0,  # max_delta_step: leaves clipped to +-clip in the gain
+    bins=None,  # (low, high): (nodes, k) first and last bin each node's path allows; None: all bins
 ) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain) per node
     "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
+    Q = hist.shape[2] - 1
+    ok = np.arange(Q)[None, None, :] < nfin[None, :, None]
+    if bins is not None:  # the path's bins only: the others are empty but for noise
+        lo, hi = bins[0][..., None], bins[1][..., None]
+        hist = np.where(((np.arange(Q + 1) >= lo) & (np.arange(Q + 1) <= hi))[..., None], hist, 0.0)
+        ok = ok & (np.arange(Q) >= lo) & (np.arange(Q) < hi)  # two-sided within the path's range
     cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
     rs = hist.sum(2, keepdims=True) - cs
     P = (None, None) if node_tot is None else (node_tot[:, None, None, 0], node_tot[:, None, None, 1])
     g = _gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
-    Q = g.shape[2]
-    g = np.where(np.arange(Q)[None, None, :] < nfin[None, :, None], g, -np.inf)
+    g = np.where(ok, g, -np.inf)
     flat = g.reshape(len(g), -1).argmax(1)
     fs, js = np.divmod(flat, Q)
     n = np.arange(len(g))
     return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
+
+# %% ../nbs/31_dpgbdt.ipynb
+def _child_bins(bins, fs, js, stop):
+    "The children's allowed bins in heap order: the left child keeps bins <= j of the split feature, the right bins > j."
+    lo, hi = bins
+    n, s = np.arange(len(fs))[~stop], ~stop
+    llo, lhi, rlo, rhi = lo.copy(), hi.copy(), lo.copy(), hi.copy()
+    lhi[n, fs[s]] = js[s]
+    rlo[n, fs[s]] = js[s] + 1
+    k = lo.shape[1]
+    return np.stack([llo, rlo], 1).reshape(-1, k), np.stack([lhi, rhi], 1).reshape(-1, k)
 
 # %% ../nbs/31_dpgbdt.ipynb #9b721bca
 def leaf_values(
@@ -393,7 +410,7 @@ def leaf_values(
     w = np.where(H > 0, -G / (np.maximum(H, 0) + reg_lambda), 0.0)
     return np.clip(w, -leaf_clip, leaf_clip)
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #cbbd7cb6
 class DPGBDTClient(SecAggClient):
     "A client: its rows never leave it; it releases noisy masked sums only."
 
@@ -424,7 +441,7 @@ class DPGBDTClient(SecAggClient):
         self.cand[f] = t
         self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #284545c5
 @patch
 def gradients(self: DPGBDTClient):
     "This client's per-row gradients `g` and Hessians `h` at its margins (h = 1 for gradient / averaging; regression clips g)."
@@ -439,7 +456,7 @@ def gradients(self: DPGBDTClient):
         g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
     self.g, self.h = g, h
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #42b9b576
 @patch
 def release(
     self: DPGBDTClient,
@@ -455,7 +472,7 @@ def release(
         parts.append(np.rint(np.ldexp(a, self.frac_bits)).astype(np.int64) + noise)
     self.send(server, f'noisy {component}', self.masked(np.concatenate(parts)))
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #48d6b98a
 @patch
 def leaf_sums(
     self: DPGBDTClient,
@@ -468,7 +485,7 @@ def leaf_sums(
     L = 2**max_depth
     return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #9e461e09
 @patch
 def node_hist(
     self: DPGBDTClient,
@@ -848,8 +865,8 @@ def _route_level(self: _DPGBDT, f, thr):
 
 # %% ../nbs/31_dpgbdt.ipynb #686fb803
 @patch
-def _hist_level(self: _DPGBDT, feats, nn, nfin, tot):
-    "Hist: noisy (G, H) histograms of the level's `nn` nodes; the best split of each node and the node totals."
+def _hist_level(self: _DPGBDT, feats, nn, nfin, tot, bins):
+    "Hist: noisy (G, H) histograms of the level's `nn` nodes; the best split of each node within the bins its path allows, and the node totals."
     G, H = self._gh(
         'histograms',
         [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
@@ -857,7 +874,7 @@ def _hist_level(self: _DPGBDT, feats, nn, nfin, tot):
     hst = np.stack([G, H], -1)
     if tot is None:
         tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
-    return *hist_best_splits(hst, nfin, self.reg_lambda, tot, self.leaf_clip), tot
+    return *hist_best_splits(hst, nfin, self.reg_lambda, tot, self.leaf_clip, bins), tot
 
 # %% ../nbs/31_dpgbdt.ipynb #af112cdf
 @patch
@@ -899,13 +916,15 @@ def _grow_levels(self: _DPGBDT, feats, rng):
         G0, H0 = self._gh('root', [(c.g.sum(keepdims=True), c.h.sum(keepdims=True)) for c in self._parties])
         tot = np.stack([G0, H0], -1)  # (nodes, 2)
     stop = np.zeros(1, bool)
+    bins = (np.zeros((1, len(feats)), np.intp), nfin[None, :].copy())  # the path's bins of each node (hist)
     for lev in range(d):
         nn = 2**lev
         if self.split_method == 'hist':
-            fs, js, Ls, Rs, gain, tot = self._hist_level(feats, nn, nfin, tot)
+            fs, js, Ls, Rs, gain, tot = self._hist_level(feats, nn, nfin, tot, bins)
         else:
             fs, js, Ls, Rs, gain = self._pr_level(feats, nn, nfin, tot, rng)
         stop = stop | ~(gain > 0)
+        bins = _child_bins(bins, fs, js, stop)
         Ls = np.where(stop[:, None], tot, Ls)
         Rs = np.where(stop[:, None], 0.0, Rs)
         ids = np.arange(nn) + nn - 1
