@@ -4,13 +4,14 @@
 
 # %% ../nbs/31_dpgbdt.ipynb #c5c1e1fa
 from __future__ import annotations
-import hashlib, math, numbers
+import hashlib, math, numbers, warnings
 
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
@@ -341,7 +342,7 @@ def forest_sum(
         out += v[tr, node - off].sum(0)
     return out
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #3117e3bc
 def _score(G, H, lam, clip=2.0):
     "Loss reduction -(2 G w + (H + lam) w^2) at the clipped leaf w = clip(-G/(H+lam), +-clip): G^2/(H+lam) when unclipped."
     H = np.clip(H, 0, None) + lam
@@ -355,7 +356,7 @@ def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
     H = HL + HR if H is None else H
     return _score(GL, HL, lam, clip) + _score(GR, HR, lam, clip) - _score(G, H, lam, clip)
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #70800300
 def hist_best_splits(
     hist,  # (nodes, k, Q+1, 2) noisy (G, H) histograms of the tree's k features
     nfin,  # (k,) number of finite candidates of each feature
@@ -381,9 +382,9 @@ def hist_best_splits(
     n = np.arange(len(g))
     return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #c86d1296
 def _child_bins(bins, fs, js, stop):
-    "The children's allowed bins in heap order: the left child keeps bins <= j of the split feature, the right bins > j."
+    "Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j."
     lo, hi = bins
     n, s = np.arange(len(fs))[~stop], ~stop
     llo, lhi, rlo, rhi = lo.copy(), hi.copy(), lo.copy(), hi.copy()
@@ -444,7 +445,7 @@ class DPGBDTClient(SecAggClient):
 # %% ../nbs/31_dpgbdt.ipynb #284545c5
 @patch
 def gradients(self: DPGBDTClient):
-    "This client's per-row gradients `g` and Hessians `h` at its margins (h = 1 for gradient / averaging; regression clips g)."
+    "Per-row gradients `g` and Hessians `h` at the client's margins (h = 1 for gradient / averaging)."
     y, m = self._y, self.margin
     if self.wu == 'averaging':
         g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
@@ -596,14 +597,19 @@ def _as_matrix(X, columns=None):
     else:
         if hasattr(X, 'tocsr') or hasattr(X, 'toarray'):
             raise TypeError("sparse input is not supported: pass a dense array")
-        if np.iscomplexobj(X):
+        A = np.asarray(X)
+        if np.iscomplexobj(A):
             raise ValueError("Complex data not supported")
         try:
-            A = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as e:
+            A = A.astype(float)
+        except TypeError as e:
+            raise TypeError(f"X must be numeric: {e}") from None
+        except ValueError as e:
             raise ValueError(f"X must be numeric: {e}") from None
     if A.ndim != 2:
         raise ValueError(f"Expected 2D array, got shape {A.shape}: X must be 2-d. Reshape your data")
+    if A.shape[1] == 0:
+        raise ValueError(f"0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
     if not np.isfinite(A).all():
         raise ValueError("X contains NaN or infinity: impute or drop those rows first")
     return A
@@ -866,7 +872,7 @@ def _route_level(self: _DPGBDT, f, thr):
 # %% ../nbs/31_dpgbdt.ipynb #686fb803
 @patch
 def _hist_level(self: _DPGBDT, feats, nn, nfin, tot, bins):
-    "Hist: noisy (G, H) histograms of the level's `nn` nodes; the best split of each node within the bins its path allows, and the node totals."
+    "Hist: noisy (G, H) histograms of the level; each node's best split within its path's bins; node totals."
     G, H = self._gh(
         'histograms',
         [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
@@ -973,12 +979,15 @@ def _fit(self: _DPGBDT, clients, loss, task):
 
 # %% ../nbs/31_dpgbdt.ipynb #7309434c
 @patch
-def decision_function(self: _DPGBDT, X) -> np.ndarray:
+def _margin(self: _DPGBDT, X) -> np.ndarray:
     "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
     check_is_fitted(self, 'tree_leaves_')
     A = _as_matrix(X, getattr(self, 'feature_names_in_', None))
     if A.shape[1] != self.n_features_in_:
-        raise ValueError(f"X has {A.shape[1]} features, expected {self.n_features_in_}")
+        raise ValueError(
+            f"X has {A.shape[1]} features, but {type(self).__name__} is expecting "
+            f"{self.n_features_in_} features as input"
+        )
     return forest_sum(A, self.tree_features_, self.tree_thresholds_, self.tree_leaves_, self.max_depth)
 
 
@@ -992,9 +1001,18 @@ def _split_input(self: _DPGBDT, X, y):
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
-    return iid_split(X, y, self.n_clients, as_rng(self.rng).integers(2**63))
+    A = X if isinstance(X, pd.DataFrame) else _as_matrix(X)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected", DataConversionWarning)
+        y = y.ravel()
+    if len(y) != len(A):
+        raise ValueError(f"X has {len(A)} rows but y has {len(y)} labels")
+    if len(A) < self.n_clients:
+        raise ValueError(f"n_samples={len(A)}: fewer rows than n_clients={self.n_clients}")
+    return iid_split(A, y, self.n_clients, as_rng(self.rng).integers(2**63))
 
-# %% ../nbs/31_dpgbdt.ipynb #50d62471
+# %% ../nbs/31_dpgbdt.ipynb
 class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
     "Differentially private federated GBDT for binary classification (Maddock et al. 2022), over secure aggregation."
 
@@ -1006,8 +1024,13 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
-        if type_of_target(ys) != 'binary':
-            raise ValueError(f"DPGBDTClassifier needs binary labels; got {type_of_target(ys)}")
+        t = type_of_target(ys)
+        if t == 'unknown':
+            raise ValueError(f"Unknown label type: y of dtype {ys.dtype}")
+        if t != 'binary':
+            raise ValueError(f"Only binary classification is supported. The type of the target is {t}.")
+        if len(np.unique(ys)) < 2:
+            raise ValueError("only one class is present in y: DPGBDTClassifier needs 2 classes")
         self.classes_ = np.unique(ys)
         enc = [(Xk, (np.asarray(yk).ravel() == self.classes_[1]).astype(float)) for Xk, yk in clients]
         return self._fit(enc, 'logistic', 'classification')
@@ -1016,7 +1039,7 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         self,
         X,  # (n, F) array or DataFrame with the training columns
     ) -> np.ndarray:  # (n, 2) class probabilities
-        m = self.decision_function(X)
+        m = self._margin(X)
         p = np.clip(m, 0, 1) if self.weight_update == 'averaging' else expit(m)
         return np.c_[1 - p, p]
 
@@ -1026,6 +1049,23 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
     ) -> np.ndarray:  # (n,) predictions
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
+
+# %% ../nbs/31_dpgbdt.ipynb
+@patch
+def decision_function(
+    self: DPGBDTClassifier,
+    X,  # (n, F) array or DataFrame with the training columns
+) -> np.ndarray:  # (n,) margins
+    "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
+    return self._margin(X)
+
+
+@patch
+def __sklearn_tags__(self: DPGBDTClassifier):
+    tags = super(DPGBDTClassifier, self).__sklearn_tags__()
+    tags.classifier_tags.multi_class = False  # binary only
+    tags.classifier_tags.poor_score = True  # DP noise
+    return tags
 
 # %% ../nbs/31_dpgbdt.ipynb #a0b18d27
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
@@ -1043,4 +1083,9 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
         self,
         X,  # (n, F) array or DataFrame with the training columns
     ) -> np.ndarray:  # (n,) predictions
-        return self.decision_function(X)
+        return self._margin(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # DP noise
+        return tags
