@@ -1012,7 +1012,7 @@ def _split_input(self: _DPGBDT, X, y):
         raise ValueError(f"n_samples={len(A)}: fewer rows than n_clients={self.n_clients}")
     return iid_split(A, y, self.n_clients, as_rng(self.rng).integers(2**63))
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #89a393df
 class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
     "Differentially private federated GBDT for binary classification (Maddock et al. 2022), over secure aggregation."
 
@@ -1050,7 +1050,7 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
 
-# %% ../nbs/31_dpgbdt.ipynb
+# %% ../nbs/31_dpgbdt.ipynb #657ce959
 @patch
 def decision_function(
     self: DPGBDTClassifier,
