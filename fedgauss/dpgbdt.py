@@ -4,13 +4,14 @@
 
 # %% ../nbs/31_dpgbdt.ipynb #c5c1e1fa
 from __future__ import annotations
-import hashlib, math, numbers
+import hashlib, math, numbers, warnings
 
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
@@ -78,7 +79,12 @@ def plan_queries(
     return q
 
 # %% ../nbs/31_dpgbdt.ipynb #3c2c04ff
-def calibrate_multiplier(epsilon: float, delta: float, count: int, accountant: str = 'rdp') -> float:
+def calibrate_multiplier(
+    epsilon: float,  # target privacy budget ε (> 0)
+    delta: float,  # target δ in (0, 1)
+    count: int,  # number C of Gaussian queries that share the multiplier
+    accountant: str = 'rdp',  # 'rdp' (Rényi DP, fedgauss.dp) or 'exact' (the C releases as one Gaussian)
+) -> float:  # the noise multiplier z (noise standard deviation / L2 sensitivity)
     "Noise multiplier $z$ such that `count` Gaussian queries with multiplier $z$ are (epsilon, delta)-DP by `accountant`."
     if accountant == 'rdp':
         return calibrate_noise_multiplier(epsilon, delta, count)
@@ -87,7 +93,12 @@ def calibrate_multiplier(epsilon: float, delta: float, count: int, accountant: s
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
 
-def spent_epsilon(z: float, delta: float, count: int, accountant: str = 'rdp') -> float:
+def spent_epsilon(
+    z: float,  # noise multiplier of every query
+    delta: float,  # δ at which ε is read
+    count: int,  # number C of Gaussian queries
+    accountant: str = 'rdp',  # 'rdp' or 'exact'
+) -> float:  # the ε spent
     "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant`."
     if accountant == 'rdp':
         return RDPAccountant().add_gaussian(z, count).epsilon(delta)
@@ -96,7 +107,10 @@ def spent_epsilon(z: float, delta: float, count: int, accountant: str = 'rdp') -
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #8475df68
-def ddg_tau_log10(sigma_client: float, n_clients: int) -> float:
+def ddg_tau_log10(
+    sigma_client: float,  # standard deviation of each client's discrete Gaussian share (integer units)
+    n_clients: int,  # number K of clients adding a share
+) -> float:  # log10 of tau
     "log10 of Kairouz-Liu-Steinke's tau for the sum of `n_clients` discrete Gaussians of standard deviation `sigma_client`."
     j = np.arange(1, n_clients, dtype=float)
     if len(j) == 0:
@@ -109,12 +123,20 @@ def ddg_tau_log10(sigma_client: float, n_clients: int) -> float:
 class NoisePool:
     "Pre-drawn exact discrete Gaussian samples N_Z(0, sigma^2), handed out once each."
 
-    def __init__(self, sigma: float, size: int, rng=None):
+    def __init__(
+        self,
+        sigma: float,  # scale of the discrete Gaussian N_Z(0, sigma^2), in integer units
+        size: int,  # samples to pre-draw (the plan of the fit)
+        rng=None,  # int or numpy Generator
+    ):
         self.sigma, self.rng = float(sigma), as_rng(rng)
         self._buf = discrete_gaussian(self.sigma, max(int(size), 1), self.rng)
         self._pos = 0
 
-    def take(self, n: int) -> np.ndarray:
+    def take(
+        self,
+        n: int,  # number of samples wanted
+    ) -> np.ndarray:  # n unused samples
         "The next `n` samples (drawing more if the plan was exceeded)."
         if self._pos + n > len(self._buf):
             self._buf = np.concatenate([self._buf[self._pos :], discrete_gaussian(self.sigma, max(n, 1024), self.rng)])
@@ -123,7 +145,7 @@ class NoisePool:
         self._pos += n
         return out
 
-# %% ../nbs/31_dpgbdt.ipynb #4fa18a08
+# %% ../nbs/31_dpgbdt.ipynb #449f08ff
 def _prg(seed: int) -> np.random.Generator:
     "The pairwise mask stream of a shared Diffie-Hellman seed (both clients of the pair draw the same values, in order)."
     return np.random.default_rng(int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big'))
@@ -132,36 +154,57 @@ def _prg(seed: int) -> np.random.Generator:
 class SecAggClient(Party):
     "A client of the masked secure sum: holds its DH secret and one mask stream per other client."
 
-    def key_agree(self, server: str, rng):
+    def key_agree(
+        self,
+        server: str,  # name of the server party that relays the public keys
+        rng,  # numpy Generator for the Diffie-Hellman secret
+    ):
         self._secret = int.from_bytes(rng.bytes(32), 'big')
         self.send(server, 'public key', int(_powmod(2, self._secret, _mpz(RFC3526_P2048))))
 
-    def key_finish(self, server: str):
+    def key_finish(
+        self,
+        server: str,  # name of the server party that relayed the public keys
+    ):
         keys = self.receive('public keys', sender=server)
         self._streams = {
             o: (o > self.name, _prg(int(_powmod(_mpz(pk), self._secret, _mpz(RFC3526_P2048)))))
             for o, pk in keys.items()
         }
 
-    def premask(self, n: int):
-        "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
-        tot = np.zeros(n, np.uint64)
-        for o, (plus, g) in self._streams.items():
-            m = g.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
-            tot = tot + m if plus else tot - m
-        self._mask, self._mpos = tot, 0
+# %% ../nbs/31_dpgbdt.ipynb #9a425bc5
+@patch
+def premask(
+    self: SecAggClient,
+    n: int,  # number of mask values to pre-draw
+):
+    "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
+    tot = np.zeros(n, np.uint64)
+    for o, (plus, g) in self._streams.items():
+        m = g.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        tot = tot + m if plus else tot - m
+    self._mask, self._mpos = tot, 0
 
-    def masked(self, ints: np.ndarray) -> np.ndarray:
-        "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
-        y = np.asarray(ints, np.int64).ravel().view(np.uint64)
-        if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
-            self.premask(max(y.size, 4096))
-        out = y + self._mask[self._mpos : self._mpos + y.size]
-        self._mpos += y.size
-        return out
+# %% ../nbs/31_dpgbdt.ipynb #06a58baa
+@patch
+def masked(
+    self: SecAggClient,
+    ints: np.ndarray,  # the int64 vector to hide (fixed-point values plus noise)
+) -> np.ndarray:  # uint64 masked vector
+    "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
+    y = np.asarray(ints, np.int64).ravel().view(np.uint64)
+    if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
+        self.premask(max(y.size, 4096))
+    out = y + self._mask[self._mpos : self._mpos + y.size]
+    self._mpos += y.size
+    return out
 
 # %% ../nbs/31_dpgbdt.ipynb #01d4aab8
-def secure_aggregate(server: str, clients: list, kind: str) -> np.ndarray:
+def secure_aggregate(
+    server: str,  # name of the server party
+    clients: list,  # the SecAggClient parties whose masked vectors are summed
+    kind: str,  # message kind of this release
+) -> np.ndarray:  # int64 sum of the clients' vectors (the masks cancel)
     "Server side of one release: receive each client's masked vector of `kind` and return the int64 sum (mod 2^64)."
     tot = None
     for c in clients:
@@ -170,7 +213,11 @@ def secure_aggregate(server: str, clients: list, kind: str) -> np.ndarray:
     return tot.view(np.int64)
 
 
-def key_agreement(server: str, clients: list, rng):
+def key_agreement(
+    server: str,  # name of the server party relaying the keys
+    clients: list,  # the SecAggClient parties
+    rng,  # numpy Generator for the clients' secrets
+):
     "One Diffie-Hellman round through the server: every pair of clients gets a shared seed."
     ch = clients[0].channel
     for c in clients:
@@ -185,7 +232,13 @@ def key_agreement(server: str, clients: list, rng):
 CANDIDATES = ('uniform', 'log', 'quantile', 'iterative_hessian')
 
 
-def initial_candidates(method: str, lo, hi, n_candidates: int, X=None) -> np.ndarray:
+def initial_candidates(
+    method: str,  # one of CANDIDATES
+    lo,  # (F,) public lower bounds of the features
+    hi,  # (F,) public upper bounds of the features
+    n_candidates: int,  # Q thresholds per feature
+    X=None,  # (n, F) pooled rows, only for the non-private 'quantile'
+) -> np.ndarray:  # (F, Q) thresholds, rows padded with +inf
     "(F, Q) thresholds per feature (rows padded with +inf) from public bounds, or pooled quantiles for 'quantile'."
     if method not in CANDIDATES:
         raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {method!r}")
@@ -204,7 +257,12 @@ def initial_candidates(method: str, lo, hi, n_candidates: int, X=None) -> np.nda
     return out
 
 # %% ../nbs/31_dpgbdt.ipynb #5ee43282
-def ih_candidates(thresholds, lo: float, hi: float, hess_hist) -> np.ndarray:
+def ih_candidates(
+    thresholds,  # (Q,) current thresholds of one feature
+    lo: float,  # public lower bound of the feature
+    hi: float,  # public upper bound of the feature
+    hess_hist,  # (Q+1,) noisy Hessian mass of the bins the thresholds delimit
+) -> np.ndarray:  # (Q,) new thresholds
     "New thresholds splitting the (noisy) Hessian mass of the current bins evenly (piecewise-uniform density within bins)."
     t = np.asarray(thresholds, float)
     Q = len(t)
@@ -219,7 +277,12 @@ def ih_candidates(thresholds, lo: float, hi: float, hess_hist) -> np.ndarray:
     return np.interp(np.arange(1, Q + 1) / (Q + 1), cdf, edges)
 
 # %% ../nbs/31_dpgbdt.ipynb #bc19def7
-def random_tree_splits(candidates, features, max_depth: int, rng) -> tuple:
+def random_tree_splits(
+    candidates,  # (F, Q) thresholds per feature, padded with +inf
+    features,  # features this tree may split on
+    max_depth: int,  # levels of splits d
+    rng,  # numpy Generator
+) -> tuple:  # (feature, candidate index) arrays of the 2^d - 1 internal nodes, in heap order
     "Totally random complete tree: (feature, candidate index) per internal node, -1 index for 'all left'."
     F, Q = candidates.shape
     n_int = 2**max_depth - 1
@@ -244,7 +307,12 @@ def random_tree_splits(candidates, features, max_depth: int, rng) -> tuple:
     return feat, idx
 
 # %% ../nbs/31_dpgbdt.ipynb #27bd94b8
-def route(X, feat, thr, max_depth: int) -> np.ndarray:
+def route(
+    X,  # (n, F) rows
+    feat,  # (2^d - 1,) split feature of each internal node, heap order
+    thr,  # (2^d - 1,) threshold of each internal node (x >= thr goes right)
+    max_depth: int,  # levels of splits d
+) -> np.ndarray:  # leaf index of each row
     "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr)."
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
@@ -253,7 +321,14 @@ def route(X, feat, thr, max_depth: int) -> np.ndarray:
     return node - (2**max_depth - 1)
 
 
-def forest_sum(X, feats, thrs, leaves, max_depth: int, chunk: int = 64) -> np.ndarray:
+def forest_sum(
+    X,  # (n, F) rows
+    feats,  # (T, 2^d - 1) split features of the trees
+    thrs,  # (T, 2^d - 1) thresholds of the trees
+    leaves,  # (T, 2^d) leaf values of the trees
+    max_depth: int,  # levels of splits d
+    chunk: int = 64,  # trees routed together (memory: chunk x n)
+) -> np.ndarray:  # (n,) sum of the leaf values
     "Sum over trees of the leaf values reached by each row (trees stacked as (T, nodes) arrays)."
     out = np.zeros(len(X))
     rows = np.arange(len(X))[None, :]
@@ -267,7 +342,7 @@ def forest_sum(X, feats, thrs, leaves, max_depth: int, chunk: int = 64) -> np.nd
         out += v[tr, node - off].sum(0)
     return out
 
-# %% ../nbs/31_dpgbdt.ipynb #d36ac1d4
+# %% ../nbs/31_dpgbdt.ipynb #3117e3bc
 def _score(G, H, lam, clip=2.0):
     "Loss reduction -(2 G w + (H + lam) w^2) at the clipped leaf w = clip(-G/(H+lam), +-clip): G^2/(H+lam) when unclipped."
     H = np.clip(H, 0, None) + lam
@@ -281,24 +356,52 @@ def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
     H = HL + HR if H is None else H
     return _score(GL, HL, lam, clip) + _score(GR, HR, lam, clip) - _score(G, H, lam, clip)
 
-
-def hist_best_splits(hist, nfin, lam: float, node_tot=None, clip: float = 2.0) -> tuple:
+# %% ../nbs/31_dpgbdt.ipynb #70800300
+def hist_best_splits(
+    hist,  # (nodes, k, Q+1, 2) noisy (G, H) histograms of the tree's k features
+    nfin,  # (k,) number of finite candidates of each feature
+    lam: float,  # L2 regularisation lambda
+    node_tot=None,  # (nodes, 2) noisy (G, H) of each node; None: the children's sums
+    clip: float = 2.0,  # max_delta_step: leaves clipped to +-clip in the gain
+    bins=None,  # (low, high): (nodes, k) first and last bin each node's path allows; None: all bins
+) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain) per node
     "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
+    Q = hist.shape[2] - 1
+    ok = np.arange(Q)[None, None, :] < nfin[None, :, None]
+    if bins is not None:  # the path's bins only: the others are empty but for noise
+        lo, hi = bins[0][..., None], bins[1][..., None]
+        hist = np.where(((np.arange(Q + 1) >= lo) & (np.arange(Q + 1) <= hi))[..., None], hist, 0.0)
+        ok = ok & (np.arange(Q) >= lo) & (np.arange(Q) < hi)  # two-sided within the path's range
     cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
     rs = hist.sum(2, keepdims=True) - cs
     P = (None, None) if node_tot is None else (node_tot[:, None, None, 0], node_tot[:, None, None, 1])
     g = _gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
-    Q = g.shape[2]
-    g = np.where(np.arange(Q)[None, None, :] < nfin[None, :, None], g, -np.inf)
+    g = np.where(ok, g, -np.inf)
     flat = g.reshape(len(g), -1).argmax(1)
     fs, js = np.divmod(flat, Q)
     n = np.arange(len(g))
     return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
 
+# %% ../nbs/31_dpgbdt.ipynb #c86d1296
+def _child_bins(bins, fs, js, stop):
+    "Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j."
+    lo, hi = bins
+    n, s = np.arange(len(fs))[~stop], ~stop
+    llo, lhi, rlo, rhi = lo.copy(), hi.copy(), lo.copy(), hi.copy()
+    lhi[n, fs[s]] = js[s]
+    rlo[n, fs[s]] = js[s] + 1
+    k = lo.shape[1]
+    return np.stack([llo, rlo], 1).reshape(-1, k), np.stack([lhi, rhi], 1).reshape(-1, k)
+
 # %% ../nbs/31_dpgbdt.ipynb #9b721bca
 def leaf_values(
-    G, H, weight_update: str, reg_lambda: float = 1.0, leaf_clip: float = 2.0, task: str = 'classification'
-) -> np.ndarray:
+    G,  # noisy gradient sums of the leaves
+    H,  # noisy Hessian sums (counts for 'averaging') of the leaves
+    weight_update: str,  # 'newton', 'gradient' or 'averaging'
+    reg_lambda: float = 1.0,  # L2 regularisation lambda
+    leaf_clip: float = 2.0,  # boosting leaves clipped to +-leaf_clip
+    task: str = 'classification',  # 'classification' or 'regression'
+) -> np.ndarray:  # leaf values before the learning rate
     "Leaf values from noisy sums (before the learning rate / averaging)."
     G, H = np.asarray(G, float), np.asarray(H, float)
     if weight_update == 'averaging':
@@ -308,11 +411,19 @@ def leaf_values(
     w = np.where(H > 0, -G / (np.maximum(H, 0) + reg_lambda), 0.0)
     return np.clip(w, -leaf_clip, leaf_clip)
 
-# %% ../nbs/31_dpgbdt.ipynb #b7ab6bc3
+# %% ../nbs/31_dpgbdt.ipynb #cbbd7cb6
 class DPGBDTClient(SecAggClient):
     "A client: its rows never leave it; it releases noisy masked sums only."
 
-    def setup(self, candidates, loss: str, dg: float, dh: float, weight_update: str, grad_clip: float):
+    def setup(
+        self,
+        candidates,  # (F, Q) initial thresholds
+        loss: str,  # 'logistic' or 'squared'
+        dg: float,  # gradient sensitivity
+        dh: float,  # Hessian sensitivity
+        weight_update: str,  # 'newton', 'gradient' or 'averaging'
+        grad_clip: float,  # regression: per-sample gradient clip
+    ):
         self._X = np.asarray(self._X, float)
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
@@ -323,25 +434,37 @@ class DPGBDTClient(SecAggClient):
         for f in range(self._X.shape[1]):
             self.rebin(f, candidates[f])
 
-    def rebin(self, f: int, t):
+    def rebin(
+        self,
+        f: int,  # feature index
+        t,  # (Q,) new thresholds of feature f
+    ):
         self.cand[f] = t
         self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
 
-    def gradients(self):
-        y, m = self._y, self.margin
-        if self.wu == 'averaging':
-            g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
-        elif self.loss == 'logistic':
-            p = expit(m)
-            g = p - y
-            h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
-        else:
-            g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
-        self.g, self.h = g, h
-
-# %% ../nbs/31_dpgbdt.ipynb #38be4730
+# %% ../nbs/31_dpgbdt.ipynb #284545c5
 @patch
-def release(self: DPGBDTClient, server: str, component: str, blocks: list):
+def gradients(self: DPGBDTClient):
+    "Per-row gradients `g` and Hessians `h` at the client's margins (h = 1 for gradient / averaging)."
+    y, m = self._y, self.margin
+    if self.wu == 'averaging':
+        g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
+    elif self.loss == 'logistic':
+        p = expit(m)
+        g = p - y
+        h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
+    else:
+        g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
+    self.g, self.h = g, h
+
+# %% ../nbs/31_dpgbdt.ipynb #42b9b576
+@patch
+def release(
+    self: DPGBDTClient,
+    server: str,  # name of the server party
+    component: str,  # the query's component (message kind 'noisy <component>')
+    blocks: list,  # [(array, sigma_client)]: values and the scale of this client's noise share (0: none)
+):
     "Send the masked noisy fixed-point encoding of `blocks` = [(array, sigma_client)] as one message of kind 'noisy <component>'."
     parts = []
     for a, s in blocks:
@@ -350,17 +473,28 @@ def release(self: DPGBDTClient, server: str, component: str, blocks: list):
         parts.append(np.rint(np.ldexp(a, self.frac_bits)).astype(np.int64) + noise)
     self.send(server, f'noisy {component}', self.masked(np.concatenate(parts)))
 
-
+# %% ../nbs/31_dpgbdt.ipynb #48d6b98a
 @patch
-def leaf_sums(self: DPGBDTClient, feat, thr, max_depth: int):
+def leaf_sums(
+    self: DPGBDTClient,
+    feat,  # (2^d - 1,) split features, heap order
+    thr,  # (2^d - 1,) thresholds
+    max_depth: int,  # levels of splits d
+):
     "Route rows; per-leaf sums of g and h."
     self.leaf = route(self._X, feat, thr, max_depth)
     L = 2**max_depth
     return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
 
-
+# %% ../nbs/31_dpgbdt.ipynb #9e461e09
 @patch
-def node_hist(self: DPGBDTClient, node, n_nodes: int, features, weights) -> np.ndarray:
+def node_hist(
+    self: DPGBDTClient,
+    node,  # (n,) node of each row at the current level
+    n_nodes: int,  # nodes at the current level
+    features,  # the k features of the histogram
+    weights,  # (n,) per-row values summed (g or h)
+) -> np.ndarray:
     "(n_nodes, k, Q+1) histogram of `weights` of the rows by node and bin of each feature in `features`."
     Q1 = self.cand.shape[1] + 1
     out = np.empty((n_nodes, len(features), Q1))
@@ -463,14 +597,19 @@ def _as_matrix(X, columns=None):
     else:
         if hasattr(X, 'tocsr') or hasattr(X, 'toarray'):
             raise TypeError("sparse input is not supported: pass a dense array")
-        if np.iscomplexobj(X):
+        A = np.asarray(X)
+        if np.iscomplexobj(A):
             raise ValueError("Complex data not supported")
         try:
-            A = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as e:
+            A = A.astype(float)
+        except TypeError as e:
+            raise TypeError(f"X must be numeric: {e}") from None
+        except ValueError as e:
             raise ValueError(f"X must be numeric: {e}") from None
     if A.ndim != 2:
         raise ValueError(f"Expected 2D array, got shape {A.shape}: X must be 2-d. Reshape your data")
+    if A.shape[1] == 0:
+        raise ValueError(f"0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
     if not np.isfinite(A).all():
         raise ValueError("X contains NaN or infinity: impute or drop those rows first")
     return A
@@ -509,8 +648,13 @@ def _check_params(self: _DPGBDT):
 
 # %% ../nbs/31_dpgbdt.ipynb #9455b87e
 def feature_schedule(
-    n_features: int, n_estimators: int, interaction=None, k=None, full_cycles: bool = False, rng=None
-) -> list:
+    n_features: int,  # F
+    n_estimators: int,  # trees T (full cycles if `full_cycles`)
+    interaction=None,  # None (all features), 'cyclical' or 'random'
+    k=None,  # features per tree (default 1)
+    full_cycles: bool = False,  # cyclical: n_estimators counts full cycles over the features
+    rng=None,  # int or numpy Generator (random k-way)
+) -> list:  # the feature indices of each tree
     "The features of each tree."
     F = n_features
     if interaction is None:
@@ -613,59 +757,6 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh):
     self.frac_bits_ = fb
     return s
 
-# %% ../nbs/31_dpgbdt.ipynb #0e6910b9
-@patch
-def _fit(self: _DPGBDT, clients, loss, task):
-    rng, data, n, F = self._setup(clients, loss)
-    cand, sched, T, ih, B = self._plan(data, n, F, rng)
-    K = len(data)
-    ch = Channel(record_payloads=False)
-    self.channel_ = ch
-    S = 'server'
-    parties = [DPGBDTClient(f'client{i}', ch, a, y) for i, (a, y) in enumerate(data)]
-    dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
-    scales = self._noise(n, F, K, dg, dh)
-    noisy = parties + (
-        [DPGBDTClient('noise', ch, data[0][0][:1], data[0][1][:1])] if self.noise == 'aggregator' else []
-    )
-    key_agreement(S, noisy, rng)
-    need = self._noise_needs(sched, ih)
-    for c in noisy:
-        c.premask(sum(need.values()) + 2 * len(sched))
-        c.setup(cand, loss, dg, dh, self.weight_update, self.grad_clip)
-        c.frac_bits = self.frac_bits_
-        if self.noise == 'aggregator' and c is not noisy[-1]:
-            continue
-        for kind, s in scales.items():
-            if s > 0 and s not in c.pools:
-                c.pools[s] = NoisePool(s, need[kind] if kind != 'ih' else need['ih'], rng)
-            elif s > 0:
-                c.pools[s]._buf = np.concatenate([c.pools[s]._buf, discrete_gaussian(s, max(need[kind], 1), rng)])
-    self._scales, self._parties, self._noisy, self._cand, self._K = scales, parties, noisy, cand, K
-    d = self.max_depth
-    L = 2**d
-    n_int = L - 1
-    self.tree_features_ = np.zeros((T, n_int), np.intp)
-    self.tree_thresholds_ = np.zeros((T, n_int))
-    self.tree_leaves_ = np.zeros((T, L))
-    self._r = 0
-    for t in range(T):
-        if t % B == 0:
-            for c in parties:
-                c.gradients()
-        feats = sched[t]
-        if t < ih:
-            self._ih_round(feats)
-        f, thr, G, H = self._grow(feats, rng)
-        w = leaf_values(G, H, self.weight_update, self.reg_lambda, self.leaf_clip, task)
-        w = w / T if self.weight_update == 'averaging' else w * self.learning_rate / min(B, T - (t // B) * B)
-        self.tree_features_[t], self.tree_thresholds_[t], self.tree_leaves_[t] = f, thr, w
-        ch.broadcast(S, [c.name for c in parties], 'leaf values', w)
-        for c in parties:
-            c.receive('leaf values', sender=S)
-            c.margin += w[c.leaf]
-    return self
-
 # %% ../nbs/31_dpgbdt.ipynb #0161781c
 @patch
 def _noise_needs(self: _DPGBDT, sched, ih):
@@ -696,6 +787,34 @@ def _release(self: _DPGBDT, component: str, arrays: list):
             S, component, [(np.zeros(np.size(a)), self._scales[k] if noisy else 0) for a, k in arrays[0]]
         )
     return np.ldexp(secure_aggregate(S, self._noisy, f'noisy {component}').astype(float), -self.frac_bits_)
+
+# %% ../nbs/31_dpgbdt.ipynb #5093f839
+@patch
+def _start(self: _DPGBDT, data, loss, task, cand, sched, ih, n, F, rng):
+    "Everything before the first tree: the channel, the parties, the noise scales, the key agreement, the noise pools."
+    K = len(data)
+    ch = Channel(record_payloads=False)
+    self.channel_ = ch
+    parties = [DPGBDTClient(f'client{i}', ch, a, y) for i, (a, y) in enumerate(data)]
+    dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
+    scales = self._noise(n, F, K, dg, dh)
+    noisy = parties + (
+        [DPGBDTClient('noise', ch, data[0][0][:1], data[0][1][:1])] if self.noise == 'aggregator' else []
+    )
+    key_agreement('server', noisy, rng)
+    need = self._noise_needs(sched, ih)
+    for c in noisy:
+        c.premask(sum(need.values()) + 2 * len(sched))
+        c.setup(cand, loss, dg, dh, self.weight_update, self.grad_clip)
+        c.frac_bits = self.frac_bits_
+        if self.noise == 'aggregator' and c is not noisy[-1]:
+            continue
+        for kind, s in scales.items():
+            if s > 0 and s not in c.pools:
+                c.pools[s] = NoisePool(s, need[kind] if kind != 'ih' else need['ih'], rng)
+            elif s > 0:
+                c.pools[s]._buf = np.concatenate([c.pools[s]._buf, discrete_gaussian(s, max(need[kind], 1), rng)])
+    self._scales, self._parties, self._noisy, self._cand, self._K = scales, parties, noisy, cand, K
 
 # %% ../nbs/31_dpgbdt.ipynb #5a42ab6f
 @patch
@@ -741,58 +860,77 @@ def _grow(self: _DPGBDT, feats, rng):
         return f, thr, G, H
     return self._grow_levels(feats, rng)
 
-# %% ../nbs/31_dpgbdt.ipynb #fb0c9a17
+# %% ../nbs/31_dpgbdt.ipynb #9904ad26
+@patch
+def _route_level(self: _DPGBDT, f, thr):
+    "Broadcast a level's splits; each client moves its rows to the children."
+    self.channel_.broadcast('server', [c.name for c in self._parties], 'splits', (f, thr))
+    for c in self._parties:
+        fl, tl = c.receive('splits', sender='server')
+        c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
+
+# %% ../nbs/31_dpgbdt.ipynb #686fb803
+@patch
+def _hist_level(self: _DPGBDT, feats, nn, nfin, tot, bins):
+    "Hist: noisy (G, H) histograms of the level; each node's best split within its path's bins; node totals."
+    G, H = self._gh(
+        'histograms',
+        [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
+    )
+    hst = np.stack([G, H], -1)
+    if tot is None:
+        tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
+    return *hist_best_splits(hst, nfin, self.reg_lambda, tot, self.leaf_clip, bins), tot
+
+# %% ../nbs/31_dpgbdt.ipynb #af112cdf
+@patch
+def _pr_level(self: _DPGBDT, feats, nn, nfin, tot, rng):
+    "PR: one random candidate per feature and node; noisy left sums, right = noisy node total - left."
+    k = len(feats)
+    js = (rng.random((nn, k)) * nfin[None, :]).astype(np.intp)
+    thr = self._cand[feats[None, :], js]
+    per = []
+    for c in self._parties:
+        left = c._X[:, feats] < thr[c.node]
+        per.append(
+            (
+                np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1),
+                np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1),
+            )
+        )
+    GL, HL = self._gh('left sums', per)
+    GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL
+    gains = _gain(GL, HL, GR, HR, self.reg_lambda, tot[:, None, 0], tot[:, None, 1], self.leaf_clip)
+    fs = gains.argmax(1)
+    n_ = np.arange(nn)
+    Ls = np.stack([GL[n_, fs], HL[n_, fs]], -1)
+    Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
+    return fs, js[n_, fs], Ls, Rs, gains[n_, fs]
+
+# %% ../nbs/31_dpgbdt.ipynb #8035a9f2
 @patch
 def _grow_levels(self: _DPGBDT, feats, rng):
-    d = self.max_depth
-    S = 'server'
-    names = [c.name for c in self._parties]
-    cand = self._cand
+    "Hist or PR: grow level by level; returns (features, thresholds, noisy G, noisy H) of the leaves."
+    d, cand = self.max_depth, self._cand
     feats = np.asarray(feats)
-    k = len(feats)
-    Q = cand.shape[1]
-    lam = self.reg_lambda
     nfin = np.isfinite(cand[feats]).sum(1)
     f_all, thr_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1)
     for c in self._parties:
         c.node = np.zeros(len(c.h), np.intp)
+    tot = None
     if self.split_method == 'partially_random':
         G0, H0 = self._gh('root', [(c.g.sum(keepdims=True), c.h.sum(keepdims=True)) for c in self._parties])
         tot = np.stack([G0, H0], -1)  # (nodes, 2)
     stop = np.zeros(1, bool)
+    bins = (np.zeros((1, len(feats)), np.intp), nfin[None, :].copy())  # the path's bins of each node (hist)
     for lev in range(d):
         nn = 2**lev
         if self.split_method == 'hist':
-            G, H = self._gh(
-                'histograms',
-                [(c.node_hist(c.node, nn, feats, c.g), c.node_hist(c.node, nn, feats, c.h)) for c in self._parties],
-            )
-            hst = np.stack([G, H], -1)
-            if lev == 0:
-                tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
-            fs, js, Ls, Rs, gain = hist_best_splits(hst, nfin, lam, tot, self.leaf_clip)
+            fs, js, Ls, Rs, gain, tot = self._hist_level(feats, nn, nfin, tot, bins)
         else:
-            js = (rng.random((nn, k)) * nfin[None, :]).astype(np.intp)  # one random candidate per feature and node
-            thr = cand[feats[None, :], js]
-            per = []
-            for c in self._parties:
-                left = c._X[:, feats] < thr[c.node]
-                per.append(
-                    (
-                        np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1),
-                        np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1),
-                    )
-                )
-            GL, HL = self._gh('left sums', per)
-            GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL
-            gains = _gain(GL, HL, GR, HR, lam, tot[:, None, 0], tot[:, None, 1], self.leaf_clip)
-            fs = gains.argmax(1)
-            n_ = np.arange(nn)
-            gain = gains[n_, fs]
-            js = js[n_, fs]
-            Ls = np.stack([GL[n_, fs], HL[n_, fs]], -1)
-            Rs = np.stack([GR[n_, fs], HR[n_, fs]], -1)
+            fs, js, Ls, Rs, gain = self._pr_level(feats, nn, nfin, tot, rng)
         stop = stop | ~(gain > 0)
+        bins = _child_bins(bins, fs, js, stop)
         Ls = np.where(stop[:, None], tot, Ls)
         Rs = np.where(stop[:, None], 0.0, Rs)
         ids = np.arange(nn) + nn - 1
@@ -800,22 +938,56 @@ def _grow_levels(self: _DPGBDT, feats, rng):
         thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
         tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
         stop = np.repeat(stop, 2)
-        self.channel_.broadcast(S, names, 'splits', (f_all[ids], thr_all[ids]))
-        for c in self._parties:
-            fl, tl = c.receive('splits', sender=S)
-            c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
+        self._route_level(f_all[ids], thr_all[ids])
     for c in self._parties:
         c.leaf = c.node
     return f_all, thr_all, tot[:, 0], tot[:, 1]
 
+# %% ../nbs/31_dpgbdt.ipynb #85c47c05
+@patch
+def _add_tree(self: _DPGBDT, t, f, thr, w):
+    "Store tree `t` and broadcast its leaf values; each client adds them to its rows' margins."
+    self.tree_features_[t], self.tree_thresholds_[t], self.tree_leaves_[t] = f, thr, w
+    self.channel_.broadcast('server', [c.name for c in self._parties], 'leaf values', w)
+    for c in self._parties:
+        c.receive('leaf values', sender='server')
+        c.margin += w[c.leaf]
+
+# %% ../nbs/31_dpgbdt.ipynb #ada98287
+@patch
+def _fit(self: _DPGBDT, clients, loss, task):
+    rng, data, n, F = self._setup(clients, loss)
+    cand, sched, T, ih, B = self._plan(data, n, F, rng)
+    self._start(data, loss, task, cand, sched, ih, n, F, rng)
+    L = 2**self.max_depth
+    self.tree_features_ = np.zeros((T, L - 1), np.intp)
+    self.tree_thresholds_ = np.zeros((T, L - 1))
+    self.tree_leaves_ = np.zeros((T, L))
+    self._r = 0
+    for t in range(T):
+        if t % B == 0:
+            for c in self._parties:
+                c.gradients()
+        feats = sched[t]
+        if t < ih:
+            self._ih_round(feats)
+        f, thr, G, H = self._grow(feats, rng)
+        w = leaf_values(G, H, self.weight_update, self.reg_lambda, self.leaf_clip, task)
+        w = w / T if self.weight_update == 'averaging' else w * self.learning_rate / min(B, T - (t // B) * B)
+        self._add_tree(t, f, thr, w)
+    return self
+
 # %% ../nbs/31_dpgbdt.ipynb #7309434c
 @patch
-def decision_function(self: _DPGBDT, X) -> np.ndarray:
+def _margin(self: _DPGBDT, X) -> np.ndarray:
     "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
     check_is_fitted(self, 'tree_leaves_')
     A = _as_matrix(X, getattr(self, 'feature_names_in_', None))
     if A.shape[1] != self.n_features_in_:
-        raise ValueError(f"X has {A.shape[1]} features, expected {self.n_features_in_}")
+        raise ValueError(
+            f"X has {A.shape[1]} features, but {type(self).__name__} is expecting "
+            f"{self.n_features_in_} features as input"
+        )
     return forest_sum(A, self.tree_features_, self.tree_thresholds_, self.tree_leaves_, self.max_depth)
 
 
@@ -829,38 +1001,91 @@ def _split_input(self: _DPGBDT, X, y):
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
-    return iid_split(X, y, self.n_clients, as_rng(self.rng).integers(2**63))
+    A = X if isinstance(X, pd.DataFrame) else _as_matrix(X)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected", DataConversionWarning)
+        y = y.ravel()
+    if len(y) != len(A):
+        raise ValueError(f"X has {len(A)} rows but y has {len(y)} labels")
+    if len(A) < self.n_clients:
+        raise ValueError(f"n_samples={len(A)}: fewer rows than n_clients={self.n_clients}")
+    return iid_split(A, y, self.n_clients, as_rng(self.rng).integers(2**63))
 
-# %% ../nbs/31_dpgbdt.ipynb #50d62471
+# %% ../nbs/31_dpgbdt.ipynb #89a393df
 class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
     "Differentially private federated GBDT for binary classification (Maddock et al. 2022), over secure aggregation."
 
-    def fit(self, X, y=None):
+    def fit(
+        self,
+        X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
+        y=None,  # (n,) labels for an array X; None for a client list
+    ):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
-        if type_of_target(ys) != 'binary':
-            raise ValueError(f"DPGBDTClassifier needs binary labels; got {type_of_target(ys)}")
+        t = type_of_target(ys)
+        if t == 'unknown':
+            raise ValueError(f"Unknown label type: y of dtype {ys.dtype}")
+        if t != 'binary':
+            raise ValueError(f"Only binary classification is supported. The type of the target is {t}.")
+        if len(np.unique(ys)) < 2:
+            raise ValueError("only one class is present in y: DPGBDTClassifier needs 2 classes")
         self.classes_ = np.unique(ys)
         enc = [(Xk, (np.asarray(yk).ravel() == self.classes_[1]).astype(float)) for Xk, yk in clients]
         return self._fit(enc, 'logistic', 'classification')
 
-    def predict_proba(self, X) -> np.ndarray:
-        m = self.decision_function(X)
+    def predict_proba(
+        self,
+        X,  # (n, F) array or DataFrame with the training columns
+    ) -> np.ndarray:  # (n, 2) class probabilities
+        m = self._margin(X)
         p = np.clip(m, 0, 1) if self.weight_update == 'averaging' else expit(m)
         return np.c_[1 - p, p]
 
-    def predict(self, X) -> np.ndarray:
+    def predict(
+        self,
+        X,  # (n, F) array or DataFrame with the training columns
+    ) -> np.ndarray:  # (n,) predictions
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
+
+# %% ../nbs/31_dpgbdt.ipynb #657ce959
+@patch
+def decision_function(
+    self: DPGBDTClassifier,
+    X,  # (n, F) array or DataFrame with the training columns
+) -> np.ndarray:  # (n,) margins
+    "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
+    return self._margin(X)
+
+
+@patch
+def __sklearn_tags__(self: DPGBDTClassifier):
+    tags = super(DPGBDTClassifier, self).__sklearn_tags__()
+    tags.classifier_tags.multi_class = False  # binary only
+    tags.classifier_tags.poor_score = True  # DP noise
+    return tags
 
 # %% ../nbs/31_dpgbdt.ipynb #a0b18d27
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
     "Differentially private federated GBDT for regression: squared loss, per-sample gradients clipped to +-grad_clip."
 
-    def fit(self, X, y=None):
+    def fit(
+        self,
+        X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
+        y=None,  # (n,) labels for an array X; None for a client list
+    ):
         "Fit on `X, y` spread over `n_clients` IID clients, or on `X` = a list of client `(X_k, y_k)`."
         return self._fit(self._split_input(X, y), 'squared', 'regression')
 
-    def predict(self, X) -> np.ndarray:
-        return self.decision_function(X)
+    def predict(
+        self,
+        X,  # (n, F) array or DataFrame with the training columns
+    ) -> np.ndarray:  # (n,) predictions
+        return self._margin(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # DP noise
+        return tags

@@ -9,6 +9,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification, make_regression
 from sklearn.metrics import roc_auc_score
+from sklearn.utils.estimator_checks import check_estimator
 
 from fedgauss.dp import RDPAccountant, audit_epsilon_lower_bound, gaussian_epsilon
 from fedgauss.dpgbdt import (
@@ -274,3 +275,15 @@ def test_bad_input(data):
     m = _fit(data)
     with pytest.raises(ValueError, match='features'):
         m.predict(X[:, :3])
+
+
+@pytest.mark.parametrize(
+    'est',
+    [DPGBDTClassifier(n_estimators=5, n_clients=2, rng=0), DPGBDTRegressor(n_estimators=5, n_clients=2, rng=0)],
+    ids=['classifier', 'regressor'],
+)
+def test_check_estimator(est):
+    """Every scikit-learn check passes. Two tags say what cannot hold: the classifier is binary-only
+    (`multi_class=False`: the multiclass checks get binary labels, and multiclass input must raise), and both
+    have `poor_score=True` (DP noise: no accuracy threshold on the checks' tiny data sets at epsilon = 1)."""
+    check_estimator(est)

@@ -24,7 +24,6 @@ _DIRECTIVE = re.compile(r'^\s*#\s*\|')
 # (notebook, the first name the cell defines) -> its length in lines when it was listed (issue 16): the notebooks'
 # owners split them and take them off this list.
 LONG_CELLS = {
-    ('31_dpgbdt.ipynb', '_DPGBDT._grow_levels'): 65,  # over 60 once `ruff format` split its `;`-joined lines
     ('50_flower.ipynb', 'Relay.run'): 89,  # over 60 once `ruff format` split its `;`-joined lines
     ('50_flower.ipynb', '_load_rows'): 74,  # over 60 once `ruff format` split its `;`-joined lines
 }
