@@ -104,8 +104,6 @@ ALLOWED_AT_1280 = {
     ('securefedyj.html', 'math', r'$\begin{split}\begin{aligned}S_\Psi&=s(P+nb)'),
     # nbs/13_yj_cli.ipynb
     ('yj_cli.html', 'image', 'Four breast-cancer features at three hospitals'),
-    # nbs/35_missing.ipynb
-    ('missing.html', 'image', 'Test AUC against the rate of missing values'),
 }
 
 
