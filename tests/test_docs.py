@@ -94,8 +94,6 @@ def _api_symbols():
 # `aligned` lines in the notebook; pictures are drawn at most ~8.5 in wide at 100 dpi (the column is
 # ~850 px at 1280). Shrink this list, never grow it: tests/test_docs.py::test_site prints what is found.
 ALLOWED_AT_1280 = {
-    # nbs/35_missing.ipynb
-    ('missing.html', 'image', 'Test AUC against the rate of missing values'),
 }
 
 
