@@ -18,7 +18,7 @@ from .yeojohnson import YMAX, YeoJohnsonWarning
 # %% auto #0
 __all__ = ['new_keypair', 'pair_key', 'seal', 'unseal', 'Sealed', 'resume_step', 'party_handle', 'client_app', 'FlowerRunError',
            'Relay', 'server_app', 'flower_simulation', 'fast_send_and_receive', 'node_main', 'deploy_server_app',
-           'stop_processes', 'make_certificates', 'flower_deploy', 'flower_demo']
+           'stop_processes', 'make_certificates', 'write_app', 'flower_deploy', 'flower_demo']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 def new_keypair() -> tuple:
@@ -686,6 +686,26 @@ def _submit(tmp, app, env, procs, spec, t0):
         raise out['error']
     return dict(out['result'], seconds=time.time() - t0, pids=[p.pid for p in procs])
 
+# %% ../nbs/50_flower.ipynb #cb1e1581032b452c9409d6c6813c49d1
+def write_app(
+    folder: str,  # where the Flower app (pyproject.toml, fedgauss_app.py) goes
+    superlink: str | None = None,  # also write `<folder>/flwr/config.toml` (FLWR_HOME) for this host:port
+    root_certificates: str | None = None,  # the CA of the SuperLink's certificate (None: insecure)
+) -> str:
+    """The Flower app `flwr run` submits (its ServerApp: `deploy_server_app`), and optionally a `flwr` config
+    naming the SuperLink; returns the app's folder."""
+    app = os.path.join(folder, 'app')
+    os.makedirs(app, exist_ok=True)
+    for f, text in _APP_FILES.items():
+        with open(os.path.join(app, f), 'w') as fh:
+            fh.write(text)
+    if superlink:
+        os.makedirs(home := os.path.join(folder, 'flwr'), exist_ok=True)
+        conn = f'root-certificates = "{root_certificates}"' if root_certificates else 'insecure = true'
+        with open(os.path.join(home, 'config.toml'), 'w') as fh:
+            fh.write(f'[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = "{superlink}"\n{conn}\n')
+    return app
+
 # %% ../nbs/50_flower.ipynb #4dd4641cc4064e0191573fe9c69df29b
 def flower_deploy(
     clients: list,  # one 2-D array per SuperNode
@@ -705,23 +725,16 @@ def flower_deploy(
     Xs = [np.asarray(X, dtype=np.float64) for X in clients]
     names = list(names or [f'x{j}' for j in range(Xs[0].shape[1])])
     tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
-    home, app, port = os.path.join(tmp, 'flwr'), os.path.join(tmp, 'app'), _free_port()
-    for d in (home, app):
-        os.makedirs(d, exist_ok=True)
-    for f, text in _APP_FILES.items():
-        with open(os.path.join(app, f), 'w') as fh:
-            fh.write(text)
-    env = dict(os.environ, FLWR_HOME=home, PYTHONUNBUFFERED='1')
+    port = _free_port()
+    env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
     if fast:
         env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.05'
-    link = ['--insecure']
-    node_tls, conn = ['--insecure'], 'insecure = true'
+    link, node_tls, ca = ['--insecure'], ['--insecure'], None
     if tls:
         c = make_certificates(os.path.join(tmp, 'certs'))
         link = ['--ssl-certfile', c['server.pem'], '--ssl-keyfile', c['server.key'], '--ssl-ca-certfile', c['ca.pem']]
-        node_tls, conn = ['--root-certificates', c['ca.pem']], f"root-certificates = \"{c['ca.pem']}\""
-    with open(os.path.join(home, 'config.toml'), 'w') as fh:
-        fh.write(f'[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = "127.0.0.1:{port}"\n{conn}\n')
+        node_tls, ca = ['--root-certificates', c['ca.pem']], c['ca.pem']
+    app = write_app(tmp, f'127.0.0.1:{port}', ca)
     procs, t0 = [], time.time()
 
     def start(cmd, log):
