@@ -395,7 +395,7 @@ def flower_simulation(
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
-    "`time` for flwr's SuperNode loop: an idle wait (3 s) backs off from `poll` to 50 ms, a reply wait is `poll`."
+    "`time` for flwr's SuperNode loop: an idle wait (3 s) backs off from `poll` to 0.1 s, a reply wait is `poll`."
 
     def __init__(self, poll: float):
         self.poll, self.idle = poll, poll
@@ -403,7 +403,7 @@ class _FastTime:
     def sleep(self, s):
         if s >= 1:
             time.sleep(self.idle)
-            self.idle = min(2 * self.idle, 0.05)
+            self.idle = min(2 * self.idle, 0.1)
         else:
             self.idle = self.poll
             time.sleep(min(s, self.poll))
@@ -424,7 +424,7 @@ def _speed_up_flwr(poll: float = 0.005):
 # %% ../nbs/50_flower.ipynb #8edb47106e1a46a883d545849b8ab81b
 def fast_send_and_receive(
     grid,  # a Flower `Grid`
-    poll: float = 0.002,  # first wait between polls (s); doubles up to 20 ms while nothing comes
+    poll: float = 0.002,  # first wait between polls (s); doubles up to 50 ms while nothing comes
 ):
     "A `grid.send_and_receive` that polls for replies every few ms instead of every 3 s (same arguments and result)."
 
@@ -435,7 +435,7 @@ def fast_send_and_receive(
             got = list(grid.pull_messages(ids))
             out += got
             ids -= {m.metadata.reply_to_message_id for m in got}
-            wait = poll if got else min(2 * wait, 0.02)
+            wait = poll if got else min(2 * wait, 0.05)
             if ids:
                 time.sleep(wait)
         return out
