@@ -157,15 +157,34 @@ def party_handle(state: dict, node_config: dict, req: dict) -> tuple:
     inbox = [
         (s, k, unseal(keys[s], p.blob, f'{s}|{me}|{k}') if isinstance(p, Sealed) else p) for s, k, p in req['inbox']
     ]
-    with warnings.catch_warnings():  # a replayed step would repeat the warnings the first run gave
-        if state.get('party', {}).get('log') or state.get('party', {}).get('ckpt'):
-            warnings.simplefilter('ignore', YeoJohnsonWarning)
-        saved, out, prog = resume_step(
-            state.get('party', {}), inbox, _build_yj_client(cfg, _load_rows(node_config['data-path']))
-        )
+    saved, out, prog = _step(state, cfg, node_config, inbox)
     out = [(r, k, Sealed(seal(keys[r], p, f'{me}|{r}|{k}'), payload_nbytes(p)) if r in keys else p) for r, k, p in out]
     state = dict(state, keys=keys, party=saved, n=n)
     return state, dict(out=out, phase=prog.ctx.phase, done=prog.done, result=prog.result, waiting=prog.waiting)
+
+# %% ../nbs/50_flower.ipynb #916684f9a58a4a2aa5f864670399430d
+_LIVE = {}  # (party, its run's seed) -> (steps done, Program): a long-lived ClientApp keeps the program in memory
+
+
+def _step(state: dict, cfg: dict, node_config: dict, inbox: list) -> tuple:
+    "Step the party's program: the live one if this process ran its previous step, else rebuilt from the node's context."
+    key, n, party = (cfg['me'], cfg['seed']), state.get('n', 0) + 1, state.get('party', {})
+    live = _LIVE.pop(key, None)
+    if live is not None and live[0] == n - 1:
+        prog, ck, log = live[1], party.get('ckpt'), party.get('log', [])
+        before = prog.ctx.checkpoint
+        out = prog.step(inbox)
+        same = prog.ctx.checkpoint is before  # the plain-data state is kept as well, should this process stop
+        saved = dict(ckpt=ck, log=log + [inbox]) if same else dict(ckpt=prog.ctx.checkpoint, log=[])
+    else:
+        with warnings.catch_warnings():  # a replayed step would repeat the warnings the first run gave
+            if party.get('log') or party.get('ckpt'):
+                warnings.simplefilter('ignore', YeoJohnsonWarning)
+            X = _load_rows(node_config['data-path'])
+            saved, out, prog = resume_step(party, inbox, _build_yj_client(cfg, X))
+    if not prog.done:
+        _LIVE[key] = (n, prog)
+    return saved, out, prog
 
 # %% ../nbs/50_flower.ipynb #e3054500
 def client_app():
