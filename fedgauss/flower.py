@@ -167,7 +167,7 @@ _LIVE = {}  # (party, its run's seed) -> (steps done, Program): a long-lived Cli
 
 
 def _step(state: dict, cfg: dict, node_config: dict, inbox: list) -> tuple:
-    "Step the party's program: the live one if this process ran its previous step, else rebuilt from the node's context."
+    "Step the party's program: the live one if this process ran its last step, else one rebuilt from the context."
     key, n, party = (cfg['me'], cfg['seed']), state.get('n', 0) + 1, state.get('party', {})
     live = _LIVE.pop(key, None)
     if live is not None and live[0] == n - 1:
