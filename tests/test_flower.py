@@ -65,7 +65,7 @@ def test_a_node_with_other_columns_stops_before_any_share(parts):
 
     bad = [parts[0], parts[1][:, :29], parts[2]]
     with pytest.raises(FlowerRunError, match=r'client1 .*29 columns; the federation has 30'):
-        flower_simulation(bad, names=[f'x{j}' for j in range(30)], t_max=T_MAX, f=96, timeout=60)
+        flower_simulation(bad, names=[f'x{j}' for j in range(30)], t_max=T_MAX, f=96, timeout=180)
 
 
 # --- a real deployment: `flower-superlink` and one SuperNode per party as processes on 127.0.0.1 ---------------------
