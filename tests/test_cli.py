@@ -152,3 +152,10 @@ def test_yj_warns_about_identifier_and_label_columns(tmp_path):
     assert any("'ID' looks like an identifier" in l for l in warned) and any(
         "'default.payment.next.month'" in l for l in warned
     )
+
+
+def test_flower_demo_bad_arguments_are_one_line_and_start_nothing():
+    r = fedgauss_cmd('flower-demo', '--timeout', '0')
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and ('--timeout' in r.stderr or 'flower extra' in r.stderr)
+    assert 'flower-demo' in fedgauss_cmd('--help').stdout
