@@ -27,7 +27,10 @@ class CLIError(Exception):
 COMMANDS: dict = {}
 
 
-def arg(*flags, **kwargs):
+def arg(
+    *flags,  # option strings, e.g. '--out', '-o', or a positional name
+    **kwargs,  # `add_argument`'s keywords: type, default, help, ...
+):
     "An argument of a subcommand: the same parameters as `argparse.ArgumentParser.add_argument`."
     return flags, kwargs
 

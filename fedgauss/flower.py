@@ -36,8 +36,8 @@ def new_keypair() -> tuple:
 def pair_key(
     private: bytes,  # this party's X25519 private key (raw)
     peer_public: bytes,  # the other party's public key (raw)
-    a: str,
-    b: str,  # the two parties' names (order does not matter)
+    a: str,  # one party's name
+    b: str,  # the other party's name (the order of the two does not matter)
 ) -> bytes:
     "The AES-256-GCM key two parties share: HKDF-SHA256 of their X25519 secret, bound to both names (as Flower's SecAgg+ derives its pairwise keys)."
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -48,7 +48,11 @@ def pair_key(
     return HKDF(hashes.SHA256(), 32, salt=None, info=('fedgauss|' + '|'.join(sorted([a, b]))).encode()).derive(s)
 
 
-def seal(key: bytes, payload, aad: str) -> bytes:
+def seal(
+    key: bytes,  # the pair's 32-byte AES-GCM key (`pair_key`)
+    payload,  # any picklable message content
+    aad: str,  # metadata bound to the ciphertext: sender, receiver and kind
+) -> bytes:
     "AES-GCM encryption of the pickled `payload`, authenticated with the metadata `aad` (sender, receiver, kind): 12-byte nonce + ciphertext + tag."
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -56,7 +60,11 @@ def seal(key: bytes, payload, aad: str) -> bytes:
     return nonce + AESGCM(key).encrypt(nonce, pickle.dumps(payload, protocol=5), aad.encode())
 
 
-def unseal(key: bytes, blob: bytes, aad: str):
+def unseal(
+    key: bytes,  # the pair's 32-byte AES-GCM key (`pair_key`)
+    blob: bytes,  # what `seal` returned: nonce + ciphertext + tag
+    aad: str,  # the metadata it was sealed with (a change makes decryption fail)
+):
     "The payload of a `seal`ed blob; raises if it was altered or its metadata changed."
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -68,14 +76,22 @@ class Sealed:
 
     __slots__ = ('blob', 'nbytes')
 
-    def __init__(self, blob: bytes, nbytes: int):
+    def __init__(
+        self,
+        blob: bytes,  # the sealed payload (`seal`)
+        nbytes: int,  # size of the plaintext payload, as the simulator's transcript counts it
+    ):
         self.blob, self.nbytes = blob, int(nbytes)
 
     def __deepcopy__(self, memo):
         return self
 
 # %% ../nbs/50_flower.ipynb #a47e8a37
-def resume_step(saved: dict, inbox: list, build) -> tuple:
+def resume_step(
+    saved: dict,  # the party's plain-data state: its last checkpoint and the inboxes delivered since
+    inbox: list,  # the messages delivered in this pass: (sender, kind, payload)
+    build,  # `build(prog_state) -> (PartySMC, generator)`: makes the party's program again
+) -> tuple:
     "One step of a party whose state must be plain data (a process per message): rebuild its program from the last checkpoint (`build(prog_state) -> (PartySMC, generator)`), replay the inboxes since, deliver `inbox`. Returns (saved, outbox, program)."
     ck, log = saved.get('ckpt'), saved.get('log', [])
     smc, gen = build(None if ck is None else ck['prog'])
@@ -91,14 +107,14 @@ def resume_step(saved: dict, inbox: list, build) -> tuple:
     saved = dict(ckpt=smc.checkpoint, log=[]) if smc.checkpoint is not before else dict(ckpt=ck, log=log + [inbox])
     return saved, out, prog
 
-# %% ../nbs/50_flower.ipynb #2d0f32a3
+# %% ../nbs/50_flower.ipynb #1671c31a24314836a5b85d7ef7fbf015
 def _load_rows(path: str) -> np.ndarray:
     "A node's rows from `path`: .npy, or .csv with a header (numeric columns)."
     if str(path).endswith('.npy'):
         return np.load(path)
     return pd.read_csv(path).to_numpy(dtype=np.float64)
 
-
+# %% ../nbs/50_flower.ipynb #33b0902fd34d4ace834912fa1002cf8e
 def _build_yj_client(cfg: dict, X):
     def build(resume):
         smc = PartySMC(
@@ -119,7 +135,7 @@ def _build_yj_client(cfg: dict, X):
 
     return build
 
-
+# %% ../nbs/50_flower.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
 def _fault(me: str, n: int):
     "Fault injection for tests: `FEDGAUSS_FLOWER_FAULT='client1:20:hang'` (or `:die`) makes that party hang (or its process exit) at its n-th step."
     spec = os.environ.get('FEDGAUSS_FLOWER_FAULT', '').split(':')
@@ -128,8 +144,12 @@ def _fault(me: str, n: int):
             os._exit(1)
         time.sleep(3600)
 
-
-def party_handle(state: dict, node_config: dict, req: dict) -> tuple:
+# %% ../nbs/50_flower.ipynb #f5a1fa73e5044315a093ec459c9be902
+def party_handle(
+    state: dict,  # the node's saved state (Flower's per-node context), updated in place
+    node_config: dict,  # the node's configuration: `data-path` to its rows, `partition-id` in simulation
+    req: dict,  # the server's request: op 'hello' (keys and data check) or 'step' (deliver an inbox)
+) -> tuple:
     "The ClientApp's work on one request, on plain data: `state` is the node's (its keys, its party state), `req` the server's message. Returns (state, reply)."
     if req['op'] == 'hello':  # keys, and a check of the data before any share is sent
         X = _load_rows(node_config['data-path'])
@@ -218,7 +238,14 @@ class FlowerRunError(RuntimeError):
 class Relay:
     "The server's side over Flower: it asks the nodes (`grid`) to step their programs, all at once per pass, and routes their (sealed) messages through a `Channel`."
 
-    def __init__(self, grid, n_nodes: int, timeout: float = 60.0, node_wait: float = 60.0, data_paths=None):
+    def __init__(
+        self,
+        grid,  # Flower's `Grid` of the ServerApp: the connected SuperNodes
+        n_nodes: int,  # how many SuperNodes (parties) to wait for
+        timeout: float = 60.0,  # seconds a pass may take before the run stops with an error naming the node
+        node_wait: float = 60.0,  # seconds to wait for `n_nodes` nodes to connect
+        data_paths=None,  # per-party data files (simulation engine); None: each node's `data-path` config
+    ):
         t0 = time.time()
         while len(ids := sorted(grid.get_node_ids())) < n_nodes:
             if time.time() - t0 > node_wait:
@@ -230,85 +257,68 @@ class Relay:
         self.party = {n: p for p, n in self.node.items()}
         self.channel, self.wire, self.round_trips = Channel(), 0, 0
 
-    def ask(self, reqs: dict, what: str) -> dict:
-        "Send each party its request (one Flower message per node), wait for all replies; a missing or failed one stops the run."
-        from flwr.app import ConfigRecord, Message, RecordDict
-
-        msgs = []
-        for p, r in reqs.items():
-            blob = pickle.dumps(dict(r, data_paths=self.data_paths), protocol=5)
-            self.wire += len(blob)
-            msgs.append(
-                Message(
-                    RecordDict({'fedgauss': ConfigRecord({'blob': blob})}),
-                    dst_node_id=self.node[p],
-                    message_type='query',
-                )
-            )
-        got = {}
-        for m in self.grid.send_and_receive(msgs, timeout=self.timeout):
-            p = self.party.get(m.metadata.src_node_id, m.metadata.src_node_id)
-            if m.has_error():
-                raise FlowerRunError(
-                    f"{p} (node {m.metadata.src_node_id}) failed in round {self.channel.round} ({what}): {m.error.reason}"
-                )
-            blob = m.content['fedgauss']['blob']
-            self.wire += len(blob)
-            got[p] = pickle.loads(blob)
-            if 'error' in got[p]:
-                pid = got[p].get('partition')
-                if what == 'keys and data check' and pid is not None:
-                    p = f'client{int(pid)}'  # named after its partition, as below
-                raise FlowerRunError(
-                    f"{p} (node {m.metadata.src_node_id}), round {self.channel.round} ({what}): {got[p if p in got else self.party[m.metadata.src_node_id]]['error']}"
-                )
-        miss = [p for p in reqs if p not in got]
-        if miss:
-            raise FlowerRunError(
-                f"{', '.join(f'{p} (node {self.node[p]})' for p in miss)} did not answer within {self.timeout} s "
-                f"in round {self.channel.round} ({what}); the run is stopped and no result is reported"
-            )
-        self.round_trips += 1
-        return got
-
-# %% ../nbs/50_flower.ipynb #2d75cac1
+# %% ../nbs/50_flower.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
-def run(
+def ask(
     self: Relay,
-    names: list,
-    f: int = 96,
-    t_max: int = 128,
-    envelope_bits: int = 3,
-    bounds=None,
-    max_rows: int = 2**20,
-    ymax: float = YMAX,
-    stat_bits: int = 40,
-    rng=None,
+    reqs: dict,  # party name -> its request (one Flower message per node)
+    what: str,  # what the pass is for, named in errors ('keys and data check', 'protocol step')
 ) -> dict:
-    "SecureFedYJ over the nodes: keys and data checks first, then bulk-synchronous passes — the dealer's program runs here, each party's on its node — until every program has ended. Returns client0's public result with the transcript."
-    K, d, ch = len(self.parties), len(names), self.channel
+    "Send each party its request (one Flower message per node), wait for all replies; a missing or failed one stops the run."
+    from flwr.app import ConfigRecord, Message, RecordDict
+
+    msgs = []
+    for p, r in reqs.items():
+        blob = pickle.dumps(dict(r, data_paths=self.data_paths), protocol=5)
+        self.wire += len(blob)
+        msgs.append(
+            Message(
+                RecordDict({'fedgauss': ConfigRecord({'blob': blob})}), dst_node_id=self.node[p], message_type='query'
+            )
+        )
+    got = {}
+    for m in self.grid.send_and_receive(msgs, timeout=self.timeout):
+        p = self.party.get(m.metadata.src_node_id, m.metadata.src_node_id)
+        if m.has_error():
+            raise FlowerRunError(
+                f"{p} (node {m.metadata.src_node_id}) failed in round {self.channel.round} ({what}): {m.error.reason}"
+            )
+        blob = m.content['fedgauss']['blob']
+        self.wire += len(blob)
+        got[p] = pickle.loads(blob)
+        if 'error' in got[p]:
+            pid = got[p].get('partition')
+            if what == 'keys and data check' and pid is not None:
+                p = f'client{int(pid)}'  # named after its partition, as below
+            raise FlowerRunError(
+                f"{p} (node {m.metadata.src_node_id}), round {self.channel.round} ({what}): {got[p if p in got else self.party[m.metadata.src_node_id]]['error']}"
+            )
+    miss = [p for p in reqs if p not in got]
+    if miss:
+        raise FlowerRunError(
+            f"{', '.join(f'{p} (node {self.node[p]})' for p in miss)} did not answer within {self.timeout} s "
+            f"in round {self.channel.round} ({what}); the run is stopped and no result is reported"
+        )
+    self.round_trips += 1
+    return got
+
+# %% ../nbs/50_flower.ipynb #28d3efd5258a48a79c179ea5c6759f01
+@patch
+def _hello(self: Relay, names: list, max_rows: int) -> dict:
+    "The first pass: every node checks its rows and publishes its X25519 key; returns the public keys by party."
     hello = self.ask({p: dict(op='hello', names=names, max_rows=max_rows) for p in self.parties}, 'keys and data check')
     pids = sorted(int(r['partition']) for r in hello.values() if r.get('partition') is not None)
-    if pids == list(range(K)):  # simulation: name each party after its node's partition
+    if pids == list(range(len(self.parties))):  # simulation: name each party after its node's partition
         self.node = {f"client{int(hello[p]['partition'])}": self.node[p] for p in self.parties}
         self.party = {n: p for p, n in self.node.items()}
         hello = {f"client{int(r['partition'])}": r for r in hello.values()}
-    pub = {p: r['public_key'] for p, r in hello.items()}
-    L = ring_bits_for(K, max_rows, f, stat_bits)
-    cfg = dict(
-        parties=self.parties,
-        L=L,
-        stat_bits=stat_bits,
-        names=names,
-        f=f,
-        t_max=t_max,
-        envelope_bits=envelope_bits,
-        bounds=bounds,
-        max_rows=max_rows,
-        ymax=ymax,
-    )
-    smc = PartySMC('server', self.parties, 'server', L, stat_bits, as_rng(rng))
-    dealer = Program('server', smc, yj_dealer_program(smc, d, f, envelope_bits, bounds, max_rows))
+    return {p: r['public_key'] for p, r in hello.items()}
+
+# %% ../nbs/50_flower.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
+@patch
+def _passes(self: Relay, smc, dealer, cfg: dict, pub: dict) -> dict:
+    "Bulk-synchronous passes until every program has ended: the dealer steps here, the parties on their nodes; returns each party's state."
+    ch = self.channel
     st = {p: dict(phase=('setup',), done=False, result=None) for p in self.parties}
     inbox = {p: [] for p in self.parties + ['server']}
     ch.next_round()
@@ -354,16 +364,59 @@ def run(
             raise FlowerRunError(
                 f"round {ch.round}: no program can advance; phases {[st[p]['phase'] for p in self.parties]}"
             )
+    self.rounds = rounds
+    return st
+
+# %% ../nbs/50_flower.ipynb #2d75cac1
+@patch
+def run(
+    self: Relay,
+    names: list,  # public column names, the same at every node
+    f: int = 96,  # fractional bits of the fixed point (SecureFedYJ's `precision`)
+    t_max: int = 128,  # search steps per column (SecureFedYJ's `t_max`)
+    envelope_bits: int = 3,  # bits of the public envelope of each column's range
+    bounds=None,  # public bounds on lambda, or None (from ymax)
+    max_rows: int = 2**20,  # public bound on a party's number of rows (sets the ring size)
+    ymax: float = YMAX,  # largest |transformed value| allowed (overflow bound)
+    stat_bits: int = 40,  # statistical security parameter of the masked openings (kappa)
+    rng=None,  # the dealer's randomness: a numpy Generator, a seed, or None
+) -> dict:
+    "SecureFedYJ over the nodes: keys and data checks first, then bulk-synchronous passes — the dealer's program runs here, each party's on its node — until every program has ended. Returns client0's public result with the transcript."
+    K, d, ch = len(self.parties), len(names), self.channel
+    pub = self._hello(names, max_rows)
+    L = ring_bits_for(K, max_rows, f, stat_bits)
+    cfg = dict(
+        parties=self.parties,
+        L=L,
+        stat_bits=stat_bits,
+        names=names,
+        f=f,
+        t_max=t_max,
+        envelope_bits=envelope_bits,
+        bounds=bounds,
+        max_rows=max_rows,
+        ymax=ymax,
+    )
+    smc = PartySMC('server', self.parties, 'server', L, stat_bits, as_rng(rng))
+    dealer = Program('server', smc, yj_dealer_program(smc, d, f, envelope_bits, bounds, max_rows))
+    st = self._passes(smc, dealer, cfg, pub)
     res = {p: s['result'] for p, s in st.items()}
     for p in self.parties[1:]:
         if not np.array_equal(res[p]['lambdas'], res['client0']['lambdas']):
             raise FlowerRunError(f"{p} computed other lambdas than client0")
     return dict(
-        res['client0'], channel=ch, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips, ring_bits=L
+        res['client0'], channel=ch, rounds=self.rounds, wire_bytes=self.wire, round_trips=self.round_trips, ring_bits=L
     )
 
-# %% ../nbs/50_flower.ipynb #90ae61a2
-def server_app(out: dict, names: list, n_nodes: int, data_paths=None, timeout: float = 60.0, **kw):
+# %% ../nbs/50_flower.ipynb #0e382214b5f147d187d36a2058b9c724
+def server_app(
+    out: dict,  # filled with 'result' (Relay.run's dict) or 'error' (the exception)
+    names: list,  # public column names
+    n_nodes: int,  # how many SuperNodes take part
+    data_paths=None,  # per-party data files (simulation engine)
+    timeout: float = 60.0,  # seconds a pass may take
+    **kw,  # `Relay.run` options: t_max, f, rng, ...
+):
     "The Flower `ServerApp`: runs `Relay.run` and puts its result (or the error) in `out`."
     from flwr.serverapp import ServerApp
 
@@ -378,12 +431,12 @@ def server_app(out: dict, names: list, n_nodes: int, data_paths=None, timeout: f
 
     return app
 
-
+# %% ../nbs/50_flower.ipynb #5b09d5ef5b5e4bb6ab9b829b10b6a29f
 def flower_simulation(
     clients: list,  # one 2-D array per node
     names: list | None = None,  # public column names
     timeout: float = 120.0,  # seconds a pass may take before the run stops
-    **kw,
+    **kw,  # `Relay.run` options: t_max, f, rng, ...
 ) -> dict:
     "SecureFedYJ on Flower's simulation engine (Ray): one virtual SuperNode per client, rows written to a file each node reads, party state in each node's context."
     from flwr.simulation import run_simulation
@@ -639,10 +692,7 @@ def stop_processes(
 # %% ../nbs/50_flower.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 def make_certificates(
     folder: str,  # where to write ca.pem, server.pem, server.key
-    hosts: list = (
-        '127.0.0.1',
-        'localhost',
-    ),  # the SuperLink's addresses (IPs or DNS names) the certificate is valid for
+    hosts: list = ('127.0.0.1', 'localhost'),  # the SuperLink's addresses (IPs or DNS names) for the certificate
 ) -> dict:
     "A self-signed CA and a server certificate it signs (ECDSA P-256, 30 days) for the SuperLink; returns the paths."
     import datetime, ipaddress

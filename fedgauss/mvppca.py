@@ -20,7 +20,8 @@ __all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENA
            'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2', 'em_iteration',
            'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter', 'MVPPCAMaster', 'FedMVPPCA',
            'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid',
-           'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center']
+           'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center', 'p_waic_of_mu_draws',
+           'p_waic_block']
 
 # %% ../nbs/40_mvppca.ipynb #fdf9f12d
 @dataclass
@@ -981,3 +982,32 @@ def minmax_center(
         lo, hi = X.min(0), X.max(0)
         out[v] = (X - lo) / np.where(hi > lo, hi - lo, 1.0)
     return out
+
+# %% ../nbs/40_mvppca.ipynb #1671c31a24314836a5b85d7ef7fbf015
+def p_waic_of_mu_draws(
+    model,  # a fitted `FedMVPPCA`
+    centers: list,  # the evaluation centers: a list of {view: array (subjects × features)}
+) -> float:  # p_WAIC made by the mu draws alone, in closed form
+    "Closed form of the p_WAIC made by the mu draws alone: sum_n a_n' S a_n + N/2 tr((S C^-1)^2), a_n = C^-1 (t_n - mu~)."
+    g, vs = model._global_params(), model.views_
+    W = np.vstack([g[v]['W'] for v in vs])
+    Ci = np.linalg.inv(W @ W.T + np.diag(np.concatenate([np.full(len(g[v]['mu']), g[v]['sigma2']) for v in vs])))
+    s = np.concatenate([np.full(len(g[v]['mu']), model.s_mu_[v]) for v in vs])
+    A = (np.vstack([np.hstack([c[v] for v in vs]) for c in centers]) - np.concatenate([g[v]['mu'] for v in vs])) @ Ci
+    SC = s[:, None] * Ci
+    return float(np.sum(A * A * s) + len(A) / 2 * np.trace(SC @ SC))
+
+# %% ../nbs/40_mvppca.ipynb #33b0902fd34d4ace834912fa1002cf8e
+def p_waic_block(
+    model,  # a fitted `FedMVPPCA`
+    centers: list,  # the evaluation centers: a list of {view: array (subjects × features)}
+    block: str,  # the parameter drawn from the global distribution: 'mu', 'W' or 'sigma2'
+    n_draws: int = 1000,  # number of posterior draws
+    rng=1,  # a numpy Generator or a seed, for the draws
+) -> float:  # p_WAIC when only `block` varies across the draws
+    "p_WAIC when only `block` is drawn from the global distribution, the other parameters held at their global values."
+    d = {
+        v: {k: (a if k == block else np.broadcast_to(model.global_[v][k], a.shape)) for k, a in dv.items()}
+        for v, dv in draw_global(model.global_, n_draws, rng).items()
+    }
+    return waic_from_loglik(np.concatenate([pointwise_loglik(c, d) for c in centers], axis=1))['p_waic']

@@ -9,7 +9,7 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['MPYeoJohnson', 'mp_yj_mle', 'mp_psi', 'mp_overflow_bound', 'adversarial_inputs', 'overflow_inputs', 'chi2_pvalue',
-           'expected_over_paths', 'most_similar_brute']
+           'expected_over_paths', 'most_similar_brute', 'run_cli']
 
 # %% ../nbs/03_testing.ipynb #3e4e0910
 def _mpmath():
@@ -259,3 +259,19 @@ def most_similar_brute(
         idx.append(arg)
         cnt.append(best)
     return np.array(idx), np.array(cnt)
+
+# %% ../nbs/03_testing.ipynb #72eea5119410473aa328ad9291626812
+def run_cli(
+    *argv: str,  # the command line after `fedgauss`, e.g. 'datasets' or 'yj', 'in.csv'
+) -> tuple:  # (exit code, what it printed on stdout, what it printed on stderr)
+    "Run the `fedgauss` command in this process and capture its exit code and output (for notebooks and tests)."
+    import contextlib, io
+    from fedgauss.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()

@@ -9,31 +9,23 @@ simulation engine (virtual SuperNodes as Ray actors).
 Needs the flower extra: pip install 'fedgauss[flower]'.
 """
 
-import argparse, os, time, warnings
+import os, time
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 import numpy as np
 
-from fedgauss.data import make_skewed_features
 from fedgauss.flower import flower_deploy, flower_simulation
 from fedgauss.securefedyj import SecureFedYJ
-from fedgauss.yeojohnson import YeoJohnsonWarning
+
+from bench_securefedyj import benchmark_data, data_arguments  # the same data and command line
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--n', type=int, default=100_000)
-    ap.add_argument('--d', type=int, default=30)
-    ap.add_argument('--clients', type=int, default=5)
+    ap = data_arguments(__doc__, t_max=1)
     ap.add_argument('--engine', choices=['deployment', 'simulation'], default='deployment')
-    ap.add_argument('--t-max', type=int, default=1)
-    ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--timeout', type=float, default=600)
     args = ap.parse_args()
-    warnings.simplefilter('ignore', YeoJohnsonWarning)
-    X = make_skewed_features(args.n, args.d, rng=args.seed)
-    parts = np.array_split(np.random.default_rng(args.seed).permutation(args.n), args.clients)
-    clients = [X[p] for p in parts]
+    X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features, {args.clients} clients / nodes, t_max = {args.t_max}, precision 96"
     )

@@ -53,19 +53,30 @@ def where_the_time_goes(clients, t_max):
     return w, T
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def data_arguments(doc: str, t_max: int) -> argparse.ArgumentParser:
+    "The benchmark data's command line (also used by bench_flower.py): rows, columns, clients, t_max, seed."
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--n', type=int, default=100_000)
     ap.add_argument('--d', type=int, default=30)
     ap.add_argument('--clients', type=int, default=5)
-    ap.add_argument('--t-max', type=int, default=32)
-    ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--t-max', type=int, default=t_max)
     ap.add_argument('--seed', type=int, default=0)
-    args = ap.parse_args()
+    return ap
+
+
+def benchmark_data(args):
+    "Skewed features (fedgauss.data.make_skewed_features) and their IID split over `args.clients` clients."
     warnings.simplefilter('ignore', YeoJohnsonWarning)
     X = make_skewed_features(args.n, args.d, rng=args.seed)
     parts = np.array_split(np.random.default_rng(args.seed).permutation(args.n), args.clients)
-    clients = [X[p] for p in parts]
+    return X, parts, [X[p] for p in parts]
+
+
+def main():
+    ap = data_arguments(__doc__, t_max=32)
+    ap.add_argument('--repeat', type=int, default=3)
+    args = ap.parse_args()
+    X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
         f"(IID, {len(parts[0]):,} rows each), t_max = {args.t_max}"

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedgauss.testing import run_cli
+
 from fedgauss import dp, federation as fed, smc
 from fedgauss.gbdt import Binner, GBDTClassifier, GBDTRegressor
 from fedgauss.mvppca import FedMVPPCA, make_multiview_synthetic, make_scenario
@@ -633,17 +635,7 @@ def test_data_functions(f, args, msg):
 
 
 # ------------------------------------------------------------------------------------------------ command line
-def _cli(*argv):
-    import contextlib, io
-    from fedgauss.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:
-            code = e.code
-    return code, out.getvalue(), err.getvalue()
+_cli = run_cli  # the command in-process: (exit code, stdout, stderr)
 
 
 def _csv(tmp_path, df, name='in.csv', **kw):

@@ -93,8 +93,7 @@ def _api_symbols():
 # kind, and the start of the equation's TeX (or of the picture's alt text). Equations are broken into
 # `aligned` lines in the notebook; pictures are drawn at most ~8.5 in wide at 100 dpi (the column is
 # ~850 px at 1280). Shrink this list, never grow it: tests/test_docs.py::test_site prints what is found.
-ALLOWED_AT_1280 = {
-}
+ALLOWED_AT_1280 = {}
 
 
 def not_fitting(report) -> list[tuple[str, str, str, str]]:

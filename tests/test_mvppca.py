@@ -20,6 +20,7 @@ from fedgauss.mvppca import (
     em_iteration,
     expected_loglik,
     fit_inverse_gamma,
+    p_waic_of_mu_draws,
     inv_digamma,
     local_em,
     make_multiview_synthetic,
@@ -344,17 +345,6 @@ def test_synthetic_data_carry_five_identifiable_directions():
         assert eigs([v])[4] > 10 * np.sqrt(V[v].shape[1] / 90)  # far above the detection level sqrt(d / N_c)
 
 
-def _p_waic_mu(model, centers):
-    "Closed form of the p_WAIC made by the mu draws alone (the log-likelihood is quadratic in mu)."
-    g, vs = model._global_params(), model.views_
-    W = np.vstack([g[v]['W'] for v in vs])
-    Ci = np.linalg.inv(W @ W.T + np.diag(np.concatenate([np.full(len(g[v]['mu']), g[v]['sigma2']) for v in vs])))
-    s = np.concatenate([np.full(len(g[v]['mu']), model.s_mu_[v]) for v in vs])
-    A = (np.vstack([np.hstack([c[v] for v in vs]) for c in centers]) - np.concatenate([g[v]['mu'] for v in vs])) @ Ci
-    SC = s[:, None] * Ci
-    return float(np.sum(A * A * s) + len(A) / 2 * np.trace(SC @ SC))
-
-
 def test_waic_penalty_is_the_between_center_spread_of_the_means(data):
     """The diagnosed mechanism (and known limitation) of WAIC from the global distribution: with each center min-max
     scaled on its own, the centers' means differ by about the noise, the mu draws make most of p_WAIC, every subject is
@@ -372,7 +362,7 @@ def test_waic_penalty_is_the_between_center_spread_of_the_means(data):
         for q in (4, 5)
     }
     for q in (4, 5):
-        np.testing.assert_allclose(p_mu[q], _p_waic_mu(m[q], centers), rtol=0.1)
+        np.testing.assert_allclose(p_mu[q], p_waic_of_mu_draws(m[q], centers), rtol=0.1)
     rho = [m[5].s_mu_[v] / m[5].sigma2_[v] for v in m[5].views_]
     assert min(rho) > 0.3 and p_mu[5] > 0.7 * w[5]['p_waic'] and w[5]['p_waic'] > 5 * w[4]['p_waic']
     assert w[5]['frac_unreliable'] == 1.0
