@@ -287,12 +287,10 @@ def ask(
         self.wire += len(blob)
         got[p] = pickle.loads(blob)
         if 'error' in got[p]:
-            pid = got[p].get('partition')
+            err, pid = got[p]['error'], got[p].get('partition')
             if what == 'keys and data check' and pid is not None:
                 p = f'client{int(pid)}'  # named after its partition, as below
-            raise FlowerRunError(
-                f"{p} (node {m.metadata.src_node_id}), round {self.channel.round} ({what}): {got[p if p in got else self.party[m.metadata.src_node_id]]['error']}"
-            )
+            raise FlowerRunError(f"{p} (node {m.metadata.src_node_id}), round {self.channel.round} ({what}): {err}")
     miss = [p for p in reqs if p not in got]
     if miss:
         raise FlowerRunError(
