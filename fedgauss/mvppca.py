@@ -13,12 +13,14 @@ from scipy import special
 from sklearn.base import BaseEstimator
 
 from .federation import Channel, Party, as_rng, drop_views
+from .smc import PartySMC, Program, run_programs
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats', 'penalised_loglik',
-           'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2', 'em_iteration',
-           'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter', 'MVPPCAMaster', 'FedMVPPCA',
+__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'MVPPCA_HISTORY', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats',
+           'penalised_loglik', 'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2',
+           'em_iteration', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter',
+           'MVPPCAMaster', 'mvppca_center_program', 'mvppca_master_program', 'mvppca_programs', 'FedMVPPCA',
            'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid',
            'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center', 'p_waic_of_mu_draws',
            'p_waic_block']
@@ -460,24 +462,32 @@ def _start_from_global(self: MVPPCACenter, g):
 
 # %% ../nbs/40_mvppca.ipynb #938c804e27f84196a10c8828c723f798
 @patch
+def update(
+    self: MVPPCACenter,
+    g: dict | None,  # the global distribution of its views; None in round 1 (plain EM from a random start)
+    n_iter: int,  # local (MAP-)EM iterations
+) -> dict:  # the message to send: per view mu, W, sigma2 (DP-released if the center has a release)
+    "One local round: starting parameters from `g`, `n_iter` local iterations, and the message to send."
+    if g is None:
+        priors, params = None, _init_params(self._stats, self.n_components, self._rng)
+    else:
+        priors, params = self._start_from_global(g)
+    self._params = local_em(self._stats, params, priors, n_iter)
+    payload = _params_payload(self._params)
+    return payload if self._dp is None else self._dp.privatize(payload, priors, self._rng)
+
+# %% ../nbs/40_mvppca.ipynb #c00c568b
+@patch
 def local_round(
     self: MVPPCACenter,
     master,  # the master party
     n_iter: int,  # local MAP-EM iterations
     first: bool = False,  # round 1: no global distribution to receive, plain EM
-):
+) -> dict:  # the center's new local parameters
     "Receive the global distribution (except in the first round), run `n_iter` local iterations, send the parameters."
-    if first:
-        priors, params = None, _init_params(self._stats, self.n_components, self._rng)
-    else:
-        priors, params = self._start_from_global(self.receive('global', sender=master))
-    params = local_em(self._stats, params, priors, n_iter)
-    self._params = params
-    payload = _params_payload(params)
-    if self._dp is not None:
-        payload = self._dp.privatize(payload, priors, self._rng)
-    self.send(master, 'local_params', payload)
-    return params
+    g = None if first else self.receive('global', sender=master)
+    self.send(master, 'local_params', self.update(g, n_iter))
+    return self._params
 
 # %% ../nbs/40_mvppca.ipynb #504fb2a444614c0babb325280ed9130a
 @patch
@@ -500,26 +510,112 @@ class MVPPCAMaster(Party):
         super().__init__(name, channel)
         self.global_, self._views_of = None, {}
 
-    def aggregate(
-        self,
-        centers,  # the center parties: one parameter message from each
-    ) -> dict:
-        "Receive one parameter message from each center and run the master step."
-        locals_ = []
-        for c in centers:
-            p = self.receive('local_params', sender=c)
-            self._views_of[c.name] = tuple(p)
-            locals_.append(p)
-        self.global_ = master_step(locals_)
-        return self.global_
+# %% ../nbs/40_mvppca.ipynb #cf2ac0f3
+@patch
+def update(
+    self: MVPPCAMaster,
+    locals_: dict,  # center name -> its parameter message this round, in the centers' order
+) -> dict:  # the global distribution: view -> dict(mu, W, sigma2, s_mu, s_W, alpha, beta, n_centers)
+    "Run the master step on this round's parameter messages, remembering which views each center reported."
+    self._views_of.update({c: tuple(p) for c, p in locals_.items()})
+    self.global_ = master_step(list(locals_.values()))
+    return self.global_
 
-    def send_global(
-        self,
-        centers,  # the center parties
-    ):
-        "Send each center the global distribution of the views it reported."
+# %% ../nbs/40_mvppca.ipynb #21ad38b5
+@patch
+def global_for(
+    self: MVPPCAMaster,
+    center: str,  # a center's name
+) -> dict:  # view -> its global distribution, for the views `center` reported
+    "The message for `center`: the global distribution of the views it reported."
+    return {v: self.global_[v] for v in self._views_of[center]}
+
+# %% ../nbs/40_mvppca.ipynb #8cabd01f
+@patch
+def aggregate(
+    self: MVPPCAMaster,
+    centers,  # the center parties: one parameter message from each
+) -> dict:  # the global distribution
+    "Receive one parameter message from each center and run the master step."
+    return self.update({c.name: self.receive('local_params', sender=c) for c in centers})
+
+# %% ../nbs/40_mvppca.ipynb #c5772b67
+@patch
+def send_global(
+    self: MVPPCAMaster,
+    centers,  # the center parties
+):
+    "Send each center the global distribution of the views it reported."
+    for c in centers:
+        self.send(c, 'global', self.global_for(c.name))
+
+# %% ../nbs/40_mvppca.ipynb #26a5f31a
+def mvppca_center_program(
+    ctx: PartySMC,  # this center's mailbox, rng and phase (no secret sharing is used)
+    views: dict,  # its private data: view name -> (n, d_k) array
+    n_components: int,  # latent dimension q
+    n_rounds: int,  # communication rounds
+    n_init_iter: int = 30,  # local EM iterations in round 1
+    n_local_iter: int = 15,  # local MAP-EM iterations in later rounds
+    dp=None,  # its DP release (`CenterDP` from `fedgauss.mvppca_dp`), or None
+    master: str = 'master',  # the master's name
+):
+    "Generator, a center's program: it holds only its views, rng and parameters; returns its last local parameters."
+    center = MVPPCACenter(ctx.me, None, views, n_components, rng=ctx.rng, dp=dp)
+    g = None
+    for r in range(n_rounds):
+        if r:
+            ctx.phase = ('round', r + 1)
+            g = yield from ctx.recv('global', master)
+        ctx.send(master, 'local_params', center.update(g, n_local_iter if r else n_init_iter))
+    return center._params
+
+# %% ../nbs/40_mvppca.ipynb #eadbba44
+MVPPCA_HISTORY = ('sigma2', 's_mu', 's_W', 'alpha', 'beta')  # what `history_` keeps per round and view
+
+
+def mvppca_master_program(
+    ctx: PartySMC,  # the master's mailbox and phase
+    centers: list,  # the centers' names, in order
+    n_rounds: int,  # communication rounds
+):
+    "Generator, the master's program: it holds no data, sees only parameters; returns dict(global_=..., history=[...])."
+    master, hist = MVPPCAMaster(ctx.me), []
+    for r in range(n_rounds):
+        if r:
+            phase = yield from ctx.wait_phase()
+            if phase != ('round', r + 1):
+                raise RuntimeError(f"round {r + 1}: the centers announced {phase!r}")
+            for c in centers:
+                ctx.send(c, 'global', master.global_for(c))
+        locals_ = {}
         for c in centers:
-            self.send(c, 'global', {v: self.global_[v] for v in self._views_of[c.name]})
+            locals_[c] = yield from ctx.recv('local_params', c)
+        g = master.update(locals_)
+        hist += [dict(round=r + 1, view=v, **{k: g[v][k] for k in MVPPCA_HISTORY}) for v in g]
+    return dict(global_=g, history=hist)
+
+# %% ../nbs/40_mvppca.ipynb #8d1a5370
+def mvppca_programs(
+    centers: list,  # the centers' private data: one dict view name -> (n_c, d_k) array each
+    n_components: int,  # latent dimension q
+    n_rounds: int,  # communication rounds
+    n_init_iter: int = 30,  # local EM iterations in round 1
+    n_local_iter: int = 15,  # local MAP-EM iterations in later rounds
+    rng=None,  # a numpy Generator, a seed, or None: each center gets a generator spawned from it
+    dps: list | None = None,  # each center's DP release (`CenterDP`), or None
+) -> list:  # `Program`s 'center0', 'center1', ... and 'master' (last), for `run_programs(..., dealer='master')`
+    "The per-party programs of one Fed-mv-PPCA run."
+    names = [f'center{c}' for c in range(len(centers))]
+    dps = [None] * len(centers) if dps is None else dps
+    progs = []
+    for n, cc, r, dp in zip(names, centers, as_rng(rng).spawn(len(centers)), dps):
+        ctx = PartySMC(n, names, 'master', rng=r)
+        progs.append(
+            Program(n, ctx, mvppca_center_program(ctx, cc, n_components, n_rounds, n_init_iter, n_local_iter, dp))
+        )
+    ctx = PartySMC('master', names, 'master', rng=0)  # the master draws nothing
+    return progs + [Program('master', ctx, mvppca_master_program(ctx, names, n_rounds))]
 
 # %% ../nbs/40_mvppca.ipynb #b43b363d81ae4b689946ece5c682cd59
 def _check_view(where, v, X, n=None, dims=None):
