@@ -753,28 +753,13 @@ def fit(
     "Fit on a list of centers, each a dict view name -> (n_c, d_k) array of the views it has."
     q, R, it0, it, centers, dims = self._check_fit(centers)
     dp, dps = _center_releases(self.dp, centers, dims, R, q)
-    rng = as_rng(self.rng)
     channel = Channel()
-    master = MVPPCAMaster('master', channel)
-    parties = [
-        MVPPCACenter(f'center{c}', channel, cc, q, rng=r, dp=dps[c])
-        for c, (cc, r) in enumerate(zip(centers, rng.spawn(len(centers))))
-    ]
-    hist = []
-    for r in range(R):
-        channel.next_round()
-        if r:
-            master.send_global(parties)
-        for p in parties:
-            p.local_round(master, it0 if r == 0 else it, first=(r == 0))
-        g = master.aggregate(parties)
-        hist += [
-            dict(round=r + 1, view=v, **{k: g[v][k] for k in ('sigma2', 's_mu', 's_W', 'alpha', 'beta')}) for v in g
-        ]
+    res, _ = run_programs(mvppca_programs(centers, q, R, it0, it, self.rng, dps), channel, dealer='master')
+    g = res['master']['global_']
     self.views_, self.n_features_views_, self.global_ = list(dims), dict(dims), g
     for k in ('mu', 'W', 'sigma2', 's_mu', 's_W', 'alpha', 'beta'):
         setattr(self, f'{k}_', {v: g[v][k] for v in dims})
-    self.history_, self.channel_, self.dp_ = pd.DataFrame(hist), channel, dp
+    self.history_, self.channel_, self.dp_ = pd.DataFrame(res['master']['history']), channel, dp
     return self
 
 # %% ../nbs/40_mvppca.ipynb #04828027
