@@ -592,3 +592,30 @@ def test_programs_reproduce_the_single_driver(data, eps):
     assert by_kind.to_dict('list') == {'size': [15, 18], 'sum': [17635, 19776]}  # global, local_params
     assert t.groupby('round').size().tolist() == [3, 6, 6, 6, 6, 6]
     assert t[t['kind'] == 'global']['round'].min() == 2 and len(m.history_) == 6 * 3
+
+
+def test_each_program_holds_only_its_own_party_and_errors_name_the_center(data, monkeypatch):
+    """A center's program starts with its own views only; the master's with names alone; a center's error is raised as is."""
+    from fedgauss.federation import Channel
+    from fedgauss.mvppca import MVPPCACenter, mvppca_programs
+    from fedgauss.smc import run_programs
+
+    centers = data[2]
+    progs = mvppca_programs(centers, 2, 3, 2, 2, rng=0)
+    assert [p.name for p in progs] == ['center0', 'center1', 'center2', 'master']
+    for c, p in enumerate(progs[:-1]):
+        f = p.gen.gi_frame.f_locals
+        assert f['views'] is centers[c] and p.ctx.me == f'center{c}'
+        assert not any(v is o for v in f.values() for k, o in enumerate(centers) if k != c)
+    master = progs[-1].gen.gi_frame.f_locals
+    assert not any(isinstance(v, (dict, np.ndarray)) for v in master.values())
+    update = MVPPCACenter.update
+
+    def failing(self, g, n_iter):
+        if self.name == 'center1' and g is not None:
+            raise np.linalg.LinAlgError('center1: singular')
+        return update(self, g, n_iter)
+
+    monkeypatch.setattr(MVPPCACenter, 'update', failing)
+    with pytest.raises(np.linalg.LinAlgError, match='center1'):
+        run_programs(mvppca_programs(centers, 2, 3, 2, 2, rng=0), Channel(), 'master')
