@@ -14,9 +14,10 @@ from fastcore.basics import patch
 from .federation import Channel, as_rng
 
 # %% auto #0
-__all__ = ['RFC3526_P2048', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode', 'share',
-           'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare',
-           'PartySMC', 'Program', 'ProtocolStalled', 'run_programs']
+__all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode',
+           'share', 'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum',
+           'PartyShare', 'PartySMC', 'Program', 'ProtocolStalled', 'run_programs', 'ProtocolSpec', 'register_protocol',
+           'protocol_context', 'protocol_programs', 'run_protocol']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1546,6 +1547,18 @@ class Program:
 class ProtocolStalled(RuntimeError):
     "No program can advance: a party waits for a message that will never come."
 
+# %% ../nbs/11_smc.ipynb #7c55994b
+def _party_phase_round(p, dealer, seen_phases: set, channel, rounds, on_phase):
+    "Without a dealer, a phase announced for the first time starts a new round (before that step's messages leave)."
+    ph = p.ctx.phase
+    if dealer is not None or ph is None or str(ph) in seen_phases:
+        return
+    seen_phases.add(str(ph))
+    channel.next_round()
+    rounds.setdefault(ph[0] if isinstance(ph, tuple) else ph, []).append(channel.round)
+    if on_phase is not None:
+        on_phase(ph)
+
 # %% ../nbs/11_smc.ipynb #ea526e2f
 def _next_phase(p, progs, parties, seen, channel, rounds, on_phase):
     "Hand the parties' next phase to the dealer's program `p` if they all announce one it has not seen: (True, it); else (False, `seen`)."
@@ -1569,11 +1582,11 @@ def run_programs(
     on_phase=None,  # called with each new public phase (e.g. to advance a progress bar)
     bsp: bool = False,  # bulk-synchronous: messages sent in a pass are delivered in the next (as a server relaying between processes would); `rounds['passes']` counts the passes
 ) -> tuple:
-    "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
+    "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told; without a dealer, at the first announcement of each phase). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
     progs = {p.name: p for p in programs}
     inbox = {n: [] for n in progs}
     parties = [n for n in progs if n != dealer]
-    rounds, seen = {}, ('setup',)
+    rounds, seen, seen_phases = {}, ('setup',), set()
     channel.next_round()
     rounds.setdefault('setup', []).append(channel.round)
     fresh, errors, passes = set(progs), {}, 0
@@ -1595,6 +1608,7 @@ def run_programs(
                 out = p.step(got)
             except Exception as e:  # what it sent before failing leaves; the others go on
                 errors[n], p.done, out, p.ctx.out = e, True, p.ctx.out, []
+            _party_phase_round(p, dealer, seen_phases, channel, rounds, on_phase)
             for r, kind, payload in out:
                 channel.send(n, r, kind, payload)
                 (later if bsp else inbox)[r].append((n, kind, channel.receive(r, kind, sender=n)))
@@ -1610,3 +1624,76 @@ def run_programs(
         raise errors[next(n for n in progs if n in errors)]  # the first party, in order, that failed
     rounds['passes'] = [passes]
     return {n: p.result for n, p in progs.items()}, rounds
+
+# %% ../nbs/11_smc.ipynb #5f0c44a0
+@dataclass
+class ProtocolSpec:
+    "A protocol as per-party programs; any transport runs them unchanged (`run_protocol`, `fedgauss.flower`)."
+
+    name: str  # the protocol's name, its key in `PROTOCOLS`
+    party: object  # `party(ctx, data, cfg)` -> a party's generator (`ctx`: its PartySMC; `data`: its arrays)
+    server: object = None  # `server(ctx, cfg)` -> the server's generator (dealer, aggregator, master); None: none
+    check: object = None  # `check(data, cfg)`: ValueError naming what is wrong, before any message leaves
+    context: object = None  # `context(me, cfg, rng)` -> its PartySMC; None: PartySMC(me, parties, server_name)
+    server_name: str = 'server'  # the server's name in the transcript
+    dealer: bool = True  # the server follows the parties' phases (a dealer); False: the phases drive the rounds
+
+
+PROTOCOLS = {}  # name -> `ProtocolSpec`: every protocol a node can run (filled when its module is imported)
+
+
+def register_protocol(
+    spec: ProtocolSpec,  # the protocol to make known to transports by its name
+) -> ProtocolSpec:
+    "Add `spec` to `PROTOCOLS` (a transport finds it by name after importing the module that defines it)."
+    PROTOCOLS[spec.name] = spec
+    return spec
+
+# %% ../nbs/11_smc.ipynb #55708bbe
+def protocol_context(
+    spec: ProtocolSpec,  # the protocol
+    me: str,  # the party's (or the server's) name
+    cfg: dict,  # the public configuration
+    rng=None,  # its randomness: a Generator, a seed, or None
+) -> PartySMC:
+    "The `PartySMC` a party (or the server) of `spec` runs in."
+    if spec.context is not None:
+        return spec.context(me, cfg, rng)
+    return PartySMC(me, cfg['parties'], spec.server_name, rng=rng)
+
+
+def protocol_programs(
+    spec: ProtocolSpec,  # the protocol
+    datas: dict,  # party name -> its own data (a dict of arrays)
+    cfg: dict,  # the public configuration; `cfg['parties']` names the parties in order
+    rngs: dict | None = None,  # name -> Generator or seed, for each party and the server; None: fresh entropy
+) -> list:
+    "Check every party's data (`spec.check`), then build one `Program` per party and the server's (last)."
+    rngs = rngs or {}
+    for n in cfg['parties']:
+        if spec.check is not None:
+            spec.check(datas[n], dict(cfg, me=n))
+    progs = []
+    for n in cfg['parties']:
+        ctx = protocol_context(spec, n, cfg, rngs.get(n))
+        progs.append(Program(n, ctx, spec.party(ctx, datas[n], dict(cfg, me=n))))
+    if spec.server is not None:
+        ctx = protocol_context(spec, spec.server_name, cfg, rngs.get(spec.server_name))
+        progs.append(Program(spec.server_name, ctx, spec.server(ctx, dict(cfg, me=spec.server_name))))
+    return progs
+
+# %% ../nbs/11_smc.ipynb #19b6da8e
+def run_protocol(
+    spec: ProtocolSpec,  # the protocol
+    datas: dict,  # party name -> its own data (a dict of arrays)
+    cfg: dict,  # the public configuration; `cfg['parties']` names the parties in order
+    channel: Channel | None = None,  # records every message; None: a new one
+    rngs: dict | None = None,  # name -> Generator or seed (parties and server); None: fresh entropy
+    bsp: bool = False,  # bulk-synchronous delivery, as a relay between processes does
+    on_phase=None,  # called with each new public phase
+) -> tuple:
+    "Run `spec` in the simulator: ({name: result}, {phase: [rounds]}, channel)."
+    channel = Channel() if channel is None else channel
+    dealer = spec.server_name if spec.server is not None and spec.dealer else None
+    res, rounds = run_programs(protocol_programs(spec, datas, cfg, rngs), channel, dealer, on_phase, bsp)
+    return res, rounds, channel
