@@ -3,11 +3,12 @@
 The README's test command must pass on a bare machine (only Python). Tests that need something a bare
 machine may lack skip with a reason that says how to get it:
 - a real dataset that is neither in the data directory nor downloadable (`fedgauss.data.DataUnavailable`);
-- Debian's Chromium and npm, for the docs build and its browser check (`tests/test_docs.py`).
+- Debian's Chromium and npm, for the docs build and its browser check (`tests/test_docs.py`);
+- the `flower` extra (flwr, Ray, cryptography), for the Flower tests (`tests/test_flower*.py`).
 CI has all of them and sets FEDGAUSS_REQUIRE_ALL=1 (`.ci/run`): then each of these skips is a failure.
 """
 
-import os, shutil
+import importlib.util, os, shutil
 from pathlib import Path
 
 import pytest
@@ -49,10 +50,17 @@ def pytest_runtest_call(item):
         skip_or_fail(f'dataset not available: {e}')
 
 
+FLOWER_MISSING = [m for m in ('flwr', 'ray', 'cryptography') if importlib.util.find_spec(m) is None]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     from fedgauss.data import DataUnavailable
 
+    if FLOWER_MISSING and Path(str(item.fspath)).name.startswith('test_flower'):
+        skip_or_fail(
+            f"the flower extra is not installed (no {', '.join(FLOWER_MISSING)}): pip install -e '.[dev,flower]'"
+        )
     try:
         return (yield)
     except DataUnavailable as e:
