@@ -28,8 +28,8 @@ except ImportError:
 # %% auto #0
 __all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
            'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement',
-           'initial_candidates', 'ih_candidates', 'random_tree_splits', 'route', 'forest_sum', 'hist_best_splits',
-           'leaf_values', 'DPGBDTClient', 'feature_schedule', 'DPGBDTClassifier', 'DPGBDTRegressor']
+           'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits', 'route', 'forest_sum',
+           'hist_best_splits', 'leaf_values', 'DPGBDTClient', 'feature_schedule', 'DPGBDTClassifier', 'DPGBDTRegressor']
 
 # %% ../nbs/31_dpgbdt.ipynb #c04dc2f8
 def gh_sensitivity(
@@ -276,6 +276,33 @@ def ih_candidates(
     cdf = np.concatenate([[0.0], np.cumsum(w)]) / w.sum()
     return np.interp(np.arange(1, Q + 1) / (Q + 1), cdf, edges)
 
+# %% ../nbs/31_dpgbdt.ipynb #6e17277eb75f4d9c947f76aede5b121a
+def ih_greedy_candidates(
+    thresholds,  # (Q',) current finite thresholds of one feature, increasing
+    hess_hist,  # (Q'+1,) noisy Hessian mass of the bins they delimit (bin b: t_{b-1} <= x < t_b)
+    total_hess: float,  # the target total: mean of the features' latest noisy Hessian totals
+    n_candidates: int,  # Q, the nominal number of candidates
+) -> np.ndarray:  # new increasing thresholds (their number may differ from Q)
+    "The authors' greedy IH pass: keep t_b where the running Hessian mass exceeds total/Q, then fill the gaps."
+    t = np.asarray(thresholds, float)
+    Q, Qc = int(n_candidates), len(t)
+    w, opt = np.clip(np.asarray(hess_hist, float), 0, None), total_hess / n_candidates
+    new, acc = [], 0.0
+    for b in range(Qc):  # a loop over <= 2Q bins, not rows
+        acc += w[b]
+        if acc > opt and b < Qc - 1:
+            new.append(t[b])
+            acc = 0.0
+            if Qc < Q and len(new) < Q:
+                new.append((t[b] + t[b + 1]) / 2)
+        elif b == Qc - 1:
+            new.append(t[b])
+    new = np.unique(new)
+    if len(new) < Q:
+        m = math.ceil(Q / len(new))
+        new = np.unique(np.concatenate([new] + [np.linspace(a, b, m, endpoint=False) for a, b in zip(new, new[1:])]))
+    return new
+
 # %% ../nbs/31_dpgbdt.ipynb #bc19def7
 def random_tree_splits(
     candidates,  # (F, Q) thresholds per feature, padded with +inf
@@ -517,6 +544,7 @@ class _DPGBDT(BaseEstimator):
         split_candidates: str = 'iterative_hessian',  # 'uniform', 'log', 'quantile' (non-private), 'iterative_hessian'
         n_candidates: int = 32,  # Q thresholds per feature
         ih_rounds: int = 5,  # trees (per feature when cycling) that release a Hessian histogram
+        ih_method: str = 'interpolate',  # IH re-placement: 'interpolate' (ours) or 'greedy' (the authors', see ih_greedy_candidates)
         feature_interaction: str | None = None,  # None (all features), 'cyclical' or 'random' k-way
         k: int | None = None,  # features per tree for feature_interaction
         full_cycles: bool = False,  # DP-EBM: n_estimators counts full cycles over the features
@@ -636,6 +664,8 @@ def _check_params(self: _DPGBDT):
             raise ValueError(f"{nm} must be a positive integer; got {v!r}")
     if not (isinstance(self.ih_rounds, numbers.Integral) and self.ih_rounds >= 0):
         raise ValueError(f"ih_rounds must be an integer >= 0; got {self.ih_rounds!r}")
+    if self.ih_method not in ('interpolate', 'greedy'):
+        raise ValueError(f"ih_method must be 'interpolate' or 'greedy'; got {self.ih_method!r}")
     if self.delta is not None and not (0 < self.delta < 1):
         raise ValueError(f"delta must be in (0, 1); got {self.delta!r}")
     b = self.batch_size
@@ -711,6 +741,9 @@ def _plan(self: _DPGBDT, data, n, F, rng):
     pooled = np.vstack([a for a, _ in data]) if self.split_candidates == 'quantile' else None
     init = 'uniform' if self.split_candidates == 'iterative_hessian' else self.split_candidates
     cand = initial_candidates(init, lo, hi, self.n_candidates, pooled)
+    greedy = self.split_candidates == 'iterative_hessian' and self.ih_method == 'greedy'
+    cand = np.pad(cand, ((0, 0), (0, self.n_candidates)), constant_values=np.inf) if greedy else cand  # room for < 2Q
+    self._ih_prev, self._ih_tot, self._cand_w = None, {}, cand.shape[1]
     sched = feature_schedule(F, self.n_estimators, self.feature_interaction, self.k, self.full_cycles, rng)
     T = len(sched)
     nblocks = (
@@ -732,7 +765,7 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh):
     self.noise_multiplier_ = calibrate_multiplier(self.epsilon, self.delta_, C, self.accountant) if private else 0.0
     z = self.noise_multiplier_
     L = 2**self.max_depth
-    Q1 = self.n_candidates + 1
+    Q1 = getattr(self, '_cand_w', self.n_candidates) + 1  # candidate columns (2Q with the greedy IH)
     dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F)
     fb = int(self.frac_bits)
     dv = math.hypot(dg, dh)
@@ -762,7 +795,7 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh):
 def _noise_needs(self: _DPGBDT, sched, ih):
     "Samples each client draws per noise scale, from the plan."
     L = 2**self.max_depth
-    Q1 = self.n_candidates + 1
+    Q1 = getattr(self, '_cand_w', self.n_candidates) + 1
     k = np.array([len(s) for s in sched])
     if self.split_method == 'totally_random':
         per = L * len(sched)
@@ -825,16 +858,36 @@ def _gh(self: _DPGBDT, component: str, per_client: list):
     m = int(np.prod(shape))
     return out[:m].reshape(shape), out[m:].reshape(shape)
 
-
+# %% ../nbs/31_dpgbdt.ipynb #34bd1eae0ef64e3f927e3995c8faec8f
 @patch
 def _ih_round(self: _DPGBDT, feats):
-    "Iterative Hessian: a noisy root Hessian histogram of the tree's features re-places their candidates."
+    "Iterative Hessian: a noisy root Hessian histogram of the tree's features re-places candidates (ih_method)."
+    greedy = self.ih_method == 'greedy'
+    if greedy and self._ih_prev is not None:  # the authors: the previous tree's features, with its histogram
+        self._ih_update(*self._ih_prev)
+    nb = np.isfinite(self._cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), self._cand.shape[1] + 1)
+    per = [c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h)[0] for c in self._parties]
     hist = self._release(
-        'hessian histogram', [[(c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h), 'ih')] for c in self._parties]
+        'hessian histogram', [[(np.concatenate([p[i, : nb[i]] for i in range(len(feats))]), 'ih')] for p in per]
     )
-    hist = hist.reshape(len(feats), -1)
-    for i, f in enumerate(feats):
-        self._cand[f] = ih_candidates(self._cand[f], self.bounds_[f, 0], self.bounds_[f, 1], hist[i])
+    hists = np.split(hist, np.cumsum(nb)[:-1])
+    if not greedy:
+        return self._ih_update(feats, hists)
+    self._ih_tot.update({int(f): h.sum() for f, h in zip(feats, hists)})
+    self._ih_prev = (feats, hists)
+
+
+@patch
+def _ih_update(self: _DPGBDT, feats, hists):
+    "New candidates of `feats` from their noisy Hessian histograms `hists`; broadcast, and the clients re-bin."
+    W = self._cand.shape[1]
+    for f, h in zip(feats, hists):
+        if self.ih_method == 'greedy':
+            t = self._cand[f][np.isfinite(self._cand[f])]
+            new = ih_greedy_candidates(t, h, np.mean(list(self._ih_tot.values())), self.n_candidates)
+            self._cand[f] = np.r_[new, np.full(W - len(new), np.inf)]
+        else:
+            self._cand[f] = ih_candidates(self._cand[f], self.bounds_[f, 0], self.bounds_[f, 1], h)
     S = 'server'
     upd = {int(f): self._cand[f].copy() for f in feats}
     self.channel_.broadcast(S, [c.name for c in self._parties], 'candidates', upd)
