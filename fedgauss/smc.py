@@ -1326,7 +1326,10 @@ def mul(
         return PartyShare(None, out_scale, out_bound, shape)
     de = yield from self.open(np.stack([np.broadcast_to(x.v, shape) - A, np.broadcast_to(y.v, shape) - B]) & self.mask)
     d, e = de[0], de[1]
-    z = (C + d * B + e * A + (d * e if self.is_king else 0)) & self.mask
+    z = C + d * B + e * A
+    if self.is_king:
+        z += d * e
+    z &= self.mask
     return PartyShare(z, out_scale, out_bound)
 
 # %% ../nbs/11_smc.ipynb #38127fcc
@@ -1363,7 +1366,10 @@ def mul_many(
         m = math.prod(s)
         i, j = pos[id(x)], pos[id(y)]
         dx, dy = seg(d, i), seg(d, j)
-        z = (AC[off : off + m] + dx * seg(AC, j) + dy * seg(AC, i) + (dx * dy if self.is_king else 0)) & self.mask
+        z = AC[off : off + m] + dx * seg(AC, j) + dy * seg(AC, i)
+        if self.is_king:
+            z += dx * dy
+        z &= self.mask
         out.append(PartyShare(z.reshape(s), x.scale + y.scale, x.bound * y.bound))
         off += m
     return out
@@ -1391,7 +1397,11 @@ def truncate(
     if self.is_dealer:
         return PartyShare(None, a.scale - k, out_bound, a.shape)
     off = 1 << (ell - 1)
-    c = yield from self.open((a.v + R + (off if self.is_king else 0)) & self.mask)
+    c = a.v + R
+    if self.is_king:
+        c += off
+    c &= self.mask
+    c = yield from self.open(c)
     w = (((c >> k) - (off >> k) if self.is_king else 0) - Rhi) & self.mask
     return PartyShare(w, a.scale - k, out_bound)
 
@@ -1460,9 +1470,16 @@ def ltz(
     if self.is_dealer:
         yield from self.bitlt(None, None, x.shape, m)
         return None
-    c = yield from self.open((x.v + R + ((1 << m) if self.is_king else 0)) & self.mask)
+    c = x.v + R
+    if self.is_king:
+        c += 1 << m
+    c &= self.mask
+    c = yield from self.open(c)
     u = yield from self.bitlt(_int_bits(c, m), Rb, x.shape, m)
-    return u ^ Rpar ^ ((_int_bits(c >> m, 1)[..., 0] ^ 1) if self.is_king else 0)
+    u ^= Rpar
+    if self.is_king:
+        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
+    return u
 
 # %% ../nbs/11_smc.ipynb #70d7ad58
 @patch
