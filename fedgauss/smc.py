@@ -5,6 +5,7 @@
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
 import copy, hashlib, math, numbers, random, secrets
+from itertools import accumulate, repeat
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -743,7 +744,7 @@ def _int_bits(v, m: int) -> np.ndarray:
     v = np.asarray(v, dtype=object)
     nb = max(1, -(-m // 8))
     mask = (1 << (8 * nb)) - 1
-    raw = b''.join((int(t) & mask).to_bytes(nb, 'little') for t in v.ravel())
+    raw = b''.join(map(int.to_bytes, map(mask.__and__, v.ravel().tolist()), repeat(nb), repeat('little')))
     bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, nb), axis=1, bitorder='little')[:, :m]
     return bits.reshape(v.shape + (m,))
 
@@ -971,7 +972,7 @@ class PartyShare:
         shape=None,  # shape of the value (needed when v is None)
     ):
         self.v, self.scale, self.bound = v, int(scale), float(bound)
-        self.shape = tuple(shape) if v is None else np.shape(v)
+        self.shape = tuple(shape) if v is None else v.shape if type(v) is np.ndarray else np.shape(v)
 
     def rows(
         self,
@@ -1253,14 +1254,19 @@ def open(
         self.send(k, kind, _pack(x) if xor else RingElements(x, self.L))
         got = yield from self.recv(kind, k)
         return _unpack(got, shape) if xor else got.values
-    tot = x.copy() if xor else x
+    if xor:  # XOR of the packed bytes = packed XOR of the bits (zero padding): one unpack
+        tot = _pack(x)
+        for p in self.parties[1:]:
+            tot ^= yield from self.recv(kind, p)
+        for p in self.parties[1:]:
+            self.send(p, kind, tot)
+        return _unpack(tot, shape)
+    tot = x
     for p in self.parties[1:]:
-        got = yield from self.recv(kind, p)
-        tot = (tot ^ _unpack(got, shape)) if xor else tot + got.values
-    if not xor:
-        tot = tot & self.mask
+        tot = tot + (yield from self.recv(kind, p)).values
+    tot = tot & self.mask
     for p in self.parties[1:]:
-        self.send(p, kind, _pack(tot) if xor else RingElements(tot, self.L))
+        self.send(p, kind, RingElements(tot, self.L))
     return tot
 
 # %% ../nbs/11_smc.ipynb #de701ea2
@@ -1288,7 +1294,7 @@ def deal_bits(
     shapes: list,  # their shapes, in order
 ):
     "Generator: the dealer XOR-shares the bit arrays `make()` returns (shapes `shapes`), one packed message per party. Returns one array per shape."
-    cuts = np.cumsum([0] + [math.prod(t) for t in shapes])
+    cuts = list(accumulate([math.prod(t) for t in shapes], initial=0))
     if self.is_dealer:
         flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in make()])
         K = len(self.parties)
@@ -1297,7 +1303,7 @@ def deal_bits(
         for k, p in enumerate(self.parties):
             self.send(p, 'dealer', _pack(sh[k]))
         return [None] * len(shapes)
-    got = _unpack((yield from self.recv('dealer', self.dealer)), (int(cuts[-1]),))
+    got = _unpack((yield from self.recv('dealer', self.dealer)), (cuts[-1],))
     return [got[cuts[i] : cuts[i + 1]].reshape(t) for i, t in enumerate(shapes)]
 
 # %% ../nbs/11_smc.ipynb #b10c674d
@@ -1321,7 +1327,10 @@ def mul(
         return PartyShare(None, out_scale, out_bound, shape)
     de = yield from self.open(np.stack([np.broadcast_to(x.v, shape) - A, np.broadcast_to(y.v, shape) - B]) & self.mask)
     d, e = de[0], de[1]
-    z = (C + d * B + e * A + (d * e if self.is_king else 0)) & self.mask
+    z = C + d * B + e * A
+    if self.is_king:
+        z += d * e
+    z &= self.mask
     return PartyShare(z, out_scale, out_bound)
 
 # %% ../nbs/11_smc.ipynb #38127fcc
@@ -1331,7 +1340,7 @@ def mul_many(
     pairs: list,  # the products: (x, y) pairs of shares of equal shapes
 ) -> list:
     "Generator: several products in one round (one bundle of triples, one opening); an operand used twice (the same object) is opened once."
-    shapes = [np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
+    shapes = [x.shape if x.shape == y.shape else np.broadcast_shapes(x.shape, y.shape) for x, y in pairs]
     for x, y in pairs:
         self._bits_for(x.bound * y.bound, x.scale + y.scale)
     if any(x.shape != s or y.shape != s for (x, y), s in zip(pairs, shapes)):
@@ -1342,7 +1351,7 @@ def mul_many(
             if id(u) not in pos:
                 pos[id(u)] = len(ops)
                 ops.append(u)
-    cut = np.cumsum([0] + [math.prod(u.shape) for u in ops])
+    cut = list(accumulate([math.prod(u.shape) for u in ops], initial=0))
     seg = lambda v, j: v[cut[j] : cut[j + 1]]
 
     def make():
@@ -1358,7 +1367,10 @@ def mul_many(
         m = math.prod(s)
         i, j = pos[id(x)], pos[id(y)]
         dx, dy = seg(d, i), seg(d, j)
-        z = (AC[off : off + m] + dx * seg(AC, j) + dy * seg(AC, i) + (dx * dy if self.is_king else 0)) & self.mask
+        z = AC[off : off + m] + dx * seg(AC, j) + dy * seg(AC, i)
+        if self.is_king:
+            z += dx * dy
+        z &= self.mask
         out.append(PartyShare(z.reshape(s), x.scale + y.scale, x.bound * y.bound))
         off += m
     return out
@@ -1386,7 +1398,11 @@ def truncate(
     if self.is_dealer:
         return PartyShare(None, a.scale - k, out_bound, a.shape)
     off = 1 << (ell - 1)
-    c = yield from self.open((a.v + R + (off if self.is_king else 0)) & self.mask)
+    c = a.v + R
+    if self.is_king:
+        c += off
+    c &= self.mask
+    c = yield from self.open(c)
     w = (((c >> k) - (off >> k) if self.is_king else 0) - Rhi) & self.mask
     return PartyShare(w, a.scale - k, out_bound)
 
@@ -1413,16 +1429,25 @@ def bitlt(
     T = yield from self.deal_bits(make, [s for s in tshapes for _ in range(3)])
     if self.is_dealer:
         return None
-    E = r_bits ^ c_bits if self.is_king else r_bits.copy()
+    E = r_bits ^ c_bits if self.is_king else r_bits.copy()  # E is ours: updated in place
     for i, d in enumerate(ds):  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
         A, B, C = T[3 * i : 3 * i + 3]
         X, Y = E[..., : m - d], E[..., d:]
-        de = yield from self.open(np.stack([X ^ A, Y ^ B]), xor=True)
-        both = C ^ (de[0] & B) ^ (de[1] & A) ^ ((de[0] & de[1]) if self.is_king else 0)
-        E = np.concatenate([X ^ Y ^ both, E[..., m - d :]], axis=-1)
-    nc = (1 - c_bits).astype(np.uint8)
-    G = E ^ np.concatenate([E[..., 1:], np.zeros_like(E[..., :1])], axis=-1)
-    return np.bitwise_xor.reduce(G & nc, axis=-1).astype(np.uint8)
+        XY = np.empty((2,) + A.shape, dtype=np.uint8)  # the masked pair, written in place (no stack)
+        np.bitwise_xor(X, A, out=XY[0])
+        np.bitwise_xor(Y, B, out=XY[1])
+        de = yield from self.open(XY, xor=True)
+        both = de[0] & B  # [X AND Y] = C ^ (d & B) ^ (e & A) (^ d & e by the king)
+        both ^= C
+        both ^= np.bitwise_and(de[1], A, out=XY[0])
+        if self.is_king:
+            both ^= np.bitwise_and(de[0], de[1], out=XY[1])
+        both ^= Y
+        X ^= both  # f_i = e_i ^ f_(i+d) ^ (e_i AND f_(i+d)) for i < m - d; the top d bits stay
+    G = E.copy()  # g_i = f_i ^ f_(i+1), g_(m-1) = f_(m-1)
+    G[..., :-1] ^= E[..., 1:]
+    G &= c_bits ^ 1
+    return np.bitwise_xor.reduce(G, axis=-1).astype(np.uint8)
 
 # %% ../nbs/11_smc.ipynb #70cecca8
 @patch
@@ -1446,9 +1471,16 @@ def ltz(
     if self.is_dealer:
         yield from self.bitlt(None, None, x.shape, m)
         return None
-    c = yield from self.open((x.v + R + ((1 << m) if self.is_king else 0)) & self.mask)
+    c = x.v + R
+    if self.is_king:
+        c += 1 << m
+    c &= self.mask
+    c = yield from self.open(c)
     u = yield from self.bitlt(_int_bits(c, m), Rb, x.shape, m)
-    return u ^ Rpar ^ ((_int_bits(c >> m, 1)[..., 0] ^ 1) if self.is_king else 0)
+    u ^= Rpar
+    if self.is_king:
+        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
+    return u
 
 # %% ../nbs/11_smc.ipynb #70d7ad58
 @patch

@@ -5,10 +5,20 @@ the bytes per client per ExpYJ step and in total (from the transcript), and wher
     python tests/bench_securefedyj.py [--n 100000] [--d 30] [--clients 5] [--t-max 32] [--repeat 3]
 
 Goal (issue 6): the protocol takes at most 2x the pooled fit — the SMC work is per feature and step, not per row.
+
+`--ab [--pairs 7] [--old-ref b03ea9a]`: the simulator before and after the per-party-program restructure (issue 17: at
+most 10 % slower). The old single driver runs from a `git worktree` of `--old-ref` (default: the last commit before
+`run_programs` became SecureFedYJ's driver; made under the system's temp folder if absent, or `--old-dir`), the current
+code from this checkout, each in a long-lived worker process on the same data; fits alternate old/new, new/old, ...
+(paired). Prints each pair's CPU and wall seconds, their ratio new/old, the median ratio, and checks that both give the
+same lambdas and the same message count and bytes by kind.
+
+    python tests/bench_securefedyj.py --ab [--pairs 7] [--n 100000] [--d 30] [--clients 5] [--t-max 32]
 """
 
-import argparse, os, time, warnings
+import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
 from collections import defaultdict
+from pathlib import Path
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 import numpy as np
@@ -72,10 +82,110 @@ def benchmark_data(args):
     return X, parts, [X[p] for p in parts]
 
 
+OLD_REF = (
+    'b03ea9a'  # the last commit whose SecureFedYJ ran as one driver (the next, d55c203, made it per-party programs)
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def old_checkout(ref: str, where: str | None) -> Path:
+    "A `git worktree` of `ref` (detached) at `where` (default: <tmp>/fedgauss-<ref>), made if absent."
+    d = Path(where or Path(tempfile.gettempdir()) / f'fedgauss-{ref}')
+    if not (d / 'fedgauss' / 'securefedyj.py').exists():
+        subprocess.run(['git', '-C', str(ROOT), 'worktree', 'add', '--detach', str(d), ref], check=True)
+    return d
+
+
+def worker(data: str):
+    "A/B worker: loads the data (`data`.npz), then fits SecureFedYJ once per line `<rng>` on stdin; one JSON line out each."
+    import fedgauss.securefedyj as S
+
+    warnings.simplefilter('ignore')
+    z = np.load(data)
+    clients = [z[f'c{k}'] for k in range(int(z['k']))]
+    t_max = int(z['t_max'])
+    print(json.dumps(dict(module=S.__file__)), flush=True)
+    for line in sys.stdin:
+        getattr(S, '_FRAMES', {}).clear()  # the frame cache is per run: each run computes its own public frames
+        w, c, fed = timed(lambda: S.SecureFedYJ(t_max=t_max, rng=int(line)).fit(clients))
+        t = fed.channel_.transcript
+        kinds = {k: [int(n), int(b)] for k, (n, b) in t.groupby('kind')['bytes'].agg(['size', 'sum']).iterrows()}
+        lam = hashlib.sha256(np.ascontiguousarray(fed.lambdas_).tobytes()).hexdigest()[:16]
+        print(json.dumps(dict(wall=w, cpu=c, lambdas=lam, kinds=kinds, rounds=len(fed.rounds_['search']))), flush=True)
+
+
+def start_worker(src: Path, data: str) -> subprocess.Popen:
+    "A worker process that imports fedgauss from `src` (a checkout)."
+    env = dict(os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS='1')
+    cmd = [sys.executable, str(Path(__file__).resolve()), '--worker', data]
+    p = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir()
+    )
+    mod = json.loads(p.stdout.readline())['module']
+    if not Path(mod).resolve().is_relative_to(src.resolve()):
+        raise RuntimeError(f"the worker for {src} imported {mod}")
+    return p
+
+
+def ask(p: subprocess.Popen, rng: int) -> dict:
+    "One fit in worker `p`."
+    p.stdin.write(f'{rng}\n')
+    p.stdin.flush()
+    return json.loads(p.stdout.readline())
+
+
+def ab(args, clients):
+    "Paired A/B: the old single driver against the per-party programs, alternating, in two worker processes."
+    old = old_checkout(args.old_ref, args.old_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, 'data.npz')
+        np.savez(data, k=len(clients), t_max=args.t_max, **{f'c{k}': c for k, c in enumerate(clients)})
+        W = {'old': start_worker(old, data), 'new': start_worker(ROOT, data)}
+        try:
+            for p in W.values():
+                ask(p, 0)  # warm-up (imports, first-call caches), not counted
+            rows = []
+            for i in range(args.pairs):
+                order = ['old', 'new'] if i % 2 == 0 else ['new', 'old']
+                r = {k: ask(W[k], i) for k in order}
+                rows.append(r)
+                o, n = r['old'], r['new']
+                print(
+                    f"pair {i + 1}: old {o['cpu']:.3f} / new {n['cpu']:.3f} CPU s (ratio {n['cpu'] / o['cpu']:.3f}); "
+                    f"wall {o['wall']:.3f} / {n['wall']:.3f} ({n['wall'] / o['wall']:.3f})",
+                    flush=True,
+                )
+        finally:
+            for p in W.values():
+                p.stdin.close()
+                p.wait()
+    med = lambda k, f: float(np.median([f(r[k]) for r in rows]))
+    rc = float(np.median([r['new']['cpu'] / r['old']['cpu'] for r in rows]))
+    rw = float(np.median([r['new']['wall'] / r['old']['wall'] for r in rows]))
+    print(f"\n{'':34s}{'CPU s':>8s}{'wall s':>8s}   (medians of {args.pairs} pairs)")
+    print(
+        f"{'old single driver (' + args.old_ref + ')':34s}{med('old', lambda x: x['cpu']):8.3f}{med('old', lambda x: x['wall']):8.3f}"
+    )
+    print(
+        f"{'per-party programs (this checkout)':34s}{med('new', lambda x: x['cpu']):8.3f}{med('new', lambda x: x['wall']):8.3f}"
+    )
+    print(f"median paired ratio new/old: {rc:.3f} (CPU), {rw:.3f} (wall)   [goal: <= 1.10]")
+    same = all(r['old'][k] == r['new'][k] for r in rows for k in ('lambdas', 'kinds', 'rounds'))
+    print(f"same lambdas, search rounds, and message count and bytes by kind (every pair): {same}")
+
+
 def main():
+    if sys.argv[1:2] == ['--worker']:
+        return worker(sys.argv[2])
     ap = data_arguments(__doc__, t_max=32)
     ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--ab', action='store_true', help='old single driver against per-party programs, paired')
+    ap.add_argument('--pairs', type=int, default=7)
+    ap.add_argument('--old-ref', default=OLD_REF)
+    ap.add_argument('--old-dir', default=None)
     args = ap.parse_args()
+    if args.ab:
+        return ab(args, benchmark_data(args)[2])
     X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
