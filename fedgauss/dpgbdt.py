@@ -922,7 +922,7 @@ def dpgbdt_client(
             if t % cfg['B'] == 0:
                 c.gradients()
         yield from _client_tree(c, ctx, cfg, np.asarray(cfg['schedule'][t], np.intp), t, sig, noise)
-    return c
+    return c if cfg.get('keep_party') else None  # the simulator keeps it; a node returns nothing
 
 # %% ../nbs/31_dpgbdt.ipynb #6ec223a8
 def _client_tree(c, ctx, cfg, feats, t, sig, noise):
@@ -1108,7 +1108,7 @@ def _fit(self: _DPGBDT, clients, loss, task):
     "Plan, then run the protocol's programs in the simulator over one `Channel`; the model is the aggregator's result."
     datas, cfg, rng = self._inputs(clients, loss, task)
     res, self._rounds, self.channel_ = run_protocol(
-        DPGBDT_PROTOCOL, datas, cfg, Channel(record_payloads=False), rngs={'server': rng}
+        DPGBDT_PROTOCOL, datas, dict(cfg, keep_party=True), Channel(record_payloads=False), rngs={'server': rng}
     )
     srv = res['server']
     self.tree_features_, self.tree_thresholds_, self.tree_leaves_ = srv['features'], srv['thresholds'], srv['leaves']

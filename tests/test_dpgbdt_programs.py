@@ -173,7 +173,7 @@ def test_each_program_holds_only_its_own_data():
     assert DPGBDT_PROTOCOL.server.__code__.co_varnames[:2] == ('ctx', 'cfg')  # the aggregator gets no data
     assert not {'X', 'y', 'secret'} & set(cfg) and cfg['noise'] == 'distributed'  # cfg: public, no party's data
     assert all(np.size(v) < 200 for v in cfg.values())  # nothing row-sized (600 rows, 5 features)
-    res, _, ch = run_protocol(DPGBDT_PROTOCOL, datas, cfg, Channel(), rngs={'server': rng})
+    res, _, ch = run_protocol(DPGBDT_PROTOCOL, datas, dict(cfg, keep_party=True), Channel(), rngs={'server': rng})
     for p in cfg['parties']:
         assert res[p]._X is datas[p]['X']  # each client's program kept its own rows, nobody else's
     got = {m.kind for m in ch.messages if m.receiver == 'server'}
@@ -189,7 +189,9 @@ def test_nodes_draw_their_own_randomness():
     datas, cfg, _ = est.protocol_inputs(X, y, predrawn=False)
     assert all(set(d) == {'X', 'y'} for d in datas.values())
     seeds = {p: 10 + i for i, p in enumerate(cfg['parties'] + ['server'])}
-    a = run_protocol(DPGBDT_PROTOCOL, datas, cfg, rngs=seeds)[0]['server']['leaves']
+    res = run_protocol(DPGBDT_PROTOCOL, datas, cfg, rngs=seeds)[0]
+    assert all(res[p] is None for p in cfg['parties'])  # a client returns nothing unless cfg['keep_party']
+    a = res['server']['leaves']
     b = run_protocol(DPGBDT_PROTOCOL, datas, cfg, rngs=seeds, bsp=True)[0]['server']['leaves']
     c = run_protocol(DPGBDT_PROTOCOL, datas, cfg, rngs=dict(seeds, client1=99))[0]['server']['leaves']
     assert np.array_equal(a, b) and not np.array_equal(a, c)  # same seeds, same model; another client noise, another
