@@ -1,0 +1,79 @@
+"""DP federated GBDT over Flower (fedgauss.flower.flower_run with the 'dpgbdt' ProtocolSpec): three clients, each a
+SuperNode with its own .npz; the model equals the simulator's with the same per-party seeds, the transcript is the
+simulator's message for message (counts and bytes by kind too), the server receives only masked vectors, and a node
+with other columns stops the run before any message. Skipped without the `flower` extra; loopback only; bounded."""
+
+import importlib.util, shutil, time
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+
+from fedgauss.dpgbdt import DPGBDT_PROTOCOL, DPGBDTClassifier
+from fedgauss.smc import run_protocol
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ('flwr', 'ray', 'cryptography')),
+    reason="needs the 'flower' extra (flwr, ray, cryptography)",
+)
+
+X, y = make_classification(300, 4, n_informative=2, random_state=0)
+
+
+def _inputs(**kw):
+    est = DPGBDTClassifier(n_estimators=3, max_depth=3, n_clients=3, n_candidates=8, rng=0, **kw)
+    datas, cfg, _ = est.protocol_inputs(X, y, predrawn=False)  # each node draws its own secrets and noise shares...
+    return datas, cfg
+
+
+def _seeds(cfg):  # ...from its seed, a testing option that makes the run comparable with the simulator's
+    return {p: 100 + i for i, p in enumerate(cfg['parties'] + ['server'])}
+
+
+def _check_equal(fl, datas, cfg):
+    res, rounds, ch = run_protocol(DPGBDT_PROTOCOL, datas, cfg, rngs=_seeds(cfg), bsp=True)
+    for k in ('features', 'thresholds', 'leaves', 'candidates'):
+        assert np.array_equal(fl['results']['server'][k], res['server'][k]), k
+    pd.testing.assert_frame_equal(fl['channel'].transcript, ch.transcript)  # message for message, with rounds
+    by_kind = lambda c: c.transcript.groupby('kind').bytes.agg(['size', 'sum'])
+    ref = run_protocol(DPGBDT_PROTOCOL, datas, cfg, rngs=_seeds(cfg))[2]  # the simulator without relay passes
+    assert by_kind(fl['channel']).equals(by_kind(ref))
+    assert all(fl['results'][p] is None for p in cfg['parties'])  # a node sends back nothing of its own
+
+
+def test_over_flower_simulation_engine():
+    from fedgauss.flower import flower_run
+
+    datas, cfg = _inputs(split_method='hist')  # noisy histograms at every level, and IH histograms
+    fl = flower_run('dpgbdt', datas, cfg, seeds=_seeds(cfg), timeout=60)
+    _check_equal(fl, datas, cfg)
+    # the server received only masked vectors: alone each looks uniform on 64 bits; a release's sum is the noisy total
+    up = [m for m in fl['channel'].messages if m.receiver == 'server' and m.kind.startswith('noisy ')]
+    assert {m.kind for m in up} == {'noisy histograms', 'noisy hessian histogram'}
+    bits = np.concatenate([np.unpackbits(m.payload.view(np.uint8)) for m in up])
+    assert abs(bits.mean() - 0.5) < 0.01
+    for i in range(0, len(up), 3):
+        rel = [m.payload for m in up[i : i + 3]]
+        assert len({m.kind for m in up[i : i + 3]}) == 1 and np.abs(sum(rel).view(np.int64)).max() < 2**40
+        assert all(np.median(np.abs(v.view(np.int64))) > 2**55 for v in rel)
+
+
+def test_a_node_with_other_columns_stops_the_run_before_any_message():
+    from fedgauss.flower import FlowerRunError, flower_run
+
+    datas, cfg = _inputs()
+    datas['client1'] = dict(datas['client1'], X=datas['client1']['X'][:, :3])
+    with pytest.raises(FlowerRunError, match=r'client1 .*keys and data check.*client1 has 3 columns, expected 4'):
+        flower_run('dpgbdt', datas, cfg, seeds=_seeds(cfg), timeout=60)
+
+
+@pytest.mark.skipif(shutil.which('flower-superlink') is None, reason='flower-superlink not on PATH')
+def test_over_a_flower_deployment():
+    from fedgauss.flower import flower_run
+
+    datas, cfg = _inputs()  # totally random trees: few passes
+    t = time.time()
+    fl = flower_run('dpgbdt', datas, cfg, engine='deployment', seeds=_seeds(cfg), timeout=60)
+    _check_equal(fl, datas, cfg)
+    assert time.time() - t < 180
