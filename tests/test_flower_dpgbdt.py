@@ -2,7 +2,7 @@
 SuperNode with its own .npz; the model equals the simulator's with the same per-party seeds, the transcript is the
 simulator's message for message (counts and bytes by kind too), the server receives only masked vectors, and a node
 with other columns stops the run before any message. Skipped without the `flower` extra; loopback only; bounded
-(the deployment test only with FEDGAUSS_FLOWER_DEPLOY=1)."""
+(the deployment test only with FEDGAUSS_FLOWER_DEPLOY=1). The relay alone (no Flower) runs whenever `cryptography` is there."""
 
 import importlib.util, os, shutil, time
 
@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from fedgauss.dpgbdt import DPGBDT_PROTOCOL, DPGBDTClassifier
 from fedgauss.smc import run_protocol
 
-pytestmark = pytest.mark.skipif(
+needs_flower = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ('flwr', 'ray', 'cryptography')),
     reason="needs the 'flower' extra (flwr, ray, cryptography)",
 )
@@ -63,6 +63,7 @@ def _check_equal(fl, datas, cfg):
     assert all(fl['results'][p] is None for p in cfg['parties'])  # a node sends back nothing of its own
 
 
+@needs_flower
 def test_over_flower_simulation_engine():
     datas, cfg = _inputs(split_method='hist')  # noisy histograms at every level, and IH histograms
     fl = _flower_run('dpgbdt', datas, cfg, seeds=_seeds(cfg), timeout=120)
@@ -78,6 +79,7 @@ def test_over_flower_simulation_engine():
         assert all(np.median(np.abs(v.view(np.int64))) > 2**55 for v in rel)
 
 
+@needs_flower
 def test_a_node_with_other_columns_stops_the_run_before_any_message():
     from fedgauss.flower import FlowerRunError
 
@@ -87,6 +89,7 @@ def test_a_node_with_other_columns_stops_the_run_before_any_message():
         _flower_run('dpgbdt', datas, cfg, seeds=_seeds(cfg), timeout=120)
 
 
+@needs_flower
 @pytest.mark.skipif(
     shutil.which('flower-superlink') is None or not os.environ.get('FEDGAUSS_FLOWER_DEPLOY'),
     reason='a deployment takes 1-4 min on a loaded machine: set FEDGAUSS_FLOWER_DEPLOY=1 (needs flower-superlink on PATH)',
@@ -99,3 +102,23 @@ def test_over_a_flower_deployment():
     fl = flower_run('dpgbdt', datas, cfg, engine='deployment', seeds=_seeds(cfg), timeout=120)
     _check_equal(fl, datas, cfg)
     assert time.time() - t < 180
+
+
+@pytest.mark.skipif(importlib.util.find_spec('cryptography') is None, reason='needs cryptography')
+@pytest.mark.parametrize('forget', [False, True])
+def test_the_relay_without_flower(tmp_path, forget):
+    """The ServerApp's relay over fedgauss.flower.LocalGrid (nodes in this process, no Flower): the same model and
+    transcript; with `forget` every node rebuilds its program at every step from its inbox log; a node with other
+    columns stops the run at the data check."""
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+
+    datas, cfg = _inputs(split_method='partially_random')
+
+    def run(datas):
+        ncs = [{'data-path': save_party_data(f'{tmp_path}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
+        return Relay(LocalGrid(ncs, forget=forget), len(ncs)).run('dpgbdt', cfg, seeds=_seeds(cfg))
+
+    _check_equal(run(datas), datas, cfg)
+    datas['client2'] = dict(datas['client2'], X=datas['client2']['X'][:, :3])
+    with pytest.raises(FlowerRunError, match=r'client2 .*keys and data check.*client2 has 3 columns, expected 4'):
+        run(datas)
