@@ -3,16 +3,22 @@
 from the transcript — next to the non-private fedgauss.gbdt.GBDTClassifier on the same split.
 
     FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py [--repeat 3]
+
+With `--against OLD.py` (another version of the module, e.g. `git show <commit>:fedgauss/dpgbdt.py > /tmp/old.py`),
+the same fit alternates between the two versions in this one process and the paired CPU-time ratio new / old is
+printed (the models must be identical):
+
+    FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --against /tmp/old.py --repeat 12
 """
 
-import argparse, time
+import argparse, importlib.util, sys, time
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
+import fedgauss.dpgbdt as dpgbdt
 from fedgauss.data import load_adult
-from fedgauss.dpgbdt import DPGBDTClassifier
 from fedgauss.gbdt import GBDTClassifier
 
 
@@ -25,14 +31,47 @@ def best_of(f, repeat):
     return best, out
 
 
-def main(repeat=3):
+def adult():
     X, y = load_adult('train')
     keep = X.notna().all(axis=1)
     X, y = X[keep], y[keep]
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=1)
-    dp = lambda: DPGBDTClassifier.preset(
-        'DP-TR Newton IH EBM', epsilon=1.0, n_estimators=100, max_depth=4, n_clients=10, rng=1
-    ).fit(Xtr, ytr)
+    return train_test_split(X, y, test_size=0.3, stratify=y, random_state=1)
+
+
+def dp_fit(mod, Xtr, ytr):
+    est = mod.DPGBDTClassifier.preset('DP-TR Newton IH EBM', epsilon=1.0, n_estimators=100, max_depth=4, n_clients=10)
+    return est.set_params(rng=1).fit(Xtr, ytr)
+
+
+def paired(path, repeat):
+    "Alternate the fit between this module and the one at `path`; print the paired CPU-time ratios."
+    spec = importlib.util.spec_from_file_location('fedgauss._bench_old_dpgbdt', path)
+    old = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = old
+    spec.loader.exec_module(old)
+    Xtr, Xte, ytr, yte = adult()
+    a, b = dp_fit(old, Xtr, ytr), dp_fit(dpgbdt, Xtr, ytr)
+    assert np.array_equal(a.tree_leaves_, b.tree_leaves_) and np.array_equal(a.tree_thresholds_, b.tree_thresholds_)
+    t_old, t_new = [], []
+    for i in range(repeat):
+        for mod, ts in ((old, t_old), (dpgbdt, t_new)) if i % 2 == 0 else ((dpgbdt, t_new), (old, t_old)):
+            t = time.process_time()
+            dp_fit(mod, Xtr, ytr)
+            ts.append(time.process_time() - t)
+    r = np.array(t_new) / np.array(t_old)
+    print(
+        f"DP-TR Newton IH EBM, T = 100, Adult, 10 clients: identical models; CPU s per fit: old median "
+        f"{np.median(t_old):.3f}, new median {np.median(t_new):.3f}"
+    )
+    print(
+        f"paired ratio new / old: median {np.median(r):.3f} (quartiles {np.quantile(r, 0.25):.3f} - "
+        f"{np.quantile(r, 0.75):.3f}, {repeat} pairs)"
+    )
+
+
+def main(repeat=3):
+    Xtr, Xte, ytr, yte = adult()
+    dp = lambda: dp_fit(dpgbdt, Xtr, ytr)
     npv = lambda: GBDTClassifier(n_estimators=100, max_depth=4, max_bins=32).fit(Xtr, ytr)
     t_dp, m = best_of(dp, repeat)
     t_np, g = best_of(npv, repeat)
@@ -40,7 +79,7 @@ def main(repeat=3):
     auc_np = roc_auc_score(yte, g.predict_proba(Xte)[:, 1])
     b = m.channel_.bytes_by_party()
     cl = b[b.index.str.startswith('client')]
-    print(f"Adult ({len(Xtr)} train rows, {X.shape[1]} features), 10 clients, T = 100, depth 4, epsilon = 1")
+    print(f"Adult ({len(Xtr)} train rows, {Xtr.shape[1]} features), 10 clients, T = 100, depth 4, epsilon = 1")
     print(
         f"DP-TR Newton IH EBM   fit {t_dp:6.2f} s   AUC {auc_dp:.4f}   eps spent {m.privacy_spent_[0]:.4f}   z {m.noise_multiplier_:.1f}"
     )
@@ -55,4 +94,6 @@ def main(repeat=3):
 if __name__ == '__main__':
     p = argparse.ArgumentParser()
     p.add_argument('--repeat', type=int, default=3)
-    main(p.parse_args().repeat)
+    p.add_argument('--against', default=None, help='another version of fedgauss/dpgbdt.py: paired CPU-time ratio')
+    a = p.parse_args()
+    paired(a.against, a.repeat) if a.against else main(a.repeat)
