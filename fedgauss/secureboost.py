@@ -304,12 +304,15 @@ class FederatedHistograms:
         for p in self.passives:
             a.send(p, 'hist_request', nodes)
         parts = [
-            a.own_histograms(nodes)
-            if p == a.name
-            else a.decrypt_histograms(self.wait(self.ctx.recv('hist', p)), len(nodes), S)
+            a.own_histograms(nodes) if p == a.name else self.wait(self._decrypted(p, len(nodes), S))
             for p, S in zip(self.order, self.S)
         ]
         return np.concatenate(parts, axis=1)
+
+    def _decrypted(self, p, K, S):
+        "Generator (run by the program, so Paillier runs in its thread): party `p`'s histograms of `K` nodes, decrypted."
+        payload = yield from self.ctx.recv('hist', p)
+        return self.active.decrypt_histograms(payload, K, S)
 
 # %% ../nbs/33_secureboost.ipynb #bf2c0410
 @patch
@@ -561,9 +564,10 @@ def _active_program(ctx, data: dict, cfg: dict):
     y, loss = a._y, LogisticLoss()
     base = loss.init_margin(y) if cfg['base_score'] is None else float(loss.link(cfg['base_score']))
     margin, gh = np.full(len(y), base), np.empty((len(y), 2))
-    out = dict(party=a, base_margin=base, trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
+    out = dict(base_margin=base, trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
     for t in range(cfg['n_estimators']):
-        yield from ctx.next_pass()  # what was sent before (setup, the last tree) leaves in its own round
+        if cfg.get('pause', True):
+            yield from ctx.pause()  # what was sent before (setup, the last tree) leaves in its own round
         t0, c0 = time.perf_counter(), time.process_time()
         ctx.phase = ('tree', t)
         rl = t < cfg['rl_trees']
@@ -580,10 +584,12 @@ def _active_program(ctx, data: dict, cfg: dict):
         out['train_leaves'].append(a.node.astype(np.int32))
         out['tree_seconds'].append((time.perf_counter() - t0, time.process_time() - c0))
     out['train_margin'] = margin
-    return out
+    for p in passives if cfg.get('end_message') else []:
+        ctx.send(p, 'end', 0)
+    return dict(out, party=a) if cfg.get('keep_parties') else out
 
 # %% ../nbs/33_secureboost.ipynb #504fb2a444614c0babb325280ed9130a
-_REQUESTS = ('route', 'gh', 'hist_request', 'split')  # what the active party asks, first first when several wait
+_REQUESTS = ('route', 'gh', 'hist_request', 'split', 'end')  # what the active party asks, first first when several wait
 
 
 def _recv_first(ctx, kinds, sender):
@@ -610,20 +616,23 @@ def _passive_program(ctx, data: dict, cfg: dict):
     p.receive_key()
     act = dict(route=p.apply_route, gh=p.start_tree, hist_request=p.answer_histograms, split=p.answer_split)
     try:
-        while True:
-            kind, m = yield from _recv_first(ctx, _REQUESTS, active)
-            p.channel.put(kind, m)
-            act[kind]()
+        while (got := (yield from _recv_first(ctx, _REQUESTS, active)))[0] != 'end':
+            p.channel.put(*got)
+            act[got[0]]()
     except PeerFinished:  # the active party has finished: training is over
-        return dict(party=p)
+        pass
+    return dict(records=len(p.lookup), party=p) if cfg.get('keep_parties') else dict(records=len(p.lookup))
 
 # %% ../nbs/33_secureboost.ipynb #59bbdb311c014d738909a11f9e486628
 def secureboost_party(
     ctx: PartySMC,  # the party's context (mailbox, phase, rng)
     data: dict,  # its own arrays: `X` (rows × its columns, NaN = missing) and, for the active party, `y` (0/1)
-    cfg: dict,  # public: parties (column order), active, n_features, n_rows and the fit's parameters
+    cfg: dict,  # public: parties (column order), active, n_features, n_rows, the fit's parameters; options below
 ):
-    "A SecureBoost party's program (a generator): the active party's if `cfg['me']` is `cfg['active']`, else a passive party's."
+    """A SecureBoost party's program (a generator): the active party's if `cfg['me']` is `cfg['active']`, else a passive
+    party's. Options in `cfg`: `keep_parties` (results hold the party objects, with their data: in one process only),
+    `pause` (default True: each tree's messages in its round), `end_message` (default False: the active party says
+    'end' when done, for a transport that cannot tell a waiting party its peer has finished)."""
     return (_active_program if cfg['me'] == cfg['active'] else _passive_program)(ctx, data, cfg)
 
 
@@ -700,7 +709,7 @@ def fit(
     names = ['active' if i == label_party else f'passive{i}' for i in range(len(blocks))]
     datas = {n: dict(X=b) for n, b in zip(names, blocks)}
     datas['active']['y'] = y
-    cfg = self.protocol_config(names, [b.shape[1] for b in blocks], len(y))
+    cfg = dict(self.protocol_config(names, [b.shape[1] for b in blocks], len(y)), keep_parties=True)
     res, _, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': self.rng})
     r = res['active']
     self.parties_, self.active_ = [res[n]['party'] for n in names], r['party']

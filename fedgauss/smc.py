@@ -1049,11 +1049,11 @@ def wait_phase(self: PartySMC):
     yield ('phase',)
     return self.phase
 
-# %% ../nbs/11_smc.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+
 @patch
-def next_pass(self: PartySMC):
-    "Generator: let what this party has sent leave now and go on in the next pass (no message needed); a phase announced after it opens its own round."
-    yield ('pass',)
+def pause(self: PartySMC):
+    "Generator: let what this party queued leave now and go on at the next pass, without waiting for a message (before it announces a new phase, so that its last messages stay in the round they belong to)."
+    yield ('pause',)
 
 # %% ../nbs/11_smc.ipynb #01a140d8
 @patch
@@ -1631,7 +1631,7 @@ def run_programs(
                 new, seen = _next_phase(p, progs, parties, seen, channel, rounds, on_phase)
                 if not new:
                     continue
-            elif n not in fresh and not inbox[n] and p.waiting != ('pass',):
+            elif n not in fresh and not inbox[n] and p.waiting != ('pause',):
                 continue
             fresh.discard(n)
             got, inbox[n] = inbox[n], []

@@ -394,7 +394,7 @@ def test_run_protocol_equals_the_estimator():
     names = ['passive0', 'active', 'passive2']
     datas = {n: dict(X=X[:, g]) for n, g in zip(names, groups)}
     datas['active']['y'] = y.astype(float)
-    cfg = sb.protocol_config(names, [len(g) for g in groups], len(y))
+    cfg = dict(sb.protocol_config(names, [len(g) for g in groups], len(y)), keep_parties=True)
     res, rounds, ch = run_protocol(PROTOCOLS['secureboost'], datas, cfg, rngs={'active': 0})
     for t, u in zip(res['active']['trees'], sb.trees_):
         for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value', 'gain'):
