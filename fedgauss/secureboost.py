@@ -282,7 +282,7 @@ def decrypt_histograms(
 
 # %% ../nbs/33_secureboost.ipynb #03793107
 class FederatedHistograms:
-    "The active party's histogram provider for `grow_tree`, inside its program: own histograms in plaintext, passive ones asked for and decrypted."
+    "The active party's provider for `grow_tree`, in its program: own histograms in plaintext, passive ones decrypted."
 
     def __init__(
         self,
@@ -310,7 +310,7 @@ class FederatedHistograms:
         return np.concatenate(parts, axis=1)
 
     def _decrypted(self, p, K, S):
-        "Generator (run by the program, so Paillier runs in its thread): party `p`'s histograms of `K` nodes, decrypted."
+        "Generator, run by the program (Paillier in its thread): party `p`'s histograms of `K` nodes, decrypted."
         payload = yield from self.ctx.recv('hist', p)
         return self.active.decrypt_histograms(payload, K, S)
 
@@ -354,7 +354,8 @@ def split(
 
 # %% ../nbs/33_secureboost.ipynb #72eea5119410473aa328ad9291626812
 def _in_thread(f):
-    "Generator: run the blocking `f(wait)` in a thread, where `wait(gen)` has this program run the generator `gen` (a `ctx.recv`) and returns its value; returns what `f` returns (or raises what it raises)."
+    """Generator: run the blocking `f(wait)` in a thread, where `wait(gen)` has this program run the generator `gen`
+    (a `ctx.recv`) and returns its value; returns what `f` returns (or raises what it raises)."""
     to_prog, to_f = queue.SimpleQueue(), queue.SimpleQueue()
 
     def wait(gen):
@@ -482,7 +483,8 @@ def _check_params(self: SecureBoostClassifier):
 
 # %% ../nbs/33_secureboost.ipynb #8763a12b2bbd4a93a75aff182afb95dc
 class _Mailbox:
-    "A party object's channel inside its program: what it sends leaves through its `PartySMC`; what it receives, the program has received first (`put`)."
+    """A party object's channel inside its program: what it sends leaves through its `PartySMC`; what it receives,
+    the program has received first (`put`)."""
 
     def __init__(self, ctx):
         self.ctx, self.got = ctx, {}
@@ -498,7 +500,8 @@ class _Mailbox:
 
 # %% ../nbs/33_secureboost.ipynb #7623eae2785240b9bd12b16a66d81610
 def _active_setup(ctx, data: dict, cfg: dict):
-    "Generator: the active party bins its columns, makes the keys, sends the public key and learns the passive parties' bins per feature; returns (party, passive names)."
+    """Generator: the active party bins its columns, makes the keys, sends the public key and learns the passive
+    parties' bins per feature; returns (party, passive names)."""
     a = ActiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     a.index, a._y = cfg['parties'].index(ctx.me), np.asarray(data['y'], np.float64)
     a.setup(cfg['missing'], cfg['max_bins'])
@@ -519,7 +522,8 @@ def _active_setup(ctx, data: dict, cfg: dict):
 
 # %% ../nbs/33_secureboost.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 def _grow(a: ActiveParty, prov, rl: bool, cfg: dict) -> tuple:
-    "One tree by the core's grower: federated (`rl=False`) or on the active party's features alone; returns (tree, owners, records)."
+    """One tree by the core's grower: federated (`rl=False`) or on the active party's features alone; returns
+    (tree, owners, records)."""
     kw = {k: cfg[k] for k in ('max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight')}
     a.record_ = np.full(2 ** (cfg['max_depth'] + 1), -1, np.intp)
     tree = grow_tree(prov, a.layout if rl else a.global_layout, **kw)
@@ -559,7 +563,7 @@ def _counts_from_leaves(tree: Tree, leaf_of_row) -> np.ndarray:
 
 # %% ../nbs/33_secureboost.ipynb #938c804e27f84196a10c8828c723f798
 def _active_program(ctx, data: dict, cfg: dict):
-    "Generator: the active party's program; returns its party object and the model (trees, owners, records, margins)."
+    "Generator: the active party's program; returns the model (trees, owners, records, margins)."
     a, passives = yield from _active_setup(ctx, data, cfg)
     y, loss = a._y, LogisticLoss()
     base = loss.init_margin(y) if cfg['base_score'] is None else float(loss.link(cfg['base_score']))
@@ -606,7 +610,7 @@ def _recv_first(ctx, kinds, sender):
 
 
 def _passive_program(ctx, data: dict, cfg: dict):
-    "Generator: a passive party's program; answers the active party until it has finished, returns its party object."
+    "Generator: a passive party's program; answers the active party until it has finished."
     active = cfg['active']
     p = PassiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     p.index = cfg['parties'].index(ctx.me)
@@ -664,7 +668,8 @@ def secureboost_context(
     cfg: dict,  # the public configuration
     rng=None,  # seed or Generator of its keys and obfuscators (tests); None: the OS's CSPRNG for Paillier
 ) -> PartySMC:
-    "A SecureBoost party's `PartySMC`; Paillier draws from the OS's CSPRNG unless a seed is given (then as the estimator's `rng`)."
+    """A SecureBoost party's `PartySMC`; Paillier draws from the OS's CSPRNG unless a seed is given: an int seeds keys
+    and obfuscators with a generator each (as the estimator's `rng`), a Generator serves both."""
     ctx = PartySMC(me, cfg['parties'], rng=rng)
     ctx.key_rng = None if rng is None else ctx.rng
     ctx.obf_rng = None if rng is None else as_rng(rng)

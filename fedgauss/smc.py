@@ -1555,11 +1555,12 @@ class ProtocolStalled(RuntimeError):
 
 # %% ../nbs/11_smc.ipynb #c3933fab20d04ec698c2621248eb3be0
 class PeerFinished(ProtocolStalled):
-    "Raised at a party's wait (`recv`) when the party it waits for has finished and nothing from it is left to deliver."
+    "A party's wait (`recv`) raises it when the party it waits for has finished and nothing from it is left."
 
 # %% ../nbs/11_smc.ipynb #8edfd84aa00d4424a71141df99c55e72
 def _end_waiting(progs: dict, errors: dict) -> bool:
-    "When no program can advance: tell each program that waits for a party that has finished (`PeerFinished` at its wait); True if any was told. A program that serves requests until the others end catches it and returns."
+    """When no program can advance: tell each program that waits for a party that has finished (`PeerFinished` at
+    its wait); True if any was told. A program that serves requests until the others end catches it and returns."""
     told = False
     for n, p in progs.items():
         w = p.waiting
