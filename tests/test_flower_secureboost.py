@@ -3,10 +3,9 @@ on Flower's simulation engine and as a real deployment on 127.0.0.1 — give the
 message for message; a node whose columns do not fit stops the run at the data check, before any ciphertext leaves.
 Skipped without the `flower` extra (flwr, ray, cryptography).
 
-The relay has no rule yet for `PartySMC.pause` and `PeerFinished` (requested in /work/notes/flower_requests.txt), so
-these runs set `pause=False, end_message=True` on both sides: the active party does not pause between trees (a tree's
-last `route` joins the next tree's round) and says 'end' when it has finished; everything else is the estimator's
-protocol (its trees are compared too)."""
+The runs use the estimator's own protocol: the relay steps a program that pauses (`PartySMC.pause`, between trees)
+and ends a passive party's wait with `PeerFinished` when the active party has finished. (`cfg` options
+`pause=False, end_message=True` exist for a transport without those rules.)"""
 
 import importlib.util, shutil, tempfile
 
@@ -34,8 +33,8 @@ def make_job(names=NAMES, groups=GROUPS, label_party=1, **params):
     X, y = load_breast_cancer(return_X_y=True)
     datas = {p: dict(X=X[:, g]) for p, g in zip(names, groups)}
     datas['active']['y'] = y.astype(float)
-    est = SecureBoostClassifier(rng=0, **dict(PARAMS, **params))
-    cfg = dict(est.protocol_config(names, [len(g) for g in groups], len(y)), pause=False, end_message=True)
+    est = SecureBoostClassifier(rng=np.random.default_rng(0), **dict(PARAMS, **params))  # one stream, as a node's
+    cfg = est.protocol_config(names, [len(g) for g in groups], len(y))
     # the node seeds its party with default_rng(seed): the simulator gets a fresh Generator of the same seed
     res, rounds, ch = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': np.random.default_rng(0)}, bsp=True)
     est.fit(vertical_split(X, groups, y, label_party=label_party))
@@ -61,6 +60,8 @@ def assert_same_run(fl, job):
     assert [got[p] for p in job['names'] if p != 'active'] == [want[p] for p in job['names'] if p != 'active']
     assert fl['channel'].transcript[COLS].values.tolist() == job['ch'].transcript[COLS].values.tolist()
     assert fl['rounds'] == job['rounds']
+    rows = lambda ch: sorted(map(tuple, ch.transcript[COLS].values.tolist()))
+    assert rows(fl['channel']) == rows(job['est'].channel_)  # the estimator's messages, round by round
     by_kind = lambda ch: ch.transcript.groupby('kind')['bytes'].agg(['count', 'sum']).to_dict()
     assert by_kind(fl['channel']) == by_kind(job['ch'])
 
