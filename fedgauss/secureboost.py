@@ -4,7 +4,7 @@
 
 # %% ../nbs/33_secureboost.ipynb #1669008c
 from __future__ import annotations
-import numbers, time
+import numbers, queue, threading, time
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from fedgauss.gbdt import (
     snap_to_grid,
 )
 from .paillier import PaillierPublicKey, generate_paillier_keypair
+from .smc import PartySMC, PeerFinished, ProtocolSpec, register_protocol, run_protocol
 
 try:
     from gmpy2 import mpz as _mpz
@@ -33,8 +34,9 @@ except ImportError:
     _mpz = int  # pragma: no cover - pure Python big integers
 
 # %% auto #0
-__all__ = ['GH_SLOT', 'BIN_BITS', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins', 'PassiveParty', 'ActiveParty',
-           'FederatedHistograms', 'SecureBoostClassifier', 'leaf_purity', 'weight_identity_error']
+__all__ = ['GH_SLOT', 'BIN_BITS', 'SECUREBOOST', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins', 'PassiveParty',
+           'ActiveParty', 'FederatedHistograms', 'SecureBoostClassifier', 'secureboost_party', 'secureboost_check',
+           'secureboost_context', 'leaf_purity', 'weight_identity_error']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -280,16 +282,19 @@ def decrypt_histograms(
 
 # %% ../nbs/33_secureboost.ipynb #03793107
 class FederatedHistograms:
-    "The active party's histogram provider for `grow_tree`: own histograms in plaintext, passive ones decrypted."
+    "The active party's provider for `grow_tree`, in its program: own histograms in plaintext, passive ones decrypted."
 
     def __init__(
         self,
         active: ActiveParty,  # the active party (it grows the tree)
-        passives: list,  # the passive parties
-        order: list,  # all parties in column order
+        passives: list,  # names of the passive parties
+        order: list,  # names of all parties in column order
+        ctx: PartySMC = None,  # the active party's context (its mailbox)
+        wait=None,  # `wait(gen)`: the value of the generator `gen` (a `ctx.recv`) run by the program (see `_in_thread`)
     ):
-        self.active, self.passives, self.order = active, passives, order  # order: parties in column order
-        self.S = [p.layout.n_slots if p is active else active.n_slots_of[p.name] for p in order]
+        self.active, self.passives, self.order, self.ctx, self.wait = active, passives, order, ctx, wait
+        self.index = {n: i for i, n in enumerate(order)}
+        self.S = [active.layout.n_slots if p == active.name else active.n_slots_of[p] for p in order]
 
     def histograms(
         self,
@@ -298,13 +303,16 @@ class FederatedHistograms:
         a, nodes = self.active, np.asarray(nodes, np.intp)
         for p in self.passives:
             a.send(p, 'hist_request', nodes)
-        for p in self.passives:
-            p.answer_histograms()
         parts = [
-            a.own_histograms(nodes) if p is a else a.decrypt_histograms(a.receive('hist', p), len(nodes), S)
+            a.own_histograms(nodes) if p == a.name else self.wait(self._decrypted(p, len(nodes), S))
             for p, S in zip(self.order, self.S)
         ]
         return np.concatenate(parts, axis=1)
+
+    def _decrypted(self, p, K, S):
+        "Generator, run by the program (Paillier in its thread): party `p`'s histograms of `K` nodes, decrypted."
+        payload = yield from self.ctx.recv('hist', p)
+        return self.active.decrypt_histograms(payload, K, S)
 
 # %% ../nbs/33_secureboost.ipynb #bf2c0410
 @patch
@@ -331,21 +339,59 @@ def split(
     go[mine] = a._go_left(a.codes[rows[mine], local[k[mine]]], local[k[mine]], bin[k[mine]], default_left[k[mine]])
     a.record_[nodes] = -1
     for p in self.passives:
-        at = np.flatnonzero(owner == p.index)
+        at = np.flatnonzero(owner == self.index[p])
         if len(at) == 0:
             continue
         a.send(p, 'split', dict(node=nodes[at], feature=local[at], bin=bin[at], default_left=default_left[at]))
-        p.answer_split()
-        m = a.receive('bits', p)
+        m = self.wait(self.ctx.recv('bits', p))
         a.record_[nodes[at]] = m['record']
-        sel = np.flatnonzero(owner[k] == p.index)
+        sel = np.flatnonzero(owner[k] == self.index[p])
         go[sel] = np.unpackbits(m['bits'], count=len(sel)).astype(bool)
     a.node[rows] = np.where(go, left[k], left[k] + 1)
     for p in self.passives:
         a.send(p, 'route', dict(node=nodes, left=left, bits=np.packbits(go)))
-    for p in self.passives:
-        p.apply_route()
     return np.stack([np.bincount(k[go], minlength=len(nodes)), np.bincount(k[~go], minlength=len(nodes))])
+
+# %% ../nbs/33_secureboost.ipynb #72eea5119410473aa328ad9291626812
+def _in_thread(f):
+    """Generator: run the blocking `f(wait)` in a thread, where `wait(gen)` has this program run the generator `gen`
+    (a `ctx.recv`) and returns its value; returns what `f` returns (or raises what it raises)."""
+    to_prog, to_f = queue.SimpleQueue(), queue.SimpleQueue()
+
+    def wait(gen):
+        to_prog.put(('wait', gen))
+        ok, v = to_f.get()
+        if not ok:
+            raise v
+        return v
+
+    def body():
+        try:
+            to_prog.put(('done', f(wait)))
+        except BaseException as e:  # handed to the program, which raises it
+            to_prog.put(('error', e))
+
+    threading.Thread(target=body, daemon=True).start()
+    pending = False
+    try:
+        while True:
+            what, v = to_prog.get()
+            if what == 'done':
+                return v
+            if what == 'error':
+                raise v
+            pending = True
+            try:
+                r = yield from v
+            except Exception as e:  # e.g. PeerFinished: raised in the thread, at its wait
+                pending = False
+                to_f.put((False, e))
+                continue
+            pending = False
+            to_f.put((True, r))
+    finally:
+        if pending:  # the program was closed while the thread waits: end the thread
+            to_f.put((False, GeneratorExit()))
 
 # %% ../nbs/33_secureboost.ipynb #8654f680
 class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
@@ -435,87 +481,51 @@ def _check_params(self: SecureBoostClassifier):
             f"key_size={self.key_size} is breakable: use >= 1024 (2048 recommended) or unsafe=True for tests"
         )
 
-# %% ../nbs/33_secureboost.ipynb #531bbffe
-@patch
-def _setup(self: SecureBoostClassifier, blocks, y, label_party):
-    self.channel_ = ch = Channel()
-    ps = [
-        (ActiveParty if i == label_party else PassiveParty)(f'active' if i == label_party else f'passive{i}', ch, X)
-        for i, X in enumerate(blocks)
-    ]
-    for i, p in enumerate(ps):
-        p.index = i
-        p.setup(self.missing, self.max_bins)
-    a = ps[label_party]
-    a._y = y
-    passives = [p for p in ps if p is not a]
-    ch.next_round()
-    a.make_keys(self.key_size, self.unsafe, self.rng)
+# %% ../nbs/33_secureboost.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+class _Mailbox:
+    """A party object's channel inside its program: what it sends leaves through its `PartySMC`; what it receives,
+    the program has received first (`put`)."""
+
+    def __init__(self, ctx):
+        self.ctx, self.got = ctx, {}
+
+    def put(self, kind: str, payload):
+        self.got[kind] = payload
+
+    def send(self, sender, receiver, kind, payload):
+        self.ctx.send(getattr(receiver, 'name', receiver), kind, payload)
+
+    def receive(self, receiver, kind=None, sender=None):
+        return self.got.pop(kind)
+
+# %% ../nbs/33_secureboost.ipynb #7623eae2785240b9bd12b16a66d81610
+def _active_setup(ctx, data: dict, cfg: dict):
+    """Generator: the active party bins its columns, makes the keys, sends the public key and learns the passive
+    parties' bins per feature; returns (party, passive names)."""
+    a = ActiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
+    a.index, a._y = cfg['parties'].index(ctx.me), np.asarray(data['y'], np.float64)
+    a.setup(cfg['missing'], cfg['max_bins'])
+    a.make_keys(cfg['key_size'], cfg['unsafe'], ctx.key_rng)
+    passives = [p for p in cfg['parties'] if p != ctx.me]
     for p in passives:
-        p.send(a, 'n_bins', p.layout.n_bins)
         a.send(p, 'public_key', int(a.pk.n))
-        p.receive_key()
-    nb = {p.name: np.asarray(a.receive('n_bins', p)) for p in passives}
+    nb = {}
+    for p in passives:
+        nb[p] = np.asarray((yield from ctx.recv('n_bins', p)))
     a.n_slots_of = {k: int((v + 1).sum()) for k, v in nb.items()}
-    n_bins = [a.layout.n_bins if p is a else nb[p.name] for p in ps]
+    n_bins = [a.layout.n_bins if p == ctx.me else nb[p] for p in cfg['parties']]
     a.global_layout = HistLayout(np.concatenate(n_bins))
     F = [len(v) for v in n_bins]
-    a.feature_owner = np.repeat(np.arange(len(ps)), F)
+    a.feature_owner = np.repeat(np.arange(len(F)), F)
     a.feature_offset = np.repeat(np.cumsum([0] + F[:-1]), F)
-    self.parties_, self.active_, self.n_features_in_ = ps, a, sum(F)
     return a, passives
 
-# %% ../nbs/33_secureboost.ipynb #877e0c4b
-@patch
-def fit(
-    self: SecureBoostClassifier,
-    parties,  # list of (X_p, y_p) from `vertical_split`, exactly one y not None
-):
-    "Grow the trees over the federation."
-    self._check_params()
-    blocks, y, label_party = self._check_parties(parties)
-    a, passives = self._setup(blocks, y, label_party)
-    loss = LogisticLoss()
-    if self.base_score is None:
-        self.base_margin_ = loss.init_margin(y)
-    else:
-        loss.check_base_score(self.base_score)
-        self.base_margin_ = float(loss.link(self.base_score))
-    rng = None if self.rng is None else as_rng(self.rng)
-    margin = np.full(len(y), self.base_margin_)
-    gh = np.empty((len(y), 2))
-    self.trees_, self.owners_, self.records_, self.train_leaves_ = [], [], [], []
-    self.tree_seconds_ = []  # (wall, CPU) seconds of each tree, encryption included
-    for t in range(self.n_estimators):
-        t0, c0 = time.perf_counter(), time.process_time()
-        self.channel_.next_round()
-        rl = t < self.rl_trees
-        loss.gradients(y, margin, out=gh)
-        a.encrypt_gradients(gh, [] if rl else passives, rng)
-        if not rl:
-            for p in passives:
-                p.start_tree()
-        tree = self._grow(a, passives, rl)
-        margin += tree.value[a.node]
-        self.trees_.append(tree)
-        self.train_leaves_.append(a.node.astype(np.int32))
-        self.tree_seconds_.append((time.perf_counter() - t0, time.process_time() - c0))
-    self.train_margin_ = margin
-    return self
-
-# %% ../nbs/33_secureboost.ipynb #4211260d
-@patch
-def _grow(self: SecureBoostClassifier, a: ActiveParty, passives: list, rl: bool) -> Tree:
-    "One tree: federated (`rl=False`) or on the active party's features alone."
-    kw = dict(
-        max_depth=self.max_depth,
-        learning_rate=self.learning_rate,
-        reg_lambda=self.reg_lambda,
-        gamma=self.gamma,
-        min_child_weight=self.min_child_weight,
-    )
-    a.record_ = np.full(2 ** (self.max_depth + 1), -1, np.intp)
-    prov = _OwnHistograms(a) if rl else FederatedHistograms(a, passives, self.parties_)
+# %% ../nbs/33_secureboost.ipynb #7cdc8c89c7104fffa095e18ddfef8986
+def _grow(a: ActiveParty, prov, rl: bool, cfg: dict) -> tuple:
+    """One tree by the core's grower: federated (`rl=False`) or on the active party's features alone; returns
+    (tree, owners, records)."""
+    kw = {k: cfg[k] for k in ('max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight')}
+    a.record_ = np.full(2 ** (cfg['max_depth'] + 1), -1, np.intp)
     tree = grow_tree(prov, a.layout if rl else a.global_layout, **kw)
     inner = ~tree.is_leaf
     if rl:
@@ -526,18 +536,16 @@ def _grow(self: SecureBoostClassifier, a: ActiveParty, passives: list, rl: bool)
     tree.threshold = np.where(
         mine, a.layout.split_threshold(np.where(mine, local, 0), np.where(mine, tree.bin, 0)), np.nan
     )
-    self.owners_.append(owner)
-    self.records_.append(np.where(owner >= 0, a.record_[: tree.n_nodes], -1))
-    if self.missing == 'probabilistic':
+    if cfg['missing'] == 'probabilistic':
         tree.count = _counts_from_leaves(tree, a.node)
-    return tree
+    return tree, owner, np.where(owner >= 0, a.record_[: tree.n_nodes], -1)
 
-# %% ../nbs/33_secureboost.ipynb #ca4a80c3
+# %% ../nbs/33_secureboost.ipynb #b118ea5561624da68c537baed56e602f
 class _OwnHistograms(FederatedHistograms):
     "A reduced-leakage tree: the active party's features only, no message."
 
     def __init__(self, active):
-        super().__init__(active, [], [active])
+        super().__init__(active, [], [active.name])
 
     def split(self, nodes, feature, bin, default_left, left, right):
         a = self.active
@@ -553,7 +561,175 @@ def _counts_from_leaves(tree: Tree, leaf_of_row) -> np.ndarray:
         c[at] = c[tree.left[at]] + c[tree.right[at]]
     return c
 
+# %% ../nbs/33_secureboost.ipynb #938c804e27f84196a10c8828c723f798
+def _active_program(ctx, data: dict, cfg: dict):
+    "Generator: the active party's program; returns the model (trees, owners, records, margins)."
+    a, passives = yield from _active_setup(ctx, data, cfg)
+    y, loss = a._y, LogisticLoss()
+    base = loss.init_margin(y) if cfg['base_score'] is None else float(loss.link(cfg['base_score']))
+    margin, gh = np.full(len(y), base), np.empty((len(y), 2))
+    out = dict(base_margin=base, trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
+    for t in range(cfg['n_estimators']):
+        if cfg.get('pause', True):
+            yield from ctx.pause()  # what was sent before (setup, the last tree) leaves in its own round
+        t0, c0 = time.perf_counter(), time.process_time()
+        ctx.phase = ('tree', t)
+        rl = t < cfg['rl_trees']
+        loss.gradients(y, margin, out=gh)
+        a.encrypt_gradients(gh, [] if rl else passives, ctx.obf_rng)
+        if rl:
+            tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg)
+        else:
+            prov = lambda wait: FederatedHistograms(a, passives, cfg['parties'], ctx, wait)
+            tree, owner, record = yield from _in_thread(lambda wait: _grow(a, prov(wait), False, cfg))
+        margin += tree.value[a.node]
+        for k, v in zip(('trees', 'owners', 'records'), (tree, owner, record)):
+            out[k].append(v)
+        out['train_leaves'].append(a.node.astype(np.int32))
+        out['tree_seconds'].append((time.perf_counter() - t0, time.process_time() - c0))
+    out['train_margin'] = margin
+    for p in passives if cfg.get('end_message') else []:
+        ctx.send(p, 'end', 0)
+    return dict(out, party=a) if cfg.get('keep_parties') else out
 
+# %% ../nbs/33_secureboost.ipynb #504fb2a444614c0babb325280ed9130a
+_REQUESTS = ('route', 'gh', 'hist_request', 'split', 'end')  # what the active party asks, first first when several wait
+
+
+def _recv_first(ctx, kinds, sender):
+    "Generator: (kind, payload) of the first of `kinds` (in that order) waiting from `sender`; waits until one is."
+    while True:
+        for k in kinds:
+            g = ctx.recv(k, sender)
+            try:
+                next(g)
+            except StopIteration as e:
+                return k, e.value
+            g.close()
+        yield ('recv', '|'.join(kinds), sender)
+
+
+def _passive_program(ctx, data: dict, cfg: dict):
+    "Generator: a passive party's program; answers the active party until it has finished."
+    active = cfg['active']
+    p = PassiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
+    p.index = cfg['parties'].index(ctx.me)
+    p.setup(cfg['missing'], cfg['max_bins'])
+    p.send(active, 'n_bins', p.layout.n_bins)
+    p.channel.put('public_key', (yield from ctx.recv('public_key', active)))
+    p.receive_key()
+    act = dict(route=p.apply_route, gh=p.start_tree, hist_request=p.answer_histograms, split=p.answer_split)
+    try:
+        while (got := (yield from _recv_first(ctx, _REQUESTS, active)))[0] != 'end':
+            p.channel.put(*got)
+            act[got[0]]()
+    except PeerFinished:  # the active party has finished: training is over
+        pass
+    return dict(records=len(p.lookup), party=p) if cfg.get('keep_parties') else dict(records=len(p.lookup))
+
+# %% ../nbs/33_secureboost.ipynb #59bbdb311c014d738909a11f9e486628
+def secureboost_party(
+    ctx: PartySMC,  # the party's context (mailbox, phase, rng)
+    data: dict,  # its own arrays: `X` (rows × its columns, NaN = missing) and, for the active party, `y` (0/1)
+    cfg: dict,  # public: parties (column order), active, n_features, n_rows, the fit's parameters; options below
+):
+    """A SecureBoost party's program (a generator): the active party's if `cfg['me']` is `cfg['active']`, else a passive
+    party's. Options in `cfg`: `keep_parties` (results hold the party objects, with their data: in one process only),
+    `pause` (default True: each tree's messages in its round), `end_message` (default False: the active party says
+    'end' when done, for a transport that cannot tell a waiting party its peer has finished)."""
+    return (_active_program if cfg['me'] == cfg['active'] else _passive_program)(ctx, data, cfg)
+
+
+def secureboost_check(
+    data: dict,  # a party's own arrays
+    cfg: dict,  # the public configuration, `cfg['me']` its name
+):
+    "Refuse a party's data that does not fit the federation (columns, rows, infinities, labels), naming the party."
+    me = cfg['me']
+    if not isinstance(data, dict) or 'X' not in data:
+        raise ValueError(f"{me}: its data must be a dict with features 'X'")
+    X = _numeric_block(data['X'], me)
+    want = cfg['n_features'][cfg['parties'].index(me)]
+    if X.shape[1] != want:
+        raise ValueError(f"{me} has {X.shape[1]} columns; the federation expects {want}")
+    if len(X) != cfg['n_rows']:
+        raise ValueError(f"{me} has {len(X)} rows; the federation expects {cfg['n_rows']}")
+    if me != cfg['active']:
+        if 'y' in data:
+            raise ValueError(f"{me} is a passive party: it holds no labels")
+        return
+    y = np.asarray(data.get('y', np.zeros(0)), np.float64).ravel()
+    if len(y) != len(X) or not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError(f"{me}: the labels 'y' must be 0/1, one per row")
+
+# %% ../nbs/33_secureboost.ipynb #b43b363d81ae4b689946ece5c682cd59
+def secureboost_context(
+    me: str,  # the party's name
+    cfg: dict,  # the public configuration
+    rng=None,  # seed or Generator of its keys and obfuscators (tests); None: the OS's CSPRNG for Paillier
+) -> PartySMC:
+    """A SecureBoost party's `PartySMC`; Paillier draws from the OS's CSPRNG unless a seed is given: an int seeds keys
+    and obfuscators with a generator each (as the estimator's `rng`), a Generator serves both."""
+    ctx = PartySMC(me, cfg['parties'], rng=rng)
+    ctx.key_rng = None if rng is None else ctx.rng
+    ctx.obf_rng = None if rng is None else as_rng(rng)
+    return ctx
+
+
+SECUREBOOST = register_protocol(
+    ProtocolSpec('secureboost', secureboost_party, check=secureboost_check, context=secureboost_context, dealer=False)
+)
+
+# %% ../nbs/33_secureboost.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+@patch
+def protocol_config(
+    self: SecureBoostClassifier,
+    parties: list,  # the parties' names, in column order
+    n_features: list,  # each party's number of columns
+    n_rows: int,  # the rows every party holds
+    active: str = 'active',  # the party with the labels
+) -> dict:
+    "The public configuration of the `secureboost` programs for this estimator's parameters (plain data)."
+    keys = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
+    keys += ('key_size', 'rl_trees', 'missing', 'base_score', 'unsafe')
+    return dict(
+        {k: getattr(self, k) for k in keys},
+        parties=list(parties),
+        active=active,
+        n_features=[int(f) for f in n_features],
+        n_rows=int(n_rows),
+    )
+
+# %% ../nbs/33_secureboost.ipynb #877e0c4b
+@patch
+def fit(
+    self: SecureBoostClassifier,
+    parties,  # list of (X_p, y_p) from `vertical_split`, exactly one y not None
+):
+    "Grow the trees over the federation: the parties' programs (`SECUREBOOST`) run in the simulator."
+    self._check_params()
+    blocks, y, label_party = self._check_parties(parties)
+    if self.base_score is not None:
+        LogisticLoss().check_base_score(self.base_score)
+    names = ['active' if i == label_party else f'passive{i}' for i in range(len(blocks))]
+    datas = {n: dict(X=b) for n, b in zip(names, blocks)}
+    datas['active']['y'] = y
+    cfg = dict(self.protocol_config(names, [b.shape[1] for b in blocks], len(y)), keep_parties=True)
+    res, _, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': self.rng})
+    r = res['active']
+    self.parties_, self.active_ = [res[n]['party'] for n in names], r['party']
+    for p in self.parties_:
+        p.channel = self.channel_  # federated inference talks over the fit's channel
+    self.n_features_in_, self.base_margin_, self.train_margin_ = (
+        sum(cfg['n_features']),
+        r['base_margin'],
+        r['train_margin'],
+    )
+    self.trees_, self.owners_, self.records_ = r['trees'], r['owners'], r['records']
+    self.train_leaves_, self.tree_seconds_ = r['train_leaves'], r['tree_seconds']
+    return self
+
+# %% ../nbs/33_secureboost.ipynb #ca4a80c3
 @patch(as_prop=True)
 def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
     "Bytes and messages sent and received by each party over the fit (and predictions so far)."

@@ -17,8 +17,8 @@ from .federation import Channel, as_rng
 # %% auto #0
 __all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode',
            'share', 'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum',
-           'PartyShare', 'PartySMC', 'Program', 'ProtocolStalled', 'run_programs', 'ProtocolSpec', 'register_protocol',
-           'protocol_context', 'protocol_programs', 'run_protocol']
+           'PartyShare', 'PartySMC', 'Program', 'ProtocolStalled', 'PeerFinished', 'run_programs', 'ProtocolSpec',
+           'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1050,6 +1050,12 @@ def wait_phase(self: PartySMC):
     yield ('phase',)
     return self.phase
 
+
+@patch
+def pause(self: PartySMC):
+    "Generator: let what this party queued leave now and go on at the next pass, without waiting for a message (before it announces a new phase, so that its last messages stay in the round they belong to)."
+    yield ('pause',)
+
 # %% ../nbs/11_smc.ipynb #01a140d8
 @patch
 def save(
@@ -1579,6 +1585,32 @@ class Program:
 class ProtocolStalled(RuntimeError):
     "No program can advance: a party waits for a message that will never come."
 
+# %% ../nbs/11_smc.ipynb #c3933fab20d04ec698c2621248eb3be0
+class PeerFinished(ProtocolStalled):
+    "A party's wait (`recv`) raises it when the party it waits for has finished and nothing from it is left."
+
+# %% ../nbs/11_smc.ipynb #8edfd84aa00d4424a71141df99c55e72
+def _end_waiting(progs: dict, errors: dict) -> bool:
+    """When no program can advance: tell each program that waits for a party that has finished (`PeerFinished` at
+    its wait); True if any was told. A program that serves requests until the others end catches it and returns."""
+    told = False
+    for n, p in progs.items():
+        w = p.waiting
+        if p.done or not (isinstance(w, tuple) and len(w) == 3 and w[0] == 'recv' and w[2] in progs):
+            continue
+        if not progs[w[2]].done:
+            continue
+        told = True
+        try:
+            p.gen.throw(PeerFinished(f"{n} waits for {w[1]!r} from {w[2]}, which has finished"))
+            errors[n], p.done = ProtocolStalled(f"{n} went on waiting after {w[2]} finished"), True
+        except StopIteration as e:
+            p.done, p.result, p.waiting = True, e.value, None
+        except Exception as e:
+            errors[n], p.done = e, True
+        p.ctx.out = []  # a finished party has no one left to talk to
+    return told
+
 # %% ../nbs/11_smc.ipynb #7c55994b
 def _party_phase_round(p, dealer, seen_phases: set, channel, rounds, on_phase):
     "Without a dealer, a phase announced for the first time starts a new round (before that step's messages leave)."
@@ -1632,7 +1664,7 @@ def run_programs(
                 new, seen = _next_phase(p, progs, parties, seen, channel, rounds, on_phase)
                 if not new:
                     continue
-            elif n not in fresh and not inbox[n]:
+            elif n not in fresh and not inbox[n] and p.waiting != ('pause',):
                 continue
             fresh.discard(n)
             got, inbox[n] = inbox[n], []
@@ -1649,6 +1681,8 @@ def run_programs(
             inbox[r] += v
         if not moved and errors:
             break
+        if not moved and _end_waiting(progs, errors):
+            continue
         if not moved:
             waits = {n: p.waiting for n, p in progs.items() if not p.done}
             raise ProtocolStalled(f"round {channel.round}: no party can advance; waiting: {waits}")

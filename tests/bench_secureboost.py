@@ -4,12 +4,17 @@ GBDT with homomorphic encryption (its Python API: 512-bit keys), both single-thr
 party per tree (from our channel's transcript) and test AUC next to the centralized GBDTClassifier.
 
     python tests/bench_secureboost.py [--trees 2] [--key 2048] [--repeat 1]
+    python tests/bench_secureboost.py --ab OLD_SRC [--n 4000] [--pairs 6] [--trees 2] [--key 1024] [--depth 5]
+
+`--ab OLD_SRC` (issue 17): paired CPU time of one fit (the first `--n` rows, fixed seed) with the fedgauss package
+found in folder OLD_SRC (e.g. `git archive 4a56a6b fedgauss | tar -x -C /tmp/old`: the single driver) against this
+checkout's (the per-party programs), each in a fresh process, alternating which runs first; prints the median ratio.
 
 FedTree (`apt-get install -y libntl44 && pip install fedtree`) is skipped with a message when it is not installed.
 Its Python wrapper turns X into a sparse matrix, so exact zeros would become missing values: the data has none.
 """
 
-import argparse, os, time
+import argparse, os, subprocess, sys, time
 
 for _v in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
     os.environ.setdefault(_v, '1')
@@ -74,14 +79,46 @@ def fedtree_run(X, y, Xt, yt, trees, depth, bins):
     return dict(wall_per_tree=wall / trees, cpu_per_tree=cpu / trees, fit_incl_keygen=wall, auc=roc_auc_score(yt, p))
 
 
+def _fit_cpu(n, trees, key, depth, bins):
+    "CPU seconds of one fit (all threads), for `--ab`."
+    X, y, _, _ = data(n)
+    m = SecureBoostClassifier(n_estimators=trees, max_depth=depth, max_bins=bins, key_size=key, rng=0)
+    c0 = time.process_time()
+    m.fit(vertical_split(X, 2, y))
+    return time.process_time() - c0
+
+
+def ab(old, a):
+    "Paired runs, old and new package alternately first, each in its own process: the median CPU ratio new/old."
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, {os.path.dirname(__file__)!r}); "
+    code += f"import bench_secureboost as b; print(b._fit_cpu({a.n}, {a.trees}, {a.key}, {a.depth}, {a.bins}))"
+    run = lambda src: float(
+        subprocess.run([sys.executable, '-c', code, src], capture_output=True, text=True, check=True).stdout
+    )
+    ratios = []
+    for i in range(a.pairs):
+        got = {}
+        for which in ('old', 'new') if i % 2 else ('new', 'old'):
+            got[which] = run(old if which == 'old' else here)
+        ratios.append(got['new'] / got['old'])
+        print(f"pair {i}: old {got['old']:.2f} s, new {got['new']:.2f} s CPU, ratio {ratios[-1]:.3f}", flush=True)
+    print(f"median CPU ratio new/old over {a.pairs} pairs: {np.median(ratios):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--ab', metavar='OLD_SRC', help='paired CPU ratio against the fedgauss package in OLD_SRC')
+    ap.add_argument('--n', type=int, default=4000)
+    ap.add_argument('--pairs', type=int, default=6)
     ap.add_argument('--trees', type=int, default=2)
     ap.add_argument('--key', type=int, default=2048)
     ap.add_argument('--depth', type=int, default=6)
     ap.add_argument('--bins', type=int, default=32)
     ap.add_argument('--repeat', type=int, default=1)
     a = ap.parse_args()
+    if a.ab:
+        return ab(a.ab, a)
     X, y, Xt, yt = data()
     rows = {}
     for rep in range(a.repeat):

@@ -335,3 +335,101 @@ def test_bad_prediction_input():
     with pytest.raises(ValueError, match='different numbers of rows'):
         sb.predict_proba([X[:5, :2], X[:6, 2:]])
     assert set(sb.predict([X[:, :2], X[:, 2:]])) <= {0, 1}
+
+
+# ----------------------------------------------------------------------------- as per-party programs
+def _toy7(n=800, seed=1):
+    "The rows of nb33's `toy` (three kinds of column, NaN in column 5)."
+    g = np.random.default_rng(seed)
+    X = g.normal(size=(n, 7))
+    X[:, 3] = g.integers(0, 5, n)
+    gone = g.random(n) < 0.15
+    X[gone, 5] = np.nan
+    score = X[:, 0] + 0.3 * X[:, 3] - np.where(np.isnan(X[:, 5]), 1.0, X[:, 5]) + g.normal(size=n)
+    return X, (score > 0.5).astype(int)
+
+
+def _rows(channel):
+    tr = channel.transcript
+    return sorted(
+        (int(r), str(s), str(c), str(k), int(b))
+        for r, s, c, k, b in zip(tr['round'], tr['sender'], tr['receiver'], tr['kind'], tr['bytes'])
+    )
+
+
+@pytest.mark.parametrize(
+    'groups, label_party, kw, digest',
+    [  # digests of the sorted transcripts of the single driver (before the programs, commit 4a56a6b)
+        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), 'ced1b7c7eb4b1b49'),
+        (
+            [[0, 1, 2], [3, 4], [5, 6]],
+            2,
+            dict(n_estimators=4, max_depth=3, rl_trees=2, max_bins=16),
+            '4ce1f91320bdd434',
+        ),
+        (
+            [[0, 1], [2, 3], [4, 5], [6]],
+            3,
+            dict(n_estimators=3, max_depth=5, min_child_weight=20, gamma=2.0),
+            'e628046656b479d7',
+        ),
+    ],
+)
+def test_programs_keep_the_single_drivers_transcript(groups, label_party, kw, digest):
+    "Every message (round, sender, receiver, kind, bytes) as the single driver sent it; only the order within a round follows the scheduler."
+    import hashlib
+
+    X, y = _toy7()
+    sb = SecureBoostClassifier(**FAST, **kw).fit(vertical_split(X, groups, y, label_party=label_party))
+    assert hashlib.sha256(repr(_rows(sb.channel_)).encode()).hexdigest()[:16] == digest
+
+
+def test_run_protocol_equals_the_estimator():
+    "The registered spec run directly in the simulator gives the estimator's trees, lookup tables and transcript."
+    from fedgauss.smc import PROTOCOLS, run_protocol
+
+    X, y = _toy7(400)
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    sb = SecureBoostClassifier(n_estimators=2, max_depth=3, max_bins=16, **FAST).fit(vertical_split(X, groups, y, 1))
+    names = ['passive0', 'active', 'passive2']
+    datas = {n: dict(X=X[:, g]) for n, g in zip(names, groups)}
+    datas['active']['y'] = y.astype(float)
+    cfg = dict(sb.protocol_config(names, [len(g) for g in groups], len(y)), keep_parties=True)
+    res, rounds, ch = run_protocol(PROTOCOLS['secureboost'], datas, cfg, rngs={'active': 0})
+    for t, u in zip(res['active']['trees'], sb.trees_):
+        for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value', 'gain'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+    assert [res[n]['party'].lookup for n in names] == [p.lookup for p in sb.parties_]
+    assert _rows(ch) == _rows(sb.channel_)
+    assert rounds['tree'] == [2, 3]
+
+
+def test_all_reduced_leakage_trees_end_the_passive_programs():
+    "No tree asks the passive party anything: its program ends when the active party's does (PeerFinished)."
+    X, y, p = _parts(200)
+    sb = SecureBoostClassifier(n_estimators=2, max_depth=2, rl_trees=2, **FAST).fit(p)
+    assert set(sb.channel_.transcript['kind']) == {'n_bins', 'public_key'}
+    assert sb.parties_[1].lookup == []
+
+
+def test_check_refuses_a_party_before_any_message():
+    from fedgauss.secureboost import SECUREBOOST
+    from fedgauss.federation import Channel
+    from fedgauss.smc import run_protocol
+
+    X, y = _toy7(200)
+    cfg = SecureBoostClassifier(n_estimators=1, max_depth=2, **FAST).protocol_config(
+        ['active', 'passive1'], [4, 3], 200
+    )
+    ok = {'active': dict(X=X[:, :4], y=y.astype(float)), 'passive1': dict(X=X[:, 4:])}
+    for bad, match in [
+        (dict(ok, passive1=dict(X=X[:, 4:6])), 'passive1 has 2 columns; the federation expects 3'),
+        (dict(ok, passive1=dict(X=X[:150, 4:])), 'passive1 has 150 rows'),
+        (dict(ok, passive1=dict(X=X[:, 4:], y=y)), 'holds no labels'),
+        (dict(ok, active=dict(X=X[:, :4], y=y + 1.0)), 'must be 0/1'),
+        (dict(ok, passive1=dict(X=np.where(X[:, 4:] > 2, np.inf, X[:, 4:]))), 'infinity'),
+    ]:
+        ch = Channel()
+        with pytest.raises(ValueError, match=match):
+            run_protocol(SECUREBOOST, bad, cfg, channel=ch, rngs={'active': 0})
+        assert len(ch.messages) == 0

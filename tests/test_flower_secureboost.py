@@ -1,0 +1,108 @@
+"""SecureBoost over Flower (issue 17): the `secureboost` per-party programs on A's relay — in process (`LocalGrid`),
+on Flower's simulation engine and as a real deployment on 127.0.0.1 — give the simulator's trees and its transcript
+message for message; a node whose columns do not fit stops the run at the data check, before any ciphertext leaves.
+Skipped without the `flower` extra (flwr, ray, cryptography).
+
+The runs use the estimator's own protocol: the relay steps a program that pauses (`PartySMC.pause`, between trees)
+and ends a passive party's wait with `PeerFinished` when the active party has finished. (`cfg` options
+`pause=False, end_message=True` exist for a transport without those rules.)"""
+
+import importlib.util, shutil, tempfile
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ('flwr', 'ray', 'cryptography')),
+    reason="needs the flower extra: pip install -e '.[flower]'",
+)
+
+from fedgauss.federation import vertical_split
+from fedgauss.secureboost import SECUREBOOST, SecureBoostClassifier
+from fedgauss.smc import run_protocol
+
+NAMES = ['passive0', 'active', 'passive2']  # labels with the middle party, as nb33
+GROUPS = [list(range(0, 10)), list(range(10, 20)), list(range(20, 30))]
+PARAMS = dict(n_estimators=2, max_depth=3, max_bins=16, key_size=512, unsafe=True)
+COLS = ['round', 'sender', 'receiver', 'kind', 'bytes']
+
+
+def make_job(names=NAMES, groups=GROUPS, label_party=1, **params):
+    "The parties' data, the public configuration, the simulator's bsp run and the estimator, on breast cancer."
+    X, y = load_breast_cancer(return_X_y=True)
+    datas = {p: dict(X=X[:, g]) for p, g in zip(names, groups)}
+    datas['active']['y'] = y.astype(float)
+    est = SecureBoostClassifier(rng=np.random.default_rng(0), **dict(PARAMS, **params))  # one stream, as a node's
+    cfg = est.protocol_config(names, [len(g) for g in groups], len(y))
+    # the node seeds its party with default_rng(seed): the simulator gets a fresh Generator of the same seed
+    res, rounds, ch = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': np.random.default_rng(0)}, bsp=True)
+    est.fit(vertical_split(X, groups, y, label_party=label_party))
+    return dict(X=X, y=y, names=names, datas=datas, cfg=cfg, res=res, rounds=rounds, ch=ch, est=est)
+
+
+@pytest.fixture(scope='module')
+def job():
+    return make_job()
+
+
+def assert_same_run(fl, job):
+    "The Flower run's trees are the simulator's and the estimator's; its transcript is the simulator's, message for message."
+    got, want = fl['results'], job['res']
+    for t, u, e in zip(got['active']['trees'], want['active']['trees'], job['est'].trees_):
+        for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad', 'sum_hess'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+            np.testing.assert_array_equal(getattr(t, att), getattr(e, att))
+    for k in ('owners', 'records', 'train_leaves'):
+        for a, b in zip(got['active'][k], want['active'][k]):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got['active']['train_margin'], job['est'].train_margin_)
+    assert [got[p] for p in job['names'] if p != 'active'] == [want[p] for p in job['names'] if p != 'active']
+    assert fl['channel'].transcript[COLS].values.tolist() == job['ch'].transcript[COLS].values.tolist()
+    assert fl['rounds'] == job['rounds']
+    rows = lambda ch: sorted(map(tuple, ch.transcript[COLS].values.tolist()))
+    assert rows(fl['channel']) == rows(job['est'].channel_)  # the estimator's messages, round by round
+    by_kind = lambda ch: ch.transcript.groupby('kind')['bytes'].agg(['count', 'sum']).to_dict()
+    assert by_kind(fl['channel']) == by_kind(job['ch'])
+
+
+def test_relay_in_process_equals_the_simulator(job):
+    from fedgauss.flower import LocalGrid, Relay, save_party_data
+
+    with tempfile.TemporaryDirectory() as d:
+        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', job['datas'][p]), 'party': p} for p in NAMES]
+        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES)).run('secureboost', job['cfg'], seeds={'active': 0})
+    assert_same_run(fl, job)
+
+
+def test_flower_simulation_equals_the_simulator(job):
+    from fedgauss.flower import flower_run
+
+    fl = flower_run('secureboost', job['datas'], job['cfg'], seeds={'active': 0}, timeout=240)
+    assert_same_run(fl, job)
+
+
+def test_a_node_with_other_columns_stops_before_any_ciphertext(job):
+    "The relay's hello pass runs every node's `secureboost_check` (the same node code on every engine): no message leaves."
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+
+    bad = dict(job['datas'], passive2=dict(X=job['X'][:, 20:29]))
+    with tempfile.TemporaryDirectory() as d:
+        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', bad[p]), 'party': p} for p in NAMES]
+        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES))
+        with pytest.raises(FlowerRunError, match='passive2 has 9 columns; the federation expects 10'):
+            relay.run('secureboost', job['cfg'], seeds={'active': 0})
+        assert len(relay.channel.messages) == 0  # stopped at the data check: not even the public key left
+
+
+@pytest.mark.skipif(
+    shutil.which('flower-superlink') is None or shutil.which('flwr') is None,
+    reason='needs flower-superlink and flwr on PATH',
+)
+def test_deployment_equals_the_simulator():
+    "Two SuperNodes and a SuperLink on 127.0.0.1; one tree of depth 2 keeps the passes (and the time) few."
+    from fedgauss.flower import flower_run
+
+    small = make_job(['active', 'passive1'], [list(range(15)), list(range(15, 30))], 0, n_estimators=1, max_depth=2)
+    fl = flower_run('secureboost', small['datas'], small['cfg'], engine='deployment', seeds={'active': 0}, timeout=240)
+    assert_same_run(fl, small)
