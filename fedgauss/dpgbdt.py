@@ -982,7 +982,6 @@ def _client_ih(c, ctx, cfg, feats, t, sig, noise):
     if not greedy and not noise:
         yield from new_candidates()
 
-
 # %% ../nbs/31_dpgbdt.ipynb #6ec223a8
 def _client_tree(c, ctx, cfg, feats, t, sig, noise):
     "Generator: a client's part of tree `t`: IH histogram, the tree's releases, its leaf values into its margins."
@@ -1085,9 +1084,7 @@ def _server_ih(ctx, cfg, cand, feats, ihs):
     if greedy and ihs.get('prev') is not None:
         _ih_replace(ctx, cfg, cand, *ihs['prev'], ihs)
     nb = np.isfinite(cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), cand.shape[1] + 1)
-    hists = np.split(
-        (yield from _server_sum(ctx, cfg, 'hessian histogram')), np.cumsum(nb)[:-1]
-    )
+    hists = np.split((yield from _server_sum(ctx, cfg, 'hessian histogram')), np.cumsum(nb)[:-1])
     if not greedy:
         return _ih_replace(ctx, cfg, cand, feats, hists, ihs)
     ihs.setdefault('tot', {}).update({int(f): h.sum() for f, h in zip(feats, hists)})
