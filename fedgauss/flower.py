@@ -816,9 +816,9 @@ requires = ["hatchling"]
 build-backend = "hatchling.build"
 
 [project]
-name = "fedgauss-securefedyj"
+name = "fedgauss-protocols"
 version = "1.0.0"
-description = "SecureFedYJ (fedgauss) over Flower"
+description = "fedgauss protocols over Flower"
 license = "Apache-2.0"
 dependencies = []
 
