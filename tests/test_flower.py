@@ -17,16 +17,12 @@ pytestmark = pytest.mark.skipif(
 
 from fedgauss.data import load_breast_cancer
 from fedgauss.mvppca import MVPPCA, FedMVPPCA, mvppca_config, mvppca_party_rngs
-from fedgauss.securefedyj import SecureFedYJ, yj_party_rngs
+from fedgauss.securefedyj import SECUREFEDYJ, SecureFedYJ, securefedyj_config, yj_party_rngs
 from fedgauss.smc import run_protocol
 from fedgauss.yeojohnson import YeoJohnsonWarning
 
 T_DEPLOY = 1  # search steps: 156 relay passes on breast cancer in 3 parts (~0.7-3 s each on a shared 2-core machine)
 PARTIES = ['client0', 'client1', 'client2']
-needs_deploy = pytest.mark.skipif(
-    shutil.which('flower-superlink') is None or shutil.which('flwr') is None,
-    reason='flwr console scripts (flower-superlink, flwr) not on PATH',
-)
 
 
 @pytest.fixture(scope='module')
@@ -56,10 +52,6 @@ def in_order(t):  # the simulator's default delivery may order a round's message
     return t.sort_values(['round', 'sender', 'receiver', 'kind'], kind='stable').reset_index(drop=True)
 
 
-def _ended(started):
-    return all(p.poll() is not None for p in [started['superlink'], *started['nodes']])
-
-
 def assert_same_global(got, ref):
     assert list(got) == list(ref)
     for v in ref:
@@ -82,73 +74,58 @@ def test_dp_mvppca_on_the_simulation_engine_equals_the_simulator(centers):
     assert fl['wire_bytes'] > fl['channel'].summary()['total_bytes']  # pickling, sealing and requests on top
 
 
-# --- a real deployment: `flower-superlink` and one SuperNode per party as processes on 127.0.0.1 ---------------------
-@needs_deploy
-def test_securefedyj_deployment_equals_the_simulator(parts):
-    from fedgauss.flower import flower_deploy
+# --- a real deployment: `flower-superlink` and 3 SuperNodes as processes on 127.0.0.1, serving every run below --------
+@pytest.fixture(scope='module')
+def dep():
+    if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
+        pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
+    from fedgauss.flower import FlowerDeployment
 
-    started = {}
+    with FlowerDeployment(3) as d:
+        yield d
+    assert all(p.poll() is not None for p in d.procs)  # every process started was ended
+
+
+def test_securefedyj_deployment_equals_the_simulator(dep, parts):
+    cfg = securefedyj_config([f'x{j}' for j in range(30)], PARTIES, f=96, t_max=T_DEPLOY)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', YeoJohnsonWarning)
         ref = SecureFedYJ(t_max=T_DEPLOY, precision=96, rng=0).fit(parts)
-        fl = flower_deploy(
-            parts, t_max=T_DEPLOY, f=96, seeds=yj_party_rngs(0, PARTIES), timeout=60, on_started=started.update
-        )
-    np.testing.assert_array_equal(fl['lambdas'], ref.lambdas_)
+        fl = dep.run(SECUREFEDYJ, dict(zip(PARTIES, [{'X': X} for X in parts])), cfg, yj_party_rngs(0, PARTIES))
+    for p in PARTIES:
+        np.testing.assert_array_equal(fl['results'][p]['lambdas'], ref.lambdas_)
     assert by_kind(fl['channel'].transcript).equals(by_kind(ref.channel_.transcript))
     pd.testing.assert_frame_equal(in_order(fl['channel'].transcript), in_order(ref.channel_.transcript))
-    assert _ended(started)
 
 
-@needs_deploy
-def test_mvppca_deployment_equals_the_simulator(centers):
-    from fedgauss.flower import flower_run
-
-    cfg, started = mv_cfg(), {}
+def test_mvppca_deployment_equals_the_simulator(dep, centers):
+    cfg = mv_cfg()
     datas = dict(zip(cfg['parties'], centers))
     ref = FedMVPPCA(2, 3, 4, 6, rng=3).fit(centers)
     _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
-    fl = flower_run(
-        'mvppca',
-        datas,
-        cfg,
-        engine='deployment',
-        seeds=mvppca_party_rngs(3, cfg['parties']),
-        timeout=60,
-        on_started=started.update,
-    )
+    fl = dep.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']))
     assert_same_global(fl['results']['master']['global_'], ref.global_)
     assert by_kind(fl['channel'].transcript).equals(by_kind(ref.channel_.transcript))
     pd.testing.assert_frame_equal(fl['channel'].transcript, ref.channel_.transcript)
     assert fl['rounds'] == sim_rounds
-    assert _ended(started)
 
 
-@needs_deploy
-def test_a_center_with_other_views_stops_the_deployment_before_any_message(centers):
-    from fedgauss.flower import FlowerRunError, flower_run
+def test_a_center_with_other_views_stops_the_run_before_any_message(dep, centers):
+    from fedgauss.flower import FlowerRunError
 
-    cfg, started = mv_cfg(), {}
+    cfg = mv_cfg()
     bad = dict(zip(cfg['parties'], centers), center1={'a': centers[1]['a'][:, :3]})
     with pytest.raises(FlowerRunError, match=r"center1 \(node \d+\), round 0 \(keys and data check\).*3 features"):
-        flower_run('mvppca', bad, cfg, engine='deployment', timeout=30, on_started=started.update)
-    assert _ended(started)
+        dep.run('mvppca', bad, cfg, timeout=30)
 
 
-@needs_deploy
-def test_a_killed_supernode_stops_the_run_naming_node_and_round(centers, monkeypatch):
-    from fedgauss.flower import FlowerRunError, flower_run
+def test_a_killed_supernode_stops_the_run_naming_node_and_round(dep, centers):  # the last test: it kills a node
+    from fedgauss.flower import FlowerRunError
 
+    cfg = mv_cfg()
     # center1's SuperNode process exits (os._exit) at its 2nd protocol step; the relay waits `timeout` s for its reply
-    monkeypatch.setenv('FEDGAUSS_FLOWER_FAULT', 'center1:2:die')
-    cfg, started = mv_cfg(), {}
     with pytest.raises(FlowerRunError, match=r'center1 \(node \d+\) did not answer within 20 s in round 2'):
-        flower_run(
-            'mvppca',
-            dict(zip(cfg['parties'], centers)),
-            cfg,
-            engine='deployment',
-            timeout=20,
-            on_started=started.update,
-        )
-    assert _ended(started)
+        dep.run('mvppca', dict(zip(cfg['parties'], centers)), cfg, timeout=20, fault='center1:2:die')
+    assert dep.procs[2].poll() is not None  # node 1 (center1) is gone
+    dep.close()
+    assert all(p.poll() is not None for p in dep.procs)
