@@ -594,16 +594,22 @@ def _simulate(job: dict, paths: dict) -> dict:
     "Run `job` on Flower's simulation engine, one virtual SuperNode per party (one Ray actor: programs stay live)."
     from flwr.simulation import run_simulation
 
-    out = {}
-    run_simulation(
-        server_app(out, dict(job, data_paths=paths)),
-        client_app(),
-        num_supernodes=len(paths),
-        backend_config={
-            'client_resources': {'num_cpus': 2, 'num_gpus': 0.0},
-            'init_args': {'num_cpus': 2, 'include_dashboard': False},
-        },
-    )
+    for attempt in (1, 2):  # Ray may time out starting its cluster on a loaded machine: then once more
+        out = {}
+        try:
+            run_simulation(
+                server_app(out, dict(job, data_paths=paths)),
+                client_app(),
+                num_supernodes=len(paths),
+                backend_config={
+                    'client_resources': {'num_cpus': 2, 'num_gpus': 0.0},
+                    'init_args': {'num_cpus': 2, 'include_dashboard': False},
+                },
+            )
+            break
+        except RuntimeError:
+            if out or attempt == 2:  # the ServerApp ran: not a start-up failure
+                raise
     if 'error' in out:
         raise out['error']
     if 'result' not in out:
