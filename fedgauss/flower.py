@@ -391,12 +391,14 @@ def ask(
     self: Relay,
     reqs: dict,  # party name (or 'node <id>' before the parties are known) -> its request
     what: str,  # what the pass is for, named in errors ('keys and data check', 'protocol step')
+    timeout: float | None = None,  # seconds to wait for the replies (default: the relay's `timeout`)
 ) -> dict:
     "Send each party its request (one message per node), wait for all replies; a missing or failed one stops the run."
     blobs = {self.node[p]: pickle.dumps(r, protocol=5) for p, r in reqs.items()}
     self.wire += sum(map(len, blobs.values()))
     ex = getattr(self.grid, 'exchange', None)
-    raw = ex(blobs, self.timeout) if ex is not None else flower_exchange(self.grid, blobs, self.timeout)
+    timeout = self.timeout if timeout is None else timeout
+    raw = ex(blobs, timeout) if ex is not None else flower_exchange(self.grid, blobs, timeout)
     got, r = {}, self.channel.round
     for src, (blob, err) in raw.items():
         p = self.party.get(src, f'node {src}')
@@ -408,7 +410,7 @@ def ask(
             raise FlowerRunError(f"{got[p].get('party') or p} (node {src}), round {r} ({what}): {got[p]['error']}")
     if miss := [p for p in reqs if p not in got]:
         raise FlowerRunError(
-            f"{', '.join(f'{p} (node {self.node[p]})' for p in miss)} did not answer within {self.timeout:g} s "
+            f"{', '.join(p if p.startswith('node ') else f'{p} (node {self.node[p]})' for p in miss)} did not answer within {timeout:g} s "
             f"in round {r} ({what}); the run is stopped and no result is reported"
         )
     self.round_trips += 1
@@ -425,7 +427,9 @@ def _hello(
     returns the keys by party."""
     req = dict(op='hello', protocol=spec.name, module=spec.party.__module__, cfg=cfg, run=os.urandom(8).hex())
     req.update(seeds=seeds, data_paths=self.data_paths, report=report, fault=fault)
-    got = self.ask({k: req for k in self.node}, 'keys and data check')
+    got = self.ask(
+        {k: req for k in self.node}, 'keys and data check', max(self.timeout, 180.0)
+    )  # nodes may be starting
     where = {}
     for k, rep in got.items():
         if rep['party'] in where:
