@@ -19,7 +19,8 @@ from .yeojohnson import YeoJohnsonWarning
 __all__ = ['new_keypair', 'pair_key', 'seal', 'unseal', 'Sealed', 'resume_step', 'save_party_data', 'load_party_data',
            'find_protocol', 'party_handle', 'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange',
            'LocalGrid', 'server_app', 'flower_run', 'flower_simulation', 'fast_send_and_receive', 'node_main',
-           'deploy_server_app', 'stop_processes', 'make_certificates', 'write_app', 'flower_deploy', 'flower_demo']
+           'deploy_server_app', 'stop_processes', 'make_certificates', 'write_app', 'FlowerDeployment', 'flower_deploy',
+           'flower_demo']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 def new_keypair() -> tuple:
@@ -159,9 +160,10 @@ def find_protocol(
     return PROTOCOLS[name]
 
 # %% ../nbs/50_flower.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
-def _fault(me: str, n: int):
-    "Fault injection for tests: `FEDGAUSS_FLOWER_FAULT='client1:20:hang'` (or `:die`) makes that party hang (or its process exit) at its n-th step."
-    spec = os.environ.get('FEDGAUSS_FLOWER_FAULT', '').split(':')
+def _fault(me: str, n: int, fault: str | None = None):
+    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (or `:die`)
+    makes that party hang (or its process exit) at its n-th step."""
+    spec = (fault or os.environ.get('FEDGAUSS_FLOWER_FAULT', '')).split(':')
     if len(spec) == 3 and spec[0] == me and int(spec[1]) == n:
         if spec[2] == 'die':
             os._exit(1)
@@ -178,6 +180,8 @@ def _node_party(node_config: dict, cfg: dict, data_paths: dict | None = None) ->
     if me not in cfg['parties']:
         raise ValueError(f"the node is party {me!r}, which is not in the run's parties {cfg['parties']}")
     path = node_config.get('data-path') or (data_paths or {}).get(me)
+    if path is None and node_config.get('data-dir'):  # a node serving several runs: one file per party it plays
+        path = os.path.join(node_config['data-dir'], f'{me}.npz')
     if path is None:
         raise ValueError(f"{me}: no `data-path` in the node config")
     return me, path
@@ -193,6 +197,7 @@ def _node_hello(node_config: dict, req: dict) -> tuple:
     seed = int.from_bytes(os.urandom(16), 'little') if seed is None else seed
     priv, pub = new_keypair()
     state = dict(me=me, run=req['run'], protocol=spec.name, module=req['module'], cfg=cfg, data_path=path)
+    state['fault'] = req.get('fault')  # testing only
     state['report'] = req.get('report') is None or me in req['report']  # its result goes back to the server
     return dict(state, priv=priv, seed=pickle.dumps(seed, protocol=5)), dict(public_key=pub, party=me)
 
@@ -244,7 +249,7 @@ def party_handle(
     if req['op'] == 'hello':
         return _node_hello(node_config, req)
     me, n = state['me'], state.get('n', 0) + 1
-    _fault(me, n)
+    _fault(me, n, state.get('fault'))
     keys = (
         state['keys']
         if 'keys' in state
@@ -386,12 +391,14 @@ def ask(
     self: Relay,
     reqs: dict,  # party name (or 'node <id>' before the parties are known) -> its request
     what: str,  # what the pass is for, named in errors ('keys and data check', 'protocol step')
+    timeout: float | None = None,  # seconds to wait for the replies (default: the relay's `timeout`)
 ) -> dict:
     "Send each party its request (one message per node), wait for all replies; a missing or failed one stops the run."
     blobs = {self.node[p]: pickle.dumps(r, protocol=5) for p, r in reqs.items()}
     self.wire += sum(map(len, blobs.values()))
     ex = getattr(self.grid, 'exchange', None)
-    raw = ex(blobs, self.timeout) if ex is not None else flower_exchange(self.grid, blobs, self.timeout)
+    timeout = self.timeout if timeout is None else timeout
+    raw = ex(blobs, timeout) if ex is not None else flower_exchange(self.grid, blobs, timeout)
     got, r = {}, self.channel.round
     for src, (blob, err) in raw.items():
         p = self.party.get(src, f'node {src}')
@@ -403,7 +410,7 @@ def ask(
             raise FlowerRunError(f"{got[p].get('party') or p} (node {src}), round {r} ({what}): {got[p]['error']}")
     if miss := [p for p in reqs if p not in got]:
         raise FlowerRunError(
-            f"{', '.join(f'{p} (node {self.node[p]})' for p in miss)} did not answer within {self.timeout:g} s "
+            f"{', '.join(p if p.startswith('node ') else f'{p} (node {self.node[p]})' for p in miss)} did not answer within {timeout:g} s "
             f"in round {r} ({what}); the run is stopped and no result is reported"
         )
     self.round_trips += 1
@@ -413,12 +420,16 @@ def ask(
 
 # %% ../nbs/50_flower.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
-def _hello(self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None, report: list | None = None) -> dict:
+def _hello(
+    self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None, report: list | None = None, fault=None
+) -> dict:
     """The first pass: every node finds its party, checks its data (`spec.check`) and publishes an X25519 key;
     returns the keys by party."""
     req = dict(op='hello', protocol=spec.name, module=spec.party.__module__, cfg=cfg, run=os.urandom(8).hex())
-    req.update(seeds=seeds, data_paths=self.data_paths, report=report)
-    got = self.ask({k: req for k in self.node}, 'keys and data check')
+    req.update(seeds=seeds, data_paths=self.data_paths, report=report, fault=fault)
+    got = self.ask(
+        {k: req for k in self.node}, 'keys and data check', max(self.timeout, 180.0)
+    )  # nodes may be starting
     where = {}
     for k, rep in got.items():
         if rep['party'] in where:
@@ -521,12 +532,13 @@ def run(
     seeds: dict | None = None,  # testing only: party (and server) name -> seed or Generator; None: each draws its own
     on_phase=None,  # called with each new public phase
     results: list | None = None,  # the parties whose results come back to the server (None: all)
+    fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
 ) -> dict:
     """The protocol over the nodes: the hello pass (parties, data checks, keys), then passes until every program
     has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips)."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     seeds, cfg = copy.deepcopy(seeds) or {}, dict(cfg)
-    pub = self._hello(spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None, results)
+    pub = self._hello(spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None, results, fault)
     server = None
     if spec.server is not None:
         ctx = protocol_context(spec, spec.server_name, cfg, np.random.default_rng(seeds.get(spec.server_name)))
@@ -534,7 +546,7 @@ def run(
     res, rounds = self._passes(server, spec.dealer, pub, on_phase)
     return dict(results=res, channel=self.channel, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips)
 
-
+# %% ../nbs/50_flower.ipynb #9075f00cfa8d463f84130041b1e44ca7
 @patch
 def _end_waiting(self: Relay, S) -> bool:
     """When no program can advance: end the wait of each program that waits for a party that has finished
@@ -553,14 +565,14 @@ def _end_waiting(self: Relay, S) -> bool:
             _deliver(p, {'end': why})
     return told
 
-# %% ../nbs/50_flower.ipynb #9075f00cfa8d463f84130041b1e44ca7
+# %% ../nbs/50_flower.ipynb #15abde8c5d2e435093904b13db685a53
 def _run_job(grid, job: dict, on_pass=None) -> dict:
     "The ServerApp's work: a `Relay` over `grid` runs `job` (protocol, module, cfg, seeds, timeout, data_paths)."
     spec = find_protocol(job['protocol'], job.get('module'))
     relay = Relay(
         grid, len(job['cfg']['parties']), job.get('timeout', 60.0), data_paths=job.get('data_paths'), on_pass=on_pass
     )
-    return relay.run(spec, job['cfg'], job.get('seeds'), results=job.get('results'))
+    return relay.run(spec, job['cfg'], job.get('seeds'), results=job.get('results'), fault=job.get('fault'))
 
 
 def server_app(
@@ -586,23 +598,29 @@ def _simulate(job: dict, paths: dict) -> dict:
     "Run `job` on Flower's simulation engine, one virtual SuperNode per party (one Ray actor: programs stay live)."
     from flwr.simulation import run_simulation
 
-    out = {}
-    run_simulation(
-        server_app(out, dict(job, data_paths=paths)),
-        client_app(),
-        num_supernodes=len(paths),
-        backend_config={
-            'client_resources': {'num_cpus': 2, 'num_gpus': 0.0},
-            'init_args': {'num_cpus': 2, 'include_dashboard': False},
-        },
-    )
+    for attempt in (1, 2):  # Ray may time out starting its cluster on a loaded machine: then once more
+        out = {}
+        try:
+            run_simulation(
+                server_app(out, dict(job, data_paths=paths)),
+                client_app(),
+                num_supernodes=len(paths),
+                backend_config={
+                    'client_resources': {'num_cpus': 2, 'num_gpus': 0.0},
+                    'init_args': {'num_cpus': 2, 'include_dashboard': False},
+                },
+            )
+            break
+        except RuntimeError:
+            if out or attempt == 2:  # the ServerApp ran: not a start-up failure
+                raise
     if 'error' in out:
         raise out['error']
     if 'result' not in out:
         raise FlowerRunError("the ServerApp ended without a result")
     return out['result']
 
-# %% ../nbs/50_flower.ipynb #15abde8c5d2e435093904b13db685a53
+# %% ../nbs/50_flower.ipynb #27531e93873647d9a5bf1112f2051a59
 def flower_run(
     spec,  # a registered `ProtocolSpec` (defined in an importable module), or its name
     datas: dict,  # party name -> its data (a dict of arrays), as for `run_protocol`
@@ -630,15 +648,18 @@ def flower_run(
         raise ValueError(f"cfg['parties'] {cfg['parties']} are not the parties with data {list(datas)}")
     if engine not in ('simulation', 'deployment'):
         raise ValueError(f"engine must be 'simulation' or 'deployment'; got {engine!r}")
-    tmp, t0 = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-'), time.time()
+    t0 = time.time()
+    if engine == 'deployment':
+        with FlowerDeployment(len(cfg['parties']), tls, workdir, fast) as dep:
+            if on_started:
+                on_started(dict(superlink=dep.procs[0], nodes=dep.procs[1:]))
+            out = dep.run(spec, datas, cfg, seeds, timeout, results)
+        return dict(out, seconds=time.time() - t0)  # with the start-up
+    tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
     try:
         paths = {p: save_party_data(os.path.join(tmp, f'party{k}.npz'), datas[p]) for k, p in enumerate(cfg['parties'])}
-        job = dict(
-            protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout, results=results
-        )
-        if engine == 'simulation':
-            return dict(_simulate(job, paths), seconds=time.time() - t0)
-        return _deploy(job, paths, tmp, tls, fast, on_started, t0)
+        job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
+        return dict(_simulate(dict(job, results=results), paths), seconds=time.time() - t0)
     finally:
         if workdir is None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -816,9 +837,9 @@ requires = ["hatchling"]
 build-backend = "hatchling.build"
 
 [project]
-name = "fedgauss-securefedyj"
+name = "fedgauss-protocols"
 version = "1.0.0"
-description = "SecureFedYJ (fedgauss) over Flower"
+description = "fedgauss protocols over Flower"
 license = "Apache-2.0"
 dependencies = []
 
@@ -947,13 +968,13 @@ def make_certificates(
             fh.write(data)
     return paths
 
-# %% ../nbs/50_flower.ipynb #27531e93873647d9a5bf1112f2051a59
-def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0):
+# %% ../nbs/50_flower.ipynb #f3041e9ffdb2416ea2009d3a6a4c5716
+def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str = 'job.pkl'):
     """Write the job, `flwr run` the app, wait for `<job>.out`: fail if the SuperLink dies, or if the ServerApp has not
     finished its first pass within `start_limit` s or then reports no pass for 2 x timeout + 30 s (it died)."""
     import subprocess
 
-    path = os.path.join(tmp, 'job.pkl')
+    path = os.path.join(tmp, name)
     with open(path, 'wb') as fh:
         pickle.dump(job, fh)
     r = subprocess.run(['flwr', 'run', app, '--run-config', f'job="{path}"'], env=env, capture_output=True, text=True)
@@ -995,42 +1016,104 @@ def write_app(
             fh.write(f'[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = "{superlink}"\n{conn}\n')
     return app
 
-# %% ../nbs/50_flower.ipynb #f3041e9ffdb2416ea2009d3a6a4c5716
-def _deploy(job: dict, paths: dict, tmp: str, tls: bool, fast: bool, on_started, t0: float) -> dict:
-    """`job` on a real Flower deployment on this machine: a `flower-superlink` and one SuperNode per party (its
-    `party` and `data-path` in its node config) as processes on 127.0.0.1, the ServerApp submitted with `flwr run`;
-    every process started is ended by its id on return, error or Ctrl-C."""
+# %% ../nbs/50_flower.ipynb #9141936c6c8a4c478a75aea4ff665469
+class FlowerDeployment:
+    """A Flower deployment on this machine that serves one run or several: a `flower-superlink` and `n_nodes`
+    SuperNodes as processes on 127.0.0.1 (free ports); node k plays the k-th party of each run, from the file of that
+    party in its folder (`data-dir`). A context manager: every process it started is ended, by its id, on exit."""
+
+    def __init__(
+        self,
+        n_nodes: int,  # how many SuperNodes (the parties of each run)
+        tls: bool = False,  # TLS between the SuperNodes / `flwr run` and the SuperLink (self-signed CA made here)
+        workdir: str | None = None,  # where data, logs, app and certificates go (default: a temporary folder, removed)
+        fast: bool = True,  # the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
+    ):
+        import tempfile
+
+        self.n_nodes, self.tls, self.fast, self.own = n_nodes, tls, fast, workdir is None
+        self.tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
+        self.procs, self.runs = [], 0
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        "End every process started here (and what they started); remove the temporary folder."
+        import shutil
+
+        stop_processes(self.procs)
+        if self.own:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+# %% ../nbs/50_flower.ipynb #bd7c096f4dcf400fbdceb075ef31fca3
+@patch
+def start(self: FlowerDeployment):
+    "Start the SuperLink, wait for its port, start the SuperNodes (node k: `partition-id=k`, `data-dir=<tmp>/node<k>`)."
     import subprocess, sys
 
-    port = _free_port()
-    env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
-    if fast:
+    port, tmp = _free_port(), self.tmp
+    self.env = env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
+    if self.fast:
         env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.05'
     link, node_tls, ca = ['--insecure'], ['--insecure'], None
-    if tls:
+    if self.tls:
         c = make_certificates(os.path.join(tmp, 'certs'))
         link = ['--ssl-certfile', c['server.pem'], '--ssl-keyfile', c['server.key'], '--ssl-ca-certfile', c['ca.pem']]
         node_tls, ca = ['--root-certificates', c['ca.pem']], c['ca.pem']
-    app, procs = write_app(tmp, f'127.0.0.1:{port}', ca), []
+    self.app = write_app(tmp, f'127.0.0.1:{port}', ca)
 
     def start(cmd, log):
         with open(os.path.join(tmp, log), 'w') as fh:
-            procs.append(subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True))
-        return procs[-1]
+            p = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(p)
+        return p
 
-    try:
-        cmd = ['flower-superlink', *link, '--port', str(port), '--disable-runtime-dependency-installation']
-        _wait_port(port, sl := start(cmd, 'superlink.log'))
-        nodes, launcher = [], [sys.executable, '-c', 'from fedgauss.flower import node_main; node_main()']
-        for k, (p, path) in enumerate(paths.items()):
-            args = [*node_tls, '--superlink', f'127.0.0.1:{port}', '--port', str(_free_port())]
-            args += ['--node-config', f'data-path="{path}" party="{p}"']
-            nodes.append(start([*launcher, *args] if fast else ['flower-supernode', *args], f'node{k}.log'))
-        if on_started:
-            on_started(dict(superlink=sl, nodes=nodes))
-        return _submit(tmp, app, env, procs, job, t0)
-    finally:
-        stop_processes(procs)
+    cmd = ['flower-superlink', *link, '--port', str(port), '--disable-runtime-dependency-installation']
+    _wait_port(port, start(cmd, 'superlink.log'))
+    launcher = [sys.executable, '-c', 'from fedgauss.flower import node_main; node_main()']
+    for k in range(self.n_nodes):
+        os.makedirs(folder := os.path.join(tmp, f'node{k}'), exist_ok=True)
+        args = [*node_tls, '--superlink', f'127.0.0.1:{port}', '--port', str(_free_port())]
+        args += ['--node-config', f'data-dir="{folder}" partition-id={k}']
+        start([*launcher, *args] if self.fast else ['flower-supernode', *args], f'node{k}.log')
+    return self
+
+# %% ../nbs/50_flower.ipynb #b427a666a1b549ef9b573d6f946bfc3b
+@patch
+def run(
+    self: FlowerDeployment,
+    spec,  # a registered `ProtocolSpec` (defined in an importable module), or its name
+    datas: dict,  # party name -> its data (a dict of arrays); party k of `cfg['parties']` goes to node k
+    cfg: dict | None = None,  # the public configuration; `cfg['parties']` defaults to the keys of `datas`
+    seeds: dict | None = None,  # testing only: party (and server) name -> seed or Generator, as the simulator's
+    timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error naming the node
+    results: list | None = None,  # the parties whose results come back to the server (None: all)
+    fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
+) -> dict:
+    """One run on the deployment: each party's data to its node's folder, the job submitted with `flwr run`.
+    Returns `Relay.run`'s dict with `seconds` and `pids`."""
+    spec = find_protocol(spec) if isinstance(spec, str) else spec
+    cfg = dict(cfg or {})
+    cfg.setdefault('parties', list(datas))
+    if len(cfg['parties']) != self.n_nodes or sorted(cfg['parties']) != sorted(datas):
+        raise ValueError(
+            f"{len(cfg['parties'])} parties {cfg['parties']} for {self.n_nodes} nodes with data {list(datas)}"
+        )
+    t0, self.runs = time.time(), self.runs + 1
+    for k, p in enumerate(cfg['parties']):
+        save_party_data(os.path.join(self.tmp, f'node{k}', f'{p}.npz'), datas[p])
+    job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
+    job.update(results=results, fault=fault)
+    return _submit(self.tmp, self.app, self.env, self.procs, job, t0, name=f'job{self.runs}.pkl')
 
 # %% ../nbs/50_flower.ipynb #94ae71b6e24e4355a139fb9fe2e09b64
 def flower_deploy(
