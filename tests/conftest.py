@@ -73,3 +73,10 @@ from hypothesis import settings as _hyp_settings
 
 _hyp_settings.register_profile('fedgauss', derandomize=True, deadline=None)
 _hyp_settings.load_profile('fedgauss')
+
+
+def pytest_collection_modifyitems(config, items):
+    "The Flower tests run one after another on one worker: two Ray clusters or deployments at once overload 2 cores."
+    for item in items:
+        if Path(str(item.fspath)).name.startswith('test_flower'):
+            item.add_marker(pytest.mark.xdist_group('flower'))
