@@ -26,14 +26,15 @@ from fedgauss.gbdt import (
     forest_margin,
     newton_weight,
 )
-from .smc import secure_sum
+from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'tree_message', 'tree_from_message',
-           'FederatedHistograms', 'FederBoostClassifier', 'tree_schedule', 'SimFLClassifier', 'similar_counts',
-           'global_leaf_weights', 'NFLGBDTClassifier', 'TFLClassifier', 'FGBDTGClassifier', 'pooled',
-           'individual_errors', 'communication']
+__all__ = ['NFLGBDT', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'tree_message',
+           'tree_from_message', 'FederatedHistograms', 'FederBoostClassifier', 'tree_schedule', 'SimFLClassifier',
+           'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server',
+           'TFLClassifier', 'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors',
+           'communication']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -148,14 +149,21 @@ class DataOwner(Party):
     def __init__(
         self,
         name: str,  # the party name on the channel
-        channel: Channel,  # the channel it talks through
+        channel: Channel | None,  # the channel it talks through (None: a program's, which talks through its context)
         X,  # its rows (n, d), never sent
         y,  # its binary labels in {0, 1}
         binner: Binner,  # the public candidates (a fitted Binner)
     ):
         super().__init__(name, channel, X, y)
-        self.binner, self.codes = binner, binner.transform(X)
+        self.binner, self._codes = binner, None
         self.loss, self.margin, self._provider = LogisticLoss(), None, None
+
+    @property
+    def codes(self) -> np.ndarray:
+        "Its rows binned on the public candidates (binned once, when first needed)."
+        if self._codes is None:
+            self._codes = self.binner.transform(self._X)
+        return self._codes
 
     def gradients(self) -> np.ndarray:
         "Per-row (g, h) of the logistic loss at the current margins."
@@ -350,6 +358,146 @@ def _predict(self, X) -> np.ndarray:
 
 _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decision_function, _predict_proba, _predict)
 
+# %% ../nbs/34_nflgbdt.ipynb #a50416e276a0479cbe66534ed1713a40
+@patch
+def _prepare(self: _FedGBDT, clients) -> tuple:
+    "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1)."
+    check_boosting_params(self)
+    Xs, ys, names = _check_clients(clients, self._allow_nan)
+    self.classes_ = np.unique(np.concatenate(ys))
+    if len(self.classes_) != 2:
+        raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
+    self.n_features_in_ = Xs[0].shape[1]
+    if names is not None:
+        self.feature_names_in_ = np.asarray(names, dtype=object)
+    self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
+    self._rng = as_rng(self.rng)
+    parties = [f'party{k}' for k in range(len(Xs))]
+    datas = {n: {'X': X, 'y': (y == self.classes_[1]).astype(float)} for n, X, y in zip(parties, Xs, ys)}
+    cfg = dict(
+        parties=parties,
+        binner=self.binner_,
+        sizes=[len(X) for X in Xs],
+        n_trees=self.n_estimators,
+        grow=self._grow_kw(),
+        allow_nan=self._allow_nan,
+    )
+    return datas, cfg
+
+# %% ../nbs/34_nflgbdt.ipynb #46a27a456b804aa2a380d5edf15a5daf
+@patch
+def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict, rngs=None) -> dict:
+    "Run `spec` in the simulator; keep the transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."
+    t0 = time.perf_counter()
+    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=rngs)
+    self.timings_ = {'protocol': time.perf_counter() - t0}
+    self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_) for n, d in datas.items()]
+    self.aggregator_ = Party('aggregator', self.channel_)
+    self.base_margin_ = res[cfg['parties'][0]]['base_margin']
+    return res
+
+
+def _built_trees(res: dict, parties: list, builders) -> list:
+    "Tree t as its builder holds it (with its node statistics), from the parties' results."
+    return [res[parties[b]]['trees'][t] for t, b in enumerate(builders)]
+
+# %% ../nbs/34_nflgbdt.ipynb #1944c39560714e6e80c856f20744a8e5
+def _owner_start(ctx, data: dict, cfg: dict):
+    "Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator, the base margin back."
+    own = DataOwner(cfg['me'], None, data['X'], data['y'], cfg['binner'])
+    ctx.send('aggregator', 'class counts', np.array([own.n_rows, int(own._y.sum())]))
+    base = yield from ctx.recv('base margin', 'aggregator')
+    own.margin = np.full(own.n_rows, base)
+    return own, base
+
+
+def _aggregator_start(ctx, cfg: dict):
+    "Generator: the aggregator's first round — the base margin from the parties' class counts; returns the counts."
+    counts = []
+    for p in cfg['parties']:
+        counts.append((yield from ctx.recv('class counts', p)))
+    n, pos = sum(counts)
+    margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
+    for p in cfg['parties']:
+        ctx.send(p, 'base margin', margin)
+    return counts
+
+
+def _owner_check(data: dict, cfg: dict):
+    "A data owner's data against the public configuration: ValueError naming the party and the problem."
+    me, X, y = cfg['me'], np.asarray(data['X']), np.asarray(data['y'])
+    d, n = cfg['binner'].layout_.n_features, cfg['sizes'][cfg['parties'].index(me)]
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"{me}: X must have {d} columns, as the public candidates; got shape {X.shape}")
+    if len(X) == 0:
+        raise ValueError(f"{me} has no rows")
+    if len(X) != n or y.shape != (len(X),):
+        raise ValueError(f"{me}: {len(X)} rows and {y.shape} labels; the configuration says {n} rows")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError(f"{me}: labels must be 0 or 1")
+    if np.isinf(X).any() or (not cfg['allow_nan'] and np.isnan(X).any()):
+        raise ValueError(f"{me}: X contains {'infinity' if cfg['allow_nan'] else 'NaN or infinity'}")
+
+# %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
+def _lsh_cfg(est, datas: dict) -> dict:
+    "The public LSH configuration: the scaling (lo, span) per feature and the shared hash functions (drawn from `est._rng`)."
+    if est.lsh_scale not in ('bounds', 'standard'):
+        raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
+    if est.lsh_bounds is not None:
+        lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
+    else:  # declared public, like the split candidates
+        allX = np.vstack([d['X'] for d in datas.values()])
+        lo, hi = (
+            (allX.min(axis=0), allX.max(axis=0))
+            if est.lsh_scale == 'bounds'
+            else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
+        )
+    span = np.where(hi > lo, hi - lo, 1.0)
+    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
+    return dict(lsh=lsh, lsh_lo=lo, lsh_span=span)
+
+
+def _hash_rows(X, cfg: dict) -> np.ndarray:
+    "A party's hash values (int32) of its rows, scaled by the public (lo, span); ValueError beyond int32."
+    H = cfg['lsh'].hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
+    if len(H) and np.abs(H).max() >= 2**31:
+        raise ValueError(
+            f"{cfg['me']}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
+        )
+    return H.astype(np.int32)
+
+# %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
+def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
+    "Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m) back."
+    ctx.phase = ('hash', 0)
+    ctx.send('aggregator', 'hash values', H)
+    me = cfg['parties'].index(cfg['me'])
+    own.maps = {}
+    for j, m in cfg['send']:
+        if j == me:
+            msg = yield from ctx.recv('similar rows', 'aggregator')
+            own.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
+
+
+def _aggregator_hash(ctx, cfg: dict):
+    "Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of `cfg['send']` to j."
+    H = []
+    for p in cfg['parties']:
+        H.append((yield from ctx.recv('hash values', p)))
+    t0 = time.perf_counter()
+    maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in cfg['pairs']}
+    for j, m in cfg['send']:
+        ctx.send(cfg['parties'][j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
+    return maps, time.perf_counter() - t0
+
+# %% ../nbs/34_nflgbdt.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
+def _lsh_timings(est, res: dict, parties: list):
+    "Seconds of the hashing (the parties'), the similarity maps (the aggregator's) and the rest (boosting)."
+    t = est.timings_
+    t['hashing'] = sum(res[p]['timings']['hashing'] for p in parties)
+    t['similarity'] = res['aggregator']['timings']['similarity']
+    t['boosting'] = t['protocol'] - t['hashing'] - t['similarity']
+
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
 class FederatedHistograms:
     "Histogram provider for `grow_tree` at the aggregator: each node histogram is the secure sum of the parties' own."
@@ -480,6 +628,32 @@ def _lsh_maps(est, parties, agg, pairs: list, send: list) -> dict:
     est.timings_['similarity'] = time.perf_counter() - t0
     return maps
 
+# %% ../nbs/34_nflgbdt.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
+def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
+    "Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the tree is broadcast."
+    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    if me != names[b]:
+        ctx.phase = ('tree', t)
+        gh, to = own.gradients(), own.maps[b]
+        n_b = cfg['sizes'][b]
+        ctx.send(names[b], 'mapped gradients', np.stack([np.bincount(to, gh[:, c], minlength=n_b) for c in (0, 1)], 1))
+        tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
+        own.add_tree(tree)
+        return tree
+    got = []
+    for p in names:
+        if p != me:
+            got.append((yield from ctx.recv('mapped gradients', p)))
+    ctx.phase = ('tree', t)
+    own.provider.start_tree(own.gradients() + sum(got))
+    tree = grow_tree(own.provider, lay, **cfg['grow'])
+    msg = tree_message(tree)
+    for p in names:
+        if p != me:
+            ctx.send(p, 'tree', msg)
+    own.margin = own.margin + own.provider.row_values(tree.value)
+    return tree
+
 # %% ../nbs/34_nflgbdt.ipynb #07c51766
 def _simfl_tree(est, parties, b: int) -> Tree:
     "One SimFL tree at builder `b`: the others send their gradients summed onto the builder's rows; the tree is broadcast."
@@ -582,33 +756,37 @@ def global_leaf_weights(
     return newton_weight(S[:, 0], S[:, 1], reg_lambda, 0.0)
 
 # %% ../nbs/34_nflgbdt.ipynb #4e2f5dc9
-def _nfl_tree(est, parties, agg, b: int, w) -> Tree:
-    "One later nFL-GBDT tree: builder `b` grows the structure on its rows; the aggregator sets the global leaf weights."
-    agg.channel.next_round()
-    builder = parties[b]
-    builder.provider.start_tree(builder.gradients())
-    tree = grow_tree(builder.provider, est.binner_.layout_, **est._grow_kw())
-    builder.broadcast([p for p in parties if p is not builder], 'structure', tree_message(tree, values=False))
-    trees = {
-        p.name: tree if p is builder else tree_from_message(p.receive('structure', sender=builder), est.binner_.layout_)
-        for p in parties
-    }
-    leaf = {
-        p.name: p.provider.node if p is builder else p.leaves(trees[p.name]) for p in parties
-    }  # the builder knows its rows' leaves
-    for p in parties:
-        p.send(agg, 'leaf sums', p.leaf_sums(trees[p.name], leaf[p.name]))
-    omega = est.learning_rate * global_leaf_weights(
-        [agg.receive('leaf sums', sender=p) for p in parties], w, est.reg_lambda
-    )
-    agg.broadcast(parties, 'leaf weights', omega)
-    for p in parties:
-        t = trees[p.name]
-        v = np.zeros(t.n_nodes)
-        v[t.is_leaf] = p.receive('leaf weights', sender=agg)
-        trees[p.name] = replace(t, value=v)
-        p.add_tree(trees[p.name], leaf[p.name])
-    return trees[builder.name]
+def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
+    "Generator: a later nFL-GBDT tree `t` — builder `b` grows the structure on its rows; the aggregator sets the leaf weights."
+    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    if me == names[b]:
+        ctx.phase = ('tree', t)
+        own.provider.start_tree(own.gradients())
+        tree = grow_tree(own.provider, lay, **cfg['grow'])
+        msg = tree_message(tree, values=False)
+        for p in names:
+            if p != me:
+                ctx.send(p, 'structure', msg)
+        leaf = own.provider.node  # the builder knows its rows' leaves
+    else:
+        tree = tree_from_message((yield from ctx.recv('structure', names[b])), lay)
+        leaf = own.leaves(tree)
+    ctx.send('aggregator', 'leaf sums', own.leaf_sums(tree, leaf))
+    v = np.zeros(tree.n_nodes)
+    v[tree.is_leaf] = yield from ctx.recv('leaf weights', 'aggregator')
+    tree = replace(tree, value=v)
+    own.add_tree(tree, leaf)
+    return tree
+
+
+def _aggregator_nfl_step(ctx, cfg: dict, w):
+    "Generator: the aggregator's part of a later tree — global leaf weights from the parties' leaf sums, weighted by `w`."
+    got = []
+    for p in cfg['parties']:
+        got.append((yield from ctx.recv('leaf sums', p)))
+    omega = cfg['grow']['learning_rate'] * global_leaf_weights(got, w, cfg['grow']['reg_lambda'])
+    for p in cfg['parties']:
+        ctx.send(p, 'leaf weights', omega)
 
 # %% ../nbs/34_nflgbdt.ipynb #c3933fab20d04ec698c2621248eb3be0
 class NFLGBDTClassifier(_FedGBDT):
@@ -643,43 +821,79 @@ class NFLGBDTClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_scale = n_tables, r, stable, lsh_scale
         self.lsh_bounds, self.leaf_weighting, self.rng = lsh_bounds, leaf_weighting, rng
 
+# %% ../nbs/34_nflgbdt.ipynb #76127f4a2f6a44fba749ea7800e59d51
+def nflgbdt_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`NFLGBDTClassifier.fit` makes it)
+):
+    "A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then the later trees. Returns its trees (those it built with their node statistics), the base margin and its hashing time."
+    t0 = time.perf_counter()
+    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
+    took = time.perf_counter() - t0
+    own, base = yield from _owner_start(ctx, data, cfg)
+    yield from _owner_hash(ctx, own, cfg, H)
+    trees = [(yield from _simfl_step(ctx, own, cfg, 0, 0))]
+    for t in range(1, cfg['n_trees']):
+        trees.append((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
+    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+
+
+def nflgbdt_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    "The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf weights of every later tree."
+    counts = yield from _aggregator_start(ctx, cfg)
+    maps, took = yield from _aggregator_hash(ctx, cfg)
+    n_d = similar_counts(maps, [int(c[0]) for c in counts])
+    w = n_d / n_d.sum() if cfg['leaf_weighting'] == 'similar' else np.ones(len(n_d))
+    for t in range(1, cfg['n_trees']):
+        yield from _aggregator_nfl_step(ctx, cfg, w)
+    return dict(similar_counts=n_d, timings={'similarity': took})
+
+
+NFLGBDT = register_protocol(
+    ProtocolSpec('nflgbdt', nflgbdt_party, nflgbdt_server, _owner_check, server_name='aggregator', dealer=False)
+)
+
 # %% ../nbs/34_nflgbdt.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 @patch
 def fit(
     self: NFLGBDTClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
+    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator."
     if self.leaf_weighting not in ('similar', 'sum'):
         raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
-    parties, agg = self._setup(clients)
-    D = len(parties)
+    datas, cfg = self._prepare(clients)
+    D = len(datas)
     pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
-    maps = _lsh_maps(self, parties, agg, pairs, [(j, 0) for j in range(1, D)])  # ... and sends the first builder's
-    self.similar_counts_ = similar_counts(maps, [p.n_rows for p in parties])
-    w = self.similar_counts_ / self.similar_counts_.sum() if self.leaf_weighting == 'similar' else np.ones(D)
-    t0 = time.perf_counter()
+    send = [(j, 0) for j in range(1, D)]  # ... and sends the first builder's
+    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=send, leaf_weighting=self.leaf_weighting)
+    res = self._run(NFLGBDT, datas, cfg)
+    self.similar_counts_ = res['aggregator']['similar_counts']
     self.builders_ = np.arange(self.n_estimators) % D
-    self.trees_ = [_simfl_tree(self, parties, 0)] + [
-        _nfl_tree(self, parties, agg, int(b), w) for b in self.builders_[1:]
-    ]
-    self.timings_['boosting'] = time.perf_counter() - t0
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    _lsh_timings(self, res, cfg['parties'])
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
-def _dp_tree(est, party, eps_tree: float, rng) -> Tree:
-    "A tree on `party`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf."
-    gh = party.gradients()
+def _dp_tree(own: DataOwner, grow: dict, eps_tree: float, rng) -> Tree:
+    "A tree on `own`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf (`grow`: the boosting parameters)."
+    gh = own.gradients()
     gh[:, 1] = 1.0
-    party.provider.start_tree(gh)
+    own.provider.start_tree(gh)
     tree = grow_tree(
-        party.provider,
-        est.binner_.layout_,
-        **dict(est._grow_kw(), learning_rate=1.0, min_child_weight=max(est.min_child_weight, 1.0)),
+        own.provider,
+        own.binner.layout_,
+        **dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0)),
     )
     leaf = tree.is_leaf
     v = np.zeros(tree.n_nodes)
-    v[leaf] = est.learning_rate * laplace_mechanism(tree.value[leaf], 1.0 / (1.0 + est.reg_lambda), eps_tree, rng)
+    v[leaf] = grow['learning_rate'] * laplace_mechanism(
+        tree.value[leaf], 1.0 / (1.0 + grow['reg_lambda']), eps_tree, rng
+    )
     return replace(tree, value=v)
 
 
@@ -722,7 +936,7 @@ def fit(
     for b in self.builders_:
         self.channel_.next_round()
         p = parties[b]
-        tree = _dp_tree(self, p, self.epsilon / per[b], self._rng)
+        tree = _dp_tree(p, self._grow_kw(), self.epsilon / per[b], self._rng)
         p.broadcast([q for q in parties if q is not p], 'tree', tree_message(tree))
         for q in parties:
             q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
@@ -752,27 +966,59 @@ class FGBDTGClassifier(_FedGBDT):
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
 # %% ../nbs/34_nflgbdt.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
-def _fgbdtg_round(est, parties, agg) -> tuple[Tree, int]:
-    "One F-GBDT-G round: the chosen candidate tree and its proposer."
-    est.channel_.next_round()
-    lay = est.binner_.layout_
-    cand = [_dp_tree(est, p, est.epsilon / est.n_estimators, est._rng) for p in parties]
-    for p, c in zip(parties, cand):
-        p.broadcast([q for q in parties if q is not p], 'candidate', tree_message(c))
-    for q in parties:
-        trees = [
-            c if p is q else tree_from_message(q.receive('candidate', sender=p), lay) for p, c in zip(parties, cand)
-        ]
-        gh = q.gradients()
-        v = np.stack([t.value[q.leaves(t)] for t in trees])
-        q.send(agg, 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
-        q._cand = trees
-    best = int(np.argmin(sum(agg.receive('scores', sender=q) for q in parties)))
-    agg.broadcast(parties, 'chosen', np.int32(best))
-    for q in parties:
-        q.add_tree(q._cand[int(q.receive('chosen'))])
-        q._cand = None
-    return cand[best], best
+def _fgbdtg_step(ctx, own: DataOwner, cfg: dict, t: int):
+    "Generator: a party's F-GBDT-G round `t` — its DP candidate to the others, scores of all candidates to the aggregator, the chosen one added."
+    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    ctx.phase = ('tree', t)
+    c = _dp_tree(own, cfg['grow'], cfg['eps_tree'], ctx.rng)
+    msg = tree_message(c)
+    for p in names:
+        if p != me:
+            ctx.send(p, 'candidate', msg)
+    cand = []
+    for p in names:
+        cand.append(c if p == me else tree_from_message((yield from ctx.recv('candidate', p)), lay))
+    gh = own.gradients()
+    v = np.stack([tr.value[own.leaves(tr)] for tr in cand])
+    ctx.send('aggregator', 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
+    best = int((yield from ctx.recv('chosen', 'aggregator')))
+    own.add_tree(cand[best])
+    return cand[best]
+
+# %% ../nbs/34_nflgbdt.ipynb #903197826d2e44dfa0208e8f97c69327
+def fgbdtg_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`FGBDTGClassifier.fit` makes it)
+):
+    "A data owner's whole F-GBDT-G program (a generator): first round, then one proposal round per tree. Returns its trees (its own proposals with their node statistics) and the base margin."
+    own, base = yield from _owner_start(ctx, data, cfg)
+    trees = []
+    for t in range(cfg['n_trees']):
+        trees.append((yield from _fgbdtg_step(ctx, own, cfg, t)))
+    return dict(trees=trees, base_margin=base)
+
+
+def fgbdtg_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    "The aggregator's F-GBDT-G program (no data): base margin, then each round the candidate with the smallest summed score. Returns the chosen proposers."
+    yield from _aggregator_start(ctx, cfg)
+    chosen = []
+    for t in range(cfg['n_trees']):
+        got = []
+        for p in cfg['parties']:
+            got.append((yield from ctx.recv('scores', p)))
+        chosen.append(int(np.argmin(sum(got))))
+        for p in cfg['parties']:
+            ctx.send(p, 'chosen', np.int32(chosen[-1]))
+    return dict(chosen=chosen)
+
+
+FGBDTG = register_protocol(
+    ProtocolSpec('fgbdtg', fgbdtg_party, fgbdtg_server, _owner_check, server_name='aggregator', dealer=False)
+)
 
 # %% ../nbs/34_nflgbdt.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
@@ -780,15 +1026,15 @@ def fit(
     self: FGBDTGClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
+    "Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (the parties share `rng`'s stream, in turn)."
     _check_eps(self.epsilon)
-    parties, agg = self._setup(clients)
-    t0 = time.perf_counter()
-    self.epsilon_per_tree_ = np.full(len(parties), self.epsilon / self.n_estimators)
-    rounds = [_fgbdtg_round(self, parties, agg) for _ in range(self.n_estimators)]
-    self.trees_ = [t for t, _ in rounds]
-    self.builders_ = np.array([b for _, b in rounds], dtype=int)
-    self.timings_['boosting'] = time.perf_counter() - t0
+    datas, cfg = self._prepare(clients)
+    cfg['eps_tree'] = self.epsilon / self.n_estimators
+    res = self._run(FGBDTG, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
+    self.builders_ = np.array(res['aggregator']['chosen'], dtype=int)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.timings_['boosting'] = self.timings_['protocol']
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #86894d10
