@@ -30,11 +30,11 @@ from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['NFLGBDT', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'tree_message',
-           'tree_from_message', 'FederatedHistograms', 'FederBoostClassifier', 'tree_schedule', 'SimFLClassifier',
-           'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server',
-           'TFLClassifier', 'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors',
-           'communication']
+__all__ = ['SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
+           'tree_message', 'tree_from_message', 'FederatedHistograms', 'FederBoostClassifier', 'tree_schedule',
+           'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
+           'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier',
+           'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -589,45 +589,6 @@ def tree_schedule(
     k[np.argsort(-(q - k), kind='stable')[: n_trees - k.sum()]] += 1
     return np.repeat(np.arange(len(sizes)), k)
 
-# %% ../nbs/34_nflgbdt.ipynb #ed308493
-def _lsh_maps(est, parties, agg, pairs: list, send: list) -> dict:
-    "Hashing round: parties send hash values; the aggregator computes the most-similar maps (j, m) in `pairs` and sends those in `send` to j."
-    t0 = time.perf_counter()
-    agg.channel.next_round()
-    if est.lsh_scale not in ('bounds', 'standard'):
-        raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
-    if est.lsh_bounds is not None:
-        lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
-    else:  # declared public, like the split candidates
-        allX = np.vstack([np.asarray(p._X, float) for p in parties])
-        lo, hi = (
-            (allX.min(axis=0), allX.max(axis=0))
-            if est.lsh_scale == 'bounds'
-            else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
-        )
-    span = np.where(hi > lo, hi - lo, 1.0)
-    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
-    for p in parties:
-        H = lsh.hash((np.asarray(p._X, float) - lo) / span)
-        if len(H) and np.abs(H).max() >= 2**31:
-            raise ValueError(
-                f"{p.name}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
-            )
-        p.send(agg, 'hash values', H.astype(np.int32))
-    H = [agg.receive('hash values', sender=p) for p in parties]
-    est.timings_['hashing'] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in pairs}
-    for j, m in send:
-        agg.send(parties[j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
-    for p in parties:
-        p.maps = {}
-        while p.channel.pending(p):
-            msg = p.receive('similar rows', sender=agg)
-            p.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
-    est.timings_['similarity'] = time.perf_counter() - t0
-    return maps
-
 # %% ../nbs/34_nflgbdt.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
     "Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the tree is broadcast."
@@ -652,33 +613,6 @@ def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
         if p != me:
             ctx.send(p, 'tree', msg)
     own.margin = own.margin + own.provider.row_values(tree.value)
-    return tree
-
-# %% ../nbs/34_nflgbdt.ipynb #07c51766
-def _simfl_tree(est, parties, b: int) -> Tree:
-    "One SimFL tree at builder `b`: the others send their gradients summed onto the builder's rows; the tree is broadcast."
-    parties[0].channel.next_round()
-    builder = parties[b]
-    for j, p in enumerate(parties):
-        if j == b:
-            continue
-        gh, to = p.gradients(), p.maps[b]
-        p.send(
-            builder,
-            'mapped gradients',
-            np.stack([np.bincount(to, gh[:, c], minlength=builder.n_rows) for c in (0, 1)], axis=1),
-        )
-    gh = builder.gradients() + sum(
-        builder.receive('mapped gradients', sender=p) for j, p in enumerate(parties) if j != b
-    )
-    builder.provider.start_tree(gh)
-    tree = grow_tree(builder.provider, est.binner_.layout_, **est._grow_kw())
-    builder.broadcast([p for p in parties if p is not builder], 'tree', tree_message(tree))
-    for p in parties:
-        if p is builder:
-            p.margin = p.margin + p.provider.row_values(tree.value)
-        else:
-            p.add_tree(tree_from_message(p.receive('tree', sender=builder), est.binner_.layout_))
     return tree
 
 # %% ../nbs/34_nflgbdt.ipynb #504fb2a444614c0babb325280ed9130a
@@ -713,21 +647,55 @@ class SimFLClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
         self.lsh_scale = lsh_scale
 
+# %% ../nbs/34_nflgbdt.ipynb
+def simfl_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
+):
+    "A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`. Returns its trees (those it built with their node statistics), the base margin and its hashing time."
+    t0 = time.perf_counter()
+    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
+    took, me = time.perf_counter() - t0, cfg['parties'].index(cfg['me'])
+    own, base = yield from _owner_start(ctx, data, cfg)
+    yield from _owner_hash(ctx, own, cfg, H)
+    trees = []
+    for t, b in enumerate(cfg['builders']):
+        if t and cfg['builders'][t - 1] == me != b:
+            yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
+        trees.append((yield from _simfl_step(ctx, own, cfg, t, b)))
+    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+
+
+def simfl_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    "The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees."
+    yield from _aggregator_start(ctx, cfg)
+    _, took = yield from _aggregator_hash(ctx, cfg)
+    return dict(timings={'similarity': took})
+
+
+SIMFL = register_protocol(
+    ProtocolSpec('simfl', simfl_party, simfl_server, _owner_check, server_name='aggregator', dealer=False)
+)
+
 # %% ../nbs/34_nflgbdt.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def fit(
     self: SimFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    parties, agg = self._setup(clients)
-    D = len(parties)
+    "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator."
+    datas, cfg = self._prepare(clients)
+    D = len(datas)
     pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
-    _lsh_maps(self, parties, agg, pairs, pairs)
-    t0 = time.perf_counter()
-    self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
-    self.trees_ = [_simfl_tree(self, parties, int(b)) for b in self.builders_]
-    self.timings_['boosting'] = time.perf_counter() - t0
+    self.builders_ = tree_schedule(cfg['sizes'], self.n_estimators)
+    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=pairs, builders=self.builders_.tolist())
+    res = self._run(SIMFL, datas, cfg)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    _lsh_timings(self, res, cfg['parties'])
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
@@ -921,28 +889,59 @@ class TFLClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
+# %% ../nbs/34_nflgbdt.ipynb
+def tfl_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`TFLClassifier.fit` makes it)
+):
+    "A data owner's whole TFL program (a generator): first round, then each tree — its own DP tree, broadcast, on its turns (`cfg['builders']`); the builder's otherwise. Returns its trees and the base margin."
+    own, base = yield from _owner_start(ctx, data, cfg)
+    names, lay, B = cfg['parties'], cfg['binner'].layout_, cfg['builders']
+    me, trees = names.index(cfg['me']), []
+    eps_tree = cfg['epsilon'] / np.bincount(B, minlength=len(names))[me]
+    for t, b in enumerate(B):
+        if b != me:
+            tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
+        else:
+            if t and B[t - 1] == me:
+                yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
+            ctx.phase = ('tree', t)
+            tree = _dp_tree(own, cfg['grow'], eps_tree, ctx.rng)
+            msg = tree_message(tree)
+            for p in names:
+                if p != cfg['me']:
+                    ctx.send(p, 'tree', msg)
+        own.add_tree(tree)
+        trees.append(tree)
+    return dict(trees=trees, base_margin=base)
+
+
+def _aggregator_setup_only(ctx, cfg: dict):
+    "Generator: an aggregator that only sets the base margin."
+    yield from _aggregator_start(ctx, cfg)
+    return {}
+
+
+TFL = register_protocol(
+    ProtocolSpec('tfl', tfl_party, _aggregator_setup_only, _owner_check, server_name='aggregator', dealer=False)
+)
+
 # %% ../nbs/34_nflgbdt.ipynb #db7b79bc585a40fcaf58bf750017e135
 @patch
 def fit(
     self: TFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
+    "Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (the parties share `rng`'s stream, in turn)."
     _check_eps(self.epsilon)
-    parties, agg = self._setup(clients)
-    t0 = time.perf_counter()
-    self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
-    per = np.bincount(self.builders_, minlength=len(parties))
-    for b in self.builders_:
-        self.channel_.next_round()
-        p = parties[b]
-        tree = _dp_tree(p, self._grow_kw(), self.epsilon / per[b], self._rng)
-        p.broadcast([q for q in parties if q is not p], 'tree', tree_message(tree))
-        for q in parties:
-            q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
-        self.trees_.append(tree)
-    self.epsilon_per_tree_ = self.epsilon / per
-    self.timings_['boosting'] = time.perf_counter() - t0
+    datas, cfg = self._prepare(clients)
+    self.builders_ = tree_schedule(cfg['sizes'], self.n_estimators)
+    cfg.update(builders=self.builders_.tolist(), epsilon=self.epsilon)
+    res = self._run(TFL, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.epsilon_per_tree_ = self.epsilon / np.bincount(self.builders_, minlength=len(datas))
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.timings_['boosting'] = self.timings_['protocol']
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #916684f9a58a4a2aa5f864670399430d

@@ -1049,6 +1049,12 @@ def wait_phase(self: PartySMC):
     yield ('phase',)
     return self.phase
 
+
+@patch
+def pause(self: PartySMC):
+    "Generator: let what this party queued leave now and go on at the next pass, without waiting for a message (before it announces a new phase, so that its last messages stay in the round they belong to)."
+    yield ('pause',)
+
 # %% ../nbs/11_smc.ipynb #01a140d8
 @patch
 def save(
@@ -1600,7 +1606,7 @@ def run_programs(
                 new, seen = _next_phase(p, progs, parties, seen, channel, rounds, on_phase)
                 if not new:
                     continue
-            elif n not in fresh and not inbox[n]:
+            elif n not in fresh and not inbox[n] and p.waiting != ('pause',):
                 continue
             fresh.discard(n)
             got, inbox[n] = inbox[n], []
