@@ -4,7 +4,7 @@
 
 # %% ../nbs/34_nflgbdt.ipynb #d7941756
 from __future__ import annotations
-import numbers, time
+import numbers, queue, threading, time
 from dataclasses import replace
 
 import numpy as np
@@ -26,13 +26,13 @@ from fedgauss.gbdt import (
     forest_margin,
     newton_weight,
 )
-from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum
+from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum_party, secure_sum_server
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
-           'tree_message', 'tree_from_message', 'FederatedHistograms', 'FederBoostClassifier', 'tree_schedule',
-           'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
+__all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
+           'tree_message', 'tree_from_message', 'FederBoostClassifier', 'federboost_party', 'federboost_server',
+           'tree_schedule', 'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
            'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier',
            'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
 
@@ -499,42 +499,72 @@ def _lsh_timings(est, res: dict, parties: list):
     t['boosting'] = t['protocol'] - t['hashing'] - t['similarity']
 
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
-class FederatedHistograms:
-    "Histogram provider for `grow_tree` at the aggregator: each node histogram is the secure sum of the parties' own."
+def _threaded(fn, handlers: dict):
+    "Generator: run `fn(proxy)` in a helper thread; each call `proxy.name(*args)` blocks it while this generator runs `handlers[name](*args)` (a generator: a message exchange) and hands back its value. Returns `fn`'s result: a plain function that asks a provider (`grow_tree`) becomes a program."
+    calls, answers = queue.SimpleQueue(), queue.SimpleQueue()
 
-    def __init__(
-        self,
-        parties: list,  # the data owners
-        aggregator: Party,  # the aggregator party (it grows the tree)
-        frac_bits: int = 32,  # fractional bits of the secure sum fixed point
-        rng=None,  # numpy Generator or seed (masks)
-    ):
-        self.parties, self.aggregator, self.frac_bits, self.rng = parties, aggregator, frac_bits, as_rng(rng)
-        self.channel = aggregator.channel
+    class _Proxy:
+        def __getattr__(self, name):
+            def call(*a, **kw):
+                calls.put((name, a, kw))
+                ok, v = answers.get()
+                if not ok:
+                    raise RuntimeError("the program was stopped")
+                return v
 
-    def histograms(
-        self,
-        nodes,  # the open nodes, as grow_tree asks
-    ) -> np.ndarray:
-        self.channel.next_round()
-        self.aggregator.broadcast(self.parties, 'nodes', np.asarray(nodes, np.int32))
-        local = {p.name: p.provider.histograms(np.asarray(p.receive('nodes'), np.intp)) for p in self.parties}
-        return secure_sum(local, self.channel, server=self.aggregator.name, frac_bits=self.frac_bits, rng=self.rng)
+            return call
 
-    def split(
-        self,
-        nodes,  # the nodes being split
-        feature,  # feature of each split
-        bin,  # bin of each split: bins <= bin go left
-        default_left,  # whether missing values go left, per split
-        left,  # left child of each split node
-        right,  # right child of each split node
-    ):
+    def run():
+        try:
+            calls.put(('', fn(_Proxy()), None))
+        except BaseException as e:
+            calls.put(('!', e, None))
+
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        while True:
+            name, a, kw = calls.get()
+            if name in ('', '!'):
+                break
+            answers.put((True, (yield from handlers[name](*a, **kw))))
+    except BaseException:
+        answers.put((False, None))  # let the thread end
+        raise
+    if name == '!':
+        raise a
+    return a
+
+# %% ../nbs/34_nflgbdt.ipynb #015066fb96f841e5be1e03a9eaadc3b6
+def _recv_any(ctx, kinds: tuple, sender: str):
+    "Generator: (kind, payload) of the oldest message from `sender` of any of `kinds`, waiting until there is one."
+    while True:
+        for i, (s, k, p) in enumerate(ctx.box):
+            if s == sender and k in kinds:
+                del ctx.box[i]
+                return k, p
+        yield ('recv', kinds, sender)
+
+
+def _aggregator_provider(ctx, cfg: dict, level: list) -> dict:
+    "The aggregator's histogram provider as message exchanges: each node histogram a secure sum (a new round), splits broadcast."
+    names = cfg['parties']
+
+    def histograms(nodes):
+        yield from ctx.pause()  # what it sent before stays in its round
+        ctx.phase, level[0] = ('level', level[0]), level[0] + 1
+        for p in names:
+            ctx.send(p, 'nodes', np.asarray(nodes, np.int32))
+        shape = (len(nodes), cfg['binner'].layout_.n_slots, 2)
+        return (yield from secure_sum_server(ctx, shape, cfg['frac_bits']))
+
+    def split(nodes, feature, bin, default_left, left, right):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
-        self.aggregator.broadcast(self.parties, 'splits', {k: np.asarray(v) for k, v in msg.items()})
-        for p in self.parties:
-            p.provider.split(**p.receive('splits'))
+        for p in names:
+            ctx.send(p, 'splits', {k: np.asarray(v) for k, v in msg.items()})
         return None
+        yield
+
+    return dict(histograms=histograms, split=split)
 
 # %% ../nbs/34_nflgbdt.ipynb #7623eae2785240b9bd12b16a66d81610
 class FederBoostClassifier(_FedGBDT):
@@ -556,25 +586,62 @@ class FederBoostClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.frac_bits, self.rng = max_bins, frac_bits, rng
 
+# %% ../nbs/34_nflgbdt.ipynb #81ff116bae5b45f6b6dae177083008cf
+def federboost_party(
+    ctx,  # this party's `PartySMC` (mailbox, rng: its Diffie-Hellman secrets)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`FederBoostClassifier.fit` makes it)
+):
+    "A data owner's whole FederBoost program (a generator): first round, then for each tree its histograms of the asked nodes into secure sums, the splits, and the leaf values. Returns the base margin (the model is the aggregator's)."
+    own, base = yield from _owner_start(ctx, data, cfg)
+    for t in range(cfg['n_trees']):
+        own.provider.start_tree(own.gradients())
+        while True:
+            kind, msg = yield from _recv_any(ctx, ('nodes', 'splits', 'leaf values'), 'aggregator')
+            if kind == 'nodes':
+                hist = own.provider.histograms(np.asarray(msg, np.intp))
+                yield from secure_sum_party(ctx, hist, 'aggregator', cfg['frac_bits'])
+            elif kind == 'splits':
+                own.provider.split(**msg)
+            else:
+                own.margin = own.margin + own.provider.row_values(msg)
+                break
+    return dict(base_margin=base)
+
+
+def federboost_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    "The aggregator's FederBoost program (no data): base margin, then it grows every tree on securely summed histograms (one round per level) and broadcasts the leaf values. Returns the trees."
+    yield from _aggregator_start(ctx, cfg)
+    provider, trees = _aggregator_provider(ctx, cfg, [0]), []
+    for t in range(cfg['n_trees']):
+        grow = lambda prov: grow_tree(prov, cfg['binner'].layout_, **cfg['grow'])
+        trees.append((yield from _threaded(grow, provider)))
+        for p in cfg['parties']:
+            ctx.send(p, 'leaf values', trees[-1].value)
+    return dict(trees=trees)
+
+
+FEDERBOOST = register_protocol(
+    ProtocolSpec(
+        'federboost', federboost_party, federboost_server, _owner_check, server_name='aggregator', dealer=False
+    )
+)
+
 # %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
 @patch
 def fit(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    parties, agg = self._setup(clients)
-    fh = FederatedHistograms(parties, agg, self.frac_bits, self._rng)
-    t0 = time.perf_counter()
-    for _ in range(self.n_estimators):
-        for p in parties:
-            p.provider.start_tree(p.gradients())
-        tree = grow_tree(fh, self.binner_.layout_, **self._grow_kw())
-        agg.broadcast(parties, 'leaf values', tree.value)
-        for p in parties:
-            p.margin = p.margin + p.provider.row_values(p.receive('leaf values'))
-        self.trees_.append(tree)
-    self.timings_['boosting'] = time.perf_counter() - t0
+    "Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (the parties share `rng`'s stream, in turn)."
+    datas, cfg = self._prepare(clients)
+    cfg['frac_bits'] = self.frac_bits
+    res = self._run(FEDERBOOST, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.trees_ = res['aggregator']['trees']
+    self.timings_['boosting'] = self.timings_['protocol']
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #e582417a
@@ -647,7 +714,7 @@ class SimFLClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
         self.lsh_scale = lsh_scale
 
-# %% ../nbs/34_nflgbdt.ipynb
+# %% ../nbs/34_nflgbdt.ipynb #47b7c048
 def simfl_party(
     ctx,  # this party's `PartySMC` (mailbox, phase)
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
@@ -889,7 +956,7 @@ class TFLClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
-# %% ../nbs/34_nflgbdt.ipynb
+# %% ../nbs/34_nflgbdt.ipynb #170801f6
 def tfl_party(
     ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
