@@ -13,17 +13,17 @@ from scipy import special
 from sklearn.base import BaseEstimator
 
 from .federation import Channel, Party, as_rng, drop_views
-from .smc import PartySMC, Program, run_programs
+from .smc import PartySMC, Program, run_programs, ProtocolSpec, register_protocol, run_protocol
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'MVPPCA_HISTORY', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats',
+__all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'MVPPCA_HISTORY', 'MVPPCA', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats',
            'penalised_loglik', 'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2',
            'em_iteration', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter',
            'MVPPCAMaster', 'mvppca_center_program', 'mvppca_master_program', 'mvppca_programs', 'FedMVPPCA',
-           'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid',
-           'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center', 'p_waic_of_mu_draws',
-           'p_waic_block']
+           'mvppca_config', 'mvppca_party_rngs', 'mvppca_party', 'mvppca_server', 'mvppca_check', 'draw_global',
+           'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid', 'scenario_g',
+           'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center', 'p_waic_of_mu_draws', 'p_waic_block']
 
 # %% ../nbs/40_mvppca.ipynb #fdf9f12d
 @dataclass
@@ -826,6 +826,75 @@ def waic(
 ) -> pd.Series:
     "WAIC of the global distribution on `centers` (lower is better): lppd, p_waic and waic = -2 (lppd - p_waic)."
     return waic(self, centers, n_draws=n_draws, rng=rng)
+
+# %% ../nbs/40_mvppca.ipynb #f5a1fa73e5044315a093ec459c9be902
+def mvppca_config(
+    parties: list,  # the centers' names, in order
+    dims: dict,  # view name -> number of features d_k (public: the model's shape)
+    n_components: int = 2,  # latent dimension q
+    n_rounds: int = 100,  # communication rounds
+    n_init_iter: int = 30,  # local EM iterations in round 1
+    n_local_iter: int = 15,  # local MAP-EM iterations in later rounds
+    dp: dict | None = None,  # DP-Fed-mv-PPCA: `FedMVPPCA`'s `dp` dict (each center makes its own release)
+) -> dict:
+    "The public configuration of a Fed-mv-PPCA run: plain data, the same at every party."
+    its = dict(n_init_iter=int(n_init_iter), n_local_iter=int(n_local_iter))
+    return dict(
+        parties=list(parties), dims=dict(dims), n_components=int(n_components), n_rounds=int(n_rounds), dp=dp, **its
+    )
+
+
+def mvppca_party_rngs(
+    rng,  # `FedMVPPCA`'s `rng`: a Generator, a seed or None
+    parties: list,  # the centers' names, in order
+) -> dict:
+    "Each center's generator, spawned as `FedMVPPCA` spawns them (the master draws nothing)."
+    return dict(zip(parties, as_rng(rng).spawn(len(parties))))
+
+# %% ../nbs/40_mvppca.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
+def _center_release(cfg: dict, n_views: int):
+    "The center's DP release (`CenterDP`) made from `cfg['dp']`, or None without DP."
+    if cfg.get('dp') is None:
+        return None
+    from fedgauss.mvppca_dp import make_dp  # the DP version lives in its own module (41_mvppca_dp)
+
+    return make_dp(cfg['dp'], cfg['n_rounds'], cfg['dims'], cfg['n_components']).for_center(cfg['me'], n_views)
+
+
+def mvppca_party(
+    ctx: PartySMC,  # the center's mailbox, rng and phase
+    data: dict,  # its views: view name -> (n, d_k) array
+    cfg: dict,  # the public configuration (`mvppca_config`), with `me`
+):
+    "A center's program on its views `data` (view name -> array); with `cfg['dp']` it releases under DP."
+    views = {v: np.asarray(X, dtype=float) for v, X in data.items()}
+    it = (cfg['n_init_iter'], cfg['n_local_iter'])
+    dp = _center_release(cfg, len(views))
+    return mvppca_center_program(ctx, views, cfg['n_components'], cfg['n_rounds'], *it, dp, master=ctx.dealer)
+
+
+def mvppca_server(
+    ctx: PartySMC,  # the master's mailbox and phase
+    cfg: dict,  # the public configuration
+):
+    "The master's program."
+    return mvppca_master_program(ctx, cfg['parties'], cfg['n_rounds'])
+
+
+def mvppca_check(
+    data: dict,  # a center's views: view name -> (n, d_k) array
+    cfg: dict,  # the public configuration, with `me`
+):
+    "A center's views against the public configuration (as `fit` checks them), and its DP budget."
+    cc = _check_center(dict(data), cfg['parties'].index(cfg['me']), cfg['dims'])
+    if len(next(iter(cc.values()))) < 2:
+        raise ValueError(f"{cfg['me']} has fewer than 2 subjects")
+    if cfg['n_components'] >= (D := sum(A.shape[1] for A in cc.values())):
+        raise ValueError(f"n_components={cfg['n_components']} must be smaller than the {D} features of {cfg['me']}")
+    _center_release(cfg, len(cc))
+
+
+MVPPCA = register_protocol(ProtocolSpec('mvppca', mvppca_party, mvppca_server, mvppca_check, server_name='master'))
 
 # %% ../nbs/40_mvppca.ipynb #2fe1629b
 def draw_global(

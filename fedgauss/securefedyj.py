@@ -17,6 +17,7 @@ from fastcore.basics import patch
 
 from .federation import Channel, Party, as_rng, iid_split, label_skew_split, name_list
 from .smc import SMC, Shared, FixedPointOverflow, PartySMC, PartyShare, Program, run_programs
+from .smc import ProtocolSpec, register_protocol, protocol_programs
 from fedgauss.yeojohnson import (
     TAU0,
     YMAX,
@@ -45,12 +46,13 @@ from fedgauss.yeojohnson import (
 )
 
 # %% auto #0
-__all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
+__all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'SECUREFEDYJ', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
            'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums', 'statistic_exponents', 'normalization',
            'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'range_codes', 'YJClient',
            'SecureFedYJ', 'party_tree_max', 'yj_setup_program', 'party_secure_step', 'party_shared_totals',
-           'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'revealed_values',
-           'communication_table', 'FedYeoJohnsonTransformer']
+           'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config',
+           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values', 'communication_table',
+           'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -770,6 +772,85 @@ def yj_dealer_program(
         else:
             yield from yj_final_program(smc, None, None, None, None, [None] * d, f, max_rows, YMAX)
 
+# %% ../nbs/12_securefedyj.ipynb #76127f4a2f6a44fba749ea7800e59d51
+def securefedyj_config(
+    names: list,  # public column names, the same at every client
+    parties: list,  # the clients' names, in order
+    f: int = 96,  # precision f: fractional bits of the fixed point
+    t_max: int = 128,  # search steps at most
+    envelope_bits: int = 3,  # significant bits of the public envelope
+    bounds=None,  # published (d, 2) bounds, or None for the envelope
+    max_rows: int = 2**20,  # public bound on a client's row count
+    ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
+    stat_bits: int = 40,  # statistical security of the masks, bits
+    ring_bits: int | None = None,  # ring size (default: `ring_bits_for`)
+) -> dict:
+    "The public configuration of a SecureFedYJ run: plain data, the same at every party."
+    L = ring_bits or ring_bits_for(len(parties), max_rows, f, stat_bits)
+    kw = dict(envelope_bits=envelope_bits, bounds=bounds, max_rows=max_rows, ymax=ymax, stat_bits=stat_bits)
+    return dict(parties=list(parties), names=list(names), f=f, t_max=t_max, L=L, **kw)
+
+
+def yj_party_rngs(
+    rng,  # the estimator's `rng`: a Generator, a seed or None
+    parties: list,  # the clients' names, in order
+) -> dict:
+    "Each client's and the server's generator, drawn as `SecureFedYJ` draws them from its `rng`."
+    seeds = np.random.SeedSequence(as_rng(rng).integers(2**63)).spawn(len(parties) + 1)
+    return {p: np.random.default_rng(s) for p, s in zip(list(parties) + ['server'], seeds)}
+
+# %% ../nbs/12_securefedyj.ipynb #903197826d2e44dfa0208e8f97c69327
+def yj_context(
+    me: str,  # the party's (or the dealer's) name
+    cfg: dict,  # the public configuration (`securefedyj_config`)
+    rng,  # its randomness: a Generator, a seed or None
+) -> PartySMC:
+    "A party's (or the dealer's) `PartySMC` in the ring of `cfg`."
+    return PartySMC(me, cfg['parties'], 'server', cfg['L'], cfg['stat_bits'], rng)
+
+
+def yj_party(
+    ctx: PartySMC,  # the client's `PartySMC` (`yj_context`)
+    data: dict,  # its data: {'X': its rows}
+    cfg: dict,  # the public configuration, with `me` (and `resume`, a checkpoint's state)
+):
+    "A client's program on its rows `data['X']` (`cfg['resume']`: a checkpoint's state to go on from)."
+    kw = {k: cfg[k] for k in ('envelope_bits', 'bounds', 'max_rows', 'ymax')}
+    return yj_client_program(ctx, data['X'], cfg['names'], cfg['f'], cfg['t_max'], resume=cfg.get('resume'), **kw)
+
+
+def yj_server(
+    ctx: PartySMC,  # the dealer's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    "The dealer's program."
+    kw = {k: cfg[k] for k in ('envelope_bits', 'bounds', 'max_rows')}
+    return yj_dealer_program(ctx, len(cfg['names']), cfg['f'], **kw)
+
+
+def yj_check(
+    data: dict,  # a client's data: {'X': its rows}
+    cfg: dict,  # the public configuration, with `me`
+):
+    "A client's rows against the public configuration: 2-D with the federation's columns, rows, no inf."
+    me, d, X = cfg['me'], len(cfg['names']), data.get('X')
+    if X is None:
+        raise ValueError(f"{me}: its data have no array 'X' (keys: {sorted(data)})")
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"{me} has {X.shape[-1] if X.ndim else 0} columns; the federation has {d}")
+    if X.shape[0] == 0:
+        raise ValueError(f"{me} has no rows")
+    if X.shape[0] > cfg['max_rows']:
+        raise ValueError(f"{me} has {X.shape[0]} rows, more than max_rows={cfg['max_rows']}")
+    if np.isinf(X).any():
+        raise ValueError(
+            f"{me}: {name_list([cfg['names'][j] for j in np.flatnonzero(np.isinf(X).any(0))])} contain(s) inf"
+        )
+
+
+SECUREFEDYJ = register_protocol(ProtocolSpec('securefedyj', yj_party, yj_server, yj_check, yj_context))
+
 # %% ../nbs/12_securefedyj.ipynb #85df7999
 @patch
 def fit(
@@ -815,29 +896,32 @@ def _run_quietly(progs: list, ch: Channel, bar_total=None):
 # %% ../nbs/12_securefedyj.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
 def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
-    "The protocol at precision `f`: one `Program` per client (its rows only) and one for the server (the dealer), run by `run_programs` through one `Channel`."
+    """The protocol at precision `f`: the programs of `SECUREFEDYJ`, one per client (its rows only) and the
+    server's (the dealer), run by `run_programs` through one `Channel`."""
     K, d = len(Xs), Xs[0].shape[1]
     self.channel_ = ch = Channel()
-    L = self.ring_bits or ring_bits_for(K, self.max_rows, f, self.stat_bits)
     parties = [f'client{k}' for k in range(K)]
-    seeds = np.random.SeedSequence(as_rng(self.rng).integers(2**63)).spawn(K + 1)
-    smcs = [
-        PartySMC(p, parties, 'server', L, self.stat_bits, np.random.default_rng(s))
-        for p, s in zip(parties + ['server'], seeds)
-    ]
-    kw = dict(envelope_bits=self.envelope_bits, bounds=self.bounds, max_rows=self.max_rows)
-    progs = [
-        Program(p, smc, yj_client_program(smc, X, names, f, self.t_max, ymax=self.ymax, **kw))
-        for p, smc, X in zip(parties, smcs, Xs)
-    ]
-    progs.append(Program('server', smcs[-1], yj_dealer_program(smcs[-1], d, f, **kw)))
+    cfg = securefedyj_config(
+        names,
+        parties,
+        f,
+        self.t_max,
+        self.envelope_bits,
+        self.bounds,
+        self.max_rows,
+        self.ymax,
+        self.stat_bits,
+        self.ring_bits,
+    )
+    datas = {p: {'X': X} for p, X in zip(parties, Xs)}
+    progs = protocol_programs(SECUREFEDYJ, datas, cfg, yj_party_rngs(self.rng, parties))
     res, rounds = _run_quietly(progs, ch, self.t_max if self.progress else None)
     r = res['client0']
     for k in ('lambdas', 'frame', 'anchors', 'mean', 'var', 'mean_t', 'var_t', 'constant', 'bounded', 'converged'):
         setattr(self, k + '_', r[k])
     self.signs_, self.path_ = r['signs'], r['path']
     self.rounds_ = {'setup': rounds['setup'][0], 'search': rounds.get('search', []), 'final': rounds['final'][0]}
-    self.ring_bits_, self.precision_ = L, f
+    self.ring_bits_, self.precision_ = cfg['L'], f
     self.n_clients_, self.n_features_in_, self.feature_names_ = K, d, names
     return self
 
