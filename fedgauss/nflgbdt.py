@@ -894,11 +894,11 @@ NFLGBDT = register_protocol(
 
 # %% ../nbs/34_nflgbdt.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 @patch
-def fit(
+def protocol_inputs(
     self: NFLGBDTClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
-):
-    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator."
+) -> tuple:
+    "What `fit` runs: (spec, datas, cfg) — the `NFLGBDT` programs, each party's data {'X', 'y'}, the public configuration; give them to `run_protocol` or `fedgauss.flower.flower_run`."
     if self.leaf_weighting not in ('similar', 'sum'):
         raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
     datas, cfg = self._prepare(clients)
@@ -906,9 +906,19 @@ def fit(
     pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
     send = [(j, 0) for j in range(1, D)]  # ... and sends the first builder's
     cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=send, leaf_weighting=self.leaf_weighting)
-    res = self._run(NFLGBDT, datas, cfg)
+    return NFLGBDT, datas, cfg
+
+
+@patch
+def fit(
+    self: NFLGBDTClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+):
+    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator."
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg)
     self.similar_counts_ = res['aggregator']['similar_counts']
-    self.builders_ = np.arange(self.n_estimators) % D
+    self.builders_ = np.arange(self.n_estimators) % len(datas)
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
     _lsh_timings(self, res, cfg['parties'])
     return self
