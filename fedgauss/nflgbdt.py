@@ -397,6 +397,18 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict, rngs=None) 
     return res
 
 
+def _public_result(result: dict, cfg: dict) -> dict:
+    "What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no node statistics)."
+    return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
+
+
+def _register(name: str, party, server) -> ProtocolSpec:
+    "Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the rounds)."
+    spec = register_protocol(ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False))
+    spec.report = _public_result  # used by a transport that supports reports (the simulator returns whole results)
+    return spec
+
+
 def _built_trees(res: dict, parties: list, builders) -> list:
     "Tree t as its builder holds it (with its node statistics), from the parties' results."
     return [res[parties[b]]['trees'][t] for t, b in enumerate(builders)]
@@ -608,7 +620,7 @@ def federboost_party(
                 break
     return dict(base_margin=base)
 
-
+# %% ../nbs/34_nflgbdt.ipynb #81ff116bae5b45f6b6dae177083008cfb
 def federboost_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
@@ -624,11 +636,7 @@ def federboost_server(
     return dict(trees=trees)
 
 
-FEDERBOOST = register_protocol(
-    ProtocolSpec(
-        'federboost', federboost_party, federboost_server, _owner_check, server_name='aggregator', dealer=False
-    )
-)
+FEDERBOOST = _register('federboost', federboost_party, federboost_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
 @patch
@@ -744,9 +752,7 @@ def simfl_server(
     return dict(timings={'similarity': took})
 
 
-SIMFL = register_protocol(
-    ProtocolSpec('simfl', simfl_party, simfl_server, _owner_check, server_name='aggregator', dealer=False)
-)
+SIMFL = _register('simfl', simfl_party, simfl_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
@@ -888,9 +894,7 @@ def nflgbdt_server(
     return dict(similar_counts=n_d, timings={'similarity': took})
 
 
-NFLGBDT = register_protocol(
-    ProtocolSpec('nflgbdt', nflgbdt_party, nflgbdt_server, _owner_check, server_name='aggregator', dealer=False)
-)
+NFLGBDT = _register('nflgbdt', nflgbdt_party, nflgbdt_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 @patch
@@ -1000,9 +1004,7 @@ def _aggregator_setup_only(ctx, cfg: dict):
     return {}
 
 
-TFL = register_protocol(
-    ProtocolSpec('tfl', tfl_party, _aggregator_setup_only, _owner_check, server_name='aggregator', dealer=False)
-)
+TFL = _register('tfl', tfl_party, _aggregator_setup_only)
 
 # %% ../nbs/34_nflgbdt.ipynb #db7b79bc585a40fcaf58bf750017e135
 @patch
@@ -1092,9 +1094,7 @@ def fgbdtg_server(
     return dict(chosen=chosen)
 
 
-FGBDTG = register_protocol(
-    ProtocolSpec('fgbdtg', fgbdtg_party, fgbdtg_server, _owner_check, server_name='aggregator', dealer=False)
-)
+FGBDTG = _register('fgbdtg', fgbdtg_party, fgbdtg_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
