@@ -88,9 +88,25 @@ class Sealed:
         return self
 
 # %% ../nbs/50_flower.ipynb #a47e8a37
+def _deliver(prog: Program, ib) -> list:
+    "Step `prog` with an inbox (a list), or end its wait with `PeerFinished` (`{'end': why}`: the party it waits for has finished)."
+    if isinstance(ib, list):
+        return prog.step(ib)
+    from fedgauss import smc
+
+    try:
+        w = prog.gen.throw(getattr(smc, 'PeerFinished', smc.ProtocolStalled)(ib['end']))
+    except StopIteration as e:
+        prog.done, prog.result, prog.waiting = True, e.value, None
+    else:
+        raise smc.ProtocolStalled(f"{prog.name} went on waiting ({w}) after: {ib['end']}")
+    prog.ctx.out = []  # a finished party has no one left to talk to
+    return []
+
+
 def resume_step(
     saved: dict,  # the party's plain-data state: its last checkpoint and the inboxes delivered since
-    inbox: list,  # the messages delivered in this pass: (sender, kind, payload)
+    inbox: list,  # the messages delivered in this pass: (sender, kind, payload); or {'end': why} (`_deliver`)
     build,  # `build(prog_state) -> (PartySMC, generator)`: makes the party's program again
 ) -> tuple:
     "One step of a party whose state must be plain data (a process per message): rebuild its program from the last checkpoint (`build(prog_state) -> (PartySMC, generator)`), replay the inboxes since, deliver `inbox`. Returns (saved, outbox, program)."
@@ -102,9 +118,9 @@ def resume_step(
     if ck is not None:
         prog.step([])  # from the checkpoint to where it waited: those messages left already
     for ib in log:
-        prog.step(ib)
+        _deliver(prog, ib)
     before = smc.checkpoint
-    out = prog.step(inbox)
+    out = _deliver(prog, inbox)
     saved = dict(ckpt=smc.checkpoint, log=[]) if smc.checkpoint is not before else dict(ckpt=ck, log=log + [inbox])
     return saved, out, prog
 
@@ -177,6 +193,7 @@ def _node_hello(node_config: dict, req: dict) -> tuple:
     seed = int.from_bytes(os.urandom(16), 'little') if seed is None else seed
     priv, pub = new_keypair()
     state = dict(me=me, run=req['run'], protocol=spec.name, module=req['module'], cfg=cfg, data_path=path)
+    state['report'] = req.get('report') is None or me in req['report']  # its result goes back to the server
     return dict(state, priv=priv, seed=pickle.dumps(seed, protocol=5)), dict(public_key=pub, party=me)
 
 # %% ../nbs/50_flower.ipynb #28d3efd5258a48a79c179ea5c6759f01
@@ -205,7 +222,7 @@ def _step(state: dict, inbox: list) -> tuple:
     if live is not None and live[0] == n - 1:
         prog, ck, log = live[1], party.get('ckpt'), party.get('log', [])
         before = prog.ctx.checkpoint
-        out = prog.step(inbox)
+        out = _deliver(prog, inbox)
         same = prog.ctx.checkpoint is before  # the plain-data state is kept as well, should this process stop
         saved = dict(ckpt=ck, log=log + [inbox]) if same else dict(ckpt=prog.ctx.checkpoint, log=[])
     else:
@@ -221,7 +238,7 @@ def _step(state: dict, inbox: list) -> tuple:
 def party_handle(
     state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
     node_config: dict,  # the node's configuration: `data-path`, and `party` or (in simulation) `partition-id`
-    req: dict,  # the server's request: op 'hello' (protocol, cfg, data check, keys) or 'step' (deliver an inbox)
+    req: dict,  # the server's request: op 'hello' (protocol, cfg, data check, keys), 'step' (an inbox) or 'end' (`_deliver`)
 ) -> tuple:
     "The node's work on one request, on plain data. Returns (state, reply)."
     if req['op'] == 'hello':
@@ -233,13 +250,21 @@ def party_handle(
         if 'keys' in state
         else {p: pair_key(state['priv'], pk, me, p) for p, pk in req['public_keys'].items() if p != me}
     )
-    inbox = [
-        (s, k, unseal(keys[s], p.blob, f'{s}|{me}|{k}') if isinstance(p, Sealed) else p) for s, k, p in req['inbox']
-    ]
+    inbox = (
+        [(s, k, unseal(keys[s], p.blob, f'{s}|{me}|{k}') if isinstance(p, Sealed) else p) for s, k, p in req['inbox']]
+        if req['op'] == 'step'
+        else {'end': req['why']}
+    )
     saved, out, prog = _step(state, inbox)
     out = [(r, k, Sealed(seal(keys[r], p, f'{me}|{r}|{k}'), payload_nbytes(p)) if r in keys else p) for r, k, p in out]
     state = dict(state, keys=keys, party=saved, n=n)
-    return state, dict(out=out, phase=prog.ctx.phase, done=prog.done, result=prog.result, waiting=prog.waiting)
+    return state, dict(
+        out=out,
+        phase=prog.ctx.phase,
+        done=prog.done,
+        waiting=prog.waiting,
+        result=prog.result if state['report'] else None,
+    )
 
 
 def node_query(
@@ -388,11 +413,11 @@ def ask(
 
 # %% ../nbs/50_flower.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
-def _hello(self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None) -> dict:
+def _hello(self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None, report: list | None = None) -> dict:
     """The first pass: every node finds its party, checks its data (`spec.check`) and publishes an X25519 key;
     returns the keys by party."""
     req = dict(op='hello', protocol=spec.name, module=spec.party.__module__, cfg=cfg, run=os.urandom(8).hex())
-    req.update(seeds=seeds, data_paths=self.data_paths)
+    req.update(seeds=seeds, data_paths=self.data_paths, report=report)
     got = self.ask({k: req for k in self.node}, 'keys and data check')
     where = {}
     for k, rep in got.items():
@@ -427,13 +452,16 @@ def _open_round(ch: Channel, rounds: dict, ph, on_phase):
         on_phase(ph)
 
 # %% ../nbs/50_flower.ipynb #f61877af4e7f4313ad8234302950b331
+_PASS = (('pass',), ('pause',))  # a program that yields this is stepped at the next pass, mail or not
+
+
 @patch
 def _pass(self: Relay, S) -> bool:
     """One bulk-synchronous pass, as `run_programs(..., bsp=True)` makes it: the nodes step the parties with mail,
     then every program in order (parties, server) is routed; what is sent is delivered at the next pass."""
     ch, progs, inbox, fresh = self.channel, S.progs, S.inbox, S.fresh
     later, moved = {n: [] for n in progs}, False
-    batch = [p for p in self.parties if not progs[p].done and (p in fresh or inbox[p])]
+    batch = [p for p in self.parties if not progs[p].done and (p in fresh or inbox[p] or progs[p].waiting in _PASS)]
     reqs = {p: dict(op='step', inbox=inbox[p], public_keys=None if p in self.keyed else S.pub) for p in batch}
     reps = self.ask(reqs, 'protocol step') if batch else {}
     self.keyed.update(batch)
@@ -448,7 +476,7 @@ def _pass(self: Relay, S) -> bool:
             p.ctx.wants_phase = False
             if ph[0] != 'done':
                 _open_round(ch, S.rounds, ph[0], S.on_phase)
-        elif n not in fresh and not inbox[n]:
+        elif n not in fresh and not inbox[n] and p.waiting not in _PASS:
             continue
         fresh.discard(n)
         got, inbox[n] = inbox[n], []
@@ -478,7 +506,7 @@ def _passes(self: Relay, server, dealer: bool, pub: dict, on_phase=None) -> tupl
     S.rounds['setup'] = [self.channel.round]
     while not all(p.done for p in progs.values()):
         passes += 1
-        if not self._pass(S):
+        if not self._pass(S) and not self._end_waiting(S):
             waits = {n: p.waiting for n, p in progs.items() if not p.done}
             raise FlowerRunError(f"round {self.channel.round}: no program can advance; waiting: {waits}")
     S.rounds['passes'] = [passes]
@@ -492,18 +520,38 @@ def run(
     cfg: dict,  # the public configuration; `cfg['parties']` names the parties in order
     seeds: dict | None = None,  # testing only: party (and server) name -> seed or Generator; None: each draws its own
     on_phase=None,  # called with each new public phase
+    results: list | None = None,  # the parties whose results come back to the server (None: all)
 ) -> dict:
     """The protocol over the nodes: the hello pass (parties, data checks, keys), then passes until every program
     has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips)."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     seeds, cfg = copy.deepcopy(seeds) or {}, dict(cfg)
-    pub = self._hello(spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None)
+    pub = self._hello(spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None, results)
     server = None
     if spec.server is not None:
         ctx = protocol_context(spec, spec.server_name, cfg, np.random.default_rng(seeds.get(spec.server_name)))
         server = Program(spec.server_name, ctx, spec.server(ctx, dict(cfg, me=spec.server_name)))
     res, rounds = self._passes(server, spec.dealer, pub, on_phase)
     return dict(results=res, channel=self.channel, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips)
+
+
+@patch
+def _end_waiting(self: Relay, S) -> bool:
+    """When no program can advance: end the wait of each program that waits for a party that has finished
+    (`PeerFinished` thrown at its wait, on its node), in order, as `run_programs` does; True if any was told."""
+    told = False
+    for n, p in S.progs.items():
+        w = p.waiting
+        if p.done or not (isinstance(w, tuple) and len(w) == 3 and w[0] == 'recv' and w[2] in S.progs):
+            continue
+        if not S.progs[w[2]].done:
+            continue
+        told, why = True, f"{n} waits for {w[1]!r} from {w[2]}, which has finished"
+        if isinstance(p, _Remote):
+            p.update(self.ask({n: dict(op='end', why=why)}, 'end of a wait')[n])
+        else:
+            _deliver(p, {'end': why})
+    return told
 
 # %% ../nbs/50_flower.ipynb #9075f00cfa8d463f84130041b1e44ca7
 def _run_job(grid, job: dict, on_pass=None) -> dict:
@@ -512,7 +560,7 @@ def _run_job(grid, job: dict, on_pass=None) -> dict:
     relay = Relay(
         grid, len(job['cfg']['parties']), job.get('timeout', 60.0), data_paths=job.get('data_paths'), on_pass=on_pass
     )
-    return relay.run(spec, job['cfg'], job.get('seeds'))
+    return relay.run(spec, job['cfg'], job.get('seeds'), results=job.get('results'))
 
 
 def server_app(
@@ -566,6 +614,7 @@ def flower_run(
     workdir: str | None = None,  # where the parties' files (and the deployment's logs) go; default: a temporary folder
     fast: bool = True,  # deployment: the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
     on_started=None,  # deployment: called with {'superlink': Popen, 'nodes': [Popen]} once every process runs
+    results: list | None = None,  # the parties whose results come back to the server (None: all; the server's always)
 ) -> dict:
     """Run a registered protocol over Flower, one party per SuperNode: each node's data is written to its own `.npz`,
     the server's program runs in the ServerApp. Returns dict(results, channel, rounds, wire_bytes, round_trips,
@@ -584,7 +633,9 @@ def flower_run(
     tmp, t0 = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-'), time.time()
     try:
         paths = {p: save_party_data(os.path.join(tmp, f'party{k}.npz'), datas[p]) for k, p in enumerate(cfg['parties'])}
-        job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
+        job = dict(
+            protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout, results=results
+        )
         if engine == 'simulation':
             return dict(_simulate(job, paths), seconds=time.time() - t0)
         return _deploy(job, paths, tmp, tls, fast, on_started, t0)
@@ -765,9 +816,9 @@ requires = ["hatchling"]
 build-backend = "hatchling.build"
 
 [project]
-name = "fedgauss-securefedyj"
+name = "fedgauss-protocols"
 version = "1.0.0"
-description = "SecureFedYJ (fedgauss) over Flower"
+description = "fedgauss protocols over Flower"
 license = "Apache-2.0"
 dependencies = []
 

@@ -1,10 +1,13 @@
-"""fedgauss.flower: SecureFedYJ on Flower's simulation engine (virtual SuperNodes as Ray actors, in this process's
-machine only) gives the simulator's lambdas and transcript; a node that hangs or dies stops the run with an error naming
-it and the round. Skipped when the `flower` extra (flwr[simulation], cryptography) is not installed."""
+"""fedgauss.flower: registered protocols (SecureFedYJ, Fed-mv-PPCA and DP-Fed-mv-PPCA) over Flower give the simulator's
+results and transcript with the same seeds — on Flower's simulation engine and on a real deployment (a SuperLink and one
+SuperNode per party as processes on 127.0.0.1); a node with bad data stops the run before any message, a killed
+SuperNode stops it with an error naming the node and the round, and every process started is ended. Skipped when the
+`flower` extra (flwr[simulation], cryptography) is not installed."""
 
-import importlib.util, os, shutil, warnings
+import importlib.util, shutil, warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.skipif(
@@ -13,10 +16,17 @@ pytestmark = pytest.mark.skipif(
 )
 
 from fedgauss.data import load_breast_cancer
-from fedgauss.securefedyj import SecureFedYJ
+from fedgauss.mvppca import MVPPCA, FedMVPPCA, mvppca_config, mvppca_party_rngs
+from fedgauss.securefedyj import SecureFedYJ, yj_party_rngs
+from fedgauss.smc import run_protocol
 from fedgauss.yeojohnson import YeoJohnsonWarning
 
-T_MAX = 4
+T_DEPLOY = 1  # search steps: 156 relay passes on breast cancer in 3 parts (~0.7-3 s each on a shared 2-core machine)
+PARTIES = ['client0', 'client1', 'client2']
+needs_deploy = pytest.mark.skipif(
+    shutil.which('flower-superlink') is None or shutil.which('flwr') is None,
+    reason='flwr console scripts (flower-superlink, flwr) not on PATH',
+)
 
 
 @pytest.fixture(scope='module')
@@ -26,81 +36,119 @@ def parts():
 
 
 @pytest.fixture(scope='module')
-def reference(parts):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', YeoJohnsonWarning)
-        return SecureFedYJ(t_max=T_MAX, precision=96, rng=0).fit(parts)
+def centers():
+    g = np.random.default_rng(5)
+    return [
+        {v: g.normal(size=(n, d)) @ g.normal(size=(d, d)) for v, d in (('a', 4), ('b', 3)) if v in has}
+        for n, has in ((30, 'ab'), (25, 'a'), (40, 'ab'))
+    ]
+
+
+def mv_cfg(**kw):
+    return mvppca_config(['center0', 'center1', 'center2'], {'a': 4, 'b': 3}, 2, 3, 6, 4, **kw)
 
 
 def by_kind(t):
     return t.groupby('kind')['bytes'].agg(['size', 'sum'])
 
 
-def test_flower_simulation_equals_the_simulator(parts, reference):
-    from fedgauss.flower import flower_simulation
+def in_order(t):  # the simulator's default delivery may order a round's messages otherwise; the rows are the same
+    return t.sort_values(['round', 'sender', 'receiver', 'kind'], kind='stable').reset_index(drop=True)
 
-    fl = flower_simulation(parts, t_max=T_MAX, f=96, timeout=120)
-    np.testing.assert_array_equal(fl['lambdas'], reference.lambdas_)
-    np.testing.assert_allclose(fl['var'], reference.var_, rtol=1e-12)
-    assert by_kind(fl['channel'].transcript).equals(by_kind(reference.channel_.transcript))
-    assert (
-        fl['rounds']['setup'] == [reference.rounds_['setup']] and fl['rounds']['search'] == reference.rounds_['search']
-    )
+
+def _ended(started):
+    return all(p.poll() is not None for p in [started['superlink'], *started['nodes']])
+
+
+def assert_same_global(got, ref):
+    assert list(got) == list(ref)
+    for v in ref:
+        for k in ('mu', 'W', 'sigma2', 's_mu', 's_W', 'alpha', 'beta'):
+            if ref[v][k] is None:
+                assert got[v][k] is None
+            else:
+                np.testing.assert_allclose(got[v][k], ref[v][k], rtol=0, atol=1e-10)
+
+
+def test_dp_mvppca_on_the_simulation_engine_equals_the_simulator(centers):
+    from fedgauss.flower import flower_run
+
+    dp = dict(epsilon=2.0, delta=1e-5)
+    ref = FedMVPPCA(2, 3, 4, 6, dp=dp, rng=3).fit(centers)
+    cfg = mv_cfg(dp=dp)
+    fl = flower_run('mvppca', dict(zip(cfg['parties'], centers)), cfg, seeds=mvppca_party_rngs(3, cfg['parties']))
+    assert_same_global(fl['results']['master']['global_'], ref.global_)
+    pd.testing.assert_frame_equal(fl['channel'].transcript, ref.channel_.transcript)
     assert fl['wire_bytes'] > fl['channel'].summary()['total_bytes']  # pickling, sealing and requests on top
 
 
-@pytest.mark.parametrize(
-    'mode', ['die']
-)  # 'hang' works (error after the timeout) but the simulation engine may then wait on the busy actor at shutdown
-def test_a_node_that_stops_is_named_with_its_round(parts, mode, monkeypatch):
-    from fedgauss.flower import FlowerRunError, flower_simulation
-
-    monkeypatch.setenv('FEDGAUSS_FLOWER_FAULT', f'client1:12:{mode}')  # client1 stops at its 12th step (mid-setup)
-    with pytest.raises(FlowerRunError, match=r'client1 \(node \d+\).*round \d+'):
-        flower_simulation(parts, t_max=T_MAX, f=96, timeout=15)
-
-
-def test_a_node_with_other_columns_stops_before_any_share(parts):
-    from fedgauss.flower import FlowerRunError, flower_simulation
-
-    bad = [parts[0], parts[1][:, :29], parts[2]]
-    with pytest.raises(FlowerRunError, match=r'client1 .*29 columns; the federation has 30'):
-        flower_simulation(bad, names=[f'x{j}' for j in range(30)], t_max=T_MAX, f=96, timeout=180)
-
-
 # --- a real deployment: `flower-superlink` and one SuperNode per party as processes on 127.0.0.1 ---------------------
-T_DEPLOY = 1  # search steps: keeps the run to a minute or two (passes take ~0.5-3 s on a shared 2-core machine)
-needs_deploy = pytest.mark.skipif(
-    shutil.which('flower-superlink') is None or shutil.which('flwr') is None,
-    reason='flwr console scripts (flower-superlink, flwr) not on PATH',
-)
-
-
-def _ended(procs):
-    return all(p.poll() is not None for p in procs)
-
-
 @needs_deploy
-def test_deployment_equals_the_simulator(parts):
+def test_securefedyj_deployment_equals_the_simulator(parts):
     from fedgauss.flower import flower_deploy
 
     started = {}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', YeoJohnsonWarning)
         ref = SecureFedYJ(t_max=T_DEPLOY, precision=96, rng=0).fit(parts)
-        fl = flower_deploy(parts, t_max=T_DEPLOY, f=96, rng=0, timeout=60, on_started=started.update)
+        fl = flower_deploy(
+            parts, t_max=T_DEPLOY, f=96, seeds=yj_party_rngs(0, PARTIES), timeout=60, on_started=started.update
+        )
     np.testing.assert_array_equal(fl['lambdas'], ref.lambdas_)
     assert by_kind(fl['channel'].transcript).equals(by_kind(ref.channel_.transcript))
-    assert _ended([started['superlink'], *started['nodes']])
+    pd.testing.assert_frame_equal(in_order(fl['channel'].transcript), in_order(ref.channel_.transcript))
+    assert _ended(started)
 
 
 @needs_deploy
-def test_a_killed_supernode_stops_the_run_naming_node_and_round(parts, monkeypatch):
-    from fedgauss.flower import FlowerRunError, flower_deploy
+def test_mvppca_deployment_equals_the_simulator(centers):
+    from fedgauss.flower import flower_run
 
-    # client1's SuperNode process exits (os._exit) at its 5th protocol step; the relay waits `timeout` s for its reply
-    monkeypatch.setenv('FEDGAUSS_FLOWER_FAULT', 'client1:5:die')
-    started = {}
-    with pytest.raises(FlowerRunError, match=r'client1 \(node \d+\) did not answer within 20 s in round \d+'):
-        flower_deploy(parts, t_max=T_DEPLOY, f=96, rng=0, timeout=20, on_started=started.update)
-    assert _ended([started['superlink'], *started['nodes']])
+    cfg, started = mv_cfg(), {}
+    datas = dict(zip(cfg['parties'], centers))
+    ref = FedMVPPCA(2, 3, 4, 6, rng=3).fit(centers)
+    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
+    fl = flower_run(
+        'mvppca',
+        datas,
+        cfg,
+        engine='deployment',
+        seeds=mvppca_party_rngs(3, cfg['parties']),
+        timeout=60,
+        on_started=started.update,
+    )
+    assert_same_global(fl['results']['master']['global_'], ref.global_)
+    assert by_kind(fl['channel'].transcript).equals(by_kind(ref.channel_.transcript))
+    pd.testing.assert_frame_equal(fl['channel'].transcript, ref.channel_.transcript)
+    assert fl['rounds'] == sim_rounds
+    assert _ended(started)
+
+
+@needs_deploy
+def test_a_center_with_other_views_stops_the_deployment_before_any_message(centers):
+    from fedgauss.flower import FlowerRunError, flower_run
+
+    cfg, started = mv_cfg(), {}
+    bad = dict(zip(cfg['parties'], centers), center1={'a': centers[1]['a'][:, :3]})
+    with pytest.raises(FlowerRunError, match=r"center1 \(node \d+\), round 0 \(keys and data check\).*3 features"):
+        flower_run('mvppca', bad, cfg, engine='deployment', timeout=30, on_started=started.update)
+    assert _ended(started)
+
+
+@needs_deploy
+def test_a_killed_supernode_stops_the_run_naming_node_and_round(centers, monkeypatch):
+    from fedgauss.flower import FlowerRunError, flower_run
+
+    # center1's SuperNode process exits (os._exit) at its 2nd protocol step; the relay waits `timeout` s for its reply
+    monkeypatch.setenv('FEDGAUSS_FLOWER_FAULT', 'center1:2:die')
+    cfg, started = mv_cfg(), {}
+    with pytest.raises(FlowerRunError, match=r'center1 \(node \d+\) did not answer within 20 s in round 2'):
+        flower_run(
+            'mvppca',
+            dict(zip(cfg['parties'], centers)),
+            cfg,
+            engine='deployment',
+            timeout=20,
+            on_started=started.update,
+        )
+    assert _ended(started)
