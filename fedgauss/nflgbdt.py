@@ -640,14 +640,24 @@ FEDERBOOST = _register('federboost', federboost_party, federboost_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
 @patch
+def protocol_inputs(
+    self: FederBoostClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    "What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs, each party's data {'X', 'y'}, the public configuration."
+    datas, cfg = self._prepare(clients)
+    cfg['frac_bits'] = self.frac_bits
+    return FEDERBOOST, datas, cfg
+
+
+@patch
 def fit(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     "Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (the parties share `rng`'s stream, in turn)."
-    datas, cfg = self._prepare(clients)
-    cfg['frac_bits'] = self.frac_bits
-    res = self._run(FEDERBOOST, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
     self.trees_ = res['aggregator']['trees']
     self.timings_['boosting'] = self.timings_['protocol']
     return self
@@ -756,17 +766,28 @@ SIMFL = _register('simfl', simfl_party, simfl_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
+def protocol_inputs(
+    self: SimFLClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    "What `fit` runs: (spec, datas, cfg) — the `SIMFL` programs, each party's data {'X', 'y'}, the public configuration."
+    datas, cfg = self._prepare(clients)
+    D = len(datas)
+    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
+    builders = tree_schedule(cfg['sizes'], self.n_estimators).tolist()
+    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=pairs, builders=builders)
+    return SIMFL, datas, cfg
+
+
+@patch
 def fit(
     self: SimFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator."
-    datas, cfg = self._prepare(clients)
-    D = len(datas)
-    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
-    self.builders_ = tree_schedule(cfg['sizes'], self.n_estimators)
-    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=pairs, builders=self.builders_.tolist())
-    res = self._run(SIMFL, datas, cfg)
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg)
+    self.builders_ = np.array(cfg['builders'])
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
     _lsh_timings(self, res, cfg['parties'])
     return self
@@ -1008,16 +1029,26 @@ TFL = _register('tfl', tfl_party, _aggregator_setup_only)
 
 # %% ../nbs/34_nflgbdt.ipynb #db7b79bc585a40fcaf58bf750017e135
 @patch
+def protocol_inputs(
+    self: TFLClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    "What `fit` runs: (spec, datas, cfg) — the `TFL` programs, each party's data {'X', 'y'}, the public configuration."
+    _check_eps(self.epsilon)
+    datas, cfg = self._prepare(clients)
+    cfg.update(builders=tree_schedule(cfg['sizes'], self.n_estimators).tolist(), epsilon=self.epsilon)
+    return TFL, datas, cfg
+
+
+@patch
 def fit(
     self: TFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     "Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (the parties share `rng`'s stream, in turn)."
-    _check_eps(self.epsilon)
-    datas, cfg = self._prepare(clients)
-    self.builders_ = tree_schedule(cfg['sizes'], self.n_estimators)
-    cfg.update(builders=self.builders_.tolist(), epsilon=self.epsilon)
-    res = self._run(TFL, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.builders_ = np.array(cfg['builders'])
     self.epsilon_per_tree_ = self.epsilon / np.bincount(self.builders_, minlength=len(datas))
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
     self.timings_['boosting'] = self.timings_['protocol']
@@ -1098,15 +1129,25 @@ FGBDTG = _register('fgbdtg', fgbdtg_party, fgbdtg_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
+def protocol_inputs(
+    self: FGBDTGClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    "What `fit` runs: (spec, datas, cfg) — the `FGBDTG` programs, each party's data {'X', 'y'}, the public configuration."
+    _check_eps(self.epsilon)
+    datas, cfg = self._prepare(clients)
+    cfg['eps_tree'] = self.epsilon / self.n_estimators
+    return FGBDTG, datas, cfg
+
+
+@patch
 def fit(
     self: FGBDTGClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     "Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (the parties share `rng`'s stream, in turn)."
-    _check_eps(self.epsilon)
-    datas, cfg = self._prepare(clients)
-    cfg['eps_tree'] = self.epsilon / self.n_estimators
-    res = self._run(FGBDTG, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
     self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
     self.builders_ = np.array(res['aggregator']['chosen'], dtype=int)
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)

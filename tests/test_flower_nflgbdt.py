@@ -19,7 +19,7 @@ from sklearn.datasets import make_classification
 
 from fedgauss.federation import label_skew_split
 from fedgauss.gbdt import forest_margin
-from fedgauss.nflgbdt import NFLGBDTClassifier, tree_from_message, tree_message
+from fedgauss.nflgbdt import FederBoostClassifier, NFLGBDTClassifier, SimFLClassifier, tree_from_message, tree_message
 from fedgauss.smc import run_protocol
 
 KW = dict(n_estimators=4, max_depth=2, rng=0)
@@ -32,7 +32,7 @@ def setup():
     clients = label_skew_split(X, y, n_clients=3, theta=0.8, rng=0)
     est = NFLGBDTClassifier(**KW).fit(clients)
     spec, datas, cfg = NFLGBDTClassifier(**KW).protocol_inputs(clients)
-    return est, spec, datas, cfg, X
+    return est, spec, datas, cfg, clients, X
 
 
 def by_kind(t):
@@ -46,9 +46,10 @@ def check_equal(out, est, spec, datas, cfg, X):
     lay = est.binner_.layout_
     for t, b in enumerate(est.builders_):  # every party holds every tree: structure and leaf values as the builder's
         for p in cfg['parties']:
-            got, ref = tree_message(res[p]['trees'][t]), tree_message(est.trees_[t])
+            got, ref = res[p]['trees'][t], tree_message(est.trees_[t])
+            got = got if isinstance(got, dict) else tree_message(got)  # a node may report its trees as messages
             assert got.keys() == ref.keys() and all(np.array_equal(got[k], ref[k]) for k in ref)
-    trees = [tree_from_message(tree_message(t), lay) for t in res['party1']['trees']]
+    trees = [tree_from_message(t if isinstance(t, dict) else tree_message(t), lay) for t in res['party1']['trees']]
     np.testing.assert_array_equal(res['party1']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
     pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
     _, rounds, ch = run_protocol(spec, datas, cfg, bsp=True)
@@ -59,7 +60,7 @@ def check_equal(out, est, spec, datas, cfg, X):
 def test_flower_simulation_equals_the_simulator(setup):
     from fedgauss.flower import flower_run
 
-    est, spec, datas, cfg, X = setup
+    est, spec, datas, cfg, _, X = setup
     out = flower_run('nflgbdt', datas, cfg, timeout=60)
     check_equal(out, est, spec, datas, cfg, X)
 
@@ -71,7 +72,7 @@ def test_flower_simulation_equals_the_simulator(setup):
 def test_flower_deployment_equals_the_simulator(setup):
     from fedgauss.flower import flower_run
 
-    est, spec, datas, cfg, X = setup
+    est, spec, datas, cfg, _, X = setup
     out = flower_run(spec, datas, cfg, engine='deployment', timeout=60)
     check_equal(out, est, spec, datas, cfg, X)
 
@@ -79,7 +80,7 @@ def test_flower_deployment_equals_the_simulator(setup):
 def test_a_bad_node_stops_the_run_before_any_message(setup):
     from fedgauss.flower import FlowerRunError, LocalGrid, Relay, flower_run, save_party_data
 
-    est, spec, datas, cfg, X = setup
+    est, spec, datas, cfg, _, X = setup
     bad = dict(datas, party1={'X': datas['party1']['X'][:, :4], 'y': datas['party1']['y']})
     with pytest.raises(FlowerRunError, match='party1.*5 columns'):
         flower_run(spec, bad, cfg, timeout=60)
@@ -90,3 +91,22 @@ def test_a_bad_node_stops_the_run_before_any_message(setup):
     with pytest.raises(FlowerRunError, match='party2 has no rows'):
         relay.run(spec, cfg)
     assert len(relay.channel.transcript) == 0
+
+
+@pytest.mark.parametrize('cls', [SimFLClassifier, FederBoostClassifier])
+def test_pausing_protocols_on_the_relay(cls, setup):
+    "SimFL and FederBoost (whose programs pause between phases) through the Flower relay's code on in-process nodes."
+    from fedgauss.flower import LocalGrid, Relay, save_party_data
+
+    *_, clients, X = setup
+    est = cls(**KW).fit(clients)
+    spec, datas, cfg = cls(**KW).protocol_inputs(clients)
+    d = tempfile.mkdtemp()
+    ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
+    out = Relay(LocalGrid(ncs, forget=False), 3).run(spec, cfg)  # each node draws its own masks
+    res = out['results']
+    trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
+    trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]
+    np.testing.assert_array_equal(res['party2']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
+    pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
+    assert out['rounds'] == run_protocol(spec, datas, cfg, bsp=True)[1]
