@@ -57,7 +57,8 @@ def collision_probability(
 
 # %% ../nbs/34_nflgbdt.ipynb #be0e74a0
 class PStableLSH:
-    "`n_tables` p-stable hash functions $\\lfloor (a_l\\cdot v+b_l)/r\\rfloor$, evaluated together as one matrix product."
+    """`n_tables` p-stable hash functions $\\lfloor (a_l\\cdot v+b_l)/r\\rfloor$, evaluated together as one matrix
+    product."""
 
     def __init__(
         self,
@@ -192,7 +193,8 @@ def leaf_sums(
     tree: Tree,  # a tree on the public candidates
     leaf=None,  # the rows' leaves, if known (None: routed here)
 ) -> np.ndarray:
-    "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
+    """(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order:
+    (n_leaves, 2)."""
     leaf = self.leaves(tree) if leaf is None else leaf
     gh = self.gradients()
     s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
@@ -387,7 +389,8 @@ def _prepare(self: _FedGBDT, clients) -> tuple:
 # %% ../nbs/34_nflgbdt.ipynb #46a27a456b804aa2a380d5edf15a5daf
 @patch
 def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict, rngs=None) -> dict:
-    "Run `spec` in the simulator; keep the transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."
+    """Run `spec` in the simulator; keep the transcript, rounds, base margin, and the parties (each with its own rows,
+    for inspection)."""
     t0 = time.perf_counter()
     res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=rngs)
     self.timings_ = {'protocol': time.perf_counter() - t0}
@@ -398,12 +401,14 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict, rngs=None) 
 
 
 def _public_result(result: dict, cfg: dict) -> dict:
-    "What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no node statistics)."
+    """What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no
+    node statistics)."""
     return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
 
 
 def _register(name: str, party, server) -> ProtocolSpec:
-    "Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the rounds)."
+    """Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the
+    rounds)."""
     spec = register_protocol(ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False))
     spec.report = _public_result  # used by a transport that supports reports (the simulator returns whole results)
     return spec
@@ -452,7 +457,8 @@ def _owner_check(data: dict, cfg: dict):
 
 # %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
 def _lsh_cfg(est, datas: dict) -> dict:
-    "The public LSH configuration: the scaling (lo, span) per feature and the shared hash functions (drawn from `est._rng`)."
+    """The public LSH configuration: the scaling (lo, span) per feature and the shared hash functions (drawn from
+    `est._rng`)."""
     if est.lsh_scale not in ('bounds', 'standard'):
         raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
     if est.lsh_bounds is not None:
@@ -480,7 +486,8 @@ def _hash_rows(X, cfg: dict) -> np.ndarray:
 
 # %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
 def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
-    "Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m) back."
+    """Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m)
+    back."""
     ctx.phase = ('hash', 0)
     ctx.send('aggregator', 'hash values', H)
     me = cfg['parties'].index(cfg['me'])
@@ -492,7 +499,8 @@ def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
 
 
 def _aggregator_hash(ctx, cfg: dict):
-    "Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of `cfg['send']` to j."
+    """Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of
+    `cfg['send']` to j."""
     H = []
     for p in cfg['parties']:
         H.append((yield from ctx.recv('hash values', p)))
@@ -512,7 +520,9 @@ def _lsh_timings(est, res: dict, parties: list):
 
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
 def _threaded(fn, handlers: dict):
-    "Generator: run `fn(proxy)` in a helper thread; each call `proxy.name(*args)` blocks it while this generator runs `handlers[name](*args)` (a generator: a message exchange) and hands back its value. Returns `fn`'s result: a plain function that asks a provider (`grow_tree`) becomes a program."
+    """Generator: run `fn(proxy)` in a helper thread; each call `proxy.name(*args)` blocks it while this generator runs
+    `handlers[name](*args)` (a generator: a message exchange) and hands back its value. Returns `fn`'s result: a
+    plain function that asks a provider (`grow_tree`) becomes a program."""
     calls, answers = queue.SimpleQueue(), queue.SimpleQueue()
 
     class _Proxy:
@@ -558,7 +568,8 @@ def _recv_any(ctx, kinds: tuple, sender: str):
 
 
 def _aggregator_provider(ctx, cfg: dict, level: list) -> dict:
-    "The aggregator's histogram provider as message exchanges: each node histogram a secure sum (a new round), splits broadcast."
+    """The aggregator's histogram provider as message exchanges: each node histogram a secure sum (a new round), splits
+    broadcast."""
     names = cfg['parties']
 
     def histograms(nodes):
@@ -604,7 +615,9 @@ def federboost_party(
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
     cfg: dict,  # the public configuration (`FederBoostClassifier.fit` makes it)
 ):
-    "A data owner's whole FederBoost program (a generator): first round, then for each tree its histograms of the asked nodes into secure sums, the splits, and the leaf values. Returns the base margin (the model is the aggregator's)."
+    """A data owner's whole FederBoost program (a generator): first round, then for each tree its histograms of the
+    asked nodes into secure sums, the splits, and the leaf values. Returns the base margin (the model is the
+    aggregator's)."""
     own, base = yield from _owner_start(ctx, data, cfg)
     for t in range(cfg['n_trees']):
         own.provider.start_tree(own.gradients())
@@ -625,7 +638,8 @@ def federboost_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
 ):
-    "The aggregator's FederBoost program (no data): base margin, then it grows every tree on securely summed histograms (one round per level) and broadcasts the leaf values. Returns the trees."
+    """The aggregator's FederBoost program (no data): base margin, then it grows every tree on securely summed
+    histograms (one round per level) and broadcasts the leaf values. Returns the trees."""
     yield from _aggregator_start(ctx, cfg)
     provider, trees = _aggregator_provider(ctx, cfg, [0]), []
     for t in range(cfg['n_trees']):
@@ -644,7 +658,8 @@ def protocol_inputs(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ) -> tuple:
-    "What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs, each party's data {'X', 'y'}, the public configuration."
+    """What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs, each party's data {'X', 'y'}, the public
+    configuration."""
     datas, cfg = self._prepare(clients)
     cfg['frac_bits'] = self.frac_bits
     return FEDERBOOST, datas, cfg
@@ -655,7 +670,8 @@ def fit(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (the parties share `rng`'s stream, in turn)."
+    """Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (the parties share `rng`'s stream,
+    in turn)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
     self.trees_ = res['aggregator']['trees']
@@ -676,7 +692,8 @@ def tree_schedule(
 
 # %% ../nbs/34_nflgbdt.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
-    "Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the tree is broadcast."
+    """Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the
+    tree is broadcast."""
     names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
     if me != names[b]:
         ctx.phase = ('tree', t)
@@ -702,7 +719,8 @@ def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
 
 # %% ../nbs/34_nflgbdt.ipynb #504fb2a444614c0babb325280ed9130a
 class SimFLClassifier(_FedGBDT):
-    "SimFL (Li, Wen & He 2020): LSH similar-instance gradients; parties build blocks of trees in proportion to their sizes."
+    """SimFL (Li, Wen & He 2020): LSH similar-instance gradients; parties build blocks of trees in proportion to their
+    sizes."""
 
     _allow_nan = False
 
@@ -738,7 +756,8 @@ def simfl_party(
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
     cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
 ):
-    "A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`. Returns its trees (those it built with their node statistics), the base margin and its hashing time."
+    """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
+    Returns its trees (those it built with their node statistics), the base margin and its hashing time."""
     t0 = time.perf_counter()
     H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
     took, me = time.perf_counter() - t0, cfg['parties'].index(cfg['me'])
@@ -770,7 +789,8 @@ def protocol_inputs(
     self: SimFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ) -> tuple:
-    "What `fit` runs: (spec, datas, cfg) — the `SIMFL` programs, each party's data {'X', 'y'}, the public configuration."
+    """What `fit` runs: (spec, datas, cfg) — the `SIMFL` programs, each party's data {'X', 'y'}, the public
+    configuration."""
     datas, cfg = self._prepare(clients)
     D = len(datas)
     pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
@@ -819,7 +839,8 @@ def global_leaf_weights(
 
 # %% ../nbs/34_nflgbdt.ipynb #4e2f5dc9
 def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
-    "Generator: a later nFL-GBDT tree `t` — builder `b` grows the structure on its rows; the aggregator sets the leaf weights."
+    """Generator: a later nFL-GBDT tree `t` — builder `b` grows the structure on its rows; the aggregator sets the leaf
+    weights."""
     names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
     if me == names[b]:
         ctx.phase = ('tree', t)
@@ -842,7 +863,8 @@ def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
 
 
 def _aggregator_nfl_step(ctx, cfg: dict, w):
-    "Generator: the aggregator's part of a later tree — global leaf weights from the parties' leaf sums, weighted by `w`."
+    """Generator: the aggregator's part of a later tree — global leaf weights from the parties' leaf sums, weighted by
+    `w`."""
     got = []
     for p in cfg['parties']:
         got.append((yield from ctx.recv('leaf sums', p)))
@@ -889,7 +911,9 @@ def nflgbdt_party(
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
     cfg: dict,  # the public configuration (`NFLGBDTClassifier.fit` makes it)
 ):
-    "A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then the later trees. Returns its trees (those it built with their node statistics), the base margin and its hashing time."
+    """A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then
+    the later trees. Returns its trees (those it built with their node statistics), the base margin and its hashing
+    time."""
     t0 = time.perf_counter()
     H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
     took = time.perf_counter() - t0
@@ -905,7 +929,8 @@ def nflgbdt_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
 ):
-    "The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf weights of every later tree."
+    """The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf
+    weights of every later tree."""
     counts = yield from _aggregator_start(ctx, cfg)
     maps, took = yield from _aggregator_hash(ctx, cfg)
     n_d = similar_counts(maps, [int(c[0]) for c in counts])
@@ -923,7 +948,8 @@ def protocol_inputs(
     self: NFLGBDTClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ) -> tuple:
-    "What `fit` runs: (spec, datas, cfg) — the `NFLGBDT` programs, each party's data {'X', 'y'}, the public configuration; give them to `run_protocol` or `fedgauss.flower.flower_run`."
+    """What `fit` runs: (spec, datas, cfg) — the `NFLGBDT` programs, each party's data {'X', 'y'}, the public
+    configuration; give them to `run_protocol` or `fedgauss.flower.flower_run`."""
     if self.leaf_weighting not in ('similar', 'sum'):
         raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
     datas, cfg = self._prepare(clients)
@@ -950,7 +976,8 @@ def fit(
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
 def _dp_tree(own: DataOwner, grow: dict, eps_tree: float, rng) -> Tree:
-    "A tree on `own`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf (`grow`: the boosting parameters)."
+    """A tree on `own`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf
+    (`grow`: the boosting parameters)."""
     gh = own.gradients()
     gh[:, 1] = 1.0
     own.provider.start_tree(gh)
@@ -997,7 +1024,8 @@ def tfl_party(
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
     cfg: dict,  # the public configuration (`TFLClassifier.fit` makes it)
 ):
-    "A data owner's whole TFL program (a generator): first round, then each tree — its own DP tree, broadcast, on its turns (`cfg['builders']`); the builder's otherwise. Returns its trees and the base margin."
+    """A data owner's whole TFL program (a generator): first round, then each tree — its own DP tree, broadcast, on its
+    turns (`cfg['builders']`); the builder's otherwise. Returns its trees and the base margin."""
     own, base = yield from _owner_start(ctx, data, cfg)
     names, lay, B = cfg['parties'], cfg['binner'].layout_, cfg['builders']
     me, trees = names.index(cfg['me']), []
@@ -1056,7 +1084,8 @@ def fit(
 
 # %% ../nbs/34_nflgbdt.ipynb #916684f9a58a4a2aa5f864670399430d
 class FGBDTGClassifier(_FedGBDT):
-    "F-GBDT-G (Yamamoto et al. 2020): each round every party proposes a DP tree; the sum of the parties' gradient scores picks one."
+    """F-GBDT-G (Yamamoto et al. 2020): each round every party proposes a DP tree; the sum of the parties' gradient
+    scores picks one."""
 
     def __init__(
         self,
@@ -1076,7 +1105,8 @@ class FGBDTGClassifier(_FedGBDT):
 
 # %% ../nbs/34_nflgbdt.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
 def _fgbdtg_step(ctx, own: DataOwner, cfg: dict, t: int):
-    "Generator: a party's F-GBDT-G round `t` — its DP candidate to the others, scores of all candidates to the aggregator, the chosen one added."
+    """Generator: a party's F-GBDT-G round `t` — its DP candidate to the others, scores of all candidates to the
+    aggregator, the chosen one added."""
     names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
     ctx.phase = ('tree', t)
     c = _dp_tree(own, cfg['grow'], cfg['eps_tree'], ctx.rng)
@@ -1100,7 +1130,8 @@ def fgbdtg_party(
     data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
     cfg: dict,  # the public configuration (`FGBDTGClassifier.fit` makes it)
 ):
-    "A data owner's whole F-GBDT-G program (a generator): first round, then one proposal round per tree. Returns its trees (its own proposals with their node statistics) and the base margin."
+    """A data owner's whole F-GBDT-G program (a generator): first round, then one proposal round per tree. Returns its
+    trees (its own proposals with their node statistics) and the base margin."""
     own, base = yield from _owner_start(ctx, data, cfg)
     trees = []
     for t in range(cfg['n_trees']):
@@ -1112,7 +1143,8 @@ def fgbdtg_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
 ):
-    "The aggregator's F-GBDT-G program (no data): base margin, then each round the candidate with the smallest summed score. Returns the chosen proposers."
+    """The aggregator's F-GBDT-G program (no data): base margin, then each round the candidate with the smallest summed
+    score. Returns the chosen proposers."""
     yield from _aggregator_start(ctx, cfg)
     chosen = []
     for t in range(cfg['n_trees']):
@@ -1133,7 +1165,8 @@ def protocol_inputs(
     self: FGBDTGClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ) -> tuple:
-    "What `fit` runs: (spec, datas, cfg) — the `FGBDTG` programs, each party's data {'X', 'y'}, the public configuration."
+    """What `fit` runs: (spec, datas, cfg) — the `FGBDTG` programs, each party's data {'X', 'y'}, the public
+    configuration."""
     _check_eps(self.epsilon)
     datas, cfg = self._prepare(clients)
     cfg['eps_tree'] = self.epsilon / self.n_estimators
@@ -1145,7 +1178,8 @@ def fit(
     self: FGBDTGClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (the parties share `rng`'s stream, in turn)."
+    """Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (the parties share `rng`'s stream, in
+    turn)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
     self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
@@ -1170,7 +1204,8 @@ def individual_errors(
     y_test,  # test labels
     **kwargs,
 ) -> np.ndarray:  # test error of each party's own model
-    "Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose parameters they are)."
+    """Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose
+    parameters they are)."""
     Xs, ys, _ = _check_clients(clients, True)
     y_test = np.asarray(y_test)
     out = []

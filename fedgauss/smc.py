@@ -1711,7 +1711,8 @@ def secure_sum_party(
     server: str = 'server',  # the party that learns the sum
     frac_bits: int = 24,  # fractional bits of the 64-bit fixed point
 ):
-    "Generator: a client's side of `secure_sum` — key agreement through `server`, then its values plus its pairwise masks."
+    """Generator: a client's side of `secure_sum` — key agreement through `server`, then its values plus its pairwise
+    masks."""
     P, names, me = RFC3526_P2048, ctx.parties, ctx.me
     a = np.asarray(values, dtype=float)
     lim = 2.0 ** (63 - frac_bits) / len(names)
