@@ -4,7 +4,7 @@
 
 # %% ../nbs/34_nflgbdt.ipynb #d7941756
 from __future__ import annotations
-import numbers, time
+import numbers, queue, threading, time
 from dataclasses import replace
 
 import numpy as np
@@ -26,14 +26,15 @@ from fedgauss.gbdt import (
     forest_margin,
     newton_weight,
 )
-from .smc import secure_sum
+from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum_party, secure_sum_server
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'tree_message', 'tree_from_message',
-           'FederatedHistograms', 'FederBoostClassifier', 'tree_schedule', 'SimFLClassifier', 'similar_counts',
-           'global_leaf_weights', 'NFLGBDTClassifier', 'TFLClassifier', 'FGBDTGClassifier', 'pooled',
-           'individual_errors', 'communication']
+__all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
+           'tree_message', 'tree_from_message', 'FederBoostClassifier', 'federboost_party', 'federboost_server',
+           'tree_schedule', 'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
+           'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier',
+           'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -56,7 +57,8 @@ def collision_probability(
 
 # %% ../nbs/34_nflgbdt.ipynb #be0e74a0
 class PStableLSH:
-    "`n_tables` p-stable hash functions $\\lfloor (a_l\\cdot v+b_l)/r\\rfloor$, evaluated together as one matrix product."
+    """`n_tables` p-stable hash functions $\\lfloor (a_l\\cdot v+b_l)/r\\rfloor$, evaluated together as one matrix
+    product."""
 
     def __init__(
         self,
@@ -148,14 +150,21 @@ class DataOwner(Party):
     def __init__(
         self,
         name: str,  # the party name on the channel
-        channel: Channel,  # the channel it talks through
+        channel: Channel | None,  # the channel it talks through (None: a program's, which talks through its context)
         X,  # its rows (n, d), never sent
         y,  # its binary labels in {0, 1}
         binner: Binner,  # the public candidates (a fitted Binner)
     ):
         super().__init__(name, channel, X, y)
-        self.binner, self.codes = binner, binner.transform(X)
+        self.binner, self._codes = binner, None
         self.loss, self.margin, self._provider = LogisticLoss(), None, None
+
+    @property
+    def codes(self) -> np.ndarray:
+        "Its rows binned on the public candidates (binned once, when first needed)."
+        if self._codes is None:
+            self._codes = self.binner.transform(self._X)
+        return self._codes
 
     def gradients(self) -> np.ndarray:
         "Per-row (g, h) of the logistic loss at the current margins."
@@ -184,7 +193,8 @@ def leaf_sums(
     tree: Tree,  # a tree on the public candidates
     leaf=None,  # the rows' leaves, if known (None: routed here)
 ) -> np.ndarray:
-    "(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order: (n_leaves, 2)."
+    """(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order:
+    (n_leaves, 2)."""
     leaf = self.leaves(tree) if leaf is None else leaf
     gh = self.gradients()
     s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
@@ -350,43 +360,234 @@ def _predict(self, X) -> np.ndarray:
 
 _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decision_function, _predict_proba, _predict)
 
+# %% ../nbs/34_nflgbdt.ipynb #a50416e276a0479cbe66534ed1713a40
+@patch
+def _prepare(self: _FedGBDT, clients) -> tuple:
+    "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1)."
+    check_boosting_params(self)
+    Xs, ys, names = _check_clients(clients, self._allow_nan)
+    self.classes_ = np.unique(np.concatenate(ys))
+    if len(self.classes_) != 2:
+        raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
+    self.n_features_in_ = Xs[0].shape[1]
+    if names is not None:
+        self.feature_names_in_ = np.asarray(names, dtype=object)
+    self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
+    self._rng = as_rng(self.rng)
+    parties = [f'party{k}' for k in range(len(Xs))]
+    datas = {n: {'X': X, 'y': (y == self.classes_[1]).astype(float)} for n, X, y in zip(parties, Xs, ys)}
+    cfg = dict(
+        parties=parties,
+        binner=self.binner_,
+        sizes=[len(X) for X in Xs],
+        n_trees=self.n_estimators,
+        grow=self._grow_kw(),
+        allow_nan=self._allow_nan,
+    )
+    return datas, cfg
+
+# %% ../nbs/34_nflgbdt.ipynb #46a27a456b804aa2a380d5edf15a5daf
+@patch
+def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict, rngs=None) -> dict:
+    """Run `spec` in the simulator; keep the transcript, rounds, base margin, and the parties (each with its own rows,
+    for inspection)."""
+    t0 = time.perf_counter()
+    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=rngs)
+    self.timings_ = {'protocol': time.perf_counter() - t0}
+    self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_) for n, d in datas.items()]
+    self.aggregator_ = Party('aggregator', self.channel_)
+    self.base_margin_ = res[cfg['parties'][0]]['base_margin']
+    return res
+
+
+def _public_result(result: dict, cfg: dict) -> dict:
+    """What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no
+    node statistics)."""
+    return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
+
+
+def _register(name: str, party, server) -> ProtocolSpec:
+    """Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the
+    rounds)."""
+    spec = register_protocol(ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False))
+    spec.report = _public_result  # used by a transport that supports reports (the simulator returns whole results)
+    return spec
+
+
+def _built_trees(res: dict, parties: list, builders) -> list:
+    "Tree t as its builder holds it (with its node statistics), from the parties' results."
+    return [res[parties[b]]['trees'][t] for t, b in enumerate(builders)]
+
+# %% ../nbs/34_nflgbdt.ipynb #1944c39560714e6e80c856f20744a8e5
+def _owner_start(ctx, data: dict, cfg: dict):
+    "Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator, the base margin back."
+    own = DataOwner(cfg['me'], None, data['X'], data['y'], cfg['binner'])
+    ctx.send('aggregator', 'class counts', np.array([own.n_rows, int(own._y.sum())]))
+    base = yield from ctx.recv('base margin', 'aggregator')
+    own.margin = np.full(own.n_rows, base)
+    return own, base
+
+
+def _aggregator_start(ctx, cfg: dict):
+    "Generator: the aggregator's first round — the base margin from the parties' class counts; returns the counts."
+    counts = []
+    for p in cfg['parties']:
+        counts.append((yield from ctx.recv('class counts', p)))
+    n, pos = sum(counts)
+    margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
+    for p in cfg['parties']:
+        ctx.send(p, 'base margin', margin)
+    return counts
+
+
+def _owner_check(data: dict, cfg: dict):
+    "A data owner's data against the public configuration: ValueError naming the party and the problem."
+    me, X, y = cfg['me'], np.asarray(data['X']), np.asarray(data['y'])
+    d, n = cfg['binner'].layout_.n_features, cfg['sizes'][cfg['parties'].index(me)]
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"{me}: X must have {d} columns, as the public candidates; got shape {X.shape}")
+    if len(X) == 0:
+        raise ValueError(f"{me} has no rows")
+    if len(X) != n or y.shape != (len(X),):
+        raise ValueError(f"{me}: {len(X)} rows and {y.shape} labels; the configuration says {n} rows")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError(f"{me}: labels must be 0 or 1")
+    if np.isinf(X).any() or (not cfg['allow_nan'] and np.isnan(X).any()):
+        raise ValueError(f"{me}: X contains {'infinity' if cfg['allow_nan'] else 'NaN or infinity'}")
+
+# %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
+def _lsh_cfg(est, datas: dict) -> dict:
+    """The public LSH configuration: the scaling (lo, span) per feature and the shared hash functions (drawn from
+    `est._rng`)."""
+    if est.lsh_scale not in ('bounds', 'standard'):
+        raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
+    if est.lsh_bounds is not None:
+        lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
+    else:  # declared public, like the split candidates
+        allX = np.vstack([d['X'] for d in datas.values()])
+        lo, hi = (
+            (allX.min(axis=0), allX.max(axis=0))
+            if est.lsh_scale == 'bounds'
+            else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
+        )
+    span = np.where(hi > lo, hi - lo, 1.0)
+    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
+    return dict(lsh=lsh, lsh_lo=lo, lsh_span=span)
+
+
+def _hash_rows(X, cfg: dict) -> np.ndarray:
+    "A party's hash values (int32) of its rows, scaled by the public (lo, span); ValueError beyond int32."
+    H = cfg['lsh'].hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
+    if len(H) and np.abs(H).max() >= 2**31:
+        raise ValueError(
+            f"{cfg['me']}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
+        )
+    return H.astype(np.int32)
+
+# %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
+def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
+    """Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m)
+    back."""
+    ctx.phase = ('hash', 0)
+    ctx.send('aggregator', 'hash values', H)
+    me = cfg['parties'].index(cfg['me'])
+    own.maps = {}
+    for j, m in cfg['send']:
+        if j == me:
+            msg = yield from ctx.recv('similar rows', 'aggregator')
+            own.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
+
+
+def _aggregator_hash(ctx, cfg: dict):
+    """Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of
+    `cfg['send']` to j."""
+    H = []
+    for p in cfg['parties']:
+        H.append((yield from ctx.recv('hash values', p)))
+    t0 = time.perf_counter()
+    maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in cfg['pairs']}
+    for j, m in cfg['send']:
+        ctx.send(cfg['parties'][j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
+    return maps, time.perf_counter() - t0
+
+# %% ../nbs/34_nflgbdt.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
+def _lsh_timings(est, res: dict, parties: list):
+    "Seconds of the hashing (the parties'), the similarity maps (the aggregator's) and the rest (boosting)."
+    t = est.timings_
+    t['hashing'] = sum(res[p]['timings']['hashing'] for p in parties)
+    t['similarity'] = res['aggregator']['timings']['similarity']
+    t['boosting'] = t['protocol'] - t['hashing'] - t['similarity']
+
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
-class FederatedHistograms:
-    "Histogram provider for `grow_tree` at the aggregator: each node histogram is the secure sum of the parties' own."
+def _threaded(fn, handlers: dict):
+    """Generator: run `fn(proxy)` in a helper thread; each call `proxy.name(*args)` blocks it while this generator runs
+    `handlers[name](*args)` (a generator: a message exchange) and hands back its value. Returns `fn`'s result: a
+    plain function that asks a provider (`grow_tree`) becomes a program."""
+    calls, answers = queue.SimpleQueue(), queue.SimpleQueue()
 
-    def __init__(
-        self,
-        parties: list,  # the data owners
-        aggregator: Party,  # the aggregator party (it grows the tree)
-        frac_bits: int = 32,  # fractional bits of the secure sum fixed point
-        rng=None,  # numpy Generator or seed (masks)
-    ):
-        self.parties, self.aggregator, self.frac_bits, self.rng = parties, aggregator, frac_bits, as_rng(rng)
-        self.channel = aggregator.channel
+    class _Proxy:
+        def __getattr__(self, name):
+            def call(*a, **kw):
+                calls.put((name, a, kw))
+                ok, v = answers.get()
+                if not ok:
+                    raise RuntimeError("the program was stopped")
+                return v
 
-    def histograms(
-        self,
-        nodes,  # the open nodes, as grow_tree asks
-    ) -> np.ndarray:
-        self.channel.next_round()
-        self.aggregator.broadcast(self.parties, 'nodes', np.asarray(nodes, np.int32))
-        local = {p.name: p.provider.histograms(np.asarray(p.receive('nodes'), np.intp)) for p in self.parties}
-        return secure_sum(local, self.channel, server=self.aggregator.name, frac_bits=self.frac_bits, rng=self.rng)
+            return call
 
-    def split(
-        self,
-        nodes,  # the nodes being split
-        feature,  # feature of each split
-        bin,  # bin of each split: bins <= bin go left
-        default_left,  # whether missing values go left, per split
-        left,  # left child of each split node
-        right,  # right child of each split node
-    ):
+    def run():
+        try:
+            calls.put(('', fn(_Proxy()), None))
+        except BaseException as e:
+            calls.put(('!', e, None))
+
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        while True:
+            name, a, kw = calls.get()
+            if name in ('', '!'):
+                break
+            answers.put((True, (yield from handlers[name](*a, **kw))))
+    except BaseException:
+        answers.put((False, None))  # let the thread end
+        raise
+    if name == '!':
+        raise a
+    return a
+
+# %% ../nbs/34_nflgbdt.ipynb #015066fb96f841e5be1e03a9eaadc3b6
+def _recv_any(ctx, kinds: tuple, sender: str):
+    "Generator: (kind, payload) of the oldest message from `sender` of any of `kinds`, waiting until there is one."
+    while True:
+        for i, (s, k, p) in enumerate(ctx.box):
+            if s == sender and k in kinds:
+                del ctx.box[i]
+                return k, p
+        yield ('recv', kinds, sender)
+
+
+def _aggregator_provider(ctx, cfg: dict, level: list) -> dict:
+    """The aggregator's histogram provider as message exchanges: each node histogram a secure sum (a new round), splits
+    broadcast."""
+    names = cfg['parties']
+
+    def histograms(nodes):
+        yield from ctx.pause()  # what it sent before stays in its round
+        ctx.phase, level[0] = ('level', level[0]), level[0] + 1
+        for p in names:
+            ctx.send(p, 'nodes', np.asarray(nodes, np.int32))
+        shape = (len(nodes), cfg['binner'].layout_.n_slots, 2)
+        return (yield from secure_sum_server(ctx, shape, cfg['frac_bits']))
+
+    def split(nodes, feature, bin, default_left, left, right):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
-        self.aggregator.broadcast(self.parties, 'splits', {k: np.asarray(v) for k, v in msg.items()})
-        for p in self.parties:
-            p.provider.split(**p.receive('splits'))
+        for p in names:
+            ctx.send(p, 'splits', {k: np.asarray(v) for k, v in msg.items()})
         return None
+        yield
+
+    return dict(histograms=histograms, split=split)
 
 # %% ../nbs/34_nflgbdt.ipynb #7623eae2785240b9bd12b16a66d81610
 class FederBoostClassifier(_FedGBDT):
@@ -408,25 +609,73 @@ class FederBoostClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.frac_bits, self.rng = max_bins, frac_bits, rng
 
+# %% ../nbs/34_nflgbdt.ipynb #81ff116bae5b45f6b6dae177083008cf
+def federboost_party(
+    ctx,  # this party's `PartySMC` (mailbox, rng: its Diffie-Hellman secrets)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`FederBoostClassifier.fit` makes it)
+):
+    """A data owner's whole FederBoost program (a generator): first round, then for each tree its histograms of the
+    asked nodes into secure sums, the splits, and the leaf values. Returns the base margin (the model is the
+    aggregator's)."""
+    own, base = yield from _owner_start(ctx, data, cfg)
+    for t in range(cfg['n_trees']):
+        own.provider.start_tree(own.gradients())
+        while True:
+            kind, msg = yield from _recv_any(ctx, ('nodes', 'splits', 'leaf values'), 'aggregator')
+            if kind == 'nodes':
+                hist = own.provider.histograms(np.asarray(msg, np.intp))
+                yield from secure_sum_party(ctx, hist, 'aggregator', cfg['frac_bits'])
+            elif kind == 'splits':
+                own.provider.split(**msg)
+            else:
+                own.margin = own.margin + own.provider.row_values(msg)
+                break
+    return dict(base_margin=base)
+
+# %% ../nbs/34_nflgbdt.ipynb #81ff116bae5b45f6b6dae177083008cfb
+def federboost_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    """The aggregator's FederBoost program (no data): base margin, then it grows every tree on securely summed
+    histograms (one round per level) and broadcasts the leaf values. Returns the trees."""
+    yield from _aggregator_start(ctx, cfg)
+    provider, trees = _aggregator_provider(ctx, cfg, [0]), []
+    for t in range(cfg['n_trees']):
+        grow = lambda prov: grow_tree(prov, cfg['binner'].layout_, **cfg['grow'])
+        trees.append((yield from _threaded(grow, provider)))
+        for p in cfg['parties']:
+            ctx.send(p, 'leaf values', trees[-1].value)
+    return dict(trees=trees)
+
+
+FEDERBOOST = _register('federboost', federboost_party, federboost_server)
+
 # %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
+@patch
+def protocol_inputs(
+    self: FederBoostClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    """What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs, each party's data {'X', 'y'}, the public
+    configuration."""
+    datas, cfg = self._prepare(clients)
+    cfg['frac_bits'] = self.frac_bits
+    return FEDERBOOST, datas, cfg
+
+
 @patch
 def fit(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    parties, agg = self._setup(clients)
-    fh = FederatedHistograms(parties, agg, self.frac_bits, self._rng)
-    t0 = time.perf_counter()
-    for _ in range(self.n_estimators):
-        for p in parties:
-            p.provider.start_tree(p.gradients())
-        tree = grow_tree(fh, self.binner_.layout_, **self._grow_kw())
-        agg.broadcast(parties, 'leaf values', tree.value)
-        for p in parties:
-            p.margin = p.margin + p.provider.row_values(p.receive('leaf values'))
-        self.trees_.append(tree)
-    self.timings_['boosting'] = time.perf_counter() - t0
+    """Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (the parties share `rng`'s stream,
+    in turn)."""
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.trees_ = res['aggregator']['trees']
+    self.timings_['boosting'] = self.timings_['protocol']
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #e582417a
@@ -441,75 +690,37 @@ def tree_schedule(
     k[np.argsort(-(q - k), kind='stable')[: n_trees - k.sum()]] += 1
     return np.repeat(np.arange(len(sizes)), k)
 
-# %% ../nbs/34_nflgbdt.ipynb #ed308493
-def _lsh_maps(est, parties, agg, pairs: list, send: list) -> dict:
-    "Hashing round: parties send hash values; the aggregator computes the most-similar maps (j, m) in `pairs` and sends those in `send` to j."
-    t0 = time.perf_counter()
-    agg.channel.next_round()
-    if est.lsh_scale not in ('bounds', 'standard'):
-        raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
-    if est.lsh_bounds is not None:
-        lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
-    else:  # declared public, like the split candidates
-        allX = np.vstack([np.asarray(p._X, float) for p in parties])
-        lo, hi = (
-            (allX.min(axis=0), allX.max(axis=0))
-            if est.lsh_scale == 'bounds'
-            else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
-        )
-    span = np.where(hi > lo, hi - lo, 1.0)
-    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
-    for p in parties:
-        H = lsh.hash((np.asarray(p._X, float) - lo) / span)
-        if len(H) and np.abs(H).max() >= 2**31:
-            raise ValueError(
-                f"{p.name}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
-            )
-        p.send(agg, 'hash values', H.astype(np.int32))
-    H = [agg.receive('hash values', sender=p) for p in parties]
-    est.timings_['hashing'] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in pairs}
-    for j, m in send:
-        agg.send(parties[j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
-    for p in parties:
-        p.maps = {}
-        while p.channel.pending(p):
-            msg = p.receive('similar rows', sender=agg)
-            p.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
-    est.timings_['similarity'] = time.perf_counter() - t0
-    return maps
-
-# %% ../nbs/34_nflgbdt.ipynb #07c51766
-def _simfl_tree(est, parties, b: int) -> Tree:
-    "One SimFL tree at builder `b`: the others send their gradients summed onto the builder's rows; the tree is broadcast."
-    parties[0].channel.next_round()
-    builder = parties[b]
-    for j, p in enumerate(parties):
-        if j == b:
-            continue
-        gh, to = p.gradients(), p.maps[b]
-        p.send(
-            builder,
-            'mapped gradients',
-            np.stack([np.bincount(to, gh[:, c], minlength=builder.n_rows) for c in (0, 1)], axis=1),
-        )
-    gh = builder.gradients() + sum(
-        builder.receive('mapped gradients', sender=p) for j, p in enumerate(parties) if j != b
-    )
-    builder.provider.start_tree(gh)
-    tree = grow_tree(builder.provider, est.binner_.layout_, **est._grow_kw())
-    builder.broadcast([p for p in parties if p is not builder], 'tree', tree_message(tree))
-    for p in parties:
-        if p is builder:
-            p.margin = p.margin + p.provider.row_values(tree.value)
-        else:
-            p.add_tree(tree_from_message(p.receive('tree', sender=builder), est.binner_.layout_))
+# %% ../nbs/34_nflgbdt.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
+def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
+    """Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the
+    tree is broadcast."""
+    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    if me != names[b]:
+        ctx.phase = ('tree', t)
+        gh, to = own.gradients(), own.maps[b]
+        n_b = cfg['sizes'][b]
+        ctx.send(names[b], 'mapped gradients', np.stack([np.bincount(to, gh[:, c], minlength=n_b) for c in (0, 1)], 1))
+        tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
+        own.add_tree(tree)
+        return tree
+    got = []
+    for p in names:
+        if p != me:
+            got.append((yield from ctx.recv('mapped gradients', p)))
+    ctx.phase = ('tree', t)
+    own.provider.start_tree(own.gradients() + sum(got))
+    tree = grow_tree(own.provider, lay, **cfg['grow'])
+    msg = tree_message(tree)
+    for p in names:
+        if p != me:
+            ctx.send(p, 'tree', msg)
+    own.margin = own.margin + own.provider.row_values(tree.value)
     return tree
 
 # %% ../nbs/34_nflgbdt.ipynb #504fb2a444614c0babb325280ed9130a
 class SimFLClassifier(_FedGBDT):
-    "SimFL (Li, Wen & He 2020): LSH similar-instance gradients; parties build blocks of trees in proportion to their sizes."
+    """SimFL (Li, Wen & He 2020): LSH similar-instance gradients; parties build blocks of trees in proportion to their
+    sizes."""
 
     _allow_nan = False
 
@@ -539,21 +750,66 @@ class SimFLClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
         self.lsh_scale = lsh_scale
 
+# %% ../nbs/34_nflgbdt.ipynb #47b7c048
+def simfl_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
+):
+    """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
+    Returns its trees (those it built with their node statistics), the base margin and its hashing time."""
+    t0 = time.perf_counter()
+    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
+    took, me = time.perf_counter() - t0, cfg['parties'].index(cfg['me'])
+    own, base = yield from _owner_start(ctx, data, cfg)
+    yield from _owner_hash(ctx, own, cfg, H)
+    trees = []
+    for t, b in enumerate(cfg['builders']):
+        if t and cfg['builders'][t - 1] == me != b:
+            yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
+        trees.append((yield from _simfl_step(ctx, own, cfg, t, b)))
+    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+
+
+def simfl_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    "The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees."
+    yield from _aggregator_start(ctx, cfg)
+    _, took = yield from _aggregator_hash(ctx, cfg)
+    return dict(timings={'similarity': took})
+
+
+SIMFL = _register('simfl', simfl_party, simfl_server)
+
 # %% ../nbs/34_nflgbdt.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+@patch
+def protocol_inputs(
+    self: SimFLClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    """What `fit` runs: (spec, datas, cfg) — the `SIMFL` programs, each party's data {'X', 'y'}, the public
+    configuration."""
+    datas, cfg = self._prepare(clients)
+    D = len(datas)
+    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
+    builders = tree_schedule(cfg['sizes'], self.n_estimators).tolist()
+    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=pairs, builders=builders)
+    return SIMFL, datas, cfg
+
+
 @patch
 def fit(
     self: SimFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    parties, agg = self._setup(clients)
-    D = len(parties)
-    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
-    _lsh_maps(self, parties, agg, pairs, pairs)
-    t0 = time.perf_counter()
-    self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
-    self.trees_ = [_simfl_tree(self, parties, int(b)) for b in self.builders_]
-    self.timings_['boosting'] = time.perf_counter() - t0
+    "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator."
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg)
+    self.builders_ = np.array(cfg['builders'])
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    _lsh_timings(self, res, cfg['parties'])
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
@@ -582,33 +838,39 @@ def global_leaf_weights(
     return newton_weight(S[:, 0], S[:, 1], reg_lambda, 0.0)
 
 # %% ../nbs/34_nflgbdt.ipynb #4e2f5dc9
-def _nfl_tree(est, parties, agg, b: int, w) -> Tree:
-    "One later nFL-GBDT tree: builder `b` grows the structure on its rows; the aggregator sets the global leaf weights."
-    agg.channel.next_round()
-    builder = parties[b]
-    builder.provider.start_tree(builder.gradients())
-    tree = grow_tree(builder.provider, est.binner_.layout_, **est._grow_kw())
-    builder.broadcast([p for p in parties if p is not builder], 'structure', tree_message(tree, values=False))
-    trees = {
-        p.name: tree if p is builder else tree_from_message(p.receive('structure', sender=builder), est.binner_.layout_)
-        for p in parties
-    }
-    leaf = {
-        p.name: p.provider.node if p is builder else p.leaves(trees[p.name]) for p in parties
-    }  # the builder knows its rows' leaves
-    for p in parties:
-        p.send(agg, 'leaf sums', p.leaf_sums(trees[p.name], leaf[p.name]))
-    omega = est.learning_rate * global_leaf_weights(
-        [agg.receive('leaf sums', sender=p) for p in parties], w, est.reg_lambda
-    )
-    agg.broadcast(parties, 'leaf weights', omega)
-    for p in parties:
-        t = trees[p.name]
-        v = np.zeros(t.n_nodes)
-        v[t.is_leaf] = p.receive('leaf weights', sender=agg)
-        trees[p.name] = replace(t, value=v)
-        p.add_tree(trees[p.name], leaf[p.name])
-    return trees[builder.name]
+def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
+    """Generator: a later nFL-GBDT tree `t` — builder `b` grows the structure on its rows; the aggregator sets the leaf
+    weights."""
+    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    if me == names[b]:
+        ctx.phase = ('tree', t)
+        own.provider.start_tree(own.gradients())
+        tree = grow_tree(own.provider, lay, **cfg['grow'])
+        msg = tree_message(tree, values=False)
+        for p in names:
+            if p != me:
+                ctx.send(p, 'structure', msg)
+        leaf = own.provider.node  # the builder knows its rows' leaves
+    else:
+        tree = tree_from_message((yield from ctx.recv('structure', names[b])), lay)
+        leaf = own.leaves(tree)
+    ctx.send('aggregator', 'leaf sums', own.leaf_sums(tree, leaf))
+    v = np.zeros(tree.n_nodes)
+    v[tree.is_leaf] = yield from ctx.recv('leaf weights', 'aggregator')
+    tree = replace(tree, value=v)
+    own.add_tree(tree, leaf)
+    return tree
+
+
+def _aggregator_nfl_step(ctx, cfg: dict, w):
+    """Generator: the aggregator's part of a later tree — global leaf weights from the parties' leaf sums, weighted by
+    `w`."""
+    got = []
+    for p in cfg['parties']:
+        got.append((yield from ctx.recv('leaf sums', p)))
+    omega = cfg['grow']['learning_rate'] * global_leaf_weights(got, w, cfg['grow']['reg_lambda'])
+    for p in cfg['parties']:
+        ctx.send(p, 'leaf weights', omega)
 
 # %% ../nbs/34_nflgbdt.ipynb #c3933fab20d04ec698c2621248eb3be0
 class NFLGBDTClassifier(_FedGBDT):
@@ -643,43 +905,92 @@ class NFLGBDTClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_scale = n_tables, r, stable, lsh_scale
         self.lsh_bounds, self.leaf_weighting, self.rng = lsh_bounds, leaf_weighting, rng
 
+# %% ../nbs/34_nflgbdt.ipynb #76127f4a2f6a44fba749ea7800e59d51
+def nflgbdt_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`NFLGBDTClassifier.fit` makes it)
+):
+    """A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then
+    the later trees. Returns its trees (those it built with their node statistics), the base margin and its hashing
+    time."""
+    t0 = time.perf_counter()
+    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
+    took = time.perf_counter() - t0
+    own, base = yield from _owner_start(ctx, data, cfg)
+    yield from _owner_hash(ctx, own, cfg, H)
+    trees = [(yield from _simfl_step(ctx, own, cfg, 0, 0))]
+    for t in range(1, cfg['n_trees']):
+        trees.append((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
+    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+
+
+def nflgbdt_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    """The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf
+    weights of every later tree."""
+    counts = yield from _aggregator_start(ctx, cfg)
+    maps, took = yield from _aggregator_hash(ctx, cfg)
+    n_d = similar_counts(maps, [int(c[0]) for c in counts])
+    w = n_d / n_d.sum() if cfg['leaf_weighting'] == 'similar' else np.ones(len(n_d))
+    for t in range(1, cfg['n_trees']):
+        yield from _aggregator_nfl_step(ctx, cfg, w)
+    return dict(similar_counts=n_d, timings={'similarity': took})
+
+
+NFLGBDT = _register('nflgbdt', nflgbdt_party, nflgbdt_server)
+
 # %% ../nbs/34_nflgbdt.ipynb #3ed186c9a28b402fb0bc4494df01f08d
+@patch
+def protocol_inputs(
+    self: NFLGBDTClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    """What `fit` runs: (spec, datas, cfg) — the `NFLGBDT` programs, each party's data {'X', 'y'}, the public
+    configuration; give them to `run_protocol` or `fedgauss.flower.flower_run`."""
+    if self.leaf_weighting not in ('similar', 'sum'):
+        raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
+    datas, cfg = self._prepare(clients)
+    D = len(datas)
+    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
+    send = [(j, 0) for j in range(1, D)]  # ... and sends the first builder's
+    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=send, leaf_weighting=self.leaf_weighting)
+    return NFLGBDT, datas, cfg
+
+
 @patch
 def fit(
     self: NFLGBDTClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    if self.leaf_weighting not in ('similar', 'sum'):
-        raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
-    parties, agg = self._setup(clients)
-    D = len(parties)
-    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
-    maps = _lsh_maps(self, parties, agg, pairs, [(j, 0) for j in range(1, D)])  # ... and sends the first builder's
-    self.similar_counts_ = similar_counts(maps, [p.n_rows for p in parties])
-    w = self.similar_counts_ / self.similar_counts_.sum() if self.leaf_weighting == 'similar' else np.ones(D)
-    t0 = time.perf_counter()
-    self.builders_ = np.arange(self.n_estimators) % D
-    self.trees_ = [_simfl_tree(self, parties, 0)] + [
-        _nfl_tree(self, parties, agg, int(b), w) for b in self.builders_[1:]
-    ]
-    self.timings_['boosting'] = time.perf_counter() - t0
+    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator."
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg)
+    self.similar_counts_ = res['aggregator']['similar_counts']
+    self.builders_ = np.arange(self.n_estimators) % len(datas)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    _lsh_timings(self, res, cfg['parties'])
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
-def _dp_tree(est, party, eps_tree: float, rng) -> Tree:
-    "A tree on `party`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf."
-    gh = party.gradients()
+def _dp_tree(own: DataOwner, grow: dict, eps_tree: float, rng) -> Tree:
+    """A tree on `own`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf
+    (`grow`: the boosting parameters)."""
+    gh = own.gradients()
     gh[:, 1] = 1.0
-    party.provider.start_tree(gh)
+    own.provider.start_tree(gh)
     tree = grow_tree(
-        party.provider,
-        est.binner_.layout_,
-        **dict(est._grow_kw(), learning_rate=1.0, min_child_weight=max(est.min_child_weight, 1.0)),
+        own.provider,
+        own.binner.layout_,
+        **dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0)),
     )
     leaf = tree.is_leaf
     v = np.zeros(tree.n_nodes)
-    v[leaf] = est.learning_rate * laplace_mechanism(tree.value[leaf], 1.0 / (1.0 + est.reg_lambda), eps_tree, rng)
+    v[leaf] = grow['learning_rate'] * laplace_mechanism(
+        tree.value[leaf], 1.0 / (1.0 + grow['reg_lambda']), eps_tree, rng
+    )
     return replace(tree, value=v)
 
 
@@ -707,33 +1018,74 @@ class TFLClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
+# %% ../nbs/34_nflgbdt.ipynb #170801f6
+def tfl_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`TFLClassifier.fit` makes it)
+):
+    """A data owner's whole TFL program (a generator): first round, then each tree — its own DP tree, broadcast, on its
+    turns (`cfg['builders']`); the builder's otherwise. Returns its trees and the base margin."""
+    own, base = yield from _owner_start(ctx, data, cfg)
+    names, lay, B = cfg['parties'], cfg['binner'].layout_, cfg['builders']
+    me, trees = names.index(cfg['me']), []
+    eps_tree = cfg['epsilon'] / np.bincount(B, minlength=len(names))[me]
+    for t, b in enumerate(B):
+        if b != me:
+            tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
+        else:
+            if t and B[t - 1] == me:
+                yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
+            ctx.phase = ('tree', t)
+            tree = _dp_tree(own, cfg['grow'], eps_tree, ctx.rng)
+            msg = tree_message(tree)
+            for p in names:
+                if p != cfg['me']:
+                    ctx.send(p, 'tree', msg)
+        own.add_tree(tree)
+        trees.append(tree)
+    return dict(trees=trees, base_margin=base)
+
+
+def _aggregator_setup_only(ctx, cfg: dict):
+    "Generator: an aggregator that only sets the base margin."
+    yield from _aggregator_start(ctx, cfg)
+    return {}
+
+
+TFL = _register('tfl', tfl_party, _aggregator_setup_only)
+
 # %% ../nbs/34_nflgbdt.ipynb #db7b79bc585a40fcaf58bf750017e135
+@patch
+def protocol_inputs(
+    self: TFLClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    "What `fit` runs: (spec, datas, cfg) — the `TFL` programs, each party's data {'X', 'y'}, the public configuration."
+    _check_eps(self.epsilon)
+    datas, cfg = self._prepare(clients)
+    cfg.update(builders=tree_schedule(cfg['sizes'], self.n_estimators).tolist(), epsilon=self.epsilon)
+    return TFL, datas, cfg
+
+
 @patch
 def fit(
     self: TFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    _check_eps(self.epsilon)
-    parties, agg = self._setup(clients)
-    t0 = time.perf_counter()
-    self.builders_ = tree_schedule([p.n_rows for p in parties], self.n_estimators)
-    per = np.bincount(self.builders_, minlength=len(parties))
-    for b in self.builders_:
-        self.channel_.next_round()
-        p = parties[b]
-        tree = _dp_tree(self, p, self.epsilon / per[b], self._rng)
-        p.broadcast([q for q in parties if q is not p], 'tree', tree_message(tree))
-        for q in parties:
-            q.add_tree(tree if q is p else tree_from_message(q.receive('tree', sender=p), self.binner_.layout_))
-        self.trees_.append(tree)
-    self.epsilon_per_tree_ = self.epsilon / per
-    self.timings_['boosting'] = time.perf_counter() - t0
+    "Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (the parties share `rng`'s stream, in turn)."
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.builders_ = np.array(cfg['builders'])
+    self.epsilon_per_tree_ = self.epsilon / np.bincount(self.builders_, minlength=len(datas))
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.timings_['boosting'] = self.timings_['protocol']
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #916684f9a58a4a2aa5f864670399430d
 class FGBDTGClassifier(_FedGBDT):
-    "F-GBDT-G (Yamamoto et al. 2020): each round every party proposes a DP tree; the sum of the parties' gradient scores picks one."
+    """F-GBDT-G (Yamamoto et al. 2020): each round every party proposes a DP tree; the sum of the parties' gradient
+    scores picks one."""
 
     def __init__(
         self,
@@ -752,43 +1104,88 @@ class FGBDTGClassifier(_FedGBDT):
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
 # %% ../nbs/34_nflgbdt.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
-def _fgbdtg_round(est, parties, agg) -> tuple[Tree, int]:
-    "One F-GBDT-G round: the chosen candidate tree and its proposer."
-    est.channel_.next_round()
-    lay = est.binner_.layout_
-    cand = [_dp_tree(est, p, est.epsilon / est.n_estimators, est._rng) for p in parties]
-    for p, c in zip(parties, cand):
-        p.broadcast([q for q in parties if q is not p], 'candidate', tree_message(c))
-    for q in parties:
-        trees = [
-            c if p is q else tree_from_message(q.receive('candidate', sender=p), lay) for p, c in zip(parties, cand)
-        ]
-        gh = q.gradients()
-        v = np.stack([t.value[q.leaves(t)] for t in trees])
-        q.send(agg, 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
-        q._cand = trees
-    best = int(np.argmin(sum(agg.receive('scores', sender=q) for q in parties)))
-    agg.broadcast(parties, 'chosen', np.int32(best))
-    for q in parties:
-        q.add_tree(q._cand[int(q.receive('chosen'))])
-        q._cand = None
-    return cand[best], best
+def _fgbdtg_step(ctx, own: DataOwner, cfg: dict, t: int):
+    """Generator: a party's F-GBDT-G round `t` — its DP candidate to the others, scores of all candidates to the
+    aggregator, the chosen one added."""
+    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    ctx.phase = ('tree', t)
+    c = _dp_tree(own, cfg['grow'], cfg['eps_tree'], ctx.rng)
+    msg = tree_message(c)
+    for p in names:
+        if p != me:
+            ctx.send(p, 'candidate', msg)
+    cand = []
+    for p in names:
+        cand.append(c if p == me else tree_from_message((yield from ctx.recv('candidate', p)), lay))
+    gh = own.gradients()
+    v = np.stack([tr.value[own.leaves(tr)] for tr in cand])
+    ctx.send('aggregator', 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
+    best = int((yield from ctx.recv('chosen', 'aggregator')))
+    own.add_tree(cand[best])
+    return cand[best]
+
+# %% ../nbs/34_nflgbdt.ipynb #903197826d2e44dfa0208e8f97c69327
+def fgbdtg_party(
+    ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    cfg: dict,  # the public configuration (`FGBDTGClassifier.fit` makes it)
+):
+    """A data owner's whole F-GBDT-G program (a generator): first round, then one proposal round per tree. Returns its
+    trees (its own proposals with their node statistics) and the base margin."""
+    own, base = yield from _owner_start(ctx, data, cfg)
+    trees = []
+    for t in range(cfg['n_trees']):
+        trees.append((yield from _fgbdtg_step(ctx, own, cfg, t)))
+    return dict(trees=trees, base_margin=base)
+
+
+def fgbdtg_server(
+    ctx,  # the aggregator's `PartySMC`
+    cfg: dict,  # the public configuration
+):
+    """The aggregator's F-GBDT-G program (no data): base margin, then each round the candidate with the smallest summed
+    score. Returns the chosen proposers."""
+    yield from _aggregator_start(ctx, cfg)
+    chosen = []
+    for t in range(cfg['n_trees']):
+        got = []
+        for p in cfg['parties']:
+            got.append((yield from ctx.recv('scores', p)))
+        chosen.append(int(np.argmin(sum(got))))
+        for p in cfg['parties']:
+            ctx.send(p, 'chosen', np.int32(chosen[-1]))
+    return dict(chosen=chosen)
+
+
+FGBDTG = _register('fgbdtg', fgbdtg_party, fgbdtg_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
+@patch
+def protocol_inputs(
+    self: FGBDTGClassifier,
+    clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
+) -> tuple:
+    """What `fit` runs: (spec, datas, cfg) — the `FGBDTG` programs, each party's data {'X', 'y'}, the public
+    configuration."""
+    _check_eps(self.epsilon)
+    datas, cfg = self._prepare(clients)
+    cfg['eps_tree'] = self.epsilon / self.n_estimators
+    return FGBDTG, datas, cfg
+
+
 @patch
 def fit(
     self: FGBDTGClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k)."
-    _check_eps(self.epsilon)
-    parties, agg = self._setup(clients)
-    t0 = time.perf_counter()
-    self.epsilon_per_tree_ = np.full(len(parties), self.epsilon / self.n_estimators)
-    rounds = [_fgbdtg_round(self, parties, agg) for _ in range(self.n_estimators)]
-    self.trees_ = [t for t, _ in rounds]
-    self.builders_ = np.array([b for _, b in rounds], dtype=int)
-    self.timings_['boosting'] = time.perf_counter() - t0
+    """Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (the parties share `rng`'s stream, in
+    turn)."""
+    spec, datas, cfg = self.protocol_inputs(clients)
+    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
+    self.builders_ = np.array(res['aggregator']['chosen'], dtype=int)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.timings_['boosting'] = self.timings_['protocol']
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #86894d10
@@ -807,7 +1204,8 @@ def individual_errors(
     y_test,  # test labels
     **kwargs,
 ) -> np.ndarray:  # test error of each party's own model
-    "Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose parameters they are)."
+    """Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose
+    parameters they are)."""
     Xs, ys, _ = _check_clients(clients, True)
     y_test = np.asarray(y_test)
     out = []

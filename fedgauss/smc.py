@@ -18,7 +18,8 @@ from .federation import Channel, as_rng
 __all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode',
            'share', 'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum',
            'PartyShare', 'PartySMC', 'Program', 'ProtocolStalled', 'PeerFinished', 'run_programs', 'ProtocolSpec',
-           'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol']
+           'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol', 'secure_sum_party',
+           'secure_sum_server']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1763,3 +1764,44 @@ def run_protocol(
     dealer = spec.server_name if spec.server is not None and spec.dealer else None
     res, rounds = run_programs(protocol_programs(spec, datas, cfg, rngs), channel, dealer, on_phase, bsp)
     return res, rounds, channel
+
+# %% ../nbs/11_smc.ipynb #eb5664e28146483cb88a60e3dcc1ab3a
+def secure_sum_party(
+    ctx: PartySMC,  # this client's context (`ctx.parties`: the clients in order; `ctx.rng`: its secret)
+    values,  # its array (the same shape at every client)
+    server: str = 'server',  # the party that learns the sum
+    frac_bits: int = 24,  # fractional bits of the 64-bit fixed point
+):
+    """Generator: a client's side of `secure_sum` — key agreement through `server`, then its values plus its pairwise
+    masks."""
+    P, names, me = RFC3526_P2048, ctx.parties, ctx.me
+    a = np.asarray(values, dtype=float)
+    lim = 2.0 ** (63 - frac_bits) / len(names)
+    if not np.all(np.isfinite(a)) or (a.size and np.max(np.abs(a)) >= lim):
+        raise FixedPointOverflow(f"{me}: values must be finite and below {lim:.3g} for a {len(names)}-client sum")
+    secret = int.from_bytes(ctx.rng.bytes(32), 'big')
+    ctx.send(server, 'public key', pow(2, secret, P))
+    keys = yield from ctx.recv('public keys', server)
+    y, i = np.rint(np.ldexp(a, frac_bits)).astype(np.int64).view(np.uint64), names.index(me)
+    for j, o in enumerate(names):
+        if o != me:
+            m = _prg_mask(pow(keys[o], secret, P), a.shape)
+            y = y + m if i < j else y - m
+    ctx.send(server, 'masked', y)
+
+
+def secure_sum_server(
+    ctx: PartySMC,  # the server's context (`ctx.parties`: the clients in order)
+    shape,  # shape of the clients' arrays
+    frac_bits: int = 24,  # fractional bits of the 64-bit fixed point
+):
+    "Generator: the server's side of `secure_sum` — relays the public keys, adds the masked arrays; returns the sum."
+    names, pub = ctx.parties, {}
+    for c in names:
+        pub[c] = yield from ctx.recv('public key', c)
+    for c in names:
+        ctx.send(c, 'public keys', {o: pub[o] for o in names if o != c})
+    total = np.zeros(shape, dtype=np.uint64)
+    for c in names:
+        total = total + (yield from ctx.recv('masked', c))
+    return np.ldexp(total.view(np.int64).astype(float), -frac_bits)

@@ -258,3 +258,51 @@ def test_sparse_and_hash_range_refused(data):
         NFLGBDTClassifier(**KW).fit([(sps.csr_matrix(clients[0][0]), clients[0][1]), clients[1]])
     with pytest.raises(ValueError, match='int32'):
         NFLGBDTClassifier(lsh_bounds=(np.zeros(6), np.full(6, 1e-12)), **KW).fit(clients)
+
+
+# ----------------------------------------------------------------------------- per-party programs
+# SHA-256 (first 16 hex) of the transcript rows (round, sender, receiver, kind, bytes), sorted, computed with the single
+# driver each estimator had before it ran as per-party programs (commit 4a56a6b): the programs send the same messages
+# in the same rounds (inside a round the order can differ: a party goes on as soon as its messages are there).
+OLD_TRANSCRIPTS = {
+    'nfl': (NFLGBDTClassifier, {}, '30498fe4abe84236'),
+    'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum'), '1591aa2578d0dc98'),
+    'simfl': (SimFLClassifier, {}, 'dd82ac75a8123654'),
+    'tfl': (TFLClassifier, dict(epsilon=4.0), '5a7394d5b455aaa2'),
+    'fgbdtg': (FGBDTGClassifier, dict(epsilon=4.0), '43649a656244d285'),
+    'fb': (FederBoostClassifier, {}, '41fd024174f85312'),
+}
+
+
+@pytest.mark.parametrize('name', list(OLD_TRANSCRIPTS))
+def test_programs_send_what_the_single_driver_sent(name, data):
+    import hashlib
+
+    clients, _, _ = data
+    cls, kw, digest = OLD_TRANSCRIPTS[name]
+    m = cls(rng=0, **kw, **KW).fit(clients)
+    T = m.channel_.transcript
+    rows = sorted(
+        (int(a), str(s), str(r), str(k), int(b))
+        for a, s, r, k, b in T[['round', 'sender', 'receiver', 'kind', 'bytes']].values
+    )
+    assert hashlib.sha256(repr(rows).encode()).hexdigest()[:16] == digest
+
+
+def test_each_program_holds_only_its_own_data(data):
+    from fedgauss.nflgbdt import NFLGBDT
+    from fedgauss.smc import PROTOCOLS, protocol_programs
+
+    clients, _, _ = data
+    spec, datas, cfg = NFLGBDTClassifier(rng=0, **KW).protocol_inputs(clients)
+    assert PROTOCOLS['nflgbdt'] is spec is NFLGBDT
+    assert {'simfl', 'tfl', 'fgbdtg', 'federboost'} <= set(PROTOCOLS)
+    progs = protocol_programs(spec, datas, cfg)
+    for p in progs[:-1]:  # a data owner's generator sees its own data only
+        held = [v for v in p.gen.gi_frame.f_locals.values() if isinstance(v, dict) and 'X' in v]
+        assert held == [datas[p.name]]
+    assert not any(isinstance(v, dict) and 'X' in v for v in progs[-1].gen.gi_frame.f_locals.values())
+    assert not any(isinstance(v, np.ndarray) and v.ndim == 2 for v in cfg.values())  # no rows in the public cfg
+    bad = dict(datas, party1={'X': datas['party1']['X'][:, :4], 'y': datas['party1']['y']})
+    with pytest.raises(ValueError, match='party1: X must have 6 columns'):
+        protocol_programs(spec, bad, cfg)

@@ -1,0 +1,112 @@
+"""nFL-GBDT over Flower (fedgauss.flower.flower_run): three data owners on SuperNodes (Flower's simulation engine, and a
+real deployment on 127.0.0.1) give the simulator's model — the same trees and predictions — and the same messages,
+counts and bytes by kind; a node with no rows or other columns stops the run at its data check, before any message.
+Skipped when the `flower` extra (flwr[simulation], cryptography) is not installed; the deployment only with
+FEDGAUSS_FLOWER_DEPLOY=1 (it takes ~2 min here). Small data and few trees: each relay pass is one round trip to the nodes."""
+
+import importlib.util, os, shutil, tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ('flwr', 'ray', 'cryptography')),
+    reason="the flower extra is not installed: pip install 'fedgauss[flower]'",
+)
+
+from sklearn.datasets import make_classification
+
+from fedgauss.federation import label_skew_split
+from fedgauss.gbdt import forest_margin
+from fedgauss.nflgbdt import FederBoostClassifier, NFLGBDTClassifier, SimFLClassifier, tree_from_message, tree_message
+from fedgauss.smc import run_protocol
+
+KW = dict(n_estimators=4, max_depth=2, rng=0)
+COLS = ['round', 'sender', 'receiver', 'kind', 'bytes']
+
+
+@pytest.fixture(scope='module')
+def setup():
+    X, y = make_classification(300, 5, n_informative=3, random_state=0)
+    clients = label_skew_split(X, y, n_clients=3, theta=0.8, rng=0)
+    est = NFLGBDTClassifier(**KW).fit(clients)
+    spec, datas, cfg = NFLGBDTClassifier(**KW).protocol_inputs(clients)
+    return est, spec, datas, cfg, clients, X
+
+
+def by_kind(t):
+    return t.groupby('kind')['bytes'].agg(['size', 'sum'])
+
+
+def check_equal(out, est, spec, datas, cfg, X):
+    "The Flower run's model, margins and transcript against the estimator's and the relay-mode simulator's."
+    res = out['results']
+    assert res['aggregator']['similar_counts'].tolist() == est.similar_counts_.tolist()
+    lay = est.binner_.layout_
+    for t, b in enumerate(est.builders_):  # every party holds every tree: structure and leaf values as the builder's
+        for p in cfg['parties']:
+            got, ref = res[p]['trees'][t], tree_message(est.trees_[t])
+            got = got if isinstance(got, dict) else tree_message(got)  # a node may report its trees as messages
+            assert got.keys() == ref.keys() and all(np.array_equal(got[k], ref[k]) for k in ref)
+    trees = [tree_from_message(t if isinstance(t, dict) else tree_message(t), lay) for t in res['party1']['trees']]
+    np.testing.assert_array_equal(res['party1']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
+    pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
+    _, rounds, ch = run_protocol(spec, datas, cfg, bsp=True)
+    pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
+    assert out['rounds'] == rounds
+
+
+def test_flower_simulation_equals_the_simulator(setup):
+    from fedgauss.flower import flower_run
+
+    est, spec, datas, cfg, _, X = setup
+    out = flower_run('nflgbdt', datas, cfg, timeout=60)
+    check_equal(out, est, spec, datas, cfg, X)
+
+
+@pytest.mark.skipif(
+    shutil.which('flower-superlink') is None or os.environ.get('FEDGAUSS_FLOWER_DEPLOY') != '1',
+    reason='a real deployment (~2 min here): set FEDGAUSS_FLOWER_DEPLOY=1 (needs flower-superlink on PATH)',
+)
+def test_flower_deployment_equals_the_simulator(setup):
+    from fedgauss.flower import flower_run
+
+    est, spec, datas, cfg, _, X = setup
+    out = flower_run(spec, datas, cfg, engine='deployment', timeout=60)
+    check_equal(out, est, spec, datas, cfg, X)
+
+
+def test_a_bad_node_stops_the_run_before_any_message(setup):
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, flower_run, save_party_data
+
+    est, spec, datas, cfg, _, X = setup
+    bad = dict(datas, party1={'X': datas['party1']['X'][:, :4], 'y': datas['party1']['y']})
+    with pytest.raises(FlowerRunError, match='party1.*5 columns'):
+        flower_run(spec, bad, cfg, timeout=60)
+    d = tempfile.mkdtemp()  # the same relay without Flower: its channel shows that nothing was sent
+    empty = dict(datas, party2={'X': datas['party2']['X'][:0], 'y': datas['party2']['y'][:0]})
+    ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', empty[p]), 'party': p} for p in cfg['parties']]
+    relay = Relay(LocalGrid(ncs), 3)
+    with pytest.raises(FlowerRunError, match='party2 has no rows'):
+        relay.run(spec, cfg)
+    assert len(relay.channel.transcript) == 0
+
+
+@pytest.mark.parametrize('cls', [SimFLClassifier, FederBoostClassifier])
+def test_pausing_protocols_on_the_relay(cls, setup):
+    "SimFL and FederBoost (whose programs pause between phases) through the Flower relay's code on in-process nodes."
+    from fedgauss.flower import LocalGrid, Relay, save_party_data
+
+    *_, clients, X = setup
+    est = cls(**KW).fit(clients)
+    spec, datas, cfg = cls(**KW).protocol_inputs(clients)
+    d = tempfile.mkdtemp()
+    ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
+    out = Relay(LocalGrid(ncs, forget=False), 3).run(spec, cfg)  # each node draws its own masks
+    res = out['results']
+    trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
+    trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]
+    np.testing.assert_array_equal(res['party2']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
+    pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
+    assert out['rounds'] == run_protocol(spec, datas, cfg, bsp=True)[1]
