@@ -240,6 +240,14 @@ def _step(state: dict, inbox: list) -> tuple:
     return saved, out, prog
 
 # %% ../nbs/50_flower.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
+def _report(state: dict, prog) -> object:
+    "What the node sends the server of its finished program's result: `spec.report(result, cfg)` if the spec has one."
+    spec = find_protocol(state['protocol'], state['module'])
+    if not prog.done or prog.result is None or spec.report is None:
+        return prog.result
+    return spec.report(prog.result, dict(state['cfg'], me=state['me']))
+
+
 def party_handle(
     state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
     node_config: dict,  # the node's configuration: `data-path`, and `party` or (in simulation) `partition-id`
@@ -268,7 +276,7 @@ def party_handle(
         phase=prog.ctx.phase,
         done=prog.done,
         waiting=prog.waiting,
-        result=prog.result if state['report'] else None,
+        result=_report(state, prog) if state['report'] else None,
     )
 
 

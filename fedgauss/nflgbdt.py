@@ -409,9 +409,9 @@ def _public_result(result: dict, cfg: dict) -> dict:
 def _register(name: str, party, server) -> ProtocolSpec:
     """Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the
     rounds)."""
-    spec = register_protocol(ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False))
-    spec.report = _public_result  # used by a transport that supports reports (the simulator returns whole results)
-    return spec
+    return register_protocol(
+        ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False, report=_public_result)
+    )  # over Flower a data owner reports its trees as messages; the simulator returns whole results
 
 
 def _built_trees(res: dict, parties: list, builders) -> list:

@@ -1704,6 +1704,7 @@ class ProtocolSpec:
     context: object = None  # `context(me, cfg, rng)` -> its PartySMC; None: PartySMC(me, parties, server_name)
     server_name: str = 'server'  # the server's name in the transcript
     dealer: bool = True  # the server follows the parties' phases (a dealer); False: the phases drive the rounds
+    report: object = None  # `report(result, cfg)` -> what a node sends the server at the end (Flower); None: all
 
 
 PROTOCOLS = {}  # name -> `ProtocolSpec`: every protocol a node can run (filled when its module is imported)
