@@ -76,7 +76,11 @@ _hyp_settings.load_profile('fedgauss')
 
 
 def pytest_collection_modifyitems(config, items):
-    "The Flower tests run one after another on one worker: two Ray clusters or deployments at once overload 2 cores."
+    """Tests that must not run side by side go to one worker each: the Flower tests (two Ray clusters or deployments at
+    once overload 2 cores) and the packaging tests (their wheel builds share the checkout's build/ directory)."""
     for item in items:
-        if Path(str(item.fspath)).name.startswith('test_flower'):
+        name = Path(str(item.fspath)).name
+        if name.startswith('test_flower'):
             item.add_marker(pytest.mark.xdist_group('flower'))
+        elif name == 'test_packaging.py':
+            item.add_marker(pytest.mark.xdist_group('packaging'))
