@@ -1152,24 +1152,11 @@ def flower_demo(
     """`fedgauss flower-demo`: breast cancer across 3 SuperNodes of a real Flower deployment on 127.0.0.1,
     SecureFedYJ over it, compared with the in-process simulator; prints what `fedgauss demo` prints."""
     import sys
-    from fedgauss.data import load_breast_cancer
-    from fedgauss.federation import label_skew_split
+    from fedgauss.yjcli import breast_cancer_split
     from fedgauss.securefedyj import SecureFedYJ
 
     file = file or sys.stdout
-    X, y = load_breast_cancer()
-    splits = label_skew_split(X, y, 3, 0.8, rng)
-    print(
-        f"breast cancer: {len(X)} rows x {X.shape[1]} features, split across 3 SuperNodes with label skew theta=0.8:",
-        file=file,
-    )
-    print(
-        '  '
-        + ', '.join(
-            f"node {k}: {len(Xk)} rows ({int((yk == 0).sum())} malignant)" for k, (Xk, yk) in enumerate(splits)
-        ),
-        file=file,
-    )
+    X, splits = breast_cancer_split(3, 0.8, rng, 'SuperNode', file)
     clients = [np.asarray(Xk, dtype=np.float64) for Xk, _ in splits]
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', YeoJohnsonWarning)

@@ -19,7 +19,7 @@ from .yeojohnson import exp_yj
 # %% auto #0
 __all__ = ['sniff_separator', 'read_table', 'choose_columns', 'suspicious_columns', 'assign_clients', 'check_values', 'YJReport',
            'fit_report', 'print_report', 'plot_before_after', 'save_figure', 'check_output', 'gaussianize_csv',
-           'run_demo']
+           'breast_cancer_split', 'run_demo']
 
 # %% ../nbs/13_yj_cli.ipynb #f6269ff6
 def _head_text(path: Path, n: int = 1 << 16) -> str:
@@ -358,6 +358,27 @@ def gaussianize_csv(
         report.outputs['figure'] = figure
     return report
 
+# %% ../nbs/13_yj_cli.ipynb #7fb27b941602401d91542211134fc71a
+def breast_cancer_split(
+    n_parties: int = 3,  # parties to split the rows across
+    theta: float = 0.8,  # label-skew imbalance ratio (0.5: balanced)
+    rng=0,  # seed of the split
+    what: str = 'hospital',  # what a party is called in the printout
+    file=None,  # where to print (default: stdout)
+) -> tuple:  # (X, splits): the frame and each party's (X_k, y_k)
+    "Breast cancer split across `n_parties` with label skew `theta`, described in two lines on `file` (how the demos begin)."
+    file = file or sys.stdout
+    X, y = load_breast_cancer()
+    splits = label_skew_split(X, y, n_parties, theta, rng)
+    print(
+        f"breast cancer: {len(X)} rows x {X.shape[1]} features, split across {n_parties} {what}s "
+        f"with label skew theta={theta}:",
+        file=file,
+    )
+    parts = (f"{what} {k}: {len(Xk)} rows ({int((yk == 0).sum())} malignant)" for k, (Xk, yk) in enumerate(splits))
+    print('  ' + ', '.join(parts), file=file)
+    return X, splits
+
 # %% ../nbs/13_yj_cli.ipynb #a650894b
 def run_demo(
     out='fedgauss-demo.png',  # where to save the before/after figure (PNG)
@@ -371,20 +392,7 @@ def run_demo(
     "Breast cancer across `n_clients` simulated hospitals: SecureFedYJ next to pooled ExpYJ, cost, what is revealed, a figure."
     file = file or sys.stdout
     out = check_output(out, '.png')
-    X, y = load_breast_cancer()
-    splits = label_skew_split(X, y, n_clients, theta, rng)
-    print(
-        f"breast cancer: {len(X)} rows x {X.shape[1]} features, split across {n_clients} hospitals "
-        f"with label skew theta={theta}:",
-        file=file,
-    )
-    print(
-        '  '
-        + ', '.join(
-            f"hospital {k}: {len(Xk)} rows ({int((yk == 0).sum())} malignant)" for k, (Xk, yk) in enumerate(splits)
-        ),
-        file=file,
-    )
+    X, splits = breast_cancer_split(n_clients, theta, rng, 'hospital', file)
     clients = [Xk for Xk, _ in splits]
     r = fit_report(clients, t_max=t_max, rng=rng, progress=progress, pooled=X)
     print_report(r, file, what='hospital')
