@@ -727,19 +727,8 @@ def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
     return self.channel_.bytes_by_party()
 
 # %% ../nbs/33_secureboost.ipynb #df3bae6902f2482e9060562108c84885
-_TREE_FIELDS = (
-    'feature',
-    'threshold',
-    'bin',
-    'default_left',
-    'left',
-    'right',
-    'value',
-    'gain',
-    'sum_grad',
-    'sum_hess',
-    'depth',
-)
+_TREE_FIELDS = ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad')
+_TREE_FIELDS += ('sum_hess', 'depth')  # the node arrays of a `Tree`
 _LOOKUP = ('lookup_feature', 'lookup_threshold', 'lookup_default_left')
 
 
