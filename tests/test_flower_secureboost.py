@@ -10,7 +10,7 @@ The runs use the estimator's own protocol: the relay steps a program that pauses
 and ends a passive party's wait with `PeerFinished` when the active party has finished. (`cfg` options
 `pause=False, end_message=True` exist for a transport without those rules.)"""
 
-import importlib.util, shutil, tempfile
+import importlib.util, os, shutil, tempfile
 
 import numpy as np
 import pytest
@@ -195,3 +195,14 @@ def test_a_prediction_node_that_does_not_fit_stops_at_the_check(pjob, party, cha
         with pytest.raises(FlowerRunError, match=match):
             relay.run('secureboost_predict', pjob['cfg'])
         assert len(relay.channel.messages) == 0
+
+
+@pytest.mark.skipif(
+    os.environ.get('FEDGAUSS_FLOWER_DEPLOY') != '1' or shutil.which('flower-superlink') is None,
+    reason='opt-in (FEDGAUSS_FLOWER_DEPLOY=1): a SuperLink and three SuperNodes on 127.0.0.1',
+)
+def test_prediction_deployment_equals_the_estimator(pjob):
+    from fedgauss.flower import flower_run
+
+    fl = flower_run('secureboost_predict', pjob['datas'], pjob['cfg'], engine='deployment', timeout=240)
+    assert_same_prediction(fl, pjob)
