@@ -34,9 +34,10 @@ except ImportError:
     _mpz = int  # pragma: no cover - pure Python big integers
 
 # %% auto #0
-__all__ = ['GH_SLOT', 'BIN_BITS', 'SECUREBOOST', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins', 'PassiveParty',
-           'ActiveParty', 'FederatedHistograms', 'SecureBoostClassifier', 'secureboost_party', 'secureboost_check',
-           'secureboost_context', 'leaf_purity', 'weight_identity_error']
+__all__ = ['GH_SLOT', 'BIN_BITS', 'SECUREBOOST', 'SECUREBOOST_PREDICT', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext',
+           'unpack_bins', 'PassiveParty', 'ActiveParty', 'FederatedHistograms', 'SecureBoostClassifier',
+           'secureboost_party', 'secureboost_check', 'secureboost_context', 'part_model', 'secureboost_predict_check',
+           'secureboost_predict_party', 'leaf_purity', 'weight_identity_error']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -134,14 +135,6 @@ def _go_left(self: _SBParty, codes, feature, bin, default_left):
     "Rows' direction at splits 'bins <= bin go left' on their own codes; missing codes go the default way."
     miss = codes == self.layout.n_bins[feature]
     return np.where(miss, default_left, codes <= bin)
-
-
-@patch
-def _prepare(self: _SBParty, X):
-    "A prediction block: impute with the training means if asked (own columns, own means)."
-    if self.impute_values_ is not None:
-        X = np.where(np.isnan(X), self.impute_values_, X)
-    return X
 
 # %% ../nbs/33_secureboost.ipynb #c7ceb9f0
 class PassiveParty(_SBParty):
@@ -718,8 +711,6 @@ def fit(
     res, _, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': self.rng})
     r = res['active']
     self.parties_, self.active_ = [res[n]['party'] for n in names], r['party']
-    for p in self.parties_:
-        p.channel = self.channel_  # federated inference talks over the fit's channel
     self.n_features_in_, self.base_margin_, self.train_margin_ = (
         sum(cfg['n_features']),
         r['base_margin'],
@@ -735,7 +726,287 @@ def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
     "Bytes and messages sent and received by each party over the fit (and predictions so far)."
     return self.channel_.bytes_by_party()
 
-# %% ../nbs/33_secureboost.ipynb #43de39d9
+# %% ../nbs/33_secureboost.ipynb #df3bae6902f2482e9060562108c84885
+_TREE_FIELDS = ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad')
+_TREE_FIELDS += ('sum_hess', 'depth')  # the node arrays of a `Tree`
+_LOOKUP = ('lookup_feature', 'lookup_threshold', 'lookup_default_left')
+
+
+def _tree_arrays(trees: list, owners: list, records: list) -> dict:
+    "Trees as node arrays concatenated tree after tree, with their owners and record ids (and counts, if recorded)."
+    out = {f'tree_{k}': np.concatenate([getattr(t, k) for t in trees]) for k in _TREE_FIELDS}
+    if all(t.count is not None for t in trees):
+        out['tree_count'] = np.concatenate([t.count for t in trees])
+    out['tree_owner'], out['tree_record'] = np.concatenate(owners), np.concatenate(records)
+    out['tree_n_nodes'] = np.array([t.n_nodes for t in trees], np.int64)
+    return out
+
+
+def _lookup_arrays(lookup: list) -> dict:
+    "A lookup table [(feature, threshold, default_left)] as three arrays."
+    cols = list(zip(*lookup)) if lookup else [(), (), ()]
+    return {k: np.array(c, dt) for k, c, dt in zip(_LOOKUP, cols, (np.int64, np.float64, bool))}
+
+# %% ../nbs/33_secureboost.ipynb #4c476f36b57c4ad8a0b6c0a449722096
+@patch
+def model_parts(self: SecureBoostClassifier) -> dict:
+    """Each party's part of the fitted model as plain arrays, by party name: the active party's trees (`NaN` thresholds
+    at passive nodes), owners, record ids and base margin; a passive party's lookup table; every party's `impute` means
+    (empty unless `missing='impute'`). A passive party's lookup table is in its own part only."""
+    if not hasattr(self, 'trees_'):
+        raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
+    out = {}
+    for p in self.parties_:
+        imp = np.zeros(0) if p.impute_values_ is None else np.array(p.impute_values_, np.float64)
+        if p is self.active_:
+            part = dict(
+                _tree_arrays(self.trees_, self.owners_, self.records_),
+                base_margin=np.array(self.base_margin_, np.float64),
+            )
+        else:
+            part = _lookup_arrays(p.lookup)
+        out[p.name] = dict(part, impute=imp)
+    return out
+
+# %% ../nbs/33_secureboost.ipynb #f7fdfdd0650444cfabd711c5d013a195
+def part_model(
+    part: dict,  # one party's arrays, as `model_parts` gives them (or a node loads them from its `.npz`)
+) -> dict:
+    """The inverse of `model_parts` for one party: dict(trees, owners, records, base_margin) from the active party's
+    part, dict(lookup=[(feature, threshold, default_left), ...]) from a passive party's."""
+    if _LOOKUP[0] in part:
+        return dict(lookup=list(zip(*(np.asarray(part[k]).tolist() for k in _LOOKUP))))
+    cut = np.cumsum(np.asarray(part['tree_n_nodes']))[:-1]
+    fields = _TREE_FIELDS + (('count',) if 'tree_count' in part else ())
+    cols = {k: np.split(np.asarray(part[f'tree_{k}']), cut) for k in fields}
+    trees = [Tree(**{k: v[j] for k, v in cols.items()}) for j in range(len(cut) + 1)]
+    split = lambda k: np.split(np.asarray(part[k]), cut)
+    return dict(
+        trees=trees, owners=split('tree_owner'), records=split('tree_record'), base_margin=float(part['base_margin'])
+    )
+
+# %% ../nbs/33_secureboost.ipynb #fe9f955ec60b4fa5bfadf336a7853f34
+def _impute(data: dict) -> np.ndarray:
+    "A party's rows to score, its own training means filled in where missing (with `missing='impute'`)."
+    X, means = np.asarray(data['X'], np.float64), np.asarray(data.get('impute', np.zeros(0)), np.float64)
+    return np.where(np.isnan(X), means, X) if len(means) else X
+
+
+def _answer(X, f, thr, dl, m: dict) -> dict:
+    "A passive party's answer to a query: a bit per (record, row), own value vs own threshold; optionally the missing."
+    rec, rows = np.asarray(m['record'], np.intp), np.asarray(m['row'], np.intp)
+    x = X[rows, f[rec]]
+    miss = np.isnan(x)
+    out = dict(bits=np.packbits(np.where(miss, dl[rec], x < thr[rec])))
+    if m.get('with_missing'):
+        out['missing'] = np.packbits(miss)
+    return out
+
+
+def _predict_passive(ctx, data: dict, cfg: dict):
+    "Generator: a passive party's program: answers the active party's queries until it has finished."
+    X, active, answered = _impute(data), cfg['active'], 0
+    f, thr, dl = (np.asarray(data[k], t) for k, t in zip(_LOOKUP, (np.intp, np.float64, bool)))
+    try:
+        while True:
+            m = yield from ctx.recv('query', active)
+            ctx.send(active, 'answer', _answer(X, f, thr, dl, m))
+            answered += 1
+    except PeerFinished:  # the active party has its margins
+        return dict(queries=answered)
+
+# %% ../nbs/33_secureboost.ipynb #85d0908b97394a788b28d7e86cd0f3fd
+def _query(rec, rows, with_missing: bool) -> dict:
+    return dict(record=rec.astype(np.int32), row=rows.astype(np.int32), with_missing=with_missing)
+
+
+def _bits(m: dict, k: int, with_missing: bool = False):
+    "The `k` direction bits of an answer (and its missing flags)."
+    go = np.unpackbits(m['bits'], count=k).astype(bool)
+    return (go, np.unpackbits(m['missing'], count=k).astype(bool)) if with_missing else go
+
+
+def _own_directions(trees, owners, node, X, me: int, off: int) -> tuple:
+    "(go left, at an inner node) of every (row, tree): decided here where the active party owns the node."
+    n, T = node.shape
+    go, inner = np.zeros((n, T), bool), np.zeros((n, T), bool)
+    for j, (t, own) in enumerate(zip(trees, owners)):
+        nd = node[:, j]
+        inner[:, j] = ~t.is_leaf[nd]
+        at = np.flatnonzero(inner[:, j] & (own[nd] == me))
+        x = X[at, t.feature[nd[at]] - off]
+        go[at, j] = np.where(np.isnan(x), t.default_left[nd[at]], x < t.threshold[nd[at]])
+    return go, inner
+
+# %% ../nbs/33_secureboost.ipynb #14f5cff190484322a29c10c261c39526
+def _routed_margin(ctx, m: dict, X, me: int, off: int, passives: list):
+    "Generator: the sum of the trees' leaf values, the rows routed level by level (passive nodes by their owners)."
+    trees, owners, records = m['trees'], m['owners'], m['records']
+    node = np.zeros((len(X), len(trees)), np.intp)
+    for _ in range(max(t.max_depth for t in trees)):
+        go, inner = _own_directions(trees, owners, node, X, me, off)
+        own_all = np.stack([own[node[:, j]] for j, own in enumerate(owners)], axis=1)
+        rec_all = np.stack([rec[node[:, j]] for j, rec in enumerate(records)], axis=1)
+        asked = []
+        for i, p in passives:
+            r, c = np.nonzero(inner & (own_all == i))
+            if len(r):
+                ctx.send(p, 'query', _query(rec_all[r, c], r, False))
+                asked.append((p, r, c))
+        for p, r, c in asked:
+            go[r, c] = _bits((yield from ctx.recv('answer', p)), len(r))
+        for j, t in enumerate(trees):
+            nd = node[:, j]
+            node[:, j] = np.where(inner[:, j], np.where(go[:, j], t.left[nd], t.right[nd]), nd)
+    return sum(t.value[node[:, j]] for j, t in enumerate(trees))
+
+# %% ../nbs/33_secureboost.ipynb #c0132a3cbf664ea7b1cd7ba8e1401f35
+def _ask_tree(ctx, t: Tree, own, rec, n: int, passives: list) -> list:
+    "Probabilistic: query every owner of a passive node of tree `t` about all `n` rows; returns (party, rows, nodes)."
+    inner, asked = np.flatnonzero(~t.is_leaf), []
+    for i, p in passives:
+        at = inner[own[inner] == i]
+        if len(at):
+            rows, cols = np.repeat(np.arange(n), len(at)), np.tile(at, n)
+            ctx.send(p, 'query', _query(rec[cols], rows, True))
+            asked.append((p, rows, cols))
+    return asked
+
+
+def _own_flags(t: Tree, own, X, me: int, off: int, buf: dict) -> tuple:
+    "Probabilistic: (go left, missing) of every (row, node), filled in at the active party's own nodes."
+    inner = np.flatnonzero(~t.is_leaf)
+    go, miss = buf['go'][:, : t.n_nodes], buf['miss'][:, : t.n_nodes]
+    go.fill(False)
+    miss.fill(False)
+    for i in inner[own[inner] == me]:
+        x = X[:, t.feature[i] - off]
+        miss[:, i] = np.isnan(x)
+        go[:, i] = x < t.threshold[i]
+    return go, miss
+
+# %% ../nbs/33_secureboost.ipynb #f657a151eca14247a74ebe8485fb7a96
+def _expectation(t: Tree, go, miss, buf: dict) -> np.ndarray:
+    "Each row's expected leaf value: missing splits go both ways, weighted by the training fractions."
+    inner = np.flatnonzero(~t.is_leaf)
+    pi = np.zeros(t.n_nodes)
+    pi[inner] = t.count[t.left[inner]] / np.maximum(t.count[inner], 1e-300)
+    W = buf['W'][:, : t.n_nodes]  # the call's buffer: no fresh pages per tree
+    W.fill(0.0)
+    W[:, 0] = 1.0
+    for d in range(t.max_depth):
+        at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
+        wl = W[:, at] * np.where(miss[:, at], pi[at], go[:, at])
+        W[:, t.left[at]] += wl
+        W[:, t.right[at]] += W[:, at] - wl
+    leaves = np.flatnonzero(t.is_leaf)
+    return W[:, leaves] @ t.value[leaves]
+
+
+def _expected_margin(ctx, m: dict, X, me: int, off: int, passives: list):
+    "Generator: probabilistic prediction; every query of every tree leaves at once (none depends on an answer)."
+    asked = [
+        _ask_tree(ctx, t, own, rec, len(X), passives) for t, own, rec in zip(m['trees'], m['owners'], m['records'])
+    ]
+    shape = (len(X), max(t.n_nodes for t in m['trees']))
+    buf = dict(go=np.empty(shape, bool), miss=np.empty(shape, bool), W=np.empty(shape))
+    out = np.zeros(len(X))
+    for t, own, q in zip(m['trees'], m['owners'], asked):
+        go, miss = _own_flags(t, own, X, me, off, buf)
+        for p, rows, cols in q:
+            go[rows, cols], miss[rows, cols] = _bits((yield from ctx.recv('answer', p)), len(rows), True)
+        out += _expectation(t, go, miss, buf)
+    return out
+
+# %% ../nbs/33_secureboost.ipynb #9d37a546261c4fccaccbf6d7fdcabc2d
+def _predict_active(ctx, data: dict, cfg: dict):
+    "Generator: the active party's program; returns the margins of its rows."
+    m, X, me = part_model(data), _impute(data), cfg['parties'].index(ctx.me)
+    off = int(sum(cfg['n_features'][:me]))  # the active party's first column in the global feature order
+    passives = [(i, p) for i, p in enumerate(cfg['parties']) if p != ctx.me]
+    margins = _expected_margin if cfg['missing'] == 'probabilistic' else _routed_margin
+    return dict(margin=m['base_margin'] + (yield from margins(ctx, m, X, me, off, passives)))
+
+# %% ../nbs/33_secureboost.ipynb #ef9842c46adc473fb9d158d96fb9736f
+def _check_passive_part(data: dict, cfg: dict, me: str, F: int):
+    "A passive party's part: a lookup table of the model's size on its own columns, and no trees."
+    if any(k.startswith('tree_') or k == 'base_margin' for k in data):
+        raise ValueError(f"{me} is a passive party: it holds no trees")
+    if any(k not in data for k in _LOOKUP):
+        raise ValueError(f"{me}: its lookup table ({', '.join(_LOOKUP)}) is missing")
+    f, thr, dl = (np.asarray(data[k]) for k in _LOOKUP)
+    n = cfg['n_records'][cfg['parties'].index(me)]
+    if not f.shape == thr.shape == dl.shape == (n,):
+        raise ValueError(f"{me}'s lookup table has {len(f)} records; the model's trees have {n} at {me}")
+    if f.dtype.kind not in 'iu' or dl.dtype.kind != 'b' or thr.dtype.kind != 'f' or np.isnan(thr).any():
+        raise ValueError(f"{me}'s lookup table must hold integer features, thresholds (no NaN) and bool directions")
+    if n and (f.min() < 0 or f.max() >= F):
+        raise ValueError(f"{me}'s lookup table names features outside its {F} columns")
+
+# %% ../nbs/33_secureboost.ipynb #c000a31f2c9946539c3b29341482ce07
+def _check_active_part(data: dict, cfg: dict, me: str, F: int):
+    "The active party's part: trees of consistent sizes, no threshold of a passive node, records the owners have."
+    if any(k.startswith('lookup_') for k in data):
+        raise ValueError(f"{me} is the active party: a passive party's lookup table must never reach it")
+    need = [f'tree_{k}' for k in _TREE_FIELDS + ('owner', 'record', 'n_nodes')] + ['base_margin']
+    if cfg['missing'] == 'probabilistic':
+        need.append('tree_count')  # the training rows per node, for the fractions
+    if lack := [k for k in need if k not in data]:
+        raise ValueError(f"{me}: its model part lacks {lack}")
+    nn = np.asarray(data['tree_n_nodes'])
+    tid = np.repeat(np.arange(len(nn)), np.maximum(nn, 0))
+    nodes = [k for k in need if k.startswith('tree_') and k != 'tree_n_nodes']
+    if len(nn) == 0 or (nn < 1).any() or any(np.shape(data[k]) != tid.shape for k in nodes):
+        raise ValueError(f"{me}: its trees' node arrays must hold {len(tid)} nodes ({nn.tolist()} per tree)")
+    own, rec, thr = (np.asarray(data[f'tree_{k}']) for k in ('owner', 'record', 'threshold'))
+    kids = np.concatenate([np.asarray(data['tree_left']), np.asarray(data['tree_right'])])
+    if own.min() < -1 or own.max() >= len(cfg['parties']) or (kids < -1).any() or (kids >= np.tile(nn[tid], 2)).any():
+        raise ValueError(f"{me}: its trees name owners or children that do not exist")
+    i = cfg['parties'].index(me)
+    passive = (own >= 0) & (own != i)
+    if not np.isnan(thr[passive]).all():
+        raise ValueError(f"{me}'s trees hold a threshold at a passive party's node")
+    if ((rec[passive] < 0) | (rec[passive] >= np.asarray(cfg['n_records'])[own[passive]])).any():
+        raise ValueError(f"{me}'s trees name records their owners do not have")
+    f = np.asarray(data['tree_feature'])[own == i] - sum(cfg['n_features'][:i])
+    if len(f) and (f.min() < 0 or f.max() >= F):
+        raise ValueError(f"{me}'s trees split on features outside its {F} columns")
+
+# %% ../nbs/33_secureboost.ipynb #c3462b86091e46cebf680f08a3b8b56e
+def secureboost_predict_check(
+    data: dict,  # a party's own arrays: `X` (its block of the rows to score) and its part of the model
+    cfg: dict,  # the public configuration, `cfg['me']` its name
+):
+    "Refuse a party's rows or model part that do not fit the federation's model, naming the party, before any message."
+    me = cfg['me']
+    if not isinstance(data, dict) or 'X' not in data:
+        raise ValueError(f"{me}: its data must be a dict with its rows 'X' and its part of the model")
+    X, i = _numeric_block(data['X'], me), cfg['parties'].index(me)
+    F = cfg['n_features'][i]
+    if X.shape[1] != F:
+        raise ValueError(f"{me} has {X.shape[1]} columns; the federation expects {F}")
+    if len(X) != cfg['n_rows']:
+        raise ValueError(f"{me} has {len(X)} rows; the federation expects {cfg['n_rows']}")
+    imp, want = np.asarray(data.get('impute', np.zeros(0)), np.float64), F if cfg['missing'] == 'impute' else 0
+    if imp.shape != (want,) or not np.isfinite(imp).all():
+        raise ValueError(f"{me}: 'impute' must hold {want} finite training means (missing={cfg['missing']!r})")
+    (_check_active_part if me == cfg['active'] else _check_passive_part)(data, cfg, me, F)
+
+
+def secureboost_predict_party(
+    ctx: PartySMC,  # the party's context (its mailbox)
+    data: dict,  # its own arrays: `X` (its block of the rows to score) and its part of the model (`model_parts`)
+    cfg: dict,  # public: parties (column order), active, n_features, n_rows, n_records (per party), missing
+):
+    "A party's program of federated inference (a generator): the active party's if `cfg['me']` is `cfg['active']`."
+    return (_predict_active if cfg['me'] == cfg['active'] else _predict_passive)(ctx, data, cfg)
+
+
+SECUREBOOST_PREDICT = register_protocol(
+    ProtocolSpec('secureboost_predict', secureboost_predict_party, check=secureboost_predict_check, dealer=False)
+)
+
+# %% ../nbs/33_secureboost.ipynb #6b38b45500584d5d8705f6308d7e030c
 @patch
 def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> list:
     if not hasattr(self, 'trees_'):
@@ -748,104 +1019,33 @@ def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> list:
             raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
     if len({len(b) for b in blocks}) != 1:
         raise ValueError("the blocks have different numbers of rows")
-    for b, p in zip(blocks, self.parties_):
-        p._Xp = p._prepare(b)
     return blocks
 
-# %% ../nbs/33_secureboost.ipynb #a15a8d09
-@patch
-def answer_query(self: _SBParty):
-    "Bits for (record, row) pairs: own feature value vs own threshold; optionally which rows miss the feature."
-    m = self.receive('query')
-    rec, rows = np.asarray(m['record'], np.intp), np.asarray(m['row'], np.intp)
-    f, thr, dl = (np.array(v) for v in zip(*self.lookup)) if self.lookup else (np.zeros(0, np.intp),) * 3
-    x = self._Xp[rows, f[rec]]
-    miss = np.isnan(x)
-    out = dict(bits=np.packbits(np.where(miss, dl[rec].astype(bool), x < thr[rec])))
-    if m.get('with_missing'):
-        out['missing'] = np.packbits(miss)
-    self.send('active', 'answer', out)
 
-# %% ../nbs/33_secureboost.ipynb #5605410c
 @patch
-def _ask(self: SecureBoostClassifier, p, rec, rows, with_missing=False):
-    "Send one query to passive party `p` and return its bits (and missing flags)."
-    a = self.active_
-    a.send(p, 'query', dict(record=rec.astype(np.int32), row=rows.astype(np.int32), with_missing=with_missing))
-    p.answer_query()
-    m = a.receive('answer', p)
-    go = np.unpackbits(m['bits'], count=len(rec)).astype(bool)
-    return (go, np.unpackbits(m['missing'], count=len(rec)).astype(bool)) if with_missing else go
+def predict_inputs(
+    self: SecureBoostClassifier,
+    X_parts,  # one feature block per party, in the order of fit
+) -> tuple:
+    """The `secureboost_predict` programs' inputs: (datas, cfg) — each party's data its block of the rows and its part
+    of the model (`model_parts`), and the public configuration."""
+    blocks, parts = self._blocks_for_predict(X_parts), self.model_parts()
+    names = [p.name for p in self.parties_]
+    datas = {n: dict(parts[n], X=b) for n, b in zip(names, blocks)}
+    n_rec = [0 if p is self.active_ else len(p.lookup) for p in self.parties_]
+    cfg = dict(parties=names, active=self.active_.name, n_features=[b.shape[1] for b in blocks], n_rows=len(blocks[0]))
+    return datas, dict(cfg, n_records=n_rec, missing=self.missing)
 
-# %% ../nbs/33_secureboost.ipynb #dbab1d88
+# %% ../nbs/33_secureboost.ipynb #8913267d09734eaabfafef9432d31641
 @patch
 def decision_function(
     self: SecureBoostClassifier,
     X_parts,  # one feature block per party, in the order of fit
 ) -> np.ndarray:
-    "Margins by federated inference through the owners' lookup tables."
-    blocks = self._blocks_for_predict(X_parts)
-    self.channel_.next_round()
-    if self.missing == 'probabilistic':
-        return self.base_margin_ + self._expected_margin(len(blocks[0]))
-    a, n, T = self.active_, len(blocks[0]), len(self.trees_)
-    node = np.zeros((n, T), np.intp)
-    Xa = a._Xp
-    for _ in range(max(t.max_depth for t in self.trees_)):
-        go = np.zeros((n, T), bool)
-        inner = np.zeros((n, T), bool)
-        for j, (t, own, rec) in enumerate(zip(self.trees_, self.owners_, self.records_)):
-            nd = node[:, j]
-            inner[:, j] = ~t.is_leaf[nd]
-            at = np.flatnonzero(inner[:, j] & (own[nd] == a.index))
-            x = Xa[at, t.feature[nd[at]] - a.feature_offset[t.feature[nd[at]]]]
-            go[at, j] = np.where(np.isnan(x), t.default_left[nd[at]], x < t.threshold[nd[at]])
-        own_all = np.stack([own[node[:, j]] for j, own in enumerate(self.owners_)], axis=1)
-        rec_all = np.stack([rec[node[:, j]] for j, rec in enumerate(self.records_)], axis=1)
-        for p in self.parties_:
-            if p is a:
-                continue
-            r, c = np.nonzero(inner & (own_all == p.index))
-            if len(r):
-                go[r, c] = self._ask(p, rec_all[r, c], r)
-        for j, t in enumerate(self.trees_):
-            nd = node[:, j]
-            node[:, j] = np.where(inner[:, j], np.where(go[:, j], t.left[nd], t.right[nd]), nd)
-    return self.base_margin_ + sum(t.value[node[:, j]] for j, t in enumerate(self.trees_))
-
-# %% ../nbs/33_secureboost.ipynb #bb41f7fa
-@patch
-def _expected_margin(self: SecureBoostClassifier, n: int) -> np.ndarray:
-    "Probabilistic prediction: all (row, node) directions from their owners, then expectations over both-way paths."
-    a, out = self.active_, np.zeros(n)
-    for t, own, rec in zip(self.trees_, self.owners_, self.records_):
-        inner = np.flatnonzero(~t.is_leaf)
-        go, miss = np.zeros((n, t.n_nodes)), np.zeros((n, t.n_nodes), bool)
-        for i in inner[own[inner] == a.index]:
-            x = a._Xp[:, t.feature[i] - a.feature_offset[t.feature[i]]]
-            miss[:, i] = np.isnan(x)
-            go[:, i] = x < t.threshold[i]
-        for p in self.parties_:
-            at = inner[own[inner] == p.index]
-            if p is a or len(at) == 0:
-                continue
-            rows = np.repeat(np.arange(n), len(at))
-            cols = np.tile(at, n)
-            g_, m_ = self._ask(p, rec[cols], rows, with_missing=True)
-            go[rows, cols], miss[rows, cols] = g_, m_
-        pi = np.zeros(t.n_nodes)
-        pi[inner] = t.count[t.left[inner]] / np.maximum(t.count[inner], 1e-300)
-        P = np.where(miss, pi, go)
-        W = np.zeros((n, t.n_nodes))
-        W[:, 0] = 1.0
-        for d in range(t.max_depth):
-            at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
-            wl = W[:, at] * P[:, at]
-            W[:, t.left[at]] += wl
-            W[:, t.right[at]] += W[:, at] - wl
-        leaves = np.flatnonzero(t.is_leaf)
-        out += W[:, leaves] @ t.value[leaves]
-    return out
+    "Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel."
+    datas, cfg = self.predict_inputs(X_parts)
+    res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_)
+    return res[cfg['active']]['margin']
 
 # %% ../nbs/33_secureboost.ipynb #2868a188
 @patch

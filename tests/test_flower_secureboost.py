@@ -1,13 +1,16 @@
 """SecureBoost over Flower (issue 17): the `secureboost` per-party programs on A's relay — in process (`LocalGrid`),
 on Flower's simulation engine and as a real deployment on 127.0.0.1 — give the simulator's trees and its transcript
 message for message; a node whose columns do not fit stops the run at the data check, before any ciphertext leaves.
-Skipped without the `flower` extra (flwr, ray, cryptography).
+Then prediction, the `secureboost_predict` programs: each node's data its block of the rows to score and its part of
+the model (`SecureBoostClassifier.model_parts`); margins, counts and bytes by kind are the estimator's; a node whose
+lookup table or columns do not fit stops at the data check. Skipped without the `flower` extra (flwr, ray,
+cryptography).
 
 The runs use the estimator's own protocol: the relay steps a program that pauses (`PartySMC.pause`, between trees)
 and ends a passive party's wait with `PeerFinished` when the active party has finished. (`cfg` options
 `pause=False, end_message=True` exist for a transport without those rules.)"""
 
-import importlib.util, shutil, tempfile
+import importlib.util, os, shutil, tempfile
 
 import numpy as np
 import pytest
@@ -19,7 +22,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 from fedgauss.federation import vertical_split
-from fedgauss.secureboost import SECUREBOOST, SecureBoostClassifier
+from fedgauss.secureboost import SECUREBOOST, SECUREBOOST_PREDICT, SecureBoostClassifier, part_model
 from fedgauss.smc import run_protocol
 
 NAMES = ['passive0', 'active', 'passive2']  # labels with the middle party, as nb33
@@ -75,11 +78,16 @@ def test_relay_in_process_equals_the_simulator(job):
     assert_same_run(fl, job)
 
 
-def test_flower_simulation_equals_the_simulator(job):
+@pytest.fixture(scope='module')
+def flower_fit(job):
+    "Training on Flower's simulation engine (once for the module: the simulation's start-up is slow)."
     from fedgauss.flower import flower_run
 
-    fl = flower_run('secureboost', job['datas'], job['cfg'], seeds={'active': 0}, timeout=240)
-    assert_same_run(fl, job)
+    return flower_run('secureboost', job['datas'], job['cfg'], seeds={'active': 0}, timeout=240)
+
+
+def test_flower_simulation_equals_the_simulator(job, flower_fit):
+    assert_same_run(flower_fit, job)
 
 
 def test_a_node_with_other_columns_stops_before_any_ciphertext(job):
@@ -106,3 +114,95 @@ def test_deployment_equals_the_simulator():
     small = make_job(['active', 'passive1'], [list(range(15)), list(range(15, 30))], 0, n_estimators=1, max_depth=2)
     fl = flower_run('secureboost', small['datas'], small['cfg'], engine='deployment', seeds={'active': 0}, timeout=240)
     assert_same_run(fl, small)
+
+
+# ----------------------------------------------------------------------------- prediction
+@pytest.fixture(scope='module')
+def pjob(job):
+    """Rows to score (every fourth row of breast cancer, 5% of the values missing), each party's data for them
+    (`predict_inputs`: its block and its part of the model), the estimator's margins and prediction messages (on a
+    copy: the training tests read the estimator's channel), and the simulator's bsp run of `secureboost_predict`."""
+    import copy
+
+    est = copy.deepcopy(job['est'])
+    rows = job['X'][::4].copy()
+    rows[np.random.default_rng(1).random(rows.shape) < 0.05] = np.nan
+    blocks = [rows[:, g] for g in GROUPS]
+    datas, cfg = est.predict_inputs(blocks)
+    n0 = len(est.channel_.messages)
+    margin = est.decision_function(blocks)
+    res, rounds, ch = run_protocol(SECUREBOOST_PREDICT, datas, cfg, bsp=True)
+    return dict(est=est, datas=datas, cfg=cfg, margin=margin, sent=est.channel_.messages[n0:], res=res, ch=ch)
+
+
+def assert_same_prediction(fl, pjob):
+    """The run's margins are the estimator's bit for bit, its messages the estimator's (count and bytes by kind, and by
+    sender and receiver), its transcript the simulator's bsp run's; a passive node reports only how many it answered."""
+    np.testing.assert_array_equal(fl['results']['active']['margin'], pjob['margin'])
+    assert [fl['results'][p] for p in NAMES if p != 'active'] == [pjob['res'][p] for p in NAMES if p != 'active']
+    by_kind = lambda msgs: sorted(
+        (k, sum(m.nbytes for m in msgs if m.kind == k), sum(m.kind == k for m in msgs)) for k in {m.kind for m in msgs}
+    )
+    assert by_kind(fl['channel'].messages) == by_kind(pjob['sent'])
+    assert {m.kind for m in pjob['sent']} == {'query', 'answer'}
+    pairs = lambda msgs: sorted((m.sender, m.receiver, m.kind, m.nbytes) for m in msgs)
+    assert pairs(fl['channel'].messages) == pairs(pjob['sent'])
+    assert fl['channel'].transcript[COLS].values.tolist() == pjob['ch'].transcript[COLS].values.tolist()
+
+
+def test_prediction_relay_in_process_equals_the_estimator(pjob):
+    from fedgauss.flower import LocalGrid, Relay, save_party_data
+
+    with tempfile.TemporaryDirectory() as d:
+        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', pjob['datas'][p]), 'party': p} for p in NAMES]
+        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES)).run('secureboost_predict', pjob['cfg'])
+    assert_same_prediction(fl, pjob)
+
+
+def test_train_then_predict_on_flower_simulation(job, flower_fit, pjob):
+    """The active party's part is the model the Flower training returned; a passive party's lookup table never left
+    its node, so its part is the estimator's party's (equal: the trees and record counts are, see above)."""
+    from fedgauss.flower import flower_run
+
+    fitted = flower_fit['results']['active']
+    back = part_model(pjob['datas']['active'])
+    for t, u in zip(back['trees'], fitted['trees']):
+        for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+    assert back['base_margin'] == fitted['base_margin']
+    assert [flower_fit['results'][p]['records'] for p in ('passive0', 'passive2')] == [
+        len(pjob['datas'][p]['lookup_feature']) for p in ('passive0', 'passive2')
+    ]
+    fl = flower_run('secureboost_predict', pjob['datas'], pjob['cfg'], timeout=240)
+    assert_same_prediction(fl, pjob)
+
+
+@pytest.mark.parametrize(
+    'party, change, match',
+    [
+        ('passive2', lambda d: dict(d, lookup_threshold=d['lookup_threshold'][:-1]), "passive2's lookup table has"),
+        ('passive0', lambda d: dict(d, X=d['X'][:, :9]), 'passive0 has 9 columns; the federation expects 10'),
+        ('active', lambda d: dict(d, X=d['X'][:-1]), 'active has 142 rows; the federation expects 143'),
+    ],
+)
+def test_a_prediction_node_that_does_not_fit_stops_at_the_check(pjob, party, change, match):
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+
+    bad = dict(pjob['datas'], **{party: change(pjob['datas'][party])})
+    with tempfile.TemporaryDirectory() as d:
+        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', bad[p]), 'party': p} for p in NAMES]
+        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES))
+        with pytest.raises(FlowerRunError, match=match):
+            relay.run('secureboost_predict', pjob['cfg'])
+        assert len(relay.channel.messages) == 0
+
+
+@pytest.mark.skipif(
+    os.environ.get('FEDGAUSS_FLOWER_DEPLOY') != '1' or shutil.which('flower-superlink') is None,
+    reason='opt-in (FEDGAUSS_FLOWER_DEPLOY=1): a SuperLink and three SuperNodes on 127.0.0.1',
+)
+def test_prediction_deployment_equals_the_estimator(pjob):
+    from fedgauss.flower import flower_run
+
+    fl = flower_run('secureboost_predict', pjob['datas'], pjob['cfg'], engine='deployment', timeout=240)
+    assert_same_prediction(fl, pjob)

@@ -433,3 +433,188 @@ def test_check_refuses_a_party_before_any_message():
         with pytest.raises(ValueError, match=match):
             run_protocol(SECUREBOOST, bad, cfg, channel=ch, rngs={'active': 0})
         assert len(ch.messages) == 0
+
+
+# ----------------------------------------------------------------------------- prediction as per-party programs
+def _payload_hash(p):
+    if isinstance(p, dict):
+        return tuple((k, _payload_hash(v)) for k, v in sorted(p.items()))
+    if isinstance(p, np.ndarray):
+        return (str(p.dtype), p.shape, __import__('hashlib').sha256(np.ascontiguousarray(p).tobytes()).hexdigest()[:16])
+    return repr(p)
+
+
+def _pairs_digest(messages):
+    "Each (sender, receiver)'s messages in order — round, kind, bytes, the payload's arrays — hashed."
+    import hashlib
+
+    seq = {}
+    for m in messages:
+        seq.setdefault((m.sender, m.receiver), []).append((m.round, m.kind, m.nbytes, _payload_hash(m.payload)))
+    return hashlib.sha256(repr(sorted(seq.items())).encode()).hexdigest()[:16]
+
+
+def _reference_margin(sb, blocks):
+    "The single driver's arithmetic in one place: every node's threshold from its owner's lookup table."
+    X = np.hstack(
+        [
+            b if p.impute_values_ is None else np.where(np.isnan(b), p.impute_values_, b)
+            for b, p in zip(blocks, sb.parties_)
+        ]
+    )
+    vals = []
+    for t, own, rec in zip(sb.trees_, sb.owners_, sb.records_):
+        thr = t.threshold.copy()
+        for i in np.flatnonzero(np.isnan(thr) & (own >= 0)):
+            thr[i] = sb.parties_[own[i]].lookup[rec[i]][1]
+        inner = np.flatnonzero(~t.is_leaf)
+        if sb.missing != 'probabilistic':
+            vals.append(t.value[t.__class__(**dict(vars(t), threshold=thr)).apply(X)])
+            continue
+        go, miss = np.zeros((len(X), t.n_nodes)), np.zeros((len(X), t.n_nodes), bool)
+        miss[:, inner], go[:, inner] = np.isnan(X[:, t.feature[inner]]), X[:, t.feature[inner]] < thr[inner]
+        pi = np.zeros(t.n_nodes)
+        pi[inner] = t.count[t.left[inner]] / np.maximum(t.count[inner], 1e-300)
+        P, W = np.where(miss, pi, go), np.zeros((len(X), t.n_nodes))
+        W[:, 0] = 1.0
+        for d in range(t.max_depth):
+            at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
+            wl = W[:, at] * P[:, at]
+            W[:, t.left[at]] += wl
+            W[:, t.right[at]] += W[:, at] - wl
+        leaves = np.flatnonzero(t.is_leaf)
+        vals.append(W[:, leaves] @ t.value[leaves])
+    if sb.missing == 'probabilistic':
+        out = np.zeros(len(X))
+        for v in vals:
+            out += v
+        return sb.base_margin_ + out
+    return sb.base_margin_ + sum(vals)
+
+
+@pytest.mark.parametrize(
+    'groups, label_party, kw, digest',
+    [  # digests of the prediction messages of the single driver (main at 84abe4e), per pair of parties, in order
+        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), '2dc89daa3f3c260f'),
+        (
+            [[0, 1, 2], [3, 4], [5, 6]],
+            1,
+            dict(n_estimators=4, max_depth=4, max_bins=16, missing='impute'),
+            'a1b8b0baedf386f4',
+        ),
+        (
+            [[0, 1, 2], [3, 4], [5, 6]],
+            1,
+            dict(n_estimators=4, max_depth=4, max_bins=16, missing='probabilistic'),
+            '7255deda133a4a14',
+        ),
+        (
+            [[0, 1], [2, 3], [4, 5], [6]],
+            3,
+            dict(n_estimators=3, max_depth=5, min_child_weight=20, gamma=2.0, missing='probabilistic'),
+            'eed23a23a8cfeccb',
+        ),
+        ([[0, 1, 2, 3], [4, 5, 6]], 0, dict(n_estimators=4, max_depth=3, rl_trees=2, max_bins=8), '25b715bdd18ef9ae'),
+    ],
+)
+def test_prediction_programs_keep_the_single_drivers_messages_and_margins(groups, label_party, kw, digest):
+    """Prediction by the `secureboost_predict` programs: the single driver's messages (payloads included) in the same
+    order between each pair of parties, one round per call as before, and its margins bit for bit."""
+    X, y = _toy7()
+    Xv, _ = _toy7(300, seed=2)
+    Xv[np.random.default_rng(9).random(Xv.shape) < 0.1] = np.nan
+    sb = SecureBoostClassifier(**FAST, **kw).fit(vertical_split(X, groups, y, label_party=label_party))
+    n_fit, r_fit = len(sb.channel_.messages), sb.channel_.round
+    calls = [[Xv[:, g] for g in groups], [Xv[:50, g] for g in groups]]
+    for blocks in calls:
+        m = sb.decision_function(blocks)
+        np.testing.assert_array_equal(m, _reference_margin(sb, blocks))
+    sb.predict_proba(calls[0])
+    assert _pairs_digest(sb.channel_.messages[n_fit:]) == digest
+    assert sb.channel_.round == r_fit + 3
+    assert {m.round for m in sb.channel_.messages[n_fit:]} <= {r_fit + 1, r_fit + 2, r_fit + 3}
+
+
+@pytest.fixture(scope='module')
+def predicted():
+    X, y = _toy7(400)
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    sb = SecureBoostClassifier(n_estimators=3, max_depth=3, max_bins=16, **FAST)
+    sb.fit(vertical_split(X, groups, y, label_party=1))
+    Xv, _ = _toy7(120, seed=3)
+    return sb, [Xv[:, g] for g in groups]
+
+
+def test_model_parts_round_trip_and_keep_each_lookup_table_with_its_owner(predicted):
+    from fedgauss.secureboost import part_model
+
+    sb, _ = predicted
+    parts = sb.model_parts()
+    assert list(parts) == ['passive0', 'active', 'passive2']
+    back = part_model(parts['active'])
+    for t, u in zip(back['trees'], sb.trees_):
+        for att in ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'depth'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+    for k, v in (('owners', sb.owners_), ('records', sb.records_)):
+        assert [a.tolist() for a in back[k]] == [b.tolist() for b in v]
+    assert back['base_margin'] == sb.base_margin_
+    for n, p in zip(parts, sb.parties_):
+        assert all(isinstance(v, np.ndarray) and v.dtype != object for v in parts[n].values())  # an .npz holds them
+        if n != 'active':
+            assert part_model(parts[n])['lookup'] == p.lookup
+            assert not any(k.startswith('tree_') for k in parts[n])
+    assert not any(k.startswith('lookup_') for k in parts['active'])
+
+
+def test_each_prediction_program_holds_only_its_own_data(predicted):
+    from fedgauss.secureboost import SECUREBOOST_PREDICT
+    from fedgauss.smc import PROTOCOLS, protocol_programs, run_protocol
+
+    sb, blocks = predicted
+    assert PROTOCOLS['secureboost_predict'] is SECUREBOOST_PREDICT and SECUREBOOST_PREDICT.server is None
+    datas, cfg = sb.predict_inputs(blocks)
+    progs = protocol_programs(SECUREBOOST_PREDICT, datas, cfg)
+    for p in progs:
+        held = [v for v in p.gen.gi_frame.f_locals.values() if isinstance(v, dict) and 'X' in v]
+        assert held == [datas[p.name]]
+    assert not any(isinstance(v, np.ndarray) for v in cfg.values())  # nothing but sizes and names is public
+    res, rounds, ch = run_protocol(SECUREBOOST_PREDICT, datas, cfg)
+    np.testing.assert_array_equal(res['active']['margin'], sb.decision_function(blocks))
+    assert [res[n] for n in ('passive0', 'passive2')] == [
+        dict(queries=int((ch.transcript['receiver'] == n).sum())) for n in ('passive0', 'passive2')
+    ]
+    got = [m for m in ch.messages if m.receiver == 'active']
+    assert {m.kind for m in got} == {'answer'} and all(set(m.payload) == {'bits'} for m in got)
+    assert {m.kind for m in ch.messages if m.receiver != 'active'} == {'query'}
+
+
+def test_prediction_check_refuses_a_party_before_any_message(predicted):
+    from fedgauss.federation import Channel
+    from fedgauss.secureboost import SECUREBOOST_PREDICT
+    from fedgauss.smc import run_protocol
+
+    sb, blocks = predicted
+    ok, cfg = sb.predict_inputs(blocks)
+    p0, act = ok['passive0'], ok['active']
+    thr = act['tree_threshold'].copy()
+    thr[np.flatnonzero((act['tree_owner'] == 0))[0]] = 0.5
+    cut = lambda d, k: {**d, k: d[k][:-1]}
+    for bad, match in [
+        (
+            dict(ok, passive2=dict(ok['passive2'], X=blocks[2][:, :1])),
+            'passive2 has 1 columns; the federation expects 2',
+        ),
+        (dict(ok, passive0=dict(p0, X=blocks[0][:100])), 'passive0 has 100 rows'),
+        (dict(ok, passive0=cut(p0, 'lookup_threshold')), "passive0's lookup table has"),
+        (dict(ok, passive0=cut(cut(cut(p0, 'lookup_threshold'), 'lookup_feature'), 'lookup_default_left')), 'records'),
+        (dict(ok, passive0=dict(p0, lookup_feature=p0['lookup_feature'] + 5)), 'outside its 3 columns'),
+        (dict(ok, active=dict(act, **{k: p0[k] for k in p0 if k.startswith('lookup_')})), 'must never reach it'),
+        (dict(ok, active=dict(act, tree_threshold=thr)), "threshold at a passive party's node"),
+        (dict(ok, active=cut(act, 'tree_value')), 'node arrays'),
+        (dict(ok, passive0=dict(p0, tree_value=act['tree_value'])), 'holds no trees'),
+        (dict(ok, passive0=dict(p0, impute=np.zeros(3))), "'impute' must hold 0"),
+    ]:
+        ch = Channel()
+        with pytest.raises(ValueError, match=match):
+            run_protocol(SECUREBOOST_PREDICT, bad, cfg, channel=ch)
+        assert len(ch.messages) == 0
