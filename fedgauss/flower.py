@@ -17,10 +17,10 @@ from .yeojohnson import YeoJohnsonWarning
 
 # %% auto #0
 __all__ = ['new_keypair', 'pair_key', 'seal', 'unseal', 'Sealed', 'resume_step', 'save_party_data', 'load_party_data',
-           'find_protocol', 'party_handle', 'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange',
-           'LocalGrid', 'server_app', 'flower_run', 'flower_simulation', 'fast_send_and_receive', 'node_main',
-           'deploy_server_app', 'stop_processes', 'make_certificates', 'write_app', 'FlowerDeployment', 'flower_deploy',
-           'flower_demo']
+           'party_result_path', 'load_party_result', 'find_protocol', 'party_handle', 'node_query', 'client_app',
+           'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'server_app', 'flower_run', 'flower_simulation',
+           'fast_send_and_receive', 'node_main', 'deploy_server_app', 'stop_processes', 'make_certificates',
+           'write_app', 'FlowerDeployment', 'flower_deploy', 'flower_demo']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 def new_keypair() -> tuple:
@@ -148,6 +148,22 @@ def load_party_data(
     return {'X': pd.read_csv(p).to_numpy(dtype=np.float64)}
 
 
+def party_result_path(
+    data_path: str,  # the node's data file
+) -> str:
+    "Where a node keeps its program's whole result (`flower_run(..., keep=True)`): next to its data, `<data>.result.pkl`."
+    return os.path.splitext(str(data_path))[0] + '.result.pkl'
+
+
+def load_party_result(
+    path: str,  # a node's data file, or its result file (`party_result_path`)
+):
+    "A party's whole result as its node kept it at the end of a run with `keep=True` (on the party's own machine)."
+    p = str(path) if str(path).endswith('.result.pkl') else party_result_path(path)
+    with open(p, 'rb') as fh:
+        return pickle.load(fh)
+
+
 def find_protocol(
     name: str,  # the protocol's name in `PROTOCOLS`
     module: str | None = None,  # the module that registers it (imported if the name is not known yet)
@@ -199,6 +215,7 @@ def _node_hello(node_config: dict, req: dict) -> tuple:
     state = dict(me=me, run=req['run'], protocol=spec.name, module=req['module'], cfg=cfg, data_path=path)
     state['fault'] = req.get('fault')  # testing only
     state['report'] = req.get('report') is None or me in req['report']  # its result goes back to the server
+    state['keep'] = bool(req.get('keep'))  # its whole result stays on the node, next to its data
     return dict(state, priv=priv, seed=pickle.dumps(seed, protocol=5)), dict(public_key=pub, party=me)
 
 # %% ../nbs/50_flower.ipynb #28d3efd5258a48a79c179ea5c6759f01
@@ -248,6 +265,14 @@ def _report(state: dict, prog) -> object:
     return spec.report(prog.result, dict(state['cfg'], me=state['me']))
 
 
+def _keep_result(state: dict, result):
+    "Write the party's whole result next to its data (`party_result_path`), atomically: it never leaves the node."
+    path = party_result_path(state['data_path'])
+    with open(path + '.tmp', 'wb') as fh:
+        pickle.dump(result, fh, protocol=5)
+    os.replace(path + '.tmp', path)
+
+
 def party_handle(
     state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
     node_config: dict,  # the node's configuration: `data-path`, and `party` or (in simulation) `partition-id`
@@ -269,6 +294,8 @@ def party_handle(
         else {'end': req['why']}
     )
     saved, out, prog = _step(state, inbox)
+    if prog.done and state.get('keep'):
+        _keep_result(state, prog.result)
     out = [(r, k, Sealed(seal(keys[r], p, f'{me}|{r}|{k}'), payload_nbytes(p)) if r in keys else p) for r, k, p in out]
     state = dict(state, keys=keys, party=saved, n=n)
     return state, dict(
@@ -429,12 +456,12 @@ def ask(
 # %% ../nbs/50_flower.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
 def _hello(
-    self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None, report: list | None = None, fault=None
+    self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None, report: list | None = None, fault=None, keep=False
 ) -> dict:
     """The first pass: every node finds its party, checks its data (`spec.check`) and publishes an X25519 key;
     returns the keys by party."""
     req = dict(op='hello', protocol=spec.name, module=spec.party.__module__, cfg=cfg, run=os.urandom(8).hex())
-    req.update(seeds=seeds, data_paths=self.data_paths, report=report, fault=fault)
+    req.update(seeds=seeds, data_paths=self.data_paths, report=report, fault=fault, keep=keep)
     got = self.ask(
         {k: req for k in self.node}, 'keys and data check', max(self.timeout, 180.0)
     )  # nodes may be starting
@@ -541,12 +568,15 @@ def run(
     on_phase=None,  # called with each new public phase
     results: list | None = None,  # the parties whose results come back to the server (None: all)
     fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
+    keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
     """The protocol over the nodes: the hello pass (parties, data checks, keys), then passes until every program
     has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips)."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     seeds, cfg = copy.deepcopy(seeds) or {}, dict(cfg)
-    pub = self._hello(spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None, results, fault)
+    pub = self._hello(
+        spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None, results, fault, keep
+    )
     server = None
     if spec.server is not None:
         ctx = protocol_context(spec, spec.server_name, cfg, np.random.default_rng(seeds.get(spec.server_name)))
@@ -580,7 +610,14 @@ def _run_job(grid, job: dict, on_pass=None) -> dict:
     relay = Relay(
         grid, len(job['cfg']['parties']), job.get('timeout', 60.0), data_paths=job.get('data_paths'), on_pass=on_pass
     )
-    return relay.run(spec, job['cfg'], job.get('seeds'), results=job.get('results'), fault=job.get('fault'))
+    return relay.run(
+        spec,
+        job['cfg'],
+        job.get('seeds'),
+        results=job.get('results'),
+        fault=job.get('fault'),
+        keep=job.get('keep', False),
+    )
 
 
 def server_app(
@@ -641,10 +678,12 @@ def flower_run(
     fast: bool = True,  # deployment: the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
     on_started=None,  # deployment: called with {'superlink': Popen, 'nodes': [Popen]} once every process runs
     results: list | None = None,  # the parties whose results come back to the server (None: all; the server's always)
+    keep: bool = False,  # each node writes its program's whole result next to its data (needs `workdir`)
 ) -> dict:
     """Run a registered protocol over Flower, one party per SuperNode: each node's data is written to its own `.npz`,
     the server's program runs in the ServerApp. Returns dict(results, channel, rounds, wire_bytes, round_trips,
-    seconds) (and `pids` for a deployment); `results` and `channel` are those of `run_protocol(..., bsp=True)`."""
+    seconds) (and `pids` for a deployment; with `keep`, `kept`: party -> the file its node wrote its whole result to);
+    `results` and `channel` are those of `run_protocol(..., bsp=True)`."""
     import shutil, tempfile
 
     spec = find_protocol(spec) if isinstance(spec, str) else spec
@@ -656,18 +695,22 @@ def flower_run(
         raise ValueError(f"cfg['parties'] {cfg['parties']} are not the parties with data {list(datas)}")
     if engine not in ('simulation', 'deployment'):
         raise ValueError(f"engine must be 'simulation' or 'deployment'; got {engine!r}")
+    if keep and workdir is None:
+        raise ValueError("keep=True writes each node's result next to its data: give a `workdir` that outlives the run")
     t0 = time.time()
     if engine == 'deployment':
         with FlowerDeployment(len(cfg['parties']), tls, workdir, fast) as dep:
             if on_started:
                 on_started(dict(superlink=dep.procs[0], nodes=dep.procs[1:]))
-            out = dep.run(spec, datas, cfg, seeds, timeout, results)
+            out = dep.run(spec, datas, cfg, seeds, timeout, results, keep=keep)
         return dict(out, seconds=time.time() - t0)  # with the start-up
     tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
     try:
         paths = {p: save_party_data(os.path.join(tmp, f'party{k}.npz'), datas[p]) for k, p in enumerate(cfg['parties'])}
         job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
-        return dict(_simulate(dict(job, results=results), paths), seconds=time.time() - t0)
+        out = _simulate(dict(job, results=results, keep=keep), paths)
+        kept = {p: party_result_path(paths[p]) for p in cfg['parties']} if keep else None
+        return dict(out, seconds=time.time() - t0, **({'kept': kept} if keep else {}))
     finally:
         if workdir is None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -1106,6 +1149,7 @@ def run(
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error naming the node
     results: list | None = None,  # the parties whose results come back to the server (None: all)
     fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
+    keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
     """One run on the deployment: each party's data to its node's folder, the job submitted with `flwr run`.
     Returns `Relay.run`'s dict with `seconds` and `pids`."""
@@ -1120,8 +1164,13 @@ def run(
     for k, p in enumerate(cfg['parties']):
         save_party_data(os.path.join(self.tmp, f'node{k}', f'{p}.npz'), datas[p])
     job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
-    job.update(results=results, fault=fault)
-    return _submit(self.tmp, self.app, self.env, self.procs, job, t0, name=f'job{self.runs}.pkl')
+    job.update(results=results, fault=fault, keep=keep)
+    out = _submit(self.tmp, self.app, self.env, self.procs, job, t0, name=f'job{self.runs}.pkl')
+    if keep:  # where each node wrote its result (each on its own machine, in a real federation)
+        out['kept'] = {
+            p: party_result_path(os.path.join(self.tmp, f'node{k}', f'{p}.npz')) for k, p in enumerate(cfg['parties'])
+        }
+    return out
 
 # %% ../nbs/50_flower.ipynb #94ae71b6e24e4355a139fb9fe2e09b64
 def flower_deploy(

@@ -36,8 +36,9 @@ except ImportError:
 # %% auto #0
 __all__ = ['GH_SLOT', 'BIN_BITS', 'SECUREBOOST', 'SECUREBOOST_PREDICT', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext',
            'unpack_bins', 'PassiveParty', 'ActiveParty', 'FederatedHistograms', 'SecureBoostClassifier',
-           'secureboost_party', 'secureboost_check', 'secureboost_context', 'part_model', 'secureboost_predict_check',
-           'secureboost_predict_party', 'leaf_purity', 'weight_identity_error']
+           'secureboost_party', 'secureboost_report', 'secureboost_check', 'secureboost_context', 'part_model',
+           'secureboost_part', 'secureboost_predict_check', 'secureboost_predict_party', 'leaf_purity',
+           'weight_identity_error']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -580,12 +581,26 @@ def _active_program(ctx, data: dict, cfg: dict):
             out[k].append(v)
         out['train_leaves'].append(a.node.astype(np.int32))
         out['tree_seconds'].append((time.perf_counter() - t0, time.process_time() - c0))
-    out['train_margin'] = margin
+    out['train_margin'], out['impute'] = margin, _impute_array(a)
     for p in passives if cfg.get('end_message') else []:
         ctx.send(p, 'end', 0)
     return dict(out, party=a) if cfg.get('keep_parties') else out
 
 # %% ../nbs/33_secureboost.ipynb #504fb2a444614c0babb325280ed9130a
+_LOOKUP = ('lookup_feature', 'lookup_threshold', 'lookup_default_left')
+
+
+def _impute_array(party) -> np.ndarray:
+    "A party's `impute` means as an array (empty unless `missing='impute'`)."
+    return np.zeros(0) if party.impute_values_ is None else np.array(party.impute_values_, np.float64)
+
+
+def _lookup_arrays(lookup: list) -> dict:
+    "A lookup table [(feature, threshold, default_left)] as three arrays."
+    cols = list(zip(*lookup)) if lookup else [(), (), ()]
+    return {k: np.array(c, dt) for k, c, dt in zip(_LOOKUP, cols, (np.int64, np.float64, bool))}
+
+
 _REQUESTS = ('route', 'gh', 'hist_request', 'split', 'end')  # what the active party asks, first first when several wait
 
 
@@ -618,7 +633,10 @@ def _passive_program(ctx, data: dict, cfg: dict):
             act[got[0]]()
     except PeerFinished:  # the active party has finished: training is over
         pass
-    return dict(records=len(p.lookup), party=p) if cfg.get('keep_parties') else dict(records=len(p.lookup))
+    out = dict(
+        records=len(p.lookup), part=dict(_lookup_arrays(p.lookup), impute=_impute_array(p))
+    )  # its part stays here
+    return dict(out, party=p) if cfg.get('keep_parties') else out
 
 # %% ../nbs/33_secureboost.ipynb #59bbdb311c014d738909a11f9e486628
 def secureboost_party(
@@ -631,6 +649,15 @@ def secureboost_party(
     `pause` (default True: each tree's messages in its round), `end_message` (default False: the active party says
     'end' when done, for a transport that cannot tell a waiting party its peer has finished)."""
     return (_active_program if cfg['me'] == cfg['active'] else _passive_program)(ctx, data, cfg)
+
+
+def secureboost_report(
+    result: dict,  # a party's program result
+    cfg: dict,  # the public configuration, `cfg['me']` the party
+) -> dict:
+    """What a node sends the server when its program ends: a passive party only how many records it holds (its
+    lookup table, `result['part']`, stays on its node: `flower_run(..., keep=True)` writes it there)."""
+    return {k: v for k, v in result.items() if k != 'part'}
 
 
 def secureboost_check(
@@ -670,7 +697,14 @@ def secureboost_context(
 
 
 SECUREBOOST = register_protocol(
-    ProtocolSpec('secureboost', secureboost_party, check=secureboost_check, context=secureboost_context, dealer=False)
+    ProtocolSpec(
+        'secureboost',
+        secureboost_party,
+        check=secureboost_check,
+        context=secureboost_context,
+        dealer=False,
+        report=secureboost_report,
+    )
 )
 
 # %% ../nbs/33_secureboost.ipynb #8a65eabff63a45729fe45fb5ade58bdc
@@ -729,7 +763,6 @@ def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
 # %% ../nbs/33_secureboost.ipynb #df3bae6902f2482e9060562108c84885
 _TREE_FIELDS = ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad')
 _TREE_FIELDS += ('sum_hess', 'depth')  # the node arrays of a `Tree`
-_LOOKUP = ('lookup_feature', 'lookup_threshold', 'lookup_default_left')
 
 
 def _tree_arrays(trees: list, owners: list, records: list) -> dict:
@@ -741,12 +774,6 @@ def _tree_arrays(trees: list, owners: list, records: list) -> dict:
     out['tree_n_nodes'] = np.array([t.n_nodes for t in trees], np.int64)
     return out
 
-
-def _lookup_arrays(lookup: list) -> dict:
-    "A lookup table [(feature, threshold, default_left)] as three arrays."
-    cols = list(zip(*lookup)) if lookup else [(), (), ()]
-    return {k: np.array(c, dt) for k, c, dt in zip(_LOOKUP, cols, (np.int64, np.float64, bool))}
-
 # %% ../nbs/33_secureboost.ipynb #4c476f36b57c4ad8a0b6c0a449722096
 @patch
 def model_parts(self: SecureBoostClassifier) -> dict:
@@ -757,7 +784,6 @@ def model_parts(self: SecureBoostClassifier) -> dict:
         raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
     out = {}
     for p in self.parties_:
-        imp = np.zeros(0) if p.impute_values_ is None else np.array(p.impute_values_, np.float64)
         if p is self.active_:
             part = dict(
                 _tree_arrays(self.trees_, self.owners_, self.records_),
@@ -765,7 +791,7 @@ def model_parts(self: SecureBoostClassifier) -> dict:
             )
         else:
             part = _lookup_arrays(p.lookup)
-        out[p.name] = dict(part, impute=imp)
+        out[p.name] = dict(part, impute=_impute_array(p))
     return out
 
 # %% ../nbs/33_secureboost.ipynb #f7fdfdd0650444cfabd711c5d013a195
@@ -784,6 +810,17 @@ def part_model(
     return dict(
         trees=trees, owners=split('tree_owner'), records=split('tree_record'), base_margin=float(part['base_margin'])
     )
+
+
+def secureboost_part(
+    result: dict,  # a party's `secureboost` program result (a node keeps it: `flower_run(..., keep=True)`)
+) -> dict:
+    """The party's part of the model, as `SecureBoostClassifier.model_parts` gives it, from its training program's result:
+    what a node adds to its rows to score to predict with `secureboost_predict`."""
+    if 'part' in result:  # a passive party's lookup table
+        return result['part']
+    trees = _tree_arrays(result['trees'], result['owners'], result['records'])
+    return dict(trees, base_margin=np.array(result['base_margin'], np.float64), impute=result['impute'])
 
 # %% ../nbs/33_secureboost.ipynb #fe9f955ec60b4fa5bfadf336a7853f34
 def _impute(data: dict) -> np.ndarray:

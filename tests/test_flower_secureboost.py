@@ -22,7 +22,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 from fedgauss.federation import vertical_split
-from fedgauss.secureboost import SECUREBOOST, SECUREBOOST_PREDICT, SecureBoostClassifier, part_model
+from fedgauss.secureboost import (
+    SECUREBOOST,
+    SECUREBOOST_PREDICT,
+    SecureBoostClassifier,
+    part_model,
+    secureboost_part,
+    secureboost_report,
+)
 from fedgauss.smc import run_protocol
 
 NAMES = ['passive0', 'active', 'passive2']  # labels with the middle party, as nb33
@@ -60,7 +67,8 @@ def assert_same_run(fl, job):
         for a, b in zip(got['active'][k], want['active'][k]):
             np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(got['active']['train_margin'], job['est'].train_margin_)
-    assert [got[p] for p in job['names'] if p != 'active'] == [want[p] for p in job['names'] if p != 'active']
+    passive = [p for p in job['names'] if p != 'active']  # a passive node reports its record count, keeps its table
+    assert [got[p] for p in passive] == [secureboost_report(want[p], {}) for p in passive]
     assert fl['channel'].transcript[COLS].values.tolist() == job['ch'].transcript[COLS].values.tolist()
     assert fl['rounds'] == job['rounds']
     rows = lambda ch: sorted(map(tuple, ch.transcript[COLS].values.tolist()))
@@ -79,11 +87,13 @@ def test_relay_in_process_equals_the_simulator(job):
 
 
 @pytest.fixture(scope='module')
-def flower_fit(job):
-    "Training on Flower's simulation engine (once for the module: the simulation's start-up is slow)."
+def flower_fit(job, tmp_path_factory):
+    """Training on Flower's simulation engine (once for the module: the simulation's start-up is slow); each node keeps
+    its whole result next to its data (`keep=True`)."""
     from fedgauss.flower import flower_run
 
-    return flower_run('secureboost', job['datas'], job['cfg'], seeds={'active': 0}, timeout=240)
+    d = str(tmp_path_factory.mktemp('sb-nodes'))
+    return flower_run('secureboost', job['datas'], job['cfg'], seeds={'active': 0}, timeout=240, keep=True, workdir=d)
 
 
 def test_flower_simulation_equals_the_simulator(job, flower_fit):
@@ -160,20 +170,21 @@ def test_prediction_relay_in_process_equals_the_estimator(pjob):
 
 
 def test_train_then_predict_on_flower_simulation(job, flower_fit, pjob):
-    """The active party's part is the model the Flower training returned; a passive party's lookup table never left
-    its node, so its part is the estimator's party's (equal: the trees and record counts are, see above)."""
-    from fedgauss.flower import flower_run
+    """Train on Flower, then predict on Flower from what the training left: the active party's part from the model it
+    returned, each passive party's from the result its node kept (`keep=True`: its lookup table never left the node).
+    The parts are the estimator's (`model_parts`), array for array, and the margins its margins."""
+    from fedgauss.flower import flower_run, load_party_result
 
-    fitted = flower_fit['results']['active']
-    back = part_model(pjob['datas']['active'])
-    for t, u in zip(back['trees'], fitted['trees']):
-        for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value'):
-            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
-    assert back['base_margin'] == fitted['base_margin']
-    assert [flower_fit['results'][p]['records'] for p in ('passive0', 'passive2')] == [
-        len(pjob['datas'][p]['lookup_feature']) for p in ('passive0', 'passive2')
-    ]
-    fl = flower_run('secureboost_predict', pjob['datas'], pjob['cfg'], timeout=240)
+    kept = {p: load_party_result(f) for p, f in flower_fit['kept'].items()}
+    assert 'part' not in flower_fit['results']['passive0'] and 'part' in kept['passive0']
+    parts = {p: secureboost_part(flower_fit['results']['active'] if p == 'active' else kept[p]) for p in NAMES}
+    for p in NAMES:
+        want = {k: v for k, v in pjob['datas'][p].items() if k != 'X'}
+        assert sorted(parts[p]) == sorted(want)
+        for k in want:
+            np.testing.assert_array_equal(parts[p][k], want[k])
+    datas = {p: dict(parts[p], X=pjob['datas'][p]['X']) for p in NAMES}
+    fl = flower_run('secureboost_predict', datas, pjob['cfg'], timeout=240)
     assert_same_prediction(fl, pjob)
 
 
