@@ -599,7 +599,7 @@ class FederBoostClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum Hessian in a child
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
-        rng=None,  # numpy Generator or seed (masks)
+        rng=None,  # numpy Generator or seed (each party's stream, for its masks, is spawned from it: `party_seeds`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -732,7 +732,7 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        rng=None,  # numpy Generator or seed (shared hash functions)
+        rng=None,  # numpy Generator or seed (the public hash functions)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -887,7 +887,7 @@ class NFLGBDTClassifier(_FedGBDT):
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-        rng=None,  # numpy Generator or seed (shared hash functions)
+        rng=None,  # numpy Generator or seed (the public hash functions)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -1006,7 +1006,7 @@ class TFLClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (noise)
+        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1057,8 +1057,11 @@ def protocol_inputs(
 ) -> tuple:
     "What `fit` runs: (spec, datas, cfg) — the `TFL` programs, each party's data {'X', 'y'}, the public configuration."
     _check_eps(self.epsilon)
-    builders = lambda cfg: tree_schedule(cfg['sizes'], self.n_estimators).tolist()
-    return self._inputs(TFL, clients, lambda datas, cfg: dict(builders=builders(cfg), epsilon=self.epsilon))
+
+    def public(datas, cfg):  # the builders in turn, blocks proportional to the parties' sizes
+        return dict(builders=tree_schedule(cfg['sizes'], self.n_estimators).tolist(), epsilon=self.epsilon)
+
+    return self._inputs(TFL, clients, public)
 
 
 @patch
@@ -1091,7 +1094,7 @@ class FGBDTGClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its proposed trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (noise)
+        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
