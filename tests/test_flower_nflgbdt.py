@@ -118,7 +118,10 @@ def test_pausing_protocols_on_the_relay(cls, setup):
     trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
     trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]
     np.testing.assert_array_equal(res['party2']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
-    pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
+    a, b = by_kind(out['channel'].transcript), by_kind(est.channel_.transcript)
+    pd.testing.assert_series_equal(a['size'], b['size'])
+    drawn = a.index.isin(['public key', 'public keys'])  # other secrets: a key with leading zero bytes is shorter
+    pd.testing.assert_series_equal(a['sum'][~drawn], b['sum'][~drawn])
     assert out['rounds'] == run_protocol(spec, datas, cfg, bsp=True)[1]
 
 
