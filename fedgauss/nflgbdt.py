@@ -31,10 +31,10 @@ from .dp import laplace_mechanism
 
 # %% auto #0
 __all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
-           'tree_message', 'tree_from_message', 'FederBoostClassifier', 'federboost_party', 'federboost_server',
-           'tree_schedule', 'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
-           'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier',
-           'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
+           'tree_message', 'tree_from_message', 'party_seeds', 'FederBoostClassifier', 'federboost_party',
+           'federboost_server', 'tree_schedule', 'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts',
+           'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party',
+           'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -299,37 +299,6 @@ class _FedGBDT(ClassifierMixin, BaseEstimator):
             min_child_weight=self.min_child_weight,
         )
 
-# %% ../nbs/34_nflgbdt.ipynb #8763a12b2bbd4a93a75aff182afb95dc
-@patch
-def _setup(self: _FedGBDT, clients):
-    check_boosting_params(self)
-    Xs, ys, names = _check_clients(clients, self._allow_nan)
-    self.classes_ = np.unique(np.concatenate(ys))
-    if len(self.classes_) != 2:
-        raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
-    self.n_features_in_ = Xs[0].shape[1]
-    if names is not None:
-        self.feature_names_in_ = np.asarray(names, dtype=object)
-    self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
-    self.channel_ = ch = Channel()
-    self.parties_ = [
-        DataOwner(f'party{k}', ch, X, (y == self.classes_[1]).astype(float), self.binner_)
-        for k, (X, y) in enumerate(zip(Xs, ys))
-    ]
-    self.aggregator_ = agg = Party('aggregator', ch)
-    self._rng = as_rng(self.rng)
-    ch.next_round()
-    for p in self.parties_:
-        p.send(agg, 'class counts', np.array([p.n_rows, int(p._y.sum())]))
-    n, pos = sum(agg.receive('class counts', sender=p) for p in self.parties_)
-    margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
-    agg.broadcast(self.parties_, 'base margin', margin)
-    self.base_margin_ = self.parties_[0].receive('base margin')
-    for p in self.parties_:
-        p.margin = np.full(p.n_rows, p.receive('base margin') if p is not self.parties_[0] else self.base_margin_)
-    self.trees_, self.timings_ = [], {}
-    return self.parties_, agg
-
 # %% ../nbs/34_nflgbdt.ipynb #06022b53
 def _validate_X(est, X):
     check_is_fitted(est)
@@ -386,13 +355,40 @@ def _prepare(self: _FedGBDT, clients) -> tuple:
     )
     return datas, cfg
 
+# %% ../nbs/34_nflgbdt.ipynb #49adf159
+def party_seeds(
+    rng,  # the estimator's `rng`: a numpy Generator, an int seed or None
+    names: list,  # the parties' (and the aggregator's) names, in order
+) -> dict:  # name -> its own `numpy.random.SeedSequence`
+    """Each name's private seed: the children of one `SeedSequence` made from a single draw of `rng`, one per name
+    (a name's child does not depend on how many names follow it)."""
+    root = np.random.SeedSequence(int(as_rng(rng).integers(2**63)))
+    return dict(zip(names, root.spawn(len(names))))
+
+# %% ../nbs/34_nflgbdt.ipynb #0df1a8cc
+def _all_pairs(datas: dict) -> list:
+    "Every ordered pair (j, m), j != m, of party indices."
+    return [(j, m) for j in range(len(datas)) for m in range(len(datas)) if j != m]
+
+
+@patch
+def _inputs(self: _FedGBDT, spec: ProtocolSpec, clients, public=None) -> tuple:
+    """What `protocol_inputs` returns, (spec, datas, cfg): the checks and `cfg` of `_prepare`, grown by the method's own
+    public entries `public(datas, cfg)` (a dict; drawn first), then each party's and the aggregator's private seed
+    (`party_seeds_`, drawn after them)."""
+    datas, cfg = self._prepare(clients)
+    if public is not None:
+        cfg.update(public(datas, cfg))
+    self.party_seeds_ = party_seeds(self._rng, cfg['parties'] + ['aggregator'])
+    return spec, datas, cfg
+
 # %% ../nbs/34_nflgbdt.ipynb #46a27a456b804aa2a380d5edf15a5daf
 @patch
-def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict, rngs=None) -> dict:
-    """Run `spec` in the simulator; keep the transcript, rounds, base margin, and the parties (each with its own rows,
-    for inspection)."""
+def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
+    """Run `spec` in the simulator, each party and the aggregator on its own stream (`party_seeds_`); keep the
+    transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."""
     t0 = time.perf_counter()
-    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=rngs)
+    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=self.party_seeds_)
     self.timings_ = {'protocol': time.perf_counter() - t0}
     self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_) for n, d in datas.items()]
     self.aggregator_ = Party('aggregator', self.channel_)
@@ -603,7 +599,7 @@ class FederBoostClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum Hessian in a child
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
-        rng=None,  # numpy Generator or seed (masks)
+        rng=None,  # numpy Generator or seed (each party's stream, for its masks, is spawned from it: `party_seeds`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -660,9 +656,7 @@ def protocol_inputs(
 ) -> tuple:
     """What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs, each party's data {'X', 'y'}, the public
     configuration."""
-    datas, cfg = self._prepare(clients)
-    cfg['frac_bits'] = self.frac_bits
-    return FEDERBOOST, datas, cfg
+    return self._inputs(FEDERBOOST, clients, lambda datas, cfg: dict(frac_bits=self.frac_bits))
 
 
 @patch
@@ -670,10 +664,10 @@ def fit(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    """Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (the parties share `rng`'s stream,
-    in turn)."""
+    """Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (each party draws its masks' secrets
+    from its own stream, `party_seeds_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
-    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    res = self._run(spec, datas, cfg)
     self.trees_ = res['aggregator']['trees']
     self.timings_['boosting'] = self.timings_['protocol']
     return self
@@ -738,7 +732,7 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        rng=None,  # numpy Generator or seed (shared hash functions)
+        rng=None,  # numpy Generator or seed (the public hash functions)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -791,12 +785,12 @@ def protocol_inputs(
 ) -> tuple:
     """What `fit` runs: (spec, datas, cfg) — the `SIMFL` programs, each party's data {'X', 'y'}, the public
     configuration."""
-    datas, cfg = self._prepare(clients)
-    D = len(datas)
-    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]
-    builders = tree_schedule(cfg['sizes'], self.n_estimators).tolist()
-    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=pairs, builders=builders)
-    return SIMFL, datas, cfg
+
+    def public(datas, cfg):  # every party gets its maps towards every other party
+        builders = tree_schedule(cfg['sizes'], self.n_estimators).tolist()
+        return dict(_lsh_cfg(self, datas), pairs=_all_pairs(datas), send=_all_pairs(datas), builders=builders)
+
+    return self._inputs(SIMFL, clients, public)
 
 
 @patch
@@ -893,7 +887,7 @@ class NFLGBDTClassifier(_FedGBDT):
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-        rng=None,  # numpy Generator or seed (shared hash functions)
+        rng=None,  # numpy Generator or seed (the public hash functions)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -952,12 +946,12 @@ def protocol_inputs(
     configuration; give them to `run_protocol` or `fedgauss.flower.flower_run`."""
     if self.leaf_weighting not in ('similar', 'sum'):
         raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
-    datas, cfg = self._prepare(clients)
-    D = len(datas)
-    pairs = [(j, m) for j in range(D) for m in range(D) if j != m]  # the aggregator maps all pairs, for n_d ...
-    send = [(j, 0) for j in range(1, D)]  # ... and sends the first builder's
-    cfg.update(_lsh_cfg(self, datas), pairs=pairs, send=send, leaf_weighting=self.leaf_weighting)
-    return NFLGBDT, datas, cfg
+
+    def public(datas, cfg):  # the aggregator maps all pairs, for n_d, and sends the first builder's only
+        send = [(j, 0) for j in range(1, len(datas))]
+        return dict(_lsh_cfg(self, datas), pairs=_all_pairs(datas), send=send, leaf_weighting=self.leaf_weighting)
+
+    return self._inputs(NFLGBDT, clients, public)
 
 
 @patch
@@ -1012,7 +1006,7 @@ class TFLClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (noise)
+        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1063,9 +1057,11 @@ def protocol_inputs(
 ) -> tuple:
     "What `fit` runs: (spec, datas, cfg) — the `TFL` programs, each party's data {'X', 'y'}, the public configuration."
     _check_eps(self.epsilon)
-    datas, cfg = self._prepare(clients)
-    cfg.update(builders=tree_schedule(cfg['sizes'], self.n_estimators).tolist(), epsilon=self.epsilon)
-    return TFL, datas, cfg
+
+    def public(datas, cfg):  # the builders in turn, blocks proportional to the parties' sizes
+        return dict(builders=tree_schedule(cfg['sizes'], self.n_estimators).tolist(), epsilon=self.epsilon)
+
+    return self._inputs(TFL, clients, public)
 
 
 @patch
@@ -1073,9 +1069,10 @@ def fit(
     self: TFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (the parties share `rng`'s stream, in turn)."
+    """Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (each party draws its noise from its own
+    stream, `party_seeds_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
-    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
     self.epsilon_per_tree_ = self.epsilon / np.bincount(self.builders_, minlength=len(datas))
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
@@ -1097,7 +1094,7 @@ class FGBDTGClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its proposed trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (noise)
+        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1168,9 +1165,7 @@ def protocol_inputs(
     """What `fit` runs: (spec, datas, cfg) — the `FGBDTG` programs, each party's data {'X', 'y'}, the public
     configuration."""
     _check_eps(self.epsilon)
-    datas, cfg = self._prepare(clients)
-    cfg['eps_tree'] = self.epsilon / self.n_estimators
-    return FGBDTG, datas, cfg
+    return self._inputs(FGBDTG, clients, lambda datas, cfg: dict(eps_tree=self.epsilon / self.n_estimators))
 
 
 @patch
@@ -1178,10 +1173,10 @@ def fit(
     self: FGBDTGClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    """Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (the parties share `rng`'s stream, in
-    turn)."""
+    """Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (each party draws its noise from its
+    own stream, `party_seeds_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
-    res = self._run(spec, datas, cfg, rngs={p: self._rng for p in cfg['parties']})
+    res = self._run(spec, datas, cfg)
     self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
     self.builders_ = np.array(res['aggregator']['chosen'], dtype=int)
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)

@@ -264,6 +264,8 @@ def test_sparse_and_hash_range_refused(data):
 # SHA-256 (first 16 hex) of the transcript rows (round, sender, receiver, kind, bytes), sorted, computed with the single
 # driver each estimator had before it ran as per-party programs (commit 4a56a6b): the programs send the same messages
 # in the same rounds (inside a round the order can differ: a party goes on as soon as its messages are there).
+# TFL, F-GBDT-G and FederBoost then drew from one stream shared by all parties (rngs={p: rng}); they reproduce these
+# digests when run with that shared stream.
 OLD_TRANSCRIPTS = {
     'nfl': (NFLGBDTClassifier, {}, '30498fe4abe84236'),
     'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum'), '1591aa2578d0dc98'),
@@ -272,21 +274,77 @@ OLD_TRANSCRIPTS = {
     'fgbdtg': (FGBDTGClassifier, dict(epsilon=4.0), '43649a656244d285'),
     'fb': (FederBoostClassifier, {}, '41fd024174f85312'),
 }
+# The same with each party on its own stream (`party_seeds_`, issue 17): other noise and other DH secrets, so other tree
+# sizes (TFL, F-GBDT-G) and public-key lengths (FederBoost: a key with a leading zero byte is one byte shorter).
+PRIVATE_STREAMS = {'tfl': '22c0ccc025e9c0b3', 'fgbdtg': 'aeef6fd2654bbe8a', 'fb': '73dfbe01b4c2aadc'}
+# the message kinds whose sizes follow the random draws
+DRAWN_SIZES = {'tree', 'candidate', 'public key', 'public keys'}
 
 
-@pytest.mark.parametrize('name', list(OLD_TRANSCRIPTS))
-def test_programs_send_what_the_single_driver_sent(name, data):
+def transcript_digest(T):
     import hashlib
 
-    clients, _, _ = data
-    cls, kw, digest = OLD_TRANSCRIPTS[name]
-    m = cls(rng=0, **kw, **KW).fit(clients)
-    T = m.channel_.transcript
     rows = sorted(
         (int(a), str(s), str(r), str(k), int(b))
         for a, s, r, k, b in T[['round', 'sender', 'receiver', 'kind', 'bytes']].values
     )
-    assert hashlib.sha256(repr(rows).encode()).hexdigest()[:16] == digest
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize('name', list(OLD_TRANSCRIPTS))
+def test_programs_send_what_the_single_driver_sent(name, data):
+    from fedgauss.smc import run_protocol
+
+    clients, _, _ = data
+    cls, kw, digest = OLD_TRANSCRIPTS[name]
+    m = cls(rng=0, **kw, **KW).fit(clients)
+    assert transcript_digest(m.channel_.transcript) == PRIVATE_STREAMS.get(name, digest)
+    if name not in PRIVATE_STREAMS:
+        return
+    spec, datas, cfg = cls(rng=0, **kw, **KW).protocol_inputs(clients)
+    shared = np.random.default_rng(0)  # the old estimators' one stream, drawn from by every party in turn
+    _, _, ch = run_protocol(spec, datas, cfg, rngs={p: shared for p in cfg['parties']})
+    assert transcript_digest(ch.transcript) == digest
+    # private streams change the draws only: the same messages (round, sender, receiver, kind); sizes differ only
+    # where they follow the draws
+    key = ['round', 'sender', 'receiver', 'kind']
+    a, b = (T.sort_values(key + ['bytes']).reset_index(drop=True) for T in (ch.transcript, m.channel_.transcript))
+    pd.testing.assert_frame_equal(a[key], b[key])
+    assert set(a.kind[a.bytes != b.bytes]) <= DRAWN_SIZES
+
+
+@pytest.mark.parametrize('cls', [TFLClassifier, FGBDTGClassifier, FederBoostClassifier])
+def test_each_party_draws_from_its_own_stream(cls, data):
+    "A party's draws depend on its own seed only: changing another party's seed leaves its first DP tree as it was."
+    from fedgauss.nflgbdt import party_seeds
+    from fedgauss.smc import run_protocol
+
+    clients, _, _ = data
+    est = cls(rng=0, **KW)
+    spec, datas, cfg = est.protocol_inputs(clients)
+    names = cfg['parties'] + ['aggregator']
+    assert list(est.party_seeds_) == names
+    seeds = est.party_seeds_
+    assert len({tuple(np.random.default_rng(seeds[p]).integers(2**63, size=2)) for p in names}) == len(names)
+    fitted = cls(rng=0, **KW).fit(clients)
+    assert all(
+        np.random.default_rng(fitted.party_seeds_[p]).random() == np.random.default_rng(seeds[p]).random()
+        for p in names
+    )  # the estimator uses exactly these seeds
+    if cls is FederBoostClassifier:
+        return  # its draws are DH secrets: masks cancel, the model never shows them
+    other = dict(seeds, party1=party_seeds(99, ['x'])['x'], party2=party_seeds(98, ['x'])['x'])
+    sent = []  # the DP trees each party sent, in order (TFL: 'tree'; F-GBDT-G: 'candidate')
+    for rngs in (seeds, other):
+        ch = run_protocol(spec, datas, cfg, rngs=rngs)[2]
+        sent.append(
+            {
+                p: [m.payload['value'] for m in ch.messages if m.sender == p and m.receiver != 'aggregator']
+                for p in cfg['parties']
+            }
+        )
+    np.testing.assert_array_equal(sent[0]['party0'][0], sent[1]['party0'][0])  # its first tree: its own draws only
+    assert not np.array_equal(sent[0]['party1'][-1], sent[1]['party1'][-1])
 
 
 def test_each_program_holds_only_its_own_data(data):
