@@ -117,13 +117,26 @@ def test_a_node_with_other_columns_stops_before_any_ciphertext(job):
     shutil.which('flower-superlink') is None or shutil.which('flwr') is None,
     reason='needs flower-superlink and flwr on PATH',
 )
-def test_deployment_equals_the_simulator():
-    "Two SuperNodes and a SuperLink on 127.0.0.1; one tree of depth 2 keeps the passes (and the time) few."
-    from fedgauss.flower import flower_run
+def test_deployment_equals_the_simulator(tmp_path):
+    """Two SuperNodes and a SuperLink on 127.0.0.1; one tree of depth 2 keeps the passes (and the time) few. The passive
+    node keeps its lookup table in its own folder (`keep=True`): the simulator's passive party's part."""
+    from fedgauss.flower import flower_run, load_party_result
 
     small = make_job(['active', 'passive1'], [list(range(15)), list(range(15, 30))], 0, n_estimators=1, max_depth=2)
-    fl = flower_run('secureboost', small['datas'], small['cfg'], engine='deployment', seeds={'active': 0}, timeout=240)
+    fl = flower_run(
+        'secureboost',
+        small['datas'],
+        small['cfg'],
+        engine='deployment',
+        seeds={'active': 0},
+        timeout=240,
+        keep=True,
+        workdir=str(tmp_path),
+    )
     assert_same_run(fl, small)
+    assert fl['kept']['passive1'].startswith(str(tmp_path / 'node1'))
+    kept, want = secureboost_part(load_party_result(fl['kept']['passive1'])), small['res']['passive1']['part']
+    assert sorted(kept) == sorted(want) and all(np.array_equal(kept[k], want[k]) for k in want)
 
 
 # ----------------------------------------------------------------------------- prediction
