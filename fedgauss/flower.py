@@ -256,7 +256,7 @@ def _step(state: dict, inbox: list) -> tuple:
         _LIVE[key] = (n, prog)
     return saved, out, prog
 
-# %% ../nbs/50_flower.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
+# %% ../nbs/50_flower.ipynb #2ae1d7f3
 def _report(state: dict, prog) -> object:
     "What the node sends the server of its finished program's result: `spec.report(result, cfg)` if the spec has one."
     spec = find_protocol(state['protocol'], state['module'])
@@ -272,7 +272,7 @@ def _keep_result(state: dict, result):
         pickle.dump(result, fh, protocol=5)
     os.replace(path + '.tmp', path)
 
-
+# %% ../nbs/50_flower.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
 def party_handle(
     state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
     node_config: dict,  # the node's configuration: `data-path`, and `party` or (in simulation) `partition-id`
