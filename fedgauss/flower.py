@@ -638,7 +638,7 @@ def server_app(
 
     return app
 
-
+# %% ../nbs/50_flower.ipynb #1688305b
 def _simulate(job: dict, paths: dict) -> dict:
     "Run `job` on Flower's simulation engine, one virtual SuperNode per party (one Ray actor: programs stay live)."
     from flwr.simulation import run_simulation
