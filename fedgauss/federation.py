@@ -502,6 +502,15 @@ def receive(
             return m.payload
     raise ChannelError(f"no message for {r}" + (f" of kind {kind!r}" if kind else "") + (f" from {s}" if s else ""))
 
+# %% ../nbs/00_federation.ipynb #db490709
+@patch
+def pending(
+    self: Channel,
+    receiver,  # a party or its name
+) -> int:
+    "Number of undelivered messages waiting for `receiver`."
+    return len(self._boxes[_name(receiver)])
+
 # %% ../nbs/00_federation.ipynb #d8056639
 @patch
 def deliver(
@@ -513,15 +522,6 @@ def deliver(
 ):
     "`send` and `receive` at once, for a driver that hands each message over as soon as it is sent: recorded like `send`, the receiver's copy returned, nothing left waiting."
     return self._record(sender, receiver, kind, payload).payload
-
-# %% ../nbs/00_federation.ipynb #db490709
-@patch
-def pending(
-    self: Channel,
-    receiver,  # a party or its name
-) -> int:
-    "Number of undelivered messages waiting for `receiver`."
-    return len(self._boxes[_name(receiver)])
 
 # %% ../nbs/00_federation.ipynb #75fce5f6
 @patch(as_prop=True)
