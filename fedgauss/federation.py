@@ -443,6 +443,23 @@ def next_round(self: Channel) -> int:
 
 # %% ../nbs/00_federation.ipynb #635dbaad
 @patch
+def _record(self: Channel, sender, receiver, kind, payload) -> Message:
+    "The message of a copy of `payload`, recorded in the transcript (not yet queued)."
+    s, r = _name(sender), _name(receiver)
+    if s == r:
+        raise ValueError(f"{s} cannot send a message to itself")
+    if type(payload) is np.ndarray and payload.dtype != object:  # the common case first: an array of numbers
+        payload = payload.copy()
+        nb = payload.nbytes
+    else:
+        payload = _copy_payload(payload)
+        nb = payload_nbytes(payload)
+    msg = Message(self.round, s, r, str(kind), nb, payload)
+    self.messages.append(msg if self.record_payloads else Message(msg.round, s, r, msg.kind, msg.nbytes, None))
+    return msg
+
+
+@patch
 def send(
     self: Channel,
     sender,  # a party or its name
@@ -451,13 +468,8 @@ def send(
     payload,  # what is sent: the receiver gets a copy; its bytes are counted
 ) -> Message:
     "Send a copy of `payload` from `sender` to `receiver`, recording it."
-    s, r = _name(sender), _name(receiver)
-    if s == r:
-        raise ValueError(f"{s} cannot send a message to itself")
-    payload = _copy_payload(payload)
-    msg = Message(self.round, s, r, str(kind), payload_nbytes(payload), payload)
-    self._boxes[r].append(msg)
-    self.messages.append(msg if self.record_payloads else Message(msg.round, s, r, msg.kind, msg.nbytes, None))
+    msg = self._record(sender, receiver, kind, payload)
+    self._boxes[msg.receiver].append(msg)
     return msg
 
 # %% ../nbs/00_federation.ipynb #718d37a1
@@ -498,6 +510,18 @@ def pending(
 ) -> int:
     "Number of undelivered messages waiting for `receiver`."
     return len(self._boxes[_name(receiver)])
+
+# %% ../nbs/00_federation.ipynb #d8056639
+@patch
+def deliver(
+    self: Channel,
+    sender,  # a party or its name
+    receiver,  # a party or its name (not the sender)
+    kind: str,  # what the message is
+    payload,  # what is sent
+):
+    "`send` and `receive` at once, for a driver that hands each message over as soon as it is sent: recorded like `send`, the receiver's copy returned, nothing left waiting."
+    return self._record(sender, receiver, kind, payload).payload
 
 # %% ../nbs/00_federation.ipynb #75fce5f6
 @patch(as_prop=True)

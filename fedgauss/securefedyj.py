@@ -359,7 +359,7 @@ def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
         ints = np.asarray(ints, dtype=object)
         for i, k in enumerate(SCALES):  # each statistic against its own bound, in exact integers
             lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
-            big = [j for j, v in enumerate(ints[i]) if abs(v) > lim]
+            big = np.flatnonzero(np.abs(ints[i]) > lim).tolist()
             if big:
                 raise FixedPointOverflow(
                     f"{getattr(owner, 'name', owner)}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
@@ -456,7 +456,7 @@ def _tree_max(smc: SMC, items: list) -> Shared:
 
 # %% ../nbs/12_securefedyj.ipynb #28d3efd5258a48a79c179ea5c6759f01
 def _client_table(k: int, X) -> tuple:
-    "Client `k`'s data as a float64 copy, and its column names (None for an array); errors name the client."
+    "Client `k`'s data as a float64 copy in column order (X.T, what `YJData` reads, is then a view), and its column names (None for an array); errors name the client."
     if isinstance(X, pd.DataFrame):
         try:
             check_numeric_frame(X)
@@ -466,9 +466,9 @@ def _client_table(k: int, X) -> tuple:
     try:
         refuse_unsupported(X)
         A = (
-            X.to_numpy(dtype=np.float64, na_value=np.nan)
+            np.asfortranarray(X.to_numpy(dtype=np.float64, na_value=np.nan))
             if isinstance(X, pd.DataFrame)
-            else np.array(X, dtype=np.float64, copy=True)
+            else np.array(X, dtype=np.float64, copy=True, order='F')
         )
     except (TypeError, ValueError) as e:
         raise type(e)(f"client {k}: {e}" if 'support' in str(e) else f"client {k}: data is not numeric ({e})") from None
@@ -615,7 +615,7 @@ def party_shared_totals(
         ints = np.asarray(ints, dtype=object)
         for i, k in enumerate(SCALES):
             lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
-            big = [j for j, v in enumerate(ints[i]) if abs(v) > lim]
+            big = np.flatnonzero(np.abs(ints[i]) > lim).tolist()
             if big:
                 raise FixedPointOverflow(
                     f"{who}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
@@ -735,7 +735,7 @@ def yj_final_program(
             what="constant",
             bounds_from="the public envelope" if env else "the published bounds",
         )
-        pf, norm = yj_frame(lam, A), normalization(lam, A)
+        pf, norm = public_frame(lam, A)
         ints = client.statistics(lam, pf, f, norm, state.bracket)
     n, _, psi, psi2, _, _ = party_shared_totals(smc, ints, d, f, max_rows, smc.me)
     r = yield from smc.reciprocal(n, n_max=K * max_rows, scale=64)

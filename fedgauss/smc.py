@@ -261,6 +261,14 @@ def _send(self: SMC, sender, receiver, kind, v):
 def _recv(self: SMC, receiver, kind, sender) -> np.ndarray:
     return self.channel.receive(receiver, kind, sender=sender).values
 
+# %% ../nbs/11_smc.ipynb #bee776c9
+def _python_ints(x) -> np.ndarray:
+    "The integers `x` (integer or object array) as a flat object array of Python ints (a new array)."
+    if x.dtype.kind != 'O':
+        return x.astype(object).ravel()  # numpy integers become Python ints
+    flat = x.ravel().tolist()
+    return np.array(flat if set(map(type, flat)) <= {int} else [int(t) for t in flat], dtype=object)
+
 # %% ../nbs/11_smc.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 @patch
 def _encode_input(self: SMC, owner: str, x, scale: int, bound: float, encoded: bool) -> np.ndarray:
@@ -273,10 +281,10 @@ def _encode_input(self: SMC, owner: str, x, scale: int, bound: float, encoded: b
     if not exact and not np.all(np.isfinite(x)):
         raise ValueError(f"{owner}: input contains NaN or inf")
     if exact:
-        flat = [int(t) for t in x.flat]
+        flat = _python_ints(x)
         lim = math.floor(Fraction(bound) * (1 << scale if encoded else 1))  # exact: no float can overflow here
-        big = [j for j, t in enumerate(flat) if abs(t) > lim]
-        if big:
+        big = np.flatnonzero(np.abs(flat) > lim)  # elementwise on Python ints, in numpy's loop
+        if len(big):
             raise FixedPointOverflow(
                 f"{owner}: input value {flat[big[0]]!r} exceeds the agreed bound {bound!r}"
                 + (f" at scale {scale}" if encoded else "")
@@ -287,9 +295,7 @@ def _encode_input(self: SMC, owner: str, x, scale: int, bound: float, encoded: b
         )
     self._bits_for(bound, scale)
     if encoded:  # checked above: reduce modulo 2**L
-        out = np.empty(len(flat), dtype=object)
-        out[:] = [t & self.mask for t in flat]
-        return out.reshape(xi.shape)
+        return (flat & self.mask).reshape(xi.shape)
     return encode(x, scale, self.L)
 
 # %% ../nbs/11_smc.ipynb #277c27b1587741f2af2001be3712ef0d
@@ -1010,8 +1016,16 @@ class PartySMC:
         self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
         self.rng = as_rng(rng)
         self.box, self.out, self.phase, self.wants_phase, self.checkpoint = [], [], None, False, None
+        self._ells = {}
 
-    max_value_bits, _bits_for = SMC.max_value_bits, SMC._bits_for
+    max_value_bits, _ell = SMC.max_value_bits, SMC._bits_for
+
+    def _bits_for(self, bound: float, scale: int) -> int:
+        "`SMC._bits_for`, remembered per (bound, scale): a program asks for the same few again and again."
+        ell = self._ells.get((bound, scale))
+        if ell is None:
+            ell = self._ells[bound, scale] = self._ell(bound, scale)
+        return ell
 
     def _check(self, sh):
         self._bits_for(sh.bound, sh.scale)
@@ -1064,9 +1078,8 @@ def save(
     prog: dict,  # the program's own state (plain data)
 ):
     "A checkpoint at a phase boundary: the program's own state `prog` (plain data), this party's rng state, its unread mailbox and phase. A transport that cannot keep a suspended generator (a process per message) resumes from it."
-    self.checkpoint = dict(
-        prog=prog, rng=copy.deepcopy(self.rng.bit_generator.state), box=list(self.box), phase=self.phase
-    )
+    # numpy's `bit_generator.state` getter builds a new dict (arrays copied) at each call: the checkpoint owns it
+    self.checkpoint = dict(prog=prog, rng=self.rng.bit_generator.state, box=list(self.box), phase=self.phase)
 
 
 @patch
@@ -1426,29 +1439,28 @@ def bitlt(
     ds = [1 << i for i in range(max(0, (m - 1).bit_length()))]
     tshapes = [tuple(shape) + (m - d,) for d in ds]
 
-    def make():
+    def make():  # one AND triple (a, b, a & b) per level, stacked
         out = []
         for s in tshapes:
             a, b = random_bits(self.rng, s), random_bits(self.rng, s)
-            out += [a, b, a & b]
+            out.append(np.stack([a, b, a & b]))
         return out
 
-    T = yield from self.deal_bits(make, [s for s in tshapes for _ in range(3)])
+    T = yield from self.deal_bits(make, [(3,) + s for s in tshapes])
     if self.is_dealer:
         return None
-    E = r_bits ^ c_bits if self.is_king else r_bits.copy()  # E is ours: updated in place
-    for i, d in enumerate(ds):  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
-        A, B, C = T[3 * i : 3 * i + 3]
+    E = r_bits ^ c_bits if self.is_king else r_bits.copy()  # E is ours (C order): updated in place
+    st = E.strides
+    for d, ABC in zip(ds, T):  # suffix OR, Kogge-Stone: f_i = e_i OR f_(i+d)
         X, Y = E[..., : m - d], E[..., d:]
-        XY = np.empty((2,) + A.shape, dtype=np.uint8)  # the masked pair, written in place (no stack)
-        np.bitwise_xor(X, A, out=XY[0])
-        np.bitwise_xor(Y, B, out=XY[1])
+        XY = np.ndarray((2,) + X.shape, np.uint8, E, 0, (d * st[-1],) + st)  # the pair (X, Y) as one view of E
+        XY = np.bitwise_xor(XY, ABC[:2])  # masked with (A, B)
         de = yield from self.open(XY, xor=True)
-        both = de[0] & B  # [X AND Y] = C ^ (d & B) ^ (e & A) (^ d & e by the king)
-        both ^= C
-        both ^= np.bitwise_and(de[1], A, out=XY[0])
+        t = np.bitwise_and(de[::-1], ABC[:2], out=XY)  # (e & A, d & B)
+        both = np.bitwise_xor(t[0], t[1], out=t[0])  # [X AND Y] = C ^ (d & B) ^ (e & A) (^ d & e by the king)
+        both ^= ABC[2]
         if self.is_king:
-            both ^= np.bitwise_and(de[0], de[1], out=XY[1])
+            both ^= np.bitwise_and(de[0], de[1], out=t[1])
         both ^= Y
         X ^= both  # f_i = e_i ^ f_(i+d) ^ (e_i AND f_(i+d)) for i < m - d; the top d bits stay
     G = E.copy()  # g_i = f_i ^ f_(i+1), g_(m-1) = f_(m-1)
@@ -1628,7 +1640,7 @@ def _party_phase_round(p, dealer, seen_phases: set, channel, rounds, on_phase):
 def _next_phase(p, progs, parties, seen, channel, rounds, on_phase):
     "Hand the parties' next phase to the dealer's program `p` if they all announce one it has not seen: (True, it); else (False, `seen`)."
     ph = ['done' if progs[q].done else progs[q].ctx.phase for q in parties]
-    if len(set(map(str, ph))) != 1 or str(ph[0]) == str(seen):
+    if any(q != ph[0] for q in ph) or ph[0] == seen:
         return False, seen
     p.ctx.phase = ph[0]
     p.ctx.wants_phase = False
@@ -1674,9 +1686,9 @@ def run_programs(
             except Exception as e:  # what it sent before failing leaves; the others go on
                 errors[n], p.done, out, p.ctx.out = e, True, p.ctx.out, []
             _party_phase_round(p, dealer, seen_phases, channel, rounds, on_phase)
+            box = later if bsp else inbox
             for r, kind, payload in out:
-                channel.send(n, r, kind, payload)
-                (later if bsp else inbox)[r].append((n, kind, channel.receive(r, kind, sender=n)))
+                box[r].append((n, kind, channel.deliver(n, r, kind, payload)))
             moved = True
         for r, v in later.items():
             inbox[r] += v
