@@ -353,17 +353,27 @@ def secure_step(
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
 
 # %% ../nbs/12_securefedyj.ipynb #79ee6729
+def _check_stat_bounds(
+    ints,  # a client's (6, d) integer statistics
+    f: int,  # precision f: fractional bits of the fixed point
+    max_rows: int,  # public bound on a client's row count
+    who: str,  # the client's name, for the error
+):
+    "Each statistic against its own public bound, in exact integers (a hair above `max_rows` at its scale)."
+    ints = np.asarray(ints, dtype=object)
+    for i, k in enumerate(SCALES):
+        lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
+        big = np.flatnonzero(np.abs(ints[i]) > lim).tolist()
+        if big:
+            raise FixedPointOverflow(
+                f"{who}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
+            )
+
+
 def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
     "The federation's six totals, shared: each client checks its integer statistics (`stats[client]`) against their public bounds and holds them as its share of the sum (`SMC.input_sum`, no message). Six `Shared` at scales 0, f, f, 2f, 2f, 3f."
     for owner, ints in stats.items():
-        ints = np.asarray(ints, dtype=object)
-        for i, k in enumerate(SCALES):  # each statistic against its own bound, in exact integers
-            lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
-            big = np.flatnonzero(np.abs(ints[i]) > lim).tolist()
-            if big:
-                raise FixedPointOverflow(
-                    f"{getattr(owner, 'name', owner)}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
-                )
+        _check_stat_bounds(ints, f, max_rows, getattr(owner, 'name', owner))
     bound = max_rows * (1 + 2.0**-20)  # per-row values are at most 1; rounding may add a hair
     sh = smc.input_sum(
         {getattr(o, 'name', o): v for o, v in stats.items()}, 3 * f, bound, encoded=True
@@ -612,14 +622,7 @@ def party_shared_totals(
 ) -> list:
     "One party's shares of the six totals: its own integer statistics `ints` (checked against their bounds) are its share of the sum (no message); the dealer passes None."
     if ints is not None:
-        ints = np.asarray(ints, dtype=object)
-        for i, k in enumerate(SCALES):
-            lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
-            big = np.flatnonzero(np.abs(ints[i]) > lim).tolist()
-            if big:
-                raise FixedPointOverflow(
-                    f"{who}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
-                )
+        _check_stat_bounds(ints, f, max_rows, who)
     sh = smc.input_sum(ints, (6, d), 3 * f, max_rows * (1 + 2.0**-20), encoded=True)
     return [sh.rows(i, scale=k * f) for i, k in enumerate(SCALES)]
 
