@@ -361,13 +361,13 @@ def _check_stat_bounds(
 ):
     "Each statistic against its own public bound, in exact integers (a hair above `max_rows` at its scale)."
     ints = np.asarray(ints, dtype=object)
-    for i, k in enumerate(SCALES):
-        lim = (max_rows << (k * f)) + (max_rows << (k * f) >> 20)
-        big = np.flatnonzero(np.abs(ints[i]) > lim).tolist()
-        if big:
-            raise FixedPointOverflow(
-                f"{who}: statistic {YJSums.STATS[i]} of feature(s) {big[:5]} exceeds its bound {max_rows}"
-            )
+    lim = np.array([[(max_rows << (k * f)) + (max_rows << (k * f) >> 20)] for k in SCALES], dtype=object)
+    over = np.abs(ints) > lim  # one comparison for the six rows
+    if over.any():
+        i = int(np.flatnonzero(over.any(axis=1))[0])  # the first statistic over its bound
+        raise FixedPointOverflow(
+            f"{who}: statistic {YJSums.STATS[i]} of feature(s) {np.flatnonzero(over[i]).tolist()[:5]} exceeds its bound {max_rows}"
+        )
 
 
 def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
-import copy, hashlib, math, numbers, random, secrets
+import copy, functools, hashlib, math, numbers, operator, random, secrets
 from itertools import accumulate, repeat
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -47,6 +47,23 @@ def random_bits(
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
     n = math.prod(shape)
     return np.unpackbits(np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8), count=n).reshape(shape)
+
+
+def _random_rows_packed(
+    rng: np.random.Generator,  # source of the random bytes
+    k: int,  # rows
+    n: int,  # bits per row
+) -> np.ndarray:
+    "`random_bits(rng, (k, n))` with each row packed (`np.packbits`), read from the same bytes without unpacking them: (k, ceil(n/8)) uint8."
+    nb = -(-n // 8)
+    P = np.append(np.frombuffer(rng.bytes(-(-k * n // 8)), dtype=np.uint8), np.uint8(0))  # one byte more: shifted reads
+    out = np.empty((k, nb), dtype=np.uint8)
+    for i in range(k):  # row i starts at bit i*n: byte b, bit s (from the most significant)
+        b, s = divmod(i * n, 8)
+        out[i] = P[b : b + nb] if s == 0 else (P[b : b + nb] << s) | (P[b + 1 : b + nb + 1] >> (8 - s))
+    if n % 8:
+        out[:, -1] &= (0xFF << (8 - n % 8)) & 0xFF  # the padding bits are zero, as np.packbits leaves them
+    return out
 
 # %% ../nbs/11_smc.ipynb #72eea5119410473aa328ad9291626812
 def encode(
@@ -1110,16 +1127,23 @@ def lift(
 
 
 @patch
+def _combine(self: PartySMC, a: PartyShare, b: PartyShare, op) -> PartyShare:
+    "[a op b] for op + or - (ring elements, scales aligned; the dealer's copy only tracks shape and bound)."
+    s = max(a.scale, b.scale)
+    a, b = self.lift(a, s), self.lift(b, s)
+    if a.v is None:
+        return self._check(PartyShare(None, s, a.bound + b.bound, np.broadcast_shapes(a.shape, b.shape)))
+    return self._check(PartyShare(op(a.v, b.v) & self.mask, s, a.bound + b.bound))
+
+
+@patch
 def add(
     self: PartySMC,
     a: PartyShare,  # first summand
     b: PartyShare,  # second summand
 ) -> PartyShare:
     "[a + b]"
-    s = max(a.scale, b.scale)
-    a, b = self.lift(a, s), self.lift(b, s)
-    v = None if a.v is None else (a.v + b.v) & self.mask
-    return self._check(PartyShare(v, s, a.bound + b.bound, np.broadcast_shapes(a.shape, b.shape)))
+    return self._combine(a, b, operator.add)
 
 # %% ../nbs/11_smc.ipynb #0f9f2214
 @patch
@@ -1137,8 +1161,8 @@ def sub(
     a: PartyShare,  # minuend
     b: PartyShare,  # subtrahend
 ) -> PartyShare:
-    "[a - b]"
-    return self.add(a, self.neg(b))
+    "[a - b]: the shares of a + (-b), in one pass"
+    return self._combine(a, b, operator.sub)
 
 # %% ../nbs/11_smc.ipynb #ab13b4b6e2874167b7f2debb11dcd1d9
 @patch
@@ -1318,10 +1342,10 @@ def deal_bits(
     if self.is_dealer:
         flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in make()])
         K = len(self.parties)
-        sh = random_bits(self.rng, (K, flat.size))
-        sh[-1] = flat ^ np.bitwise_xor.reduce(sh[:-1], axis=0) if K > 1 else flat
+        sh = _random_rows_packed(self.rng, K, flat.size)  # K random rows, packed; the last is replaced
+        sh[-1] = _pack(flat) ^ np.bitwise_xor.reduce(sh[:-1], axis=0) if K > 1 else _pack(flat)
         for k, p in enumerate(self.parties):
-            self.send(p, 'dealer', _pack(sh[k]))
+            self.send(p, 'dealer', sh[k])
         return [None] * len(shapes)
     got = _unpack((yield from self.recv('dealer', self.dealer)), (cuts[-1],))
     return [got[cuts[i] : cuts[i + 1]].reshape(t) for i, t in enumerate(shapes)]
@@ -1354,6 +1378,14 @@ def mul(
     return PartyShare(z, out_scale, out_bound)
 
 # %% ../nbs/11_smc.ipynb #38127fcc
+@functools.lru_cache(maxsize=256)
+def _pair_index(ij: tuple, cut: tuple) -> tuple:
+    "Positions, in the concatenated operands (segments `cut`), of the left and right factors of every product (pairs `ij` of operand numbers), products concatenated."
+    span = lambda k: np.arange(cut[k], cut[k + 1])
+    none = [np.arange(0)]
+    return np.concatenate(none + [span(i) for i, _ in ij]), np.concatenate(none + [span(j) for _, j in ij])
+
+
 @patch
 def mul_many(
     self: PartySMC,
@@ -1371,29 +1403,25 @@ def mul_many(
             if id(u) not in pos:
                 pos[id(u)] = len(ops)
                 ops.append(u)
-    cut = list(accumulate([math.prod(u.shape) for u in ops], initial=0))
-    seg = lambda v, j: v[cut[j] : cut[j + 1]]
+    cut = tuple(accumulate([math.prod(u.shape) for u in ops], initial=0))
+    IX, IY = _pair_index(tuple((pos[id(x)], pos[id(y)]) for x, y in pairs), cut)  # all products as one array
+    n = cut[-1]
 
-    def make():
-        a = random_ints(self.rng, cut[-1], self.L)
-        return [np.concatenate([a] + [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs])]
+    def make():  # triples: a for every operand, then a_x * a_y for every product
+        a = random_ints(self.rng, n, self.L)
+        return [np.concatenate([a, (a[IX] * a[IY]) & self.mask])]
 
     (AC,) = yield from self.deal(make, None, 1)
     if self.is_dealer:
         return [PartyShare(None, x.scale + y.scale, x.bound * y.bound, s) for (x, y), s in zip(pairs, shapes)]
-    d = yield from self.open(np.concatenate([u.v.ravel() for u in ops]) - AC[: cut[-1]] & self.mask)
-    out, off = [], cut[-1]
-    for (x, y), s in zip(pairs, shapes):
-        m = math.prod(s)
-        i, j = pos[id(x)], pos[id(y)]
-        dx, dy = seg(d, i), seg(d, j)
-        z = AC[off : off + m] + dx * seg(AC, j) + dy * seg(AC, i)
-        if self.is_king:
-            z += dx * dy
-        z &= self.mask
-        out.append(PartyShare(z.reshape(s), x.scale + y.scale, x.bound * y.bound))
-        off += m
-    return out
+    d = yield from self.open(np.concatenate([u.v.ravel() for u in ops]) - AC[:n] & self.mask)
+    dx, dy = d[IX], d[IY]
+    z = AC[n:] + dx * AC[IY] + dy * AC[IX]  # [xy] = c + dx b + dy a (+ dx dy by the king)
+    if self.is_king:
+        z += dx * dy
+    z &= self.mask
+    out = np.split(z, list(accumulate(math.prod(s) for s in shapes[:-1])))
+    return [PartyShare(v.reshape(s), x.scale + y.scale, x.bound * y.bound) for v, (x, y), s in zip(out, pairs, shapes)]
 
 # %% ../nbs/11_smc.ipynb #e8705311
 @patch
@@ -1639,17 +1667,18 @@ def _party_phase_round(p, dealer, seen_phases: set, channel, rounds, on_phase):
 # %% ../nbs/11_smc.ipynb #ea526e2f
 def _next_phase(p, progs, parties, seen, channel, rounds, on_phase):
     "Hand the parties' next phase to the dealer's program `p` if they all announce one it has not seen: (True, it); else (False, `seen`)."
-    ph = ['done' if progs[q].done else progs[q].ctx.phase for q in parties]
-    if any(q != ph[0] for q in ph) or ph[0] == seen:
+    phase = lambda q: 'done' if progs[q].done else progs[q].ctx.phase
+    new = phase(parties[0])
+    if new == seen or any(phase(q) != new for q in parties[1:]):  # the first test settles most calls
         return False, seen
-    p.ctx.phase = ph[0]
+    p.ctx.phase = new
     p.ctx.wants_phase = False
-    if ph[0] != 'done':
+    if new != 'done':
         channel.next_round()
-        rounds.setdefault(ph[0][0], []).append(channel.round)
+        rounds.setdefault(new[0], []).append(channel.round)
         if on_phase is not None:
-            on_phase(ph[0])
-    return True, ph[0]
+            on_phase(new)
+    return True, new
 
 # %% ../nbs/11_smc.ipynb #b3a30c5e
 def run_programs(
