@@ -11,8 +11,8 @@ import numpy as np
 import randomgen
 
 # %% auto #0
-__all__ = ['untemper_mt19937', 'clone_mt19937', 'mt19937_words', 'derive_key', 'is_secret_rng', 'secret_rng', 'experiment_key',
-           'party_rngs', 'prg', 'secret_bytes', 'secret_bits', 'secret_uint64', 'secret_ints']
+__all__ = ['untemper_mt19937', 'clone_mt19937', 'mt19937_words', 'predict_mt19937', 'derive_key', 'is_secret_rng', 'secret_rng',
+           'experiment_key', 'party_rngs', 'prg', 'secret_bytes', 'secret_bits', 'secret_uint64', 'secret_ints']
 
 # %% ../nbs/04_entropy.ipynb #9df57f2b
 def _unshift_right(z, s):
@@ -63,6 +63,21 @@ def mt19937_words(
         raise ValueError(f"bits={bits}: only whole 32-bit words can be untempered (getrandbits drops the rest)")
     k = bits // 32
     return np.array([(int(v) >> (32 * i)) & 0xFFFFFFFF for v in values for i in range(k)], dtype=np.uint64)
+
+# %% ../nbs/04_entropy.ipynb #ebf27428
+def predict_mt19937(
+    observed,  # consecutive draws of `getrandbits(bits)` that a party saw (at least 624 words' worth)
+    bits: int,  # the `bits` they were drawn with (a multiple of 32)
+    n: int,  # how many later draws to predict
+) -> np.ndarray | None:
+    "The `n` draws of `getrandbits(bits)` that follow `observed` in its Mersenne Twister stream; None if `observed` is too short."
+    w = mt19937_words(np.ravel(observed), bits)
+    if len(w) < 624:
+        return None
+    clone = clone_mt19937(w[:624])
+    if any(clone.getrandbits(32) != int(t) for t in w[624:]):
+        return None  # not one Mersenne Twister stream
+    return np.array([clone.getrandbits(bits) for _ in range(int(n))], dtype=object)
 
 # %% ../nbs/04_entropy.ipynb #7331c5cd
 def _chacha(key: bytes) -> np.random.Generator:
