@@ -57,9 +57,11 @@ def structure_score(
     H,  # Hessian sums
     reg_lambda: float = 1.0,  # L2 regularisation λ
 ):
-    "$G^2/(H+\\lambda)$, twice the objective decrease of a leaf with sums $G$, $H$ and its Newton weight."
+    "$G^2/(H+\\lambda)$, twice the objective decrease of a leaf with sums $G$, $H$ and its Newton weight (0 where $H+\\lambda\\le0$, whose weight is 0)."
     G, H = np.asarray(G, float), np.asarray(H, float)
-    return G * G / (H + reg_lambda)
+    den = H + reg_lambda
+    with np.errstate(over='ignore'):  # beyond float64: inf
+        return np.where(den > 0, G * G / np.where(den > 0, den, 1.0), 0.0)
 
 
 def split_gain(
@@ -115,7 +117,8 @@ def link(
 ):
     "The logit $\\log p - \\log(1-p)$."
     p = np.asarray(p, float)
-    return np.log(p) - np.log1p(-p)
+    with np.errstate(divide='ignore'):  # p = 0 or 1: -inf or inf
+        return np.log(p) - np.log1p(-p)
 
 
 @patch
@@ -223,8 +226,16 @@ def quantile_candidates(
 ) -> np.ndarray:
     "Thresholds from data: all distinct values but the smallest when there are at most `max_bins`, else weighted quantiles."
     x = np.asarray(x, float)
+    if x.ndim != 1:
+        raise ValueError(f"x must be the 1-d values of one feature; got shape {x.shape}")
+    if np.isinf(x).any():
+        raise ValueError("x contains infinity: thresholds must be finite (NaN is missing)")
+    if not isinstance(max_bins, numbers.Integral) or isinstance(max_bins, bool) or max_bins < 1:
+        raise ValueError(f"max_bins must be a positive integer; got {max_bins!r}")
     keep = ~np.isnan(x)
     if sample_weight is not None:
+        if np.shape(sample_weight) != x.shape:
+            raise ValueError(f"sample_weight has shape {np.shape(sample_weight)}; x has {x.shape}")
         keep &= np.asarray(sample_weight, float) > 0
     xs = x[keep]
     if xs.size == 0:
@@ -310,6 +321,9 @@ class HistLayout:
         if self.thresholds is not None:
             if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist():
                 raise ValueError("each feature needs n_bins - 1 thresholds")
+            unsorted = [f for f, t in enumerate(self.thresholds) if (np.diff(t) < 0).any()]
+            if unsorted:
+                raise ValueError(f"the thresholds of feature {unsorted[0]} are not sorted")
             # threshold of "bins <= b go left" at [tptr[f] + b + 1]: -inf for b = -1, +inf for the last bin
             self._tflat = np.concatenate([np.concatenate([[-np.inf], t, [np.inf]]) for t in self.thresholds])
             self._tptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
@@ -517,6 +531,10 @@ def build_histograms(
     if gh.ndim == 1:
         gh = gh[:, None]
     n, F = slots.shape
+    if len(gh) != n:
+        raise ValueError(f"gh has {len(gh)} rows but slots has {n}")
+    if n_slots is None and n == 0:
+        raise ValueError("no rows: give n_slots")
     S = int(slots.max()) + 1 if n_slots is None else int(n_slots)
     if node_index is None:
         rows, node = np.arange(n), np.zeros(n, np.intp)
@@ -633,9 +651,15 @@ def find_best_splits(
     K, S, _ = hist.shape
     if S != layout.n_slots:
         raise ValueError(f"hist has {S} slots but the layout has {layout.n_slots}")
+    if not np.isfinite(hist).all():
+        raise ValueError("hist contains NaN or infinity")
     if totals is None:
         totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
-    return _best_splits_chunked(hist, layout, np.asarray(totals, float), reg_lambda, min_child_weight, rtol, chunk)
+    totals = np.asarray(totals, float)
+    if totals.shape != (K, 2):
+        raise ValueError(f"totals must have shape ({K}, 2); got {totals.shape}")
+    with np.errstate(divide='ignore', invalid='ignore'):  # candidates with H + lambda <= 0 are masked
+        return _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rtol, chunk)
 
 
 def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rtol, chunk):
@@ -693,13 +717,24 @@ class Tree:
         return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
 
 # %% ../nbs/30_gbdt.ipynb #d7f4d003
+def _tree_rows(X, trees, dtype=float):
+    "`X` as a 2-d array of `dtype` with a column for every feature the trees split on (else a clear error)."
+    X = np.asarray(X, dtype)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (rows x features); got shape {X.shape}")
+    need = max((int(t.feature.max(initial=-1)) for t in trees), default=-1) + 1
+    if X.shape[1] < need:
+        raise ValueError(f"X has {X.shape[1]} features but the trees split feature {need - 1}")
+    return X
+
+
 @patch
 def apply(
     self: Tree,
     X,  # `(n, F)` floats, NaN for missing
 ) -> np.ndarray:
     "Index of the leaf each row of `X` (floats, `NaN` missing) falls in."
-    X = np.asarray(X, float)
+    X = _tree_rows(X, [self])
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
     for _ in range(self.max_depth):
@@ -717,7 +752,7 @@ def apply_binned(
     n_bins,  # value bins per feature (the missing code of feature f is `n_bins[f]`)
 ) -> np.ndarray:
     "Index of the leaf of each row of a code matrix (missing code `n_bins[f]`)."
-    codes = np.asarray(codes).astype(np.intp)
+    codes = _tree_rows(codes, [self], np.intp)
     n_bins = np.asarray(n_bins)
     node = np.zeros(len(codes), np.intp)
     rows = np.arange(len(codes))
@@ -788,6 +823,8 @@ class PlainHistograms:
     ):
         "Set the per-row statistics for a new tree; every row starts at the root."
         self.gh = np.asarray(gh, float)
+        if self.gh.shape != (len(self.codes), 2):
+            raise ValueError(f"gh must have shape ({len(self.codes)}, 2); got {self.gh.shape}")
         self.node = np.zeros(len(self.codes), np.intp)
 
     def row_values(
@@ -1124,6 +1161,8 @@ def snap_to_grid(
 ) -> tuple:
     "`(g, h, k)`: `g` and `h` rounded to multiples of $2^{-k}$, `k` the finest grid on which every partial sum is exact in float64."
     g, h = np.asarray(g, float), np.asarray(h, float)
+    if g.shape != h.shape:
+        raise ValueError(f"g has shape {g.shape} and h {h.shape}")
     if not (np.isfinite(g).all() and np.isfinite(h).all()):
         raise ValueError("gradients and Hessians must be finite")
     s = max(float(np.abs(g).sum()), float(np.abs(h).sum()))
@@ -1261,7 +1300,7 @@ def forest_margin(
     chunk_rows: int = 8192,  # rows per block, times 64 / number of trees (memory: rows x trees)
 ) -> np.ndarray:
     "Sum of the trees' predictions for the rows of `X` (floats, NaN missing), all trees walked together."
-    X = np.asarray(X, float)
+    X = _tree_rows(X, trees)
     n = len(X)
     T = len(trees)
     if T == 0:
@@ -1566,7 +1605,8 @@ def probabilistic_margin(
     "Sum of the trees' expected predictions, a missing split feature sending the row both ways by training fractions."
     if weights not in ('count', 'cover'):
         raise ValueError(f"weights must be 'count' or 'cover'; got {weights!r}")
-    X, out = np.asarray(X, float), np.zeros(len(X))
+    X = _tree_rows(X, trees)
+    out = np.zeros(len(X))
     for t in trees:
         w = t.count if weights == 'count' else t.sum_hess
         if w is None:
