@@ -1178,7 +1178,7 @@ def _frame_categories(X) -> dict:
     "The categories of each pandas `category` column of a DataFrame `X`, by column name (empty for other inputs)."
     if not isinstance(X, pd.DataFrame):
         return {}
-    return {c: X[c].cat.categories for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)}
+    return {c: X[c].cat.categories for c, dt in X.dtypes.items() if isinstance(dt, pd.CategoricalDtype)}
 
 
 def _as_numeric_frame(X, categories: dict | None = None):
@@ -1531,7 +1531,10 @@ class GBDTRegressor(RegressorMixin, _GBDT):
     _loss = SquaredLoss()
 
     def _encode_y(self, y):
-        y = np.asarray(y, float)
+        try:
+            y = np.asarray(y, float)
+        except (TypeError, ValueError):
+            raise ValueError("y must be real numbers for the regressor (GBDTClassifier takes labels)") from None
         if not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity")
         big = np.abs(y).max(initial=0.0)
