@@ -268,12 +268,13 @@ def uniform_candidates(
 ) -> np.ndarray:
     "The `n_bins - 1` thresholds that cut $[lo, hi]$ into `n_bins` equal bins (data independent)."
     _check_bounds(lo, hi, n_bins)
-    t = np.arange(1, n_bins) / n_bins
     with np.errstate(over='ignore'):
         d = hi - lo
     if np.isfinite(d):
-        return lo + d * t
-    return 2 * (lo / 2 + (hi / 2 - lo / 2) * t)  # hi - lo beyond float64 (bounds of both signs near 1e308): halves
+        return lo + d * np.arange(1, n_bins) / n_bins
+    return 2 * (
+        lo / 2 + (hi / 2 - lo / 2) * np.arange(1, n_bins) / n_bins
+    )  # hi - lo beyond float64 (bounds of both signs near 1e308): halves
 
 
 def log_candidates(
