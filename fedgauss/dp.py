@@ -730,10 +730,12 @@ def dgauss_sum_divergence(
     n: int,  # number of independent shares summed
 ) -> float:
     "KLS's bound tau on the max-divergence, both ways, between a sum of `n` N_Z(0, sigma^2) and N_Z(0, n sigma^2)."
-    s = _check_positive(sigma, 'sigma')
+    s, n = _check_positive(sigma, 'sigma'), _check_count(n, 'n')
+    if n == 1:
+        return 0.0  # one share is the discrete Gaussian itself
     if s < 0.5:
         raise ValueError(f"sigma must be at least 1/2 for the bound on sums of discrete Gaussians; got {sigma!r}")
-    j = np.arange(1, _check_count(n, 'n'), dtype=np.float64)
+    j = np.arange(1, n, dtype=np.float64)
     return float(10.0 * np.exp(-2 * math.pi**2 * s * s * j / (j + 1)).sum())
 
 # %% ../nbs/20_dp.ipynb #bd0b5da2
