@@ -468,8 +468,8 @@ class DPGBDTClient(SecAggClient):
         bounds=None,  # (F, 2) public [low, high] per feature: rows are clipped to them (None: no clipping)
     ):
         self._X = np.asarray(self._X, float)
-        if bounds is not None:
-            b = np.asarray(bounds, float)
+        b = None if bounds is None else np.asarray(bounds, float)
+        if b is not None and ((self._X < b[:, 0]) | (self._X > b[:, 1])).any():  # a copy only when rows are outside
             self._X = np.clip(self._X, b[:, 0], b[:, 1])
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
