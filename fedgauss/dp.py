@@ -745,7 +745,7 @@ def ddg_rdp_multiplier(
     sensitivity: float,  # l2 sensitivity of the integer vector (integer units)
     dim: int,  # coordinates of the vector
 ) -> float:
-    "Gaussian multiplier whose RDP curve bounds an integer query plus a sum of `n_shares` N_Z(0, sigma^2) (KLS Prop. 14)."
+    "Gaussian multiplier whose RDP curve bounds an integer query plus `n_shares` N_Z(0, sigma^2) (KLS Prop. 14)."
     t = dgauss_sum_divergence(sigma, n_shares)
     inv = _check_positive(sensitivity, 'sensitivity') / (math.sqrt(n_shares) * sigma) + t * math.sqrt(
         _check_count(dim, 'dim')
@@ -769,7 +769,7 @@ def add_distributed_discrete_gaussian(
 def dgauss_rounding_divergence(
     s: float = 2.0,  # scale of the rounding kernel P[k | y] ∝ exp(-(k - y)^2 / (2 s^2)), at least 0.3
 ) -> float:
-    "Max-divergence, both ways, between N_Z(v, sigma^2) and N(v, sigma^2 - s^2) rounded to Z by the kernel of scale `s`."
+    "Max-divergence, both ways, between N_Z(v, sigma^2) and N(v, sigma^2 - s^2) rounded to Z by the kernel of `s`."
     s = _check_positive(s, 's')
     if s < 0.3:
         raise ValueError(f"s must be at least 0.3 (the rounding bound needs eta < 1); got {s!r}")
@@ -784,7 +784,7 @@ def ddg_gaussian_surrogate(
     dim: int,  # coordinates released
     s: float = 2.0,  # scale of the surrogate's rounding kernel
 ) -> tuple:  # (sigma_surrogate, gamma)
-    "The continuous Gaussian (its standard deviation) a distributed discrete Gaussian release is within max-divergence gamma of."
+    "(sigma', gamma): a distributed discrete Gaussian release is within max-divergence gamma of N(., sigma'^2)."
     var = _check_count(n_shares, 'n_shares') * _check_positive(sigma, 'sigma') ** 2 - _check_positive(s, 's') ** 2
     if var <= 0:
         raise ValueError(f"the total noise (n_shares * sigma^2 = {var + s * s:g}) must exceed s^2 = {s * s:g}")

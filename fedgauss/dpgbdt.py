@@ -671,8 +671,8 @@ def _same_levels(X0, Xk, i):
             not isinstance(b, pd.CategoricalDtype) or list(a.categories) != list(b.categories)
         ):
             raise ValueError(
-                f"column {c!r}: client {i} declares other category levels than client 0; the levels are public and must "
-                f"be the same at every client (pd.CategoricalDtype(levels))"
+                f"column {c!r}: client {i} declares other category levels than client 0; the levels are public "
+                f"and must be the same at every client (pd.CategoricalDtype(levels))"
             )
 
 # %% ../nbs/31_dpgbdt.ipynb #8c220e79
