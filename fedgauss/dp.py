@@ -514,13 +514,21 @@ def discrete_gaussian_mechanism(
     return wrap(arr + noise)
 
 # %% ../nbs/20_dp.ipynb #682593ad
+def _orders(orders):
+    "Rényi orders as a float array, or a ValueError unless every one is >= 1."
+    a = np.asarray(orders, dtype=np.float64)
+    if np.isnan(a).any() or (a < 1).any():
+        raise ValueError(f"orders must be >= 1; got {orders!r}")
+    return a
+
+
 def gaussian_rdp(
     orders,  # Rényi orders alpha >= 1
     noise_multiplier: float,  # z = sigma / l2 sensitivity
 ):
     "RDP curve alpha / (2 z^2) of the Gaussian mechanism with noise multiplier z = sigma / l2-sensitivity."
     z = _check_positive(noise_multiplier, 'noise_multiplier')
-    return np.asarray(orders, dtype=np.float64) / (2.0 * z * z)
+    return _orders(orders) / (2.0 * z * z)
 
 
 def laplace_rdp(
@@ -529,7 +537,7 @@ def laplace_rdp(
 ):
     "RDP curve of the Laplace mechanism with noise multiplier z = scale / l1-sensitivity (Mironov 2017, Prop. 6)."
     e0 = 1.0 / _check_positive(noise_multiplier, 'noise_multiplier')
-    a = np.asarray(orders, dtype=np.float64)
+    a = _orders(orders)
     with np.errstate(divide='ignore', invalid='ignore'):
         r = e0 + np.log1p((a - 1) / (2 * a - 1) * np.expm1((1 - 2 * a) * e0)) / (a - 1)
     return np.where(a == 1, e0 + math.expm1(-e0), r)
@@ -653,6 +661,8 @@ def epsilon(
 ):
     "Smallest epsilon (over all orders) at which the composition is (epsilon, delta)-DP; `conversion` 'improved' or 'classic'."
     d = _check_delta(delta, allow_zero=False)
+    if conversion not in ('improved', 'classic'):
+        raise ValueError(f"conversion must be 'improved' or 'classic'; got {conversion!r}")
     if not self._events:
         return (0.0, math.inf) if return_order else 0.0
     eps, a = _eps_from_rdp(self.rdp, d, conversion)
