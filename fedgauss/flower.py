@@ -67,25 +67,7 @@ MESSAGE_SCHEMAS = {
     },
 } | {p: _NFL for p in ('nflgbdt', 'simfl', 'federboost', 'tfl', 'fgbdtg')}  # fmt: skip
 
-# %% ../nbs/50_flower.ipynb #ecdf32d5
-def check_message(
-    protocol: str,  # the protocol's name
-    sender: str,  # who sent it
-    kind: str,  # its kind
-    payload,  # its decoded content
-):
-    "`WireError` naming the sender and the kind unless `payload` is a message `protocol` sends (`MESSAGE_SCHEMAS`)."
-    kinds = MESSAGE_SCHEMAS.get(protocol)
-    if kinds is None:
-        return
-    schema = kinds.get(kind)
-    if schema is None:
-        schema = next((s for k, s in kinds.items() if k.endswith('*') and kind.startswith(k[:-1])), None)
-    if schema is None:
-        raise WireError(f"{sender} sent a {kind!r}, a kind of message {protocol} does not send")
-    check(payload, schema, f"{kind!r} from {sender}")
-
-# %% ../nbs/50_flower.ipynb #83b62986
+# %% ../nbs/50_flower.ipynb #8d6a4364
 def check_message(
     protocol: str,  # the protocol's name
     sender: str,  # who sent it
@@ -223,7 +205,7 @@ def _testing(node_config: dict) -> bool:
     v = node_config.get('test-seeds', False)
     return v is True or str(v).lower() in ('1', 'true', 'yes')
 
-# %% ../nbs/50_flower.ipynb #e377e843
+# %% ../nbs/50_flower.ipynb #3959f573
 _BITGENS = {'PCG64', 'PCG64DXSM', 'Philox', 'SFC64', 'randomgen.chacha.ChaCha'}
 
 
@@ -258,7 +240,7 @@ def _test_rng(v):
     bg.state = st
     return np.random.Generator(bg)
 
-# %% ../nbs/50_flower.ipynb #a3eef828
+# %% ../nbs/50_flower.ipynb #b9579492
 _HELLO = dict(
     op=str, protocol=str, module=str, cfg=Map(str, ANY), run=str, seeds=OneOf(None, Map(str, ANY)),
     report=OneOf(None, [str]), fault=OneOf(None, str), keep=bool,
@@ -287,98 +269,7 @@ def _node_identity(node_config: dict, me: str) -> tuple:
         raise WireError(f"this node's identity key is not the one the federation's configuration pins for {me}")
     return pins, ident
 
-# %% ../nbs/50_flower.ipynb #84d96f1b
-def _node_hello(node_config: dict, req: dict) -> tuple:
-    "The first request: the protocol, the party, its identity and data checked; a fresh run key, signed."
-    check(req, _HELLO, 'the hello request')
-    spec, cfg = _find_node_protocol(req, node_config), req['cfg']
-    me, path = _node_party(node_config, cfg)
-    test = _testing(node_config)
-    if (req['seeds'] or req['fault']) and not test:
-        what = 'seeds' if req['seeds'] else 'a fault to inject'
-        raise WireError(
-            f"the run sent {what}; {me}'s node draws its own secrets and was not started for tests: refused"
-        )
-    pins, ident = _node_identity(node_config, me)
-    names = list(cfg['parties']) + ([spec.server_name] if spec.server is not None else [])
-    if missing := [p for p in names if p not in pins]:
-        raise WireError(f"the run names {name_list(missing)}, whom the federation's configuration does not pin")
-    if spec.check is not None:
-        spec.check(load_party_data(path), dict(cfg, me=me))
-    priv, pub = new_keypair()
-    context = run_context(spec.name, req['run'], (req['module'], cfg))
-    state = dict(me=me, run=req['run'], protocol=spec.name, module=req['module'], cfg=cfg, data_path=path)
-    state.update(names=names, pins={p: pins[p] for p in names}, context=context, priv=priv, key=os.urandom(32))
-    state.update(seed=(req['seeds'] or {}).get(me) if test else None, fault=req['fault'] if test else None)
-    state['report'] = req['report'] is None or me in req['report']  # its result goes back to the server
-    state['keep'] = req['keep']  # its whole result stays on the node, next to its data
-    return state, dict(party=me, public_key=(pub, sign_run_key(ident, me, pub, context)))
-
-# %% ../nbs/50_flower.ipynb #2de4b56b
-_BITGENS = {'PCG64', 'PCG64DXSM', 'Philox', 'SFC64', 'randomgen.chacha.ChaCha'}
-
-
-def seed_plain(
-    seed,  # an int, a `SeedSequence` or a numpy Generator
-):
-    "A test seed as plain data for the wire: an int, a `SeedSequence`'s fields, or a Generator's state."
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return int(seed)
-    if isinstance(seed, np.random.SeedSequence):
-        ss = seed
-        return {'seed sequence': [ss.entropy, list(ss.spawn_key), ss.pool_size, ss.n_children_spawned]}
-    if isinstance(seed, np.random.Generator) and seed.bit_generator.state['bit_generator'] in _BITGENS:
-        return {'generator': seed.bit_generator.state}
-    raise TypeError(f"a test seed is an int, a SeedSequence or a Generator over {sorted(_BITGENS)}; got {seed!r}")
-
-
-def _test_rng(v):
-    "The seed or Generator a test seed (`seed_plain`) stands for."
-    if type(v) is int:
-        return v
-    if type(v) is dict and 'seed sequence' in v:
-        e, key, pool, n = v['seed sequence']
-        return np.random.SeedSequence(e, spawn_key=tuple(key), pool_size=pool, n_children_spawned=n)
-    st = v.get('generator') if type(v) is dict else None
-    name = st.get('bit_generator') if type(st) is dict else None
-    if name not in _BITGENS:
-        raise WireError(f"a test seed of unknown form ({name!r})")
-    import randomgen
-
-    bg = randomgen.ChaCha(rounds=20) if name == 'randomgen.chacha.ChaCha' else getattr(np.random, name)()
-    bg.state = st
-    return np.random.Generator(bg)
-
-# %% ../nbs/50_flower.ipynb #b85b10e3
-_HELLO = dict(
-    op=str, protocol=str, module=str, cfg=Map(str, ANY), run=str, seeds=OneOf(None, Map(str, ANY)),
-    report=OneOf(None, [str]), fault=OneOf(None, str), keep=bool,
-)  # fmt: skip
-
-
-def _find_node_protocol(req: dict, node_config: dict) -> ProtocolSpec:
-    "The protocol by name; a module not yet imported is imported only if it is the library's (or the node allows it)."
-    name, module = req['protocol'], req['module']
-    allowed = str(node_config.get('modules', '')).split(',')
-    if name not in PROTOCOLS and not (module.startswith('fedgauss.') or module in allowed):
-        raise WireError(f"the run asks the node to import {module!r}; a node imports only fedgauss's modules")
-    return find_protocol(name, module)
-
-
-def _node_identity(node_config: dict, me: str) -> tuple:
-    "The node's pinned keys and its own identity key, checked against the key pinned for its party."
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from cryptography.hazmat.primitives import serialization as ser
-
-    if not node_config.get('identity-key') or not node_config.get('federation'):
-        raise WireError(f"{me}: the node config names no `identity-key` and `federation` (05_wire): it cannot join")
-    pins, ident = load_federation(node_config['federation']), load_identity(node_config['identity-key'])
-    pub = Ed25519PrivateKey.from_private_bytes(ident).public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
-    if pins.get(me) != pub:
-        raise WireError(f"this node's identity key is not the one the federation's configuration pins for {me}")
-    return pins, ident
-
-# %% ../nbs/50_flower.ipynb #6713bf09
+# %% ../nbs/50_flower.ipynb #b076136d
 def _node_hello(node_config: dict, req: dict) -> tuple:
     "The first request: the protocol, the party, its identity and data checked; a fresh run key, signed."
     check(req, _HELLO, 'the hello request')
@@ -506,13 +397,13 @@ def _seal_out(state: dict, keys: dict, out: list) -> tuple:
         sent[r] = n + 1
     return sealed, sent
 
-# %% ../nbs/50_flower.ipynb #a098bcc8
+# %% ../nbs/50_flower.ipynb #54cfb19a
 def party_handle(
     state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
     node_config: dict,  # the node's configuration: `data-path`, `party`, `identity-key`, `federation`, ...
     req: dict,  # the server's request (decoded): op 'hello', 'step' (an inbox) or 'end' (`_deliver`)
 ) -> tuple:
-    "The node's work on one request, on plain data. Returns (state, reply); raises before changing anything on bad input."
+    "The node's work on one request, on plain data: (state, reply); on bad input it raises, changing nothing."
     op = req.get('op') if type(req) is dict else None
     if op == 'hello':
         return _node_hello(node_config, req)
@@ -531,56 +422,25 @@ def party_handle(
     res = _report(state, prog) if state['report'] else None
     return state, dict(out=out, phase=prog.ctx.phase, done=prog.done, waiting=prog.waiting, result=res)
 
-# %% ../nbs/50_flower.ipynb #4580e808
+# %% ../nbs/50_flower.ipynb #f64f1da1
 def node_query(
     blob: bytes,  # the server's request, in the wire format
     state: dict,  # the node's saved state
     node_config: dict,  # the node's configuration
 ) -> tuple:
-    "A node's answer to one message: (reply in the wire format, new state); an error is a reply naming the party, and leaves the state as it was."
+    "A node's answer: (reply, new state); an error is a reply naming the party, the state kept as it was."
+    req = None
     try:
-        new, reply = party_handle(state, node_config, decode(blob))
+        req = decode(blob)
+        new, reply = party_handle(state, node_config, req)
         return encode(reply), new
     except Exception as e:
-        return encode(dict(error=f"{type(e).__name__}: {e}", party=state.get('me') or node_config.get('party'))), state
-
-# %% ../nbs/50_flower.ipynb #df332c0e
-def party_handle(
-    state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
-    node_config: dict,  # the node's configuration: `data-path`, `party`, `identity-key`, `federation`, ...
-    req: dict,  # the server's request (decoded): op 'hello', 'step' (an inbox) or 'end' (`_deliver`)
-) -> tuple:
-    "The node's work on one request, on plain data. Returns (state, reply); raises before changing anything on bad input."
-    op = req.get('op') if type(req) is dict else None
-    if op == 'hello':
-        return _node_hello(node_config, req)
-    if op not in ('step', 'end') or 'me' not in state:
-        raise WireError(f"an unexpected request ({op!r}{'' if 'me' in state else ', before any hello'})")
-    check(req, _STEP if op == 'step' else _END, f'the {op} request')
-    me, n = state['me'], state.get('n', 0) + 1
-    _fault(me, n, state.get('fault'))
-    keys = state['keys'] if 'keys' in state else _node_keys(state, req['public_keys'])
-    inbox, got = _open_inbox(state, keys, req['inbox']) if op == 'step' else ({'end': req['why']}, state.get('got', {}))
-    saved, out, prog = _step(state, inbox)
-    if prog.done and state.get('keep'):
-        _keep_result(state, prog.result)
-    out, sent = _seal_out(state, keys, out)
-    state = dict(state, keys=keys, party=saved, n=n, got=got, sent=sent)
-    res = _report(state, prog) if state['report'] else None
-    return state, dict(out=out, phase=prog.ctx.phase, done=prog.done, waiting=prog.waiting, result=res)
-
-# %% ../nbs/50_flower.ipynb #9d56af10
-def node_query(
-    blob: bytes,  # the server's request, in the wire format
-    state: dict,  # the node's saved state
-    node_config: dict,  # the node's configuration
-) -> tuple:
-    "A node's answer to one message: (reply in the wire format, new state); an error is a reply naming the party, and leaves the state as it was."
-    try:
-        new, reply = party_handle(state, node_config, decode(blob))
-        return encode(reply), new
-    except Exception as e:
-        return encode(dict(error=f"{type(e).__name__}: {e}", party=state.get('me') or node_config.get('party'))), state
+        me = state.get('me') or node_config.get('party')
+        try:
+            me = me or _node_party(node_config, req['cfg'])[0]
+        except Exception:
+            pass
+        return encode(dict(error=f"{type(e).__name__}: {e}", party=me)), state
 
 # %% ../nbs/50_flower.ipynb #0e382214b5f147d187d36a2058b9c724
 def client_app(
@@ -685,24 +545,7 @@ class LocalGrid:
             self.states[n], out[n] = pickle.dumps(state), (rep, None)
         return out
 
-# %% ../nbs/50_flower.ipynb #9f6853b7
-def local_nodes(
-    folder: str,  # where the parties' data and identities go
-    datas: dict,  # party name -> its data (a dict of arrays)
-    server: str | None = 'server',  # the server's program's name (None: the protocol has none)
-    test_seeds: bool = False,  # start the nodes for tests: they accept seeds from the run
-    by: str = 'party',  # how a node knows its party: 'party' (its name) or 'partition-id' (its place in cfg)
-) -> tuple:
-    """Node configs for `LocalGrid` (each party's data, identity and the pinned keys, as an operator would set them)
-    and the relay's arguments (`federation`, `identity`). Returns (node_configs, relay_kwargs)."""
-    fed = make_federation(os.path.join(folder, 'identities'), list(datas) + ([server] if server else []))
-    ncs = []
-    for k, (p, d) in enumerate(datas.items()):
-        nc = {'data-path': save_party_data(os.path.join(folder, f'{p}.npz'), d), by: p if by == 'party' else k}
-        ncs.append(dict(nc, **{'identity-key': fed['keys'][p], 'federation': fed['pins'], 'test-seeds': test_seeds}))
-    return ncs, dict(federation=fed['pins'], identity=fed['keys'].get(server))
-
-# %% ../nbs/50_flower.ipynb #5da805d6
+# %% ../nbs/50_flower.ipynb #33e720ad
 def local_nodes(
     folder: str,  # where the parties' data and identities go
     datas: dict,  # party name -> its data (a dict of arrays)
@@ -791,7 +634,7 @@ def _hello(self: Relay, spec: ProtocolSpec, cfg: dict, req: dict) -> dict:
             raise FlowerRunError(f"{p} (node {self.node[p]}) cannot join, round 0 (keys and data check): {e}") from None
     return keys
 
-# %% ../nbs/50_flower.ipynb #7ed04288
+# %% ../nbs/50_flower.ipynb #09cc1a64
 class _Remote:
     "The relay's view of a party's program on its node, from its last reply: phase, done, result, what it waits for."
 
@@ -811,7 +654,7 @@ def _open_round(ch: Channel, rounds: dict, ph, on_phase):
     if on_phase is not None:
         on_phase(ph)
 
-# %% ../nbs/50_flower.ipynb #80bc5091
+# %% ../nbs/50_flower.ipynb #864c74e1
 @patch
 def _endpoint(self: Relay, spec: ProtocolSpec, keys: dict) -> dict:
     """The server's program as an endpoint of the run: its own run key, signed by its identity, added to `keys`; its
@@ -830,71 +673,7 @@ def _endpoint(self: Relay, spec: ProtocolSpec, keys: dict) -> dict:
     self.pair = {p: pair_key(priv, keys[p][0], self.server, p, self.run_id) for p in self.parties}
     return keys
 
-# %% ../nbs/50_flower.ipynb #f212dd88
-@patch
-def _route(self: Relay, n: str, out: list) -> list:
-    """The messages program `n` sent, as they go on: to a party, sealed (the server's own sealed here); to the server's
-    program, opened and checked here. Returns (receiver, kind, payload) as the channel records them."""
-    routed = []
-    for r, kind, payload in out:
-        if r not in self.parties and r != self.server or r == n:
-            raise FlowerRunError(f"{n} sent a {kind!r} to {r!r}, who is not another endpoint of this run")
-        if n == self.server:
-            k = self.sent.get(r, 0)
-            blob = seal(self.pair[r], payload, self.run_id, n, r, kind, k)
-            payload, self.sent[r] = Sealed(blob, payload_nbytes(payload)), k + 1
-        elif r == self.server:
-            k = self.got.get(n, 0)
-            try:
-                payload = unseal(self.pair[n], payload.blob, self.run_id, n, r, kind, k)
-                check_message(self.protocol, n, kind, payload)
-            except WireError as e:
-                where = f"{n} (node {self.node[n]}), round {self.channel.round}"
-                raise FlowerRunError(f"{where}: {self.server} refuses what it sent: {e}") from None
-            self.got[n] = k + 1
-        routed.append((r, kind, payload))
-    return routed
-
-# %% ../nbs/50_flower.ipynb #e2a75aae
-class _Remote:
-    "The relay's view of a party's program on its node, from its last reply: phase, done, result, what it waits for."
-
-    def __init__(self, name: str):
-        self.name, self.done, self.result, self.waiting = name, False, None, None
-        self.ctx = types.SimpleNamespace(phase=None)
-
-    def update(self, rep: dict) -> list:
-        self.ctx.phase, self.done, self.result, self.waiting = rep['phase'], rep['done'], rep['result'], rep['waiting']
-        return rep['out']
-
-
-def _open_round(ch: Channel, rounds: dict, ph, on_phase):
-    "A new public phase `ph` starts a new round of the transcript."
-    ch.next_round()
-    rounds.setdefault(ph[0] if isinstance(ph, tuple) else ph, []).append(ch.round)
-    if on_phase is not None:
-        on_phase(ph)
-
-# %% ../nbs/50_flower.ipynb #00aa1075
-@patch
-def _endpoint(self: Relay, spec: ProtocolSpec, keys: dict) -> dict:
-    """The server's program as an endpoint of the run: its own run key, signed by its identity, added to `keys`; its
-    pair keys with every party. Returns the keys every party gets: party -> (public key, signature)."""
-    self.server, self.pair, self.sent, self.got = spec.server_name if spec.server is not None else None, {}, {}, {}
-    if self.server is None:
-        return keys
-    if self.identity is None or self.pins.get(self.server) is None:
-        raise ValueError(
-            f"the server's program ({self.server}) needs its identity (`identity=`), pinned by the federation"
-        )
-    priv, pub = new_keypair()
-    ident = load_identity(self.identity) if isinstance(self.identity, str) else self.identity
-    keys = dict(keys, **{self.server: (pub, sign_run_key(ident, self.server, pub, self.context))})
-    verify_run_keys(keys, self.pins, self.context, [self.server])  # its key is the one the federation pins
-    self.pair = {p: pair_key(priv, keys[p][0], self.server, p, self.run_id) for p in self.parties}
-    return keys
-
-# %% ../nbs/50_flower.ipynb #1a197420
+# %% ../nbs/50_flower.ipynb #5e4b84d2
 @patch
 def _route(self: Relay, n: str, out: list) -> list:
     """The messages program `n` sent, as they go on: to a party, sealed (the server's own sealed here); to the server's
@@ -1031,7 +810,7 @@ def _end_waiting(self: Relay, S) -> bool:
 
 # %% ../nbs/50_flower.ipynb #15abde8c5d2e435093904b13db685a53
 def _run_job(grid, job: dict, on_pass=None) -> dict:
-    "The ServerApp's work: a `Relay` over `grid` runs `job` (protocol, module, cfg, seeds, timeout, federation, identity)."
+    "The ServerApp's work: a `Relay` over `grid` runs `job` (its protocol, cfg, federation, identity, ...)."
     spec = find_protocol(job['protocol'], job.get('module'))
     relay = Relay(
         grid, len(job['cfg']['parties']), job.get('timeout', 60.0), on_pass=on_pass,
@@ -1546,25 +1325,7 @@ class FlowerDeployment:
         if self.own:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
-# %% ../nbs/50_flower.ipynb #a64cff32
-def supernode_auth_key(
-    folder: str,  # where the key pair goes: `auth.key` (private, OpenSSH, mode 600) and `auth.pub`
-) -> str:
-    """A SuperNode's key for Flower's node authentication (ECDSA P-384, OpenSSH format, as `flower-supernode
-    --auth-supernode-private-key` reads it); register `auth.pub` with `flwr supernode register`. Returns its folder."""
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives import serialization as ser
-
-    k = ec.generate_private_key(ec.SECP384R1())
-    os.makedirs(folder, exist_ok=True)
-    fd = os.open(os.path.join(folder, 'auth.key'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'wb') as fh:
-        fh.write(k.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption()))
-    with open(os.path.join(folder, 'auth.pub'), 'wb') as fh:
-        fh.write(k.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH))
-    return folder
-
-# %% ../nbs/50_flower.ipynb #c2e957b1
+# %% ../nbs/50_flower.ipynb #1039c8d6
 def supernode_auth_key(
     folder: str,  # where the key pair goes: `auth.key` (private, OpenSSH, mode 600) and `auth.pub`
 ) -> str:
@@ -1740,10 +1501,10 @@ def _print_flower_report(fl, sim, names, t_sim, file):
         f"messages and bytes by kind {'identical to' if kinds else 'DIFFERENT from'} the simulator's",
         file=file,
     )
+    w, sec, n = fl['wire_bytes'], fl['seconds'], fl['round_trips']
     print(
-        f"over Flower: {fl['round_trips']} relay passes, "
-        f"{fl['wire_bytes'] / 2**20:.1f} MiB on the wire (typed, sealed; {fl['wire_bytes'] / s['total_bytes']:.2f}x the "
-        f"transcript); {fl['seconds']:.1f} s wall ({fl['seconds'] / fl['round_trips']:.2f} s per pass) vs {t_sim:.1f} s in-process",
+        f"over Flower: {n} relay passes, {w / 2**20:.1f} MiB on the wire (typed, sealed; {w / s['total_bytes']:.2f}x "
+        f"the transcript); {sec:.1f} s wall ({sec / n:.2f} s per pass) vs {t_sim:.1f} s in-process",
         file=file,
     )
     print(
