@@ -272,9 +272,8 @@ def uniform_candidates(
         d = hi - lo
     if np.isfinite(d):
         return lo + d * np.arange(1, n_bins) / n_bins
-    return 2 * (
-        lo / 2 + (hi / 2 - lo / 2) * np.arange(1, n_bins) / n_bins
-    )  # hi - lo beyond float64 (bounds of both signs near 1e308): halves
+    t = np.arange(1, n_bins) / n_bins
+    return 2 * (lo / 2 + (hi / 2 - lo / 2) * t)  # hi - lo beyond float64 (bounds near +-1e308): halves
 
 
 def log_candidates(
