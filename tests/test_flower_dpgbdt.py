@@ -110,13 +110,13 @@ def test_the_relay_without_flower(tmp_path, forget):
     """The ServerApp's relay over fedgauss.flower.LocalGrid (nodes in this process, no Flower): the same model and
     transcript; with `forget` every node rebuilds its program at every step from its inbox log; a node with other
     columns stops the run at the data check."""
-    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
 
     datas, cfg = _inputs(split_method='partially_random')
 
     def run(datas):
-        ncs = [{'data-path': save_party_data(f'{tmp_path}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
-        return Relay(LocalGrid(ncs, forget=forget), len(ncs)).run('dpgbdt', cfg, seeds=_seeds(cfg))
+        ncs, kw = local_nodes(str(tmp_path), {p: datas[p] for p in cfg['parties']}, test_seeds=True)
+        return Relay(LocalGrid(ncs, forget=forget), len(ncs), **kw).run('dpgbdt', cfg, seeds=_seeds(cfg))
 
     _check_equal(run(datas), datas, cfg)
     datas['client2'] = dict(datas['client2'], X=datas['client2']['X'][:, :3])
