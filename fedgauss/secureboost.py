@@ -222,7 +222,7 @@ class ActiveParty(_SBParty):
         self,
         key_size: int,  # bits of the Paillier modulus
         unsafe: bool,  # allow a key under 1024 bits (tests only)
-        rng,  # numpy Generator or seed of the key (None: the OS CSPRNG)
+        rng,  # the party's secret generator (`fedgauss.entropy.secret_rng`), or None: the OS
     ):
         self.pk, self.sk = generate_paillier_keypair(key_size, rng=rng, unsafe=unsafe)
         self.q = bins_per_ciphertext(self.pk.n)
@@ -231,7 +231,7 @@ class ActiveParty(_SBParty):
         self,
         gh,  # per-row (g, h), shape (n, 2); snapped to the grid in place
         passives,  # the passive parties to send the ciphertexts to
-        rng=None,  # randomness of the obfuscators (None: the OS CSPRNG)
+        rng=None,  # the party's secret generator for the obfuscators (None: the OS)
     ):
         "Snap (g, h) to the grid, encrypt $G_i 2^s + H_i$ and send the ciphertexts to every passive party."
         g, h, self.k = snap_to_grid(gh[:, 0], gh[:, 1])
@@ -458,7 +458,7 @@ class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
         missing: str = 'learn',  # 'learn' (default direction), 'impute' (own means) or 'probabilistic'
         base_score=None,  # initial probability (None: the label mean)
         unsafe: bool = False,  # allow key_size < 1024 (tests only)
-        rng=None,  # seed or Generator for keys and obfuscators (None: the OS's CSPRNG; a seed is for tests)
+        rng=None,  # the active party's secret randomness (keys, obfuscators): None the OS; a seed for tests
         id_column=None,  # a row-ID column every party's DataFrame holds (None: DataFrames align on their index)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
@@ -474,7 +474,7 @@ class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
 # %% ../nbs/33_secureboost.ipynb #cc08364b
 @patch
 def _check_parties(self: SecureBoostClassifier, parties):
-    "Validate `parties` (list of (X_p, y_p)), rows aligned (`align_rows`); the float blocks, the labels, the active party."
+    "Validate `parties` (list of (X_p, y_p)), rows aligned (`align_rows`); float blocks, labels, the active party."
     if (
         not isinstance(parties, (list, tuple))
         or len(parties) < 1
@@ -746,13 +746,12 @@ def secureboost_check(
 def secureboost_context(
     me: str,  # the party's name
     cfg: dict,  # the public configuration
-    rng=None,  # seed or Generator of its keys and obfuscators (tests); None: the OS's CSPRNG for Paillier
+    rng=None,  # its secret generator, or a seed (tests; see `fedgauss.entropy.secret_rng`); None: the OS
 ) -> PartySMC:
-    """A SecureBoost party's `PartySMC`; Paillier draws from the OS's CSPRNG unless a seed is given: an int seeds keys
-    and obfuscators with a generator each (as the estimator's `rng`), a Generator serves both."""
-    ctx = PartySMC(me, cfg['parties'], rng=rng)
-    ctx.key_rng = None if rng is None else ctx.rng
-    ctx.obf_rng = None if rng is None else as_rng(rng)
+    """A SecureBoost party's `PartySMC`. Its Paillier primes and obfuscators come from its own secret generator
+    (`ctx.rng`, ChaCha20: keyed by the OS without a seed), never from a generator another party or the server knows."""
+    ctx = PartySMC(me, cfg['parties'], rng=rng)  # `secret_rng(rng)`: a secret generator is kept as it is
+    ctx.key_rng = ctx.obf_rng = ctx.rng
     return ctx
 
 
@@ -1146,8 +1145,8 @@ def decision_function(
     self: SecureBoostClassifier,
     X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
 ):
-    """Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel; in the
-    active party's row order (a Series with its index if the blocks are DataFrames)."""
+    """Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel;
+    in the active party's row order (a Series with its index if the blocks are DataFrames)."""
     blocks, index = self._blocks_for_predict(X_parts)
     datas, cfg = self._inputs(blocks)
     res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_)
@@ -1160,7 +1159,7 @@ def predict_proba(
     self: SecureBoostClassifier,
     X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
 ):
-    "Class probabilities `(n, 2)` by federated inference (a DataFrame, columns `classes_`, if the blocks are DataFrames)."
+    "Class probabilities `(n, 2)` by federated inference (a DataFrame, columns `classes_`, for DataFrame blocks)."
     m = self.decision_function(X_parts)
     p = expit(np.asarray(m))
     p = np.column_stack([1 - p, p])
@@ -1265,7 +1264,7 @@ def _add_nodes(o: dict, tree: Tree, leaf):
 def row_classes(
     view: list,  # `active_party_view`'s trees
 ) -> tuple:
-    "Each row's class (rows the active party cannot tell apart: same (G, H) and leaf in every tree) and a row of each class."
+    "Each row's class (rows the active party cannot tell apart: same (G, H), same leaf in every tree), a row of each."
     key = np.stack([c for o in view for c in (o['G'], o['H'], o['leaf'])], axis=1)
     _, first, cls = np.unique(key, axis=0, return_index=True, return_inverse=True)
     return cls.ravel(), first
@@ -1408,7 +1407,7 @@ def passive_leaves(
     passive: str,  # the passive party
     n: int,  # its rows
 ) -> list:
-    "Each tree's leaf of every row, as `passive` rebuilds it from the messages it received (`gh` starts a tree, `route`)."
+    "Each tree's leaf of every row, as `passive` rebuilds it from what it received (`gh` starts a tree, `route`)."
     out = []
     for m in channel.messages:
         if m.receiver != passive:
@@ -1433,7 +1432,7 @@ def label_inference_attack(
     rng=0,  # seed or Generator of the draws (statistical randomness)
 ) -> dict:
     """A passive party's label inference from the leaves it rebuilt: accuracy on the rows whose labels it does not know,
-    against the base rate (always guessing the majority class); and the purity of the first tree it saw (`leaf_purity`)."""
+    against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`)."""
     rng, y = as_rng(rng), np.asarray(y, float)
     p = next(p for p in model.parties_ if p is not model.active_)
     leaves = passive_leaves(model.channel_, p.name, len(y))
