@@ -49,7 +49,7 @@ def check_lossless(parts, test_blocks, **kw):
     gb = GBDTClassifier(**{k: v for k, v in kw.items() if k != 'rl_trees'}).fit(X, y)
     assert_same_trees(sb, gb)
     Xt = pd.concat(test_blocks, axis=1) if isinstance(test_blocks[0], pd.DataFrame) else np.hstack(test_blocks)
-    d = np.abs(sb.predict_proba(test_blocks) - gb.predict_proba(Xt)).max()
+    d = np.abs(np.asarray(sb.predict_proba(test_blocks)) - gb.predict_proba(Xt)).max()  # DataFrames in: a DataFrame
     assert d <= 1e-9
     return sb, d
 
