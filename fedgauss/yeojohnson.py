@@ -44,10 +44,37 @@ def _ginv(mu, v):
 
 
 def _as_lambdas(lmbda):
-    lam = np.asarray(lmbda, dtype=np.float64)
+    "lmbda as float64; ValueError if it is not numeric or not finite."
+    try:
+        lam = np.asarray(lmbda, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"lmbda must be a number or an array of numbers; got {lmbda!r:.60}") from None
     if not np.isfinite(lam).all():
         raise ValueError(f"lmbda must be finite (no NaN or inf); got {lam[~np.isfinite(lam)].ravel()[:3].tolist()}")
     return lam
+
+
+def _as_values(x, what: str = 'x'):
+    "x as a float64 array; errors that name None, complex and non-numeric input."
+    if x is None:
+        raise TypeError(f"{what} is None: expected numbers")
+    if np.iscomplexobj(x):
+        raise ValueError(f"Complex data not supported: {what} must be real")
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} is not numeric: {e}") from None
+
+
+def _with_lambdas(x, lam, what: str = 'x'):
+    "x and lam broadcast together; a ValueError that names both shapes if they do not fit."
+    try:
+        return np.broadcast_arrays(x, lam)
+    except ValueError:
+        cols = f"one per column ({x.shape[-1]})" if x.ndim >= 1 else "a scalar"
+        raise ValueError(
+            f"lmbda of shape {lam.shape} does not fit {what} of shape {x.shape}: give one lambda, or {cols}"
+        ) from None
 
 # %% ../nbs/10_yeojohnson.ipynb #b7eaf733
 def yj_g(
@@ -66,9 +93,9 @@ def yeo_johnson(
     lmbda,  # lambda: a scalar, or one per column (broadcast with `x`)
 ):
     "Yeo-Johnson transform Psi(lmbda, x), elementwise; 2-D `x` takes one lambda per column. NaN stays NaN."
-    x = np.asarray(x, dtype=np.float64)
+    x = _as_values(x)
     lam = _as_lambdas(lmbda)
-    x, lam = np.broadcast_arrays(x, lam)
+    x, lam = _with_lambdas(x, lam)
     s = np.where(x < 0, -1.0, 1.0)
     with np.errstate(invalid='ignore'):
         return np.where(lam == 1, x, s * yj_g(_lam_s(x, lam), np.log1p(np.abs(x))))  # lambda = 1: the identity, exactly
@@ -79,9 +106,9 @@ def yeo_johnson_inverse(
     lmbda,  # lambda: a scalar, or one per column (broadcast with `y`)
 ):
     "Inverse of `yeo_johnson`: the x with Psi(lmbda, x) = y; +-inf (with a warning) outside the range of Psi."
-    y = np.asarray(y, dtype=np.float64)
+    y = _as_values(y, 'y')
     lam = _as_lambdas(lmbda)
-    y, lam = np.broadcast_arrays(y, lam)
+    y, lam = _with_lambdas(y, lam, 'y')
     s = np.where(y < 0, -1.0, 1.0)
     mu = _lam_s(y, lam)
     arg = mu * np.abs(y)
@@ -127,9 +154,9 @@ def yeo_johnson_dlambda(
     lmbda,  # lambda: a scalar, or one per column (broadcast with `x`)
 ):
     "Derivative of the Yeo-Johnson transform with respect to lambda, elementwise (>= 0)."
-    x = np.asarray(x, dtype=np.float64)
+    x = _as_values(x)
     lam = _as_lambdas(lmbda)
-    x, lam = np.broadcast_arrays(x, lam)
+    x, lam = _with_lambdas(x, lam)
     with np.errstate(invalid='ignore'):
         return yj_gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
 
@@ -327,7 +354,10 @@ def yj_frame(
     "The frame of each feature at `lmbda` given the agreed `anchors`."
     k = anchors.kind
     d = len(k)
-    lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (d,)).copy()
+    lam = np.asarray(lmbda, dtype=np.float64)
+    if lam.size not in (1, d):
+        raise ValueError(f"{lam.size} lambdas for {d} features: give one lambda, or one per feature")
+    lam = np.broadcast_to(lam.reshape(-1) if lam.size == d else lam.reshape(()), (d,)).copy()
     lo, hi = anchors.group_anchors()
     Rp = np.nan_to_num(anchors.spread[0])
     s = np.where(k == 0, 0.0, k.astype(np.float64))
@@ -832,12 +862,20 @@ def yj_sums(
 
 # %% ../nbs/10_yeojohnson.ipynb #42db6602
 def _broadcast_grid(x, lmbda):
-    x = np.asarray(x, dtype=np.float64)
-    lam = np.asarray(lmbda, dtype=np.float64)
+    "(x as a 2-D array, lambda per column, scalar?) for the likelihood functions; errors name the bad input."
+    x, lam = _as_values(x), _as_lambdas(lmbda)
+    if x.ndim not in (1, 2) or x.shape[0] == 0:
+        raise ValueError(f"x must be 1-D or 2-D with at least one row; got shape {x.shape}")
+    if np.isinf(x).any():
+        raise ValueError("x contains inf: Yeo-Johnson needs finite values")
     if x.ndim == 1 and lam.ndim == 1:
         return np.broadcast_to(x[:, None], (len(x), len(lam))), lam, False
     if x.ndim == 1:
         return x[:, None], lam.reshape(1), True
+    if lam.size not in (1, x.shape[1]) or lam.ndim > 1:
+        raise ValueError(
+            f"lmbda of shape {lam.shape} does not fit x of shape {x.shape}: give one lambda, or one per column"
+        )
     return x, lam, False
 
 # %% ../nbs/10_yeojohnson.ipynb #5f56c798
@@ -1010,7 +1048,7 @@ def yj_lambda_bounds(
     ymax: float = YMAX,  # largest |Psi| allowed
 ):
     "(lb, ub) per feature such that |Psi(lambda, x)| <= ymax for every x within the anchors (lb = ub = minimax lambda where that is impossible)."
-    if not (np.isfinite(ymax) and ymax > 1):
+    if not isinstance(ymax, numbers.Real) or isinstance(ymax, bool) or not (np.isfinite(ymax) and ymax > 1):
         raise ValueError(f"ymax must be a finite number > 1; got {ymax!r}")
     k = anchors.kind
     ub = np.where(k >= 0, _lam_overflow(np.nan_to_num(anchors.pos_hi), ymax), np.inf)
@@ -1437,10 +1475,20 @@ class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.scale_ = np.where(const, 1.0, scale)
         self._mean_t, self._scale_t = mean_t, np.where(const, np.exp(-frame.log_scale), scale_t)
 
+# %% ../nbs/10_yeojohnson.ipynb #cdf9856b
+@patch
+def _check_flags(self: YJTransformerMixin):
+    "ValueError unless `standardize` and `copy` are booleans (checked by `fit`)."
+    for k in ('standardize', 'copy'):
+        if not isinstance(getattr(self, k), (bool, np.bool_)):
+            raise ValueError(f"{k} must be True or False; got {getattr(self, k)!r}")
+
 # %% ../nbs/10_yeojohnson.ipynb #c566b54f
 @patch
 def _validate(self: YJTransformerMixin, X, reset: bool):
     "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
+    if reset:
+        self._check_flags()
     refuse_unsupported(X)
     check_numeric_frame(X)
     if isinstance(X, pd.DataFrame) and X.shape[1] == 0:
