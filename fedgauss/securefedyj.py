@@ -158,7 +158,7 @@ HP_RATIO = 2.0**12  # one-signed groups farther than this many spreads from the 
 
 
 def _fx(x, W=W_EXACT) -> np.ndarray:
-    "floor-toward-zero of x 2**W as Python ints (object array), exactly: the integer mantissa of x shifted by its exponent + W (an int, or integers broadcast with x)."
+    "floor-toward-zero of x 2**W as Python ints (object array), exactly: the integer mantissa of x shifted by its exponent + W."
     x = np.asarray(x, dtype=np.float64)
     if not np.isfinite(x).all():
         raise FixedPointOverflow(
@@ -182,7 +182,7 @@ def _rshift_round(v, k) -> np.ndarray:
 
 # %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
 def _dec_log_ratio(a, A, tiny: bool):
-    "log((1 + a)/(1 + A)) in the context's precision; `tiny`: as log1p((a - A)/(1 + A)), by its series where it is small."
+    "log((1 + a)/(1 + A)) in the context's precision; `tiny`: as log1p((a - A)/(1 + A)) (its series where small)."
     if not tiny:
         return ((1 + a) / (1 + A)).ln()
     y = (a - A) / (1 + A)
@@ -196,7 +196,7 @@ def _dec_log_ratio(a, A, tiny: bool):
 
 
 def _hp_offsets(ls, loc, anchor, unit, W: int = W_EXACT) -> np.ndarray:
-    "(a, b, eta, b_e, phi offset) * 2**W of one-signed groups, in the frame's `unit` (a power of two), from the float anchors in 60-digit decimal arithmetic."
+    "(a, b, eta, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
     out = []
     with localcontext() as ctx:
         ctx.prec = 60
@@ -230,7 +230,7 @@ def frame_coefficients(
     lo_frame,  # groups framed at their smallest |x| (λ_s < 0)
     pf: YJFrame,  # the public frame
 ) -> np.ndarray:
-    "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf` (in its unit)."
+    "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
     mixed, r = pf.mixed[col], pf.unit[col]
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])
@@ -591,7 +591,7 @@ class SecureFedYJ(BaseEstimator):
             raise ValueError(f"envelope_bits must be at most 52 (a float64's significand); got {self.envelope_bits}")
         if not isinstance(self.stat_bits, numbers.Integral) or isinstance(self.stat_bits, bool) or self.stat_bits < 32:
             raise ValueError(
-                f"stat_bits (the masks' statistical security, 2**-stat_bits) must be an integer >= 32; got {self.stat_bits!r}"
+                f"stat_bits (security of the masks: 2**-stat_bits) must be an integer >= 32; got {self.stat_bits!r}"
             )
         rb = self.ring_bits
         if rb is not None and (not isinstance(rb, numbers.Integral) or isinstance(rb, bool) or rb < 64):

@@ -292,7 +292,7 @@ def spread(self: YJAnchors):
 
 @patch(as_prop=True)
 def extent(self: YJAnchors):
-    "The width of each feature on the log1p scale: R of a one-signed feature, log1p(max x) + log1p(max |x| of x < 0) of a mixed one."
+    "Width on the log1p scale: R of a one-signed feature, log1p(max x) + log1p(max |x|, x < 0) of a mixed one."
     with np.errstate(invalid='ignore'):
         return np.where(
             self.kind == 0, np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)), self.spread[0]
@@ -436,7 +436,8 @@ def yj_moments_from_frame(
         mt, vt = np.asarray(mean_t, dtype=np.float64), np.maximum(var_t, 0)
         L = np.where(f.mixed, f.M, f.lam_s * f.c)
         var = np.exp(2 * (L + np.log(f.unit)) + np.log(vt))
-        # one-signed: mean = s (e^L (1 + lam_s mean_u) - 1)/lam_s with mean_u = s unit mt; 1 + lam_s mean_u = mean(e^{lam_s d}) > 0
+        # one-signed: mean = s (e^L (1 + lam_s mean_u) - 1)/lam_s, mean_u = s unit mt
+        # (1 + lam_s mean_u = mean(e^{lam_s d}) > 0)
         mu = f.sign * mt
         m1 = f.sign * np.where(
             f.lam_s == 0,
@@ -541,7 +542,7 @@ def _agree(self: YJData, anchors, local):
 # %% ../nbs/10_yeojohnson.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 @patch
 def _group_table(self: YJData):
-    "The sign groups' columns g_col, signs g_s, |x| ranges g_lo/g_hi, g_mixed, spreads g_R, units g_rho, log1p ends g_clo/g_chi."
+    "Sign groups: columns g_col, signs g_s, |x| ranges g_lo/g_hi, g_mixed, spreads g_R, units g_rho, ends g_clo/g_chi."
     A = self.anchors
     kind = A.kind
     glo, ghi = A.group_anchors()
@@ -588,7 +589,7 @@ def _block_d(self: YJData, Xb, aa, rr, nn):
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, block by block; returns P_1..P_3 per group (in its unit)."
+    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, by blocks; returns P_1..P_3 (in group units)."
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
@@ -808,7 +809,7 @@ def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
 # %% ../nbs/10_yeojohnson.ipynb #76127f4a2f6a44fba749ea7800e59d51
 @patch
 def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
-    "Add the two sign groups of every mixed feature (sums in the frame's unit) to `out`, mapped into the frame e^-M Psi."
+    "Add the two sign groups of every mixed feature (sums in the frame's unit) to `out`, in the frame e^-M Psi."
     mx = self.g_mixed
     jm, sm, cm, lsm, ng = self.g_col[mx], self.g_s[mx], c[mx], ls[mx], self.g_n[mx]
     Mj, r = frame.M[jm], frame.unit[jm]
@@ -941,7 +942,7 @@ def exp_update(
 # %% ../nbs/10_yeojohnson.ipynb #c8acbee542ae4f9e87d350f4747cb88d
 @dataclass(frozen=True)
 class ExpSearchState:
-    "State of the exponential search of every feature: current lambda, bracket (lo, hi), step count t, limits [lb, ub], unit."
+    "State of the exponential search of every feature: lambda, bracket (lo, hi), step count t, limits [lb, ub], unit."
 
     lmbda: np.ndarray  # current lambda of each feature
     lo: np.ndarray  # lower end of each bracket
@@ -1005,7 +1006,7 @@ SEARCH_UNIT_BELOW = 2.0**-64  # extents below this start the search at a larger 
 def yj_search_unit(
     anchors: YJAnchors,  # the (agreed) anchors
 ) -> np.ndarray:
-    "The search's first step per feature: 1 for an extent E >= 2**-64 on the log1p scale, the power of two 2**floor(log2(1/(16 E))) below."
+    "The search's first step per feature: 1 for an extent E >= 2**-64 (log1p scale), else 2**floor(log2(1/(16 E)))."
     E = np.nan_to_num(anchors.extent)
     small = (E > 0) & (E < SEARCH_UNIT_BELOW)
     with np.errstate(divide='ignore'):
