@@ -300,7 +300,7 @@ def _node_hello(node_config: dict, req: dict) -> tuple:
 def _party_rng(state: dict):
     "The party's generator: its own (ChaCha20 keyed by the node's secret key), or a test seed the node accepted."
     if state.get('seed') is not None:
-        return np.random.default_rng(_test_rng(state['seed']))  # as the simulator makes a party's from its seed
+        return _test_rng(state['seed'])  # the seed itself: the party's context keys it as the simulator's does
     return secret_rng(state['key'], 'fedgauss.flower', state['run'], state['me'])
 
 

@@ -23,7 +23,9 @@ X, y = make_classification(300, 4, n_informative=2, random_state=0)
 
 
 def _inputs(**kw):
-    est = DPGBDTClassifier(n_estimators=3, max_depth=3, n_clients=3, n_candidates=8, rng=0, **kw)
+    est = DPGBDTClassifier(
+        n_estimators=3, max_depth=3, n_clients=3, n_candidates=8, rng=0, feature_bounds=(-6, 6), max_rows=300, **kw
+    )
     datas, cfg, _ = est.protocol_inputs(X, y, predrawn=False)  # each node draws its own secrets and noise shares...
     return datas, cfg
 
