@@ -4,11 +4,12 @@
 
 # %% ../nbs/34_nflgbdt.ipynb #d7941756
 from __future__ import annotations
-import numbers, queue, threading, time
+import hashlib, numbers, queue, threading, time, warnings
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import linprog
 from scipy.special import expit, ndtr
 from fastcore.basics import patch
 from fastcore.meta import delegates
@@ -30,11 +31,12 @@ from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum_party
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
-           'tree_message', 'tree_from_message', 'party_seeds', 'FederBoostClassifier', 'federboost_party',
-           'federboost_server', 'tree_schedule', 'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts',
-           'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party',
-           'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
+__all__ = ['COLLAPSE_SHARE', 'FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH',
+           'most_similar', 'DataOwner', 'tree_message', 'tree_from_message', 'party_seeds', 'joint_lsh',
+           'LSHCollapseWarning', 'FederBoostClassifier', 'federboost_party', 'federboost_server', 'tree_schedule',
+           'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
+           'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier',
+           'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -398,7 +400,8 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
 
 def _public_result(result: dict, cfg: dict) -> dict:
     """What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no
-    node statistics)."""
+    node statistics); never its hash functions (with `lsh_secret`, the owners' secret)."""
+    result = {k: v for k, v in result.items() if k != 'lsh'}
     return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
 
 
@@ -453,10 +456,12 @@ def _owner_check(data: dict, cfg: dict):
 
 # %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
 def _lsh_cfg(est, datas: dict) -> dict:
-    """The public LSH configuration: the scaling (lo, span) per feature and the shared hash functions (drawn from
-    `est._rng`)."""
+    """The public LSH configuration: the scaling (lo, span) per feature, the functions' parameters, and the functions
+    themselves when they are public (`lsh_secret=False`: drawn from `est._rng`) — None when the owners draw them."""
     if est.lsh_scale not in ('bounds', 'standard'):
         raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
+    if not isinstance(est.lsh_secret, (bool, np.bool_)):
+        raise ValueError(f"lsh_secret must be True or False; got {est.lsh_secret!r}")
     if est.lsh_bounds is not None:
         lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
     else:  # declared public, like the split candidates
@@ -467,20 +472,61 @@ def _lsh_cfg(est, datas: dict) -> dict:
             else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
         )
     span = np.where(hi > lo, hi - lo, 1.0)
-    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
-    return dict(lsh=lsh, lsh_lo=lo, lsh_span=span)
+    params = dict(n_features=est.n_features_in_, n_tables=est.n_tables, r=est.r, stable=est.stable)
+    if est.lsh_secret:  # the parameters are checked here, before any message; the functions are the owners'
+        lsh, params['n_tables'] = None, PStableLSH(**params, rng=0).n_tables
+    else:  # public: drawn from the estimator's rng, the seed the parties share
+        lsh = PStableLSH(**params, rng=est._rng)
+        params['n_tables'] = lsh.n_tables
+    return dict(lsh=lsh, lsh_params=params, lsh_lo=lo, lsh_span=span)
 
 
-def _hash_rows(X, cfg: dict) -> np.ndarray:
-    "A party's hash values (int32) of its rows, scaled by the public (lo, span); ValueError beyond int32."
-    H = cfg['lsh'].hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
+def _hash_rows(X, cfg: dict, lsh: PStableLSH) -> np.ndarray:
+    "A party's hash values (int32) of its rows by `lsh`, scaled by the public (lo, span); ValueError beyond int32."
+    H = lsh.hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
     if len(H) and np.abs(H).max() >= 2**31:
         raise ValueError(
             f"{cfg['me']}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
         )
     return H.astype(np.int32)
 
+# %% ../nbs/34_nflgbdt.ipynb #91c496b4
+def joint_lsh(
+    shares: list,  # each data owner's share of the key (uint8 arrays), in party order
+    params: dict,  # the functions' public parameters: n_features, n_tables, r, stable
+) -> PStableLSH:
+    """The hash functions the data owners draw jointly: keyed by BLAKE2b of all their shares, so that no one without
+    every share (the aggregator) can evaluate them."""
+    blob = b''.join(np.asarray(s, np.uint8).tobytes() for s in shares)
+    key = hashlib.blake2b(blob, digest_size=32, person=b'fedgauss-lsh').digest()
+    return PStableLSH(**params, rng=np.random.default_rng(np.frombuffer(key, np.uint32)))
+
 # %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
+def _owner_lsh_start(ctx, data: dict, cfg: dict):
+    """Generator: a data owner's first round and its hash values. Public functions: it hashes first (beyond int32 stops
+    it before its first message). Secret ones: with its class counts it sends every other owner its share of their key
+    (32 bytes of its own stream), and hashes once it holds every share. Returns (owner, base margin, hash values, the
+    functions, seconds spent hashing)."""
+    names, me, lsh = cfg['parties'], cfg['me'], cfg['lsh']
+    if lsh is None:
+        share = np.frombuffer(ctx.rng.bytes(32), np.uint8)
+        for p in names:
+            if p != me:
+                ctx.send(p, 'hash key share', share)
+    else:
+        t0 = time.perf_counter()
+        H, took = _hash_rows(data['X'], cfg, lsh), time.perf_counter() - t0
+    own, base = yield from _owner_start(ctx, data, cfg)
+    if lsh is None:
+        shares = []
+        for p in names:
+            shares.append(share if p == me else (yield from ctx.recv('hash key share', p)))
+        t0 = time.perf_counter()
+        lsh = joint_lsh(shares, cfg['lsh_params'])
+        H, took = _hash_rows(data['X'], cfg, lsh), time.perf_counter() - t0
+    return own, base, H, lsh, took
+
+# %% ../nbs/34_nflgbdt.ipynb #36e04bee
 def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
     """Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m)
     back."""
@@ -496,7 +542,7 @@ def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
 
 def _aggregator_hash(ctx, cfg: dict):
     """Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of
-    `cfg['send']` to j."""
+    `cfg['send']` to j. Returns the maps, its seconds, and the number of distinct signatures among all rows."""
     H = []
     for p in cfg['parties']:
         H.append((yield from ctx.recv('hash values', p)))
@@ -504,15 +550,35 @@ def _aggregator_hash(ctx, cfg: dict):
     maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in cfg['pairs']}
     for j, m in cfg['send']:
         ctx.send(cfg['parties'][j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
-    return maps, time.perf_counter() - t0
+    return maps, time.perf_counter() - t0, len(np.unique(np.vstack(H), axis=0))
 
 # %% ../nbs/34_nflgbdt.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
-def _lsh_timings(est, res: dict, parties: list):
-    "Seconds of the hashing (the parties'), the similarity maps (the aggregator's) and the rest (boosting)."
-    t = est.timings_
+class LSHCollapseWarning(UserWarning):
+    "The rows fell into few distinct LSH signatures: the most-similar maps are then mostly the smallest-index tie rule."
+
+
+COLLAPSE_SHARE = 0.1  # the LSH estimators warn when the distinct signatures are fewer than this share of the rows
+
+# %% ../nbs/34_nflgbdt.ipynb #a6d3ada3
+def _lsh_fitted(est, res: dict, cfg: dict):
+    """After an LSH fit: similar counts, distinct signatures, the functions the owners hashed with (`lsh_`: the public
+    ones, or the owners' joint ones — the simulator plays every owner) and the public scaling; the seconds of hashing
+    (the parties'), similarity maps (the aggregator's) and the rest (boosting); a warning if signatures collapsed."""
+    parties, agg, t = cfg['parties'], res['aggregator'], est.timings_
+    est.similar_counts_, est.signatures_ = agg['similar_counts'], int(agg['signatures'])
+    est.lsh_, est.lsh_lo_, est.lsh_span_ = res[parties[0]]['lsh'], cfg['lsh_lo'], cfg['lsh_span']
     t['hashing'] = sum(res[p]['timings']['hashing'] for p in parties)
-    t['similarity'] = res['aggregator']['timings']['similarity']
+    t['similarity'] = agg['timings']['similarity']
     t['boosting'] = t['protocol'] - t['hashing'] - t['similarity']
+    n = sum(cfg['sizes'])
+    if est.signatures_ < COLLAPSE_SHARE * n:
+        warnings.warn(
+            f"LSH signatures collapsed: {est.signatures_} distinct signatures for {n} rows, so the most similar rows "
+            "are mostly the smallest-index tie rule; hash finer (lsh_scale='standard', a smaller r, more tables) if "
+            "similarity should matter — finer hash values also invert to closer rows (nb34)",
+            LSHCollapseWarning,
+            stacklevel=3,
+        )
 
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
 def _threaded(fn, handlers: dict):
@@ -732,7 +798,8 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        rng=None,  # numpy Generator or seed (the public hash functions)
+        lsh_secret: bool = True,  # hash functions drawn jointly by the owners, kept from the aggregator; False: public
+        rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -742,7 +809,7 @@ class SimFLClassifier(_FedGBDT):
             max_bins,
         )
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
-        self.lsh_scale = lsh_scale
+        self.lsh_scale, self.lsh_secret = lsh_scale, lsh_secret
 
 # %% ../nbs/34_nflgbdt.ipynb #47b7c048
 def simfl_party(
@@ -751,28 +818,28 @@ def simfl_party(
     cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
 ):
     """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
-    Returns its trees (those it built with their node statistics), the base margin and its hashing time."""
-    t0 = time.perf_counter()
-    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
-    took, me = time.perf_counter() - t0, cfg['parties'].index(cfg['me'])
-    own, base = yield from _owner_start(ctx, data, cfg)
+    Returns its trees (those it built with their node statistics), the base margin, its hashing time and functions."""
+    me = cfg['parties'].index(cfg['me'])
+    own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
     trees = []
     for t, b in enumerate(cfg['builders']):
         if t and cfg['builders'][t - 1] == me != b:
             yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
         trees.append((yield from _simfl_step(ctx, own, cfg, t, b)))
-    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+    return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
 
 
 def simfl_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
 ):
-    "The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees."
-    yield from _aggregator_start(ctx, cfg)
-    _, took = yield from _aggregator_hash(ctx, cfg)
-    return dict(timings={'similarity': took})
+    """The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees.
+    Returns the similar counts and distinct signatures (as nFL-GBDT's)."""
+    counts = yield from _aggregator_start(ctx, cfg)
+    maps, took, sig = yield from _aggregator_hash(ctx, cfg)
+    n_d = similar_counts(maps, [int(c[0]) for c in counts])
+    return dict(similar_counts=n_d, signatures=sig, timings={'similarity': took})
 
 
 SIMFL = _register('simfl', simfl_party, simfl_server)
@@ -798,12 +865,12 @@ def fit(
     self: SimFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator."
+    "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator; warns if the signatures collapse."
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
-    _lsh_timings(self, res, cfg['parties'])
+    _lsh_fitted(self, res, cfg)
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
@@ -886,8 +953,9 @@ class NFLGBDTClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
+        lsh_secret: bool = True,  # hash functions drawn jointly by the owners, kept from the aggregator; False: public
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-        rng=None,  # numpy Generator or seed (the public hash functions)
+        rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -897,7 +965,7 @@ class NFLGBDTClassifier(_FedGBDT):
             max_bins,
         )
         self.n_tables, self.r, self.stable, self.lsh_scale = n_tables, r, stable, lsh_scale
-        self.lsh_bounds, self.leaf_weighting, self.rng = lsh_bounds, leaf_weighting, rng
+        self.lsh_bounds, self.leaf_weighting, self.rng, self.lsh_secret = lsh_bounds, leaf_weighting, rng, lsh_secret
 
 # %% ../nbs/34_nflgbdt.ipynb #76127f4a2f6a44fba749ea7800e59d51
 def nflgbdt_party(
@@ -906,17 +974,14 @@ def nflgbdt_party(
     cfg: dict,  # the public configuration (`NFLGBDTClassifier.fit` makes it)
 ):
     """A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then
-    the later trees. Returns its trees (those it built with their node statistics), the base margin and its hashing
-    time."""
-    t0 = time.perf_counter()
-    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
-    took = time.perf_counter() - t0
-    own, base = yield from _owner_start(ctx, data, cfg)
+    the later trees. Returns its trees (those it built with their node statistics), the base margin, its hashing
+    time and functions."""
+    own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
     trees = [(yield from _simfl_step(ctx, own, cfg, 0, 0))]
     for t in range(1, cfg['n_trees']):
         trees.append((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
-    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+    return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
 
 
 def nflgbdt_server(
@@ -926,12 +991,12 @@ def nflgbdt_server(
     """The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf
     weights of every later tree."""
     counts = yield from _aggregator_start(ctx, cfg)
-    maps, took = yield from _aggregator_hash(ctx, cfg)
+    maps, took, sig = yield from _aggregator_hash(ctx, cfg)
     n_d = similar_counts(maps, [int(c[0]) for c in counts])
     w = n_d / n_d.sum() if cfg['leaf_weighting'] == 'similar' else np.ones(len(n_d))
     for t in range(1, cfg['n_trees']):
         yield from _aggregator_nfl_step(ctx, cfg, w)
-    return dict(similar_counts=n_d, timings={'similarity': took})
+    return dict(similar_counts=n_d, signatures=sig, timings={'similarity': took})
 
 
 NFLGBDT = _register('nflgbdt', nflgbdt_party, nflgbdt_server)
@@ -959,13 +1024,12 @@ def fit(
     self: NFLGBDTClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator."
+    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator; warns if the signatures collapse."
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
-    self.similar_counts_ = res['aggregator']['similar_counts']
     self.builders_ = np.arange(self.n_estimators) % len(datas)
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
-    _lsh_timings(self, res, cfg['parties'])
+    _lsh_fitted(self, res, cfg)
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89

@@ -1,6 +1,8 @@
 """fedgauss.nflgbdt: LSH collision rates against Datar et al.'s closed form, the similarity map against brute force,
 the leaf-weight formula, FederBoost = pooled core, what each role sees on the transcript, communication, bad input."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +12,9 @@ from sklearn.datasets import make_classification
 from fedgauss.federation import label_skew_split
 from fedgauss.gbdt import GBDTClassifier, newton_weight
 from fedgauss.nflgbdt import (
+    COLLAPSE_SHARE,
     FederBoostClassifier,
+    LSHCollapseWarning,
     FGBDTGClassifier,
     NFLGBDTClassifier,
     PStableLSH,
@@ -28,6 +32,8 @@ from fedgauss.nflgbdt import (
 from fedgauss.testing import most_similar_brute
 
 KW = dict(n_estimators=8, max_depth=3)
+# the fixture's continuous features, hashed after scaling to [0, 1], fall into a few signatures: the estimators say so
+pytestmark = pytest.mark.filterwarnings('ignore::fedgauss.nflgbdt.LSHCollapseWarning')
 
 
 @pytest.fixture(scope='module')
@@ -266,10 +272,12 @@ def test_sparse_and_hash_range_refused(data):
 # in the same rounds (inside a round the order can differ: a party goes on as soon as its messages are there).
 # TFL, F-GBDT-G and FederBoost then drew from one stream shared by all parties (rngs={p: rng}); they reproduce these
 # digests when run with that shared stream.
+# The LSH methods reproduce theirs with public hash functions (lsh_secret=False, as then); their default, functions drawn
+# by the owners (issue 26), adds the owners' key shares to the first round: test_secret_hash_functions_add_key_shares_only.
 OLD_TRANSCRIPTS = {
-    'nfl': (NFLGBDTClassifier, {}, '30498fe4abe84236'),
-    'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum'), '1591aa2578d0dc98'),
-    'simfl': (SimFLClassifier, {}, 'dd82ac75a8123654'),
+    'nfl': (NFLGBDTClassifier, dict(lsh_secret=False), '30498fe4abe84236'),
+    'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum', lsh_secret=False), '1591aa2578d0dc98'),
+    'simfl': (SimFLClassifier, dict(lsh_secret=False), 'dd82ac75a8123654'),
     'tfl': (TFLClassifier, dict(epsilon=4.0), '5a7394d5b455aaa2'),
     'fgbdtg': (FGBDTGClassifier, dict(epsilon=4.0), '43649a656244d285'),
     'fb': (FederBoostClassifier, {}, '41fd024174f85312'),
@@ -311,6 +319,45 @@ def test_programs_send_what_the_single_driver_sent(name, data):
     a, b = (T.sort_values(key + ['bytes']).reset_index(drop=True) for T in (ch.transcript, m.channel_.transcript))
     pd.testing.assert_frame_equal(a[key], b[key])
     assert set(a.kind[a.bytes != b.bytes]) <= DRAWN_SIZES
+
+
+@pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier])
+def test_secret_hash_functions_add_key_shares_only(cls, data):
+    """With the owners' secret hash functions (the default) the messages are those of public functions (a reference run
+    in this test) plus each owner's 32-byte key share to every other owner in the first round; the aggregator receives
+    no share, and the functions are the same at every owner and differ from the public ones."""
+    from fedgauss.nflgbdt import joint_lsh
+
+    clients, _, _ = data
+    pub = cls(rng=0, lsh_secret=False, **KW).fit(clients)
+    sec = cls(rng=0, **KW).fit(clients)
+    key = ['round', 'sender', 'receiver', 'kind', 'bytes']
+    T = sec.channel_.transcript
+    shares = T[T.kind == 'hash key share']
+    assert len(shares) == 3 * 2 and (shares['round'] == 1).all() and (shares.bytes < 64).all()
+    assert not (T.receiver == 'aggregator').loc[shares.index].any()
+    rest = T[T.kind != 'hash key share'][key[:-1]].sort_values(key[:-1]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(rest, pub.channel_.transcript[key[:-1]].sort_values(key[:-1]).reset_index(drop=True))
+    msgs = [m for m in sec.channel_.messages if m.kind == 'hash key share']
+    share = {m.sender: m.payload for m in msgs}  # each owner sends the same share to every other owner
+    assert all(np.array_equal(m.payload, share[m.sender]) for m in msgs) and len(share) == 3
+    params = dict(n_features=6, n_tables=sec.lsh_.n_tables, r=sec.r, stable=sec.stable)
+    lsh = joint_lsh([share[p] for p in ('party0', 'party1', 'party2')], params)
+    np.testing.assert_array_equal(lsh.a, sec.lsh_.a)
+    assert not np.allclose(sec.lsh_.a, pub.lsh_.a)
+    H = [m.payload for m in sec.channel_.messages if m.kind == 'hash values']
+    for (X, _), h in zip(clients, H):  # every owner hashed with the joint functions
+        np.testing.assert_array_equal(h, lsh.hash((X - sec.lsh_lo_) / sec.lsh_span_))
+
+
+def test_lsh_collapse_warns(data):
+    clients, _, _ = data
+    with pytest.warns(LSHCollapseWarning, match='distinct signatures for 700 rows'):
+        NFLGBDTClassifier(rng=0, **KW).fit(clients)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', LSHCollapseWarning)
+        m = SimFLClassifier(rng=0, lsh_scale='standard', **KW).fit(clients)
+    assert m.signatures_ >= COLLAPSE_SHARE * 700
 
 
 @pytest.mark.parametrize('cls', [TFLClassifier, FGBDTGClassifier, FederBoostClassifier])
