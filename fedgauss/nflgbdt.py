@@ -4,7 +4,7 @@
 
 # %% ../nbs/34_nflgbdt.ipynb #d7941756
 from __future__ import annotations
-import hashlib, numbers, queue, threading, time, warnings
+import copy, numbers, queue, threading, time, warnings
 from dataclasses import replace
 
 import numpy as np
@@ -15,6 +15,7 @@ from fastcore.basics import patch
 from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
+from .entropy import party_rngs, prg, secret_bytes
 from .federation import Channel, Party, as_rng
 from fedgauss.gbdt import (
     Binner,
@@ -32,11 +33,12 @@ from .dp import laplace_mechanism
 
 # %% auto #0
 __all__ = ['COLLAPSE_SHARE', 'FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH',
-           'most_similar', 'DataOwner', 'tree_message', 'tree_from_message', 'party_seeds', 'joint_lsh',
-           'LSHCollapseWarning', 'FederBoostClassifier', 'federboost_party', 'federboost_server', 'tree_schedule',
-           'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights',
-           'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier',
-           'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
+           'most_similar', 'DataOwner', 'tree_message', 'tree_from_message', 'joint_lsh', 'LSHCollapseWarning',
+           'FederBoostClassifier', 'federboost_party', 'federboost_server', 'tree_schedule', 'SimFLClassifier',
+           'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party',
+           'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server',
+           'pooled', 'individual_errors', 'communication', 'tree0_label_counts', 'invert_hashes', 'feature_correlation',
+           'linear_inversion']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -357,16 +359,6 @@ def _prepare(self: _FedGBDT, clients) -> tuple:
     )
     return datas, cfg
 
-# %% ../nbs/34_nflgbdt.ipynb #49adf159
-def party_seeds(
-    rng,  # the estimator's `rng`: a numpy Generator, an int seed or None
-    names: list,  # the parties' (and the aggregator's) names, in order
-) -> dict:  # name -> its own `numpy.random.SeedSequence`
-    """Each name's private seed: the children of one `SeedSequence` made from a single draw of `rng`, one per name
-    (a name's child does not depend on how many names follow it)."""
-    root = np.random.SeedSequence(int(as_rng(rng).integers(2**63)))
-    return dict(zip(names, root.spawn(len(names))))
-
 # %% ../nbs/34_nflgbdt.ipynb #0df1a8cc
 def _all_pairs(datas: dict) -> list:
     "Every ordered pair (j, m), j != m, of party indices."
@@ -376,21 +368,21 @@ def _all_pairs(datas: dict) -> list:
 @patch
 def _inputs(self: _FedGBDT, spec: ProtocolSpec, clients, public=None) -> tuple:
     """What `protocol_inputs` returns, (spec, datas, cfg): the checks and `cfg` of `_prepare`, grown by the method's own
-    public entries `public(datas, cfg)` (a dict; drawn first), then each party's and the aggregator's private seed
-    (`party_seeds_`, drawn after them)."""
+    public entries `public(datas, cfg)` (a dict; drawn first), then each party's and the aggregator's secret generator
+    (`party_rngs_`: from the OS if `rng` is None, else keyed by a draw of `rng` after the public ones)."""
     datas, cfg = self._prepare(clients)
     if public is not None:
         cfg.update(public(datas, cfg))
-    self.party_seeds_ = party_seeds(self._rng, cfg['parties'] + ['aggregator'])
+    self.party_rngs_ = party_rngs(None if self.rng is None else self._rng, cfg['parties'] + ['aggregator'])
     return spec, datas, cfg
 
 # %% ../nbs/34_nflgbdt.ipynb #46a27a456b804aa2a380d5edf15a5daf
 @patch
 def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
-    """Run `spec` in the simulator, each party and the aggregator on its own stream (`party_seeds_`); keep the
-    transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."""
+    """Run `spec` in the simulator, each party and the aggregator on a copy of its own secret generator (`party_rngs_`
+    stay unused); keep the transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."""
     t0 = time.perf_counter()
-    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=self.party_seeds_)
+    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(self.party_rngs_))
     self.timings_ = {'protocol': time.perf_counter() - t0}
     self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_) for n, d in datas.items()]
     self.aggregator_ = Party('aggregator', self.channel_)
@@ -498,18 +490,17 @@ def joint_lsh(
     """The hash functions the data owners draw jointly: keyed by BLAKE2b of all their shares, so that no one without
     every share (the aggregator) can evaluate them."""
     blob = b''.join(np.asarray(s, np.uint8).tobytes() for s in shares)
-    key = hashlib.blake2b(blob, digest_size=32, person=b'fedgauss-lsh').digest()
-    return PStableLSH(**params, rng=np.random.default_rng(np.frombuffer(key, np.uint32)))
+    return PStableLSH(**params, rng=prg(blob, 'lsh functions'))  # ChaCha20 keyed by BLAKE2b of the shares
 
 # %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
 def _owner_lsh_start(ctx, data: dict, cfg: dict):
     """Generator: a data owner's first round and its hash values. Public functions: it hashes first (beyond int32 stops
-    it before its first message). Secret ones: with its class counts it sends every other owner its share of their key
-    (32 bytes of its own stream), and hashes once it holds every share. Returns (owner, base margin, hash values, the
-    functions, seconds spent hashing)."""
+    it before its first message). Secret ones: with its class counts it sends every other owner its share of their
+    key (32 bytes of its secret generator), and hashes once it holds every share. Returns (owner, base margin, hash
+    values, the functions, seconds spent hashing)."""
     names, me, lsh = cfg['parties'], cfg['me'], cfg['lsh']
     if lsh is None:
-        share = np.frombuffer(ctx.rng.bytes(32), np.uint8)
+        share = secret_bytes(ctx.rng, 32)
         for p in names:
             if p != me:
                 ctx.send(p, 'hash key share', share)
@@ -561,11 +552,13 @@ COLLAPSE_SHARE = 0.1  # the LSH estimators warn when the distinct signatures are
 
 # %% ../nbs/34_nflgbdt.ipynb #a6d3ada3
 def _lsh_fitted(est, res: dict, cfg: dict):
-    """After an LSH fit: similar counts, distinct signatures, the functions the owners hashed with (`lsh_`: the public
-    ones, or the owners' joint ones — the simulator plays every owner) and the public scaling; the seconds of hashing
-    (the parties'), similarity maps (the aggregator's) and the rest (boosting); a warning if signatures collapsed."""
+    """After an LSH fit: similar counts (nFL-GBDT), distinct signatures, the functions the owners hashed with (`lsh_`:
+    the public ones, or the owners' joint ones — the simulator plays every owner) and the public scaling; the seconds
+    of hashing (the parties'), similarity maps (the aggregator's) and the rest (boosting); a warning on collapse."""
     parties, agg, t = cfg['parties'], res['aggregator'], est.timings_
-    est.similar_counts_, est.signatures_ = agg['similar_counts'], int(agg['signatures'])
+    est.signatures_ = int(agg['signatures'])
+    if 'similar_counts' in agg:
+        est.similar_counts_ = agg['similar_counts']
     est.lsh_, est.lsh_lo_, est.lsh_span_ = res[parties[0]]['lsh'], cfg['lsh_lo'], cfg['lsh_span']
     t['hashing'] = sum(res[p]['timings']['hashing'] for p in parties)
     t['similarity'] = agg['timings']['similarity']
@@ -665,7 +658,7 @@ class FederBoostClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum Hessian in a child
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
-        rng=None,  # numpy Generator or seed (each party's stream, for its masks, is spawned from it: `party_seeds`)
+        rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its masks: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -731,7 +724,7 @@ def fit(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     """Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (each party draws its masks' secrets
-    from its own stream, `party_seeds_`)."""
+    from its own secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.trees_ = res['aggregator']['trees']
@@ -835,11 +828,10 @@ def simfl_server(
     cfg: dict,  # the public configuration
 ):
     """The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees.
-    Returns the similar counts and distinct signatures (as nFL-GBDT's)."""
-    counts = yield from _aggregator_start(ctx, cfg)
-    maps, took, sig = yield from _aggregator_hash(ctx, cfg)
-    n_d = similar_counts(maps, [int(c[0]) for c in counts])
-    return dict(similar_counts=n_d, signatures=sig, timings={'similarity': took})
+    Returns the number of distinct signatures."""
+    yield from _aggregator_start(ctx, cfg)
+    _, took, sig = yield from _aggregator_hash(ctx, cfg)
+    return dict(signatures=sig, timings={'similarity': took})
 
 
 SIMFL = _register('simfl', simfl_party, simfl_server)
@@ -1070,7 +1062,7 @@ class TFLClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
+        rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its noise: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1134,7 +1126,7 @@ def fit(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     """Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (each party draws its noise from its own
-    stream, `party_seeds_`)."""
+    secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
@@ -1158,7 +1150,7 @@ class FGBDTGClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its proposed trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
+        rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its noise: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1238,7 +1230,7 @@ def fit(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     """Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (each party draws its noise from its
-    own stream, `party_seeds_`)."""
+    own secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
@@ -1293,3 +1285,79 @@ def communication(
             aggregator_bytes_received=int(b['bytes_received'].get('aggregator', 0)),
         )
     return pd.DataFrame(rows).T
+
+# %% ../nbs/34_nflgbdt.ipynb #a14ed3c8
+def tree0_label_counts(
+    mapped,  # (n_b, 2): the per-row sums (G, H) one party sent the builder for tree 0
+    base_margin: float,  # the margin of every row at tree 0 (the broadcast base margin)
+) -> tuple:  # (the sender's rows mapped to each builder row, the positive labels among them): integer arrays
+    "What a builder reads off tree 0's mapped gradients: $c=H/(p(1-p))$ rows, $k=c\\,p-G$ positives, $p=\\sigma(m_0)$."
+    mapped = np.asarray(mapped, float)
+    if mapped.ndim != 2 or mapped.shape[1] != 2:
+        raise ValueError(f"mapped must be an (n, 2) array of (G, H); got shape {mapped.shape}")
+    p = expit(base_margin)
+    c = mapped[:, 1] / (p * (1 - p))
+    return np.rint(c).astype(np.intp), np.rint(c * p - mapped[:, 0]).astype(np.intp)
+
+# %% ../nbs/34_nflgbdt.ipynb #b1dc49bf
+def _cell_lp(A, lo_c, hi_c, z0, lower, upper):
+    "The point of {lo_c <= A z <= hi_c, lower <= z <= upper} nearest to z0 in L1 (`linprog`), or None if it is empty."
+    L, d = A.shape
+    I, O = np.eye(d), np.zeros((L, d))
+    A_ub = np.block([[A, O], [-A, O], [I, -I], [-I, -I]])
+    b_ub = np.concatenate([hi_c, -lo_c, z0, -z0])
+    box = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(lower, upper)] + [(0, None)] * d
+    res = linprog(np.r_[np.zeros(d), np.ones(d)], A_ub=A_ub, b_ub=b_ub, bounds=box, method='highs')
+    return res.x[:d] if res.status == 0 else None
+
+# %% ../nbs/34_nflgbdt.ipynb #9a84fcc2
+def invert_hashes(
+    H,  # (n, L) hash values (what the aggregator receives)
+    lsh: PStableLSH,  # the functions they were hashed with
+    lo,  # the public scaling: rows were hashed as (x - lo) / span
+    span,  # the public scaling's span per feature
+    lower=None,  # public lower bound of each feature (None: none)
+    upper=None,  # public upper bound of each feature (None: none)
+    center=None,  # a public typical row (None: the middle of the bounds where both are given, else lo)
+) -> np.ndarray:  # (n, d): one row in each row's hash cells
+    """Rows that hash to `H`: per distinct signature, the least-squares point on its cells' centres nearest to `center`;
+    where it leaves the bounds or a cell, the nearest point (L1) inside all of them, by linear programming."""
+    H, d = np.asarray(H), lsh.n_features
+    lo, span = (np.broadcast_to(np.asarray(v, float), d) for v in (lo, span))
+    zs = lambda v, fill: np.full(d, fill) if v is None else (np.asarray(v, float) - lo) / span
+    lower, upper = zs(lower, -np.inf), zs(upper, np.inf)
+    mu = zs(center, 0.0) if center is not None else np.where(np.isfinite(lower + upper), (lower + upper) / 2, 0.0)
+    U, inv = np.unique(H, axis=0, return_inverse=True)
+    A, eps = lsh.a.T, 1e-9 * lsh.r
+    lo_c, hi_c = lsh.r * U - lsh.b + eps, lsh.r * (U + 1) - lsh.b - eps  # a.z within [lo_c, hi_c] per cell
+    Z = mu + np.linalg.lstsq(A, ((lo_c + hi_c) / 2 - mu @ A.T).T, rcond=None)[0].T
+    P = Z @ A.T
+    for i in np.flatnonzero(((P < lo_c) | (P > hi_c)).any(1) | ((Z < lower) | (Z > upper)).any(1)):
+        z = _cell_lp(A, lo_c[i], hi_c[i], Z[i], lower, upper)
+        Z[i] = z if z is not None else _cell_lp(A, lo_c[i], hi_c[i], Z[i], np.full(d, -np.inf), np.full(d, np.inf))
+    return (Z * span + lo)[inv.ravel()]
+
+# %% ../nbs/34_nflgbdt.ipynb #d619dc12
+def feature_correlation(
+    X_hat,  # reconstructed rows (n, d)
+    X,  # the true rows (n, d)
+) -> float:
+    "Mean over features of the Pearson correlation between reconstruction and truth (0 for a constant column)."
+    a, b = (np.asarray(v, float) for v in (X_hat, X))
+    a, b = a - a.mean(0), b - b.mean(0)
+    den = np.sqrt((a * a).sum(0) * (b * b).sum(0))
+    return float(np.mean(np.where(den > 0, (a * b).sum(0) / np.where(den > 0, den, 1.0), 0.0)))
+
+# %% ../nbs/34_nflgbdt.ipynb #9ad72f48
+def linear_inversion(
+    H_known,  # (k, L) hash values of rows the attacker knows
+    X_known,  # (k, d) those rows
+    H,  # (n, L) hash values to invert
+    alpha: float = 1.0,  # ridge penalty (the intercept is not penalised)
+) -> np.ndarray:  # (n, d) reconstructed rows
+    "Rows from hash values without the functions: a ridge regression of the features on the hash values, on known rows."
+    Hk = np.column_stack([np.ones(len(H_known)), np.asarray(H_known, float)])
+    P = alpha * np.eye(Hk.shape[1])
+    P[0, 0] = 0.0
+    W = np.linalg.solve(Hk.T @ Hk + P, Hk.T @ np.asarray(X_known, float))
+    return np.column_stack([np.ones(len(H)), np.asarray(H, float)]) @ W

@@ -2,11 +2,13 @@
 real deployment on 127.0.0.1) give the simulator's model — the same trees and predictions — and the same messages,
 counts and bytes by kind; a node with no rows or other columns stops the run at its data check, before any message.
 TFL, F-GBDT-G and FederBoost, whose parties draw (Laplace noise, Diffie-Hellman secrets), on the simulation engine with
-each node seeded as the estimator seeds that party (`party_seeds_`): the estimator's trees, predictions and messages.
+each node seeded as the estimator seeds that party (`party_rngs_`): the estimator's trees, predictions and messages.
+nFL-GBDT's and SimFL's owners draw their hash functions jointly from their secret generators (`lsh_secret`, issue
+26): their nodes get the estimator's generators too.
 Skipped when the `flower` extra (flwr[simulation], cryptography) is not installed; the deployment only with
 FEDGAUSS_FLOWER_DEPLOY=1 (it takes ~2 min here). Small data and few trees: each relay pass is one round trip to the nodes."""
 
-import importlib.util, os, shutil, tempfile
+import copy, importlib.util, os, shutil, tempfile
 
 import numpy as np
 import pandas as pd
@@ -62,7 +64,7 @@ def check_equal(out, est, spec, datas, cfg, X):
     trees = [tree_from_message(t if isinstance(t, dict) else tree_message(t), lay) for t in res['party1']['trees']]
     np.testing.assert_array_equal(res['party1']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
     pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
-    _, rounds, ch = run_protocol(spec, datas, cfg, bsp=True)
+    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(est.party_rngs_), bsp=True)
     pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
     assert out['rounds'] == rounds
 
@@ -71,7 +73,7 @@ def test_flower_simulation_equals_the_simulator(setup):
     from fedgauss.flower import flower_run
 
     est, spec, datas, cfg, _, X = setup
-    out = flower_run('nflgbdt', datas, cfg, timeout=60)
+    out = flower_run('nflgbdt', datas, cfg, seeds=est.party_rngs_, timeout=60)
     check_equal(out, est, spec, datas, cfg, X)
 
 
@@ -83,7 +85,7 @@ def test_flower_deployment_equals_the_simulator(setup):
     from fedgauss.flower import flower_run
 
     est, spec, datas, cfg, _, X = setup
-    out = flower_run(spec, datas, cfg, engine='deployment', timeout=60)
+    out = flower_run(spec, datas, cfg, engine='deployment', seeds=est.party_rngs_, timeout=60)
     check_equal(out, est, spec, datas, cfg, X)
 
 
@@ -113,7 +115,8 @@ def test_pausing_protocols_on_the_relay(cls, setup):
     spec, datas, cfg = cls(**KW).protocol_inputs(clients)
     d = tempfile.mkdtemp()
     ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
-    out = Relay(LocalGrid(ncs, forget=False), 3).run(spec, cfg)  # each node draws its own masks
+    seeds = cls(**KW).fit(clients).party_rngs_ if cls is SimFLClassifier else None  # the owners' hash functions
+    out = Relay(LocalGrid(ncs, forget=False), 3).run(spec, cfg, seeds)  # FederBoost: each node draws its own masks
     res = out['results']
     trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
     trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]
@@ -131,7 +134,7 @@ def as_message(t):
 
 @pytest.mark.parametrize('cls', [TFLClassifier, FGBDTGClassifier, FederBoostClassifier])
 def test_parties_with_private_streams_over_flower_simulation(cls, setup):
-    """Each node seeded with its party's seed of the estimator (`party_seeds_`): the estimator's trees (DP leaves
+    """Each node seeded with its party's generator of the estimator (`party_rngs_`): the estimator's trees (DP leaves
     included), decision function and messages — counts and bytes by kind, and the bsp simulator's transcript."""
     from fedgauss.flower import flower_run
 
@@ -139,7 +142,7 @@ def test_parties_with_private_streams_over_flower_simulation(cls, setup):
     est = cls(**KW).fit(clients)
     m = cls(**KW)
     spec, datas, cfg = m.protocol_inputs(clients)
-    out = flower_run(spec, datas, cfg, seeds=m.party_seeds_, timeout=60)
+    out = flower_run(spec, datas, cfg, seeds=m.party_rngs_, timeout=60)
     res, lay = out['results'], est.binner_.layout_
     if cls is FederBoostClassifier:  # the model is the aggregator's
         got = [[as_message(t) for t in res['aggregator']['trees']]]
@@ -154,6 +157,6 @@ def test_parties_with_private_streams_over_flower_simulation(cls, setup):
     margin = res['party2']['base_margin'] + forest_margin([tree_from_message(t, lay) for t in got[-1]], X)
     np.testing.assert_array_equal(margin, est.decision_function(X))
     pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
-    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=m.party_seeds_, bsp=True)
+    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(m.party_rngs_), bsp=True)
     pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
     assert out['rounds'] == rounds

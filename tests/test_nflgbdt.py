@@ -1,7 +1,7 @@
 """fedgauss.nflgbdt: LSH collision rates against Datar et al.'s closed form, the similarity map against brute force,
 the leaf-weight formula, FederBoost = pooled core, what each role sees on the transcript, communication, bad input."""
 
-import warnings
+import copy, warnings
 
 import numpy as np
 import pandas as pd
@@ -282,9 +282,11 @@ OLD_TRANSCRIPTS = {
     'fgbdtg': (FGBDTGClassifier, dict(epsilon=4.0), '43649a656244d285'),
     'fb': (FederBoostClassifier, {}, '41fd024174f85312'),
 }
-# The same with each party on its own stream (`party_seeds_`, issue 17): other noise and other DH secrets, so other tree
-# sizes (TFL, F-GBDT-G) and public-key lengths (FederBoost: a key with a leading zero byte is one byte shorter).
-PRIVATE_STREAMS = {'tfl': '22c0ccc025e9c0b3', 'fgbdtg': 'aeef6fd2654bbe8a', 'fb': '73dfbe01b4c2aadc'}
+# With each party on its own secret generator (`party_rngs_`, ChaCha20; issues 17 and 26): other noise and other DH
+# secrets, so other tree sizes (TFL, F-GBDT-G) and public-key lengths (FederBoost: a key with a leading zero byte is one
+# byte shorter). Their digests are not pinned: the estimator's transcript is compared with a run of its programs on
+# copies of its generators, and with the shared-stream run message by message.
+PRIVATE_STREAMS = {'tfl', 'fgbdtg', 'fb'}
 # the message kinds whose sizes follow the random draws
 DRAWN_SIZES = {'tree', 'candidate', 'public key', 'public keys'}
 
@@ -306,10 +308,12 @@ def test_programs_send_what_the_single_driver_sent(name, data):
     clients, _, _ = data
     cls, kw, digest = OLD_TRANSCRIPTS[name]
     m = cls(rng=0, **kw, **KW).fit(clients)
-    assert transcript_digest(m.channel_.transcript) == PRIVATE_STREAMS.get(name, digest)
     if name not in PRIVATE_STREAMS:
+        assert transcript_digest(m.channel_.transcript) == digest
         return
     spec, datas, cfg = cls(rng=0, **kw, **KW).protocol_inputs(clients)
+    _, _, own = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(m.party_rngs_))  # the reference, in this run
+    assert transcript_digest(own.transcript) == transcript_digest(m.channel_.transcript)
     shared = np.random.default_rng(0)  # the old estimators' one stream, drawn from by every party in turn
     _, _, ch = run_protocol(spec, datas, cfg, rngs={p: shared for p in cfg['parties']})
     assert transcript_digest(ch.transcript) == digest
@@ -362,28 +366,28 @@ def test_lsh_collapse_warns(data):
 
 @pytest.mark.parametrize('cls', [TFLClassifier, FGBDTGClassifier, FederBoostClassifier])
 def test_each_party_draws_from_its_own_stream(cls, data):
-    "A party's draws depend on its own seed only: changing another party's seed leaves its first DP tree as it was."
-    from fedgauss.nflgbdt import party_seeds
+    """Each party and the aggregator has its own secret generator (ChaCha20, `party_rngs_`); a party's draws depend on
+    its own generator only: changing another party's leaves its first DP tree as it was."""
+    from fedgauss.entropy import is_secret_rng, secret_rng
     from fedgauss.smc import run_protocol
 
     clients, _, _ = data
     est = cls(rng=0, **KW)
     spec, datas, cfg = est.protocol_inputs(clients)
     names = cfg['parties'] + ['aggregator']
-    assert list(est.party_seeds_) == names
-    seeds = est.party_seeds_
-    assert len({tuple(np.random.default_rng(seeds[p]).integers(2**63, size=2)) for p in names}) == len(names)
+    assert list(est.party_rngs_) == names and all(is_secret_rng(g) for g in est.party_rngs_.values())
+    gens = est.party_rngs_
+    first = {p: tuple(copy.deepcopy(gens[p]).integers(2**63, size=2)) for p in names}
+    assert len(set(first.values())) == len(names)
     fitted = cls(rng=0, **KW).fit(clients)
-    assert all(
-        np.random.default_rng(fitted.party_seeds_[p]).random() == np.random.default_rng(seeds[p]).random()
-        for p in names
-    )  # the estimator uses exactly these seeds
+    assert all(tuple(fitted.party_rngs_[p].integers(2**63, size=2)) == first[p] for p in names)  # kept unused
+    assert all(is_secret_rng(g) for g in cls(**KW).fit(clients).party_rngs_.values())  # rng=None: from the OS
     if cls is FederBoostClassifier:
         return  # its draws are DH secrets: masks cancel, the model never shows them
-    other = dict(seeds, party1=party_seeds(99, ['x'])['x'], party2=party_seeds(98, ['x'])['x'])
+    other = dict(gens, party1=secret_rng(99), party2=secret_rng(98))
     sent = []  # the DP trees each party sent, in order (TFL: 'tree'; F-GBDT-G: 'candidate')
-    for rngs in (seeds, other):
-        ch = run_protocol(spec, datas, cfg, rngs=rngs)[2]
+    for rngs in (gens, other):
+        ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(rngs))[2]
         sent.append(
             {
                 p: [m.payload['value'] for m in ch.messages if m.sender == p and m.receiver != 'aggregator']
