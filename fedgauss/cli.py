@@ -181,7 +181,9 @@ def _cmd_demo(args) -> int:
     [
         arg('--t-max', type=int, default=4, help='search steps at most (default 4: 235 relay passes; 128 converges)'),
         arg(
-            '--tls', action='store_true', help='TLS between SuperNodes and SuperLink (self-signed CA made for the run)'
+            '--insecure',
+            action='store_true',
+            help='no TLS and no SuperNode authentication (default: both on, with a CA and keys made for the run)',
         ),
         arg(
             '--timeout',
@@ -189,7 +191,12 @@ def _cmd_demo(args) -> int:
             default=60.0,
             help='seconds a relay pass may take before the run stops (default 60)',
         ),
-        arg('--seed', type=int, default=0, help='seed of the split and of the protocol randomness'),
+        arg(
+            '--seed',
+            type=int,
+            default=None,
+            help='seed of the data split (default: none); parties draw their own secrets',
+        ),
     ],
 )
 def _cmd_flower_demo(args) -> int:
@@ -206,7 +213,7 @@ def _cmd_flower_demo(args) -> int:
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        flower_demo(t_max=args.t_max, tls=args.tls, timeout=args.timeout, rng=args.seed)
+        flower_demo(t_max=args.t_max, insecure=args.insecure, timeout=args.timeout, rng=args.seed)
     except FlowerRunError as e:
         raise CLIError(str(e), code=1) from None
     finally:

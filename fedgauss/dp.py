@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
+from .entropy import secret_rng
 from .federation import as_rng
 from fastcore.basics import patch
 
@@ -20,8 +21,9 @@ __all__ = ['PrivacyCost', 'RELATIONS', 'GAUSSIAN_METHODS', 'EPS_MAX', 'clipped_s
            'parallel_composition', 'laplace_mechanism', 'gaussian_delta', 'gaussian_epsilon', 'gaussian_sigma',
            'gaussian_mechanism', 'matrix_normal_mechanism', 'discrete_laplace', 'discrete_gaussian',
            'discrete_laplace_pmf', 'discrete_gaussian_pmf', 'discrete_laplace_mechanism', 'discrete_gaussian_mechanism',
-           'gaussian_rdp', 'laplace_rdp', 'RDPAccountant', 'calibrate_noise_multiplier', 'PrivacyBudgetExceeded',
-           'PrivacyBudget', 'clopper_pearson', 'audit_epsilon_lower_bound']
+           'gaussian_rdp', 'laplace_rdp', 'RDPAccountant', 'calibrate_noise_multiplier', 'dgauss_sum_divergence',
+           'ddg_rdp_multiplier', 'dgauss_rounding_divergence', 'ddg_gaussian_surrogate', 'charged_epsilon',
+           'PrivacyBudgetExceeded', 'PrivacyBudget', 'clopper_pearson', 'audit_epsilon_lower_bound']
 
 # %% ../nbs/20_dp.ipynb #4b9c8d3d
 def _check_positive(x, name):
@@ -49,6 +51,15 @@ def _check_count(count, name='count'):
     if isinstance(count, bool) or not isinstance(count, (numbers.Integral, np.integer)) or count < 1:
         raise ValueError(f"{name} must be a positive integer; got {count!r}")
     return int(count)
+
+
+def _noise_rng(rng):
+    "The generator a mechanism draws its noise from: a Generator as given; None or a seed through `secret_rng`."
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)) and not isinstance(rng, bool):
+        return secret_rng(rng, 'fedgauss.dp noise')
+    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None; got {type(rng).__name__}")
 
 # %% ../nbs/20_dp.ipynb #b163a250
 def _as_values(value, name='value', integer=False):
@@ -126,7 +137,7 @@ def laplace_mechanism(
     value,  # the exact answer: a number or an array
     sensitivity: float,  # l1 sensitivity of the answer
     epsilon: float,  # privacy parameter (> 0)
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
     *,
     budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
 ):
@@ -139,7 +150,7 @@ def laplace_mechanism(
     arr, wrap = _as_values(value)
     if budget is not None:
         budget.spend(epsilon=e, delta=0.0, label='laplace_mechanism')
-    return wrap(arr + as_rng(rng).laplace(0.0, s / e, size=arr.shape))
+    return wrap(arr + _noise_rng(rng).laplace(0.0, s / e, size=arr.shape))
 
 # %% ../nbs/20_dp.ipynb #e7e5e5c7
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(40)
@@ -260,7 +271,7 @@ def gaussian_mechanism(
     sensitivity: float,  # l2 sensitivity of the answer
     epsilon: float,  # privacy parameter (> 0)
     delta: float,  # privacy parameter in (0, 1)
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
     method: str = 'analytic',  # noise calibration, as in `gaussian_sigma`
     *,
     budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
@@ -273,7 +284,7 @@ def gaussian_mechanism(
     arr, wrap = _as_values(value)
     if budget is not None:
         budget.spend(epsilon=epsilon, delta=delta, label=f'gaussian_mechanism[{method}]')
-    return wrap(arr + as_rng(rng).normal(0.0, sigma, size=arr.shape))
+    return wrap(arr + _noise_rng(rng).normal(0.0, sigma, size=arr.shape))
 
 # %% ../nbs/20_dp.ipynb #fe0fa65f
 def matrix_normal_mechanism(
@@ -281,7 +292,7 @@ def matrix_normal_mechanism(
     sensitivity: float,  # Frobenius sensitivity of the matrix
     epsilon: float,  # privacy parameter (> 0)
     delta: float,  # privacy parameter in (0, 1)
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
     method: str = 'analytic',  # noise calibration, as in `gaussian_sigma`
     *,
     budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
@@ -393,11 +404,11 @@ def _fill(size, attempt, rate, rng):
 def discrete_laplace(
     scale: float,  # t in P[x] ∝ exp(-|x|/t) (> 0)
     size=None,  # output shape (None: one int)
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
 ):
     "Exact draws from the discrete Laplace Lap_Z(scale), P[x] ∝ exp(-|x|/scale) on the integers (CKS 2020, Alg. 2); int64."
     a, b = _ceil_dyadic(_check_positive(scale, 'scale'), 'scale')
-    rng = as_rng(rng)
+    rng = _noise_rng(rng)
     return _fill(size, lambda m: _dlap_attempts(a, b, m, rng), 0.3, rng)
 
 
@@ -423,7 +434,7 @@ def _dgauss_attempts(n, d, m, rng):
 def discrete_gaussian(
     sigma: float,  # sigma in P[x] ∝ exp(-x²/(2 sigma²)), at least 2**-10
     size=None,  # output shape (None: one int)
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
 ):
     """Exact draws from the discrete Gaussian N_Z(0, sigma^2), P[x] ∝ exp(-x^2/(2 sigma^2)) on the integers
     (CKS 2020, Alg. 3), int64. sigma^2 is rounded up to a dyadic rational: 51 significant bits if sigma >= 1,
@@ -434,7 +445,7 @@ def discrete_gaussian(
             f"sigma={s} is below 2**-10: the discrete Gaussian is then 0 with probability > 1 - 1e-300; use sigma >= 2**-10"
         )
     n, d = _ceil_dyadic(Fraction(s) ** 2, 'sigma**2', max_den_bits=24 if s < 1 else 62)
-    rng = as_rng(rng)
+    rng = _noise_rng(rng)
     return _fill(size, lambda m: _dgauss_attempts(n, d, m, rng), 0.25, rng)
 
 # %% ../nbs/20_dp.ipynb #337fdbc0
@@ -469,7 +480,7 @@ def discrete_laplace_mechanism(
     value,  # the exact integer answer: an int or an integer array
     sensitivity: float,  # l1 sensitivity (in integer units)
     epsilon: float,  # privacy parameter (> 0)
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
     *,
     budget=None,  # a PrivacyBudget to spend from before any noise is drawn (refused: nothing is released)
 ):
@@ -487,7 +498,7 @@ def discrete_gaussian_mechanism(
     value,  # the exact integer answer: an int or an integer array
     sensitivity: float,  # l2 sensitivity (in integer units)
     noise_multiplier: float,  # sigma / sensitivity
-    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+    rng=None,  # None (secret, from the OS), a seed (secret, derived from it) or a numpy Generator (as is)
     *,
     accountant=None,  # an RDPAccountant that records the release
 ):
@@ -503,13 +514,21 @@ def discrete_gaussian_mechanism(
     return wrap(arr + noise)
 
 # %% ../nbs/20_dp.ipynb #682593ad
+def _orders(orders):
+    "Rényi orders as a float array, or a ValueError unless every one is >= 1."
+    a = np.asarray(orders, dtype=np.float64)
+    if np.isnan(a).any() or (a < 1).any():
+        raise ValueError(f"orders must be >= 1; got {orders!r}")
+    return a
+
+
 def gaussian_rdp(
     orders,  # Rényi orders alpha >= 1
     noise_multiplier: float,  # z = sigma / l2 sensitivity
 ):
     "RDP curve alpha / (2 z^2) of the Gaussian mechanism with noise multiplier z = sigma / l2-sensitivity."
     z = _check_positive(noise_multiplier, 'noise_multiplier')
-    return np.asarray(orders, dtype=np.float64) / (2.0 * z * z)
+    return _orders(orders) / (2.0 * z * z)
 
 
 def laplace_rdp(
@@ -518,7 +537,7 @@ def laplace_rdp(
 ):
     "RDP curve of the Laplace mechanism with noise multiplier z = scale / l1-sensitivity (Mironov 2017, Prop. 6)."
     e0 = 1.0 / _check_positive(noise_multiplier, 'noise_multiplier')
-    a = np.asarray(orders, dtype=np.float64)
+    a = _orders(orders)
     with np.errstate(divide='ignore', invalid='ignore'):
         r = e0 + np.log1p((a - 1) / (2 * a - 1) * np.expm1((1 - 2 * a) * e0)) / (a - 1)
     return np.where(a == 1, e0 + math.expm1(-e0), r)
@@ -642,6 +661,8 @@ def epsilon(
 ):
     "Smallest epsilon (over all orders) at which the composition is (epsilon, delta)-DP; `conversion` 'improved' or 'classic'."
     d = _check_delta(delta, allow_zero=False)
+    if conversion not in ('improved', 'classic'):
+        raise ValueError(f"conversion must be 'improved' or 'classic'; got {conversion!r}")
     if not self._events:
         return (0.0, math.inf) if return_order else 0.0
     eps, a = _eps_from_rdp(self.rdp, d, conversion)
@@ -712,6 +733,85 @@ def calibrate_noise_multiplier(
         else:
             lo = mid
     return hi
+
+# %% ../nbs/20_dp.ipynb #cdae018c
+def dgauss_sum_divergence(
+    sigma: float,  # scale of each share N_Z(0, sigma^2), at least 1/2
+    n: int,  # number of independent shares summed
+) -> float:
+    "KLS's bound tau on the max-divergence, both ways, between a sum of `n` N_Z(0, sigma^2) and N_Z(0, n sigma^2)."
+    s, n = _check_positive(sigma, 'sigma'), _check_count(n, 'n')
+    if n == 1:
+        return 0.0  # one share is the discrete Gaussian itself
+    if s < 0.5:
+        raise ValueError(f"sigma must be at least 1/2 for the bound on sums of discrete Gaussians; got {sigma!r}")
+    j = np.arange(1, n, dtype=np.float64)
+    return float(10.0 * np.exp(-2 * math.pi**2 * s * s * j / (j + 1)).sum())
+
+# %% ../nbs/20_dp.ipynb #bd0b5da2
+def ddg_rdp_multiplier(
+    sigma: float,  # scale of each party's share N_Z(0, sigma^2) (integer units), at least 1/2
+    n_shares: int,  # parties adding a share
+    sensitivity: float,  # l2 sensitivity of the integer vector (integer units)
+    dim: int,  # coordinates of the vector
+) -> float:
+    "Gaussian multiplier whose RDP curve bounds an integer query plus `n_shares` N_Z(0, sigma^2) (KLS Prop. 14)."
+    t = dgauss_sum_divergence(sigma, n_shares)
+    inv = _check_positive(sensitivity, 'sensitivity') / (math.sqrt(n_shares) * sigma) + t * math.sqrt(
+        _check_count(dim, 'dim')
+    )
+    return 1.0 / inv
+
+
+@patch
+def add_distributed_discrete_gaussian(
+    self: RDPAccountant,
+    sigma: float,  # scale of each party's share N_Z(0, sigma^2) (integer units)
+    n_shares: int,  # parties adding a share
+    sensitivity: float,  # l2 sensitivity of the integer vector (integer units)
+    dim: int,  # coordinates of the vector
+    count: int = 1,  # number of such releases
+):
+    "Record `count` releases of an integer vector plus a sum of discrete Gaussian shares (`ddg_rdp_multiplier`)."
+    return self.add_gaussian(ddg_rdp_multiplier(sigma, n_shares, sensitivity, dim), count)
+
+# %% ../nbs/20_dp.ipynb #9be49840
+def dgauss_rounding_divergence(
+    s: float = 2.0,  # scale of the rounding kernel P[k | y] ∝ exp(-(k - y)^2 / (2 s^2)), at least 0.3
+) -> float:
+    "Max-divergence, both ways, between N_Z(v, sigma^2) and N(v, sigma^2 - s^2) rounded to Z by the kernel of `s`."
+    s = _check_positive(s, 's')
+    if s < 0.3:
+        raise ValueError(f"s must be at least 0.3 (the rounding bound needs eta < 1); got {s!r}")
+    m = np.arange(1, 40, dtype=np.float64)
+    eta = 2.0 * float(np.exp(-2 * math.pi**2 * s * s * m * m).sum())
+    return math.log1p(eta) - math.log1p(-eta)
+
+
+def ddg_gaussian_surrogate(
+    sigma: float,  # scale of each party's share N_Z(0, sigma^2) (integer units), at least 1/2
+    n_shares: int,  # parties adding a share
+    dim: int,  # coordinates released
+    s: float = 2.0,  # scale of the surrogate's rounding kernel
+) -> tuple:  # (sigma_surrogate, gamma)
+    "(sigma', gamma): a distributed discrete Gaussian release is within max-divergence gamma of N(., sigma'^2)."
+    var = _check_count(n_shares, 'n_shares') * _check_positive(sigma, 'sigma') ** 2 - _check_positive(s, 's') ** 2
+    if var <= 0:
+        raise ValueError(f"the total noise (n_shares * sigma^2 = {var + s * s:g}) must exceed s^2 = {s * s:g}")
+    gamma = _check_count(dim, 'dim') * (dgauss_sum_divergence(sigma, n_shares) + dgauss_rounding_divergence(s))
+    return math.sqrt(var), gamma
+
+
+def charged_epsilon(
+    epsilon_at,  # function delta -> the surrogate's epsilon at that delta
+    delta: float,  # the delta of the real mechanism, in (0, 1)
+    gamma: float,  # max-divergence (both ways) between the real and the surrogate mechanism's outputs
+) -> float:
+    "Epsilon of a mechanism within max-divergence `gamma` of a surrogate: epsilon_at(delta e^-gamma) + 2 gamma."
+    d = _check_delta(delta, allow_zero=False)
+    if isinstance(gamma, bool) or not (isinstance(gamma, numbers.Real) and math.isfinite(gamma) and gamma >= 0):
+        raise ValueError(f"gamma must be a finite number >= 0; got {gamma!r}")
+    return float(epsilon_at(d * math.exp(-gamma))) + 2.0 * gamma
 
 # %% ../nbs/20_dp.ipynb #b55e9831
 class PrivacyBudgetExceeded(RuntimeError):

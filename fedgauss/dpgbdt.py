@@ -4,7 +4,7 @@
 
 # %% ../nbs/31_dpgbdt.ipynb #c5c1e1fa
 from __future__ import annotations
-import hashlib, math, numbers, warnings
+import math, numbers, warnings
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,17 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from .federation import Channel, Party, as_rng, iid_split
-from .dp import RDPAccountant, calibrate_noise_multiplier, gaussian_sigma, gaussian_epsilon, discrete_gaussian
+from fedgauss.dp import (
+    RDPAccountant,
+    calibrate_noise_multiplier,
+    charged_epsilon,
+    ddg_gaussian_surrogate,
+    ddg_rdp_multiplier,
+    discrete_gaussian,
+    gaussian_epsilon,
+    gaussian_sigma,
+)
+from .entropy import derive_key, experiment_key, party_rngs, prg, secret_bytes, secret_rng, secret_uint64
 from .gbdt import uniform_candidates, log_candidates, quantile_candidates
 from .smc import RFC3526_P2048, ProtocolSpec, register_protocol, run_protocol
 
@@ -95,16 +105,17 @@ def calibrate_multiplier(
 
 
 def spent_epsilon(
-    z: float,  # noise multiplier of every query
+    z: float,  # noise multiplier of every query (of the continuous surrogate, or KLS's for 'rdp')
     delta: float,  # δ at which ε is read
     count: int,  # number C of Gaussian queries
     accountant: str = 'rdp',  # 'rdp' or 'exact'
+    gamma: float = 0.0,  # 'exact': max-divergence between the real releases and their continuous surrogate
 ) -> float:  # the ε spent
-    "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant`."
+    "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant` ('exact' pays `gamma`)."
     if accountant == 'rdp':
         return RDPAccountant().add_gaussian(z, count).epsilon(delta)
     if accountant == 'exact':
-        return gaussian_epsilon(z / math.sqrt(count), delta)
+        return charged_epsilon(lambda d: gaussian_epsilon(z / math.sqrt(count), d), delta, gamma)
     raise ValueError(f"accountant must be 'rdp' or 'exact'; got {accountant!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #8475df68
@@ -128,9 +139,9 @@ class NoisePool:
         self,
         sigma: float,  # scale of the discrete Gaussian N_Z(0, sigma^2), in integer units
         size: int,  # samples to pre-draw (the plan of the fit)
-        rng=None,  # int or numpy Generator
+        rng=None,  # None (the OS), a seed or a Generator: keys the secret generator the noise comes from
     ):
-        self.sigma, self.rng = float(sigma), as_rng(rng)
+        self.sigma, self.rng = float(sigma), secret_rng(rng)
         self._buf = discrete_gaussian(self.sigma, max(int(size), 1), self.rng)
         self._pos = 0
 
@@ -149,7 +160,7 @@ class NoisePool:
 # %% ../nbs/31_dpgbdt.ipynb #449f08ff
 def _prg(seed: int) -> np.random.Generator:
     "The pairwise mask stream of a shared Diffie-Hellman seed (both clients of the pair draw the same values, in order)."
-    return np.random.default_rng(int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big'))
+    return prg(seed, 'dpgbdt mask')
 
 
 class SecAggClient(Party):
@@ -158,10 +169,11 @@ class SecAggClient(Party):
     def key_agree(
         self,
         server: str,  # name of the server party that relays the public keys
-        rng,  # numpy Generator for the Diffie-Hellman secret
+        rng,  # this party's secret generator (anything else keys one: `secret_rng`) for its Diffie-Hellman secret
         secret: bytes | None = None,  # the 32 secret bytes if already drawn (then `rng` is not used)
     ):
-        self._secret = int.from_bytes(rng.bytes(32) if secret is None else secret, 'big')
+        secret = bytes(secret_bytes(secret_rng(rng), 32)) if secret is None else secret
+        self._secret = int.from_bytes(secret, 'big')
         self.send(server, 'public key', int(_powmod(2, self._secret, _mpz(RFC3526_P2048))))
 
     def key_finish(
@@ -184,7 +196,7 @@ def premask(
     "Pre-draw the sum of this client's next `n` pairwise mask values (a mask pool; both sides of a pair stay aligned)."
     tot = np.zeros(n, np.uint64)
     for o, (plus, g) in self._streams.items():
-        m = g.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        m = secret_uint64(g, n)
         tot = tot + m if plus else tot - m
     self._mask, self._mpos = tot, 0
 
@@ -219,12 +231,12 @@ def secure_aggregate(
 def key_agreement(
     server: str,  # name of the server party relaying the keys
     clients: list,  # the SecAggClient parties
-    rng,  # numpy Generator for the clients' secrets
+    rng,  # keys the clients' secret generators (each its own, `party_rngs`)
 ):
     "One Diffie-Hellman round through the server: every pair of clients gets a shared seed."
-    ch = clients[0].channel
+    ch, rngs = clients[0].channel, party_rngs(rng, [c.name for c in clients])
     for c in clients:
-        c.key_agree(server, rng)
+        c.key_agree(server, rngs[c.name])
     pub = {c.name: ch.receive(server, 'public key', sender=c.name) for c in clients}
     for c in clients:
         ch.send(server, c.name, 'public keys', {o: v for o, v in pub.items() if o != c.name})
@@ -453,8 +465,12 @@ class DPGBDTClient(SecAggClient):
         dh: float,  # Hessian sensitivity
         weight_update: str,  # 'newton', 'gradient' or 'averaging'
         grad_clip: float,  # regression: per-sample gradient clip
+        bounds=None,  # (F, 2) public [low, high] per feature: rows are clipped to them (None: no clipping)
     ):
         self._X = np.asarray(self._X, float)
+        b = None if bounds is None else np.asarray(bounds, float)
+        if b is not None and ((self._X < b[:, 0]) | (self._X > b[:, 1])).any():  # a copy only when rows are outside
+            self._X = np.clip(self._X, b[:, 0], b[:, 1])
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
         self.margin = np.zeros(len(self._y))
@@ -537,7 +553,8 @@ class _DPGBDT(BaseEstimator):
     def __init__(
         self,
         epsilon: float = 1.0,  # total privacy budget; None or inf: no noise (non-private reference)
-        delta: float | None = None,  # None: 1/n
+        delta: float | None = None,  # δ in (0, 1); None: 1/max_rows (never 1/n: n is private)
+        max_rows: int | None = None,  # a public upper bound on the number of rows (for δ = 1/max_rows)
         n_estimators: int = 100,  # trees T (full cycles over the features if `full_cycles`)
         max_depth: int = 4,  # levels of splits d (2^d leaves)
         learning_rate: float = 0.3,  # multiplies every boosting leaf
@@ -555,12 +572,12 @@ class _DPGBDT(BaseEstimator):
         gh_release: str = 'split',  # 'split' (G and H one query each) or 'vector' (together)
         leaf_clip: float = 2.0,  # clip boosting leaves to +-leaf_clip before the learning rate
         grad_clip: float = 1.0,  # regression: per-sample gradient clip
-        feature_bounds=None,  # (F, 2) public [low, high] per feature; None: declared public, read from the data
+        feature_bounds=None,  # public (low, high): one pair, (F, 2), or {column: pair}; required for a private fit
         accountant: str = 'rdp',  # 'rdp' or 'exact'
         n_clients: int = 10,  # clients for fit(X, y)
         frac_bits: int = 16,  # fixed-point fractional bits of the secure aggregation
         noise: str = 'distributed',  # 'distributed' (each client adds a discrete Gaussian share) or 'aggregator' (one noise party)
-        rng=None,  # int or numpy Generator
+        rng=None,  # None (fresh entropy everywhere), or an experiment seed / Generator (reproducible)
     ):
         for kk, v in list(locals().items()):
             if kk != 'self':
@@ -645,6 +662,19 @@ def _as_matrix(X, columns=None):
         raise ValueError("X contains NaN or infinity: impute or drop those rows first")
     return A
 
+
+def _same_levels(X0, Xk, i):
+    "Refuse a client whose categorical columns declare other levels than client 0's: the levels are public schema."
+    for c in X0.columns:
+        a, b = X0[c].dtype, Xk[c].dtype
+        if isinstance(a, pd.CategoricalDtype) and (
+            not isinstance(b, pd.CategoricalDtype) or list(a.categories) != list(b.categories)
+        ):
+            raise ValueError(
+                f"column {c!r}: client {i} declares other category levels than client 0; the levels are public "
+                f"and must be the same at every client (pd.CategoricalDtype(levels))"
+            )
+
 # %% ../nbs/31_dpgbdt.ipynb #8c220e79
 @patch
 def _check_params(self: _DPGBDT):
@@ -658,26 +688,60 @@ def _check_params(self: _DPGBDT):
         raise ValueError(f"feature_interaction must be None, 'cyclical' or 'random'; got {self.feature_interaction!r}")
     if self.accountant not in ('rdp', 'exact'):
         raise ValueError(f"accountant must be 'rdp' or 'exact'; got {self.accountant!r}")
+    if self.gh_release not in ('vector', 'split'):
+        raise ValueError(f"gh_release must be 'vector' or 'split'; got {self.gh_release!r}")
+    if self.ih_method not in ('interpolate', 'greedy'):
+        raise ValueError(f"ih_method must be 'interpolate' or 'greedy'; got {self.ih_method!r}")
+    if self.noise not in ('distributed', 'aggregator'):
+        raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
+    self._check_numbers()
+
+# %% ../nbs/31_dpgbdt.ipynb #083277d2
+def _real(v, name, low=0.0, strict=True, inf=False):
+    "`v` as a float, or a ValueError naming `name`: a real number > `low` (>= if not `strict`), finite unless `inf`."
+    ok = isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
+    f = float(v) if ok else math.nan
+    if not (f > low if strict else f >= low) or not (inf or math.isfinite(f)):
+        raise ValueError(
+            f"{name} must be a {'' if inf else 'finite '}number {'>' if strict else '>='} {low:g}; got {v!r}"
+        )
+    return f
+
+
+def _int(v, name, low=1, high=None):
+    "`v` as an int, or a ValueError naming `name`: an integer (not a bool) in [low, high]."
+    ok = isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if not ok or v < low or (high is not None and v > high):
+        raise ValueError(f"{name} must be an integer in [{low}, {'inf' if high is None else high}]; got {v!r}")
+    return int(v)
+
+# %% ../nbs/31_dpgbdt.ipynb #bb4de30e
+@patch
+def _check_numbers(self: _DPGBDT):
     e = self.epsilon
     if e is not None and not (isinstance(e, numbers.Real) and not isinstance(e, bool) and e > 0):
         raise ValueError(f"epsilon must be > 0 (or None / inf for no noise); got {e!r}")
-    for nm in ('n_estimators', 'max_depth', 'n_candidates', 'n_clients'):
-        v = getattr(self, nm)
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"{nm} must be a positive integer; got {v!r}")
-    if not (isinstance(self.ih_rounds, numbers.Integral) and self.ih_rounds >= 0):
-        raise ValueError(f"ih_rounds must be an integer >= 0; got {self.ih_rounds!r}")
-    if self.ih_method not in ('interpolate', 'greedy'):
-        raise ValueError(f"ih_method must be 'interpolate' or 'greedy'; got {self.ih_method!r}")
-    if self.delta is not None and not (0 < self.delta < 1):
+    if self.delta is not None and _real(self.delta, 'delta') >= 1:
         raise ValueError(f"delta must be in (0, 1); got {self.delta!r}")
+    if self.max_rows is not None:
+        _int(self.max_rows, 'max_rows')
+    _real(self.learning_rate, 'learning_rate')
+    _real(self.reg_lambda, 'reg_lambda', strict=False)
+    _real(self.leaf_clip, 'leaf_clip', inf=True)
+    _real(self.grad_clip, 'grad_clip')
+    _int(self.frac_bits, 'frac_bits', 0, 30)
+    for nm in ('n_estimators', 'n_clients'):
+        _int(getattr(self, nm), nm)
+    _int(self.max_depth, 'max_depth', 1, 20)
+    _int(self.n_candidates, 'n_candidates', 1, 16383)  # bin codes are int16, with room for the greedy IH's 2Q
+    _int(self.ih_rounds, 'ih_rounds', 0)
+    if self.k is not None:
+        _int(self.k, 'k')
+    if not isinstance(self.full_cycles, (bool, np.bool_)):
+        raise ValueError(f"full_cycles must be True or False; got {self.full_cycles!r}")
     b = self.batch_size
-    if not (isinstance(b, numbers.Real) and b > 0 and (b <= 1 or float(b).is_integer())):
+    if isinstance(b, bool) or not (isinstance(b, numbers.Real) and b > 0 and (b <= 1 or float(b).is_integer())):
         raise ValueError(f"batch_size must be a positive integer or a fraction in (0, 1]; got {b!r}")
-    if self.noise not in ('distributed', 'aggregator'):
-        raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
-    if not (0 <= self.frac_bits <= 30):
-        raise ValueError(f"frac_bits must be in [0, 30]; got {self.frac_bits!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #9455b87e
 def feature_schedule(
@@ -710,6 +774,8 @@ def _setup(self: _DPGBDT, clients, loss):
     data = []
     for i, (Xk, yk) in enumerate(clients):
         A = _as_matrix(Xk, cols)
+        if cols is not None:
+            _same_levels(clients[0][0], Xk, i)
         if A.shape[1] != F:
             raise ValueError(f"client {i} has {A.shape[1]} columns, expected {F}")
         if len(A) == 0:
@@ -725,6 +791,8 @@ def _setup(self: _DPGBDT, clients, loss):
     self.n_features_in_ = F
     if cols is not None:
         self.feature_names_in_ = np.asarray(cols, dtype=object)
+    elif hasattr(self, 'feature_names_in_'):
+        del self.feature_names_in_
     n = sum(len(a) for a, _ in data)
     self.n_samples_ = n
     return rng, data, n, F
@@ -732,15 +800,8 @@ def _setup(self: _DPGBDT, clients, loss):
 # %% ../nbs/31_dpgbdt.ipynb #edc7bb00
 @patch
 def _plan(self: _DPGBDT, data, n, F, rng):
-    if self.feature_bounds is None:
-        lo = np.min([a.min(0) for a, _ in data], 0)
-        hi = np.max([a.max(0) for a, _ in data], 0)
-    else:
-        b = np.asarray(self.feature_bounds, float)
-        if b.shape != (F, 2) or not np.isfinite(b).all():
-            raise ValueError(f"feature_bounds must be a finite ({F}, 2) array")
-        lo, hi = b[:, 0], b[:, 1]
-    self.bounds_ = np.c_[lo, hi]
+    self.bounds_ = self._public_bounds(data, F)
+    lo, hi = self.bounds_.T
     pooled = np.vstack([a for a, _ in data]) if self.split_candidates == 'quantile' else None
     init = 'uniform' if self.split_candidates == 'iterative_hessian' else self.split_candidates
     cand = initial_candidates(init, lo, hi, self.n_candidates, pooled)
@@ -759,39 +820,121 @@ def _plan(self: _DPGBDT, data, n, F, rng):
     B = int(self.batch_size) if self.batch_size >= 1 else max(1, int(self.batch_size * T))
     return cand, sched, T, ih, B
 
+# %% ../nbs/31_dpgbdt.ipynb #4bb9bfce
+_BOUNDS_WHY = (
+    "feature_bounds is required for a private fit: split candidates are placed between each feature's bounds and "
+    "become the thresholds of the released model, so bounds read from the private data leak (one row far out moves "
+    "a threshold) while privacy_spent_ would not count it. Declare public bounds, the features' documented domains "
+    "rather than their observed ranges: one (low, high) pair for every feature, an (F, 2) array, or a "
+    "{column: (low, high)} dict; rows outside are clipped to them"
+)
+
+
+@patch
+def _private(self: _DPGBDT) -> bool:
+    "Whether the fit claims privacy (a finite epsilon)."
+    return self.epsilon is not None and math.isfinite(self.epsilon)
+
+
+@patch
+def _public_delta(self: _DPGBDT) -> float:
+    "δ as declared, or 1/max_rows; never 1/n, which reads the private number of rows."
+    if self.delta is not None:
+        return float(self.delta)
+    if self.max_rows is not None:
+        return 1.0 / self.max_rows
+    if self._private():
+        raise ValueError(
+            "delta is required for a private fit: delta = 1/n would read the private number of rows n. Give delta, "
+            "or max_rows (a public upper bound on the number of rows) for delta = 1/max_rows"
+        )
+    return 0.0
+
+# %% ../nbs/31_dpgbdt.ipynb #1172231e
+@patch
+def _public_bounds(self: _DPGBDT, data, F) -> np.ndarray:
+    "(F, 2) declared bounds; read from the pooled data only for a fit that claims no privacy (harmless there)."
+    b, cols = self.feature_bounds, getattr(self, 'feature_names_in_', None)
+    if b is None:
+        if self._private() and self.split_candidates != 'quantile':
+            raise ValueError(_BOUNDS_WHY)
+        return np.c_[np.min([a.min(0) for a, _ in data], 0), np.max([a.max(0) for a, _ in data], 0)]
+    if isinstance(b, dict):
+        if cols is None:
+            raise ValueError("feature_bounds as a {column: (low, high)} dict needs DataFrame columns")
+        if miss := [c for c in cols if c not in b]:
+            raise ValueError(f"feature_bounds has no (low, high) for column(s) {miss[:5]}")
+        if extra := [c for c in b if c not in set(cols)]:
+            raise ValueError(f"feature_bounds names column(s) {extra[:5]} that X does not have")
+        b = [b[c] for c in cols]
+    try:
+        arr = np.array(b, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"feature_bounds must be numbers: one (low, high) pair or {F} of them; got {b!r}") from None
+    arr = np.tile(arr, (F, 1)) if arr.shape == (2,) else arr
+    if arr.shape != (F, 2):
+        raise ValueError(
+            f"feature_bounds must be one (low, high) pair or {F} of them (shape ({F}, 2)); got {arr.shape}"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError("feature_bounds must be finite: declare each feature's public (low, high)")
+    if (bad := np.flatnonzero(arr[:, 0] > arr[:, 1])).size:
+        raise ValueError(f"feature_bounds are inverted (low > high) for feature(s) {bad[:5].tolist()}")
+    return arr
+
 # %% ../nbs/31_dpgbdt.ipynb #4548aad8
 @patch
 def _noise(self: _DPGBDT, n, F, K, dg, dh):
-    self.delta_ = 1.0 / n if self.delta is None else float(self.delta)
-    C = int(sum(self.queries_.values()))
-    private = self.epsilon is not None and math.isfinite(self.epsilon)
-    self.noise_multiplier_ = calibrate_multiplier(self.epsilon, self.delta_, C, self.accountant) if private else 0.0
-    z = self.noise_multiplier_
-    L = 2**self.max_depth
-    Q1 = getattr(self, '_cand_w', self.n_candidates) + 1  # candidate columns (2Q with the greedy IH)
-    dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F)
-    fb = int(self.frac_bits)
-    dv = math.hypot(dg, dh)
-    while True:
-        share = math.sqrt(K) if self.noise == 'distributed' else 1.0
-        sc = lambda d: z * (2.0**fb * d + math.sqrt(dmax)) * (1 + 1e-9) / share
-        s = dict(
-            g=sc(dv if self.gh_release == 'vector' else dg), h=sc(dv if self.gh_release == 'vector' else dh), ih=sc(dh)
-        )
-        if max(s.values()) < 2**25 or fb == 0:
+    "Calibrate z, the parties' share scales and frac_bits; then account for the noise drawn, charges included."
+    self.delta_, C, private = self._public_delta(), int(sum(self.queries_.values())), self._private()
+    z = calibrate_multiplier(self.epsilon, self.delta_, C, self.accountant) if private else 0.0
+    self.privacy_spent_, self.effective_multiplier_, self.divergence_charge_ = (math.inf, 0.0), 0.0, 0.0
+    for _ in range(100):  # one pass unless the charges exceed the 1e-9 margin (tiny shares)
+        s, fb, dz = self._share_scales(z, F, K, dg, dh)
+        if not private:
             break
-        fb -= 1
-    if private and self.noise == 'distributed':
-        for v in s.values():
-            if ddg_tau_log10(v, K) + 0.5 * math.log10(dmax) + math.log10(z) > -9:
-                raise ValueError("noise shares too small for the distributed discrete Gaussian bound; raise frac_bits")
-    self.privacy_spent_ = (math.inf, 0.0)
-    if private:
-        self.privacy_spent_ = (spent_epsilon(z, self.delta_, C, self.accountant), self.delta_)
+        self.privacy_spent_ = self._account(s, dz, K, C)
+        if self.privacy_spent_[0] <= self.epsilon:
+            break
+        z *= 1 + max(1e-9, 2 * (self.privacy_spent_[0] / self.epsilon - 1))
     if self.split_candidates == 'quantile':
         self.privacy_spent_ = (math.inf, self.privacy_spent_[1])
-    self.frac_bits_ = fb
+    self.noise_multiplier_, self.frac_bits_ = z, fb
     return s
+
+
+@patch
+def _share_scales(self: _DPGBDT, z, F, K, dg, dh):
+    "Each party's share scale per component, the fractional bits, and each component's integer sensitivity."
+    L, Q1 = 2**self.max_depth, getattr(self, '_cand_w', self.n_candidates) + 1  # 2Q columns with the greedy IH
+    self._dmax = dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F)
+    fb, dv, vec = int(self.frac_bits), math.hypot(dg, dh), self.gh_release == 'vector'
+    sens = dict(g=dv if vec else dg, h=dv if vec else dh, ih=dh)
+    share = math.sqrt(K) if self.noise == 'distributed' else 1.0
+    while True:
+        dz = {k: 2.0**fb * d + math.sqrt(dmax) for k, d in sens.items()}
+        s = {k: z * d * (1 + 1e-9) / share for k, d in dz.items()}
+        if max(s.values()) < 2**25 or fb == 0:
+            return s, fb, dz
+        fb -= 1
+
+# %% ../nbs/31_dpgbdt.ipynb #aa70db90
+@patch
+def _account(self: _DPGBDT, s, dz, K, C):
+    "(ε, δ) of C queries whose shares have scales `s` and integer sensitivities `dz`, charges included (nb20)."
+    n = K if self.noise == 'distributed' else 1
+    if n > 1 and min(s.values()) < 0.5:
+        raise ValueError(
+            "noise shares too small (below 1/2) for the distributed discrete Gaussian bound; raise frac_bits"
+        )
+    if self.accountant == 'rdp':
+        ze, gamma = min(ddg_rdp_multiplier(s[k], n, dz[k], self._dmax) for k in s), 0.0
+    else:
+        D = int(sum(self._need.values()))  # every noisy coordinate a party adds in the fit (the plan)
+        sur = {k: ddg_gaussian_surrogate(s[k], n, max(D, 1)) for k in s}
+        ze, gamma = min(sur[k][0] / dz[k] for k in s), max(g for _, g in sur.values())
+    self.effective_multiplier_, self.divergence_charge_ = ze, gamma
+    return spent_epsilon(ze, self.delta_, C, self.accountant, gamma), self.delta_
 
 # %% ../nbs/31_dpgbdt.ipynb #0161781c
 @patch
@@ -827,9 +970,10 @@ def _release(self: _DPGBDT, component: str, arrays: list):
 # %% ../nbs/31_dpgbdt.ipynb #cba75d03
 @patch
 def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
-    "The public configuration of the programs: the plan, candidates, bounds and noise scales (plain data)."
+    "The public configuration of the programs: the plan, candidates, bounds and noise scales (no row count)."
     K = len(data)
     dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
+    self._need = need = self._noise_needs(sched, ih)
     scales = self._noise(n, F, K, dg, dh)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
     keys = 'weight_update grad_clip max_depth reg_lambda leaf_clip learning_rate split_method noise ih_method n_candidates'.split()
@@ -837,7 +981,6 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         {k: getattr(self, k) for k in keys},
         parties=names,
         n_features=F,
-        n=n,
         loss=loss,
         task=task,
         dg=dg,
@@ -850,21 +993,22 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         B=B,
         frac_bits=self.frac_bits_,
         scales=scales,
-        need=self._noise_needs(sched, ih),
+        need=need,
         noisy=bool(self.noise_multiplier_ > 0),
     )
 
 # %% ../nbs/31_dpgbdt.ipynb #d6689c25
 @patch
-def _private_inputs(self: _DPGBDT, data, cfg, rng):
-    "Each party's own data: its rows, its DH secret and noise shares from `rng` (all secrets first, then the shares)."
+def _private_inputs(self: _DPGBDT, data, cfg, key):
+    """Each party's own data: its rows, its DH secret and noise shares from its own secret generator, keyed by the
+    OS (`key` None) or derived from the experiment key (`fedgauss.entropy.party_rngs`)."""
     names = cfg['parties']
     datas = {p: ({'X': a, 'y': y} if p != 'noise' else {}) for p, (a, y) in zip(names, data + [(None, None)])}
+    rngs = party_rngs(key, names)
     for p in names:
-        datas[p]['secret'] = np.frombuffer(rng.bytes(32), np.uint8)
-    for p in names:
+        datas[p]['secret'] = secret_bytes(rngs[p], 32)
         if cfg['noisy'] and (p == 'noise' or cfg['noise'] == 'distributed'):
-            datas[p]['noise'] = draw_noise_shares(cfg['scales'], cfg['need'], rng)
+            datas[p]['noise'] = draw_noise_shares(cfg['scales'], cfg['need'], rngs[p])
     return datas
 
 # %% ../nbs/31_dpgbdt.ipynb #52b7ee2a
@@ -888,10 +1032,10 @@ def _pool(sigma, samples, rng):
 def draw_noise_shares(
     scales: dict,  # noise scale of this party's share per component ('g', 'h', 'ih'); 0: none
     need: dict,  # samples per component, from the plan (`_noise_needs`)
-    rng,  # numpy Generator of this party
+    rng,  # this party's secret generator (anything else keys one: `secret_rng`)
 ) -> dict:  # {scale: pre-drawn discrete Gaussian samples}, one buffer per distinct scale
     "A party's discrete Gaussian noise shares for the whole fit, in the plan's order (one buffer per distinct scale)."
-    pools = {}
+    pools, rng = {}, secret_rng(rng)
     for kind, s in scales.items():
         if s > 0:
             d = discrete_gaussian(s, max(int(need[kind]), 1), rng)
@@ -924,20 +1068,27 @@ def _client_start(ctx, data, cfg):
     me, S, F = cfg['me'], 'server', cfg['n_features']
     X, y = (data['X'], data['y']) if me != 'noise' else (np.zeros((1, F)), np.zeros(1))
     c = DPGBDTClient(me, _Link(ctx), X, y)
-    sec = data.get('secret')  # the estimator pre-draws it from its one rng; a node draws its own
-    c.key_agree(S, ctx.rng, None if sec is None else bytes(np.asarray(sec, np.uint8)))
+    g = secret_rng(ctx.rng)  # this party's secret generator (ctx.rng keys one if it is not secret already)
+    sec = data.get('secret')  # the estimator pre-draws it with the party's own generator; a node draws its own
+    c.key_agree(S, g, None if sec is None else bytes(np.asarray(sec, np.uint8)))
     c.key_finish(S, (yield from ctx.recv('public keys', S)))
     c.premask(sum(cfg['need'].values()) + 2 * cfg['T'])
     c.setup(
-        np.asarray(cfg['candidates'], float), cfg['loss'], cfg['dg'], cfg['dh'], cfg['weight_update'], cfg['grad_clip']
+        np.asarray(cfg['candidates'], float),
+        cfg['loss'],
+        cfg['dg'],
+        cfg['dh'],
+        cfg['weight_update'],
+        cfg['grad_clip'],
+        cfg['bounds'],
     )
     c.frac_bits = cfg['frac_bits']
     adds = cfg['noisy'] and (me == 'noise' if cfg['noise'] == 'aggregator' else True)  # this party adds noise
     sig = {k: (s if adds else 0) for k, s in cfg['scales'].items()}
     if adds:
         pools = data.get('noise')
-        pools = draw_noise_shares(cfg['scales'], cfg['need'], ctx.rng) if pools is None else pools
-        c.pools = {s: _pool(s, b, ctx.rng) for s, b in pools.items()}
+        pools = draw_noise_shares(cfg['scales'], cfg['need'], g) if pools is None else pools
+        c.pools = {s: _pool(s, b, g) for s, b in pools.items()}
     return c, sig
 
 # %% ../nbs/31_dpgbdt.ipynb #09a0c56c
@@ -1175,7 +1326,9 @@ def _inputs(self: _DPGBDT, clients, loss, task):
     rng, data, n, F = self._setup(clients, loss)
     cand, sched, T, ih, B = self._plan(data, n, F, rng)
     cfg = self._config(data, loss, task, cand, sched, ih, B, n, F)
-    return self._private_inputs(data, cfg, rng), cfg, rng
+    key = experiment_key(self.rng)  # None: every party keys its own generator from the OS
+    srv = np.random.default_rng(None if key is None else np.frombuffer(derive_key(key, 'server'), '<u8'))
+    return self._private_inputs(data, cfg, key), cfg, srv
 
 
 @patch

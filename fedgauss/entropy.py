@@ -9,10 +9,11 @@ from itertools import repeat
 
 import numpy as np
 import randomgen
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 # %% auto #0
-__all__ = ['untemper_mt19937', 'clone_mt19937', 'mt19937_words', 'derive_key', 'is_secret_rng', 'secret_rng', 'experiment_key',
-           'party_rngs', 'prg', 'secret_bytes', 'secret_bits', 'secret_uint64', 'secret_ints']
+__all__ = ['untemper_mt19937', 'clone_mt19937', 'mt19937_words', 'predict_mt19937', 'derive_key', 'is_secret_rng', 'secret_rng',
+           'experiment_key', 'party_rngs', 'prg', 'secret_bytes', 'secret_bits', 'secret_uint64', 'secret_ints']
 
 # %% ../nbs/04_entropy.ipynb #9df57f2b
 def _unshift_right(z, s):
@@ -63,6 +64,21 @@ def mt19937_words(
         raise ValueError(f"bits={bits}: only whole 32-bit words can be untempered (getrandbits drops the rest)")
     k = bits // 32
     return np.array([(int(v) >> (32 * i)) & 0xFFFFFFFF for v in values for i in range(k)], dtype=np.uint64)
+
+# %% ../nbs/04_entropy.ipynb #ebf27428
+def predict_mt19937(
+    observed,  # consecutive draws of `getrandbits(bits)` that a party saw (at least 624 words' worth)
+    bits: int,  # the `bits` they were drawn with (a multiple of 32)
+    n: int,  # how many later draws to predict
+) -> np.ndarray | None:
+    "The `n` draws of `getrandbits(bits)` that follow `observed` in its Mersenne Twister stream; None if `observed` is too short."
+    w = mt19937_words(np.ravel(observed), bits)
+    if len(w) < 624:
+        return None
+    clone = clone_mt19937(w[:624])
+    if any(clone.getrandbits(32) != int(t) for t in w[624:]):
+        return None  # not one Mersenne Twister stream
+    return np.array([clone.getrandbits(bits) for _ in range(int(n))], dtype=object)
 
 # %% ../nbs/04_entropy.ipynb #7331c5cd
 def _chacha(key: bytes) -> np.random.Generator:
@@ -147,14 +163,21 @@ def prg(
 def _shape(shape) -> tuple:
     return (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
 
+# %% ../nbs/04_entropy.ipynb #3444c862
+def _keystream(key: bytes, n: int) -> bytearray:
+    "`n` bytes of the ChaCha20 keystream under `key` from block 0 (OpenSSL's, through `cryptography`)."
+    return bytearray(Cipher(algorithms.ChaCha20(key, bytes(16)), mode=None).encryptor().update(bytes(n)))
+
 # %% ../nbs/04_entropy.ipynb #3c188b31
 def secret_bytes(
     rng,  # a secret generator (anything else goes through `secret_rng` first)
     n: int,  # how many bytes
 ) -> np.ndarray:
-    "`n` uniform bytes (uint8) of the keystream."
-    g = secret_rng(rng)
-    return g.bit_generator.random_raw(-(-int(n) // 8)).astype('<u8').view(np.uint8)[: int(n)]
+    "`n` uniform bytes (uint8): up to 256 from the keystream; more from ChaCha20 under a fresh key drawn from it."
+    g, n = secret_rng(rng), int(n)
+    if n <= 256:
+        return g.bit_generator.random_raw(-(-n // 8)).astype('<u8').view(np.uint8)[:n]
+    return np.frombuffer(_keystream(g.bit_generator.random_raw(4).astype('<u8').tobytes(), n), dtype=np.uint8)
 
 
 def secret_bits(
@@ -173,7 +196,7 @@ def secret_uint64(
 ) -> np.ndarray:
     "Uniform 64-bit words (uint64) of the given shape."
     shape = _shape(shape)
-    return secret_rng(rng).bit_generator.random_raw(math.prod(shape)).reshape(shape)
+    return secret_bytes(rng, 8 * math.prod(shape)).view('<u8').astype(np.uint64, copy=False).reshape(shape)
 
 # %% ../nbs/04_entropy.ipynb #55a015b5
 def secret_ints(
@@ -185,7 +208,7 @@ def secret_ints(
     shape, bits = _shape(shape), int(bits)
     n, g = math.prod(shape), secret_rng(rng)
     if bits <= 64:
-        w = g.bit_generator.random_raw(n)
+        w = secret_uint64(g, n)
         return (w & np.uint64((1 << bits) - 1) if bits < 64 else w).astype(object).reshape(shape)
     nb = -(-bits // 8)
     a = secret_bytes(g, n * nb).reshape(n, nb)

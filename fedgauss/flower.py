@@ -10,83 +10,80 @@ import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 
+from .entropy import secret_rng
 from .federation import Channel, name_list, payload_nbytes
-from .smc import PROTOCOLS, Program, ProtocolSpec, protocol_context
+from .gbdt import Binner, HistLayout, Tree
+from .nflgbdt import PStableLSH
+from .smc import PROTOCOLS, Program, ProtocolSpec, RingElements, protocol_context
 from .securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
-from .yeojohnson import YeoJohnsonWarning
+from .wire import ANY, Arr, Map, OneOf, Sealed, TupleOf, WireError, check, decode, encode, register_type
+from .wire import load_federation, load_identity, make_federation, new_keypair, pair_key, run_context, seal
+from .wire import sign_run_key, unseal, verify_run_keys, write_federation, write_identity
+from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 
 # %% auto #0
-__all__ = ['new_keypair', 'pair_key', 'seal', 'unseal', 'Sealed', 'resume_step', 'save_party_data', 'load_party_data',
-           'party_result_path', 'load_party_result', 'find_protocol', 'party_handle', 'node_query', 'client_app',
-           'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'server_app', 'flower_run', 'flower_simulation',
-           'fast_send_and_receive', 'node_main', 'deploy_server_app', 'stop_processes', 'make_certificates',
-           'write_app', 'FlowerDeployment', 'flower_deploy', 'flower_demo']
+__all__ = ['MESSAGE_SCHEMAS', 'check_message', 'resume_step', 'save_party_data', 'load_party_data', 'party_result_path',
+           'load_party_result', 'find_protocol', 'seed_plain', 'party_handle', 'node_query', 'client_app',
+           'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app', 'flower_run',
+           'flower_simulation', 'fast_send_and_receive', 'node_main', 'deploy_server_app', 'stop_processes',
+           'make_certificates', 'write_job', 'write_app', 'FlowerDeployment', 'supernode_auth_key', 'flower_deploy',
+           'flower_demo']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
-def new_keypair() -> tuple:
-    "A fresh X25519 key pair as raw bytes (private, public)."
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-    from cryptography.hazmat.primitives import serialization as ser
-
-    k = X25519PrivateKey.generate()
-    return (
-        k.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption()),
-        k.public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw),
-    )
-
-
-def pair_key(
-    private: bytes,  # this party's X25519 private key (raw)
-    peer_public: bytes,  # the other party's public key (raw)
-    a: str,  # one party's name
-    b: str,  # the other party's name (the order of the two does not matter)
-) -> bytes:
-    "The AES-256-GCM key two parties share: HKDF-SHA256 of their X25519 secret, bound to both names (as Flower's SecAgg+ derives its pairwise keys)."
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-    from cryptography.hazmat.primitives import hashes
-
-    s = X25519PrivateKey.from_private_bytes(private).exchange(X25519PublicKey.from_public_bytes(peer_public))
-    return HKDF(hashes.SHA256(), 32, salt=None, info=('fedgauss|' + '|'.join(sorted([a, b]))).encode()).derive(s)
-
-
-def seal(
-    key: bytes,  # the pair's 32-byte AES-GCM key (`pair_key`)
-    payload,  # any picklable message content
-    aad: str,  # metadata bound to the ciphertext: sender, receiver and kind
-) -> bytes:
-    "AES-GCM encryption of the pickled `payload`, authenticated with the metadata `aad` (sender, receiver, kind): 12-byte nonce + ciphertext + tag."
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    nonce = os.urandom(12)
-    return nonce + AESGCM(key).encrypt(nonce, pickle.dumps(payload, protocol=5), aad.encode())
-
-
-def unseal(
-    key: bytes,  # the pair's 32-byte AES-GCM key (`pair_key`)
-    blob: bytes,  # what `seal` returned: nonce + ciphertext + tag
-    aad: str,  # the metadata it was sealed with (a change makes decryption fail)
-):
-    "The payload of a `seal`ed blob; raises if it was altered or its metadata changed."
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    return pickle.loads(AESGCM(key).decrypt(blob[:12], blob[12:], aad.encode()))
+for _cls in (RingElements, YJFrame, YJAnchors, Tree, Binner, HistLayout, PStableLSH):  # payloads, results, configs
+    register_type(_cls)
 
 # %% ../nbs/50_flower.ipynb #07e58340
-class Sealed:
-    "What the server relays and records for a party-to-party message: the ciphertext, and the size of the plaintext payload (so the transcript counts the bytes the simulator counts)."
+_TREE = {k: Arr('i', 1) for k in ('feature', 'bin', 'left', 'right')} | {
+    'default_left': Arr('b', 1),
+    'depth': Arr('u', 1),
+}
+_RING = OneOf(RingElements, Arr('u', 1))  # ring elements, or bits packed in bytes
+_GLOBAL = Map(str, Map(str, OneOf(None, float, Arr('f'))))
+_NFL = {
+    'candidate': dict(_TREE, value=Arr('f', 1)), 'tree': dict(_TREE, value=Arr('f', 1)), 'structure': _TREE,
+    'class counts': Arr('i', 1), 'scores': Arr('f', 1), 'base margin': float, 'chosen': int, 'masked': Arr('u'),
+    'public key': int, 'public keys': Map(str, int), 'leaf values': Arr('f', 1), 'nodes': Arr('i', 1),
+    'splits': {k: Arr('i', 1) for k in ('nodes', 'feature', 'bin', 'left', 'right')} | {'default_left': Arr('b', 1)},
+    'mapped gradients': Arr('f', 2), 'hash values': Arr('i', 2), 'leaf sums': Arr('f', 2), 'leaf weights': Arr('f', 1),
+    'similar rows': {'to': int, 'rows': Arr('i', 1)},
+}  # fmt: skip
+MESSAGE_SCHEMAS = {
+    'securefedyj': {'share': RingElements, 'masked': _RING, 'reveal': _RING, 'dealer': _RING},
+    'mvppca': {'local_params': Map(str, {'mu': Arr('f', 1), 'W': Arr('f', 2), 'sigma2': float}), 'global': _GLOBAL},
+    'dpgbdt': {
+        'noisy *': Arr('u', 1), 'public key': int, 'public keys': Map(str, int), 'candidates': Map(int, Arr('f', 1)),
+        'leaf values': Arr('f', 1), 'splits': TupleOf(Arr('if', 1)), 'tree': TupleOf(Arr('if', 1)),
+        'split candidates': Arr('f', 2),
+    },
+    'secureboost': {
+        'bits': {'record': Arr('i', 1), 'bits': Arr('u', 1)}, 'gh': Arr('O', 1), 'hist': Arr('O', 2),
+        'hist_request': Arr('i', 1), 'n_bins': Arr('i', 1), 'public_key': int,
+        'route': {'node': Arr('i', 1), 'left': Arr('i', 1), 'bits': Arr('u', 1)},
+        'split': {'node': Arr('i', 1), 'feature': Arr('i', 1), 'bin': Arr('i', 1), 'default_left': Arr('b', 1)},
+    },
+    'secureboost_predict': {
+        'answer': {'bits': Arr('u', 1)}, 'query': {'record': Arr('i', 1), 'row': Arr('i', 1), 'with_missing': bool}
+    },
+} | {p: _NFL for p in ('nflgbdt', 'simfl', 'federboost', 'tfl', 'fgbdtg')}  # fmt: skip
 
-    __slots__ = ('blob', 'nbytes')
-
-    def __init__(
-        self,
-        blob: bytes,  # the sealed payload (`seal`)
-        nbytes: int,  # size of the plaintext payload, as the simulator's transcript counts it
-    ):
-        self.blob, self.nbytes = blob, int(nbytes)
-
-    def __deepcopy__(self, memo):
-        return self
+# %% ../nbs/50_flower.ipynb #8d6a4364
+def check_message(
+    protocol: str,  # the protocol's name
+    sender: str,  # who sent it
+    kind: str,  # its kind
+    payload,  # its decoded content
+):
+    "`WireError` naming the sender and the kind unless `payload` is a message `protocol` sends (`MESSAGE_SCHEMAS`)."
+    kinds = MESSAGE_SCHEMAS.get(protocol)
+    if kinds is None:
+        return
+    schema = kinds.get(kind)
+    if schema is None:
+        schema = next((s for k, s in kinds.items() if k.endswith('*') and kind.startswith(k[:-1])), None)
+    if schema is None:
+        raise WireError(f"{sender} sent a {kind!r}, a kind of message {protocol} does not send")
+    check(payload, schema, f"{kind!r} from {sender}")
 
 # %% ../nbs/50_flower.ipynb #a47e8a37
 def _deliver(prog: Program, ib) -> list:
@@ -186,7 +183,7 @@ def _fault(me: str, n: int, fault: str | None = None):
         time.sleep(3600)
 
 # %% ../nbs/50_flower.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
-def _node_party(node_config: dict, cfg: dict, data_paths: dict | None = None) -> tuple:
+def _node_party(node_config: dict, cfg: dict) -> tuple:
     "The node's party — its `party` config, else the party at its `partition-id` — and its data file."
     me = node_config.get('party')
     if me is None:
@@ -195,7 +192,7 @@ def _node_party(node_config: dict, cfg: dict, data_paths: dict | None = None) ->
         me = cfg['parties'][int(node_config['partition-id'])]
     if me not in cfg['parties']:
         raise ValueError(f"the node is party {me!r}, which is not in the run's parties {cfg['parties']}")
-    path = node_config.get('data-path') or (data_paths or {}).get(me)
+    path = node_config.get('data-path')
     if path is None and node_config.get('data-dir'):  # a node serving several runs: one file per party it plays
         path = os.path.join(node_config['data-dir'], f'{me}.npz')
     if path is None:
@@ -203,22 +200,110 @@ def _node_party(node_config: dict, cfg: dict, data_paths: dict | None = None) ->
     return me, path
 
 
+def _testing(node_config: dict) -> bool:
+    "Was the node started for tests (`test-seeds=true` in its own configuration)?"
+    v = node_config.get('test-seeds', False)
+    return v is True or str(v).lower() in ('1', 'true', 'yes')
+
+# %% ../nbs/50_flower.ipynb #3959f573
+_BITGENS = {'PCG64', 'PCG64DXSM', 'Philox', 'SFC64', 'randomgen.chacha.ChaCha'}
+
+
+def seed_plain(
+    seed,  # an int, a `SeedSequence` or a numpy Generator
+):
+    "A test seed as plain data for the wire: an int, a `SeedSequence`'s fields, or a Generator's state."
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return int(seed)
+    if isinstance(seed, np.random.SeedSequence):
+        ss = seed
+        return {'seed sequence': [ss.entropy, list(ss.spawn_key), ss.pool_size, ss.n_children_spawned]}
+    if isinstance(seed, np.random.Generator) and seed.bit_generator.state['bit_generator'] in _BITGENS:
+        return {'generator': seed.bit_generator.state}
+    raise TypeError(f"a test seed is an int, a SeedSequence or a Generator over {sorted(_BITGENS)}; got {seed!r}")
+
+
+def _test_rng(v):
+    "The seed or Generator a test seed (`seed_plain`) stands for."
+    if type(v) is int:
+        return v
+    if type(v) is dict and 'seed sequence' in v:
+        e, key, pool, n = v['seed sequence']
+        return np.random.SeedSequence(e, spawn_key=tuple(key), pool_size=pool, n_children_spawned=n)
+    st = v.get('generator') if type(v) is dict else None
+    name = st.get('bit_generator') if type(st) is dict else None
+    if name not in _BITGENS:
+        raise WireError(f"a test seed of unknown form ({name!r})")
+    import randomgen
+
+    bg = randomgen.ChaCha(rounds=20) if name == 'randomgen.chacha.ChaCha' else getattr(np.random, name)()
+    bg.state = st
+    return np.random.Generator(bg)
+
+# %% ../nbs/50_flower.ipynb #b9579492
+_HELLO = dict(
+    op=str, protocol=str, module=str, cfg=Map(str, ANY), run=str, seeds=OneOf(None, Map(str, ANY)),
+    report=OneOf(None, [str]), fault=OneOf(None, str), keep=bool,
+)  # fmt: skip
+
+
+def _find_node_protocol(req: dict, node_config: dict) -> ProtocolSpec:
+    "The protocol by name; a module not yet imported is imported only if it is the library's (or the node allows it)."
+    name, module = req['protocol'], req['module']
+    allowed = str(node_config.get('modules', '')).split(',')
+    if name not in PROTOCOLS and not (module.startswith('fedgauss.') or module in allowed):
+        raise WireError(f"the run asks the node to import {module!r}; a node imports only fedgauss's modules")
+    return find_protocol(name, module)
+
+
+def _node_identity(node_config: dict, me: str) -> tuple:
+    "The node's pinned keys and its own identity key, checked against the key pinned for its party."
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives import serialization as ser
+
+    if not node_config.get('identity-key') or not node_config.get('federation'):
+        raise WireError(f"{me}: the node config names no `identity-key` and `federation` (05_wire): it cannot join")
+    pins, ident = load_federation(node_config['federation']), load_identity(node_config['identity-key'])
+    pub = Ed25519PrivateKey.from_private_bytes(ident).public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
+    if pins.get(me) != pub:
+        raise WireError(f"this node's identity key is not the one the federation's configuration pins for {me}")
+    return pins, ident
+
+# %% ../nbs/50_flower.ipynb #b076136d
 def _node_hello(node_config: dict, req: dict) -> tuple:
-    "The first request: find the protocol, check the party's data (`spec.check`), make its X25519 keys."
-    spec, cfg = find_protocol(req['protocol'], req['module']), req['cfg']
-    me, path = _node_party(node_config, cfg, req.get('data_paths'))
+    "The first request: the protocol, the party, its identity and data checked; a fresh run key, signed."
+    check(req, _HELLO, 'the hello request')
+    spec, cfg = _find_node_protocol(req, node_config), req['cfg']
+    me, path = _node_party(node_config, cfg)
+    test = _testing(node_config)
+    if (req['seeds'] or req['fault']) and not test:
+        what = 'seeds' if req['seeds'] else 'a fault to inject'
+        raise WireError(
+            f"the run sent {what}; {me}'s node draws its own secrets and was not started for tests: refused"
+        )
+    pins, ident = _node_identity(node_config, me)
+    names = list(cfg['parties']) + ([spec.server_name] if spec.server is not None else [])
+    if missing := [p for p in names if p not in pins]:
+        raise WireError(f"the run names {name_list(missing)}, whom the federation's configuration does not pin")
     if spec.check is not None:
         spec.check(load_party_data(path), dict(cfg, me=me))
-    seed = (req.get('seeds') or {}).get(me)  # testing only: the seeds the run passed, else the node's own
-    seed = int.from_bytes(os.urandom(16), 'little') if seed is None else seed
     priv, pub = new_keypair()
+    context = run_context(spec.name, req['run'], (req['module'], cfg))
     state = dict(me=me, run=req['run'], protocol=spec.name, module=req['module'], cfg=cfg, data_path=path)
-    state['fault'] = req.get('fault')  # testing only
-    state['report'] = req.get('report') is None or me in req['report']  # its result goes back to the server
-    state['keep'] = bool(req.get('keep'))  # its whole result stays on the node, next to its data
-    return dict(state, priv=priv, seed=pickle.dumps(seed, protocol=5)), dict(public_key=pub, party=me)
+    state.update(names=names, pins={p: pins[p] for p in names}, context=context, priv=priv, key=os.urandom(32))
+    state.update(seed=(req['seeds'] or {}).get(me) if test else None, fault=req['fault'] if test else None)
+    state['report'] = req['report'] is None or me in req['report']  # its result goes back to the server
+    state['keep'] = req['keep']  # its whole result stays on the node, next to its data
+    return state, dict(party=me, public_key=(pub, sign_run_key(ident, me, pub, context)))
 
 # %% ../nbs/50_flower.ipynb #28d3efd5258a48a79c179ea5c6759f01
+def _party_rng(state: dict):
+    "The party's generator: its own (ChaCha20 keyed by the node's secret key), or a test seed the node accepted."
+    if state.get('seed') is not None:
+        return _test_rng(state['seed'])  # the seed itself: the party's context keys it as the simulator's does
+    return secret_rng(state['key'], 'fedgauss.flower', state['run'], state['me'])
+
+
 def _party_builder(state: dict):
     "`build(resume) -> (PartySMC, generator)`: the node's party program made anew from its saved state."
     spec, me = find_protocol(state['protocol'], state['module']), state['me']
@@ -228,7 +313,7 @@ def _party_builder(state: dict):
         cfg = dict(state['cfg'], me=me)
         if resume is not None:
             cfg['resume'] = resume
-        ctx = protocol_context(spec, me, cfg, np.random.default_rng(pickle.loads(state['seed'])))
+        ctx = protocol_context(spec, me, cfg, _party_rng(state))
         return ctx, spec.party(ctx, data, cfg)
 
     return build
@@ -273,71 +358,107 @@ def _keep_result(state: dict, result):
     os.replace(path + '.tmp', path)
 
 # %% ../nbs/50_flower.ipynb #3f9bc0b9dd2c44919cc8dcca39b469f8
+_STEP = dict(op=str, inbox=[(str, str, ANY)], public_keys=OneOf(None, Map(str, (bytes, bytes))))
+_END = dict(op=str, why=str)
+
+
+def _node_keys(state: dict, public_keys) -> dict:
+    "The pair keys with every other endpoint of the run, once each run key verifies under its pinned identity."
+    me = state['me']
+    pubs = verify_run_keys(public_keys, state['pins'], state['context'], [p for p in state['names'] if p != me])
+    return {p: pair_key(state['priv'], pk, me, p, state['run']) for p, pk in pubs.items()}
+
+
+def _open_inbox(state: dict, keys: dict, inbox: list) -> tuple:
+    "The inbox opened, decoded and checked (sender, kind, payload), and the counts of messages opened per sender."
+    me, got, out = state['me'], dict(state.get('got', {})), []
+    for s, k, p in inbox:
+        if s not in keys:
+            raise WireError(f"a {k!r} said to come from {s}, who is not a party of this run")
+        if not isinstance(p, Sealed):
+            raise WireError(
+                f"an unsealed {k!r} claiming to come from {s}: refused (every message to a party is sealed)"
+            )
+        n = got.get(s, 0)
+        payload = unseal(keys[s], p.blob, state['run'], s, me, k, n)
+        check_message(state['protocol'], s, k, payload)
+        got[s], out = n + 1, out + [(s, k, payload)]
+    return out, got
+
+
+def _seal_out(state: dict, keys: dict, out: list) -> tuple:
+    "The program's messages sealed for their receivers (each its own counter), and the counts sent per receiver."
+    me, sent, sealed = state['me'], dict(state.get('sent', {})), []
+    for r, k, p in out:
+        if r not in keys:
+            raise WireError(f"{me}'s program sent a {k!r} to {r}, who is not an endpoint of this run")
+        n = sent.get(r, 0)
+        sealed.append((r, k, Sealed(seal(keys[r], p, state['run'], me, r, k, n), payload_nbytes(p))))
+        sent[r] = n + 1
+    return sealed, sent
+
+# %% ../nbs/50_flower.ipynb #54cfb19a
 def party_handle(
     state: dict,  # the node's saved state (Flower's per-node context): its party, keys, program state
-    node_config: dict,  # the node's configuration: `data-path`, and `party` or (in simulation) `partition-id`
-    req: dict,  # the server's request: op 'hello' (protocol, cfg, data check, keys), 'step' (an inbox) or 'end' (`_deliver`)
+    node_config: dict,  # the node's configuration: `data-path`, `party`, `identity-key`, `federation`, ...
+    req: dict,  # the server's request (decoded): op 'hello', 'step' (an inbox) or 'end' (`_deliver`)
 ) -> tuple:
-    "The node's work on one request, on plain data. Returns (state, reply)."
-    if req['op'] == 'hello':
+    "The node's work on one request, on plain data: (state, reply); on bad input it raises, changing nothing."
+    op = req.get('op') if type(req) is dict else None
+    if op == 'hello':
         return _node_hello(node_config, req)
+    if op not in ('step', 'end') or 'me' not in state:
+        raise WireError(f"an unexpected request ({op!r}{'' if 'me' in state else ', before any hello'})")
+    check(req, _STEP if op == 'step' else _END, f'the {op} request')
     me, n = state['me'], state.get('n', 0) + 1
     _fault(me, n, state.get('fault'))
-    keys = (
-        state['keys']
-        if 'keys' in state
-        else {p: pair_key(state['priv'], pk, me, p) for p, pk in req['public_keys'].items() if p != me}
-    )
-    inbox = (
-        [(s, k, unseal(keys[s], p.blob, f'{s}|{me}|{k}') if isinstance(p, Sealed) else p) for s, k, p in req['inbox']]
-        if req['op'] == 'step'
-        else {'end': req['why']}
-    )
+    keys = state['keys'] if 'keys' in state else _node_keys(state, req['public_keys'])
+    inbox, got = _open_inbox(state, keys, req['inbox']) if op == 'step' else ({'end': req['why']}, state.get('got', {}))
     saved, out, prog = _step(state, inbox)
     if prog.done and state.get('keep'):
         _keep_result(state, prog.result)
-    out = [(r, k, Sealed(seal(keys[r], p, f'{me}|{r}|{k}'), payload_nbytes(p)) if r in keys else p) for r, k, p in out]
-    state = dict(state, keys=keys, party=saved, n=n)
-    return state, dict(
-        out=out,
-        phase=prog.ctx.phase,
-        done=prog.done,
-        waiting=prog.waiting,
-        result=_report(state, prog) if state['report'] else None,
-    )
+    out, sent = _seal_out(state, keys, out)
+    state = dict(state, keys=keys, party=saved, n=n, got=got, sent=sent)
+    res = _report(state, prog) if state['report'] else None
+    return state, dict(out=out, phase=prog.ctx.phase, done=prog.done, waiting=prog.waiting, result=res)
 
-
+# %% ../nbs/50_flower.ipynb #f64f1da1
 def node_query(
-    blob: bytes,  # the server's pickled request
+    blob: bytes,  # the server's request, in the wire format
     state: dict,  # the node's saved state
     node_config: dict,  # the node's configuration
 ) -> tuple:
-    "A node's answer to one message: (pickled reply, new state); an error is a reply naming the party."
-    req = pickle.loads(blob)
+    "A node's answer: (reply, new state); an error is a reply naming the party, the state kept as it was."
+    req = None
     try:
-        state, reply = party_handle(state, node_config, req)
+        req = decode(blob)
+        new, reply = party_handle(state, node_config, req)
+        return encode(reply), new
     except Exception as e:
-        me = state.get('me')
-        if me is None:
-            try:
-                me = _node_party(node_config, req['cfg'], req.get('data_paths'))[0]
-            except Exception:
-                pass
-        reply = dict(error=f"{type(e).__name__}: {e}", party=me)
-    return pickle.dumps(reply, protocol=5), state
+        me = state.get('me') or node_config.get('party')
+        try:
+            me = me or _node_party(node_config, req['cfg'])[0]
+        except Exception:
+            pass
+        return encode(dict(error=f"{type(e).__name__}: {e}", party=me)), state
 
 # %% ../nbs/50_flower.ipynb #0e382214b5f147d187d36a2058b9c724
-def client_app():
-    "The Flower `ClientApp`: each message is one `node_query` on the node's state (kept in `context.state`)."
+def client_app(
+    node_configs: dict | None = None,  # simulation: partition-id -> the node config its operator would give it
+):
+    """The Flower `ClientApp`: each message is one `node_query` on the node's state (kept in `context.state`, on the
+    node). `node_configs` stands in, on Flower's simulation engine, for what each SuperNode's `--node-config` says."""
     from flwr.app import ConfigRecord, Message, RecordDict
     from flwr.clientapp import ClientApp
 
-    app = ClientApp()
+    app, extra = ClientApp(), dict(node_configs or {})
 
     @app.query()
     def query(msg, context):
-        state = pickle.loads(context.state['fedgauss']['state']) if 'fedgauss' in context.state else {}
-        blob, state = node_query(msg.content['fedgauss']['blob'], state, dict(context.node_config))
+        nc = dict(context.node_config)
+        nc.update(extra.get(int(nc['partition-id']), {}) if 'partition-id' in nc else {})
+        state = pickle.loads(context.state['fedgauss']['state']) if 'fedgauss' in context.state else {}  # node-local
+        blob, state = node_query(bytes(msg.content['fedgauss']['blob']), state, nc)
         context.state['fedgauss'] = ConfigRecord({'state': pickle.dumps(state, protocol=5)})
         return Message(RecordDict({'fedgauss': ConfigRecord({'blob': blob})}), reply_to=msg)
 
@@ -345,12 +466,12 @@ def client_app():
 
 
 class FlowerRunError(RuntimeError):
-    "A node failed or did not answer in time (the message names the node, its party and the round); no result is reported."
+    "A node failed, did not answer in time, or sent what its receiver refuses (the message names the node, its party and the round); no result is reported."
 
 # %% ../nbs/50_flower.ipynb #a50416e276a0479cbe66534ed1713a40
 class Relay:
     """The server's side: it runs the server's program (if any), asks the nodes (`grid`) to step their parties'
-    programs, all at once per pass, and routes every message (sealed between parties) through one `Channel`."""
+    programs, all at once per pass, and routes every message (sealed end to end) through one `Channel`."""
 
     def __init__(
         self,
@@ -358,15 +479,19 @@ class Relay:
         n_nodes: int,  # how many nodes (parties) to wait for
         timeout: float = 60.0,  # seconds a pass may take before the run stops with an error naming the node
         node_wait: float = 60.0,  # seconds to wait for `n_nodes` nodes to connect
-        data_paths: dict | None = None,  # party -> its data file (simulation engine); None: each node's `data-path`
         on_pass=None,  # called with the relay after every pass (e.g. a heartbeat)
+        federation: str | None = None,  # the pinned public keys (`federation.json`, 05_wire): who may join
+        identity: str | None = None,  # the server's program's identity key (the dealer's, aggregator's, ...)
     ):
         t0 = time.time()
         while len(ids := sorted(grid.get_node_ids())) < n_nodes:
             if time.time() - t0 > node_wait:
                 raise FlowerRunError(f"{len(ids)} of {n_nodes} nodes connected within {node_wait:g} s")
             time.sleep(0.2)
-        self.grid, self.timeout, self.data_paths, self.on_pass = grid, timeout, data_paths, on_pass
+        if federation is None:
+            raise ValueError("a relay needs the federation's configuration (`federation=`): it pins who may join")
+        self.grid, self.timeout, self.on_pass = grid, timeout, on_pass
+        self.pins, self.identity = load_federation(federation), identity
         self.node, self.party, self.parties = {f'node {i}': i for i in ids[:n_nodes]}, {}, []
         self.channel, self.wire, self.round_trips, self.keyed = Channel(), 0, 0, set()
 
@@ -387,17 +512,17 @@ def flower_exchange(
     got = {}
     for m in grid.send_and_receive(msgs, timeout=timeout):
         src = m.metadata.src_node_id
-        got[src] = (None, m.error.reason) if m.has_error() else (m.content['fedgauss']['blob'], None)
+        got[src] = (None, m.error.reason) if m.has_error() else (bytes(m.content['fedgauss']['blob']), None)
     return got
 
 
 class LocalGrid:
-    """Nodes in this process, for checks without Flower: each a `node_query` on its own (pickled) state;
+    """Nodes in this process, for checks without Flower: each a `node_query` on its own (pickled, node-local) state;
     `forget=True` drops the live programs before every step, as if each ran in a new process."""
 
     def __init__(
         self,
-        node_configs: list,  # each node's configuration (`data-path`, `party` or `partition-id`)
+        node_configs: list,  # each node's configuration (`data-path`, `party`, `identity-key`, `federation`, ...)
         forget: bool = False,  # rebuild every party's program from its saved state at every step
     ):
         self.configs = {k + 1: dict(c) for k, c in enumerate(node_configs)}
@@ -420,7 +545,31 @@ class LocalGrid:
             self.states[n], out[n] = pickle.dumps(state), (rep, None)
         return out
 
+# %% ../nbs/50_flower.ipynb #33e720ad
+def local_nodes(
+    folder: str,  # where the parties' data and identities go
+    datas: dict,  # party name -> its data (a dict of arrays)
+    server: str | None = 'server',  # the server's program's name (None: the protocol has none)
+    test_seeds: bool = False,  # start the nodes for tests: they accept seeds from the run
+    by: str = 'party',  # how a node knows its party: 'party' (its name) or 'partition-id' (its place in cfg)
+) -> tuple:
+    """Node configs for `LocalGrid` (each party's data, identity and the pinned keys, as an operator would set them)
+    and the relay's arguments (`federation`, `identity`). Returns (node_configs, relay_kwargs)."""
+    fed = make_federation(os.path.join(folder, 'identities'), list(datas) + ([server] if server else []))
+    ncs = []
+    for k, (p, d) in enumerate(datas.items()):
+        nc = {'data-path': save_party_data(os.path.join(folder, f'{p}.npz'), d), by: p if by == 'party' else k}
+        ncs.append(dict(nc, **{'identity-key': fed['keys'][p], 'federation': fed['pins'], 'test-seeds': test_seeds}))
+    return ncs, dict(federation=fed['pins'], identity=fed['keys'].get(server))
+
 # %% ../nbs/50_flower.ipynb #1944c39560714e6e80c856f20744a8e5
+_REPLY = {
+    'hello': dict(party=str, public_key=(bytes, bytes)),
+    'step': dict(out=[(str, str, Sealed)], phase=ANY, done=bool, waiting=ANY, result=ANY),
+    'error': dict(error=str, party=OneOf(None, str)),
+}
+
+
 @patch
 def ask(
     self: Relay,
@@ -428,8 +577,8 @@ def ask(
     what: str,  # what the pass is for, named in errors ('keys and data check', 'protocol step')
     timeout: float | None = None,  # seconds to wait for the replies (default: the relay's `timeout`)
 ) -> dict:
-    "Send each party its request (one message per node), wait for all replies; a missing or failed one stops the run."
-    blobs = {self.node[p]: pickle.dumps(r, protocol=5) for p, r in reqs.items()}
+    "Send each party its request (one message per node), wait for all replies; a missing, failed or malformed one stops the run."
+    blobs = {self.node[p]: encode(r) for p, r in reqs.items()}
     self.wire += sum(map(len, blobs.values()))
     ex = getattr(self.grid, 'exchange', None)
     timeout = self.timeout if timeout is None else timeout
@@ -440,9 +589,15 @@ def ask(
         if err is not None:
             raise FlowerRunError(f"{p} (node {src}) failed in round {r} ({what}): {err}")
         self.wire += len(blob)
-        got[p] = pickle.loads(blob)
-        if 'error' in got[p]:
-            raise FlowerRunError(f"{got[p].get('party') or p} (node {src}), round {r} ({what}): {got[p]['error']}")
+        try:
+            rep = decode(blob)
+            form = 'error' if type(rep) is dict and 'error' in rep else 'hello' if reqs[p]['op'] == 'hello' else 'step'
+            check(rep, _REPLY[form], 'the reply')
+        except WireError as e:
+            raise FlowerRunError(f"{p} (node {src}) sent a reply the server refuses, round {r} ({what}): {e}") from None
+        if 'error' in rep:
+            raise FlowerRunError(f"{rep['party'] or p} (node {src}), round {r} ({what}): {rep['error']}")
+        got[p] = rep
     if miss := [p for p in reqs if p not in got]:
         raise FlowerRunError(
             f"{', '.join(p if p.startswith('node ') else f'{p} (node {self.node[p]})' for p in miss)} did not answer within {timeout:g} s "
@@ -455,13 +610,9 @@ def ask(
 
 # %% ../nbs/50_flower.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
-def _hello(
-    self: Relay, spec: ProtocolSpec, cfg: dict, seeds: dict | None, report: list | None = None, fault=None, keep=False
-) -> dict:
-    """The first pass: every node finds its party, checks its data (`spec.check`) and publishes an X25519 key;
-    returns the keys by party."""
-    req = dict(op='hello', protocol=spec.name, module=spec.party.__module__, cfg=cfg, run=os.urandom(8).hex())
-    req.update(seeds=seeds, data_paths=self.data_paths, report=report, fault=fault, keep=keep)
+def _hello(self: Relay, spec: ProtocolSpec, cfg: dict, req: dict) -> dict:
+    """The first pass: every node finds its party, checks its data (`spec.check`) and publishes a signed run key;
+    each key is verified under its party's pinned identity. Returns the keys by party: (public key, signature)."""
     got = self.ask(
         {k: req for k in self.node}, 'keys and data check', max(self.timeout, 180.0)
     )  # nodes may be starting
@@ -475,9 +626,15 @@ def _hello(
     self.parties = list(cfg['parties'])
     self.node = {p: self.node[where[p]] for p in self.parties}
     self.party = {n: p for p, n in self.node.items()}
-    return {p: got[where[p]]['public_key'] for p in self.parties}
+    keys = {p: got[where[p]]['public_key'] for p in self.parties}
+    for p in self.parties:
+        try:
+            verify_run_keys(keys, self.pins, self.context, [p])
+        except WireError as e:
+            raise FlowerRunError(f"{p} (node {self.node[p]}) cannot join, round 0 (keys and data check): {e}") from None
+    return keys
 
-
+# %% ../nbs/50_flower.ipynb #09cc1a64
 class _Remote:
     "The relay's view of a party's program on its node, from its last reply: phase, done, result, what it waits for."
 
@@ -496,6 +653,50 @@ def _open_round(ch: Channel, rounds: dict, ph, on_phase):
     rounds.setdefault(ph[0] if isinstance(ph, tuple) else ph, []).append(ch.round)
     if on_phase is not None:
         on_phase(ph)
+
+# %% ../nbs/50_flower.ipynb #864c74e1
+@patch
+def _endpoint(self: Relay, spec: ProtocolSpec, keys: dict) -> dict:
+    """The server's program as an endpoint of the run: its own run key, signed by its identity, added to `keys`; its
+    pair keys with every party. Returns the keys every party gets: party -> (public key, signature)."""
+    self.server, self.pair, self.sent, self.got = spec.server_name if spec.server is not None else None, {}, {}, {}
+    if self.server is None:
+        return keys
+    if self.identity is None or self.pins.get(self.server) is None:
+        raise ValueError(
+            f"the server's program ({self.server}) needs its identity (`identity=`), pinned by the federation"
+        )
+    priv, pub = new_keypair()
+    ident = load_identity(self.identity) if isinstance(self.identity, str) else self.identity
+    keys = dict(keys, **{self.server: (pub, sign_run_key(ident, self.server, pub, self.context))})
+    verify_run_keys(keys, self.pins, self.context, [self.server])  # its key is the one the federation pins
+    self.pair = {p: pair_key(priv, keys[p][0], self.server, p, self.run_id) for p in self.parties}
+    return keys
+
+# %% ../nbs/50_flower.ipynb #5e4b84d2
+@patch
+def _route(self: Relay, n: str, out: list) -> list:
+    """The messages program `n` sent, as they go on: to a party, sealed (the server's own sealed here); to the server's
+    program, opened and checked here. Returns (receiver, kind, payload) as the channel records them."""
+    routed = []
+    for r, kind, payload in out:
+        if r not in self.parties and r != self.server or r == n:
+            raise FlowerRunError(f"{n} sent a {kind!r} to {r!r}, who is not another endpoint of this run")
+        if n == self.server:
+            k = self.sent.get(r, 0)
+            blob = seal(self.pair[r], payload, self.run_id, n, r, kind, k)
+            payload, self.sent[r] = Sealed(blob, payload_nbytes(payload)), k + 1
+        elif r == self.server:
+            k = self.got.get(n, 0)
+            try:
+                payload = unseal(self.pair[n], payload.blob, self.run_id, n, r, kind, k)
+                check_message(self.protocol, n, kind, payload)
+            except WireError as e:
+                where = f"{n} (node {self.node[n]}), round {self.channel.round}"
+                raise FlowerRunError(f"{where}: {self.server} refuses what it sent: {e}") from None
+            self.got[n] = k + 1
+        routed.append((r, kind, payload))
+    return routed
 
 # %% ../nbs/50_flower.ipynb #f61877af4e7f4313ad8234302950b331
 _PASS = (('pass',), ('pause',))  # a program that yields this is stepped at the next pass, mail or not
@@ -526,7 +727,7 @@ def _pass(self: Relay, S) -> bool:
             continue
         fresh.discard(n)
         got, inbox[n] = inbox[n], []
-        out = p.update(reps[n]) if n in reps else p.step(got)
+        out = self._route(n, p.update(reps[n]) if n in reps else p.step(got))
         if S.dealer is None and p.ctx.phase is not None and str(p.ctx.phase) not in S.seen_phases:
             S.seen_phases.add(str(p.ctx.phase))  # without a dealer, a phase announced first opens a round
             _open_round(ch, S.rounds, p.ctx.phase, S.on_phase)
@@ -570,16 +771,20 @@ def run(
     fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
     keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
-    """The protocol over the nodes: the hello pass (parties, data checks, keys), then passes until every program
-    has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips)."""
+    """The protocol over the nodes: the hello pass (parties, data checks, signed keys), then passes until every
+    program has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips)."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
-    seeds, cfg = copy.deepcopy(seeds) or {}, dict(cfg)
-    pub = self._hello(
-        spec, cfg, {p: s for p, s in seeds.items() if p != spec.server_name} or None, results, fault, keep
-    )
+    seeds, cfg = dict(seeds or {}), dict(cfg)
+    module, self.run_id, self.protocol = spec.party.__module__, os.urandom(16).hex(), spec.name
+    self.context = run_context(spec.name, self.run_id, (module, cfg))
+    party_seeds = {p: seed_plain(copy.deepcopy(s)) for p, s in seeds.items() if p != spec.server_name}
+    req = dict(op='hello', protocol=spec.name, module=module, cfg=cfg, run=self.run_id, seeds=party_seeds or None)
+    req.update(report=results, fault=fault, keep=keep)
+    pub = self._endpoint(spec, self._hello(spec, cfg, req))
     server = None
     if spec.server is not None:
-        ctx = protocol_context(spec, spec.server_name, cfg, np.random.default_rng(seeds.get(spec.server_name)))
+        rng = copy.deepcopy(seeds[spec.server_name]) if spec.server_name in seeds else secret_rng()
+        ctx = protocol_context(spec, spec.server_name, cfg, rng)
         server = Program(spec.server_name, ctx, spec.server(ctx, dict(cfg, me=spec.server_name)))
     res, rounds = self._passes(server, spec.dealer, pub, on_phase)
     return dict(results=res, channel=self.channel, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips)
@@ -605,24 +810,19 @@ def _end_waiting(self: Relay, S) -> bool:
 
 # %% ../nbs/50_flower.ipynb #15abde8c5d2e435093904b13db685a53
 def _run_job(grid, job: dict, on_pass=None) -> dict:
-    "The ServerApp's work: a `Relay` over `grid` runs `job` (protocol, module, cfg, seeds, timeout, data_paths)."
+    "The ServerApp's work: a `Relay` over `grid` runs `job` (its protocol, cfg, federation, identity, ...)."
     spec = find_protocol(job['protocol'], job.get('module'))
     relay = Relay(
-        grid, len(job['cfg']['parties']), job.get('timeout', 60.0), data_paths=job.get('data_paths'), on_pass=on_pass
-    )
-    return relay.run(
-        spec,
-        job['cfg'],
-        job.get('seeds'),
-        results=job.get('results'),
-        fault=job.get('fault'),
-        keep=job.get('keep', False),
-    )
+        grid, len(job['cfg']['parties']), job.get('timeout', 60.0), on_pass=on_pass,
+        federation=job['federation'], identity=job.get('identity'),
+    )  # fmt: skip
+    run = dict(results=job.get('results'), fault=job.get('fault'), keep=job.get('keep', False))
+    return relay.run(spec, job['cfg'], job.get('seeds'), **run)
 
 
 def server_app(
     out: dict,  # filled with 'result' (`Relay.run`'s dict) or 'error' (the exception)
-    job: dict,  # the run: protocol, module, cfg, seeds, timeout, data_paths (party -> data file)
+    job: dict,  # the run: protocol, module, cfg, seeds, timeout, federation, identity
 ):
     "The simulation engine's `ServerApp`: runs `job` through a `Relay`; its result (or the error) goes in `out`."
     from flwr.serverapp import ServerApp
@@ -639,17 +839,18 @@ def server_app(
     return app
 
 # %% ../nbs/50_flower.ipynb #1688305b
-def _simulate(job: dict, paths: dict) -> dict:
-    "Run `job` on Flower's simulation engine, one virtual SuperNode per party (one Ray actor: programs stay live)."
+def _simulate(job: dict, node_configs: dict) -> dict:
+    """Run `job` on Flower's simulation engine, one virtual SuperNode per party (one Ray actor: programs stay live);
+    `node_configs`: partition-id -> what that node's operator would put in its node config."""
     from flwr.simulation import run_simulation
 
     for attempt in (1, 2):  # Ray may time out starting its cluster on a loaded machine: then once more
         out = {}
         try:
             run_simulation(
-                server_app(out, dict(job, data_paths=paths)),
-                client_app(),
-                num_supernodes=len(paths),
+                server_app(out, job),
+                client_app(node_configs),
+                num_supernodes=len(node_configs),
                 backend_config={
                     'client_resources': {'num_cpus': 2, 'num_gpus': 0.0},
                     'init_args': {'num_cpus': 2, 'include_dashboard': False},
@@ -671,17 +872,18 @@ def flower_run(
     datas: dict,  # party name -> its data (a dict of arrays), as for `run_protocol`
     cfg: dict | None = None,  # the public configuration; `cfg['parties']` defaults to the keys of `datas`
     engine: str = 'simulation',  # 'simulation' (Flower's simulation engine) or 'deployment' (processes on 127.0.0.1)
-    seeds: dict | None = None,  # testing only: party (and server) name -> seed or Generator, as the simulator's
+    seeds: dict | None = None,  # testing only: party (and server) name -> seed or Generator; the nodes start for tests
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error naming the node
-    tls: bool = False,  # deployment: TLS between the SuperNodes / `flwr run` and the SuperLink (self-signed CA)
+    tls: bool = True,  # deployment: TLS between the SuperNodes / `flwr run` and the SuperLink (self-signed CA)
     workdir: str | None = None,  # where the parties' files (and the deployment's logs) go; default: a temporary folder
     fast: bool = True,  # deployment: the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
     on_started=None,  # deployment: called with {'superlink': Popen, 'nodes': [Popen]} once every process runs
     results: list | None = None,  # the parties whose results come back to the server (None: all; the server's always)
     keep: bool = False,  # each node writes its program's whole result next to its data (needs `workdir`)
+    auth: bool = True,  # deployment: Flower's SuperNode authentication (only registered nodes connect)
 ) -> dict:
-    """Run a registered protocol over Flower, one party per SuperNode: each node's data is written to its own `.npz`,
-    the server's program runs in the ServerApp. Returns dict(results, channel, rounds, wire_bytes, round_trips,
+    """Run a registered protocol over Flower, one party per SuperNode, each with its data and identity in its own
+    files, the server's program in the ServerApp. Returns dict(results, channel, rounds, wire_bytes, round_trips,
     seconds) (and `pids` for a deployment; with `keep`, `kept`: party -> the file its node wrote its whole result to);
     `results` and `channel` are those of `run_protocol(..., bsp=True)`."""
     import shutil, tempfile
@@ -697,19 +899,19 @@ def flower_run(
         raise ValueError(f"engine must be 'simulation' or 'deployment'; got {engine!r}")
     if keep and workdir is None:
         raise ValueError("keep=True writes each node's result next to its data: give a `workdir` that outlives the run")
-    t0 = time.time()
+    t0, test = time.time(), any(p != spec.server_name for p in seeds or {})  # party seeds: nodes started for tests
     if engine == 'deployment':
-        with FlowerDeployment(len(cfg['parties']), tls, workdir, fast) as dep:
+        with FlowerDeployment(len(cfg['parties']), tls, workdir, fast, auth=auth, test_seeds=test) as dep:
             if on_started:
                 on_started(dict(superlink=dep.procs[0], nodes=dep.procs[1:]))
             out = dep.run(spec, datas, cfg, seeds, timeout, results, keep=keep)
         return dict(out, seconds=time.time() - t0)  # with the start-up
     tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
     try:
-        paths = {p: save_party_data(os.path.join(tmp, f'party{k}.npz'), datas[p]) for k, p in enumerate(cfg['parties'])}
-        job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
-        out = _simulate(dict(job, results=results, keep=keep), paths)
-        kept = {p: party_result_path(paths[p]) for p in cfg['parties']} if keep else None
+        ncs, kw = local_nodes(tmp, {p: datas[p] for p in cfg['parties']}, spec.server_name, test)
+        job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout, **kw)
+        out = _simulate(dict(job, results=results, keep=keep), dict(enumerate(ncs)))
+        kept = {p: party_result_path(nc['data-path']) for p, nc in zip(cfg['parties'], ncs)} if keep else None
         return dict(out, seconds=time.time() - t0, **({'kept': kept} if keep else {}))
     finally:
         if workdir is None:
@@ -718,7 +920,7 @@ def flower_run(
 # %% ../nbs/50_flower.ipynb #5e20a2a0e21149b5b06860e930401eb5
 def _yj_flower(clients: list, names, kw: dict, **run) -> dict:
     """SecureFedYJ through `flower_run`: the clients' rows as parties client0, client1, ...; `kw`: its options
-    (f, t_max, ..., `rng`: the dealer's)."""
+    (f, t_max, ..., `rng`: the dealer's own seed, which stays in the ServerApp: the nodes still draw their own)."""
     Xs = [np.asarray(X, dtype=np.float64) for X in clients]
     names, kw = list(names or [f'x{j}' for j in range(Xs[0].shape[1])]), dict(kw)
     rng, parties = kw.pop('rng', None), [f'client{k}' for k in range(len(Xs))]
@@ -852,9 +1054,9 @@ def node_main(
 
 # %% ../nbs/50_flower.ipynb #5734001bcbac423990a4356310d8df13
 def deploy_server_app():
-    """The ServerApp that `flwr run` starts: it reads its job (protocol, module, cfg, seeds, timeout) from the file
-    named by the run config `job`, runs it through a `Relay` (touching `<job>.alive` after every pass), and writes
-    the result or the error to `<job>.out`."""
+    """The ServerApp that `flwr run` starts: it reads its job (protocol, module, cfg, timeout, federation, identity; in
+    the wire format) from the file named by the run config `job`, runs it through a `Relay` (touching `<job>.alive`
+    after every pass), and writes the result or the error to `<job>.out` (pickled: for the operator on this machine)."""
     from flwr.serverapp import ServerApp
 
     app = ServerApp()
@@ -863,7 +1065,9 @@ def deploy_server_app():
     def main(grid, context):
         job = context.run_config['job']
         with open(job, 'rb') as fh:
-            spec = pickle.load(fh)
+            spec = decode(fh.read())
+        if spec.get('seeds'):  # test seeds, as plain data in the file
+            spec['seeds'] = {p: _test_rng(s) for p, s in spec['seeds'].items()}
         _speed_up_flwr()
         grid.send_and_receive = fast_send_and_receive(grid)
         try:
@@ -1020,14 +1224,25 @@ def make_certificates(
     return paths
 
 # %% ../nbs/50_flower.ipynb #f3041e9ffdb2416ea2009d3a6a4c5716
-def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str = 'job.pkl'):
+def write_job(
+    path: str,  # where the job goes (read by the ServerApp: `deploy_server_app`)
+    job: dict,  # protocol, module, cfg, timeout, federation, identity (and, testing only, seeds, results, fault, keep)
+) -> str:
+    "Write a job in the wire format (test seeds as plain data: `seed_plain`); returns `path`."
+    job = dict(job)
+    if job.get('seeds'):
+        job['seeds'] = {p: seed_plain(copy.deepcopy(s)) for p, s in job['seeds'].items()}
+    with open(path, 'wb') as fh:
+        fh.write(encode(job))
+    return path
+
+
+def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str = 'job.fgw'):
     """Write the job, `flwr run` the app, wait for `<job>.out`: fail if the SuperLink dies, or if the ServerApp has not
     finished its first pass within `start_limit` s or then reports no pass for 2 x timeout + 30 s (it died)."""
     import subprocess
 
-    path = os.path.join(tmp, name)
-    with open(path, 'wb') as fh:
-        pickle.dump(job, fh)
+    path = write_job(os.path.join(tmp, name), job)
     r = subprocess.run(['flwr', 'run', app, '--run-config', f'job="{path}"'], env=env, capture_output=True, text=True)
     if r.returncode:
         raise FlowerRunError(f"flwr run failed: {(r.stdout + r.stderr).strip()[-500:]}")
@@ -1042,7 +1257,7 @@ def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str
             raise FlowerRunError(f"the ServerApp reported no pass for {quiet:g} s: it stopped (see {tmp})")
         time.sleep(0.1)
     with open(path + '.out', 'rb') as fh:
-        out = pickle.load(fh)
+        out = pickle.load(fh)  # written by this operator's own ServerApp, on this machine
     if 'error' in out:
         raise out['error']
     return dict(out['result'], seconds=time.time() - t0, pids=[p.pid for p in procs])
@@ -1070,19 +1285,24 @@ def write_app(
 # %% ../nbs/50_flower.ipynb #9141936c6c8a4c478a75aea4ff665469
 class FlowerDeployment:
     """A Flower deployment on this machine that serves one run or several: a `flower-superlink` and `n_nodes`
-    SuperNodes as processes on 127.0.0.1 (free ports); node k plays the k-th party of each run, from the file of that
-    party in its folder (`data-dir`). A context manager: every process it started is ended, by its id, on exit."""
+    SuperNodes as processes on 127.0.0.1 (free ports), TLS and SuperNode authentication on by default; node k plays
+    the k-th party of each run, from the file of that party in its folder (`data-dir`), with its own identity key
+    (pinned for that party in the federation's configuration of the run). A context manager: every process it started
+    is ended, by its id, on exit."""
 
     def __init__(
         self,
         n_nodes: int,  # how many SuperNodes (the parties of each run)
-        tls: bool = False,  # TLS between the SuperNodes / `flwr run` and the SuperLink (self-signed CA made here)
-        workdir: str | None = None,  # where data, logs, app and certificates go (default: a temporary folder, removed)
+        tls: bool = True,  # TLS between the SuperNodes / `flwr run` and the SuperLink (self-signed CA made here)
+        workdir: str | None = None,  # where data, logs, app, keys and certificates go (default: a temporary folder)
         fast: bool = True,  # the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
+        auth: bool = True,  # SuperNode authentication: the SuperLink lets in only the nodes registered here
+        test_seeds: bool = False,  # start the nodes for tests: they accept seeds (and faults) from a run
     ):
         import tempfile
 
         self.n_nodes, self.tls, self.fast, self.own = n_nodes, tls, fast, workdir is None
+        self.auth, self.test_seeds = auth, test_seeds
         self.tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
         self.procs, self.runs = [], 0
 
@@ -1105,10 +1325,29 @@ class FlowerDeployment:
         if self.own:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
+# %% ../nbs/50_flower.ipynb #1039c8d6
+def supernode_auth_key(
+    folder: str,  # where the key pair goes: `auth.key` (private, OpenSSH, mode 600) and `auth.pub`
+) -> str:
+    """A SuperNode's key for Flower's node authentication (ECDSA P-384, OpenSSH format, as `flower-supernode
+    --auth-supernode-private-key` reads it); register `auth.pub` with `flwr supernode register`. Returns its folder."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives import serialization as ser
+
+    k = ec.generate_private_key(ec.SECP384R1())
+    os.makedirs(folder, exist_ok=True)
+    fd = os.open(os.path.join(folder, 'auth.key'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'wb') as fh:
+        fh.write(k.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption()))
+    with open(os.path.join(folder, 'auth.pub'), 'wb') as fh:
+        fh.write(k.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH))
+    return folder
+
 # %% ../nbs/50_flower.ipynb #bd7c096f4dcf400fbdceb075ef31fca3
 @patch
 def start(self: FlowerDeployment):
-    "Start the SuperLink, wait for its port, start the SuperNodes (node k: `partition-id=k`, `data-dir=<tmp>/node<k>`)."
+    """Start the SuperLink (TLS, SuperNode authentication), register each node's key, start the SuperNodes (node k:
+    `partition-id=k`, `data-dir=<tmp>/node<k>`, its identity key and its copy of the pinned keys)."""
     import subprocess, sys
 
     port, tmp = _free_port(), self.tmp
@@ -1129,14 +1368,34 @@ def start(self: FlowerDeployment):
         return p
 
     cmd = ['flower-superlink', *link, '--port', str(port), '--disable-runtime-dependency-installation']
-    _wait_port(port, start(cmd, 'superlink.log'))
+    _wait_port(port, start(cmd + ['--enable-supernode-auth'] * self.auth, 'superlink.log'))
+    self.server_key, self.ids = os.path.join(tmp, 'server.key'), {}
+    self.server_pub = write_identity(self.server_key)  # the server's program's identity (the dealer's, ...)
     launcher = [sys.executable, '-c', 'from fedgauss.flower import node_main; node_main()']
     for k in range(self.n_nodes):
         os.makedirs(folder := os.path.join(tmp, f'node{k}'), exist_ok=True)
+        self.ids[k] = write_identity(os.path.join(folder, 'identity.key'))
         args = [*node_tls, '--superlink', f'127.0.0.1:{port}', '--port', str(_free_port())]
-        args += ['--node-config', f'data-dir="{folder}" partition-id={k}']
+        if self.auth:
+            args += ['--auth-supernode-private-key', os.path.join(self._register(folder), 'auth.key')]
+        nc = f'data-dir="{folder}" partition-id={k} identity-key="{folder}/identity.key" '
+        nc += f'federation="{folder}/federation.json"' + ' test-seeds=true' * self.test_seeds
+        args += ['--node-config', nc]
         start([*launcher, *args] if self.fast else ['flower-supernode', *args], f'node{k}.log')
     return self
+
+
+@patch
+def _register(self: FlowerDeployment, folder: str) -> str:
+    "Make a node's authentication key and register it with the SuperLink (`flwr supernode register`)."
+    import subprocess
+
+    supernode_auth_key(folder)
+    cmd = ['flwr', 'supernode', 'register', os.path.join(folder, 'auth.pub'), 'local']
+    r = subprocess.run(cmd, env=self.env, capture_output=True, text=True)
+    if r.returncode:
+        raise FlowerRunError(f"flwr supernode register failed: {(r.stdout + r.stderr).strip()[-500:]}")
+    return folder
 
 # %% ../nbs/50_flower.ipynb #b427a666a1b549ef9b573d6f946bfc3b
 @patch
@@ -1145,14 +1404,15 @@ def run(
     spec,  # a registered `ProtocolSpec` (defined in an importable module), or its name
     datas: dict,  # party name -> its data (a dict of arrays); party k of `cfg['parties']` goes to node k
     cfg: dict | None = None,  # the public configuration; `cfg['parties']` defaults to the keys of `datas`
-    seeds: dict | None = None,  # testing only: party (and server) name -> seed or Generator, as the simulator's
+    seeds: dict | None = None,  # testing only (nodes started with `test_seeds`): party (and server) name -> seed
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error naming the node
     results: list | None = None,  # the parties whose results come back to the server (None: all)
     fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
     keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
-    """One run on the deployment: each party's data to its node's folder, the job submitted with `flwr run`.
-    Returns `Relay.run`'s dict with `seconds` and `pids`."""
+    """One run on the deployment: each party's data to its node's folder, the federation's configuration (party k
+    pinned to node k's identity, the server's program to its own) to every node and the server, the job submitted
+    with `flwr run`. Returns `Relay.run`'s dict with `seconds` and `pids`."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     cfg = dict(cfg or {})
     cfg.setdefault('parties', list(datas))
@@ -1161,11 +1421,14 @@ def run(
             f"{len(cfg['parties'])} parties {cfg['parties']} for {self.n_nodes} nodes with data {list(datas)}"
         )
     t0, self.runs = time.time(), self.runs + 1
+    pins = {p: self.ids[k] for k, p in enumerate(cfg['parties'])} | {spec.server_name: self.server_pub}
     for k, p in enumerate(cfg['parties']):
         save_party_data(os.path.join(self.tmp, f'node{k}', f'{p}.npz'), datas[p])
+        write_federation(os.path.join(self.tmp, f'node{k}', 'federation.json'), pins)  # each node's own copy
+    fed = write_federation(os.path.join(self.tmp, 'federation.json'), pins)
     job = dict(protocol=spec.name, module=spec.party.__module__, cfg=cfg, seeds=seeds, timeout=timeout)
-    job.update(results=results, fault=fault, keep=keep)
-    out = _submit(self.tmp, self.app, self.env, self.procs, job, t0, name=f'job{self.runs}.pkl')
+    job.update(results=results, fault=fault, keep=keep, federation=fed, identity=self.server_key)
+    out = _submit(self.tmp, self.app, self.env, self.procs, job, t0, name=f'job{self.runs}.fgw')
     if keep:  # where each node wrote its result (each on its own machine, in a real federation)
         out['kept'] = {
             p: party_result_path(os.path.join(self.tmp, f'node{k}', f'{p}.npz')) for k, p in enumerate(cfg['parties'])
@@ -1176,30 +1439,31 @@ def run(
 def flower_deploy(
     clients: list,  # one 2-D array per SuperNode
     names: list | None = None,  # public column names
-    tls: bool = False,  # TLS between SuperNodes/`flwr run` and the SuperLink (self-signed CA made here)
+    tls: bool = True,  # TLS between SuperNodes/`flwr run` and the SuperLink (self-signed CA made here)
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error
     workdir: str | None = None,  # where the data, logs, app and certificates go (default: a temporary folder, removed)
     fast: bool = True,  # the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
     on_started=None,  # called with {'superlink': Popen, 'nodes': [Popen]} once every process runs (tests kill one)
     seeds: dict | None = None,  # testing only: party and server name -> seed (e.g. `yj_party_rngs`)
+    auth: bool = True,  # Flower's SuperNode authentication
     **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, ...; `rng`: the dealer's seed
 ) -> dict:
     """SecureFedYJ on a real Flower deployment on this machine (`flower_run(..., engine='deployment')`): a
     `flower-superlink` and one SuperNode per client on 127.0.0.1. Returns client0's result with the transcript,
     `seconds` and `pids`."""
-    run = dict(tls=tls, timeout=timeout, workdir=workdir, fast=fast, on_started=on_started, seeds=seeds)
+    run = dict(tls=tls, timeout=timeout, workdir=workdir, fast=fast, on_started=on_started, seeds=seeds, auth=auth)
     return _yj_flower(clients, names, kw, engine='deployment', **run)
 
 # %% ../nbs/50_flower.ipynb #8309879909854d7188b41380fd92a7c3
 def flower_demo(
     t_max: int = 4,  # search steps at most (235 relay passes for 4; 128 converges but takes ~1,560 passes)
-    tls: bool = False,  # TLS between the SuperNodes and the SuperLink (self-signed CA)
+    insecure: bool = False,  # no TLS and no SuperNode authentication (said so in what it prints)
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error
-    rng=0,  # seed of the split and of the protocol
+    rng=None,  # seed of the split (None: a fresh one); the parties and the dealer always draw their own secrets
     file=None,  # where to print (default: stdout)
 ) -> dict:
-    """`fedgauss flower-demo`: breast cancer across 3 SuperNodes of a real Flower deployment on 127.0.0.1,
-    SecureFedYJ over it, compared with the in-process simulator; prints what `fedgauss demo` prints."""
+    """`fedgauss flower-demo`: breast cancer across 3 SuperNodes of a real Flower deployment on 127.0.0.1 (TLS and
+    SuperNode authentication on), SecureFedYJ over it, compared with the in-process simulator."""
     import sys
     from fedgauss.yjcli import breast_cancer_split
     from fedgauss.securefedyj import SecureFedYJ
@@ -1210,13 +1474,12 @@ def flower_demo(
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', YeoJohnsonWarning)
         t0 = time.perf_counter()
-        sim = SecureFedYJ(t_max=t_max, precision=96, rng=rng).fit(clients)
+        sim = SecureFedYJ(t_max=t_max, precision=96).fit(clients)
         t_sim = time.perf_counter() - t0
-        print(
-            f"starting a SuperLink and 3 SuperNodes on 127.0.0.1 ({'TLS' if tls else 'insecure'}); t_max={t_max}",
-            file=file,
-        )
-        fl = flower_deploy(clients, names=list(X.columns), tls=tls, timeout=timeout, t_max=t_max, f=96, rng=rng)
+        how = 'INSECURE: no TLS, no SuperNode authentication' if insecure else 'TLS, SuperNode authentication'
+        print(f"starting a SuperLink and 3 SuperNodes on 127.0.0.1 ({how}); t_max={t_max}", file=file)
+        kw = dict(tls=not insecure, auth=not insecure, timeout=timeout, t_max=t_max, f=96)
+        fl = flower_deploy(clients, names=list(X.columns), **kw)
     _print_flower_report(fl, sim, list(X.columns), t_sim, file)
     return dict(fl, simulator=sim)
 
@@ -1238,15 +1501,15 @@ def _print_flower_report(fl, sim, names, t_sim, file):
         f"messages and bytes by kind {'identical to' if kinds else 'DIFFERENT from'} the simulator's",
         file=file,
     )
+    w, sec, n = fl['wire_bytes'], fl['seconds'], fl['round_trips']
     print(
-        f"over Flower: {fl['round_trips']} relay passes, "
-        f"{fl['wire_bytes'] / 2**20:.1f} MiB on the wire (pickled, sealed); "
-        f"{fl['seconds']:.1f} s wall ({fl['seconds'] / fl['round_trips']:.2f} s per pass) vs {t_sim:.1f} s in-process",
+        f"over Flower: {n} relay passes, {w / 2**20:.1f} MiB on the wire (typed, sealed; {w / s['total_bytes']:.2f}x "
+        f"the transcript); {sec:.1f} s wall ({sec / n:.2f} s per pass) vs {t_sim:.1f} s in-process",
         file=file,
     )
     print(
-        "revealed: the server relays sealed party-to-party shares (AES-GCM, X25519 keys) and sees only what it sees in "
-        f"the simulator; stopped {len(fl['pids'])} processes ({', '.join(map(str, fl['pids']))}) "
-        "and everything they started.",
+        "each node drew its own secrets; every message between parties and the dealer was sealed end to end under "
+        "run keys signed by pinned identities: the relay saw ciphertext and sizes; "
+        f"stopped {len(fl['pids'])} processes ({', '.join(map(str, fl['pids']))}) and everything they started.",
         file=file,
     )

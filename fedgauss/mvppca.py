@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import special
 from sklearn.base import BaseEstimator
 
+from .entropy import secret_rng
 from .federation import Channel, Party, as_rng, drop_views
 from .smc import PartySMC, Program, run_programs, ProtocolSpec, register_protocol, run_protocol
 from fastcore.basics import patch
@@ -474,7 +475,9 @@ def update(
         priors, params = self._start_from_global(g)
     self._params = local_em(self._stats, params, priors, n_iter)
     payload = _params_payload(self._params)
-    return payload if self._dp is None else self._dp.privatize(payload, priors, self._rng)
+    return (
+        payload if self._dp is None else self._dp.privatize(payload, priors, secret_rng(self._rng))
+    )  # DP noise: secret
 
 # %% ../nbs/40_mvppca.ipynb #c00c568b
 @patch

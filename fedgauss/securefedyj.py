@@ -15,8 +15,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fastcore.basics import patch
 
-from .federation import Channel, Party, as_rng, iid_split, label_skew_split, name_list
-from .smc import SMC, Shared, FixedPointOverflow, PartySMC, PartyShare, Program, run_programs
+from .entropy import party_rngs, predict_mt19937
+from .federation import Channel, Party, iid_split, label_skew_split, name_list
+from fedgauss.smc import (
+    SMC,
+    Shared,
+    FixedPointOverflow,
+    PartySMC,
+    PartyShare,
+    Program,
+    RingElements,
+    run_programs,
+    to_signed,
+)
 from .smc import ProtocolSpec, register_protocol, protocol_programs
 from fedgauss.yeojohnson import (
     TAU0,
@@ -51,8 +62,8 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'SECUREFEDYJ', 'envelope_round
            'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'range_codes', 'YJClient',
            'SecureFedYJ', 'party_tree_max', 'yj_setup_program', 'party_secure_step', 'party_shared_totals',
            'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config',
-           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values', 'communication_table',
-           'FedYeoJohnsonTransformer']
+           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values',
+           'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -530,7 +541,7 @@ class SecureFedYJ(BaseEstimator):
         ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
         stat_bits: int = 40,  # statistical security of the masks, bits
         ring_bits: int | None = None,  # ring size (default: `ring_bits_for`)
-        rng=None,  # seed or Generator of all the protocol's randomness
+        rng=None,  # None: every party's secrets from the OS; a seed or Generator: the experimenter's (reproducible)
         progress: bool = False,  # progress bar on stderr
     ):
         self.t_max, self.precision, self.envelope_bits, self.bounds, self.max_rows = (
@@ -795,12 +806,11 @@ def securefedyj_config(
 
 
 def yj_party_rngs(
-    rng,  # the estimator's `rng`: a Generator, a seed or None
+    rng,  # the estimator's `rng`: None (every party's secrets from the OS), or the experimenter's seed or Generator
     parties: list,  # the clients' names, in order
 ) -> dict:
-    "Each client's and the server's generator, drawn as `SecureFedYJ` draws them from its `rng`."
-    seeds = np.random.SeedSequence(as_rng(rng).integers(2**63)).spawn(len(parties) + 1)
-    return {p: np.random.default_rng(s) for p, s in zip(list(parties) + ['server'], seeds)}
+    "Each client's and the server's secret generator, as `SecureFedYJ` makes them from its `rng` (`party_rngs`)."
+    return party_rngs(rng, list(parties) + ['server'])
 
 # %% ../nbs/12_securefedyj.ipynb #903197826d2e44dfa0208e8f97c69327
 def yj_context(
@@ -953,6 +963,31 @@ def revealed_values(
             out.append((ev[0].round, 'ring', np.where(v >= M >> 1, v - M, v)))
     return out
 
+# %% ../nbs/12_securefedyj.ipynb #289ae402
+def mask_prediction_attack(
+    channel: Channel,  # the channel of a fitted protocol (payloads recorded)
+    king: str,  # the attacker: the party that receives the openings
+    victim: str,  # the client whose masks it tries to predict
+    ring_bits: int,  # L: the ring is Z_(2**L)
+    dealer: str = 'server',  # the dealer's name
+) -> dict:
+    "The king's attack on the dealer's randomness: predict each of the victim's dealer messages from the king's own; count the exact predictions (`predicted` of `tried`) and unmask the victim's openings of the same round with them (`unmasked`: (round, signed values))."
+    ring = lambda to: [
+        m for m in channel.messages if (m.sender, m.receiver) == (dealer, to) and isinstance(m.payload, RingElements)
+    ]
+    opens = [m for m in channel.messages if (m.sender, m.receiver, m.kind) == (victim, king, 'masked')]
+    hits, unmasked = 0, []
+    for mine, theirs in zip(ring(king), ring(victim)):
+        guess = predict_mt19937(mine.payload.values, ring_bits, theirs.payload.values.size)
+        if guess is None:
+            continue
+        hits += bool(np.array_equal(guess, theirs.payload.values.ravel()))
+        for o in opens:
+            d = np.asarray(o.payload, dtype=object).ravel()
+            if o.round == mine.round and len(d) <= len(guess):
+                unmasked.append((o.round, to_signed(d + guess[: len(d)], ring_bits)))
+    return dict(tried=len(ring(king)), predicted=hits, unmasked=unmasked)
+
 # %% ../nbs/12_securefedyj.ipynb #504ff0a2
 def communication_table(
     fitted: SecureFedYJ,  # a fitted `SecureFedYJ`
@@ -992,7 +1027,7 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
         bounds=None,  # published (d, 2) bounds instead of the envelope
         max_rows: int = 2**20,  # public bound on a client's row count
         ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
-        rng=None,  # randomness of the protocol
+        rng=None,  # None: every party's secrets from the OS; a seed or Generator: the experimenter's (reproducible)
         progress: bool = False,  # progress bar on stderr
         copy: bool = True,  # False: `transform` overwrites a float64 array in place
     ):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
-import copy, functools, hashlib, math, numbers, operator, random, secrets
+import copy, functools, math, numbers, operator
 from itertools import accumulate, repeat
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -12,51 +12,37 @@ from fractions import Fraction
 import numpy as np
 from fastcore.basics import patch
 
-from .federation import Channel, as_rng
+from fedgauss.entropy import (
+    experiment_key,
+    party_rngs,
+    prg,
+    secret_bits,
+    secret_bytes,
+    secret_ints,
+    secret_rng,
+    secret_uint64,
+)
+from .federation import Channel
 
 # %% auto #0
-__all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'random_ints', 'random_bits', 'encode', 'to_signed', 'decode',
-           'share', 'reconstruct', 'Shared', 'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum',
-           'PartyShare', 'PartySMC', 'Program', 'ProtocolStalled', 'PeerFinished', 'run_programs', 'ProtocolSpec',
-           'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol', 'secure_sum_party',
-           'secure_sum_server']
+__all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'encode', 'to_signed', 'decode', 'share', 'reconstruct', 'Shared',
+           'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare', 'PartySMC', 'Program',
+           'ProtocolStalled', 'PeerFinished', 'run_programs', 'ProtocolSpec', 'register_protocol', 'protocol_context',
+           'protocol_programs', 'run_protocol', 'secure_sum_party', 'secure_sum_server']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
     "A value, or a bound on a computed value, does not fit the fixed-point range of the ring."
 
 
-def random_ints(
-    rng: np.random.Generator,  # source of the seed of the word generator
-    shape,  # shape of the output (an int or a tuple)
-    bits: int,  # each integer is below 2**bits
-) -> np.ndarray:
-    "Uniform integers in `[0, 2**bits)` as a numpy object array of Python ints (a word generator seeded from `rng`)."
-    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
-    gb = random.Random(int(rng.integers(2**63))).getrandbits  # fast big random integers, reproducible from rng
-    out = np.empty(math.prod(shape), dtype=object)
-    out[:] = [gb(bits) for _ in range(len(out))]
-    return out.reshape(shape)
-
-
-def random_bits(
-    rng: np.random.Generator,  # source of the random bytes
-    shape,  # shape of the output (an int or a tuple)
-) -> np.ndarray:
-    "Uniform bits (uint8 0/1) of the given shape."
-    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(t) for t in shape)
-    n = math.prod(shape)
-    return np.unpackbits(np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8), count=n).reshape(shape)
-
-
 def _random_rows_packed(
-    rng: np.random.Generator,  # source of the random bytes
+    rng: np.random.Generator,  # a secret generator (`fedgauss.entropy.secret_rng`)
     k: int,  # rows
     n: int,  # bits per row
 ) -> np.ndarray:
-    "`random_bits(rng, (k, n))` with each row packed (`np.packbits`), read from the same bytes without unpacking them: (k, ceil(n/8)) uint8."
+    "`secret_bits(rng, (k, n))` with each row packed (`np.packbits`), read from the same bytes without unpacking them: (k, ceil(n/8)) uint8."
     nb = -(-n // 8)
-    P = np.append(np.frombuffer(rng.bytes(-(-k * n // 8)), dtype=np.uint8), np.uint8(0))  # one byte more: shifted reads
+    P = np.append(secret_bytes(rng, -(-k * n // 8)), np.uint8(0))  # one byte more: shifted reads
     out = np.empty((k, nb), dtype=np.uint8)
     for i in range(k):  # row i starts at bit i*n: byte b, bit s (from the most significant)
         b, s = divmod(i * n, 8)
@@ -124,13 +110,13 @@ def decode(
 def share(
     v,  # ring elements to share (Python ints, any shape)
     n_parties: int,  # number of shares K
-    rng: np.random.Generator,  # randomness of the first K - 1 shares
+    rng: np.random.Generator,  # the owner's secret generator: the first K - 1 shares
     ring_bits: int = 256,  # L: the ring is Z_(2**L)
 ) -> list:
     "Split ring elements `v` into `n_parties` additive shares modulo `2**ring_bits`."
     v = np.asarray(v, dtype=object)
     M = 1 << ring_bits
-    sh = list(random_ints(rng, (n_parties - 1,) + v.shape, ring_bits)) if n_parties > 1 else []
+    sh = list(secret_ints(rng, (n_parties - 1,) + v.shape, ring_bits)) if n_parties > 1 else []
     last = (v - sum(sh)) & (M - 1) if sh else v & (M - 1)
     return sh + [last]
 
@@ -221,7 +207,7 @@ class SMC:
         dealer: str = 'dealer',  # name of the party that deals correlated randomness
         ring_bits: int = 256,  # L: shares live in Z_(2**L)
         stat_bits: int = 40,  # κ: statistical security of the masks, bits
-        rng=None,  # seed or Generator of every party's randomness
+        rng=None,  # None: each party's secrets from the OS; a seed or Generator: the experimenter's (`party_rngs`)
     ):
         self.parties = [_nm(p) for p in parties]
         if len(self.parties) < 1 or len(set(self.parties)) != len(self.parties):
@@ -234,11 +220,8 @@ class SMC:
         self.L, self.kappa, self.M = int(ring_bits), int(stat_bits), 1 << int(ring_bits)
         self.mask = self.M - 1  # x & mask is x mod 2**L (also for negative x), several times faster than x % M
         self.channel = channel if channel is not None else Channel()
-        self._seed = np.random.SeedSequence(as_rng(rng).integers(2**63))
-        self.rng = {
-            p: np.random.default_rng(s)
-            for p, s in zip(self.parties + [self.dealer], self._seed.spawn(len(self.parties) + 1))
-        }
+        self._key = experiment_key(rng)  # None: every generator keys itself from the OS
+        self.rng = party_rngs(self._key, self.parties + [self.dealer])
         self.king = self.parties[0]
         self.n_openings = 0  # sequential opening rounds: the latency of a computation
 
@@ -329,7 +312,7 @@ def input(
     owner = _nm(owner)
     v = self._encode_input(owner, x, scale, bound, encoded)
     if owner not in self.rng:
-        self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])  # an input-only party
+        self.rng[owner] = party_rngs(self._key, [owner])[owner]  # an input-only party
     sh = share(v, len(self.parties), self.rng[owner], self.L)
     out = {}
     for p, s in zip(self.parties, sh):
@@ -544,7 +527,7 @@ def mul(
     out_bound, out_scale = x.bound * y.bound, x.scale + y.scale
     self._bits_for(out_bound, out_scale)
     g = self.rng[self.dealer]
-    a, b = random_ints(g, shape, self.L), random_ints(g, shape, self.L)
+    a, b = secret_ints(g, shape, self.L), secret_ints(g, shape, self.L)
     A, B, C = self._deal(a, b, (a * b) & self.mask)  # one message per party carries the triple
     de = self._open(
         {
@@ -603,7 +586,7 @@ def mul_many(
     sizes = [math.prod(u.shape) for u in ops]
     cut = np.cumsum([0] + sizes)
     g = self.rng[self.dealer]
-    a = random_ints(g, cut[-1], self.L)  # one mask per operand element
+    a = secret_ints(g, cut[-1], self.L)  # one mask per operand element
     seg = lambda v, j: v[cut[j] : cut[j + 1]]
     c = [(seg(a, pos[id(x)]) * seg(a, pos[id(y)])) & self.mask for x, y in pairs]  # c = a_x a_y per product
     AC = self._deal(np.concatenate([a] + c))  # masks and products: one message per party
@@ -638,7 +621,7 @@ def truncate(
         raise ValueError(f"cannot truncate {k} bits from a value at scale {a.scale}")
     ell = self._bits_for(a.bound, a.scale)
     g = self.rng[self.dealer]
-    r_hi, r_lo = random_ints(g, a.shape, ell + self.kappa - k), random_ints(g, a.shape, k)
+    r_hi, r_lo = secret_ints(g, a.shape, ell + self.kappa - k), secret_ints(g, a.shape, k)
     R, Rhi = self._deal((r_hi << k) + r_lo, r_hi)
     off = 1 << (ell - 1)
     c = self._open({p: (a.shares[p] + R[p] + (off if p == self.king else 0)) & self.mask for p in self.parties})
@@ -653,7 +636,7 @@ def _deal_bits_stacked(self: SMC, *bits, kind='dealer') -> list:
     K, g = len(self.parties), self.rng[self.dealer]
     shapes = [np.shape(b) for b in bits]
     flat = np.concatenate([np.asarray(b, dtype=np.uint8).ravel() for b in bits])
-    sh = random_bits(g, (K, flat.size))
+    sh = secret_bits(g, (K, flat.size))
     sh[-1] = flat ^ np.bitwise_xor.reduce(sh[:-1], axis=0) if K > 1 else flat
     got = np.empty_like(sh)
     for k, p in enumerate(self.parties):
@@ -691,7 +674,7 @@ def _and_triples(self: SMC, *shapes) -> list:
     g = self.rng[self.dealer]
     bits = []
     for shape in shapes:
-        a, b = random_bits(g, shape), random_bits(g, shape)
+        a, b = secret_bits(g, shape), secret_bits(g, shape)
         bits += [a, b, a & b]
     S = self._deal_bits_stacked(*bits)
     return [tuple(S[3 * i : 3 * i + 3]) for i in range(len(shapes))]
@@ -728,9 +711,9 @@ def input_bits(
     "`owner` XOR-shares its bits (used in tests and by protocols whose inputs are bits)."
     owner = _nm(owner)
     if owner not in self.rng:
-        self.rng[owner] = np.random.default_rng(self._seed.spawn(1)[0])
+        self.rng[owner] = party_rngs(self._key, [owner])[owner]
     g = self.rng[owner]
-    sh = [random_bits(g, np.shape(bits)) for _ in self.parties[1:]]
+    sh = [secret_bits(g, np.shape(bits)) for _ in self.parties[1:]]
     last = np.asarray(bits, dtype=np.uint8).copy()
     for s in sh:
         last ^= s
@@ -782,7 +765,7 @@ def ltz(
     ell = self._bits_for(x.bound, x.scale)
     m = ell - 1
     g = self.rng[self.dealer]
-    r_lo, r_hi = random_ints(g, x.shape, m), random_ints(g, x.shape, self.kappa + 1)
+    r_lo, r_hi = secret_ints(g, x.shape, m), secret_ints(g, x.shape, self.kappa + 1)
     R = self._deal((r_hi << m) + r_lo)
     Rb, Rpar = self._deal_bits(_int_bits(r_lo, m), _int_bits(r_hi, 1)[..., 0])
     c = self._open({p: (x.shares[p] + R[p] + ((1 << m) if p == self.king else 0)) & self.mask for p in self.parties})
@@ -798,7 +781,7 @@ def b2a(
 ) -> Shared:
     "XOR-shared bits as ring-shared integers 0/1 (scale 0), with dealer daBits."
     g = self.rng[self.dealer]
-    s = random_bits(g, b.shape)
+    s = secret_bits(g, b.shape)
     Sb, Sa = self._deal_bits(s), self._deal(s.astype(object))
     v = self._open({p: b.shares[p] ^ Sb[p] for p in self.parties}, xor=True, shape=b.shape).astype(object)
     return Shared({p: ((v if p == self.king else 0) + (1 - 2 * v) * Sa[p]) & self.mask for p in self.parties}, 0, 1.0)
@@ -875,9 +858,8 @@ class DropoutError(RuntimeError):
 
 
 def _prg_mask(seed: int, shape) -> np.ndarray:
-    "Pseudo-random uint64 mask expanded from a shared seed."
-    key = int.from_bytes(hashlib.sha256(seed.to_bytes(256, 'big')).digest(), 'big')
-    return np.random.default_rng(key).integers(0, np.iinfo(np.uint64).max, size=shape, dtype=np.uint64, endpoint=True)
+    "The uint64 mask two clients expand from their agreed seed: ChaCha20 keyed by it (`prg`)."
+    return secret_uint64(prg(seed, 'secure_sum mask'), shape)
 
 # %% ../nbs/11_smc.ipynb #6038e703eb6b4df2ba5a71336b77ea4e
 def _sum_inputs(values: dict, frac_bits: int, drop: tuple, on_dropout: str):
@@ -910,10 +892,10 @@ def _sum_inputs(values: dict, frac_bits: int, drop: tuple, on_dropout: str):
     return names, arrs, shape, [c for c in names if c in set(map(_nm, drop))]
 
 # %% ../nbs/11_smc.ipynb #04aa693c20bd460494e518b8cb84ef11
-def _agree_seeds(names: list, channel: Channel, server: str, rng: np.random.Generator) -> dict:
-    "Round 1: Diffie-Hellman keys advertised through `server`; returns the pairwise seeds `(c, o) -> s_co`."
+def _agree_seeds(names: list, channel: Channel, server: str, rngs: dict) -> dict:
+    "Round 1: Diffie-Hellman keys advertised through `server` (each client's secret from its own `rngs[c]`); returns the pairwise seeds `(c, o) -> s_co`."
     P, G = RFC3526_P2048, 2
-    secret = {c: int.from_bytes(rng.bytes(32), 'big') for c in names}
+    secret = {c: int.from_bytes(rngs[c].bytes(32), 'big') for c in names}
     for c in names:
         channel.send(c, server, 'public key', pow(G, secret[c], P))
     pub = {c: channel.receive(server, 'public key', sender=c) for c in names}
@@ -964,14 +946,14 @@ def secure_sum(
     channel: Channel | None = None,  # records every message (a new `Channel` if None)
     server: str = 'server',  # name of the party that learns the sum
     frac_bits: int = 24,  # fractional bits of the 64-bit fixed point, in [0, 62]
-    rng=None,  # seed or Generator of the key agreement
+    rng=None,  # None: each client's key-agreement secret from the OS; a seed or Generator: the experimenter's
     drop: tuple = (),  # clients that drop out after masking (to simulate a failure)
     on_dropout: str = 'raise',  # 'raise': stop with `DropoutError`; 'recover': unmask with the survivors' seeds
 ):
     "Sum of the clients' arrays `values` (dict client -> array of equal shape) revealed to `server` only, by pairwise masking."
     names, arrs, shape, dropped = _sum_inputs(values, frac_bits, drop, on_dropout)
     channel = channel if channel is not None else Channel()
-    seeds = _agree_seeds(names, channel, server, as_rng(rng))
+    seeds = _agree_seeds(names, channel, server, party_rngs(rng, names))
     total, got = _masked_sum(names, arrs, shape, seeds, dropped, channel, server, frac_bits)
     if dropped:
         if on_dropout == 'raise':
@@ -1021,7 +1003,7 @@ class PartySMC:
         dealer: str = 'server',  # name of the dealer
         ring_bits: int = 256,  # L: shares live in Z_(2**L)
         stat_bits: int = 40,  # κ: statistical security of the masks, bits
-        rng=None,  # seed or Generator of this party's randomness
+        rng=None,  # this party's secret generator, or a seed for one (None: keyed by the OS)
     ):
         self.me, self.parties, self.dealer = me, list(parties), dealer
         if len(set(self.parties)) != len(self.parties) or dealer in self.parties:
@@ -1031,7 +1013,7 @@ class PartySMC:
         self.L, self.kappa, self.M = int(ring_bits), int(stat_bits), 1 << int(ring_bits)
         self.mask, self.king = self.M - 1, self.parties[0]
         self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
-        self.rng = as_rng(rng)
+        self.rng = secret_rng(rng)  # shares, triples, masks, key-agreement secrets: secret randomness
         self.box, self.out, self.phase, self.wants_phase, self.checkpoint = [], [], None, False, None
         self._ells = {}
 
@@ -1363,7 +1345,7 @@ def mul(
     self._bits_for(out_bound, out_scale)
 
     def make():
-        a, b = random_ints(self.rng, shape, self.L), random_ints(self.rng, shape, self.L)
+        a, b = secret_ints(self.rng, shape, self.L), secret_ints(self.rng, shape, self.L)
         return a, b, (a * b) & self.mask
 
     A, B, C = yield from self.deal(make, shape, 3)
@@ -1408,7 +1390,7 @@ def mul_many(
     n = cut[-1]
 
     def make():  # triples: a for every operand, then a_x * a_y for every product
-        a = random_ints(self.rng, n, self.L)
+        a = secret_ints(self.rng, n, self.L)
         return [np.concatenate([a, (a[IX] * a[IY]) & self.mask])]
 
     (AC,) = yield from self.deal(make, None, 1)
@@ -1438,7 +1420,7 @@ def truncate(
     ell = self._bits_for(a.bound, a.scale)
 
     def make():
-        r_hi, r_lo = random_ints(self.rng, a.shape, ell + self.kappa - k), random_ints(self.rng, a.shape, k)
+        r_hi, r_lo = secret_ints(self.rng, a.shape, ell + self.kappa - k), secret_ints(self.rng, a.shape, k)
         return (r_hi << k) + r_lo, r_hi
 
     R, Rhi = yield from self.deal(make, a.shape, 2)
@@ -1470,7 +1452,7 @@ def bitlt(
     def make():  # one AND triple (a, b, a & b) per level, stacked
         out = []
         for s in tshapes:
-            a, b = random_bits(self.rng, s), random_bits(self.rng, s)
+            a, b = secret_bits(self.rng, s), secret_bits(self.rng, s)
             out.append(np.stack([a, b, a & b]))
         return out
 
@@ -1508,7 +1490,7 @@ def ltz(
     st = {}
 
     def make():
-        st['lo'], st['hi'] = random_ints(self.rng, x.shape, m), random_ints(self.rng, x.shape, self.kappa + 1)
+        st['lo'], st['hi'] = secret_ints(self.rng, x.shape, m), secret_ints(self.rng, x.shape, self.kappa + 1)
         return [(st['hi'] << m) + st['lo']]
 
     (R,) = yield from self.deal(make, x.shape, 1)
@@ -1540,7 +1522,7 @@ def b2a(
     st = {}
 
     def bits():
-        st['s'] = random_bits(self.rng, shape)
+        st['s'] = secret_bits(self.rng, shape)
         return [st['s']]
 
     (Sb,) = yield from self.deal_bits(bits, [shape])

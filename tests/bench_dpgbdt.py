@@ -9,6 +9,12 @@ the same fit alternates between the two versions in this one process and the pai
 printed (the models must be identical):
 
     FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --against /tmp/old.py --repeat 12
+
+With `--crypto-cost`, the cost of the secret randomness (issue 26): the same fit alternates between the ChaCha20
+generators of fedgauss.entropy and numpy's PCG64 put in their place (same code, same plan), and the paired CPU-time
+ratio is printed:
+
+    FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --crypto-cost --repeat 12
 """
 
 import argparse, importlib.util, sys, time
@@ -38,9 +44,28 @@ def adult():
     return train_test_split(X, y, test_size=0.3, stratify=y, random_state=1)
 
 
+# Adult's public domains (UCI adult.names and the CPS coding: ages 17-90, top-coded gains 99 999, hours 1-99; the
+# categorical codes 0 .. levels - 1), declared, never read from the data; delta = 1/max_rows with Adult's 48 842 rows
+ADULT_BOUNDS = dict(
+    age=(17, 90),
+    fnlwgt=(0, 1_500_000),
+    education_num=(1, 16),
+    capital_gain=(0, 99_999),
+    capital_loss=(0, 5_000),
+    hours_per_week=(1, 99),
+)
+
+
+def adult_public(X):
+    "feature_bounds and max_rows for Adult: the documented domains above, the categorical columns' codes."
+    cat = {c: (0, len(X[c].cat.categories) - 1) for c in X.columns if c not in ADULT_BOUNDS}
+    return dict(feature_bounds={c: (ADULT_BOUNDS | cat)[c] for c in X.columns}, max_rows=48_842)
+
+
 def dp_fit(mod, Xtr, ytr):
     est = mod.DPGBDTClassifier.preset('DP-TR Newton IH EBM', epsilon=1.0, n_estimators=100, max_depth=4, n_clients=10)
-    return est.set_params(rng=1).fit(Xtr, ytr)
+    pub = adult_public(Xtr) if 'max_rows' in est.get_params() else {}  # an older module: bounds from the data
+    return est.set_params(rng=1, **pub).fit(Xtr, ytr)
 
 
 def paired(path, repeat):
@@ -66,6 +91,38 @@ def paired(path, repeat):
     print(
         f"paired ratio new / old: median {np.median(r):.3f} (quartiles {np.quantile(r, 0.25):.3f} - "
         f"{np.quantile(r, 0.75):.3f}, {repeat} pairs)"
+    )
+
+
+def crypto_cost(repeat):
+    "Paired CPU time of the fit with the secret generators (ChaCha20) against PCG64 in their place."
+    import fedgauss.entropy as ent
+
+    Xtr, Xte, ytr, yte = adult()
+    pcg = lambda seed=None, *labels: np.random.default_rng(
+        None if seed is None else np.frombuffer(ent.derive_key(seed, *labels), '<u8')
+    )
+    real = {k: getattr(dpgbdt, k) for k in ('secret_rng', 'prg', 'secret_uint64', 'secret_bytes', 'party_rngs')}
+    fake = dict(
+        secret_rng=pcg,
+        prg=lambda shared, label='mask': pcg(shared, label),
+        secret_uint64=lambda g, n: g.integers(0, 2**64, size=n, dtype=np.uint64),
+        secret_bytes=lambda g, n: np.frombuffer(g.bytes(n), np.uint8),
+        party_rngs=lambda rng, names: {n: pcg(ent.experiment_key(rng), n) if rng is not None else pcg() for n in names},
+    )
+    ts = {True: [], False: []}
+    for i in range(repeat):
+        for crypto in (True, False) if i % 2 == 0 else (False, True):
+            for k, v in (real if crypto else fake).items():
+                setattr(dpgbdt, k, v)
+            t = time.process_time()
+            dp_fit(dpgbdt, Xtr, ytr)
+            ts[crypto].append(time.process_time() - t)
+    r = np.array(ts[True]) / np.array(ts[False])
+    print(
+        f"DP-TR Newton IH EBM, T = 100, Adult, 10 clients: CPU s per fit, ChaCha20 median {np.median(ts[True]):.3f}, "
+        f"PCG64 median {np.median(ts[False]):.3f}; paired ratio median {np.median(r):.3f} "
+        f"(quartiles {np.quantile(r, 0.25):.3f} - {np.quantile(r, 0.75):.3f}, {repeat} pairs)"
     )
 
 
@@ -95,5 +152,6 @@ if __name__ == '__main__':
     p = argparse.ArgumentParser()
     p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--against', default=None, help='another version of fedgauss/dpgbdt.py: paired CPU-time ratio')
+    p.add_argument('--crypto-cost', action='store_true', help='paired CPU time: secret generators against PCG64')
     a = p.parse_args()
-    paired(a.against, a.repeat) if a.against else main(a.repeat)
+    crypto_cost(a.repeat) if a.crypto_cost else paired(a.against, a.repeat) if a.against else main(a.repeat)

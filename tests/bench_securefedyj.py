@@ -37,10 +37,16 @@ def timed(f):
 def where_the_time_goes(clients, t_max):
     "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, and the rest (SMC)."
     T = defaultdict(float)
+    import fedgauss.smc as smc
+
     orig = {
         'local sums (float64, as pooled ExpYJ)': (YJData, '_group_sums'),
         'exact public-frame statistics': (S, 'public_frame_sums'),
     }
+    secret = {  # the draws of secret randomness (ChaCha20: shares, triples, dealt bits), counted as one line
+        f'secret randomness ({a})': (smc, a) for a in ('secret_ints', 'secret_bits', 'secret_bytes') if hasattr(smc, a)
+    }
+    orig.update(secret)
     saved = {}
     for name, (obj, attr) in orig.items():
         f = getattr(obj, attr)
@@ -59,6 +65,7 @@ def where_the_time_goes(clients, t_max):
         for name, (obj, attr) in orig.items():
             setattr(obj, attr, saved[name])
     T['exact public-frame statistics'] -= T['local sums (float64, as pooled ExpYJ)']
+    T['secret randomness (ChaCha20 draws: shares, triples, bits)'] = sum(T.pop(k) for k in secret)
     T['SMC (per-party programs, routing), setup, final round, checks'] = w - sum(T.values())
     return w, T
 
@@ -164,11 +171,9 @@ def ab(args, clients):
     rw = float(np.median([r['new']['wall'] / r['old']['wall'] for r in rows]))
     print(f"\n{'':34s}{'CPU s':>8s}{'wall s':>8s}   (medians of {args.pairs} pairs)")
     print(
-        f"{'old single driver (' + args.old_ref + ')':34s}{med('old', lambda x: x['cpu']):8.3f}{med('old', lambda x: x['wall']):8.3f}"
+        f"{'old (' + args.old_ref + ')':34s}{med('old', lambda x: x['cpu']):8.3f}{med('old', lambda x: x['wall']):8.3f}"
     )
-    print(
-        f"{'per-party programs (this checkout)':34s}{med('new', lambda x: x['cpu']):8.3f}{med('new', lambda x: x['wall']):8.3f}"
-    )
+    print(f"{'new (this checkout)':34s}{med('new', lambda x: x['cpu']):8.3f}{med('new', lambda x: x['wall']):8.3f}")
     print(f"median paired ratio new/old: {rc:.3f} (CPU), {rw:.3f} (wall)   [goal: <= 1.10]")
     same = all(r['old'][k] == r['new'][k] for r in rows for k in ('lambdas', 'kinds', 'rounds'))
     print(f"same lambdas, search rounds, and message count and bytes by kind (every pair): {same}")

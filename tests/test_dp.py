@@ -417,3 +417,72 @@ def test_failed_calls_leave_input_untouched():
         with pytest.raises(ValueError):
             call()
     assert v.tolist() == [1.0, 2.0, 3.0] and df['a'].tolist() == [1.0, 2.0]
+
+
+def _bad_dp_calls():
+    "Bad inputs of the dp toolkit's public functions, each with a word the error must contain (issue 26)."
+    import fedgauss.dp as dp
+
+    nan = float('nan')
+    return [
+        ('clipped_sensitivity(-1)', lambda: dp.clipped_sensitivity(-1.0), 'clip_norm'),
+        ('clipped_sensitivity relation', lambda: dp.clipped_sensitivity(1.0, 'replace'), 'relation'),
+        ('laplace_mechanism sensitivity', lambda: dp.laplace_mechanism(1.0, -1.0, 1.0), 'sensitivity'),
+        ('laplace_mechanism epsilon nan', lambda: dp.laplace_mechanism(1.0, 1.0, nan), 'epsilon'),
+        ('laplace_mechanism rng', lambda: dp.laplace_mechanism(1.0, 1.0, 1.0, 'seed'), 'rng'),
+        ('gaussian_sigma delta 0', lambda: dp.gaussian_sigma(1.0, 0.0), 'delta'),
+        ('gaussian_sigma delta 1', lambda: dp.gaussian_sigma(1.0, 1.0), 'delta'),
+        ('gaussian_sigma method', lambda: dp.gaussian_sigma(1.0, 1e-5, 1.0, 'x'), 'method'),
+        ('gaussian_epsilon sigma', lambda: dp.gaussian_epsilon(0.0, 1e-5), 'sigma'),
+        ('gaussian_delta epsilon', lambda: dp.gaussian_delta(1.0, -1.0), 'epsilon'),
+        ('gaussian_mechanism delta', lambda: dp.gaussian_mechanism(1.0, 1.0, 1.0, 1.5), 'delta'),
+        ('matrix_normal_mechanism 1-d', lambda: dp.matrix_normal_mechanism(np.ones(3), 1.0, 1.0, 1e-5), 'matrix'),
+        ('discrete_laplace scale', lambda: dp.discrete_laplace(0.0), 'scale'),
+        ('discrete_gaussian sigma nan', lambda: dp.discrete_gaussian(nan), 'sigma'),
+        ('discrete_gaussian_mechanism multiplier', lambda: dp.discrete_gaussian_mechanism([1], 1, -2.0), 'noise_mult'),
+        ('discrete_gaussian_mechanism values', lambda: dp.discrete_gaussian_mechanism([1.5], 1, 2.0), 'integers'),
+        ('gaussian_rdp orders < 1', lambda: dp.gaussian_rdp(0.5, 1.0), 'orders'),
+        ('laplace_rdp orders < 1', lambda: dp.laplace_rdp([1.0, 0.9], 1.0), 'orders'),
+        ('calibrate count', lambda: dp.calibrate_noise_multiplier(1.0, 1e-5, 0), 'count'),
+        ('calibrate epsilon nan', lambda: dp.calibrate_noise_multiplier(nan, 1e-5), 'epsilon'),
+        ('PrivacyBudget epsilon', lambda: dp.PrivacyBudget(-1.0), 'epsilon'),
+        ('PrivacyBudget delta', lambda: dp.PrivacyBudget(1.0, 1.0), 'delta'),
+        ('spend epsilon', lambda: dp.PrivacyBudget(1.0).spend(epsilon=-1.0), 'epsilon'),
+        ('accountant conversion', lambda: dp.RDPAccountant().epsilon(1e-5, 'x'), 'conversion'),
+        ('accountant count', lambda: dp.RDPAccountant().add_gaussian(1.0, 0), 'count'),
+        ('sum divergence sigma', lambda: dp.dgauss_sum_divergence(0.4, 3), 'sigma'),
+        ('sum divergence n', lambda: dp.dgauss_sum_divergence(1.0, 0), 'n'),
+        ('rounding divergence s', lambda: dp.dgauss_rounding_divergence(0.1), 's'),
+        ('ddg multiplier sensitivity', lambda: dp.ddg_rdp_multiplier(1.0, 3, -1.0, 10), 'sensitivity'),
+        ('ddg multiplier dim', lambda: dp.ddg_rdp_multiplier(1.0, 3, 1.0, 0), 'dim'),
+        ('ddg surrogate s', lambda: dp.ddg_gaussian_surrogate(1.0, 3, 10, 3.0), 'exceed'),
+        (
+            'ddg accountant sigma',
+            lambda: dp.RDPAccountant().add_distributed_discrete_gaussian(0.3, 3, 1.0, 10),
+            'sigma',
+        ),
+        ('charged_epsilon gamma', lambda: dp.charged_epsilon(lambda d: 1.0, 1e-5, -1.0), 'gamma'),
+        ('charged_epsilon delta', lambda: dp.charged_epsilon(lambda d: 1.0, 2.0, 0.0), 'delta'),
+        ('audit thresholds', lambda: dp.audit_epsilon_lower_bound(np.zeros(30), np.ones(30), 0.0, 1.5), 'alpha'),
+        ('clopper_pearson counts', lambda: dp.clopper_pearson(5, 3), 'k'),
+    ]
+
+
+@pytest.mark.parametrize('case', range(len(_bad_dp_calls())), ids=[c[0] for c in _bad_dp_calls()])
+def test_dp_toolkit_bad_input_catalogue(case):
+    _, call, word = _bad_dp_calls()[case]
+    with pytest.raises((ValueError, TypeError), match=word):
+        call()
+
+
+def test_dp_noise_is_secret_randomness():
+    "rng None or a seed: the noise comes from a ChaCha20 generator (fedgauss.entropy); a Generator is used as given."
+    import fedgauss.dp as dp
+    from fedgauss.entropy import is_secret_rng
+
+    assert is_secret_rng(dp._noise_rng(None)) and is_secret_rng(dp._noise_rng(7))
+    g = np.random.default_rng(0)
+    assert dp._noise_rng(g) is g
+    a, b = dp.laplace_mechanism(np.zeros(5), 1.0, 1.0, rng=7), dp.laplace_mechanism(np.zeros(5), 1.0, 1.0, rng=7)
+    assert np.array_equal(a, b)  # reproducible for whoever holds the seed
+    assert not np.array_equal(a, np.random.default_rng(7).laplace(0.0, 1.0, 5))  # not numpy's stream of the seed

@@ -23,6 +23,7 @@ from fedgauss.dpgbdt import (
 from fedgauss.federation import Channel
 
 K = 3
+PUB = dict(feature_bounds=(-8, 8), max_rows=1500)  # public: the generator's features lie within ±8; 1500 rows at most
 
 
 @pytest.fixture(scope='module')
@@ -33,7 +34,7 @@ def data():
 
 def _fit(data, **kw):
     X, y = data
-    kw = {**dict(n_estimators=8, n_clients=K, rng=0, n_candidates=8), **kw}
+    kw = {**dict(n_estimators=8, n_clients=K, rng=0, n_candidates=8), **PUB, **kw}
     return DPGBDTClassifier(**kw).fit(X, y)
 
 
@@ -174,6 +175,7 @@ def test_audit_does_not_contradict_epsilon():
             n_clients=2,
             split_candidates='uniform',
             feature_bounds=[[-4, 4], [-4, 4]],
+            delta=1 / 60,  # declared: the same delta for both neighbours (1/n would differ)
             rng=r,
             gh_release='vector',
         )
@@ -191,7 +193,7 @@ def test_audit_does_not_contradict_epsilon():
 def test_presets_fit_and_beat_chance(data):
     X, y = data
     for name in PRESETS:
-        m = DPGBDTClassifier.preset(name, n_estimators=10, n_clients=K, rng=1, noise='aggregator').fit(
+        m = DPGBDTClassifier.preset(name, n_estimators=10, n_clients=K, rng=1, noise='aggregator', **PUB).fit(
             X[:1000], y[:1000]
         )
         auc = roc_auc_score(y[1000:], m.predict_proba(X[1000:])[:, 1])
@@ -213,10 +215,11 @@ def test_fit_on_clients_and_pandas(data):
     df = pd.DataFrame(X, columns=[f'f{i}' for i in range(6)])
     df['c'] = pd.Categorical(np.where(X[:, 0] > 0, 'a', 'b'))
     s = pd.Series(np.where(y == 1, 'yes', 'no'))
-    m = DPGBDTClassifier(n_estimators=5, n_clients=4, rng=0).fit(df, s)
+    bounds = {c: (-8, 8) for c in df.columns[:6]} | {'c': (0, 1)}  # per column: the codes of 'a', 'b' are 0, 1
+    m = DPGBDTClassifier(n_estimators=5, n_clients=4, rng=0, feature_bounds=bounds, max_rows=1500).fit(df, s)
     assert list(m.classes_) == ['no', 'yes'] and set(m.predict(df)) <= {'no', 'yes'}
     parts = [(df.iloc[:700], s.iloc[:700]), (df.iloc[700:], s.iloc[700:])]
-    m2 = DPGBDTClassifier(n_estimators=5, rng=0).fit(parts)
+    m2 = DPGBDTClassifier(n_estimators=5, rng=0, feature_bounds=bounds, max_rows=1500).fit(parts)
     assert m2.predict_proba(df).shape == (len(df), 2)
     with pytest.raises(ValueError, match='columns'):
         m2.predict(df.rename(columns={'f0': 'g0'}))
@@ -232,7 +235,15 @@ def test_reproducible(data):
 def test_regressor():
     X, y = make_regression(1500, 4, noise=1.0, random_state=0)
     y = y / np.abs(y).max()
-    r = DPGBDTRegressor(epsilon=5.0, n_estimators=30, split_candidates='uniform', n_clients=3, rng=0).fit(X, y)
+    r = DPGBDTRegressor(
+        epsilon=5.0,
+        n_estimators=30,
+        split_candidates='uniform',
+        n_clients=3,
+        rng=0,
+        feature_bounds=(-5, 5),
+        max_rows=1500,
+    ).fit(X, y)
     assert r.score(X, y) > 0.3
     assert r.queries_ == {'leaves': 60}
 
@@ -279,7 +290,10 @@ def test_bad_input(data):
 
 @pytest.mark.parametrize(
     'est',
-    [DPGBDTClassifier(n_estimators=5, n_clients=2, rng=0), DPGBDTRegressor(n_estimators=5, n_clients=2, rng=0)],
+    [
+        DPGBDTClassifier(n_estimators=5, n_clients=2, rng=0, feature_bounds=(-100, 100), max_rows=10_000),
+        DPGBDTRegressor(n_estimators=5, n_clients=2, rng=0, feature_bounds=(-100, 100), max_rows=10_000),
+    ],
     ids=['classifier', 'regressor'],
 )
 def test_check_estimator(est):
@@ -294,7 +308,7 @@ def test_greedy_ih_releases_and_budget(data, kw):
     "The authors' IH re-placement: same queries and ε as ours; each histogram has the current Q'+1 bins, Q' < 2Q."
     m = _fit(data, ih_method='greedy', n_estimators=16, **kw)
     ref = _fit(data, n_estimators=16, **kw)
-    assert m.queries_ == ref.queries_ and m.privacy_spent_ == ref.privacy_spent_
+    assert m.queries_ == ref.queries_ and m.privacy_spent_ == pytest.approx(ref.privacy_spent_, rel=1e-12)
     t = m.channel_.transcript
     h = t[(t.sender == 'client0') & (t.kind == 'noisy hessian histogram')]
     k = 1 if kw else data[0].shape[1]
@@ -312,3 +326,119 @@ def test_greedy_ih_leaves_default_unchanged(data):
     np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match='ih_method'):
         _fit(data, ih_method='quantiles')
+
+
+BAD_PARAMS = [  # (parameter, value, what the error must name)
+    ('epsilon', 0, 'epsilon'),
+    ('epsilon', -1.0, 'epsilon'),
+    ('epsilon', float('nan'), 'epsilon'),
+    ('epsilon', '1', 'epsilon'),
+    ('delta', 0.0, 'delta'),
+    ('delta', 1.0, 'delta'),
+    ('delta', -1e-5, 'delta'),
+    ('delta', float('nan'), 'delta'),
+    ('max_rows', 0, 'max_rows'),
+    ('max_rows', 10.5, 'max_rows'),
+    ('learning_rate', -0.3, 'learning_rate'),
+    ('learning_rate', 0.0, 'learning_rate'),
+    ('learning_rate', float('nan'), 'learning_rate'),
+    ('learning_rate', float('inf'), 'learning_rate'),
+    ('reg_lambda', -1.0, 'reg_lambda'),
+    ('reg_lambda', float('nan'), 'reg_lambda'),
+    ('leaf_clip', -2.0, 'leaf_clip'),
+    ('leaf_clip', 0.0, 'leaf_clip'),
+    ('grad_clip', -1.0, 'grad_clip'),
+    ('grad_clip', 0.0, 'grad_clip'),
+    ('grad_clip', float('inf'), 'grad_clip'),
+    ('frac_bits', 16.5, 'frac_bits'),
+    ('frac_bits', -1, 'frac_bits'),
+    ('frac_bits', 31, 'frac_bits'),
+    ('frac_bits', True, 'frac_bits'),
+    ('n_estimators', 2.5, 'n_estimators'),
+    ('max_depth', 0, 'max_depth'),
+    ('max_depth', 40, 'max_depth'),
+    ('n_candidates', 100_000, 'n_candidates'),
+    ('n_clients', 0, 'n_clients'),
+    ('ih_rounds', -1, 'ih_rounds'),
+    ('ih_rounds', 1.5, 'ih_rounds'),
+    ('k', 0, 'k'),
+    ('full_cycles', 'yes', 'full_cycles'),
+    ('batch_size', 0, 'batch_size'),
+    ('batch_size', 2.5, 'batch_size'),
+    ('gh_release', 'both', 'gh_release'),
+    ('ih_method', 'quantiles', 'ih_method'),
+    ('noise', 'central', 'noise'),
+    ('accountant', 'gdp', 'accountant'),
+    ('feature_bounds', (1, -1), 'inverted'),
+    ('feature_bounds', [[0, 1]] * 5 + [[2, 1]], 'inverted'),
+    ('feature_bounds', (0, float('inf')), 'finite'),
+    ('feature_bounds', (float('nan'), 1), 'finite'),
+    ('feature_bounds', [[0, 1]] * 3, r'\(6, 2\)'),
+    ('feature_bounds', ('a', 'b'), 'feature_bounds'),
+    ('feature_bounds', {'f0': (0, 1)}, 'DataFrame'),
+]
+
+
+@pytest.mark.parametrize('name, value, match', BAD_PARAMS, ids=[f'{n}={v!r}' for n, v, _ in BAD_PARAMS])
+def test_bad_hyperparameters_are_refused_before_anything_is_sent(data, name, value, match, monkeypatch):
+    "Every DP hyperparameter: a clear error that names it, raised before the protocol runs (no message), data untouched."
+    import fedgauss.dpgbdt as mod
+
+    X, y = data
+    X0 = X.copy()
+    ran = []
+    monkeypatch.setattr(mod, 'run_protocol', lambda *a, **k: ran.append(1))
+    with pytest.raises(ValueError, match=match):
+        DPGBDTClassifier(**{**dict(n_estimators=3, n_clients=K, rng=0), **PUB, name: value}).fit(X, y)
+    assert not ran and np.array_equal(X, X0)
+
+
+def test_public_quantities_are_declared(data):
+    "Bounds and delta are declared (never read from the data), in three forms; rows outside are clipped; cfg has no n."
+    X, y = data
+    kw = dict(n_estimators=3, n_clients=K, rng=0)
+    with pytest.raises(ValueError, match='feature_bounds is required'):
+        DPGBDTClassifier(**kw, max_rows=1500).fit(X, y)
+    with pytest.raises(ValueError, match='delta is required'):
+        DPGBDTClassifier(**kw, feature_bounds=(-8, 8)).fit(X, y)
+    a = DPGBDTClassifier(**kw, feature_bounds=(-8, 8), max_rows=2000).fit(X, y)
+    b = DPGBDTClassifier(**kw, feature_bounds=[(-8, 8)] * 6, delta=1 / 2000).fit(X, y)
+    assert np.array_equal(a.bounds_, b.bounds_) and a.delta_ == b.delta_ == 1 / 2000
+    assert np.array_equal(a.tree_leaves_, b.tree_leaves_)
+    # clipping: the clients' rows are clipped to the declared bounds; the caller's X is not touched
+    c = DPGBDTClassifier(**kw, feature_bounds=(-1, 1), max_rows=2000).fit(X, y)
+    assert all(np.abs(p._X).max() <= 1 for p in c._parties) and np.abs(X).max() > 1
+    # non-private fits may read bounds from the data (and say epsilon = inf)
+    m = DPGBDTClassifier(**kw, epsilon=None).fit(X, y)
+    assert m.privacy_spent_[0] == math.inf and np.allclose(m.bounds_, np.c_[X.min(0), X.max(0)])
+    _, cfg, _ = a.protocol_inputs(X, y)
+    assert 'n' not in cfg and 'n_samples' not in cfg  # the server gets no row count
+
+
+def test_category_levels_must_match(data):
+    X, y = data
+    df = pd.DataFrame(X[:, :2], columns=['a', 'b'])
+    df['c'] = pd.Categorical(np.where(X[:, 0] > 0, 'x', 'y'))
+    other = df.iloc[700:].assign(c=df.c.iloc[700:].cat.add_categories(['z']))  # a client declaring one level more
+    parts = [(df.iloc[:700], y[:700]), (other, y[700:])]
+    with pytest.raises(ValueError, match='category levels'):
+        DPGBDTClassifier(n_estimators=2, rng=0, feature_bounds=(-8, 8), max_rows=1500).fit(parts)
+
+
+@pytest.mark.parametrize('accountant', ['rdp', 'exact'])
+def test_discrete_noise_charges_are_accounted(data, accountant):
+    "privacy_spent_ comes from the shares drawn, with KLS's multiplier (rdp) or the surrogate and its charge (exact)."
+    from fedgauss.dp import ddg_gaussian_surrogate, ddg_rdp_multiplier
+
+    m = _fit(data, accountant=accountant)
+    s, C = m._scales, sum(m.queries_.values())
+    assert m.privacy_spent_[0] <= 1.0 and m.effective_multiplier_ >= m.noise_multiplier_
+    if accountant == 'rdp':
+        assert m.divergence_charge_ == 0.0 and m.effective_multiplier_ == pytest.approx(m.noise_multiplier_, rel=2e-9)
+    else:
+        assert 0 < m.divergence_charge_ < 1e-20
+    # with tiny shares the charges bite, and z is raised until the account holds
+    z = ddg_rdp_multiplier(0.6, 3, 1.0, 100)
+    assert z < 0.6 * math.sqrt(3) / 1.0 * 0.5
+    sg, g = ddg_gaussian_surrogate(0.6, 3, 100, s=0.5)
+    assert sg < 0.6 * math.sqrt(3) and g > 1

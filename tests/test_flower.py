@@ -81,7 +81,7 @@ def dep():
         pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
     from fedgauss.flower import FlowerDeployment
 
-    with FlowerDeployment(3) as d:
+    with FlowerDeployment(3, test_seeds=True) as d:  # TLS, SuperNode authentication; nodes that accept test seeds
         yield d
     assert all(p.poll() is not None for p in d.procs)  # every process started was ended
 

@@ -23,7 +23,9 @@ X, y = make_classification(300, 4, n_informative=2, random_state=0)
 
 
 def _inputs(**kw):
-    est = DPGBDTClassifier(n_estimators=3, max_depth=3, n_clients=3, n_candidates=8, rng=0, **kw)
+    est = DPGBDTClassifier(
+        n_estimators=3, max_depth=3, n_clients=3, n_candidates=8, rng=0, feature_bounds=(-6, 6), max_rows=300, **kw
+    )
     datas, cfg, _ = est.protocol_inputs(X, y, predrawn=False)  # each node draws its own secrets and noise shares...
     return datas, cfg
 
@@ -110,13 +112,13 @@ def test_the_relay_without_flower(tmp_path, forget):
     """The ServerApp's relay over fedgauss.flower.LocalGrid (nodes in this process, no Flower): the same model and
     transcript; with `forget` every node rebuilds its program at every step from its inbox log; a node with other
     columns stops the run at the data check."""
-    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
 
     datas, cfg = _inputs(split_method='partially_random')
 
     def run(datas):
-        ncs = [{'data-path': save_party_data(f'{tmp_path}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
-        return Relay(LocalGrid(ncs, forget=forget), len(ncs)).run('dpgbdt', cfg, seeds=_seeds(cfg))
+        ncs, kw = local_nodes(str(tmp_path), {p: datas[p] for p in cfg['parties']}, test_seeds=True)
+        return Relay(LocalGrid(ncs, forget=forget), len(ncs), **kw).run('dpgbdt', cfg, seeds=_seeds(cfg))
 
     _check_equal(run(datas), datas, cfg)
     datas['client2'] = dict(datas['client2'], X=datas['client2']['X'][:, :3])

@@ -90,7 +90,7 @@ def test_flower_deployment_equals_the_simulator(setup):
 
 
 def test_a_bad_node_stops_the_run_before_any_message(setup):
-    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, flower_run, save_party_data
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, flower_run, local_nodes
 
     est, spec, datas, cfg, _, X = setup
     bad = dict(datas, party1={'X': datas['party1']['X'][:, :4], 'y': datas['party1']['y']})
@@ -98,8 +98,8 @@ def test_a_bad_node_stops_the_run_before_any_message(setup):
         flower_run(spec, bad, cfg, timeout=60)
     d = tempfile.mkdtemp()  # the same relay without Flower: its channel shows that nothing was sent
     empty = dict(datas, party2={'X': datas['party2']['X'][:0], 'y': datas['party2']['y'][:0]})
-    ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', empty[p]), 'party': p} for p in cfg['parties']]
-    relay = Relay(LocalGrid(ncs), 3)
+    ncs, kw = local_nodes(d, {p: empty[p] for p in cfg['parties']}, 'aggregator')
+    relay = Relay(LocalGrid(ncs), 3, **kw)
     with pytest.raises(FlowerRunError, match='party2 has no rows'):
         relay.run(spec, cfg)
     assert len(relay.channel.transcript) == 0
@@ -108,15 +108,16 @@ def test_a_bad_node_stops_the_run_before_any_message(setup):
 @pytest.mark.parametrize('cls', [SimFLClassifier, FederBoostClassifier])
 def test_pausing_protocols_on_the_relay(cls, setup):
     "SimFL and FederBoost (whose programs pause between phases) through the Flower relay's code on in-process nodes."
-    from fedgauss.flower import LocalGrid, Relay, save_party_data
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
 
     *_, clients, X = setup
     est = cls(**KW).fit(clients)
     spec, datas, cfg = cls(**KW).protocol_inputs(clients)
     d = tempfile.mkdtemp()
-    ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', datas[p]), 'party': p} for p in cfg['parties']]
-    seeds = cls(**KW).fit(clients).party_rngs_ if cls is SimFLClassifier else None  # the owners' hash functions
-    out = Relay(LocalGrid(ncs, forget=False), 3).run(spec, cfg, seeds)  # FederBoost: each node draws its own masks
+    simfl = cls is SimFLClassifier  # its owners draw their hash functions: the nodes take the estimator's generators
+    ncs, kw = local_nodes(d, {p: datas[p] for p in cfg['parties']}, 'aggregator', test_seeds=simfl)
+    seeds = cls(**KW).fit(clients).party_rngs_ if simfl else None
+    out = Relay(LocalGrid(ncs, forget=False), 3, **kw).run(spec, cfg, seeds)  # FederBoost: each node draws its masks
     res = out['results']
     trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
     trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]

@@ -78,11 +78,11 @@ def assert_same_run(fl, job):
 
 
 def test_relay_in_process_equals_the_simulator(job):
-    from fedgauss.flower import LocalGrid, Relay, save_party_data
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
 
     with tempfile.TemporaryDirectory() as d:
-        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', job['datas'][p]), 'party': p} for p in NAMES]
-        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES)).run('secureboost', job['cfg'], seeds={'active': 0})
+        ncs, kw = local_nodes(d, {p: job['datas'][p] for p in NAMES}, test_seeds=True)
+        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES), **kw).run('secureboost', job['cfg'], seeds={'active': 0})
     assert_same_run(fl, job)
 
 
@@ -102,12 +102,12 @@ def test_flower_simulation_equals_the_simulator(job, flower_fit):
 
 def test_a_node_with_other_columns_stops_before_any_ciphertext(job):
     "The relay's hello pass runs every node's `secureboost_check` (the same node code on every engine): no message leaves."
-    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
 
     bad = dict(job['datas'], passive2=dict(X=job['X'][:, 20:29]))
     with tempfile.TemporaryDirectory() as d:
-        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', bad[p]), 'party': p} for p in NAMES]
-        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES))
+        ncs, kw = local_nodes(d, {p: bad[p] for p in NAMES}, test_seeds=True)
+        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES), **kw)
         with pytest.raises(FlowerRunError, match='passive2 has 9 columns; the federation expects 10'):
             relay.run('secureboost', job['cfg'], seeds={'active': 0})
         assert len(relay.channel.messages) == 0  # stopped at the data check: not even the public key left
@@ -174,11 +174,11 @@ def assert_same_prediction(fl, pjob):
 
 
 def test_prediction_relay_in_process_equals_the_estimator(pjob):
-    from fedgauss.flower import LocalGrid, Relay, save_party_data
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
 
     with tempfile.TemporaryDirectory() as d:
-        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', pjob['datas'][p]), 'party': p} for p in NAMES]
-        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES)).run('secureboost_predict', pjob['cfg'])
+        ncs, kw = local_nodes(d, {p: pjob['datas'][p] for p in NAMES})
+        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES), **kw).run('secureboost_predict', pjob['cfg'])
     assert_same_prediction(fl, pjob)
 
 
@@ -210,12 +210,12 @@ def test_train_then_predict_on_flower_simulation(job, flower_fit, pjob):
     ],
 )
 def test_a_prediction_node_that_does_not_fit_stops_at_the_check(pjob, party, change, match):
-    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, save_party_data
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
 
     bad = dict(pjob['datas'], **{party: change(pjob['datas'][party])})
     with tempfile.TemporaryDirectory() as d:
-        ncs = [{'data-path': save_party_data(f'{d}/{p}.npz', bad[p]), 'party': p} for p in NAMES]
-        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES))
+        ncs, kw = local_nodes(d, {p: bad[p] for p in NAMES}, test_seeds=True)
+        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES), **kw)
         with pytest.raises(FlowerRunError, match=match):
             relay.run('secureboost_predict', pjob['cfg'])
         assert len(relay.channel.messages) == 0

@@ -285,7 +285,8 @@ OLD_TRANSCRIPTS = {
 # With each party on its own secret generator (`party_rngs_`, ChaCha20; issues 17 and 26): other noise and other DH
 # secrets, so other tree sizes (TFL, F-GBDT-G) and public-key lengths (FederBoost: a key with a leading zero byte is one
 # byte shorter). Their digests are not pinned: the estimator's transcript is compared with a run of its programs on
-# copies of its generators, and with the shared-stream run message by message.
+# copies of its generators (a reference computed in the test), and with a run on one shared numpy stream message by
+# message. That shared stream no longer gives the old digests: a party keys its secret generator from it (issue 26).
 PRIVATE_STREAMS = {'tfl', 'fgbdtg', 'fb'}
 # the message kinds whose sizes follow the random draws
 DRAWN_SIZES = {'tree', 'candidate', 'public key', 'public keys'}
@@ -316,7 +317,6 @@ def test_programs_send_what_the_single_driver_sent(name, data):
     assert transcript_digest(own.transcript) == transcript_digest(m.channel_.transcript)
     shared = np.random.default_rng(0)  # the old estimators' one stream, drawn from by every party in turn
     _, _, ch = run_protocol(spec, datas, cfg, rngs={p: shared for p in cfg['parties']})
-    assert transcript_digest(ch.transcript) == digest
     # private streams change the draws only: the same messages (round, sender, receiver, kind); sizes differ only
     # where they follow the draws
     key = ['round', 'sender', 'receiver', 'kind']
