@@ -791,7 +791,7 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        lsh_secret: bool = True,  # hash functions drawn jointly by the owners, kept from the aggregator; False: public
+        lsh_secret: bool = False,  # True: hash functions drawn jointly by the owners, kept from the aggregator
         rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
@@ -945,7 +945,7 @@ class NFLGBDTClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        lsh_secret: bool = True,  # hash functions drawn jointly by the owners, kept from the aggregator; False: public
+        lsh_secret: bool = False,  # True: hash functions drawn jointly by the owners, kept from the aggregator
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
         rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
     ):

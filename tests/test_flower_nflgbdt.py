@@ -3,8 +3,6 @@ real deployment on 127.0.0.1) give the simulator's model — the same trees and 
 counts and bytes by kind; a node with no rows or other columns stops the run at its data check, before any message.
 TFL, F-GBDT-G and FederBoost, whose parties draw (Laplace noise, Diffie-Hellman secrets), on the simulation engine with
 each node seeded as the estimator seeds that party (`party_rngs_`): the estimator's trees, predictions and messages.
-nFL-GBDT's and SimFL's owners draw their hash functions jointly from their secret generators (`lsh_secret`, issue
-26): their nodes get the estimator's generators too.
 Skipped when the `flower` extra (flwr[simulation], cryptography) is not installed; the deployment only with
 FEDGAUSS_FLOWER_DEPLOY=1 (it takes ~2 min here). Small data and few trees: each relay pass is one round trip to the nodes."""
 
@@ -64,7 +62,7 @@ def check_equal(out, est, spec, datas, cfg, X):
     trees = [tree_from_message(t if isinstance(t, dict) else tree_message(t), lay) for t in res['party1']['trees']]
     np.testing.assert_array_equal(res['party1']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
     pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
-    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(est.party_rngs_), bsp=True)
+    _, rounds, ch = run_protocol(spec, datas, cfg, bsp=True)
     pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
     assert out['rounds'] == rounds
 
@@ -73,7 +71,7 @@ def test_flower_simulation_equals_the_simulator(setup):
     from fedgauss.flower import flower_run
 
     est, spec, datas, cfg, _, X = setup
-    out = flower_run('nflgbdt', datas, cfg, seeds=est.party_rngs_, timeout=60)
+    out = flower_run('nflgbdt', datas, cfg, timeout=60)
     check_equal(out, est, spec, datas, cfg, X)
 
 
@@ -85,7 +83,7 @@ def test_flower_deployment_equals_the_simulator(setup):
     from fedgauss.flower import flower_run
 
     est, spec, datas, cfg, _, X = setup
-    out = flower_run(spec, datas, cfg, engine='deployment', seeds=est.party_rngs_, timeout=60)
+    out = flower_run(spec, datas, cfg, engine='deployment', timeout=60)
     check_equal(out, est, spec, datas, cfg, X)
 
 
@@ -114,10 +112,8 @@ def test_pausing_protocols_on_the_relay(cls, setup):
     est = cls(**KW).fit(clients)
     spec, datas, cfg = cls(**KW).protocol_inputs(clients)
     d = tempfile.mkdtemp()
-    simfl = cls is SimFLClassifier  # its owners draw their hash functions: the nodes take the estimator's generators
-    ncs, kw = local_nodes(d, {p: datas[p] for p in cfg['parties']}, 'aggregator', test_seeds=simfl)
-    seeds = cls(**KW).fit(clients).party_rngs_ if simfl else None
-    out = Relay(LocalGrid(ncs, forget=False), 3, **kw).run(spec, cfg, seeds)  # FederBoost: each node draws its masks
+    ncs, kw = local_nodes(d, {p: datas[p] for p in cfg['parties']}, 'aggregator')
+    out = Relay(LocalGrid(ncs, forget=False), 3, **kw).run(spec, cfg)  # each node draws its own masks
     res = out['results']
     trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
     trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]

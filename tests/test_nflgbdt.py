@@ -272,8 +272,8 @@ def test_sparse_and_hash_range_refused(data):
 # in the same rounds (inside a round the order can differ: a party goes on as soon as its messages are there).
 # TFL, F-GBDT-G and FederBoost then drew from one stream shared by all parties (rngs={p: rng}); they reproduce these
 # digests when run with that shared stream.
-# The LSH methods reproduce theirs with public hash functions (lsh_secret=False, as then); their default, functions drawn
-# by the owners (issue 26), adds the owners' key shares to the first round: test_secret_hash_functions_add_key_shares_only.
+# The LSH methods reproduce theirs with public hash functions (lsh_secret=False, the default); functions drawn by the
+# owners (lsh_secret=True, issue 26) add the owners' key shares to the first round: test_secret_hash_functions_add_key_....
 OLD_TRANSCRIPTS = {
     'nfl': (NFLGBDTClassifier, dict(lsh_secret=False), '30498fe4abe84236'),
     'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum', lsh_secret=False), '1591aa2578d0dc98'),
@@ -327,14 +327,14 @@ def test_programs_send_what_the_single_driver_sent(name, data):
 
 @pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier])
 def test_secret_hash_functions_add_key_shares_only(cls, data):
-    """With the owners' secret hash functions (the default) the messages are those of public functions (a reference run
+    """With the owners' secret hash functions (lsh_secret=True) the messages are those of public functions (a reference run
     in this test) plus each owner's 32-byte key share to every other owner in the first round; the aggregator receives
     no share, and the functions are the same at every owner and differ from the public ones."""
     from fedgauss.nflgbdt import joint_lsh
 
     clients, _, _ = data
     pub = cls(rng=0, lsh_secret=False, **KW).fit(clients)
-    sec = cls(rng=0, **KW).fit(clients)
+    sec = cls(rng=0, lsh_secret=True, **KW).fit(clients)
     key = ['round', 'sender', 'receiver', 'kind', 'bytes']
     T = sec.channel_.transcript
     shares = T[T.kind == 'hash key share']
@@ -360,7 +360,7 @@ def test_lsh_collapse_warns(data):
         NFLGBDTClassifier(rng=0, **KW).fit(clients)
     with warnings.catch_warnings():
         warnings.simplefilter('error', LSHCollapseWarning)
-        m = SimFLClassifier(rng=0, lsh_scale='standard', **KW).fit(clients)
+        m = SimFLClassifier(rng=0, lsh_scale='standard', r=1.0, **KW).fit(clients)
     assert m.signatures_ >= COLLAPSE_SHARE * 700
 
 
