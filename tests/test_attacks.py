@@ -414,6 +414,114 @@ def test_dpgbdt_mask_streams_and_secrets_come_from_secret_generators():
     assert c._secret.to_bytes(32, 'big') != np.random.default_rng(1).bytes(32)
 
 
+# ---- SecureBoost: what the active and passive parties learn (nb33), the active party's keys ----
+@pytest.fixture(scope='module')
+def sb_breast_cancer():
+    "nb33's setting: breast cancer, two parties (15 columns each, labels with the first), 6 trees, depth 6, 256 bins."
+    from fedgauss.data import load_breast_cancer
+    from fedgauss.federation import vertical_split
+    from fedgauss.secureboost import SecureBoostClassifier
+
+    X, y = load_breast_cancer()
+    y = np.asarray(y)
+    parts = vertical_split(X, 2, y, label_party=0)
+    fit = lambda **kw: SecureBoostClassifier(**dict(dict(n_estimators=6, key_size=512, unsafe=True, rng=0), **kw)).fit(
+        parts
+    )
+    return dict(y=y, fit=fit, default=fit())
+
+
+def test_secureboost_active_party_recovers_passive_bins_as_nb33_states(sb_breast_cancer):
+    "The active party learns the exact bin of 13.7% of (row, passive feature) pairs, no error: the ceiling of any attack."
+    from fedgauss.secureboost import bin_recovery_attack
+
+    r = bin_recovery_attack(sb_breast_cancer['default'])
+    assert r['errors'] == 0
+    assert r['exact'] == pytest.approx(0.137, abs=0.01)
+    assert r['exact'] == pytest.approx(r['ceiling'])
+    assert r['bits'] == pytest.approx(2.85, abs=0.2)
+
+
+def test_secureboost_large_leaves_lower_the_exact_bins(sb_breast_cancer):
+    "nb33's mitigation: min_child_weight=20 lowers the exact bins from 13.7% to 5.6% of the pairs (still no error)."
+    from fedgauss.secureboost import bin_recovery_attack
+
+    r = bin_recovery_attack(sb_breast_cancer['fit'](min_child_weight=20))
+    assert r['errors'] == 0 and r['exact'] == pytest.approx(0.056, abs=0.01)
+
+
+def test_secureboost_passive_party_infers_labels_as_nb33_states(sb_breast_cancer):
+    "With 2% of the labels, a passive party names the others at about 97% from the leaves it rebuilt (base rate 63%)."
+    from fedgauss.secureboost import label_inference_attack, passive_leaves
+
+    m, y = sb_breast_cancer['default'], sb_breast_cancer['y']
+    for mine, theirs in zip(passive_leaves(m.channel_, 'passive1', len(y)), m.train_leaves_):
+        np.testing.assert_array_equal(mine, theirs)
+    r = label_inference_attack(m, y)
+    assert r['accuracy'] == pytest.approx(0.97, abs=0.02) and r['base_rate'] == pytest.approx(0.627, abs=0.001)
+
+
+def test_secureboost_reduced_leakage_does_not_hide_labels(sb_breast_cancer):
+    "nb33: reduced leakage (rl_trees=3) leaves the label attack above 90%; it does not protect the instance spaces."
+    from fedgauss.secureboost import label_inference_attack
+
+    r = label_inference_attack(sb_breast_cancer['fit'](rl_trees=3), sb_breast_cancer['y'])
+    assert r['accuracy'] > 0.9
+
+
+def test_secureboost_keys_and_obfuscators_come_from_a_secret_generator():
+    "The active party's Paillier primes and obfuscators: its own secret generator (the OS without a seed), never numpy's."
+    from fedgauss.entropy import is_secret_rng
+    from fedgauss.secureboost import SecureBoostClassifier, secureboost_context
+
+    cfg = SecureBoostClassifier(key_size=512, unsafe=True).protocol_config(['active', 'passive1'], [2, 2], 10)
+    for rng in (None, 0, np.random.default_rng(0)):
+        ctx = secureboost_context('active', cfg, rng)
+        assert is_secret_rng(ctx.key_rng) and is_secret_rng(ctx.obf_rng)
+
+
+def test_paillier_refuses_a_numpy_generator_for_secrets():
+    "A PCG64 or Mersenne Twister generator's state is recoverable from its outputs: no key or obfuscator from one."
+    from fedgauss.paillier import generate_paillier_keypair
+
+    with pytest.raises(ValueError, match='not a cryptographic one'):
+        generate_paillier_keypair(512, rng=np.random.default_rng(0), unsafe=True)
+    pk, _ = generate_paillier_keypair(512, rng=1, unsafe=True)
+    for bad in (np.random.default_rng(2), np.random.Generator(np.random.MT19937(2)), np.random.RandomState(2)):
+        with pytest.raises(ValueError, match='not a cryptographic one'):
+            pk.encrypt_many([1, 2], rng=bad)
+
+
+def test_secureboost_active_primes_cannot_be_rebuilt_from_what_the_others_saw():
+    """Each party its own secret generator (one experiment seed through `party_rngs`, as a test harness gives them):
+    nothing a passive party or the server holds or receives — its own generator, the public configuration, the
+    transcript — rebuilds the active party's key, by the secret or the numpy construction; the active party's own
+    generator does (the positive control)."""
+    import copy
+    from fedgauss.entropy import is_secret_rng, party_rngs, secret_rng
+    from fedgauss.paillier import generate_paillier_keypair
+    from fedgauss.secureboost import SECUREBOOST, SecureBoostClassifier
+    from fedgauss.smc import run_protocol
+
+    r = np.random.default_rng(5)
+    X, y = r.normal(size=(120, 4)), r.integers(0, 2, 120)
+    cfg = SecureBoostClassifier(n_estimators=1, max_depth=2, max_bins=8, key_size=512, unsafe=True).protocol_config(
+        ['active', 'passive1'], [2, 2], 120
+    )
+    rngs = party_rngs(1234, ['active', 'passive1', 'server'])
+    before = copy.deepcopy(rngs)
+    datas = {'active': dict(X=X[:, :2], y=y.astype(float)), 'passive1': dict(X=X[:, 2:])}
+    _, _, ch = run_protocol(SECUREBOOST, datas, cfg, rngs=rngs)
+    n = next(int(m.payload) for m in ch.messages if m.kind == 'public_key')
+    key = lambda g: int(generate_paillier_keypair(512, rng=g, unsafe=True)[0].n)
+    assert key(copy.deepcopy(before['active'])) == n  # the positive control: the harness rebuilds a key it may
+    seen = [before['passive1'], before['server'], n, n % 2**64]
+    seen += [v for v in cfg.values() if isinstance(v, int) and not isinstance(v, bool)]
+    for s in seen:  # its own generator as it is; any number it saw as a seed, as `secret_rng` and Paillier key them
+        tries = [copy.deepcopy(s)] if is_secret_rng(s) else [secret_rng(s), secret_rng(s, 'fedgauss.paillier')]
+        assert all(key(g) != n for g in tries)
+
+
 # ---- SimFL / nFL-GBDT: the other parties' labels at tree 0, rows from hash values ----
 import warnings as _nfl_warnings
 
