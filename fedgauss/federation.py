@@ -619,3 +619,92 @@ def make_parties(
 ) -> list:
     "One party per `(X_k, y_k)` in `splits`, named `prefix0`, `prefix1`, ..."
     return [cls(f'{prefix}{k}', channel, Xk, yk) for k, (Xk, yk) in enumerate(splits)]
+
+# %% ../nbs/00_federation.ipynb #8cce2b8e
+@patch
+def flow_table(
+    self: Channel,
+    rounds=None,  # the rounds to keep (an iterable of round numbers); None: all
+) -> pd.DataFrame:
+    "Messages aggregated by round, sender, receiver and kind (in order of first appearance): their number and bytes."
+    t = self.transcript
+    if rounds is not None:
+        t = t[t['round'].isin(list(rounds))]
+    g = t.groupby(['round', 'sender', 'receiver', 'kind'], sort=False)['bytes']
+    return g.agg(messages='size', bytes='sum').reset_index()
+
+# %% ../nbs/00_federation.ipynb #0cb8547c
+_HUBS = ('server', 'dealer', 'master', 'aggregator', 'relay')
+_LABEL_BOX = dict(fc='white', ec='none', pad=0.4, alpha=0.9)
+
+
+def _lanes(t: pd.DataFrame, parties) -> list:
+    "The parties' lanes, left to right: `parties`, else the hubs first, then everyone in order of first appearance."
+    if parties is not None:
+        return list(parties)
+    seen = list(dict.fromkeys(np.ravel(t[['sender', 'receiver']].to_numpy()).tolist()))
+    return [p for p in seen if p in _HUBS] + [p for p in seen if p not in _HUBS]
+
+
+def _show_rounds(all_rounds: list, rounds, max_rounds: int) -> list:
+    "The rounds to draw: `rounds` if given; all if few; else the first max_rounds - 1 and the last, None marking the gap."
+    if rounds is not None:
+        return [r for r in all_rounds if r in set(rounds)]
+    if len(all_rounds) <= max_rounds:
+        return list(all_rounds)
+    return list(all_rounds[: max_rounds - 1]) + [None, all_rounds[-1]]
+
+
+def _human_bytes(n: int) -> str:
+    for unit, k in (('MiB', 2**20), ('KiB', 2**10)):
+        if n >= k:
+            return f'{n / k:.1f} {unit}'
+    return f'{n} B'
+
+# %% ../nbs/00_federation.ipynb #9491e33e
+@patch
+def message_flow(
+    self: Channel,
+    rounds=None,  # the rounds to draw; None: all, or the first `max_rounds - 1` and the last if there are more
+    parties=None,  # the lanes, left to right; None: hubs (server, dealer, ...) first, then in order of appearance
+    max_rounds: int = 8,  # at most this many rounds when `rounds` is None
+    ax=None,  # a matplotlib Axes to draw on; None: a new figure sized to the flow
+    title: str | None = None,  # the figure's title
+):
+    "A sequence diagram of the transcript: parties as lanes, rounds down the page, one arrow per (sender, receiver, kind) of a round with its message count and bytes. Returns the Axes."
+    import matplotlib.pyplot as plt
+
+    t = self.transcript
+    if t.empty:
+        raise ValueError("the channel has no messages to draw")
+    lanes = _lanes(t, parties)
+    x = {p: k for k, p in enumerate(lanes)}
+    show = _show_rounds(sorted(t['round'].unique().tolist()), rounds, max_rounds)
+    ft = self.flow_table([r for r in show if r is not None])
+    ft = ft[ft['sender'].isin(x) & ft['receiver'].isin(x)]
+    n_rows = len(ft) + 2 * len(show)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.2 + 2.0 * len(lanes), 0.9 + 0.26 * n_rows))
+    y = 0.0
+    for r in show:
+        y -= 1.0
+        if r is None:
+            ax.text((len(lanes) - 1) / 2, y, '⋮', ha='center', va='center', fontsize=12, color='0.4')
+            continue
+        ax.axhline(y + 0.5, color='0.85', lw=0.8)
+        ax.text(-0.45, y, f'round {r}', ha='right', va='center', fontsize=8, color='0.35')
+        for _, m in ft[ft['round'] == r].iterrows():
+            a, b = x[m['sender']], x[m['receiver']]
+            ax.annotate('', xy=(b, y), xytext=(a, y), arrowprops=dict(arrowstyle='->', color='C0', lw=1.0))
+            label = f"{m['kind']} ×{m['messages']}, {_human_bytes(int(m['bytes']))}"
+            ax.text((a + b) / 2, y + 0.08, label, ha='center', va='bottom', fontsize=7, bbox=_LABEL_BOX)
+            y -= 0.55
+    for p, k in x.items():
+        ax.axvline(k, color='0.6', lw=0.8, zorder=0)
+        ax.text(k, 0.2, p, ha='center', va='bottom', fontsize=9, fontweight='bold')
+    ax.set_xlim(-1.2, len(lanes) - 0.4)
+    ax.set_ylim(y - 0.3, 0.9)
+    ax.axis('off')
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax

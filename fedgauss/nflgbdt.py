@@ -4,16 +4,18 @@
 
 # %% ../nbs/34_nflgbdt.ipynb #d7941756
 from __future__ import annotations
-import numbers, queue, threading, time
+import copy, numbers, queue, threading, time, warnings
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import linprog
 from scipy.special import expit, ndtr
 from fastcore.basics import patch
 from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
+from .entropy import party_rngs, prg, secret_bytes
 from .federation import Channel, Party, as_rng
 from fedgauss.gbdt import (
     Binner,
@@ -30,11 +32,13 @@ from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum_party
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner',
-           'tree_message', 'tree_from_message', 'party_seeds', 'FederBoostClassifier', 'federboost_party',
-           'federboost_server', 'tree_schedule', 'SimFLClassifier', 'simfl_party', 'simfl_server', 'similar_counts',
-           'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party', 'nflgbdt_server', 'TFLClassifier', 'tfl_party',
-           'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server', 'pooled', 'individual_errors', 'communication']
+__all__ = ['COLLAPSE_SHARE', 'FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH',
+           'most_similar', 'DataOwner', 'tree_message', 'tree_from_message', 'joint_lsh', 'LSHCollapseWarning',
+           'FederBoostClassifier', 'federboost_party', 'federboost_server', 'tree_schedule', 'SimFLClassifier',
+           'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party',
+           'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server',
+           'pooled', 'individual_errors', 'communication', 'tree0_label_counts', 'invert_hashes', 'feature_correlation',
+           'linear_inversion']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -355,16 +359,6 @@ def _prepare(self: _FedGBDT, clients) -> tuple:
     )
     return datas, cfg
 
-# %% ../nbs/34_nflgbdt.ipynb #49adf159
-def party_seeds(
-    rng,  # the estimator's `rng`: a numpy Generator, an int seed or None
-    names: list,  # the parties' (and the aggregator's) names, in order
-) -> dict:  # name -> its own `numpy.random.SeedSequence`
-    """Each name's private seed: the children of one `SeedSequence` made from a single draw of `rng`, one per name
-    (a name's child does not depend on how many names follow it)."""
-    root = np.random.SeedSequence(int(as_rng(rng).integers(2**63)))
-    return dict(zip(names, root.spawn(len(names))))
-
 # %% ../nbs/34_nflgbdt.ipynb #0df1a8cc
 def _all_pairs(datas: dict) -> list:
     "Every ordered pair (j, m), j != m, of party indices."
@@ -374,21 +368,21 @@ def _all_pairs(datas: dict) -> list:
 @patch
 def _inputs(self: _FedGBDT, spec: ProtocolSpec, clients, public=None) -> tuple:
     """What `protocol_inputs` returns, (spec, datas, cfg): the checks and `cfg` of `_prepare`, grown by the method's own
-    public entries `public(datas, cfg)` (a dict; drawn first), then each party's and the aggregator's private seed
-    (`party_seeds_`, drawn after them)."""
+    public entries `public(datas, cfg)` (a dict; drawn first), then each party's and the aggregator's secret generator
+    (`party_rngs_`: from the OS if `rng` is None, else keyed by a draw of `rng` after the public ones)."""
     datas, cfg = self._prepare(clients)
     if public is not None:
         cfg.update(public(datas, cfg))
-    self.party_seeds_ = party_seeds(self._rng, cfg['parties'] + ['aggregator'])
+    self.party_rngs_ = party_rngs(None if self.rng is None else self._rng, cfg['parties'] + ['aggregator'])
     return spec, datas, cfg
 
 # %% ../nbs/34_nflgbdt.ipynb #46a27a456b804aa2a380d5edf15a5daf
 @patch
 def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
-    """Run `spec` in the simulator, each party and the aggregator on its own stream (`party_seeds_`); keep the
-    transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."""
+    """Run `spec` in the simulator, each party and the aggregator on a copy of its own secret generator (`party_rngs_`
+    stay unused); keep the transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."""
     t0 = time.perf_counter()
-    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=self.party_seeds_)
+    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(self.party_rngs_))
     self.timings_ = {'protocol': time.perf_counter() - t0}
     self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_) for n, d in datas.items()]
     self.aggregator_ = Party('aggregator', self.channel_)
@@ -398,7 +392,8 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
 
 def _public_result(result: dict, cfg: dict) -> dict:
     """What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no
-    node statistics)."""
+    node statistics); never its hash functions (with `lsh_secret`, the owners' secret)."""
+    result = {k: v for k, v in result.items() if k != 'lsh'}
     return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
 
 
@@ -453,10 +448,12 @@ def _owner_check(data: dict, cfg: dict):
 
 # %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
 def _lsh_cfg(est, datas: dict) -> dict:
-    """The public LSH configuration: the scaling (lo, span) per feature and the shared hash functions (drawn from
-    `est._rng`)."""
+    """The public LSH configuration: the scaling (lo, span) per feature, the functions' parameters, and the functions
+    themselves when they are public (`lsh_secret=False`: drawn from `est._rng`) — None when the owners draw them."""
     if est.lsh_scale not in ('bounds', 'standard'):
         raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
+    if not isinstance(est.lsh_secret, (bool, np.bool_)):
+        raise ValueError(f"lsh_secret must be True or False; got {est.lsh_secret!r}")
     if est.lsh_bounds is not None:
         lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
     else:  # declared public, like the split candidates
@@ -467,20 +464,60 @@ def _lsh_cfg(est, datas: dict) -> dict:
             else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
         )
     span = np.where(hi > lo, hi - lo, 1.0)
-    lsh = PStableLSH(est.n_features_in_, est.n_tables, est.r, est.stable, rng=est._rng)  # seed shared by the parties
-    return dict(lsh=lsh, lsh_lo=lo, lsh_span=span)
+    params = dict(n_features=est.n_features_in_, n_tables=est.n_tables, r=est.r, stable=est.stable)
+    if est.lsh_secret:  # the parameters are checked here, before any message; the functions are the owners'
+        lsh, params['n_tables'] = None, PStableLSH(**params, rng=0).n_tables
+    else:  # public: drawn from the estimator's rng, the seed the parties share
+        lsh = PStableLSH(**params, rng=est._rng)
+        params['n_tables'] = lsh.n_tables
+    return dict(lsh=lsh, lsh_params=params, lsh_lo=lo, lsh_span=span)
 
 
-def _hash_rows(X, cfg: dict) -> np.ndarray:
-    "A party's hash values (int32) of its rows, scaled by the public (lo, span); ValueError beyond int32."
-    H = cfg['lsh'].hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
+def _hash_rows(X, cfg: dict, lsh: PStableLSH) -> np.ndarray:
+    "A party's hash values (int32) of its rows by `lsh`, scaled by the public (lo, span); ValueError beyond int32."
+    H = lsh.hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
     if len(H) and np.abs(H).max() >= 2**31:
         raise ValueError(
             f"{cfg['me']}: hash values beyond int32; scale the features (lsh_scale, lsh_bounds) or raise r"
         )
     return H.astype(np.int32)
 
+# %% ../nbs/34_nflgbdt.ipynb #91c496b4
+def joint_lsh(
+    shares: list,  # each data owner's share of the key (uint8 arrays), in party order
+    params: dict,  # the functions' public parameters: n_features, n_tables, r, stable
+) -> PStableLSH:
+    """The hash functions the data owners draw jointly: keyed by BLAKE2b of all their shares, so that no one without
+    every share (the aggregator) can evaluate them."""
+    blob = b''.join(np.asarray(s, np.uint8).tobytes() for s in shares)
+    return PStableLSH(**params, rng=prg(blob, 'lsh functions'))  # ChaCha20 keyed by BLAKE2b of the shares
+
 # %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
+def _owner_lsh_start(ctx, data: dict, cfg: dict):
+    """Generator: a data owner's first round and its hash values. Public functions: it hashes first (beyond int32 stops
+    it before its first message). Secret ones: with its class counts it sends every other owner its share of their
+    key (32 bytes of its secret generator), and hashes once it holds every share. Returns (owner, base margin, hash
+    values, the functions, seconds spent hashing)."""
+    names, me, lsh = cfg['parties'], cfg['me'], cfg['lsh']
+    if lsh is None:
+        share = secret_bytes(ctx.rng, 32)
+        for p in names:
+            if p != me:
+                ctx.send(p, 'hash key share', share)
+    else:
+        t0 = time.perf_counter()
+        H, took = _hash_rows(data['X'], cfg, lsh), time.perf_counter() - t0
+    own, base = yield from _owner_start(ctx, data, cfg)
+    if lsh is None:
+        shares = []
+        for p in names:
+            shares.append(share if p == me else (yield from ctx.recv('hash key share', p)))
+        t0 = time.perf_counter()
+        lsh = joint_lsh(shares, cfg['lsh_params'])
+        H, took = _hash_rows(data['X'], cfg, lsh), time.perf_counter() - t0
+    return own, base, H, lsh, took
+
+# %% ../nbs/34_nflgbdt.ipynb #36e04bee
 def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
     """Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m)
     back."""
@@ -496,7 +533,7 @@ def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
 
 def _aggregator_hash(ctx, cfg: dict):
     """Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of
-    `cfg['send']` to j."""
+    `cfg['send']` to j. Returns the maps, its seconds, and the number of distinct signatures among all rows."""
     H = []
     for p in cfg['parties']:
         H.append((yield from ctx.recv('hash values', p)))
@@ -504,15 +541,37 @@ def _aggregator_hash(ctx, cfg: dict):
     maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in cfg['pairs']}
     for j, m in cfg['send']:
         ctx.send(cfg['parties'][j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
-    return maps, time.perf_counter() - t0
+    return maps, time.perf_counter() - t0, len(np.unique(np.vstack(H), axis=0))
 
 # %% ../nbs/34_nflgbdt.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
-def _lsh_timings(est, res: dict, parties: list):
-    "Seconds of the hashing (the parties'), the similarity maps (the aggregator's) and the rest (boosting)."
-    t = est.timings_
+class LSHCollapseWarning(UserWarning):
+    "The rows fell into few distinct LSH signatures: the most-similar maps are then mostly the smallest-index tie rule."
+
+
+COLLAPSE_SHARE = 0.1  # the LSH estimators warn when the distinct signatures are fewer than this share of the rows
+
+# %% ../nbs/34_nflgbdt.ipynb #a6d3ada3
+def _lsh_fitted(est, res: dict, cfg: dict):
+    """After an LSH fit: similar counts (nFL-GBDT), distinct signatures, the functions the owners hashed with (`lsh_`:
+    the public ones, or the owners' joint ones — the simulator plays every owner) and the public scaling; the seconds
+    of hashing (the parties'), similarity maps (the aggregator's) and the rest (boosting); a warning on collapse."""
+    parties, agg, t = cfg['parties'], res['aggregator'], est.timings_
+    est.signatures_ = int(agg['signatures'])
+    if 'similar_counts' in agg:
+        est.similar_counts_ = agg['similar_counts']
+    est.lsh_, est.lsh_lo_, est.lsh_span_ = res[parties[0]]['lsh'], cfg['lsh_lo'], cfg['lsh_span']
     t['hashing'] = sum(res[p]['timings']['hashing'] for p in parties)
-    t['similarity'] = res['aggregator']['timings']['similarity']
+    t['similarity'] = agg['timings']['similarity']
     t['boosting'] = t['protocol'] - t['hashing'] - t['similarity']
+    n = sum(cfg['sizes'])
+    if est.signatures_ < COLLAPSE_SHARE * n:
+        warnings.warn(
+            f"LSH signatures collapsed: {est.signatures_} distinct signatures for {n} rows, so the most similar rows "
+            "are mostly the smallest-index tie rule; hash finer (lsh_scale='standard', a smaller r, more tables) if "
+            "similarity should matter — finer hash values also invert to closer rows (nb34)",
+            LSHCollapseWarning,
+            stacklevel=3,
+        )
 
 # %% ../nbs/34_nflgbdt.ipynb #431b1146
 def _threaded(fn, handlers: dict):
@@ -599,7 +658,7 @@ class FederBoostClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum Hessian in a child
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
-        rng=None,  # numpy Generator or seed (each party's stream, for its masks, is spawned from it: `party_seeds`)
+        rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its masks: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -665,7 +724,7 @@ def fit(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     """Fit on a list of (X_k, y_k): runs the `FEDERBOOST` programs in the simulator (each party draws its masks' secrets
-    from its own stream, `party_seeds_`)."""
+    from its own secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.trees_ = res['aggregator']['trees']
@@ -732,7 +791,8 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        rng=None,  # numpy Generator or seed (the public hash functions)
+        lsh_secret: bool = False,  # True: hash functions drawn jointly by the owners, kept from the aggregator
+        rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -742,7 +802,7 @@ class SimFLClassifier(_FedGBDT):
             max_bins,
         )
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
-        self.lsh_scale = lsh_scale
+        self.lsh_scale, self.lsh_secret = lsh_scale, lsh_secret
 
 # %% ../nbs/34_nflgbdt.ipynb #47b7c048
 def simfl_party(
@@ -751,28 +811,27 @@ def simfl_party(
     cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
 ):
     """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
-    Returns its trees (those it built with their node statistics), the base margin and its hashing time."""
-    t0 = time.perf_counter()
-    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
-    took, me = time.perf_counter() - t0, cfg['parties'].index(cfg['me'])
-    own, base = yield from _owner_start(ctx, data, cfg)
+    Returns its trees (those it built with their node statistics), the base margin, its hashing time and functions."""
+    me = cfg['parties'].index(cfg['me'])
+    own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
     trees = []
     for t, b in enumerate(cfg['builders']):
         if t and cfg['builders'][t - 1] == me != b:
             yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
         trees.append((yield from _simfl_step(ctx, own, cfg, t, b)))
-    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+    return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
 
 
 def simfl_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
 ):
-    "The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees."
+    """The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees.
+    Returns the number of distinct signatures."""
     yield from _aggregator_start(ctx, cfg)
-    _, took = yield from _aggregator_hash(ctx, cfg)
-    return dict(timings={'similarity': took})
+    _, took, sig = yield from _aggregator_hash(ctx, cfg)
+    return dict(signatures=sig, timings={'similarity': took})
 
 
 SIMFL = _register('simfl', simfl_party, simfl_server)
@@ -798,12 +857,12 @@ def fit(
     self: SimFLClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator."
+    "Fit on a list of (X_k, y_k): runs the `SIMFL` programs in the simulator; warns if the signatures collapse."
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
-    _lsh_timings(self, res, cfg['parties'])
+    _lsh_fitted(self, res, cfg)
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #fc7dc88f
@@ -886,8 +945,9 @@ class NFLGBDTClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
+        lsh_secret: bool = False,  # True: hash functions drawn jointly by the owners, kept from the aggregator
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-        rng=None,  # numpy Generator or seed (the public hash functions)
+        rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -897,7 +957,7 @@ class NFLGBDTClassifier(_FedGBDT):
             max_bins,
         )
         self.n_tables, self.r, self.stable, self.lsh_scale = n_tables, r, stable, lsh_scale
-        self.lsh_bounds, self.leaf_weighting, self.rng = lsh_bounds, leaf_weighting, rng
+        self.lsh_bounds, self.leaf_weighting, self.rng, self.lsh_secret = lsh_bounds, leaf_weighting, rng, lsh_secret
 
 # %% ../nbs/34_nflgbdt.ipynb #76127f4a2f6a44fba749ea7800e59d51
 def nflgbdt_party(
@@ -906,17 +966,14 @@ def nflgbdt_party(
     cfg: dict,  # the public configuration (`NFLGBDTClassifier.fit` makes it)
 ):
     """A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then
-    the later trees. Returns its trees (those it built with their node statistics), the base margin and its hashing
-    time."""
-    t0 = time.perf_counter()
-    H = _hash_rows(data['X'], cfg)  # first: beyond int32 stops it before its first message
-    took = time.perf_counter() - t0
-    own, base = yield from _owner_start(ctx, data, cfg)
+    the later trees. Returns its trees (those it built with their node statistics), the base margin, its hashing
+    time and functions."""
+    own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
     trees = [(yield from _simfl_step(ctx, own, cfg, 0, 0))]
     for t in range(1, cfg['n_trees']):
         trees.append((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
-    return dict(trees=trees, base_margin=base, timings={'hashing': took})
+    return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
 
 
 def nflgbdt_server(
@@ -926,12 +983,12 @@ def nflgbdt_server(
     """The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf
     weights of every later tree."""
     counts = yield from _aggregator_start(ctx, cfg)
-    maps, took = yield from _aggregator_hash(ctx, cfg)
+    maps, took, sig = yield from _aggregator_hash(ctx, cfg)
     n_d = similar_counts(maps, [int(c[0]) for c in counts])
     w = n_d / n_d.sum() if cfg['leaf_weighting'] == 'similar' else np.ones(len(n_d))
     for t in range(1, cfg['n_trees']):
         yield from _aggregator_nfl_step(ctx, cfg, w)
-    return dict(similar_counts=n_d, timings={'similarity': took})
+    return dict(similar_counts=n_d, signatures=sig, timings={'similarity': took})
 
 
 NFLGBDT = _register('nflgbdt', nflgbdt_party, nflgbdt_server)
@@ -959,13 +1016,12 @@ def fit(
     self: NFLGBDTClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
-    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator."
+    "Fit on a list of (X_k, y_k): runs the `NFLGBDT` programs in the simulator; warns if the signatures collapse."
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
-    self.similar_counts_ = res['aggregator']['similar_counts']
     self.builders_ = np.arange(self.n_estimators) % len(datas)
     self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
-    _lsh_timings(self, res, cfg['parties'])
+    _lsh_fitted(self, res, cfg)
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
@@ -1006,7 +1062,7 @@ class TFLClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
+        rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its noise: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1070,7 +1126,7 @@ def fit(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     """Fit on a list of (X_k, y_k): runs the `TFL` programs in the simulator (each party draws its noise from its own
-    stream, `party_seeds_`)."""
+    secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
@@ -1094,7 +1150,7 @@ class FGBDTGClassifier(_FedGBDT):
         min_child_weight: float = 1.0,  # minimum rows in a child (Hessians are 1)
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         epsilon: float = 10.0,  # each party's privacy budget over its proposed trees (pure DP, leaves only)
-        rng=None,  # numpy Generator or seed (each party's noise stream is spawned from it: `party_seeds`)
+        rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its noise: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
@@ -1174,7 +1230,7 @@ def fit(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ):
     """Fit on a list of (X_k, y_k): runs the `FGBDTG` programs in the simulator (each party draws its noise from its
-    own stream, `party_seeds_`)."""
+    own secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
@@ -1229,3 +1285,79 @@ def communication(
             aggregator_bytes_received=int(b['bytes_received'].get('aggregator', 0)),
         )
     return pd.DataFrame(rows).T
+
+# %% ../nbs/34_nflgbdt.ipynb #a14ed3c8
+def tree0_label_counts(
+    mapped,  # (n_b, 2): the per-row sums (G, H) one party sent the builder for tree 0
+    base_margin: float,  # the margin of every row at tree 0 (the broadcast base margin)
+) -> tuple:  # (the sender's rows mapped to each builder row, the positive labels among them): integer arrays
+    "What a builder reads off tree 0's mapped gradients: $c=H/(p(1-p))$ rows, $k=c\\,p-G$ positives, $p=\\sigma(m_0)$."
+    mapped = np.asarray(mapped, float)
+    if mapped.ndim != 2 or mapped.shape[1] != 2:
+        raise ValueError(f"mapped must be an (n, 2) array of (G, H); got shape {mapped.shape}")
+    p = expit(base_margin)
+    c = mapped[:, 1] / (p * (1 - p))
+    return np.rint(c).astype(np.intp), np.rint(c * p - mapped[:, 0]).astype(np.intp)
+
+# %% ../nbs/34_nflgbdt.ipynb #b1dc49bf
+def _cell_lp(A, lo_c, hi_c, z0, lower, upper):
+    "The point of {lo_c <= A z <= hi_c, lower <= z <= upper} nearest to z0 in L1 (`linprog`), or None if it is empty."
+    L, d = A.shape
+    I, O = np.eye(d), np.zeros((L, d))
+    A_ub = np.block([[A, O], [-A, O], [I, -I], [-I, -I]])
+    b_ub = np.concatenate([hi_c, -lo_c, z0, -z0])
+    box = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(lower, upper)] + [(0, None)] * d
+    res = linprog(np.r_[np.zeros(d), np.ones(d)], A_ub=A_ub, b_ub=b_ub, bounds=box, method='highs')
+    return res.x[:d] if res.status == 0 else None
+
+# %% ../nbs/34_nflgbdt.ipynb #9a84fcc2
+def invert_hashes(
+    H,  # (n, L) hash values (what the aggregator receives)
+    lsh: PStableLSH,  # the functions they were hashed with
+    lo,  # the public scaling: rows were hashed as (x - lo) / span
+    span,  # the public scaling's span per feature
+    lower=None,  # public lower bound of each feature (None: none)
+    upper=None,  # public upper bound of each feature (None: none)
+    center=None,  # a public typical row (None: the middle of the bounds where both are given, else lo)
+) -> np.ndarray:  # (n, d): one row in each row's hash cells
+    """Rows that hash to `H`: per distinct signature, the least-squares point on its cells' centres nearest to `center`;
+    where it leaves the bounds or a cell, the nearest point (L1) inside all of them, by linear programming."""
+    H, d = np.asarray(H), lsh.n_features
+    lo, span = (np.broadcast_to(np.asarray(v, float), d) for v in (lo, span))
+    zs = lambda v, fill: np.full(d, fill) if v is None else (np.asarray(v, float) - lo) / span
+    lower, upper = zs(lower, -np.inf), zs(upper, np.inf)
+    mu = zs(center, 0.0) if center is not None else np.where(np.isfinite(lower + upper), (lower + upper) / 2, 0.0)
+    U, inv = np.unique(H, axis=0, return_inverse=True)
+    A, eps = lsh.a.T, 1e-9 * lsh.r
+    lo_c, hi_c = lsh.r * U - lsh.b + eps, lsh.r * (U + 1) - lsh.b - eps  # a.z within [lo_c, hi_c] per cell
+    Z = mu + np.linalg.lstsq(A, ((lo_c + hi_c) / 2 - mu @ A.T).T, rcond=None)[0].T
+    P = Z @ A.T
+    for i in np.flatnonzero(((P < lo_c) | (P > hi_c)).any(1) | ((Z < lower) | (Z > upper)).any(1)):
+        z = _cell_lp(A, lo_c[i], hi_c[i], Z[i], lower, upper)
+        Z[i] = z if z is not None else _cell_lp(A, lo_c[i], hi_c[i], Z[i], np.full(d, -np.inf), np.full(d, np.inf))
+    return (Z * span + lo)[inv.ravel()]
+
+# %% ../nbs/34_nflgbdt.ipynb #d619dc12
+def feature_correlation(
+    X_hat,  # reconstructed rows (n, d)
+    X,  # the true rows (n, d)
+) -> float:
+    "Mean over features of the Pearson correlation between reconstruction and truth (0 for a constant column)."
+    a, b = (np.asarray(v, float) for v in (X_hat, X))
+    a, b = a - a.mean(0), b - b.mean(0)
+    den = np.sqrt((a * a).sum(0) * (b * b).sum(0))
+    return float(np.mean(np.where(den > 0, (a * b).sum(0) / np.where(den > 0, den, 1.0), 0.0)))
+
+# %% ../nbs/34_nflgbdt.ipynb #9ad72f48
+def linear_inversion(
+    H_known,  # (k, L) hash values of rows the attacker knows
+    X_known,  # (k, d) those rows
+    H,  # (n, L) hash values to invert
+    alpha: float = 1.0,  # ridge penalty (the intercept is not penalised)
+) -> np.ndarray:  # (n, d) reconstructed rows
+    "Rows from hash values without the functions: a ridge regression of the features on the hash values, on known rows."
+    Hk = np.column_stack([np.ones(len(H_known)), np.asarray(H_known, float)])
+    P = alpha * np.eye(Hk.shape[1])
+    P[0, 0] = 0.0
+    W = np.linalg.solve(Hk.T @ Hk + P, Hk.T @ np.asarray(X_known, float))
+    return np.column_stack([np.ones(len(H)), np.asarray(H, float)]) @ W

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from fastcore.basics import patch
 
-from .federation import as_rng
+from .entropy import is_secret_rng, secret_ints, secret_rng
 from .smc import FixedPointOverflow
 
 # %% auto #0
@@ -61,8 +61,21 @@ def _miller_rabin(n: int, rounds: int = 64) -> bool:
     return True
 
 # %% ../nbs/32_paillier.ipynb #77ef9c6b
+def _secret(rng):
+    "The generator secrets are drawn from: None (the OS), a secret generator as it is, a seed keying ChaCha20."
+    if rng is None or is_secret_rng(rng):
+        return rng
+    if isinstance(rng, (np.random.Generator, np.random.BitGenerator, np.random.RandomState)):
+        name = type(getattr(rng, 'bit_generator', rng)).__name__
+        raise ValueError(
+            f"rng is a numpy {name} generator, not a cryptographic one: Paillier keys and obfuscators take None (the "
+            "OS), a seed (tests) or a secret generator (fedgauss.entropy.secret_rng)"
+        )
+    return secret_rng(rng, 'fedgauss.paillier')
+
+
 def _randbits(bits: int, rng=None) -> int:
-    "A uniform integer of `bits` bits: from the OS (`secrets`) if `rng` is None, else from the numpy Generator `rng`."
+    "A uniform integer of `bits` bits: from the OS (`secrets`) if `rng` is None, else from the secret generator `rng`."
     if rng is None:
         return secrets.randbits(bits)
     nbytes = -(-bits // 8)
@@ -79,12 +92,12 @@ def _randbelow(n: int, rng=None) -> int:
 # %% ../nbs/32_paillier.ipynb #1e3ed7f6
 def random_prime(
     bits: int,  # length of the prime, bits
-    rng=None,  # None: the OS's CSPRNG; a numpy Generator: reproducible, NOT cryptographic
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     use_gmpy2: bool | None = None,  # force or forbid gmpy2 (default: use it if installed)
 ) -> int:
     "A random prime of exactly `bits` bits with its top two bits set, so that a product of two has exactly 2 `bits` bits."
     mpz, _, _, is_prime = _backend(use_gmpy2)
-    rng = None if rng is None else as_rng(rng)
+    rng = _secret(rng)
     while True:
         cand = _randbits(bits, rng) | (3 << (bits - 2)) | 1
         if is_prime(mpz(cand), 64):
@@ -118,10 +131,10 @@ class PaillierPublicKey:
 @patch
 def obfuscator(
     self: PaillierPublicKey,
-    rng=None,  # numpy Generator or seed for r (None: the OS CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
 ) -> int:
     "r^n mod n^2 for a uniform unit r of Z_n (a fresh random element of the n-th residues): one full exponentiation."
-    rng = None if rng is None else as_rng(rng)
+    rng = _secret(rng)
     while True:
         r = _randbelow(int(self.n), rng)
         if r > 0 and math.gcd(r, int(self.n)) == 1:
@@ -133,7 +146,7 @@ def raw_encrypt(
     self: PaillierPublicKey,
     m: int,  # plaintext in [0, n)
     r_value: int | None = None,  # the random r (default: fresh); the obfuscator is r^n
-    rng=None,  # randomness for r (None: the OS's CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
 ) -> int:
     "c = g^m r^n = (1 + m n) r^n mod n^2."
     m = self._check_plaintext(m)
@@ -204,7 +217,7 @@ def _check_ciphertext(self: PaillierPublicKey, c) -> int:
 # %% ../nbs/32_paillier.ipynb #a149f3f4
 def generate_paillier_keypair(
     n_length: int = 2048,  # bits of the modulus n
-    rng=None,  # None: the OS's CSPRNG; a seed or numpy Generator: reproducible, for tests only
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     unsafe: bool = False,  # allow n_length < 1024 (tests)
     use_gmpy2: bool | None = None,  # big-integer backend (default: gmpy2 if installed)
 ) -> tuple:
@@ -215,7 +228,7 @@ def generate_paillier_keypair(
         raise ValueError(
             f"a {n_length}-bit key is breakable: use n_length >= 1024 (2048 recommended), or unsafe=True for tests"
         )
-    rng = None if rng is None else as_rng(rng)
+    rng = _secret(rng)
     while True:
         p = random_prime(n_length // 2, rng, use_gmpy2)
         q = random_prime(n_length // 2, rng, use_gmpy2)
@@ -311,14 +324,14 @@ class ObfuscatorTable:
     def __init__(
         self,
         key,  # a `PaillierPublicKey`, or a `PaillierPrivateKey` (then through the CRT)
-        rng=None,  # randomness of h (None: the OS's CSPRNG)
+        rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
         exponent_bits: int | None = None,  # bits of x (default: half of n's, as DJN)
         window: int = 8,  # bits per table row
     ):
         pk = getattr(key, 'public_key', key)
         self.key, self.pk = key, pk
         self.exponent_bits = exponent_bits or -(-pk.n.bit_length() // 2)
-        h = pk.obfuscator(None if rng is None else as_rng(rng))
+        h = pk.obfuscator(_secret(rng))
         if key is pk:
             self.tables = [FixedBase(h, pk.nsquare, self.exponent_bits, window)]
         else:
@@ -332,11 +345,11 @@ class ObfuscatorTable:
 def draw(
     self: ObfuscatorTable,
     k: int,  # how many
-    rng=None,  # randomness of the exponents (None: the OS's CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
 ) -> list:
     "`k` obfuscators h^x mod n^2, x uniform on `exponent_bits` bits."
-    rng = None if rng is None else as_rng(rng)
-    xs = [_randbits(self.exponent_bits, rng) for _ in range(k)]
+    rng = _secret(rng)
+    xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()  # one bulk draw
     if len(self.tables) == 1:
         return self.tables[0].powers(xs)
     return self.key._crt_combine(self.tables[0].powers(xs), self.tables[1].powers(xs))
@@ -360,11 +373,11 @@ def _powmod_many(bases: list, e, m, pow_) -> list:
 def obfuscators(
     self: PaillierPublicKey,
     k: int,  # how many
-    rng=None,  # randomness (None: the OS's CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     fast: bool = True,  # DJN short exponents from a fixed-base table (built once per key), else r^n in full
 ) -> list:
     "`k` fresh obfuscators for this key."
-    rng = None if rng is None else as_rng(rng)
+    rng = _secret(rng)
     if fast:
         if getattr(self, '_table', None) is None:
             self._table = ObfuscatorTable(self, rng)
@@ -385,12 +398,12 @@ def _unit(self: PaillierPublicKey, rng=None) -> int:
 def obfuscators(
     self: PaillierPrivateKey,
     k: int,  # how many
-    rng=None,  # randomness (None: the OS's CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     fast: bool = True,  # DJN short exponents (tables mod p^2 and q^2), else r^n in full through the CRT
 ) -> list:
     "`k` fresh obfuscators, computed by the key owner modulo p^2 and q^2."
     pk = self.public_key
-    rng = None if rng is None else as_rng(rng)
+    rng = _secret(rng)
     if fast:
         if getattr(self, '_table', None) is None:
             self._table = ObfuscatorTable(self, rng)
@@ -411,7 +424,7 @@ def _as_plaintexts(pk: PaillierPublicKey, ms) -> list:
 def encrypt_many(
     self: PaillierPublicKey,
     ms,  # plaintext integers in [0, n)
-    rng=None,  # randomness of the obfuscators (None: the OS's CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     obfuscators: list | None = None,  # precomputed ones (a pool), one per plaintext, each used once
     fast: bool = True,  # DJN obfuscators (see `obfuscators`)
 ) -> list:
@@ -428,7 +441,7 @@ def encrypt_many(
 def encrypt_many(
     self: PaillierPrivateKey,
     ms,  # plaintext integers in [0, n)
-    rng=None,  # randomness of the obfuscators (None: the OS CSPRNG)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     obfuscators: list | None = None,  # precomputed ones (a pool), one per plaintext, each used once
     fast: bool = True,  # DJN obfuscators (see `obfuscators`)
 ) -> list:

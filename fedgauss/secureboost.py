@@ -4,7 +4,7 @@
 
 # %% ../nbs/33_secureboost.ipynb #1669008c
 from __future__ import annotations
-import numbers, queue, threading, time
+import itertools, numbers, queue, threading, time
 
 import numpy as np
 import pandas as pd
@@ -35,10 +35,11 @@ except ImportError:
 
 # %% auto #0
 __all__ = ['GH_SLOT', 'BIN_BITS', 'SECUREBOOST', 'SECUREBOOST_PREDICT', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext',
-           'unpack_bins', 'PassiveParty', 'ActiveParty', 'FederatedHistograms', 'SecureBoostClassifier',
+           'unpack_bins', 'PassiveParty', 'ActiveParty', 'FederatedHistograms', 'align_rows', 'SecureBoostClassifier',
            'secureboost_party', 'secureboost_report', 'secureboost_check', 'secureboost_context', 'part_model',
            'secureboost_part', 'secureboost_predict_check', 'secureboost_predict_party', 'leaf_purity',
-           'weight_identity_error']
+           'weight_identity_error', 'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack',
+           'passive_leaves', 'label_inference_attack']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -221,7 +222,7 @@ class ActiveParty(_SBParty):
         self,
         key_size: int,  # bits of the Paillier modulus
         unsafe: bool,  # allow a key under 1024 bits (tests only)
-        rng,  # numpy Generator or seed of the key (None: the OS CSPRNG)
+        rng,  # the party's secret generator (`fedgauss.entropy.secret_rng`), or None: the OS
     ):
         self.pk, self.sk = generate_paillier_keypair(key_size, rng=rng, unsafe=unsafe)
         self.q = bins_per_ciphertext(self.pk.n)
@@ -230,7 +231,7 @@ class ActiveParty(_SBParty):
         self,
         gh,  # per-row (g, h), shape (n, 2); snapped to the grid in place
         passives,  # the passive parties to send the ciphertexts to
-        rng=None,  # randomness of the obfuscators (None: the OS CSPRNG)
+        rng=None,  # the party's secret generator for the obfuscators (None: the OS)
     ):
         "Snap (g, h) to the grid, encrypt $G_i 2^s + H_i$ and send the ciphertexts to every passive party."
         g, h, self.k = snap_to_grid(gh[:, 0], gh[:, 1])
@@ -387,6 +388,58 @@ def _in_thread(f):
         if pending:  # the program was closed while the thread waits: end the thread
             to_f.put((False, GeneratorExit()))
 
+# %% ../nbs/33_secureboost.ipynb #160bbddd
+def _ids_of(X, name: str, id_column):
+    "A party's row IDs and its features without them: a named column, else a DataFrame's index; None for an array."
+    if id_column is not None:
+        if not isinstance(X, pd.DataFrame) or id_column not in X.columns:
+            raise ValueError(f"{name} has no ID column {id_column!r}: every party passes a DataFrame holding it")
+        return pd.Index(X[id_column]), X.drop(columns=id_column)
+    return (X.index, X) if isinstance(X, pd.DataFrame) else (None, X)
+
+
+def _some(ids, k: int = 3) -> str:
+    "A few of `ids`, for an error message."
+    ids = list(ids)
+    return ', '.join(map(repr, ids[:k])) + (f" (and {len(ids) - k} more)" if len(ids) > k else '')
+
+# %% ../nbs/33_secureboost.ipynb #135deaea
+def align_rows(
+    blocks: list,  # each party's rows: DataFrames (IDs in the index or in `id_column`) or arrays (by position)
+    ref: int,  # the party whose row order is kept (the active party)
+    id_column=None,  # the ID column every party holds (None: the DataFrames' index)
+    names: list | None = None,  # the parties' names, for errors (default 'party i')
+) -> tuple:
+    """(the blocks in party `ref`'s row order, `ref`'s index or None for arrays): each party's IDs unique, none missing,
+    the same set as party `ref`'s; the callers' objects are not modified."""
+    names = names or [f"party {i}" for i in range(len(blocks))]
+    got = [_ids_of(X, n, id_column) for X, n in zip(blocks, names)]
+    if all(ids is None for ids, _ in got):
+        return list(blocks), None
+    if any(ids is None for ids, _ in got):
+        arr = [n for (ids, _), n in zip(got, names) if ids is None]
+        raise ValueError(
+            f"{_some(arr)} pass arrays, the others DataFrames: pass all DataFrames (rows aligned on their "
+            "IDs) or all arrays (rows taken by position)"
+        )
+    for (ids, _), n in zip(got, names):
+        if ids.hasnans:
+            raise ValueError(f"{n} has missing row IDs (NaN or None)")
+        if ids.has_duplicates:
+            raise ValueError(f"{n} has duplicated row IDs: {_some(ids[ids.duplicated()].unique())}")
+    want, out = got[ref][0], []
+    for (ids, X), n in zip(got, names):
+        lack, extra = want.difference(ids, sort=False), ids.difference(want, sort=False)
+        if len(lack) or len(extra):
+            what = [f"{len(lack)} of {names[ref]}'s missing ({_some(lack)})"] if len(lack) else []
+            what += [f"{len(extra)} not at {names[ref]} ({_some(extra)})"] if len(extra) else []
+            raise ValueError(
+                f"{n}'s row IDs are not {names[ref]}'s: {'; '.join(what)}; align the parties on their "
+                "common IDs first (private set intersection)"
+            )
+        out.append(X.iloc[ids.get_indexer(want)])
+    return out, blocks[ref].index
+
 # %% ../nbs/33_secureboost.ipynb #8654f680
 class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
     "Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms."
@@ -405,7 +458,8 @@ class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
         missing: str = 'learn',  # 'learn' (default direction), 'impute' (own means) or 'probabilistic'
         base_score=None,  # initial probability (None: the label mean)
         unsafe: bool = False,  # allow key_size < 1024 (tests only)
-        rng=None,  # seed or Generator for keys and obfuscators (None: the OS's CSPRNG; a seed is for tests)
+        rng=None,  # the active party's secret randomness (keys, obfuscators): None the OS; a seed for tests
+        id_column=None,  # a row-ID column every party's DataFrame holds (None: DataFrames align on their index)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -415,12 +469,12 @@ class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
             max_bins,
         )
         self.key_size, self.rl_trees, self.missing, self.base_score = key_size, rl_trees, missing, base_score
-        self.unsafe, self.rng = unsafe, rng
+        self.unsafe, self.rng, self.id_column = unsafe, rng, id_column
 
 # %% ../nbs/33_secureboost.ipynb #cc08364b
 @patch
 def _check_parties(self: SecureBoostClassifier, parties):
-    "Validate `parties` (list of (X_p, y_p)); returns the float blocks, the labels and the active party's index."
+    "Validate `parties` (list of (X_p, y_p)), rows aligned (`align_rows`); float blocks, labels, the active party."
     if (
         not isinstance(parties, (list, tuple))
         or len(parties) < 1
@@ -430,13 +484,19 @@ def _check_parties(self: SecureBoostClassifier, parties):
     labelled = [i for i, (_, y) in enumerate(parties) if y is not None]
     if len(labelled) != 1:
         raise ValueError(f"exactly one party must hold the labels; {len(labelled)} do")
-    blocks = [_numeric_block(X, f"party {i}") for i, (X, _) in enumerate(parties)]
+    Xs, index = align_rows([X for X, _ in parties], labelled[0], self.id_column)
+    blocks = [_numeric_block(X, f"party {i}") for i, X in enumerate(Xs)]
     n = {len(b) for b in blocks}
     if len(n) != 1:
         raise ValueError(f"parties hold different numbers of rows: {sorted(len(b) for b in blocks)}")
     if blocks[0].shape[0] == 0:
         raise ValueError("no rows")
-    y = np.asarray(parties[labelled[0]][1]).ravel()
+    y = parties[labelled[0]][1]
+    if isinstance(y, pd.Series) and index is not None and not y.index.equals(index):
+        if y.index.has_duplicates or not y.index.sort_values().equals(index.sort_values()):
+            raise ValueError(f"the labels' index is not party {labelled[0]}'s rows: pass y with the same index")
+        y = y.loc[index]
+    y = np.asarray(y).ravel()
     if len(y) != len(blocks[0]):
         raise ValueError(f"{len(y)} labels for {len(blocks[0])} rows")
     if pd.isna(y).any():
@@ -686,13 +746,12 @@ def secureboost_check(
 def secureboost_context(
     me: str,  # the party's name
     cfg: dict,  # the public configuration
-    rng=None,  # seed or Generator of its keys and obfuscators (tests); None: the OS's CSPRNG for Paillier
+    rng=None,  # its secret generator, or a seed (tests; see `fedgauss.entropy.secret_rng`); None: the OS
 ) -> PartySMC:
-    """A SecureBoost party's `PartySMC`; Paillier draws from the OS's CSPRNG unless a seed is given: an int seeds keys
-    and obfuscators with a generator each (as the estimator's `rng`), a Generator serves both."""
-    ctx = PartySMC(me, cfg['parties'], rng=rng)
-    ctx.key_rng = None if rng is None else ctx.rng
-    ctx.obf_rng = None if rng is None else as_rng(rng)
+    """A SecureBoost party's `PartySMC`. Its Paillier primes and obfuscators come from its own secret generator
+    (`ctx.rng`, ChaCha20: keyed by the OS without a seed), never from a generator another party or the server knows."""
+    ctx = PartySMC(me, cfg['parties'], rng=rng)  # `secret_rng(rng)`: a secret generator is kept as it is
+    ctx.key_rng = ctx.obf_rng = ctx.rng
     return ctx
 
 
@@ -1045,63 +1104,77 @@ SECUREBOOST_PREDICT = register_protocol(
 
 # %% ../nbs/33_secureboost.ipynb #6b38b45500584d5d8705f6308d7e030c
 @patch
-def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> list:
+def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> tuple:
+    "The float blocks of the rows to score, aligned on the active party's rows as at fit, and its index (or None)."
     if not hasattr(self, 'trees_'):
         raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
     if not isinstance(X_parts, (list, tuple)) or len(X_parts) != len(self.parties_):
         raise ValueError(f"X_parts must be a list of {len(self.parties_)} feature blocks, one per party")
+    X_parts, index = align_rows(list(X_parts), self.parties_.index(self.active_), self.id_column)
     blocks = [_numeric_block(X, f"party {i}") for i, X in enumerate(X_parts)]
     for i, (b, p) in enumerate(zip(blocks, self.parties_)):
         if b.shape[1] != p.layout.n_features:
             raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
     if len({len(b) for b in blocks}) != 1:
         raise ValueError("the blocks have different numbers of rows")
-    return blocks
+    return blocks, index
 
 
 @patch
-def predict_inputs(
-    self: SecureBoostClassifier,
-    X_parts,  # one feature block per party, in the order of fit
-) -> tuple:
-    """The `secureboost_predict` programs' inputs: (datas, cfg) — each party's data its block of the rows and its part
-    of the model (`model_parts`), and the public configuration."""
-    blocks, parts = self._blocks_for_predict(X_parts), self.model_parts()
-    names = [p.name for p in self.parties_]
+def _inputs(self: SecureBoostClassifier, blocks: list) -> tuple:
+    "(datas, cfg) of the `secureboost_predict` programs from the float blocks."
+    parts, names = self.model_parts(), [p.name for p in self.parties_]
     datas = {n: dict(parts[n], X=b) for n, b in zip(names, blocks)}
     n_rec = [0 if p is self.active_ else len(p.lookup) for p in self.parties_]
     cfg = dict(parties=names, active=self.active_.name, n_features=[b.shape[1] for b in blocks], n_rows=len(blocks[0]))
     return datas, dict(cfg, n_records=n_rec, missing=self.missing)
 
+
+@patch
+def predict_inputs(
+    self: SecureBoostClassifier,
+    X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
+) -> tuple:
+    """The `secureboost_predict` programs' inputs: (datas, cfg) — each party's data its block of the rows and its part
+    of the model (`model_parts`), and the public configuration."""
+    return self._inputs(self._blocks_for_predict(X_parts)[0])
+
 # %% ../nbs/33_secureboost.ipynb #8913267d09734eaabfafef9432d31641
 @patch
 def decision_function(
     self: SecureBoostClassifier,
-    X_parts,  # one feature block per party, in the order of fit
-) -> np.ndarray:
-    "Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel."
-    datas, cfg = self.predict_inputs(X_parts)
+    X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
+):
+    """Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel;
+    in the active party's row order (a Series with its index if the blocks are DataFrames)."""
+    blocks, index = self._blocks_for_predict(X_parts)
+    datas, cfg = self._inputs(blocks)
     res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_)
-    return res[cfg['active']]['margin']
+    m = res[cfg['active']]['margin']
+    return m if index is None else pd.Series(m, index=index, name='margin')
 
 # %% ../nbs/33_secureboost.ipynb #2868a188
 @patch
 def predict_proba(
     self: SecureBoostClassifier,
-    X_parts,  # one feature block per party, in the order of fit
-) -> np.ndarray:
-    "Class probabilities `(n, 2)` by federated inference."
-    p = expit(self.decision_function(X_parts))
-    return np.column_stack([1 - p, p])
+    X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
+):
+    "Class probabilities `(n, 2)` by federated inference (a DataFrame, columns `classes_`, for DataFrame blocks)."
+    m = self.decision_function(X_parts)
+    p = expit(np.asarray(m))
+    p = np.column_stack([1 - p, p])
+    return p if not isinstance(m, pd.Series) else pd.DataFrame(p, index=m.index, columns=self.classes_)
 
 
 @patch
 def predict(
     self: SecureBoostClassifier,
-    X_parts,  # one feature block per party, in the order of fit
-) -> np.ndarray:
-    "Predicted labels by federated inference."
-    return self.classes_[(self.decision_function(X_parts) > 0).astype(int)]
+    X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
+):
+    "Predicted labels by federated inference (a Series with the active party's index if the blocks are DataFrames)."
+    m = self.decision_function(X_parts)
+    y = self.classes_[(np.asarray(m) > 0).astype(int)]
+    return y if not isinstance(m, pd.Series) else pd.Series(y, index=m.index, name='prediction')
 
 # %% ../nbs/33_secureboost.ipynb #7ee7452c
 def leaf_purity(
@@ -1136,3 +1209,246 @@ def weight_identity_error(
     w = tree.value[at] / learning_rate
     est = a + (a * (1 - a) + reg_lambda / n_j[at]) * w
     return float((n_j[at] * np.abs(est - th[at])).sum() / n_j.sum())
+
+# %% ../nbs/33_secureboost.ipynb #3d3e5ee6
+def active_party_view(
+    model,  # a fitted `SecureBoostClassifier` (its channel recorded the payloads)
+    passive: str,  # the passive party attacked
+) -> tuple:
+    """What the active party holds about `passive`'s features: per tree it took part in, the rows' integer (G, H), their
+    leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
+    feature (the `n_bins` message)."""
+    a, n, q = model.active_, int(model.active_.pk.n), model.active_.q
+    msgs = [m for m in model.channel_.messages if passive in (m.sender, m.receiver)]
+    n_bins = np.asarray(next(m.payload for m in msgs if m.kind == 'n_bins'))
+    S = int((n_bins + 1).sum())
+    centred = lambda vals: [int(v) - n if int(v) > n // 2 else int(v) for v in vals]
+    view, asked = [], []
+    for m in msgs:
+        if m.kind == 'gh':  # a tree starts: the ciphertexts of every row's G 2^s + H
+            gh = np.array([unpack_gh(v) for v in centred(a.sk.decrypt_many([int(c) for c in m.payload]))], np.int64)
+            view.append(dict(tree=model.rl_trees + len(view), G=gh[:, 0], H=gh[:, 1], hist={}))
+        elif m.kind == 'hist_request':
+            asked.append(np.asarray(m.payload))
+        elif m.kind == 'hist':
+            vals, per = a.sk.decrypt_many([int(c) for c in np.asarray(m.payload, dtype=object).ravel()]), -(-S // q)
+            for j, v in enumerate(asked.pop(0)):
+                bins = [b for x in vals[j * per : (j + 1) * per] for b in unpack_bins(x, n, q)][:S]
+                view[-1]['hist'][int(v)] = np.array([unpack_gh(b) for b in bins], np.int64).T
+    for o in view:
+        _add_nodes(o, model.trees_[o['tree']], model.train_leaves_[o['tree']])
+    return view, n_bins
+
+# %% ../nbs/33_secureboost.ipynb #7a1a0552
+def _add_nodes(o: dict, tree: Tree, leaf):
+    "The rows of every node (from the leaves up), and the histograms of the siblings the active party subtracted."
+    parent = np.full(tree.n_nodes, -1, np.intp)
+    inner = np.flatnonzero(~tree.is_leaf)
+    parent[tree.left[inner]], parent[tree.right[inner]] = inner, inner
+    o['leaf'], o['rows'] = np.asarray(leaf, np.intp), {}
+    node, rows = o['leaf'].copy(), np.arange(len(leaf))
+    while len(rows):
+        for v in np.unique(node):
+            o['rows'].setdefault(int(v), []).append(rows[node == v])
+        keep = parent[node] >= 0
+        node, rows = parent[node[keep]], rows[keep]
+    o['rows'] = {v: np.sort(np.concatenate(r)) for v, r in o['rows'].items()}
+    h = o['hist']
+    for v in range(tree.n_nodes):  # nodes are numbered breadth first: a parent before its children
+        u = parent[v]
+        s = tree.left[u] + tree.right[u] - v if u >= 0 else -1
+        if v not in h and u in h and s in h:
+            h[v] = h[u] - h[s]
+
+# %% ../nbs/33_secureboost.ipynb #bd3cd5d9
+def row_classes(
+    view: list,  # `active_party_view`'s trees
+) -> tuple:
+    "Each row's class (rows the active party cannot tell apart: same (G, H), same leaf in every tree), a row of each."
+    key = np.stack([c for o in view for c in (o['G'], o['H'], o['leaf'])], axis=1)
+    _, first, cls = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    return cls.ravel(), first
+
+# %% ../nbs/33_secureboost.ipynb #f1ffbdce
+def _range_knapsack(vals, caps, target, limit: int = 64):
+    """Over all k with sum_g k_g vals_g = target, 0 <= k_g <= caps_g (vals (m, 2) integers): per group the least and the
+    most k_g; None if a half has more than `limit` combinations, (None, None) if there is no solution."""
+    sizes, halves, prods = caps + 1, ([], []), [1, 1]
+    for g in np.argsort(-sizes):  # two halves of balanced sizes
+        s = int(prods[0] > prods[1])
+        halves[s].append(g)
+        prods[s] *= int(sizes[g])
+    if max(prods) > limit:
+        return None
+
+    def combos(idx):
+        if not idx:
+            return np.zeros((1, 0), np.int64), np.zeros((1, 2), np.int64)
+        ks = np.array(list(itertools.product(*[range(int(caps[g]) + 1) for g in idx])), np.int64)
+        return ks, ks @ vals[idx]
+
+    (kl, sl), (kr, sr) = combos(halves[0]), combos(halves[1])
+    right = {}
+    for j, s in enumerate(map(tuple, sr.tolist())):
+        right.setdefault(s, []).append(j)
+    lo, hi, L, R = np.full(len(caps), np.iinfo(np.int64).max), np.full(len(caps), -1), halves[0], halves[1]
+    for i, (g, h) in enumerate(sl.tolist()):
+        js = right.get((int(target[0]) - g, int(target[1]) - h))
+        if js is not None:
+            lo[L], hi[L] = np.minimum(lo[L], kl[i]), np.maximum(hi[L], kl[i])
+            lo[R], hi[R] = np.minimum(lo[R], kr[js].min(0)), np.maximum(hi[R], kr[js].max(0))
+    return (lo, hi) if (hi >= 0).all() else (None, None)
+
+# %% ../nbs/33_secureboost.ipynb #7ec28bac
+def _narrow(lo, hi, K, g, h, Gs, Hs, size, limit: int):
+    "Narrow the bounds of the classes `K` (values g, h) in every bin from one node's bin sums (Gs, Hs): in place."
+    loK, hiK = lo[K], hi[K]
+    rg, rh = Gs - g @ loK, Hs - h @ loK
+    uv, grp = np.unique(np.stack([g, h], 1), axis=0, return_inverse=True)
+    grp, gsize = grp.ravel(), np.bincount(grp.ravel())
+    cap = np.zeros((len(uv), loK.shape[1]), np.int64)
+    np.add.at(cap, grp, hiK - loK)
+    nfree = (cap > 0).sum(0)
+
+    def apply(
+        b, glo, ghi
+    ):  # each group's least / most free rows in bins b: classes alone take them, groups if all or none
+        one, base, c = (gsize[grp] == 1)[:, None], loK[:, b], cap[:, b][grp]
+        loK[:, b] = np.where(one, base + glo[grp], np.where(glo[grp] == c, hiK[:, b], base))
+        hiK[:, b] = np.where(one, base + ghi[grp], np.where(ghi[grp] == 0, base, hiK[:, b]))
+
+    at = np.flatnonzero(nfree == 1)  # one free group: the residual over its value (a zero residual: no free row)
+    if len(at):
+        j = (cap[:, at] > 0).argmax(0)
+        k = np.where(uv[j, 1] != 0, rh[at] // np.maximum(uv[j, 1], 1), rg[at] // np.where(uv[j, 0] != 0, uv[j, 0], 1))
+        k = np.where((rg[at] == 0) & (rh[at] == 0), 0, k)
+        glo = np.zeros((len(uv), len(at)), np.int64)
+        glo[j, np.arange(len(at))] = k
+        apply(at, glo, glo)
+    zero = np.flatnonzero((nfree >= 2) & (rg == 0) & (rh == 0) & (uv[:, 1] > 0).all())
+    apply(zero, np.zeros((len(uv), len(zero)), np.int64), np.zeros((len(uv), len(zero)), np.int64))
+    for b in np.flatnonzero((nfree >= 2) & ((rg != 0) | (rh != 0))):
+        free = np.flatnonzero(cap[:, b] > 0)
+        r = _range_knapsack(uv[free], cap[free, b], (rg[b], rh[b]), limit)
+        if r is not None:
+            glo, ghi = np.zeros(len(uv), np.int64), cap[:, b].copy()
+            glo[free], ghi[free] = r
+            apply([b], glo[:, None], ghi[:, None])
+    sK = size[K, None]  # a class's counts add up to its size
+    loK = np.maximum(loK, sK - (hiK.sum(1, keepdims=True) - hiK))
+    lo[K], hi[K] = loK, np.minimum(hiK, sK - (loK.sum(1, keepdims=True) - loK))
+
+# %% ../nbs/33_secureboost.ipynb #2b5d4871
+def bin_count_bounds(
+    view: list,  # `active_party_view`'s trees
+    cls,  # each row's class (`row_classes`)
+    first,  # a row of each class
+    slots: slice,  # the slots of one passive feature in the histograms (its bins, missing last)
+    limit: int = 16,  # largest meet-in-the-middle half (combinations)
+    max_pass: int = 50,  # passes over the nodes at most
+) -> tuple:
+    "Bounds lo <= n[c, b] <= hi on the rows of each class in each bin of one passive feature, from every decrypted sum."
+    size = np.bincount(cls)
+    B = slots.stop - slots.start
+    lo, hi = np.zeros((len(size), B), np.int64), np.repeat(size[:, None], B, 1)
+    nodes = [
+        (np.unique(cls[o['rows'][v]]), o['G'][first], o['H'][first], s[0, slots], s[1, slots])
+        for o in view
+        for v, s in o['hist'].items()
+    ]
+    changed = np.ones(len(size), bool)
+    for _ in range(max_pass):
+        if not changed.any():
+            break
+        was = lo.copy(), hi.copy()
+        for K, g, h, Gs, Hs in nodes:
+            if changed[K].any():
+                _narrow(lo, hi, K, g[K], h[K], Gs, Hs, size, limit)
+        changed = ((lo != was[0]) | (hi != was[1])).any(1)
+    return lo, hi
+
+# %% ../nbs/33_secureboost.ipynb #99a01dce
+def bin_recovery_attack(
+    model,  # a fitted `SecureBoostClassifier`
+    limit: int = 16,  # largest meet-in-the-middle half (combinations)
+) -> dict:
+    """The active party's attack on every passive party's bins, scored against their true bins (`codes`): the share of
+    (row, passive feature) pairs whose bin it knows exactly, its errors, the ceiling (pairs whose class holds one bin),
+    and the mean information learned per pair, bits (log2 of bins over candidate bins)."""
+    exact, errors, ceiling, bits, top = [], 0, [], [], []
+    for p in model.parties_:
+        if p is model.active_ or model.rl_trees >= model.n_estimators:
+            continue
+        view, n_bins = active_party_view(model, p.name)
+        cls, first = row_classes(view)
+        ptr, size = np.r_[0, np.cumsum(n_bins + 1)], np.bincount(cls)
+        for f in range(len(n_bins)):
+            lo, hi = bin_count_bounds(view, cls, first, slice(ptr[f], ptr[f + 1]), limit)
+            true = np.zeros_like(lo)
+            np.add.at(true, (cls, p.codes[:, f]), 1)
+            errors += int(((true < lo) | (true > hi)).sum())
+            exact.append((lo == size[:, None]).any(1)[cls])
+            ceiling.append((true == size[:, None]).any(1)[cls])
+            bits.append(np.log2((n_bins[f] + 1) / (hi > 0).sum(1))[cls])
+            top.append(np.full(len(cls), np.log2(n_bins[f] + 1)))
+    if not exact:  # no passive party took part in any tree
+        return dict(exact=0.0, errors=0, ceiling=0.0, bits=0.0, max_bits=0.0)
+    return dict(
+        exact=float(np.mean(exact)),
+        errors=errors,
+        ceiling=float(np.mean(ceiling)),
+        bits=float(np.mean(bits)),
+        max_bits=float(np.mean(top)),
+    )
+
+# %% ../nbs/33_secureboost.ipynb #30eecf09
+def passive_leaves(
+    channel: Channel,  # the fit's channel
+    passive: str,  # the passive party
+    n: int,  # its rows
+) -> list:
+    "Each tree's leaf of every row, as `passive` rebuilds it from what it received (`gh` starts a tree, `route`)."
+    out = []
+    for m in channel.messages:
+        if m.receiver != passive:
+            continue
+        if m.kind == 'gh':
+            out.append(np.zeros(n, np.intp))
+        elif m.kind == 'route':
+            node, nodes, left = out[-1], np.asarray(m.payload['node'], np.intp), np.asarray(m.payload['left'], np.intp)
+            pos = np.full(int(max(node.max(), nodes.max())) + 1, -1)
+            pos[nodes] = np.arange(len(nodes))
+            rows = np.flatnonzero(pos[node] >= 0)
+            go = np.unpackbits(m.payload['bits'], count=len(rows)).astype(bool)
+            node[rows] = np.where(go, left[pos[node[rows]]], left[pos[node[rows]]] + 1)
+    return out
+
+# %% ../nbs/33_secureboost.ipynb #8785bb32
+def label_inference_attack(
+    model,  # a fitted `SecureBoostClassifier`
+    y,  # the true labels (0/1), to score the attack
+    known: float = 0.02,  # share of rows whose labels the passive party knows
+    repeats: int = 20,  # draws of the known rows
+    rng=0,  # seed or Generator of the draws (statistical randomness)
+) -> dict:
+    """A passive party's label inference from the leaves it rebuilt: accuracy on the rows whose labels it does not know,
+    against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`)."""
+    rng, y = as_rng(rng), np.asarray(y, float)
+    p = next(p for p in model.parties_ if p is not model.active_)
+    leaves = passive_leaves(model.channel_, p.name, len(y))
+    if not leaves:
+        return dict(accuracy=np.nan, base_rate=max(y.mean(), 1 - y.mean()), purity=np.nan)
+    acc, k = [], max(2, int(round(known * len(y))))
+    while len(acc) < repeats:
+        kn = np.zeros(len(y), bool)
+        kn[rng.choice(len(y), k, replace=False)] = True
+        a = y[kn].mean()
+        if a in (0.0, 1.0):
+            continue  # the draw holds one class only: draw again
+        z = np.zeros(len(y))
+        for leaf in leaves:  # each leaf's known positive share, shrunk to the known base rate by one row's weight
+            th = (np.bincount(leaf[kn], y[kn], leaf.max() + 1) + a) / (np.bincount(leaf[kn], None, leaf.max() + 1) + 1)
+            z += np.log(th / (1 - th))[leaf]
+        acc.append(np.mean((z[~kn] / len(leaves) > np.log(a / (1 - a))) == y[~kn]))  # above the base rate
+    base = max(y.mean(), 1 - y.mean())
+    return dict(accuracy=float(np.mean(acc)), base_rate=float(base), purity=leaf_purity(leaves[0], y)['purity'])

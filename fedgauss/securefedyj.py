@@ -5,7 +5,7 @@
 # %% ../nbs/12_securefedyj.ipynb #936a3d30
 from __future__ import annotations
 import math, numbers, sys, time, warnings
-from decimal import Decimal, ROUND_DOWN, localcontext
+from decimal import Decimal, ROUND_DOWN, getcontext, localcontext
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +40,7 @@ from fedgauss.yeojohnson import (
     YJSums,
     yj_frame,
     yj_lambda_bounds,
+    yj_search_unit,
     yj_moments_from_frame,
     yj_sum_bounds,
     yeo_johnson,
@@ -132,7 +133,10 @@ def anchors_from_bounds(
     bounds,  # (d, 2) published [low, high] per feature
 ) -> YJAnchors:
     "Public anchors from published per-feature bounds: an array (d, 2) of [low, high] that every value lies in."
-    B = np.asarray(bounds, dtype=np.float64)
+    try:
+        B = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a (n_features, 2) array of numbers [low, high]; got {bounds!r:.60}") from None
     if B.ndim != 2 or B.shape[1] != 2:
         raise ValueError(f"bounds must have shape (n_features, 2); got {B.shape}")
     lo, hi = B[:, 0], B[:, 1]
@@ -153,7 +157,7 @@ W_EXACT = 256  # fractional bits of the exact intermediate integers (more than p
 HP_RATIO = 2.0**12  # one-signed groups farther than this many spreads from the public anchor get 60-digit offsets
 
 
-def _fx(x, W: int = W_EXACT) -> np.ndarray:
+def _fx(x, W=W_EXACT) -> np.ndarray:
     "floor-toward-zero of x 2**W as Python ints (object array), exactly: the integer mantissa of x shifted by its exponent + W."
     x = np.asarray(x, dtype=np.float64)
     if not np.isfinite(x).all():
@@ -162,7 +166,10 @@ def _fx(x, W: int = W_EXACT) -> np.ndarray:
             "protocol supports; rescale the feature (e.g. divide it by its standard deviation)"
         )
     m, e = np.frexp(x)
-    M, k = (m * 2.0**53).astype(np.int64).ravel().tolist(), (e.astype(np.int64) - 53 + W).ravel().tolist()
+    M, k = (
+        (m * 2.0**53).astype(np.int64).ravel().tolist(),
+        (e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)).ravel().tolist(),
+    )
     out = np.empty(x.shape, dtype=object)
     out.flat = [(a << s) if s >= 0 else (a >> -s if a >= 0 else -(-a >> -s)) for a, s in zip(M, k)]
     return out
@@ -174,14 +181,28 @@ def _rshift_round(v, k) -> np.ndarray:
     return (np.asarray(v, dtype=object) + (1 << (k - 1))) >> k
 
 # %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
-def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
+def _dec_log_ratio(a, A, tiny: bool):
+    "log((1 + a)/(1 + A)) in the context's precision; `tiny`: as log1p((a - A)/(1 + A)) (its series where small)."
+    if not tiny:
+        return ((1 + a) / (1 + A)).ln()
+    y = (a - A) / (1 + A)
+    if abs(y) >= Decimal('1e-8'):
+        return (1 + y).ln()
+    out, term, k = Decimal(0), y, 1
+    while term and abs(term) > abs(y) * Decimal(10) ** -(getcontext().prec + 2):
+        out += term / k
+        term, k = -term * y, k + 1
+    return out
+
+
+def _hp_offsets(ls, loc, anchor, unit, W: int = W_EXACT) -> np.ndarray:
     "(a, b, eta, b_e, phi offset) * 2**W of one-signed groups, from the float anchors in 60-digit decimal arithmetic."
     out = []
     with localcontext() as ctx:
         ctx.prec = 60
-        for l, a, A in zip(ls, loc, anchor):
+        for l, a, A, r in zip(ls, loc, anchor, unit):
             l = Decimal(float(l))
-            delta = ((1 + Decimal(float(a))) / (1 + Decimal(float(A)))).ln()
+            delta = _dec_log_ratio(Decimal(float(a)), Decimal(float(A)), r != 1)
             z = l * delta
             if abs(z) < Decimal('1e-25'):
                 rho, beta, gam = 1 + z, delta * (1 + z / 2), delta * delta * (Decimal(1) / 2 + z / 3)
@@ -189,10 +210,11 @@ def _hp_offsets(ls, loc, anchor, W: int = W_EXACT) -> np.ndarray:
                 rho = z.exp()
                 beta = (rho - 1) / l
                 gam = ((z - 1) * rho + 1) / (l * l)
+            k = -int(np.log2(r))  # 1/unit = 2**k
             out.append(
                 [
-                    int((v * (Decimal(2) ** W)).to_integral_value(rounding=ROUND_DOWN))
-                    for v in (rho, beta, delta, gam, delta)
+                    int((v * (Decimal(2) ** (W + j * k))).to_integral_value(rounding=ROUND_DOWN))
+                    for v, j in ((rho, 0), (beta, 1), (delta, 1), (gam, 2), (delta, 1))
                 ]
             )
     res = np.empty((5, len(out)), dtype=object)
@@ -210,17 +232,18 @@ def frame_coefficients(
 ) -> np.ndarray:
     "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
     col = data.g_col
-    mixed = pf.mixed[col]
+    mixed, r = pf.mixed[col], pf.unit[col]
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])
     with np.errstate(all='ignore'):
         delta = c - cA
-        one = (np.exp(ls * delta), yj_g(ls, delta), delta, yj_gmu(ls, delta), delta)
-        mix = (np.exp(ls * c - M), yj_g_scaled(ls, c, M), c, yj_gmu_scaled(ls, c, M), c)
+        dr, cr, lr = delta / r, c / r, ls * r  # log distances in the public unit, lambda_s in its inverse
+        one = (np.exp(ls * delta), yj_g(lr, dr), dr, yj_gmu(lr, dr), dr)
+        mix = (np.exp(ls * c - M), yj_g_scaled(lr, cr, M), cr, yj_gmu_scaled(lr, cr, M), cr)
     out = _fx(np.where(mixed, np.array(mix), np.array(one)))  # (5, groups), one conversion
-    far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO * np.maximum(data.g_R, 1e-300)))
+    far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO * data.g_R))
     if len(far):
         loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
-        out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]])
+        out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]], r[far])
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #8a65eabff63a45729fe45fb5ade58bdc
@@ -264,7 +287,9 @@ def public_frame_sums(
     ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
     lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
     A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
-    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]))
+    # the local sums are in each group's unit g_rho: into the public unit, exactly (a power of two in the exponent)
+    shift = np.log2(data.g_rho / pf.unit[data.g_col]).astype(np.int64)
+    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
     p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
     N = np.array([int(t) for t in data.g_n], dtype=object)
     S = np.array([int(t) for t in data.g_s], dtype=object)
@@ -562,6 +587,15 @@ class SecureFedYJ(BaseEstimator):
                 raise ValueError(
                     f"{name} must be a {'non-negative' if name == 't_max' else 'positive'} integer; got {v!r}"
                 )
+        if self.envelope_bits > 52:
+            raise ValueError(f"envelope_bits must be at most 52 (a float64's significand); got {self.envelope_bits}")
+        if not isinstance(self.stat_bits, numbers.Integral) or isinstance(self.stat_bits, bool) or self.stat_bits < 32:
+            raise ValueError(
+                f"stat_bits (security of the masks: 2**-stat_bits) must be an integer >= 32; got {self.stat_bits!r}"
+            )
+        rb = self.ring_bits
+        if rb is not None and (not isinstance(rb, numbers.Integral) or isinstance(rb, bool) or rb < 64):
+            raise ValueError(f"ring_bits must be None (sized from the data) or an integer >= 64; got {rb!r}")
         if self.precision != 'auto' and self.precision > 190:
             raise ValueError(f"precision must be at most 190 fractional bits, or 'auto'; got {self.precision}")
 
@@ -698,7 +732,7 @@ def yj_client_program(
     if resume is None:
         smc.phase = ('setup',)
         A, const = yield from _client_setup(smc, client, names, envelope_bits, bounds)
-        state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax))
+        state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax), yj_search_unit(A))
         path, signs = [state.lmbda], []
     else:
         A, const, state, path, signs = (resume[k] for k in ('A', 'const', 'state', 'path', 'signs'))
@@ -1043,6 +1077,7 @@ def fit(
     y=None,  # ignored (scikit-learn API)
 ):
     "Fit lambda, mean and scale of every feature with SecureFedYJ on `clients`."
+    self._check_flags()
     p = SecureFedYJ(
         t_max=self.t_max,
         precision=self.precision,

@@ -18,13 +18,14 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'yj_g', 'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu',
-           'yeo_johnson_dlambda', 'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums',
-           'yj_dloglik_from_sums', 'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums',
-           'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
-           'exp_update', 'ExpSearchState', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas',
-           'sign_failures', 'check_search', 'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj',
-           'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
+__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g', 'yeo_johnson',
+           'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame', 'yj_frame',
+           'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame', 'yj_moments_from_sums',
+           'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums', 'yj_log_likelihood',
+           'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds',
+           'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
+           'column_names', 'check_numeric_frame', 'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin',
+           'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -43,10 +44,37 @@ def _ginv(mu, v):
 
 
 def _as_lambdas(lmbda):
-    lam = np.asarray(lmbda, dtype=np.float64)
+    "lmbda as float64; ValueError if it is not numeric or not finite."
+    try:
+        lam = np.asarray(lmbda, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"lmbda must be a number or an array of numbers; got {lmbda!r:.60}") from None
     if not np.isfinite(lam).all():
         raise ValueError(f"lmbda must be finite (no NaN or inf); got {lam[~np.isfinite(lam)].ravel()[:3].tolist()}")
     return lam
+
+
+def _as_values(x, what: str = 'x'):
+    "x as a float64 array; errors that name None, complex and non-numeric input."
+    if x is None:
+        raise TypeError(f"{what} is None: expected numbers")
+    if np.iscomplexobj(x):
+        raise ValueError(f"Complex data not supported: {what} must be real")
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} is not numeric: {e}") from None
+
+
+def _with_lambdas(x, lam, what: str = 'x'):
+    "x and lam broadcast together; a ValueError that names both shapes if they do not fit."
+    try:
+        return np.broadcast_arrays(x, lam)
+    except ValueError:
+        cols = f"one per column ({x.shape[-1]})" if x.ndim >= 1 else "a scalar"
+        raise ValueError(
+            f"lmbda of shape {lam.shape} does not fit {what} of shape {x.shape}: give one lambda, or {cols}"
+        ) from None
 
 # %% ../nbs/10_yeojohnson.ipynb #b7eaf733
 def yj_g(
@@ -65,9 +93,9 @@ def yeo_johnson(
     lmbda,  # lambda: a scalar, or one per column (broadcast with `x`)
 ):
     "Yeo-Johnson transform Psi(lmbda, x), elementwise; 2-D `x` takes one lambda per column. NaN stays NaN."
-    x = np.asarray(x, dtype=np.float64)
+    x = _as_values(x)
     lam = _as_lambdas(lmbda)
-    x, lam = np.broadcast_arrays(x, lam)
+    x, lam = _with_lambdas(x, lam)
     s = np.where(x < 0, -1.0, 1.0)
     with np.errstate(invalid='ignore'):
         return np.where(lam == 1, x, s * yj_g(_lam_s(x, lam), np.log1p(np.abs(x))))  # lambda = 1: the identity, exactly
@@ -78,9 +106,9 @@ def yeo_johnson_inverse(
     lmbda,  # lambda: a scalar, or one per column (broadcast with `y`)
 ):
     "Inverse of `yeo_johnson`: the x with Psi(lmbda, x) = y; +-inf (with a warning) outside the range of Psi."
-    y = np.asarray(y, dtype=np.float64)
+    y = _as_values(y, 'y')
     lam = _as_lambdas(lmbda)
-    y, lam = np.broadcast_arrays(y, lam)
+    y, lam = _with_lambdas(y, lam, 'y')
     s = np.where(y < 0, -1.0, 1.0)
     mu = _lam_s(y, lam)
     arg = mu * np.abs(y)
@@ -126,11 +154,25 @@ def yeo_johnson_dlambda(
     lmbda,  # lambda: a scalar, or one per column (broadcast with `x`)
 ):
     "Derivative of the Yeo-Johnson transform with respect to lambda, elementwise (>= 0)."
-    x = np.asarray(x, dtype=np.float64)
+    x = _as_values(x)
     lam = _as_lambdas(lmbda)
-    x, lam = np.broadcast_arrays(x, lam)
+    x, lam = _with_lambdas(x, lam)
     with np.errstate(invalid='ignore'):
         return yj_gmu(_lam_s(x, lam), np.log1p(np.abs(x)))
+
+# %% ../nbs/10_yeojohnson.ipynb #12fb66c1
+UNIT_BELOW = 2.0**-46  # extents on the log1p scale below this are measured in a power-of-two unit
+
+
+def yj_unit(
+    extent,  # width on the log1p scale (array): a feature's extent or a sign group's spread
+) -> np.ndarray:
+    "The unit 2**ceil(log2 E) in which an extent E below 2**-46 is measured (1 otherwise, and for E = 0 or NaN)."
+    E = np.nan_to_num(np.asarray(extent, dtype=np.float64))
+    small = (E > 0) & (E < UNIT_BELOW)
+    with np.errstate(divide='ignore'):
+        k = np.maximum(np.ceil(np.log2(np.where(small, E, 1.0))), -1000).astype(np.int64)
+    return np.where(small, np.ldexp(1.0, k), 1.0)
 
 # %% ../nbs/10_yeojohnson.ipynb #9075f00cfa8d463f84130041b1e44ca7
 @dataclass(frozen=True)
@@ -141,7 +183,9 @@ class YJAnchors:
     pos_hi: np.ndarray  # largest x >= 0
     neg_lo: np.ndarray  # smallest |x| over x < 0
     neg_hi: np.ndarray  # largest |x| over x < 0
-    TINY = 1e-150  # below this spread on the log1p scale, var(Psi) underflows float64: numerically constant
+    TINY = (
+        2.0**-1000
+    )  # below this extent on the log1p scale lambda* (of order 1/extent) is no float64: numerically constant
 
     def __eq__(self, o):
         return isinstance(o, YJAnchors) and all(
@@ -247,14 +291,20 @@ def spread(self: YJAnchors):
 
 
 @patch(as_prop=True)
+def extent(self: YJAnchors):
+    "Width on the log1p scale: R of a one-signed feature, log1p(max x) + log1p(max |x|, x < 0) of a mixed one."
+    with np.errstate(invalid='ignore'):
+        return np.where(
+            self.kind == 0, np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)), self.spread[0]
+        )
+
+
+@patch(as_prop=True)
 def constant(self: YJAnchors):
     "Features whose non-NaN values are all equal, or numerically so: their extent on the log1p scale is below `TINY`."
     lo, hi = self.group_anchors()
     with np.errstate(invalid='ignore'):
-        extent = np.where(
-            self.kind == 0, np.log1p(np.nan_to_num(self.pos_hi)) + np.log1p(np.nan_to_num(self.neg_hi)), self.spread[0]
-        )
-        return ((self.kind != 0) & (lo == hi)) | (extent < self.TINY)
+        return ((self.kind != 0) & (lo == hi)) | (self.extent < self.TINY)
 
 # %% ../nbs/10_yeojohnson.ipynb #1e4ae8ca
 TAU0 = 0.25  # series ("zero-expansion") regime: |lambda_s| R < TAU0
@@ -275,6 +325,7 @@ class YJFrame:
     anchor: np.ndarray  # |x| anchor a of one-signed features (NaN for mixed)
     c: np.ndarray  # log1p(anchor)
     M: np.ndarray  # log-scale of mixed features (0 for one-signed)
+    unit: np.ndarray  # power of two the frame values are measured in (`yj_unit` of the extent)
 
     def __eq__(self, o):
         return isinstance(o, YJFrame) and all(
@@ -286,13 +337,13 @@ class YJFrame:
 # %% ../nbs/10_yeojohnson.ipynb #7c10029e1707434ab3fe295caea7d13f
 @patch(as_prop=True)
 def log_scale(self: YJFrame):
-    "L in Psi = e^L Psi~ + alpha"
-    return np.where(self.mixed, self.M, self.lam_s * self.c)
+    "L + log(unit) in Psi = e^L unit Psi^ + alpha"
+    return np.where(self.mixed, self.M, self.lam_s * self.c) + np.log(self.unit)
 
 
 @patch(as_prop=True)
 def phi_shift(self: YJFrame):
-    "kappa in phi~ = phi - kappa"
+    "kappa in phi^ = (phi - kappa)/unit"
     return np.where(self.mixed, 0.0, self.sign * self.c)
 
 # %% ../nbs/10_yeojohnson.ipynb #f68f0888c55a4478ace3eac39384dff4
@@ -303,7 +354,10 @@ def yj_frame(
     "The frame of each feature at `lmbda` given the agreed `anchors`."
     k = anchors.kind
     d = len(k)
-    lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (d,)).copy()
+    lam = np.asarray(lmbda, dtype=np.float64)
+    if lam.size not in (1, d):
+        raise ValueError(f"{lam.size} lambdas for {d} features: give one lambda, or one per feature")
+    lam = np.broadcast_to(lam.reshape(-1) if lam.size == d else lam.reshape(()), (d,)).copy()
     lo, hi = anchors.group_anchors()
     Rp = np.nan_to_num(anchors.spread[0])
     s = np.where(k == 0, 0.0, k.astype(np.float64))
@@ -313,7 +367,7 @@ def yj_frame(
     anchor = np.where(k == 0, np.nan, np.where(use_lo, lo, hi))
     lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
     M = np.where(k == 0, np.maximum(0, np.maximum(lam * lp, (2 - lam) * ln)), 0.0)
-    return YJFrame(lam, k == 0, s, lam_s, anchor, np.log1p(anchor), M)
+    return YJFrame(lam, k == 0, s, lam_s, anchor, np.log1p(anchor), M, yj_unit(anchors.extent))
 
 # %% ../nbs/10_yeojohnson.ipynb #f94f5a17fa734d288763e7d9a3758173
 @dataclass
@@ -365,14 +419,14 @@ def yj_sign_from_sums(
 def yj_dloglik_from_sums(
     S: YJSums,  # the (pooled) sums
 ) -> np.ndarray:
-    "d/dlambda log L = S_phi - n C/D (the same number in every frame)."
+    "d/dlambda log L = unit (S_phi - n C/D) (the same number in every frame)."
     D, C = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
-        return S.s_phi - S.n * C / D
+        return (S.s_phi - S.n * C / D) * S.frame.unit
 
 # %% ../nbs/10_yeojohnson.ipynb #9082857fd66e4025bba99b1a80c5d976
 def yj_moments_from_frame(
-    mean_t,  # mean of the frame values Psi~ of each feature
+    mean_t,  # mean of the frame values Psi^ of each feature (in the frame's unit)
     var_t,  # variance of the frame values
     frame: YJFrame,  # the frame
 ):
@@ -380,14 +434,17 @@ def yj_moments_from_frame(
     f = frame
     with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
         mt, vt = np.asarray(mean_t, dtype=np.float64), np.maximum(var_t, 0)
-        L = f.log_scale
-        var = np.exp(2 * L + np.log(vt))
-        # one-signed: mean = s (e^L (1 + lam_s mean_u) - 1)/lam_s with mean_u = s mt; 1 + lam_s mean_u = mean(e^{lam_s d}) > 0
+        L = np.where(f.mixed, f.M, f.lam_s * f.c)
+        var = np.exp(2 * (L + np.log(f.unit)) + np.log(vt))
+        # one-signed: mean = s (e^L (1 + lam_s mean_u) - 1)/lam_s, mean_u = s unit mt
+        # (1 + lam_s mean_u = mean(e^{lam_s d}) > 0)
         mu = f.sign * mt
         m1 = f.sign * np.where(
-            f.lam_s == 0, mu + f.c, np.expm1(L + np.log1p(f.lam_s * mu)) / np.where(f.lam_s == 0, 1, f.lam_s)
+            f.lam_s == 0,
+            f.unit * mu + f.c,
+            np.expm1(L + np.log1p(f.lam_s * f.unit * mu)) / np.where(f.lam_s == 0, 1, f.lam_s),
         )
-        mean = np.where(f.mixed, np.exp(f.M) * mt, m1)
+        mean = np.where(f.mixed, np.exp(f.M) * mt * f.unit, m1)
     return mean, var
 
 # %% ../nbs/10_yeojohnson.ipynb #71b4158a9f3d49279f06ec9197b84529
@@ -409,7 +466,7 @@ def yj_loglik_from_sums(
     D, _ = _DC(S)
     with np.errstate(divide='ignore', invalid='ignore'):
         logvar = 2 * f.log_scale + np.log(D / n**2)
-    return -n / 2 * logvar + (f.lmbda - 1) * (S.s_phi + n * f.phi_shift)
+    return -n / 2 * logvar + (f.lmbda - 1) * (S.s_phi * f.unit + n * f.phi_shift)
 
 # %% ../nbs/10_yeojohnson.ipynb #d6f567fd
 def _log_ratio(a, anchor, c):
@@ -485,7 +542,7 @@ def _agree(self: YJData, anchors, local):
 # %% ../nbs/10_yeojohnson.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 @patch
 def _group_table(self: YJData):
-    "The sign groups' columns g_col, signs g_s, |x| ranges g_lo/g_hi, g_mixed, spreads g_R, log1p ends g_clo/g_chi."
+    "Sign groups: columns g_col, signs g_s, |x| ranges g_lo/g_hi, g_mixed, spreads g_R, units g_rho, ends g_clo/g_chi."
     A = self.anchors
     kind = A.kind
     glo, ghi = A.group_anchors()
@@ -498,6 +555,9 @@ def _group_table(self: YJData):
     self.g_mixed = np.r_[np.zeros(len(one_cols), bool), np.ones(2 * nm, bool)]
     self.g_R = np.log1p((self.g_hi - self.g_lo) / (1 + self.g_lo))
     self.g_clo, self.g_chi = np.log1p(self.g_lo), np.log1p(self.g_hi)
+    # each group's sums are computed in the unit of its spread (of its feature's extent if the spread is 0)
+    self.g_rho = np.where(self.g_R > 0, yj_unit(self.g_R), yj_unit(A.extent)[self.g_col])
+    self._irho, self._scaled = 1 / self.g_rho, bool((self.g_rho != 1).any())
 
 # %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
 @patch
@@ -529,7 +589,7 @@ def _block_d(self: YJData, Xb, aa, rr, nn):
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, block by block; returns P_1..P_3 per group."
+    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, by blocks; returns P_1..P_3 (in group units)."
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
@@ -544,6 +604,8 @@ def _log_distances(self: YJData, XT):
         D[:, s0 : s0 + m] = aa
         memb[:, s0 : s0 + m] = mm
         gn += mm.sum(1)
+        if self._scaled:  # the moments in each group's unit (d itself is kept as is)
+            aa *= self._irho[:, None]
         P123[0] += aa.sum(1)
         np.multiply(aa, aa, out=rr)
         P123[1] += rr.sum(1)
@@ -580,7 +642,7 @@ def _need_lo(self: YJData, rows):
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
 @patch
 def _need_P(self: YJData, rows):
-    "Power moments P_4 .. P_{K0+1} of groups `rows`, computed once (one pass)."
+    "Power moments P_4 .. P_{K0+1} of groups `rows` (of d/rho), computed once (one pass)."
     rows = rows[~self._P_ready[rows]]
     if not len(rows):
         return
@@ -588,6 +650,8 @@ def _need_P(self: YJData, rows):
     P = np.zeros((K0 + 2, len(rows)))
     for s0 in range(0, self.n_rows, ch):
         d = self.D_hi[rows, s0 : s0 + ch]
+        if self._scaled:
+            d = d * self._irho[rows, None]
         p = d * d
         for k in range(3, K0 + 2):
             p *= d
@@ -611,7 +675,7 @@ def _add_moments(mom, EE, d, pp, EE2):
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
 def _fresh(self: YJData, rows, lo_frame, ls, moments):
-    "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments)."
+    "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments, of d/rho)."
     r, n = len(rows), self.n_rows
     out = np.zeros((4, r))
     mom = np.zeros((2, K1 + 2, r)) if moments else None
@@ -619,6 +683,7 @@ def _fresh(self: YJData, rows, lo_frame, ls, moments):
         self._need_lo(rows)
     src = self.D_lo if lo_frame else self.D_hi
     ch, lsc, bufs = self._chunk(r), ls[:, None], {}
+    irho = self._irho[rows, None] if moments and self._scaled else None  # the moments of d/rho
     for s0 in range(0, n, ch):
         m = min(ch, n - s0)
         if m not in bufs:
@@ -635,7 +700,7 @@ def _fresh(self: YJData, rows, lo_frame, ls, moments):
         out[2] += tt.sum(1)
         out[3] += np.einsum('ij,ij->i', ee, tt)
         if moments:
-            _add_moments(mom, EE, d, *bufs[m][4:])
+            _add_moments(mom, EE, d if irho is None else d * irho, *bufs[m][4:])
     return out, mom
 
 # %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
@@ -685,7 +750,7 @@ def _series_groups(self: YJData, U, ls, series):
     i = np.flatnonzero(series)
     if len(i):
         self._need_P(i[ls[i] != 0])
-        U[:, i] = self._series(self.P[:, i], ls[i])
+        U[:, i] = self._series(self.P[:, i], ls[i] * self.g_rho[i])  # lambda_s in 1/rho: the u-sums in the unit
         self.counts['series'] += len(i)
 
 # %% ../nbs/10_yeojohnson.ipynb #d6ca27006b894b04b6fc8b79396e2797
@@ -696,8 +761,9 @@ def _cached_groups(self: YJData, U, ls, lo_frame, eligible):
     cached = eligible & ~np.isnan(self._cache_ls) & (self._cache_lo == lo_frame) & close
     i = np.flatnonzero(cached)
     if len(i):
-        lr = self._cache_ls[i]
-        U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr, ls[i] - lr) / _u_scale(ls[i])
+        lr, rho = self._cache_ls[i], self.g_rho[i]
+        U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr * rho, (ls[i] - lr) * rho)
+        U[:, i] /= _u_scale(ls[i] * rho)
         self.counts['cached'] += len(i)
     return cached
 
@@ -721,12 +787,12 @@ def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket):
                 self._cache_ls[i], self._cache_lo[i] = ls[i], lof
                 self._cache_base[:, i], self._cache_mom[:, :, i] = S, Mo
             self.counts['built' if mom else 'fresh'] += len(i)
-            U[:, i] = S / _u_scale(ls[i])
+            U[:, i] = S / _u_scale(ls[i] * self.g_rho[i])
 
 # %% ../nbs/10_yeojohnson.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
 @patch
 def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
-    "Per group: lambda_s, c, the sum of d and the four u-sums, each in the group's own frame."
+    "Per group: lambda_s, c, the sum of d and the four u-sums, each in the group's own frame and unit `g_rho`."
     lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
     ls = np.where(self.g_s > 0, lg, 2 - lg)
     R = self.g_R
@@ -736,28 +802,29 @@ def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
     self._series_groups(U, ls, series)
     cached = self._cached_groups(U, ls, lo_frame, ~series & bool(accelerate))
     self._fresh_groups(U, lg, ls, lo_frame, ~series & ~cached, bracket if accelerate else None)
-    sd = np.where(lo_frame, self.g_sd_hi + self.g_n * R, self.g_sd_hi)  # sum of d in the frame
+    sd = np.where(lo_frame, self.g_sd_hi + self.g_n * (R / self.g_rho), self.g_sd_hi)  # sum of d/rho in the frame
     c = np.where(lo_frame, self.g_clo, self.g_chi)
     return ls, c, sd, U
 
 # %% ../nbs/10_yeojohnson.ipynb #76127f4a2f6a44fba749ea7800e59d51
 @patch
 def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
-    "Add the two sign groups of every mixed feature to the sums `out`, mapped into the scaled frame e^-M Psi."
+    "Add the two sign groups of every mixed feature (sums in the frame's unit) to `out`, in the frame e^-M Psi."
     mx = self.g_mixed
     jm, sm, cm, lsm, ng = self.g_col[mx], self.g_s[mx], c[mx], ls[mx], self.g_n[mx]
-    Mj = frame.M[jm]
+    Mj, r = frame.M[jm], frame.unit[jm]
     a = np.exp(lsm * cm - Mj)
-    b = yj_g_scaled(lsm, cm, Mj)
-    be = yj_gmu_scaled(lsm, cm, Mj)
-    cc = cm * a
+    cr = cm / r  # c in the frame's unit (and lambda_s in 1/unit below)
+    b = yj_g_scaled(lsm * r, cr, Mj)
+    be = yj_gmu_scaled(lsm * r, cr, Mj)
+    cc = cr * a
     u1, u2, du, udu = U[:, mx]
     np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
     np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
     np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
     udu_frame = a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be
     np.add.at(out['s_psi_dpsi'], jm, sm * udu_frame)
-    np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cm))
+    np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cr))
 
 # %% ../nbs/10_yeojohnson.ipynb #903197826d2e44dfa0208e8f97c69327
 @patch
@@ -770,6 +837,9 @@ def sums(
     "Additive statistics of every feature at `lmbda`, in the public frame `yj_frame(lmbda, anchors)`."
     frame = yj_frame(lmbda, self.anchors)
     ls, c, sd, U = self._group_sums(frame.lmbda, bracket, accelerate)
+    k = self.g_rho / frame.unit[self.g_col]  # each group's unit in the frame's: powers of two, 1 but at tiny scales
+    if (k != 1).any():
+        sd, U = sd * k, U * np.array([k, k * k, k * k, k**3])
     out = {k: np.zeros(self.d) for k in YJSums.STATS[1:]}
     one = ~self.g_mixed
     j, s = self.g_col[one], self.g_s[one]
@@ -793,12 +863,20 @@ def yj_sums(
 
 # %% ../nbs/10_yeojohnson.ipynb #42db6602
 def _broadcast_grid(x, lmbda):
-    x = np.asarray(x, dtype=np.float64)
-    lam = np.asarray(lmbda, dtype=np.float64)
+    "(x as a 2-D array, lambda per column, scalar?) for the likelihood functions; errors name the bad input."
+    x, lam = _as_values(x), _as_lambdas(lmbda)
+    if x.ndim not in (1, 2) or x.shape[0] == 0:
+        raise ValueError(f"x must be 1-D or 2-D with at least one row; got shape {x.shape}")
+    if np.isinf(x).any():
+        raise ValueError("x contains inf: Yeo-Johnson needs finite values")
     if x.ndim == 1 and lam.ndim == 1:
         return np.broadcast_to(x[:, None], (len(x), len(lam))), lam, False
     if x.ndim == 1:
         return x[:, None], lam.reshape(1), True
+    if lam.size not in (1, x.shape[1]) or lam.ndim > 1:
+        raise ValueError(
+            f"lmbda of shape {lam.shape} does not fit x of shape {x.shape}: give one lambda, or one per column"
+        )
     return x, lam, False
 
 # %% ../nbs/10_yeojohnson.ipynb #5f56c798
@@ -839,12 +917,14 @@ def exp_update(
     sign,  # sign of d/dlambda log L at `lmbda` (+1, -1 or 0)
     lb=-np.inf,  # lower limit on lambda (the overflow bound)
     ub=np.inf,  # upper limit on lambda
+    unit=1.0,  # the first step away from 0 (a public power of two; 1 in the paper)
 ):
     """Algorithm 2 (EXPUPDATE), vectorized: returns (lambda_next, lo, hi) given the sign of d/dlambda log L at lambda.
     Optional limits [lb, ub] (the overflow bounds): lambda never leaves them, and a sign pointing out of the interval
-    from its end settles the search there (the log-likelihood is concave: the constrained maximizer is the end)."""
-    lmbda, lo, hi, sign, lb, ub = np.broadcast_arrays(
-        *(np.asarray(v, dtype=np.float64) for v in (lmbda, lo, hi, sign, lb, ub))
+    from its end settles the search there (the log-likelihood is concave: the constrained maximizer is the end).
+    `unit` replaces the paper's 1 as the first step (`yj_search_unit`)."""
+    lmbda, lo, hi, sign, lb, ub, unit = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (lmbda, lo, hi, sign, lb, ub, unit))
     )
     up, down, zero = sign > 0, sign < 0, sign == 0
     nlo = np.where(up | zero, lmbda, lo)
@@ -852,8 +932,8 @@ def exp_update(
     with np.errstate(invalid='ignore'):
         nl = np.where(
             up,
-            np.where(np.isposinf(nhi), np.maximum(2 * lmbda, 1), (lmbda + nhi) / 2),
-            np.where(down, np.where(np.isneginf(nlo), np.minimum(2 * lmbda, -1), (lmbda + nlo) / 2), lmbda),
+            np.where(np.isposinf(nhi), np.maximum(2 * lmbda, unit), (lmbda + nhi) / 2),
+            np.where(down, np.where(np.isneginf(nlo), np.minimum(2 * lmbda, -unit), (lmbda + nlo) / 2), lmbda),
         )
     end = (up & (lmbda >= ub)) | (down & (lmbda <= lb))
     nlo, nhi = np.where(end, lmbda, nlo), np.where(end, lmbda, nhi)
@@ -862,7 +942,7 @@ def exp_update(
 # %% ../nbs/10_yeojohnson.ipynb #c8acbee542ae4f9e87d350f4747cb88d
 @dataclass(frozen=True)
 class ExpSearchState:
-    "State of the exponential search of every feature: current lambda, bracket (lo, hi), step count t, limits [lb, ub]."
+    "State of the exponential search of every feature: lambda, bracket (lo, hi), step count t, limits [lb, ub], unit."
 
     lmbda: np.ndarray  # current lambda of each feature
     lo: np.ndarray  # lower end of each bracket
@@ -870,6 +950,7 @@ class ExpSearchState:
     t: int = 0  # steps taken
     lb: np.ndarray | float = -np.inf  # lower limit on lambda (overflow bound)
     ub: np.ndarray | float = np.inf  # upper limit on lambda
+    unit: np.ndarray | float = 1.0  # first step away from 0 (`yj_search_unit`)
 
     @property
     def bracket(self):
@@ -882,9 +963,10 @@ def start(
     d: int,  # number of features
     lb=-np.inf,  # lower limits on lambda
     ub=np.inf,  # upper limits on lambda
+    unit=1.0,  # first step away from 0 of each feature (`yj_search_unit`)
 ):
     "lambda_0 = 0 (clipped to [lb, ub]) with an unbounded bracket, for `d` features."
-    return cls(np.clip(np.zeros(d), lb, ub), np.full(d, -np.inf), np.full(d, np.inf), 0, lb, ub)
+    return cls(np.clip(np.zeros(d), lb, ub), np.full(d, -np.inf), np.full(d, np.inf), 0, lb, ub, unit)
 
 
 @patch
@@ -897,7 +979,11 @@ def update(
     if sign.shape != self.lmbda.shape:
         raise ValueError(f"sign has shape {sign.shape}, expected {self.lmbda.shape}")
     return ExpSearchState(
-        *exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub), self.t + 1, self.lb, self.ub
+        *exp_update(self.lmbda, self.lo, self.hi, sign, self.lb, self.ub, self.unit),
+        self.t + 1,
+        self.lb,
+        self.ub,
+        self.unit,
     )
 
 # %% ../nbs/10_yeojohnson.ipynb #094e5735
@@ -912,6 +998,20 @@ def converged(
     "Per feature: the bracket is closed and narrower than `rtol * max(1, |lambda|)`."
     with np.errstate(invalid='ignore'):
         return (self.hi - self.lo) <= rtol * np.maximum(1.0, np.abs(self.lmbda))
+
+# %% ../nbs/10_yeojohnson.ipynb #c0f89f90
+SEARCH_UNIT_BELOW = 2.0**-64  # extents below this start the search at a larger step
+
+
+def yj_search_unit(
+    anchors: YJAnchors,  # the (agreed) anchors
+) -> np.ndarray:
+    "The search's first step per feature: 1 for an extent E >= 2**-64 (log1p scale), else 2**floor(log2(1/(16 E)))."
+    E = np.nan_to_num(anchors.extent)
+    small = (E > 0) & (E < SEARCH_UNIT_BELOW)
+    with np.errstate(divide='ignore'):
+        k = np.minimum(np.floor(-np.log2(np.where(small, E, 1.0)) - 4), 1000).astype(np.int64)
+    return np.where(small, np.ldexp(1.0, k), 1.0)
 
 # %% ../nbs/10_yeojohnson.ipynb #2cb1e0b2
 def _lam_overflow(x, ymax):
@@ -949,7 +1049,7 @@ def yj_lambda_bounds(
     ymax: float = YMAX,  # largest |Psi| allowed
 ):
     "(lb, ub) per feature such that |Psi(lambda, x)| <= ymax for every x within the anchors (lb = ub = minimax lambda where that is impossible)."
-    if not (np.isfinite(ymax) and ymax > 1):
+    if not isinstance(ymax, numbers.Real) or isinstance(ymax, bool) or not (np.isfinite(ymax) and ymax > 1):
         raise ValueError(f"ymax must be a finite number > 1; got {ymax!r}")
     k = anchors.kind
     ub = np.where(k >= 0, _lam_overflow(np.nan_to_num(anchors.pos_hi), ymax), np.inf)
@@ -1114,7 +1214,7 @@ def exp_yj_search(
             YeoJohnsonWarning,
             stacklevel=2,
         )
-    start = ExpSearchState.start(len(const), lb, ub)
+    start = ExpSearchState.start(len(const), lb, ub, yj_search_unit(anchors))
     state, failed, at, path, signs = _search(holders, start, const, t_max, accelerate)
     check_search(failed, at, anchors, names)
     lam, bounded, conv = final_lambdas(state, lb, ub, const, names, ymax)
@@ -1238,19 +1338,20 @@ def yj_sum_bounds(
 ) -> dict:
     "Per-feature bounds on |statistic| of `n` rows within `anchors` at `lmbda` (frame units): keys B_phi, B_psi, B_dpsi (per row), the sums, D, C and sign_expr."
     f = yj_frame(lmbda, anchors)
-    k = anchors.kind
+    k, r = anchors.kind, f.unit
     Rp, _ = anchors.spread
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(invalid='ignore', over='ignore'):
-        # one-signed: d ranges over [-R, 0] (anchor at the largest |x|) or [0, R] (at the smallest)
-        dend = np.where(f.anchor == np.where(k > 0, anchors.pos_hi, anchors.neg_hi), -Rp, Rp)
-        bpsi1 = np.abs(yj_g(f.lam_s, dend))
-        bd1 = yj_gmu(f.lam_s, dend)
+        # one-signed: d ranges over [-R, 0] (anchor at the largest |x|) or [0, R] (at the smallest); in the unit r
+        dend = np.where(f.anchor == np.where(k > 0, anchors.pos_hi, anchors.neg_hi), -Rp, Rp) / r
+        bpsi1 = np.abs(yj_g(f.lam_s * r, dend))
+        bd1 = yj_gmu(f.lam_s * r, dend)
         # mixed: largest |Psi| and dPsi sit at the largest |x| of each sign group
-        lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
-        bpsi0 = np.maximum(np.abs(yj_g_scaled(f.lmbda, lp, f.M)), np.abs(yj_g_scaled(2 - f.lmbda, ln, f.M)))
-        bd0 = np.maximum(yj_gmu_scaled(f.lmbda, lp, f.M), yj_gmu_scaled(2 - f.lmbda, ln, f.M))
-    B_phi = np.where(f.mixed, np.maximum(lp, ln), Rp)
+        lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)) / r, np.log1p(np.nan_to_num(anchors.neg_hi)) / r
+        lr, lr2 = f.lmbda * r, (2 - f.lmbda) * r
+        bpsi0 = np.maximum(np.abs(yj_g_scaled(lr, lp, f.M)), np.abs(yj_g_scaled(lr2, ln, f.M)))
+        bd0 = np.maximum(yj_gmu_scaled(lr, lp, f.M), yj_gmu_scaled(lr2, ln, f.M))
+    B_phi = np.where(f.mixed, np.maximum(lp, ln), Rp / r)
     B_psi = np.where(f.mixed, bpsi0, bpsi1)
     B_dpsi = np.where(f.mixed, bd0, bd1)
     return dict(
@@ -1276,7 +1377,7 @@ def _other_sign(a, Xo, f: YJFrame, one, mean_t, scale_t):
     if len(i):
         L = ls[k] * c[k]
         T = np.exp(-L) * yeo_johnson(Xo[i, k], f.lmbda[one][k]) - s[k] * yj_g_scaled(ls[k], c[k], L)
-        a[i, k] = (T - mean_t[one][k]) / scale_t[one][k]
+        a[i, k] = (T / f.unit[one][k] - mean_t[one][k]) / scale_t[one][k]
 
 # %% ../nbs/10_yeojohnson.ipynb #74a36f4709894f8e822f9c383b5c8674
 def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block):
@@ -1284,7 +1385,7 @@ def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block):
     anc, c, ls, s = f.anchor[one], f.c[one], f.lam_s[one], f.sign[one]
     inv = 1 / (1 + anc)
     zero = np.abs(ls) < 1e-300  # lambda_s = 0 (or subnormal): g = d
-    mul = np.where(zero, s, s / np.where(zero, 1, ls)) / scale_t[one]
+    mul = np.where(zero, s, s / np.where(zero, 1, ls)) / (scale_t[one] * f.unit[one])
     sub = mean_t[one] / scale_t[one]
     out = np.empty((X.shape[0], len(one)))
     for b0 in range(0, X.shape[0], block):
@@ -1322,7 +1423,7 @@ def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
             Xm = X[:, mixed]
             lam, M = f.lmbda[mixed], f.M[mixed]
             psi_t = np.where(Xm < 0, -1.0, 1.0) * yj_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M)
-            out[:, mixed] = (psi_t - mean_t[mixed]) / scale_t[mixed]
+            out[:, mixed] = (psi_t / f.unit[mixed] - mean_t[mixed]) / scale_t[mixed]
     out[np.isnan(X)] = np.nan
     return out
 
@@ -1330,6 +1431,7 @@ def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
 def _from_frame(T, f: YJFrame):
     "Inverse of `_to_frame`."
     lam = f.lmbda
+    T = T * f.unit  # out of the frame's unit
     with np.errstate(all='ignore'):
         psi_mixed = np.exp(f.M) * T
         ls, s = np.nan_to_num(f.lam_s), f.sign
@@ -1374,10 +1476,20 @@ class YJTransformerMixin(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.scale_ = np.where(const, 1.0, scale)
         self._mean_t, self._scale_t = mean_t, np.where(const, np.exp(-frame.log_scale), scale_t)
 
+# %% ../nbs/10_yeojohnson.ipynb #cdf9856b
+@patch
+def _check_flags(self: YJTransformerMixin):
+    "ValueError unless `standardize` and `copy` are booleans (checked by `fit`)."
+    for k in ('standardize', 'copy'):
+        if not isinstance(getattr(self, k), (bool, np.bool_)):
+            raise ValueError(f"{k} must be True or False; got {getattr(self, k)!r}")
+
 # %% ../nbs/10_yeojohnson.ipynb #c566b54f
 @patch
 def _validate(self: YJTransformerMixin, X, reset: bool):
     "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
+    if reset:
+        self._check_flags()
     refuse_unsupported(X)
     check_numeric_frame(X)
     if isinstance(X, pd.DataFrame) and X.shape[1] == 0:

@@ -65,7 +65,7 @@ def read_table(
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     if path.is_dir():
-        raise ValueError(f"{path} is a directory, not a CSV file")
+        raise ValueError(f"{path} is a directory, not a CSV file: give the CSV file to Gaussianize")
     text = _head_text(path)
     if not text.strip():
         raise ValueError(f"{path} is empty")
@@ -337,6 +337,8 @@ def gaussianize_csv(
     import warnings
 
     path = Path(path)
+    if path.is_dir():  # before anything is derived from its name
+        raise ValueError(f"{path} is a directory, not a CSV file: give the CSV file to Gaussianize")
     out = check_output(out if out is not None else path.with_name(path.name.split('.')[0] + '.yj.csv'), '.csv', path)
     figure = check_output(figure, '.png') if figure is not None else None
     df = read_table(path, sep, header)

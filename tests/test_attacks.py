@@ -412,3 +412,235 @@ def test_dpgbdt_mask_streams_and_secrets_come_from_secret_generators():
     c = mod.SecAggClient('client0', Channel())
     c.key_agree('server', g)
     assert c._secret.to_bytes(32, 'big') != np.random.default_rng(1).bytes(32)
+
+
+# ---- SecureBoost: what the active and passive parties learn (nb33), the active party's keys ----
+@pytest.fixture(scope='module')
+def sb_breast_cancer():
+    "nb33's setting: breast cancer, two parties (15 columns each, labels with the first), 6 trees, depth 6, 256 bins."
+    from fedgauss.data import load_breast_cancer
+    from fedgauss.federation import vertical_split
+    from fedgauss.secureboost import SecureBoostClassifier
+
+    X, y = load_breast_cancer()
+    y = np.asarray(y)
+    parts = vertical_split(X, 2, y, label_party=0)
+    fit = lambda **kw: SecureBoostClassifier(**dict(dict(n_estimators=6, key_size=512, unsafe=True, rng=0), **kw)).fit(
+        parts
+    )
+    return dict(y=y, fit=fit, default=fit())
+
+
+def test_secureboost_active_party_recovers_passive_bins_as_nb33_states(sb_breast_cancer):
+    "The active party learns the exact bin of 13.7% of (row, passive feature) pairs, no error: the ceiling of any attack."
+    from fedgauss.secureboost import bin_recovery_attack
+
+    r = bin_recovery_attack(sb_breast_cancer['default'])
+    assert r['errors'] == 0
+    assert r['exact'] == pytest.approx(0.137, abs=0.01)
+    assert r['exact'] == pytest.approx(r['ceiling'])
+    assert r['bits'] == pytest.approx(2.85, abs=0.2)
+
+
+def test_secureboost_large_leaves_lower_the_exact_bins(sb_breast_cancer):
+    "nb33's mitigation: min_child_weight=20 lowers the exact bins from 13.7% to 5.6% of the pairs (still no error)."
+    from fedgauss.secureboost import bin_recovery_attack
+
+    r = bin_recovery_attack(sb_breast_cancer['fit'](min_child_weight=20))
+    assert r['errors'] == 0 and r['exact'] == pytest.approx(0.056, abs=0.01)
+
+
+def test_secureboost_passive_party_infers_labels_as_nb33_states(sb_breast_cancer):
+    "With 2% of the labels, a passive party names the others at about 97% from the leaves it rebuilt (base rate 63%)."
+    from fedgauss.secureboost import label_inference_attack, passive_leaves
+
+    m, y = sb_breast_cancer['default'], sb_breast_cancer['y']
+    for mine, theirs in zip(passive_leaves(m.channel_, 'passive1', len(y)), m.train_leaves_):
+        np.testing.assert_array_equal(mine, theirs)
+    r = label_inference_attack(m, y)
+    assert r['accuracy'] == pytest.approx(0.97, abs=0.02) and r['base_rate'] == pytest.approx(0.627, abs=0.001)
+
+
+def test_secureboost_reduced_leakage_does_not_hide_labels(sb_breast_cancer):
+    "nb33: reduced leakage (rl_trees=3) leaves the label attack above 90%; it does not protect the instance spaces."
+    from fedgauss.secureboost import label_inference_attack
+
+    r = label_inference_attack(sb_breast_cancer['fit'](rl_trees=3), sb_breast_cancer['y'])
+    assert r['accuracy'] > 0.9
+
+
+def test_secureboost_keys_and_obfuscators_come_from_a_secret_generator():
+    "The active party's Paillier primes and obfuscators: its own secret generator (the OS without a seed), never numpy's."
+    from fedgauss.entropy import is_secret_rng
+    from fedgauss.secureboost import SecureBoostClassifier, secureboost_context
+
+    cfg = SecureBoostClassifier(key_size=512, unsafe=True).protocol_config(['active', 'passive1'], [2, 2], 10)
+    for rng in (None, 0, np.random.default_rng(0)):
+        ctx = secureboost_context('active', cfg, rng)
+        assert is_secret_rng(ctx.key_rng) and is_secret_rng(ctx.obf_rng)
+
+
+def test_paillier_refuses_a_numpy_generator_for_secrets():
+    "A PCG64 or Mersenne Twister generator's state is recoverable from its outputs: no key or obfuscator from one."
+    from fedgauss.paillier import generate_paillier_keypair
+
+    with pytest.raises(ValueError, match='not a cryptographic one'):
+        generate_paillier_keypair(512, rng=np.random.default_rng(0), unsafe=True)
+    pk, _ = generate_paillier_keypair(512, rng=1, unsafe=True)
+    for bad in (np.random.default_rng(2), np.random.Generator(np.random.MT19937(2)), np.random.RandomState(2)):
+        with pytest.raises(ValueError, match='not a cryptographic one'):
+            pk.encrypt_many([1, 2], rng=bad)
+
+
+def test_secureboost_active_primes_cannot_be_rebuilt_from_what_the_others_saw():
+    """Each party its own secret generator (one experiment seed through `party_rngs`, as a test harness gives them):
+    nothing a passive party or the server holds or receives — its own generator, the public configuration, the
+    transcript — rebuilds the active party's key, by the secret or the numpy construction; the active party's own
+    generator does (the positive control)."""
+    import copy
+    from fedgauss.entropy import is_secret_rng, party_rngs, secret_rng
+    from fedgauss.paillier import generate_paillier_keypair
+    from fedgauss.secureboost import SECUREBOOST, SecureBoostClassifier
+    from fedgauss.smc import run_protocol
+
+    r = np.random.default_rng(5)
+    X, y = r.normal(size=(120, 4)), r.integers(0, 2, 120)
+    cfg = SecureBoostClassifier(n_estimators=1, max_depth=2, max_bins=8, key_size=512, unsafe=True).protocol_config(
+        ['active', 'passive1'], [2, 2], 120
+    )
+    rngs = party_rngs(1234, ['active', 'passive1', 'server'])
+    before = copy.deepcopy(rngs)
+    datas = {'active': dict(X=X[:, :2], y=y.astype(float)), 'passive1': dict(X=X[:, 2:])}
+    _, _, ch = run_protocol(SECUREBOOST, datas, cfg, rngs=rngs)
+    n = next(int(m.payload) for m in ch.messages if m.kind == 'public_key')
+    key = lambda g: int(generate_paillier_keypair(512, rng=g, unsafe=True)[0].n)
+    assert key(copy.deepcopy(before['active'])) == n  # the positive control: the harness rebuilds a key it may
+    seen = [before['passive1'], before['server'], n, n % 2**64]
+    seen += [v for v in cfg.values() if isinstance(v, int) and not isinstance(v, bool)]
+    for s in seen:  # its own generator as it is; any number it saw as a seed, as `secret_rng` and Paillier key them
+        tries = [copy.deepcopy(s)] if is_secret_rng(s) else [secret_rng(s), secret_rng(s, 'fedgauss.paillier')]
+        assert all(key(g) != n for g in tries)
+
+
+# ---- SimFL / nFL-GBDT: the other parties' labels at tree 0, rows from hash values ----
+import warnings as _nfl_warnings
+
+import numpy as _nfl_np
+import pytest as _nfl_pytest
+
+
+def _nfl_clients(which='nb34'):
+    "nb34's data (8 features, two label-skewed parties), or breast cancer in two label-skewed parties (nb34 too)."
+    from sklearn.datasets import load_breast_cancer, make_classification
+
+    from fedgauss.federation import label_skew_split
+
+    if which == 'cancer':
+        return label_skew_split(*load_breast_cancer(return_X_y=True), n_clients=2, theta=0.8, rng=0)
+    X, y = make_classification(1200, 8, n_informative=5, random_state=0)
+    return label_skew_split(X[:900], y[:900], n_clients=2, theta=0.8, rng=0)
+
+
+def _nfl_fit(cls, clients, **kw):
+    from fedgauss.nflgbdt import LSHCollapseWarning
+
+    with _nfl_warnings.catch_warnings():
+        _nfl_warnings.simplefilter('ignore', LSHCollapseWarning)
+        return cls(n_estimators=20, max_depth=3, rng=0, **kw).fit(clients)
+
+
+def _nfl_labels_known(est, sender):
+    """The first builder's attack on the transcript: (c, k) from tree 0's mapped gradients, checked exact against the
+    sender's map and labels; returns the share of the sender's labels it then knows (groups with k in {0, c})."""
+    from fedgauss.nflgbdt import tree0_label_counts
+
+    msg = next(m for m in est.channel_.messages if m.kind == 'mapped gradients' and m.sender == sender)
+    c, k = tree0_label_counts(msg.payload, est.base_margin_)
+    to = int(msg.receiver[-1])
+    maps = [m.payload for m in est.channel_.messages if m.kind == 'similar rows' and m.receiver == sender]
+    rows = next(p['rows'] for p in maps if int(p['to']) == to)
+    y = next(p for p in est.parties_ if p.name == sender)._y
+    _nfl_np.testing.assert_array_equal(c, _nfl_np.bincount(rows, minlength=len(c)))
+    _nfl_np.testing.assert_array_equal(k, _nfl_np.bincount(rows, y, minlength=len(c)))
+    known = (k == 0) | (k == c)
+    return c[known].sum() / c.sum()
+
+
+def test_nfl_builder_reads_label_counts_at_tree0():
+    """nb34: at tree 0 the first builder recovers exactly, for each of its rows, how many of another party's rows are
+    mapped to it and how many of them are positive. With lsh_scale='standard' that gives it most of party 1's labels
+    (nb34: 70 %); with the default scaling's collapsed signatures, fewer (24 %). SimFL's first tree leaks the same."""
+    from fedgauss.nflgbdt import NFLGBDTClassifier, SimFLClassifier
+
+    clients = _nfl_clients()
+    assert _nfl_labels_known(_nfl_fit(NFLGBDTClassifier, clients, lsh_scale='standard'), 'party1') > 0.6
+    assert _nfl_labels_known(_nfl_fit(NFLGBDTClassifier, clients), 'party1') < 0.3
+    X, y = _nfl_np.vstack([c[0] for c in clients]), _nfl_np.concatenate([c[1] for c in clients])
+    from fedgauss.federation import label_skew_split
+
+    three = label_skew_split(X, y, n_clients=3, theta=0.8, rng=1)
+    sf = _nfl_fit(SimFLClassifier, three, lsh_scale='standard')
+    assert _nfl_labels_known(sf, 'party1') > 0.6 and _nfl_labels_known(sf, 'party2') > 0.6  # one message per party
+
+
+def _nfl_lp_attack(est, functions=None):
+    "The aggregator's LP inversion of the hash values it received; (share of distinct signatures, correlation)."
+    from fedgauss.nflgbdt import feature_correlation, invert_hashes
+
+    H = _nfl_np.vstack([m.payload for m in est.channel_.messages if m.kind == 'hash values'])
+    thr = est.binner_.thresholds_
+    lower, upper, center = ([t[0] for t in thr], [t[-1] for t in thr], [t[len(t) // 2] for t in thr])
+    lsh = est.lsh_ if functions is None else functions
+    Xh = invert_hashes(H, lsh, est.lsh_lo_, est.lsh_span_, lower, upper, center)
+    if functions is None:  # with the true functions every reconstruction is a preimage
+        _nfl_np.testing.assert_array_equal(lsh.hash((Xh - est.lsh_lo_) / est.lsh_span_), H)
+    X = _nfl_np.vstack([p._X for p in est.parties_])
+    return len(_nfl_np.unique(H, axis=0)) / len(H), feature_correlation(Xh, X)
+
+
+def test_nfl_hash_values_invert_with_public_functions():
+    """nb34: with the papers' public hash functions (the default) and lsh_scale='standard', breast cancer's rows
+    all have distinct signatures and the LP reconstruction correlates 0.84 with the true features (0.73 on nb34's data);
+    the coarsest hashing of nb34's sweep (bounds, r=16) brings it to about 0."""
+    from fedgauss.nflgbdt import NFLGBDTClassifier
+
+    distinct, corr = _nfl_lp_attack(
+        _nfl_fit(NFLGBDTClassifier, _nfl_clients('cancer'), lsh_scale='standard', lsh_secret=False)
+    )
+    assert distinct == 1.0 and corr > 0.8
+    _, corr = _nfl_lp_attack(_nfl_fit(NFLGBDTClassifier, _nfl_clients(), lsh_scale='standard', lsh_secret=False))
+    assert corr > 0.7
+    distinct, corr = _nfl_lp_attack(_nfl_fit(NFLGBDTClassifier, _nfl_clients(), r=16.0, lsh_secret=False))
+    assert distinct < 0.01 and abs(corr) < 0.15
+
+
+def test_nfl_secret_hash_functions_stop_the_transcript_attack():
+    """nb34's mitigation: with lsh_secret=True the data owners draw the hash functions jointly and the aggregator never
+    holds them (no key share reaches it, none is in the configuration); its LP attack with guessed functions correlates
+    about 0. The limit the notebook states: with 30 known rows a linear inversion still reaches about 0.84 on nb34's
+    data."""
+    from fedgauss.nflgbdt import PStableLSH, NFLGBDTClassifier, feature_correlation, linear_inversion
+
+    clients = _nfl_clients()
+    est = NFLGBDTClassifier(n_estimators=20, max_depth=3, lsh_scale='standard', lsh_secret=True, rng=0)
+    _, _, cfg = est.protocol_inputs(clients)
+    assert cfg['lsh'] is None
+    est = _nfl_fit(NFLGBDTClassifier, clients, lsh_scale='standard', lsh_secret=True)
+    t = est.channel_.transcript
+    assert (t.kind == 'hash key share').any() and not (t[t.kind == 'hash key share'].receiver == 'aggregator').any()
+    g = _nfl_np.random.default_rng(0)
+    guessed = [_nfl_lp_attack(est, PStableLSH(8, 7, est.r, rng=g))[1] for _ in range(5)]
+    assert abs(_nfl_np.mean(guessed)) < 0.15 and max(map(abs, guessed)) < 0.4, guessed
+    H = _nfl_np.vstack([m.payload for m in est.channel_.messages if m.kind == 'hash values'])
+    X = _nfl_np.vstack([p._X for p in est.parties_])
+    idx = g.permutation(len(H))
+    assert feature_correlation(linear_inversion(H[idx[:30]], X[idx[:30]], H[idx[30:]]), X[idx[30:]]) > 0.75
+
+
+def test_nfl_collapsed_signatures_warn():
+    "nb34: the default scaling leaves nb34's 900 continuous rows a few distinct signatures; the estimators say so."
+    from fedgauss.nflgbdt import LSHCollapseWarning, NFLGBDTClassifier, SimFLClassifier
+
+    for cls in (NFLGBDTClassifier, SimFLClassifier):
+        with _nfl_pytest.warns(LSHCollapseWarning, match='for 900 rows'):
+            cls(n_estimators=2, max_depth=2, rng=0).fit(_nfl_clients())

@@ -2,11 +2,11 @@
 real deployment on 127.0.0.1) give the simulator's model — the same trees and predictions — and the same messages,
 counts and bytes by kind; a node with no rows or other columns stops the run at its data check, before any message.
 TFL, F-GBDT-G and FederBoost, whose parties draw (Laplace noise, Diffie-Hellman secrets), on the simulation engine with
-each node seeded as the estimator seeds that party (`party_seeds_`): the estimator's trees, predictions and messages.
+each node seeded as the estimator seeds that party (`party_rngs_`): the estimator's trees, predictions and messages.
 Skipped when the `flower` extra (flwr[simulation], cryptography) is not installed; the deployment only with
 FEDGAUSS_FLOWER_DEPLOY=1 (it takes ~2 min here). Small data and few trees: each relay pass is one round trip to the nodes."""
 
-import importlib.util, os, shutil, tempfile
+import copy, importlib.util, os, shutil, tempfile
 
 import numpy as np
 import pandas as pd
@@ -131,7 +131,7 @@ def as_message(t):
 
 @pytest.mark.parametrize('cls', [TFLClassifier, FGBDTGClassifier, FederBoostClassifier])
 def test_parties_with_private_streams_over_flower_simulation(cls, setup):
-    """Each node seeded with its party's seed of the estimator (`party_seeds_`): the estimator's trees (DP leaves
+    """Each node seeded with its party's generator of the estimator (`party_rngs_`): the estimator's trees (DP leaves
     included), decision function and messages — counts and bytes by kind, and the bsp simulator's transcript."""
     from fedgauss.flower import flower_run
 
@@ -139,7 +139,7 @@ def test_parties_with_private_streams_over_flower_simulation(cls, setup):
     est = cls(**KW).fit(clients)
     m = cls(**KW)
     spec, datas, cfg = m.protocol_inputs(clients)
-    out = flower_run(spec, datas, cfg, seeds=m.party_seeds_, timeout=60)
+    out = flower_run(spec, datas, cfg, seeds=m.party_rngs_, timeout=60)
     res, lay = out['results'], est.binner_.layout_
     if cls is FederBoostClassifier:  # the model is the aggregator's
         got = [[as_message(t) for t in res['aggregator']['trees']]]
@@ -154,6 +154,6 @@ def test_parties_with_private_streams_over_flower_simulation(cls, setup):
     margin = res['party2']['base_margin'] + forest_margin([tree_from_message(t, lay) for t in got[-1]], X)
     np.testing.assert_array_equal(margin, est.decision_function(X))
     pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
-    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=m.party_seeds_, bsp=True)
+    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(m.party_rngs_), bsp=True)
     pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
     assert out['rounds'] == rounds

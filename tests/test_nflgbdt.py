@@ -1,6 +1,8 @@
 """fedgauss.nflgbdt: LSH collision rates against Datar et al.'s closed form, the similarity map against brute force,
 the leaf-weight formula, FederBoost = pooled core, what each role sees on the transcript, communication, bad input."""
 
+import copy, warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +12,9 @@ from sklearn.datasets import make_classification
 from fedgauss.federation import label_skew_split
 from fedgauss.gbdt import GBDTClassifier, newton_weight
 from fedgauss.nflgbdt import (
+    COLLAPSE_SHARE,
     FederBoostClassifier,
+    LSHCollapseWarning,
     FGBDTGClassifier,
     NFLGBDTClassifier,
     PStableLSH,
@@ -28,6 +32,8 @@ from fedgauss.nflgbdt import (
 from fedgauss.testing import most_similar_brute
 
 KW = dict(n_estimators=8, max_depth=3)
+# the fixture's continuous features, hashed after scaling to [0, 1], fall into a few signatures: the estimators say so
+pytestmark = pytest.mark.filterwarnings('ignore::fedgauss.nflgbdt.LSHCollapseWarning')
 
 
 @pytest.fixture(scope='module')
@@ -266,17 +272,22 @@ def test_sparse_and_hash_range_refused(data):
 # in the same rounds (inside a round the order can differ: a party goes on as soon as its messages are there).
 # TFL, F-GBDT-G and FederBoost then drew from one stream shared by all parties (rngs={p: rng}); they reproduce these
 # digests when run with that shared stream.
+# The LSH methods reproduce theirs with public hash functions (lsh_secret=False, the default); functions drawn by the
+# owners (lsh_secret=True, issue 26) add the owners' key shares to the first round: test_secret_hash_functions_add_key_....
 OLD_TRANSCRIPTS = {
-    'nfl': (NFLGBDTClassifier, {}, '30498fe4abe84236'),
-    'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum'), '1591aa2578d0dc98'),
-    'simfl': (SimFLClassifier, {}, 'dd82ac75a8123654'),
+    'nfl': (NFLGBDTClassifier, dict(lsh_secret=False), '30498fe4abe84236'),
+    'nflsum': (NFLGBDTClassifier, dict(leaf_weighting='sum', lsh_secret=False), '1591aa2578d0dc98'),
+    'simfl': (SimFLClassifier, dict(lsh_secret=False), 'dd82ac75a8123654'),
     'tfl': (TFLClassifier, dict(epsilon=4.0), '5a7394d5b455aaa2'),
     'fgbdtg': (FGBDTGClassifier, dict(epsilon=4.0), '43649a656244d285'),
     'fb': (FederBoostClassifier, {}, '41fd024174f85312'),
 }
-# The same with each party on its own stream (`party_seeds_`, issue 17): other noise and other DH secrets, so other tree
-# sizes (TFL, F-GBDT-G) and public-key lengths (FederBoost: a key with a leading zero byte is one byte shorter).
-PRIVATE_STREAMS = {'tfl': '22c0ccc025e9c0b3', 'fgbdtg': 'aeef6fd2654bbe8a', 'fb': '73dfbe01b4c2aadc'}
+# With each party on its own secret generator (`party_rngs_`, ChaCha20; issues 17 and 26): other noise and other DH
+# secrets, so other tree sizes (TFL, F-GBDT-G) and public-key lengths (FederBoost: a key with a leading zero byte is one
+# byte shorter). Their digests are not pinned: the estimator's transcript is compared with a run of its programs on
+# copies of its generators (a reference computed in the test), and with a run on one shared numpy stream message by
+# message. That shared stream no longer gives the old digests: a party keys its secret generator from it (issue 26).
+PRIVATE_STREAMS = {'tfl', 'fgbdtg', 'fb'}
 # the message kinds whose sizes follow the random draws
 DRAWN_SIZES = {'tree', 'candidate', 'public key', 'public keys'}
 
@@ -298,13 +309,14 @@ def test_programs_send_what_the_single_driver_sent(name, data):
     clients, _, _ = data
     cls, kw, digest = OLD_TRANSCRIPTS[name]
     m = cls(rng=0, **kw, **KW).fit(clients)
-    assert transcript_digest(m.channel_.transcript) == PRIVATE_STREAMS.get(name, digest)
     if name not in PRIVATE_STREAMS:
+        assert transcript_digest(m.channel_.transcript) == digest
         return
     spec, datas, cfg = cls(rng=0, **kw, **KW).protocol_inputs(clients)
+    _, _, own = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(m.party_rngs_))  # the reference, in this run
+    assert transcript_digest(own.transcript) == transcript_digest(m.channel_.transcript)
     shared = np.random.default_rng(0)  # the old estimators' one stream, drawn from by every party in turn
     _, _, ch = run_protocol(spec, datas, cfg, rngs={p: shared for p in cfg['parties']})
-    assert transcript_digest(ch.transcript) == digest
     # private streams change the draws only: the same messages (round, sender, receiver, kind); sizes differ only
     # where they follow the draws
     key = ['round', 'sender', 'receiver', 'kind']
@@ -313,30 +325,69 @@ def test_programs_send_what_the_single_driver_sent(name, data):
     assert set(a.kind[a.bytes != b.bytes]) <= DRAWN_SIZES
 
 
+@pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier])
+def test_secret_hash_functions_add_key_shares_only(cls, data):
+    """With the owners' secret hash functions (lsh_secret=True) the messages are those of public functions (a reference run
+    in this test) plus each owner's 32-byte key share to every other owner in the first round; the aggregator receives
+    no share, and the functions are the same at every owner and differ from the public ones."""
+    from fedgauss.nflgbdt import joint_lsh
+
+    clients, _, _ = data
+    pub = cls(rng=0, lsh_secret=False, **KW).fit(clients)
+    sec = cls(rng=0, lsh_secret=True, **KW).fit(clients)
+    key = ['round', 'sender', 'receiver', 'kind', 'bytes']
+    T = sec.channel_.transcript
+    shares = T[T.kind == 'hash key share']
+    assert len(shares) == 3 * 2 and (shares['round'] == 1).all() and (shares.bytes < 64).all()
+    assert not (T.receiver == 'aggregator').loc[shares.index].any()
+    rest = T[T.kind != 'hash key share'][key[:-1]].sort_values(key[:-1]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(rest, pub.channel_.transcript[key[:-1]].sort_values(key[:-1]).reset_index(drop=True))
+    msgs = [m for m in sec.channel_.messages if m.kind == 'hash key share']
+    share = {m.sender: m.payload for m in msgs}  # each owner sends the same share to every other owner
+    assert all(np.array_equal(m.payload, share[m.sender]) for m in msgs) and len(share) == 3
+    params = dict(n_features=6, n_tables=sec.lsh_.n_tables, r=sec.r, stable=sec.stable)
+    lsh = joint_lsh([share[p] for p in ('party0', 'party1', 'party2')], params)
+    np.testing.assert_array_equal(lsh.a, sec.lsh_.a)
+    assert not np.allclose(sec.lsh_.a, pub.lsh_.a)
+    H = [m.payload for m in sec.channel_.messages if m.kind == 'hash values']
+    for (X, _), h in zip(clients, H):  # every owner hashed with the joint functions
+        np.testing.assert_array_equal(h, lsh.hash((X - sec.lsh_lo_) / sec.lsh_span_))
+
+
+def test_lsh_collapse_warns(data):
+    clients, _, _ = data
+    with pytest.warns(LSHCollapseWarning, match='distinct signatures for 700 rows'):
+        NFLGBDTClassifier(rng=0, **KW).fit(clients)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', LSHCollapseWarning)
+        m = SimFLClassifier(rng=0, lsh_scale='standard', r=1.0, **KW).fit(clients)
+    assert m.signatures_ >= COLLAPSE_SHARE * 700
+
+
 @pytest.mark.parametrize('cls', [TFLClassifier, FGBDTGClassifier, FederBoostClassifier])
 def test_each_party_draws_from_its_own_stream(cls, data):
-    "A party's draws depend on its own seed only: changing another party's seed leaves its first DP tree as it was."
-    from fedgauss.nflgbdt import party_seeds
+    """Each party and the aggregator has its own secret generator (ChaCha20, `party_rngs_`); a party's draws depend on
+    its own generator only: changing another party's leaves its first DP tree as it was."""
+    from fedgauss.entropy import is_secret_rng, secret_rng
     from fedgauss.smc import run_protocol
 
     clients, _, _ = data
     est = cls(rng=0, **KW)
     spec, datas, cfg = est.protocol_inputs(clients)
     names = cfg['parties'] + ['aggregator']
-    assert list(est.party_seeds_) == names
-    seeds = est.party_seeds_
-    assert len({tuple(np.random.default_rng(seeds[p]).integers(2**63, size=2)) for p in names}) == len(names)
+    assert list(est.party_rngs_) == names and all(is_secret_rng(g) for g in est.party_rngs_.values())
+    gens = est.party_rngs_
+    first = {p: tuple(copy.deepcopy(gens[p]).integers(2**63, size=2)) for p in names}
+    assert len(set(first.values())) == len(names)
     fitted = cls(rng=0, **KW).fit(clients)
-    assert all(
-        np.random.default_rng(fitted.party_seeds_[p]).random() == np.random.default_rng(seeds[p]).random()
-        for p in names
-    )  # the estimator uses exactly these seeds
+    assert all(tuple(fitted.party_rngs_[p].integers(2**63, size=2)) == first[p] for p in names)  # kept unused
+    assert all(is_secret_rng(g) for g in cls(**KW).fit(clients).party_rngs_.values())  # rng=None: from the OS
     if cls is FederBoostClassifier:
         return  # its draws are DH secrets: masks cancel, the model never shows them
-    other = dict(seeds, party1=party_seeds(99, ['x'])['x'], party2=party_seeds(98, ['x'])['x'])
+    other = dict(gens, party1=secret_rng(99), party2=secret_rng(98))
     sent = []  # the DP trees each party sent, in order (TFL: 'tree'; F-GBDT-G: 'candidate')
-    for rngs in (seeds, other):
-        ch = run_protocol(spec, datas, cfg, rngs=rngs)[2]
+    for rngs in (gens, other):
+        ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(rngs))[2]
         sent.append(
             {
                 p: [m.payload['value'] for m in ch.messages if m.sender == p and m.receiver != 'aggregator']

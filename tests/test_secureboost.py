@@ -49,7 +49,7 @@ def check_lossless(parts, test_blocks, **kw):
     gb = GBDTClassifier(**{k: v for k, v in kw.items() if k != 'rl_trees'}).fit(X, y)
     assert_same_trees(sb, gb)
     Xt = pd.concat(test_blocks, axis=1) if isinstance(test_blocks[0], pd.DataFrame) else np.hstack(test_blocks)
-    d = np.abs(sb.predict_proba(test_blocks) - gb.predict_proba(Xt)).max()
+    d = np.abs(np.asarray(sb.predict_proba(test_blocks)) - gb.predict_proba(Xt)).max()  # DataFrames in: a DataFrame
     assert d <= 1e-9
     return sb, d
 
@@ -357,31 +357,57 @@ def _rows(channel):
     )
 
 
+CIPHERTEXTS = ('public_key', 'gh', 'hist')  # Paillier payloads: their bytes depend on the secret randomness
+
+
+def _shape_rows(channel):
+    """The transcript with each Paillier payload counted in numbers (ciphertexts, the modulus), every other message in
+    bytes: what the single driver sent, independent of the keys and obfuscators drawn."""
+    return sorted(
+        (
+            int(m.round),
+            m.sender,
+            m.receiver,
+            m.kind,
+            int(np.size(m.payload)) if m.kind in CIPHERTEXTS else int(m.nbytes),
+        )
+        for m in channel.messages
+    )
+
+
 @pytest.mark.parametrize(
     'groups, label_party, kw, digest',
-    [  # digests of the sorted transcripts of the single driver (before the programs, commit 4a56a6b)
-        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), 'ced1b7c7eb4b1b49'),
+    [  # digests of `_shape_rows` of the single driver's transcripts: computed at main f8172c7 (whose byte-for-byte
+        # transcripts were the single driver's, commit 4a56a6b), before keys and obfuscators came from ChaCha20
+        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), 'ea9950ecc65197fd'),
         (
             [[0, 1, 2], [3, 4], [5, 6]],
             2,
             dict(n_estimators=4, max_depth=3, rl_trees=2, max_bins=16),
-            '4ce1f91320bdd434',
+            '572cd58a5bc615a8',
         ),
         (
             [[0, 1], [2, 3], [4, 5], [6]],
             3,
             dict(n_estimators=3, max_depth=5, min_child_weight=20, gamma=2.0),
-            'e628046656b479d7',
+            '15f420ed916c70dd',
         ),
     ],
 )
 def test_programs_keep_the_single_drivers_transcript(groups, label_party, kw, digest):
-    "Every message (round, sender, receiver, kind, bytes) as the single driver sent it; only the order within a round follows the scheduler."
+    """Every message (round, sender, receiver, kind; bytes, or the number of ciphertexts) as the single driver sent it;
+    only the order within a round follows the scheduler. Ciphertexts are at most 2 key lengths each, and a seeded fit
+    repeats its transcript byte for byte (the same run twice, in this test)."""
     import hashlib
 
     X, y = _toy7()
-    sb = SecureBoostClassifier(**FAST, **kw).fit(vertical_split(X, groups, y, label_party=label_party))
-    assert hashlib.sha256(repr(_rows(sb.channel_)).encode()).hexdigest()[:16] == digest
+    parts = vertical_split(X, groups, y, label_party=label_party)
+    sb = SecureBoostClassifier(**FAST, **kw).fit(parts)
+    assert hashlib.sha256(repr(_shape_rows(sb.channel_)).encode()).hexdigest()[:16] == digest
+    for m in sb.channel_.messages:
+        if m.kind in CIPHERTEXTS:
+            assert m.nbytes <= np.size(m.payload) * 2 * 512 // 8
+    assert _rows(SecureBoostClassifier(**FAST, **kw).fit(parts).channel_) == _rows(sb.channel_)
 
 
 def test_run_protocol_equals_the_estimator():
@@ -618,3 +644,94 @@ def test_prediction_check_refuses_a_party_before_any_message(predicted):
         with pytest.raises(ValueError, match=match):
             run_protocol(SECUREBOOST_PREDICT, bad, cfg, channel=ch)
         assert len(ch.messages) == 0
+
+
+# ----------------------------------------------------------------------------- rows aligned on IDs (issue 26)
+@pytest.fixture(scope='module')
+def framed():
+    "Breast cancer as two DataFrames (labels with the first), a customer ID column, and the aligned fit."
+    from fedgauss.data import load_breast_cancer
+
+    X, y = load_breast_cancer()
+    X.index = [f'c{i:03d}' for i in range(len(X))]
+    y = pd.Series(np.asarray(y), index=X.index)
+    (A, _), (B, _) = vertical_split(X, 2, y, label_party=0)
+    kw = dict(n_estimators=2, max_depth=3, max_bins=16, **FAST)
+    return dict(A=A, B=B, y=y, kw=kw, ref=SecureBoostClassifier(**kw).fit([(A, y), (B, None)]))
+
+
+def assert_same_model(a, b):
+    for t, u in zip(a.trees_, b.trees_):
+        for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad', 'sum_hess'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att), err_msg=att)
+    assert [p.lookup for p in a.parties_] == [p.lookup for p in b.parties_]
+
+
+def test_a_shuffled_passive_party_gives_the_aligned_model(framed):
+    "Rows align on the index: the passive party's rows shuffled, the model is the aligned fit's; the frames untouched."
+    A, B, y = framed['A'], framed['B'], framed['y']
+    Bs, ys = B.sample(frac=1, random_state=1), y.sample(frac=1, random_state=2)
+    copies = [A.copy(), Bs.copy(), ys.copy()]
+    sb = SecureBoostClassifier(**framed['kw']).fit([(A, ys), (Bs, None)])
+    assert_same_model(sb, framed['ref'])
+    for before, now in zip(copies, (A, Bs, ys)):
+        assert before.equals(now) and list(before.index) == list(now.index)
+    positional = SecureBoostClassifier(**framed['kw']).fit([(A.to_numpy(), y.to_numpy()), (Bs.to_numpy(), None)])
+    assert not all(np.array_equal(t.value, u.value) for t, u in zip(positional.trees_, framed['ref'].trees_))
+
+
+def test_an_id_column_aligns_the_rows(framed):
+    A, B, y = framed['A'], framed['B'], framed['y']
+    Ai, Bi = (
+        A.assign(customer=A.index).reset_index(drop=True),
+        B.assign(customer=B.index).sample(frac=1, random_state=3),
+    )
+    sb = SecureBoostClassifier(id_column='customer', **framed['kw']).fit(
+        [(Ai, y.to_numpy()), (Bi.reset_index(drop=True), None)]
+    )
+    assert_same_model(sb, framed['ref'])
+    assert sb.n_features_in_ == framed['ref'].n_features_in_  # the ID column is not a feature
+
+
+def test_predictions_align_and_come_in_the_active_partys_order(framed):
+    "pandas in, pandas out: the active party's index and order, whatever the passive party's order."
+    ref, A, B = framed['ref'], framed['A'], framed['B']
+    rows = A.index[::-3]
+    want = ref.predict_proba([A.loc[rows].to_numpy(), B.loc[rows].to_numpy()])
+    got = ref.predict_proba([A.loc[rows], B.loc[rows].sample(frac=1, random_state=4)])
+    assert isinstance(got, pd.DataFrame) and list(got.index) == list(rows) and list(got.columns) == [0, 1]
+    np.testing.assert_array_equal(got.to_numpy(), want)
+    m = ref.decision_function([A.loc[rows], B.loc[rows[::-1]]])
+    assert isinstance(m, pd.Series) and list(m.index) == list(rows)
+    np.testing.assert_array_equal(
+        ref.predict([A.loc[rows], B.loc[rows]]).to_numpy(),
+        ref.predict([A.loc[rows].to_numpy(), B.loc[rows].to_numpy()]),
+    )
+    assert isinstance(
+        ref.predict_proba([A.loc[rows].to_numpy(), B.loc[rows].to_numpy()]), np.ndarray
+    )  # arrays: as before
+
+
+@pytest.mark.parametrize(
+    'change, match',
+    [
+        (lambda B: B.iloc[:-2], r"party 1's row IDs are not party 0's: 2 of party 0's missing \('c567', 'c568'\)"),
+        (lambda B: B.rename(index={'c000': 'x'}), r"1 not at party 0 \('x'\)"),
+        (lambda B: B.rename(index={'c001': 'c000'}), r"party 1 has duplicated row IDs: 'c000'"),
+        (lambda B: B.set_axis([np.nan] + list(B.index[1:])), 'party 1 has missing row IDs'),
+        (lambda B: B.to_numpy(), 'pass all DataFrames'),
+    ],
+)
+def test_mismatched_ids_stop_the_fit_before_any_message(framed, change, match):
+    from fedgauss.federation import Channel
+
+    with pytest.raises(ValueError, match=match):
+        SecureBoostClassifier(**framed['kw']).fit([(framed['A'], framed['y']), (change(framed['B']), None)])
+    with pytest.raises(ValueError, match=match):
+        framed['ref'].predict([framed['A'], change(framed['B'])])
+
+
+def test_labels_with_another_index_are_refused(framed):
+    y = framed['y'].rename(index={'c000': 'zz'})
+    with pytest.raises(ValueError, match="the labels' index is not party 0's rows"):
+        SecureBoostClassifier(**framed['kw']).fit([(framed['A'], y), (framed['B'], None)])

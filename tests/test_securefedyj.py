@@ -355,3 +355,24 @@ def test_a_failing_client_is_named_and_nothing_is_returned(datasets):
     parts[1][0, 3] = np.inf
     with pytest.raises(ValueError, match='client 1'):
         SecureFedYJ(t_max=2, rng=0).fit(parts)
+
+
+# ------------------------------------------------------------------ every scale (issue 31)
+@pytest.mark.parametrize('scale', [1e-300, 1e-100, 1e-20, 1e100])
+def test_pooled_lambda_at_every_scale(scale):
+    "Tiny features are fitted in a public unit (a power of two): the pooled lambda, at the default precision, ~50 steps."
+    r = np.random.default_rng(31)
+    X = np.c_[r.lognormal(size=80), -r.lognormal(size=80), r.lognormal(size=80) - 1.4] * scale
+    clients = [X[:20], X[20:55], X[55:]]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        ft = FedYeoJohnsonTransformer(rng=0).fit(clients)
+        pt = YeoJohnsonTransformer().fit(X)
+    assert not [str(m.message) for m in w if 'converged' in str(m.message) or issubclass(m.category, RuntimeWarning)]
+    p = ft.protocol_
+    np.testing.assert_allclose(p.lambdas_, pt.lambdas_, rtol=1e-11)
+    assert p.converged_.all() and (p.precision_ == 96 or scale > 1)
+    if scale <= 1e-100:
+        assert p.signs_.shape[0] <= 60  # the search starts from the public unit (at 1e-20, from 1: 112 steps)
+    np.testing.assert_allclose(ft.transform(X), pt.transform(X), atol=1e-9)
+    np.testing.assert_allclose(ft.inverse_transform(ft.transform(X)), X, rtol=1e-9)

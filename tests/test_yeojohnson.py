@@ -474,11 +474,7 @@ def test_property_sums_add_and_sign_matches_finite_difference(x, cut, lam):
 def test_property_fit_is_finite_and_maximizes(x):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always', YeoJohnsonWarning)
-        try:
-            res = exp_yj(x, full_output=True)
-        except ValueError as e:  # documented: values so small that the derivative underflows
-            assert 'not computable in float64' in str(e) and np.abs(x).max() < 1e-8, (str(e), np.abs(x).max())
-            return
+        res = exp_yj(x, full_output=True)  # at every scale: measured in its unit, the derivative is computable
         t = YeoJohnsonTransformer().fit(x[:, None])
         z = t.transform(x[:, None])
     lam = res.lambdas[0]
@@ -505,13 +501,59 @@ def test_property_inverse_roundtrip(x, lam):
     np.testing.assert_allclose(yeo_johnson_inverse(yeo_johnson(x, lam), lam), x, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize('x', [[1e-300, 0.0], [1e-300, -1e-300, 0.0], [5e-200, 0.0, 1e-200]])
+@pytest.mark.parametrize(
+    'x', [[1e-300, 0.0], [1e-300, -1e-300, 0.0], [5e-200, 0.0, 1e-200], [3e-300, 1e-300, 2e-300, 7e-300]]
+)
+def test_tiny_features_have_their_exact_lambda(x):
+    "Found by hypothesis: a spread whose square underflows float64 (once declared constant); in its unit, the exact lambda."
+    x = np.array(x)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always', YeoJohnsonWarning)
+        res = exp_yj(x, full_output=True)
+        z = YeoJohnsonTransformer().fit(x[:, None]).transform(x[:, None])
+    assert not res.constant[0] and np.isfinite(res.mean).all() and np.isfinite(z).all()
+    if res.bounded[0]:  # two distinct values: the likelihood grows without end, so lambda stops at the overflow bound
+        assert any('bounded' in str(m.message) for m in w)
+    else:  # exact to 1e-12, or to float64's resolution 2**-52 / extent where the derivative's leading term vanishes
+        ref, E = mp_yj_mle(x, res.lambdas[0], dps=400), YJAnchors.from_data(x).extent[0]  # 1 + 1e-300 needs 300 digits
+        assert abs(res.lambdas[0] - ref) <= 1e-12 * abs(ref) + 2.0**-50 / E, (res.lambdas[0], ref)
+    np.testing.assert_allclose(z.mean(), 0, atol=1e-12)
+    np.testing.assert_allclose(z.std(), 1, rtol=1e-12)
+
+
+@pytest.mark.parametrize('x', [[1e-303, 0.0], [1e-303, -1e-303, 0.0]])
 def test_numerically_constant_feature(x):
-    "Found by hypothesis: a spread whose square underflows float64 gives D = 0 at every lambda; such a feature is constant."
+    "An extent below 2**-1000 on the log1p scale: lambda* (of order 1/extent) is no float64, the feature is constant."
     x = np.array(x)
     with pytest.warns(YeoJohnsonWarning, match='constant'):
         res = exp_yj(x, full_output=True)
     assert res.constant[0] and res.lambdas[0] == 1.0 and np.isfinite(res.mean).all()
-    with pytest.warns(YeoJohnsonWarning):
-        z = YeoJohnsonTransformer().fit(x[:, None]).transform(x[:, None])
-    assert np.isfinite(z).all()
+
+
+# ------------------------------------------------------------------ every scale (issue 31)
+_SCALE_BASE = np.random.default_rng(31).lognormal(size=150)
+_SCALE_KINDS = {'positive': _SCALE_BASE, 'negative': -_SCALE_BASE[::-1] * 1.3, 'mixed': _SCALE_BASE - 1.4}
+
+
+@pytest.mark.parametrize('kind', list(_SCALE_KINDS))
+@pytest.mark.parametrize('scale', [1e-300, 1e-100, 1e-20, 1e100, 1e300])
+def test_exact_lambda_at_every_scale(scale, kind):
+    "ExpYJ's lambda equals the mpmath MLE at 1e-300 ... 1e300, both signs and mixed (unless bounded by ymax, and said)."
+    x = _SCALE_KINDS[kind] * scale
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        res = exp_yj(x, full_output=True)
+        z = YeoJohnsonTransformer().fit_transform(x[:, None])
+    assert not [m for m in w if issubclass(m.category, RuntimeWarning)]
+    assert res.converged[0] and np.isfinite(z).all()  # in at most 60 steps below 1e-20, 112 at 1e-20
+    if res.bounded[0]:
+        assert scale == 1e300 and kind == 'mixed' and any('bounded' in str(m.message) for m in w)
+        return
+    ref = mp_yj_mle(x, res.lambdas[0])
+    assert abs(res.lambdas[0] - ref) <= 1e-12 * abs(ref), (res.lambdas[0], ref)
+    np.testing.assert_allclose([z.mean(), z.std()], [0, 1], atol=1e-12)
+    # the frame's mean and variance of Psi agree with Psi itself where Psi is a float64 with room to spare
+    if 1e-100 <= scale <= 1e100:
+        psi = yeo_johnson(x, res.lambdas[0])
+        np.testing.assert_allclose(res.mean[0], psi.mean(), rtol=1e-9, atol=1e-12 * np.abs(psi).max())
+        np.testing.assert_allclose(res.var[0], psi.var(), rtol=1e-6)
