@@ -41,22 +41,28 @@ __all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_simila
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
-    c,  # distance(s) $\|u-v\|_p$, >= 0
+    c,  # distance(s) $\|u-v\|_p$, >= 0 (inf: never together)
     r: float = 4.0,  # bucket width
     stable: str = 'gaussian',  # 'gaussian' (p = 2) or 'cauchy' (p = 1)
 ) -> np.ndarray:
     "Probability that one p-stable hash puts two points at distance `c` in the same bucket (Datar et al. 2004)."
     c = np.asarray(c, float)
-    if (c < 0).any():
-        raise ValueError("distances must be >= 0")
-    s = r / np.where(c > 0, c, 1.0)
-    if stable == 'gaussian':
-        p = 1 - 2 * ndtr(-s) - 2 / (np.sqrt(2 * np.pi) * s) * (1 - np.exp(-s * s / 2))
-    elif stable == 'cauchy':
-        p = 2 * np.arctan(s) / np.pi - np.log1p(s * s) / (np.pi * s)
-    else:
+    if np.isnan(c).any() or (c < 0).any():
+        raise ValueError("distances must be >= 0 (not NaN)")
+    if not (isinstance(r, numbers.Real) and not isinstance(r, bool) and np.isfinite(r) and r > 0):
+        raise ValueError(f"r must be a positive number; got {r!r}")
+    if stable not in ('gaussian', 'cauchy'):
         raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
-    return np.where(c > 0, p, 1.0)
+    with np.errstate(
+        divide='ignore', over='ignore', invalid='ignore'
+    ):  # s = 0 (c = inf) and s**2 = inf are fixed below
+        s = r / np.where(c > 0, c, 1.0)
+        if stable == 'gaussian':
+            p = 1 - 2 * ndtr(-s) - 2 / (np.sqrt(2 * np.pi) * s) * (1 - np.exp(-s * s / 2))
+        else:  # ln(1 + s^2) without overflow for large s
+            lg = np.where(s > 1, 2 * np.log(np.maximum(s, 1)) + np.log1p(1 / (s * s)), np.log1p(s * s))
+            p = 2 * np.arctan(s) / np.pi - lg / (np.pi * s)
+    return np.where(np.isinf(c), 0.0, np.where(c > 0, p, 1.0))
 
 # %% ../nbs/34_nflgbdt.ipynb #be0e74a0
 class PStableLSH:
@@ -71,12 +77,12 @@ class PStableLSH:
         stable: str = 'gaussian',  # 'gaussian' (2-stable, Euclidean) or 'cauchy' (1-stable, Manhattan)
         rng=None,  # numpy Generator or seed (the functions a_l, b_l; shared by the parties)
     ):
-        if not isinstance(n_features, numbers.Integral) or n_features < 1:
+        if not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
         L = max(1, min(40, n_features - 1)) if n_tables is None else n_tables
-        if not isinstance(L, numbers.Integral) or L < 1:
+        if not isinstance(L, numbers.Integral) or isinstance(L, bool) or L < 1:
             raise ValueError(f"n_tables must be a positive integer; got {n_tables!r}")
-        if not (isinstance(r, numbers.Real) and np.isfinite(r) and r > 0):
+        if not (isinstance(r, numbers.Real) and not isinstance(r, bool) and np.isfinite(r) and r > 0):
             raise ValueError(f"r must be a positive number; got {r!r}")
         if stable not in ('gaussian', 'cauchy'):
             raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
@@ -95,7 +101,11 @@ class PStableLSH:
             raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
         if not np.isfinite(X).all():
             raise ValueError("X contains NaN or infinity: LSH needs finite features")
-        return np.floor((X @ self.a + self.b) / self.r).astype(np.int64)
+        with np.errstate(over='ignore', invalid='ignore'):  # huge rows: caught below, before the cast
+            F = np.floor((X @ self.a + self.b) / self.r)
+        if not (np.abs(F) < 2.0**62).all():
+            raise ValueError("hash values beyond int64: scale the rows down or raise r")
+        return F.astype(np.int64)
 
     def __repr__(self):
         return f"PStableLSH(n_features={self.n_features}, n_tables={self.n_tables}, r={self.r}, stable={self.stable!r})"
@@ -136,6 +146,8 @@ def most_similar(
     Hq, Hr = np.asarray(Hq), np.asarray(Hr)
     if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]:
         raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
+    if not (np.issubdtype(Hq.dtype, np.integer) and np.issubdtype(Hr.dtype, np.integer)):
+        raise ValueError(f"hash values must be integers; got {Hq.dtype} and {Hr.dtype}")
     if len(Hr) == 0:
         raise ValueError("no reference rows")
     if len(Hq) == 0:
@@ -233,6 +245,9 @@ def tree_from_message(
     layout,  # the public HistLayout (split thresholds)
 ) -> Tree:
     "Rebuild a `Tree` from `tree_message` output and the public `HistLayout` (thresholds); missing values are zeros."
+    missing = [k for k in _TREE_FIELDS if k not in msg]
+    if missing:
+        raise ValueError(f"a tree message needs {list(_TREE_FIELDS)}; missing {missing}")
     f, b = msg['feature'].astype(np.intp), msg['bin'].astype(np.intp)
     n = len(f)
     z = np.zeros(n)
@@ -504,6 +519,8 @@ def joint_lsh(
 ) -> PStableLSH:
     """The hash functions the data owners draw jointly: keyed by BLAKE2b of all their shares, so that no one without
     every share (the aggregator) can evaluate them."""
+    if not len(shares):
+        raise ValueError("joint_lsh needs every data owner's share; got none")
     blob = b''.join(np.asarray(s, np.uint8).tobytes() for s in shares)
     return PStableLSH(**params, rng=prg(blob, 'lsh functions'))  # ChaCha20 keyed by BLAKE2b of the shares
 
@@ -601,6 +618,10 @@ def tree_schedule(
 ) -> np.ndarray:
     "Builder of each tree: parties in turn, consecutive blocks proportional to `sizes` (largest remainders)."
     sizes = np.asarray(sizes, float)
+    if sizes.ndim != 1 or len(sizes) == 0 or not (np.isfinite(sizes).all() and (sizes > 0).all()):
+        raise ValueError(f"sizes must be a non-empty list of positive row counts; got {sizes.tolist()}")
+    if not isinstance(n_trees, numbers.Integral) or isinstance(n_trees, bool) or n_trees < 0:
+        raise ValueError(f"n_trees must be a non-negative integer; got {n_trees!r}")
     q = n_trees * sizes / sizes.sum()
     k = np.floor(q).astype(int)
     k[np.argsort(-(q - k), kind='stable')[: n_trees - k.sum()]] += 1
@@ -677,6 +698,10 @@ def similar_counts(
 ) -> np.ndarray:
     "n_d: rows of party d that are the most similar row of some row of another party (from maps (j, d) -> row of d)."
     out = np.zeros(len(sizes), np.intp)
+    for (j, m), idx in maps.items():
+        idx = np.asarray(idx)
+        if not 0 <= m < len(sizes) or (len(idx) and (idx.min() < 0 or idx.max() >= sizes[m])):
+            raise ValueError(f"maps[{j}, {m}] points outside party {m}'s rows")
     for d, n in enumerate(sizes):
         hit = np.zeros(n, bool)
         for (j, m), idx in maps.items():
@@ -692,7 +717,12 @@ def global_leaf_weights(
     reg_lambda: float = 1.0,  # L2 penalty
 ) -> np.ndarray:
     "$-G/(H+\\lambda)$ with $G=\\sum_d w_d G_d$, $H=\\sum_d w_d H_d$."
-    S = np.tensordot(np.asarray(weights, float), np.asarray(leaf_sums, float), axes=1)
+    S, w = np.asarray(leaf_sums, float), np.asarray(weights, float)
+    if S.ndim != 3 or S.shape[2] != 2 or w.shape != (len(S),):
+        raise ValueError(f"leaf_sums must be D arrays (n_leaves, 2) and weights D numbers; got {S.shape} and {w.shape}")
+    if not (np.isfinite(S).all() and np.isfinite(w).all() and (w >= 0).all()):
+        raise ValueError("leaf sums and weights must be finite, the weights >= 0")
+    S = np.tensordot(w, S, axes=1)
     return newton_weight(S[:, 0], S[:, 1], reg_lambda, 0.0)
 
 # %% ../nbs/34_nflgbdt.ipynb #c3933fab20d04ec698c2621248eb3be0
@@ -911,8 +941,8 @@ def individual_errors(
 ) -> np.ndarray:  # test error of each party's own model
     """Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose
     parameters they are)."""
-    Xs, ys, _, _ = _check_clients(clients, True)
-    y_test = np.asarray(y_test)
+    Xs, ys, _, cats = _check_clients(clients, True)
+    X_test, y_test = _features(X_test, cats, 'X_test'), np.asarray(y_test)
     out = []
     for X, y in zip(Xs, ys):
         if len(np.unique(y)) < 2:
@@ -927,6 +957,9 @@ def communication(
 ) -> pd.DataFrame:
     "Total bytes, messages and rounds of fitted federated estimators (name -> model), and bytes sent per party."
     rows = {}
+    for name, m in models.items():
+        if not hasattr(m, 'channel_'):
+            raise ValueError(f"model {name!r} has no transcript: fit it first")
     for name, m in models.items():
         s = m.channel_.summary()
         b = m.channel_.bytes_by_party()
@@ -949,6 +982,8 @@ def tree0_label_counts(
     mapped = np.asarray(mapped, float)
     if mapped.ndim != 2 or mapped.shape[1] != 2:
         raise ValueError(f"mapped must be an (n, 2) array of (G, H); got shape {mapped.shape}")
+    if not (isinstance(base_margin, numbers.Real) and np.isfinite(base_margin)):
+        raise ValueError(f"base_margin must be a finite number; got {base_margin!r}")
     p = expit(base_margin)
     c = mapped[:, 1] / (p * (1 - p))
     return np.rint(c).astype(np.intp), np.rint(c * p - mapped[:, 0]).astype(np.intp)
@@ -977,6 +1012,8 @@ def invert_hashes(
     """Rows that hash to `H`: per distinct signature, the least-squares point on its cells' centres nearest to `center`;
     where it leaves the bounds or a cell, the nearest point (L1) inside all of them, by linear programming."""
     H, d = np.asarray(H), lsh.n_features
+    if H.ndim != 2 or H.shape[1] != lsh.n_tables:
+        raise ValueError(f"H must be (n, {lsh.n_tables}), one value per hash function; got shape {H.shape}")
     lo, span = (np.broadcast_to(np.asarray(v, float), d) for v in (lo, span))
     zs = lambda v, fill: np.full(d, fill) if v is None else (np.asarray(v, float) - lo) / span
     lower, upper = zs(lower, -np.inf), zs(upper, np.inf)
@@ -998,6 +1035,8 @@ def feature_correlation(
 ) -> float:
     "Mean over features of the Pearson correlation between reconstruction and truth (0 for a constant column)."
     a, b = (np.asarray(v, float) for v in (X_hat, X))
+    if a.shape != b.shape or a.ndim != 2 or len(a) == 0:
+        raise ValueError(f"X_hat and X must be non-empty (n, d) arrays of one shape; got {a.shape} and {b.shape}")
     a, b = a - a.mean(0), b - b.mean(0)
     den = np.sqrt((a * a).sum(0) * (b * b).sum(0))
     return float(np.mean(np.where(den > 0, (a * b).sum(0) / np.where(den > 0, den, 1.0), 0.0)))
@@ -1010,11 +1049,16 @@ def linear_inversion(
     alpha: float = 1.0,  # ridge penalty (the intercept is not penalised)
 ) -> np.ndarray:  # (n, d) reconstructed rows
     "Rows from hash values without the functions: a ridge regression of the features on the hash values, on known rows."
-    Hk = np.column_stack([np.ones(len(H_known)), np.asarray(H_known, float)])
+    Hk, Xk, H = np.asarray(H_known, float), np.asarray(X_known, float), np.asarray(H, float)
+    if Hk.ndim != 2 or Xk.ndim != 2 or H.ndim != 2 or len(Hk) != len(Xk) or len(Hk) == 0 or H.shape[1] != Hk.shape[1]:
+        raise ValueError(f"H_known (k, L), X_known (k, d) with k >= 1, H (n, L); got {Hk.shape}, {Xk.shape}, {H.shape}")
+    if not (isinstance(alpha, numbers.Real) and np.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a number >= 0; got {alpha!r}")
+    Hk = np.column_stack([np.ones(len(Hk)), Hk])
     P = alpha * np.eye(Hk.shape[1])
     P[0, 0] = 0.0
-    W = np.linalg.solve(Hk.T @ Hk + P, Hk.T @ np.asarray(X_known, float))
-    return np.column_stack([np.ones(len(H)), np.asarray(H, float)]) @ W
+    W = np.linalg.lstsq(Hk.T @ Hk + P, Hk.T @ Xk, rcond=None)[0]  # least squares: k = 1 leaves it singular
+    return np.column_stack([np.ones(len(H)), H]) @ W
 
 # %% ../nbs/34_nflgbdt.ipynb #2b45d38b
 def __getattr__(name: str):
