@@ -384,9 +384,8 @@ _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decisio
 # %% ../nbs/34_nflgbdt.ipynb #a50416e276a0479cbe66534ed1713a40
 @patch
 def _prepare(self: _FedGBDT, clients) -> tuple:
-    "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1); forgets an earlier fit."
-    for a in [a for a in vars(self) if a.endswith('_') and not a.startswith('_')]:
-        delattr(self, a)  # a second fit keeps nothing of the first (columns, categories, trees)
+    "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1)."
+    self.__dict__.pop('feature_names_in_', None)  # a fit on arrays after one on DataFrames has no column names
     check_boosting_params(self)
     Xs, ys, names, self.categories_ = _check_clients(clients, self._allow_nan)
     try:
