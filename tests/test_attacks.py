@@ -569,7 +569,7 @@ def _nfl_labels_known(est, sender):
 def test_nfl_builder_reads_label_counts_at_tree0():
     """nb34: at tree 0 the first builder recovers exactly, for each of its rows, how many of another party's rows are
     mapped to it and how many of them are positive. With lsh_scale='standard' that gives it most of party 1's labels
-    (nb34: about 70 %); with the default scaling's collapsed signatures, fewer (about a quarter). Secret hash functions
+    (nb34: about 70 %); with the default scaling's collapsed signatures, fewer (about a tenth). Secret hash functions
     (the default) do not change it. SimFL's first tree leaks the same."""
     from fedgauss.nflgbdt import NFLGBDTClassifier, SimFLClassifier
 
