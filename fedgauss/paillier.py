@@ -26,6 +26,7 @@ try:
     HAVE_GMPY2 = True
 except ImportError:  # pure Python works too, several times slower
     gmpy2, HAVE_GMPY2 = None, False
+_INTS = (int, type(gmpy2.mpz(0))) if HAVE_GMPY2 else (int,)  # integer types checked fastest
 
 
 def _backend(use_gmpy2: bool | None = None):
@@ -109,7 +110,7 @@ def random_prime(
 
 # %% ../nbs/32_paillier.ipynb #68a89477
 def _check_modulus(n, is_prime) -> int:
-    "n as a Python int, if it can be a Paillier modulus pq (p, q distinct odd primes): odd, >= 15, not prime, not a square."
+    "n as a Python int, if it can be a Paillier modulus pq (p, q distinct odd primes): odd, >= 15, neither prime nor square."
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"a Paillier modulus is an integer n = pq; got {type(n).__name__}")
     n = int(n)
@@ -172,7 +173,7 @@ def raw_encrypt(
 # %% ../nbs/32_paillier.ipynb #61e440df
 @patch
 def _check_plaintext(self: PaillierPublicKey, m) -> int:
-    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral):
+    if type(m) not in _INTS and (isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral)):
         raise TypeError(f"a Paillier plaintext is an integer in [0, n); got {type(m).__name__} {m!r:.40}")
     if not 0 <= m < self.n:
         raise ValueError(f"plaintext {m} is outside [0, n) for this {self.n.bit_length()}-bit key")
@@ -232,11 +233,13 @@ def raw_decrypt(
 # %% ../nbs/32_paillier.ipynb #708a8f35
 @patch
 def _check_ciphertext(self: PaillierPublicKey, c) -> int:
-    if getattr(c, 'public_key', None) is not None:  # an `EncryptedNumber` (below) knows its key, whatever its value
+    if (
+        type(c) not in _INTS and getattr(c, 'public_key', None) is not None
+    ):  # an `EncryptedNumber` (below) knows its key, whatever its value
         if c.public_key != self:
             raise ValueError(f"a ciphertext of another key ({c.public_key!r}), not of this {self!r}")
         return c._ciphertext
-    if isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Integral):
+    if type(c) not in _INTS and (isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Integral)):
         raise TypeError(f"a Paillier ciphertext is an integer; got {type(c).__name__}")
     if not 0 < c < self.nsquare:
         raise ValueError(
@@ -316,7 +319,7 @@ def sum(
 
 # %% ../nbs/32_paillier.ipynb #3476d22a
 class EncryptedNumber:
-    "A Paillier ciphertext with its public key (as phe's): arithmetic and decryption refuse a ciphertext of another key."
+    "A Paillier ciphertext with its public key (as phe's): arithmetic and decryption refuse one of another key."
 
     def __init__(
         self,
@@ -550,7 +553,8 @@ def _check_obfuscators(self: PaillierPublicKey, obf: list):
     """Precomputed obfuscators must be integers in (0, n^2). (One that is not a unit would share a prime with n: only
     the key owner could make it; checking it costs a gcd, as much as the encryption itself.)"""
     for r in obf:
-        if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral) or not 0 < r < self.nsquare:
+        bad = type(r) not in _INTS and (isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral))
+        if bad or not 0 < r < self.nsquare:
             raise ValueError(f"an obfuscator is an n-th residue r^n mod n^2, an integer in (0, n^2); got {r!r:.40}")
 
 # %% ../nbs/32_paillier.ipynb #c7325615
