@@ -37,6 +37,13 @@ def _backend(use_gmpy2: bool | None = None):
         return gmpy2.mpz, gmpy2.powmod, gmpy2.invert, lambda x, k: bool(gmpy2.is_prime(x, k))
     return int, pow, lambda a, m: pow(a, -1, m), _miller_rabin
 
+# %% ../nbs/32_paillier.ipynb #77f5c43d
+def _check_int(v, name: str, lo: int = 0) -> int:
+    "`v` as a Python int if it is an integer >= lo (bool and floats refused: they would be truncated)."
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}; got {type(v).__name__} {v!r:.40}")
+    return int(v)
+
 # %% ../nbs/32_paillier.ipynb #b59851d1
 _SMALL_PRIMES = [p for p in range(3, 2000, 2) if all(p % d for d in range(3, int(p**0.5) + 1, 2))]
 
@@ -389,6 +396,9 @@ class FixedBase:
         exponent_bits: int,  # largest exponent length, bits
         window: int = 8,  # bits per row (memory 2^w entries per row)
     ):
+        exponent_bits, window = _check_int(exponent_bits, 'exponent_bits', 1), _check_int(window, 'window', 1)
+        if window > 16:
+            raise ValueError(f"window must be at most 16 bits (2^window entries per row); got {window}")
         self.modulus, self.exponent_bits, self.window = modulus, exponent_bits, window
         one = h * 0 + 1
         self.table, base = [], h % modulus
@@ -404,8 +414,10 @@ class FixedBase:
         xs,  # exponents, each 0 <= x < 2^exponent_bits
     ) -> list:
         "h^x mod modulus for each x in `xs` (0 <= x < 2^exponent_bits)."
-        m, w, mask, out = self.modulus, self.window, (1 << self.window) - 1, []
+        m, w, mask, out, top = self.modulus, self.window, (1 << self.window) - 1, [], 1 << self.exponent_bits
         for x in xs:
+            if not 0 <= x < top:  # its high digits would be dropped
+                raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {x!r:.40}")
             acc = self.table[0][0]
             for row in self.table:
                 if x & mask:
@@ -463,12 +475,12 @@ def _crt_combine(self: PaillierPrivateKey, xp: list, xq: list) -> list:
 def _table_for(key, rng) -> tuple:
     "(the key's `ObfuscatorTable` for this source of randomness, the generator of the exponents): see above."
     if rng is None or is_secret_rng(rng):
-        token, table_rng, draw_rng = ('os' if rng is None else rng), rng, rng
+        token, table_rng, draw_rng = ('os' if rng is None else 'generator'), rng, rng
     else:  # a seed: the exponents from its stream, the table from a stream of its own
         draw_rng, token = _secret(rng), derive_key(rng, 'fedgauss.paillier')
         table_rng = secret_rng(rng, 'fedgauss.paillier', 'obfuscator table')
     held = getattr(key, '_table', None)
-    if held is None or not (held[0] is token or (isinstance(token, (str, bytes)) and held[0] == token)):
+    if held is None or held[0] != token:
         key._table = held = (token, ObfuscatorTable(key, table_rng))
     return held[1], draw_rng
 
@@ -488,6 +500,7 @@ def obfuscators(
     fast: bool = True,  # DJN short exponents from a fixed-base table (built once per key), else r^n in full
 ) -> list:
     "`k` fresh obfuscators for this key."
+    k = _check_int(k, 'k')
     if fast:
         table, rng = _table_for(self, rng)
         return table.draw(k, rng)
@@ -513,6 +526,7 @@ def obfuscators(
 ) -> list:
     "`k` fresh obfuscators, computed by the key owner modulo p^2 and q^2."
     pk = self.public_key
+    k = _check_int(k, 'k')
     if fast:
         table, rng = _table_for(self, rng)
         return table.draw(k, rng)
@@ -659,7 +673,9 @@ def decode(
     "Reals from plaintexts: values above n/2 are negative; the magnitude must be within `max_int` (else overflow)."
     n, out = int(self.n), []
     for t in v if isinstance(v, list) else list(np.asarray(v, dtype=object).ravel()):
-        t = int(t) % n
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral) or not 0 <= t < n:
+            raise ValueError(f"a plaintext to decode is an integer in [0, n); got {t!r:.40}")
+        t = int(t)
         s = t - n if t > n // 2 else t
         if abs(s) > self.max_int:
             raise FixedPointOverflow(f"a decoded value ({s.bit_length()} bits) exceeds max_int: it wrapped around n")
@@ -667,13 +683,6 @@ def decode(
     return np.array(out)
 
 # %% ../nbs/32_paillier.ipynb #85389716
-def _check_int(v, name: str, lo: int = 0) -> int:
-    "`v` as a Python int if it is an integer >= lo (bool and floats refused: they would be truncated)."
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}; got {type(v).__name__} {v!r:.40}")
-    return int(v)
-
-
 def slots_per_plaintext(
     n: int,  # the modulus
     slot_bits: int,  # bits per slot

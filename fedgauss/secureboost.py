@@ -39,7 +39,11 @@ def pack_gh(
     H,  # integer Hessians 2^k h (>= 0)
 ) -> list:
     "Plaintext integers $G_i 2^s + H_i$ (signed; reduce mod n to encrypt)."
-    G, H = np.asarray(G, np.int64), np.asarray(H, np.int64)
+    G, H = np.asarray(G), np.asarray(H)
+    if G.shape != H.shape or G.ndim != 1:
+        raise ValueError(f"G and H must be 1-d, of one length; got shapes {G.shape} and {H.shape}")
+    if G.size and (G.dtype.kind not in 'iu' or H.dtype.kind not in 'iu'):
+        raise TypeError(f"G and H are integers on the grid (2^k g, 2^k h); got {G.dtype} and {H.dtype}")
     if (H < 0).any():
         raise ValueError("Hessians must be non-negative")
     return [(g << GH_SLOT) + h for g, h in zip(G.tolist(), H.tolist())]
@@ -49,6 +53,8 @@ def unpack_gh(
     B: int,  # a signed bin sum G 2^s + H (Python int)
 ) -> tuple:
     "`(G, H)` of a signed bin sum $B = G 2^s + H$, $0 \\le H < 2^s$."
+    if isinstance(B, (bool, np.bool_)) or not isinstance(B, numbers.Integral):
+        raise TypeError(f"a bin sum is an integer; got {type(B).__name__}")
     B = int(B)
     return B >> GH_SLOT, B & ((1 << GH_SLOT) - 1)
 
@@ -57,6 +63,8 @@ def bins_per_ciphertext(
     n: int,  # the Paillier modulus
 ) -> int:
     "How many signed `BIN_BITS`-bit bins a compressed plaintext of modulus `n` holds."
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 2:
+        raise ValueError(f"n is a Paillier modulus, an integer; got {n!r:.40}")
     q = (int(n).bit_length() - 2) // BIN_BITS
     if q < 1:
         raise ValueError(f"a {int(n).bit_length()}-bit key cannot hold one {BIN_BITS}-bit bin")
@@ -69,6 +77,9 @@ def unpack_bins(
     q: int,  # bins it holds
 ) -> list:
     "The `q` signed bins $B_j$ of $V = \\sum_j B_j 2^{jW}$ (balanced base-$2^W$ digits of the centred representative)."
+    q = int(q) if isinstance(q, numbers.Integral) and not isinstance(q, (bool, np.bool_)) and q >= 1 else None
+    if q is None or not isinstance(v, numbers.Integral) or not 0 <= v < n:
+        raise ValueError(f"unpack_bins takes a plaintext in [0, n) and q >= 1 bins; got v={v!r:.30}, q={q!r}")
     v, n = int(v), int(n)
     if v > n // 2:
         v -= n
@@ -81,26 +92,64 @@ def unpack_bins(
         raise ValueError("compressed plaintext overflowed its bins")
     return out
 
+# %% ../nbs/33_secureboost.ipynb #39f05a40
+def _codes(col: pd.Series, cats=None) -> np.ndarray:
+    "A categorical column as float codes (of `cats`, the fit's categories, if given: a category unseen at fit is NaN)."
+    codes = col.cat.codes.to_numpy()
+    if cats is not None and not cats.equals(col.cat.categories):
+        codes = np.where(codes >= 0, cats.get_indexer(col.cat.categories)[np.maximum(codes, 0)], -1)
+    return np.where(codes >= 0, codes, np.nan)
+
+
+def _to_floats(col: pd.Series) -> bool:
+    "Whether a column converts to floats."
+    try:
+        col.to_numpy(np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _categories_of(X) -> dict:
+    "The categories of each pandas `category` column of a DataFrame (empty for arrays)."
+    if not isinstance(X, pd.DataFrame):
+        return {}
+    return {c: X[c].cat.categories for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)}
+
 # %% ../nbs/33_secureboost.ipynb #7fb27b941602401d91542211134fc71a
 def numeric_block(
-    X,  # a party's features: a DataFrame (numeric, categorical, nullable) or a 2-d array
+    X,  # a party's features: a DataFrame (numeric, boolean, nullable, categorical) or a 2-d array
     name: str,  # the party, for errors
+    categories: dict | None = None,  # column -> its categories at fit: a code means the same category at predict
 ) -> np.ndarray:
-    "A party's feature block as floats (pandas categories as codes, missing NaN); NaN allowed, inf refused."
-    if isinstance(X, pd.DataFrame):
-        cat = lambda s: np.where(s.cat.codes >= 0, s.cat.codes, np.nan)
-        X = pd.DataFrame({c: cat(X[c]) if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c] for c in X.columns})
+    """A party's feature block as floats: pandas categories as codes (of `categories` if given: one unseen at fit is
+    missing), missing as NaN; infinity, complex numbers and text are refused, naming the column."""
+    cols = list(X.columns) if isinstance(X, pd.DataFrame) else None
+    if cols is not None:
+        cats = categories or {}
+        code = lambda c: _codes(X[c], cats.get(c)) if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c]
+        X = pd.DataFrame({c: code(c) for c in cols}, index=X.index)
+        bad = [c for c in cols if pd.api.types.is_complex_dtype(X[c].dtype)]
+        if bad:
+            raise ValueError(f"{name}: column {bad[0]!r} is complex")
         try:
             X = X.to_numpy(np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{name}: features must be numeric or categorical ({e})") from None
-    X = np.array(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad = [c for c in cols if not _to_floats(X[c])]
+            raise ValueError(f"{name}: column {bad[0]!r} is neither numeric nor categorical") from None
+    elif np.iscomplexobj(X):
+        raise ValueError(f"{name}: features are complex")
+    try:
+        X = np.array(X, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: features must be numeric ({e})") from None
     if X.ndim != 2:
         raise ValueError(f"{name}: features must be a 2-d array; got {X.ndim} dimensions")
     if X.shape[1] == 0:
         raise ValueError(f"{name}: a party with no columns")
-    if np.isinf(X).any():
-        raise ValueError(f"{name}: features contain infinity")
+    inf = np.flatnonzero(np.isinf(X).any(0))
+    if len(inf):
+        raise ValueError(f"{name}: column {cols[inf[0]] if cols else inf[0]!r} holds infinity")
     return X
 
 # %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
@@ -364,6 +413,7 @@ def _check_parties(self: SecureBoostClassifier, parties):
         raise ValueError(f"exactly one party must hold the labels; {len(labelled)} do")
     Xs, index = align_rows([X for X, _ in parties], labelled[0], self.id_column)
     blocks = [numeric_block(X, f"party {i}") for i, X in enumerate(Xs)]
+    self.categories_ = [_categories_of(X) for X in Xs]  # each party's own, to code its rows at predict
     n = {len(b) for b in blocks}
     if len(n) != 1:
         raise ValueError(f"parties hold different numbers of rows: {sorted(len(b) for b in blocks)}")
@@ -387,7 +437,7 @@ def _check_parties(self: SecureBoostClassifier, parties):
 # %% ../nbs/33_secureboost.ipynb #11f693ef
 @patch
 def _check_params(self: SecureBoostClassifier):
-    for name, lo in (('n_estimators', 1), ('max_depth', 1), ('rl_trees', 0), ('key_size', 16)):
+    for name, lo in (('n_estimators', 1), ('max_depth', 1), ('rl_trees', 0), ('key_size', 2 * BIN_BITS)):
         v = getattr(self, name)
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
@@ -408,6 +458,8 @@ def _check_params(self: SecureBoostClassifier):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
     if self.missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
+    if self.key_size % 2:
+        raise ValueError(f"key_size must be even (two primes of key_size / 2 bits); got {self.key_size}")
     if self.key_size < 1024 and not self.unsafe:
         raise ValueError(
             f"key_size={self.key_size} is breakable: use >= 1024 (2048 recommended) or unsafe=True for tests"
@@ -536,6 +588,9 @@ def part_model(
 ) -> dict:
     """The inverse of `model_parts` for one party: dict(trees, owners, records, base_margin) from the active party's
     part, dict(lookup=[(feature, threshold, default_left), ...]) from a passive party's."""
+    need = LOOKUP_FIELDS if LOOKUP_FIELDS[0] in part else ('tree_n_nodes', 'base_margin', 'tree_owner', 'tree_record')
+    if not isinstance(part, dict) or [k for k in need if k not in part]:
+        raise ValueError(f"a model part (`model_parts`) holds {need}; this one lacks some: {sorted(part)[:8]}")
     if LOOKUP_FIELDS[0] in part:
         return dict(lookup=list(zip(*(np.asarray(part[k]).tolist() for k in LOOKUP_FIELDS))))
     cut = np.cumsum(np.asarray(part['tree_n_nodes']))[:-1]
@@ -555,7 +610,7 @@ def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> tuple:
     if not isinstance(X_parts, (list, tuple)) or len(X_parts) != len(self.parties_):
         raise ValueError(f"X_parts must be a list of {len(self.parties_)} feature blocks, one per party")
     X_parts, index = align_rows(list(X_parts), self.parties_.index(self.active_), self.id_column)
-    blocks = [numeric_block(X, f"party {i}") for i, X in enumerate(X_parts)]
+    blocks = [numeric_block(X, f"party {i}", c) for i, (X, c) in enumerate(zip(X_parts, self.categories_))]
     for i, (b, p) in enumerate(zip(blocks, self.parties_)):
         if b.shape[1] != p.layout.n_features:
             raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
@@ -622,14 +677,26 @@ def predict(
     y = self.classes_[(np.asarray(m) > 0).astype(int)]
     return y if not isinstance(m, pd.Series) else pd.Series(y, index=m.index, name='prediction')
 
+# %% ../nbs/33_secureboost.ipynb #62c262c9
+def _binary_labels(y, leaf_of_row) -> tuple:
+    "(y as 0/1 floats, leaves as ints), one label per row, or an error that says which does not fit."
+    y, leaf = np.asarray(y, float).ravel(), np.asarray(leaf_of_row).ravel()
+    if len(y) != len(leaf) or not len(y):
+        raise ValueError(f"{len(y)} labels for {len(leaf)} rows' leaves")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("the labels must be binary, 0/1")
+    if leaf.dtype.kind not in 'iu':
+        raise ValueError(f"leaves are node numbers (integers); got {leaf.dtype}")
+    return y, leaf
+
 # %% ../nbs/33_secureboost.ipynb #7ee7452c
 def leaf_purity(
     leaf_of_row,  # the leaf of each training row in one tree
     y,  # binary labels
 ) -> dict:
     "What the leaves' instance spaces say about the labels: row-weighted purity $\\sum_j n_j\\max(\\theta_j, 1-\\theta_j)/n$ and the share of rows in leaves at least 90% pure."
-    y = np.asarray(y, float)
-    leaf = np.unique(np.asarray(leaf_of_row), return_inverse=True)[1]
+    y, leaf = _binary_labels(y, leaf_of_row)
+    leaf = np.unique(leaf, return_inverse=True)[1]
     n_j = np.bincount(leaf)
     th = np.bincount(leaf, y) / n_j
     pur = np.maximum(th, 1 - th)
@@ -646,9 +713,8 @@ def weight_identity_error(
     learning_rate: float,  # the fit's learning_rate
 ) -> float:
     "Row-weighted mean $|\\hat\\theta_j-\\theta_j|$ of the first-tree identity $\\hat\\theta_j = a + (a(1-a)+\\lambda/n_j)w_j$ applied to this tree's leaves."
-    y = np.asarray(y, float)
+    y, leaf = _binary_labels(y, leaf_of_row)
     a = y.mean()
-    leaf = np.asarray(leaf_of_row)
     n_j = np.bincount(leaf, minlength=tree.n_nodes)
     th = np.bincount(leaf, y, minlength=tree.n_nodes) / np.maximum(n_j, 1)
     at = np.flatnonzero(n_j > 0)
@@ -664,6 +730,9 @@ def active_party_view(
     """What the active party holds about `passive`'s features: per tree it took part in, the rows' integer (G, H), their
     leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
     feature (the `n_bins` message)."""
+    model._check_fitted()
+    if passive not in [p.name for p in model.parties_ if p is not model.active_]:
+        raise ValueError(f"{passive!r} is not a passive party of this model: {[p.name for p in model.parties_]}")
     a, n, q = model.active_, int(model.active_.pk.n), model.active_.q
     msgs = [m for m in model.channel_.messages if passive in (m.sender, m.receiver)]
     n_bins = np.asarray(next(m.payload for m in msgs if m.kind == 'n_bins'))
@@ -821,6 +890,7 @@ def bin_recovery_attack(
     """The active party's attack on every passive party's bins, scored against their true bins (`codes`): the share of
     (row, passive feature) pairs whose bin it knows exactly, its errors, the ceiling (pairs whose class holds one bin),
     and the mean information learned per pair, bits (log2 of bins over candidate bins)."""
+    model._check_fitted()
     exact, errors, ceiling, bits, top = [], 0, [], [], []
     for p in model.parties_:
         if p is model.active_ or model.rl_trees >= model.n_estimators:
@@ -879,7 +949,11 @@ def label_inference_attack(
 ) -> dict:
     """A passive party's label inference from the leaves it rebuilt: accuracy on the rows whose labels it does not know,
     against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`)."""
-    rng, y = as_rng(rng), np.asarray(y, float)
+    model._check_fitted()
+    y = _binary_labels(y, model.train_leaves_[0])[0]
+    if not 0 < known < 1 or repeats < 1:
+        raise ValueError(f"known is a share in (0, 1) and repeats >= 1; got known={known!r}, repeats={repeats!r}")
+    rng = as_rng(rng)
     p = next(p for p in model.parties_ if p is not model.active_)
     leaves = passive_leaves(model.channel_, p.name, len(y))
     if not leaves:
