@@ -149,7 +149,7 @@ def numeric_block(
         raise ValueError(f"{name}: a party with no columns")
     inf = np.flatnonzero(np.isinf(X).any(0))
     if len(inf):
-        raise ValueError(f"{name}: column {cols[inf[0]] if cols else inf[0]!r} holds infinity")
+        raise ValueError(f"{name}: column {cols[inf[0]] if cols else int(inf[0])!r} holds infinity")
     return X
 
 # %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
