@@ -28,7 +28,7 @@ from fedgauss.dp import (
 )
 from .entropy import derive_key, experiment_key, party_rngs, prg, secret_bytes, secret_rng, secret_uint64
 from .gbdt import uniform_candidates, log_candidates, quantile_candidates
-from .smc import RFC3526_P2048, ProtocolSpec, register_protocol, run_protocol
+from .smc import RFC3526_P2048, run_protocol
 
 try:
     from gmpy2 import powmod as _powmod, mpz as _mpz  # optional speed-up (the 'fast' extra)
@@ -36,11 +36,11 @@ except ImportError:
     _powmod, _mpz = pow, int
 
 # %% auto #0
-__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'DPGBDT_PROTOCOL', 'gh_sensitivity', 'plan_queries',
-           'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate',
-           'key_agreement', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
-           'route', 'forest_sum', 'hist_best_splits', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
-           'draw_noise_shares', 'dpgbdt_check', 'dpgbdt_client', 'dpgbdt_server', 'DPGBDTClassifier', 'DPGBDTRegressor']
+__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
+           'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement',
+           'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits', 'route', 'forest_sum',
+           'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
+           'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
 
 # %% ../nbs/31_dpgbdt.ipynb #c04dc2f8
 def gh_sensitivity(
@@ -392,7 +392,16 @@ def _score(G, H, lam, clip=2.0):
     return -(2 * G * w + H * w * w)
 
 
-def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
+def clipped_gain(
+    GL,  # noisy gradient sum(s) of the left child
+    HL,  # noisy Hessian sum(s) of the left child
+    GR,  # noisy gradient sum(s) of the right child
+    HR,  # noisy Hessian sum(s) of the right child
+    lam: float,  # L2 regularisation lambda
+    G=None,  # the parent's gradient sum; None: GL + GR
+    H=None,  # the parent's Hessian sum; None: HL + HR
+    clip: float = 2.0,  # max_delta_step: leaves clipped to +-clip
+):  # the gain of each split (broadcast over the inputs)
     "XGBoost's split gain with max_delta_step = `clip`; the parent's (G, H) default to the children's sums."
     G = GL + GR if G is None else G
     H = HL + HR if H is None else H
@@ -417,7 +426,7 @@ def hist_best_splits(
     cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
     rs = hist.sum(2, keepdims=True) - cs
     P = (None, None) if node_tot is None else (node_tot[:, None, None, 0], node_tot[:, None, None, 1])
-    g = _gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
+    g = clipped_gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
     g = np.where(ok, g, -np.inf)
     flat = g.reshape(len(g), -1).argmax(1)
     fs, js = np.divmod(flat, Q)
@@ -425,7 +434,12 @@ def hist_best_splits(
     return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
 
 # %% ../nbs/31_dpgbdt.ipynb #c86d1296
-def _child_bins(bins, fs, js, stop):
+def child_bins(
+    bins: tuple,  # (low, high): (nodes, k) first and last bin each node's path allows, per feature slot
+    fs,  # (nodes,) feature slot of each node's split
+    js,  # (nodes,) candidate of each node's split
+    stop,  # (nodes,) True where the node does not split (its children keep its bins)
+) -> tuple:  # (low, high) of the 2 * nodes children, heap order
     "Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j."
     lo, hi = bins
     n, s = np.arange(len(fs))[~stop], ~stop
@@ -997,37 +1011,6 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         noisy=bool(self.noise_multiplier_ > 0),
     )
 
-# %% ../nbs/31_dpgbdt.ipynb #d6689c25
-@patch
-def _private_inputs(self: _DPGBDT, data, cfg, key):
-    """Each party's own data: its rows, its DH secret and noise shares from its own secret generator, keyed by the
-    OS (`key` None) or derived from the experiment key (`fedgauss.entropy.party_rngs`)."""
-    names = cfg['parties']
-    datas = {p: ({'X': a, 'y': y} if p != 'noise' else {}) for p, (a, y) in zip(names, data + [(None, None)])}
-    rngs = party_rngs(key, names)
-    for p in names:
-        datas[p]['secret'] = secret_bytes(rngs[p], 32)
-        if cfg['noisy'] and (p == 'noise' or cfg['noise'] == 'distributed'):
-            datas[p]['noise'] = draw_noise_shares(cfg['scales'], cfg['need'], rngs[p])
-    return datas
-
-# %% ../nbs/31_dpgbdt.ipynb #52b7ee2a
-class _Link:
-    "A program's channel as a `Party` sees it: `send` queues the message in the program's context (`PartySMC`)."
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def send(self, sender, receiver, kind, payload):
-        self.ctx.send(getattr(receiver, 'name', receiver), kind, payload)
-
-
-def _pool(sigma, samples, rng):
-    "A `NoisePool` holding pre-drawn `samples` (more are drawn from `rng` only past the plan)."
-    p = NoisePool.__new__(NoisePool)
-    p.sigma, p.rng, p._buf, p._pos = float(sigma), rng, np.asarray(samples), 0
-    return p
-
 # %% ../nbs/31_dpgbdt.ipynb #8c07c0ab
 def draw_noise_shares(
     scales: dict,  # noise scale of this party's share per component ('g', 'h', 'ih'); 0: none
@@ -1042,282 +1025,19 @@ def draw_noise_shares(
             pools[s] = d if s not in pools else np.concatenate([pools[s], d])
     return pools
 
-# %% ../nbs/31_dpgbdt.ipynb #f5f0d0a2
-def dpgbdt_check(
-    data: dict,  # one party's arrays: 'X' (n, F) and 'y' (n,); the noise party ('noise') has none
-    cfg: dict,  # the public configuration; `cfg['me']` names the party
-):
-    "Refuse a party's data before any message leaves: F finite numeric columns, some rows, one finite label per row."
-    me = cfg['me']
-    if me == 'noise':
-        return
-    X, y = np.asarray(data.get('X')), np.asarray(data.get('y'))
-    F = cfg['n_features']
-    if X.ndim != 2 or X.shape[1] != F:
-        raise ValueError(f"{me} has {X.shape[1] if X.ndim == 2 else X.shape} columns, expected {F}")
-    if len(X) == 0:
-        raise ValueError(f"{me} has no rows")
-    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-        raise ValueError(f"{me}: X must be numeric, without NaN or infinity")
-    if y.shape != (len(X),) or not np.issubdtype(y.dtype, np.number) or not np.isfinite(y).all():
-        raise ValueError(f"{me}: y must be {len(X)} finite numbers (one per row)")
-
-# %% ../nbs/31_dpgbdt.ipynb #a5f1abeb
-def _client_start(ctx, data, cfg):
-    "Generator: a client (or the noise party) joins the key agreement and prepares its masks, bins and noise shares."
-    me, S, F = cfg['me'], 'server', cfg['n_features']
-    X, y = (data['X'], data['y']) if me != 'noise' else (np.zeros((1, F)), np.zeros(1))
-    c = DPGBDTClient(me, _Link(ctx), X, y)
-    g = secret_rng(ctx.rng)  # this party's secret generator (ctx.rng keys one if it is not secret already)
-    sec = data.get('secret')  # the estimator pre-draws it with the party's own generator; a node draws its own
-    c.key_agree(S, g, None if sec is None else bytes(np.asarray(sec, np.uint8)))
-    c.key_finish(S, (yield from ctx.recv('public keys', S)))
-    c.premask(sum(cfg['need'].values()) + 2 * cfg['T'])
-    c.setup(
-        np.asarray(cfg['candidates'], float),
-        cfg['loss'],
-        cfg['dg'],
-        cfg['dh'],
-        cfg['weight_update'],
-        cfg['grad_clip'],
-        cfg['bounds'],
-    )
-    c.frac_bits = cfg['frac_bits']
-    adds = cfg['noisy'] and (me == 'noise' if cfg['noise'] == 'aggregator' else True)  # this party adds noise
-    sig = {k: (s if adds else 0) for k, s in cfg['scales'].items()}
-    if adds:
-        pools = data.get('noise')
-        pools = draw_noise_shares(cfg['scales'], cfg['need'], g) if pools is None else pools
-        c.pools = {s: _pool(s, b, g) for s, b in pools.items()}
-    return c, sig
-
-# %% ../nbs/31_dpgbdt.ipynb #09a0c56c
-def dpgbdt_client(
-    ctx,  # the party's `PartySMC`: its mailbox, phase and rng
-    data: dict,  # its own arrays 'X' (n, F), 'y' (n,); optional pre-drawn 'secret' (32 bytes), 'noise'
-    cfg: dict,  # the public configuration; `cfg['me']` its name ('noise': the noise party of `noise='aggregator'`)
-):
-    "Generator: a client's whole fit: key agreement, then per tree its noisy masked releases; returns its client."
-    c, sig = yield from _client_start(ctx, data, cfg)
-    noise = cfg['me'] == 'noise'  # releases zeros plus the whole noise; needs no broadcast, so it never waits
-    for t in range(cfg['T']):
-        if not noise:
-            ctx.phase = ('tree', t)
-            if t % cfg['B'] == 0:
-                c.gradients()
-        yield from _client_tree(c, ctx, cfg, np.asarray(cfg['schedule'][t], np.intp), t, sig, noise)
-    return c if cfg.get('keep_party') else None  # the simulator keeps it; a node returns nothing
-
-# %% ../nbs/31_dpgbdt.ipynb #a1b2c3d4e5f60718
-def _client_ih(c, ctx, cfg, feats, t, sig, noise):
-    """Generator: a client's IH round: its root Hessian histogram of the tree's features (the first finite candidates'
-    bins of each with the greedy pass), then the new candidates (greedy: those of the previous IH tree, first)."""
-    S, greedy = 'server', cfg.get('ih_method') == 'greedy'
-
-    def new_candidates():
-        for f, th in (yield from ctx.recv('candidates', S)).items():
-            if noise:
-                c.cand[f] = th
-            else:
-                c.rebin(f, th)
-
-    if greedy and t > 0:
-        yield from new_candidates()
-    nb = np.isfinite(c.cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), c.cand.shape[1] + 1)
-    if noise:
-        h = np.zeros(int(nb.sum()))
-    else:
-        hh = c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h)[0]
-        h = np.concatenate([hh[i, : nb[i]] for i in range(len(feats))])
-    c.release(S, 'hessian histogram', [(h, sig['ih'])])
-    if not greedy and not noise:
-        yield from new_candidates()
-
-# %% ../nbs/31_dpgbdt.ipynb #6ec223a8
-def _client_tree(c, ctx, cfg, feats, t, sig, noise):
-    "Generator: a client's part of tree `t`: IH histogram, the tree's releases, its leaf values into its margins."
-    S, L = 'server', 2 ** cfg['max_depth']
-    Q1 = c.cand.shape[1] + 1
-    if t < cfg['ih']:
-        yield from _client_ih(c, ctx, cfg, feats, t, sig, noise)
-    if cfg['split_method'] != 'totally_random':
-        yield from _client_levels(c, ctx, cfg, feats, sig, noise)
-    elif noise:
-        c.release(S, 'leaves', [(np.zeros(L), sig['g']), (np.zeros(L), sig['h'])])
-    else:
-        f, thr = yield from ctx.recv('tree', S)
-        G, H = c.leaf_sums(f, thr, cfg['max_depth'])
-        c.release(S, 'leaves', [(G, sig['g']), (H, sig['h'])])
-    if not noise:
-        w = yield from ctx.recv('leaf values', S)
-        c.margin += w[c.leaf]
-
-# %% ../nbs/31_dpgbdt.ipynb #f0e632c1
-def _client_levels(c, ctx, cfg, feats, sig, noise):
-    "Generator: hist / PR, level by level: release the level's sums, receive its splits, move the rows to the children."
-    S, k, Q1 = 'server', len(feats), c.cand.shape[1] + 1
-    gh = lambda comp, G, H: c.release(S, comp, [(G, sig['g']), (H, sig['h'])])
-    if not noise:
-        c.node = np.zeros(len(c.h), np.intp)
-    if cfg['split_method'] == 'partially_random':
-        gh('root', *((np.zeros(1),) * 2 if noise else (c.g.sum(keepdims=True), c.h.sum(keepdims=True))))
-    for lev in range(cfg['max_depth']):
-        nn = 2**lev
-        if cfg['split_method'] == 'hist':
-            z = np.zeros(nn * k * Q1)
-            gh('histograms', *((z, z) if noise else (c.node_hist(c.node, nn, feats, w) for w in (c.g, c.h))))
-        elif noise:
-            gh('left sums', np.zeros(nn * k), np.zeros(nn * k))
-        else:
-            thr = yield from ctx.recv('split candidates', S)  # one random candidate per node and feature
-            left = c._X[:, feats] < thr[c.node]
-            GL = np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1)
-            gh('left sums', GL, np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1))
-        if not noise:
-            fl, tl = yield from ctx.recv('splits', S)
-            c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
-    if not noise:
-        c.leaf = c.node
-
-# %% ../nbs/31_dpgbdt.ipynb #f6d767ee
-def _server_sum(ctx, cfg, component, shape=None):
-    """Generator: the aggregator's side of one release: every party's masked vector, summed (the masks cancel) and
-    decoded; with `shape`, split into (G, H)."""
-    tot = None
-    for p in cfg['parties']:
-        y = yield from ctx.recv(f'noisy {component}', p)
-        tot = y if tot is None else tot + y
-    out = np.ldexp(tot.view(np.int64).astype(float), -cfg['frac_bits'])
-    if shape is None:
-        return out
-    m = int(np.prod(shape))
-    return out[:m].reshape(shape), out[m:].reshape(shape)
-
-# %% ../nbs/31_dpgbdt.ipynb #34bd1eae0ef64e3f927e3995c8faec8f
-def _to_clients(ctx, cfg, kind, payload):
-    "The server's broadcast to the clients (not the noise party)."
-    for p in cfg['parties']:
-        if p != 'noise':
-            ctx.send(p, kind, payload)
-
-# %% ../nbs/31_dpgbdt.ipynb #b2120389
-def dpgbdt_server(
-    ctx,  # the aggregator's `PartySMC` (its rng draws the random splits)
-    cfg: dict,  # the public configuration (`_DPGBDT._config`)
-):
-    """Generator: the aggregator's whole fit, on no data: relays the public keys, then per tree opens only noisy sums,
-    chooses splits and leaf values and broadcasts them. Returns the model (tree arrays) and the final candidates."""
-    pub = {}
-    for p in cfg['parties']:
-        pub[p] = yield from ctx.recv('public key', p)
-    for p in cfg['parties']:
-        ctx.send(p, 'public keys', {o: v for o, v in pub.items() if o != p})
-    cand, T, L = np.array(cfg['candidates'], float), cfg['T'], 2 ** cfg['max_depth']
-    out = dict(features=np.zeros((T, L - 1), np.intp), thresholds=np.zeros((T, L - 1)), leaves=np.zeros((T, L)))
-    B, ihs = cfg['B'], {}
-    for t in range(T):
-        feats = np.asarray(cfg['schedule'][t], np.intp)
-        if t < cfg['ih']:
-            yield from _server_ih(ctx, cfg, cand, feats, ihs)
-        f, thr, G, H = yield from _server_tree(ctx, cfg, cand, feats)
-        w = leaf_values(G, H, cfg['weight_update'], cfg['reg_lambda'], cfg['leaf_clip'], cfg['task'])
-        w = w / T if cfg['weight_update'] == 'averaging' else w * cfg['learning_rate'] / min(B, T - (t // B) * B)
-        out['features'][t], out['thresholds'][t], out['leaves'][t] = f, thr, w
-        _to_clients(ctx, cfg, 'leaf values', w)
-    return dict(out, candidates=cand)
-
-# %% ../nbs/31_dpgbdt.ipynb #1285bd02
-def _server_ih(ctx, cfg, cand, feats, ihs):
-    """Generator: iterative Hessian: the noisy root Hessian histogram of the tree's features re-places their
-    candidates (in `cand`), sent to the clients; `ih_method='greedy'` (the authors') re-places those of the previous
-    IH tree with its histogram first (`ihs` keeps it and the features' latest noisy totals)."""
-    greedy = cfg.get('ih_method') == 'greedy'
-    if greedy and ihs.get('prev') is not None:
-        _ih_replace(ctx, cfg, cand, *ihs['prev'], ihs)
-    nb = np.isfinite(cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), cand.shape[1] + 1)
-    hists = np.split((yield from _server_sum(ctx, cfg, 'hessian histogram')), np.cumsum(nb)[:-1])
-    if not greedy:
-        return _ih_replace(ctx, cfg, cand, feats, hists, ihs)
-    ihs.setdefault('tot', {}).update({int(f): h.sum() for f, h in zip(feats, hists)})
-    ihs['prev'] = (feats, hists)
-
-
-def _ih_replace(ctx, cfg, cand, feats, hists, ihs):
-    "New candidates of `feats` from their noisy Hessian histograms, sent to every party (the greedy counts vary)."
-    lo, hi = np.asarray(cfg['bounds'], float).T
-    for f, h in zip(feats, hists):
-        if cfg.get('ih_method') == 'greedy':
-            t = cand[f][np.isfinite(cand[f])]
-            new = ih_greedy_candidates(t, h, np.mean(list(ihs['tot'].values())), cfg['n_candidates'])
-            cand[f] = np.r_[new, np.full(cand.shape[1] - len(new), np.inf)]
-        else:
-            cand[f] = ih_candidates(cand[f], lo[f], hi[f], h)
-    upd = {int(f): cand[f].copy() for f in feats}
-    for p in cfg['parties']:  # the noise party too with the greedy pass: its share must have the new length
-        if p != 'noise' or cfg.get('ih_method') == 'greedy':
-            ctx.send(p, 'candidates', upd)
-
-
-def _server_tree(ctx, cfg, cand, feats):
-    "Generator: one tree by the split method: (features, thresholds, noisy G, noisy H of the leaves)."
-    d = cfg['max_depth']
-    if cfg['split_method'] != 'totally_random':
-        return (yield from _server_levels(ctx, cfg, cand, feats))
-    f, j = random_tree_splits(cand, list(feats), d, ctx.rng)
-    thr = np.where(j >= 0, cand[f, np.maximum(j, 0)], np.inf)
-    _to_clients(ctx, cfg, 'tree', (f, thr))
-    G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,))
-    return f, thr, G, H
-
-# %% ../nbs/31_dpgbdt.ipynb #8811ada3
-def _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins):
-    "Generator: a hist or PR level: the level's noisy sums, each node's best split; (fs, js, Ls, Rs, gain, tot)."
-    lam, clip, k = cfg['reg_lambda'], cfg['leaf_clip'], len(feats)
-    if cfg['split_method'] == 'hist':
-        G, H = yield from _server_sum(ctx, cfg, 'histograms', (nn, k, cand.shape[1] + 1))
-        hst = np.stack([G, H], -1)
-        if tot is None:
-            tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
-        return *hist_best_splits(hst, nfin, lam, tot, clip, bins), tot
-    js = (ctx.rng.random((nn, k)) * nfin[None, :]).astype(np.intp)  # PR: one random candidate per feature and node
-    _to_clients(ctx, cfg, 'split candidates', cand[feats[None, :], js])
-    GL, HL = yield from _server_sum(ctx, cfg, 'left sums', (nn, k))
-    GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL  # right = noisy node total - left
-    gains = _gain(GL, HL, GR, HR, lam, tot[:, None, 0], tot[:, None, 1], clip)
-    fs, n_ = gains.argmax(1), np.arange(nn)
-    Ls, Rs = np.stack([GL[n_, fs], HL[n_, fs]], -1), np.stack([GR[n_, fs], HR[n_, fs]], -1)
-    return fs, js[n_, fs], Ls, Rs, gains[n_, fs], tot
-
-# %% ../nbs/31_dpgbdt.ipynb #f294e165
-def _server_levels(ctx, cfg, cand, feats):
-    "Generator: hist or PR, level by level; (features, thresholds, noisy G, noisy H) of the leaves."
-    d = cfg['max_depth']
-    nfin = np.isfinite(cand[feats]).sum(1)
-    f_all, thr_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1)
-    tot = None
-    if cfg['split_method'] == 'partially_random':
-        G0, H0 = yield from _server_sum(ctx, cfg, 'root', (1,))
-        tot = np.stack([G0, H0], -1)  # (nodes, 2)
-    stop = np.zeros(1, bool)
-    bins = (np.zeros((1, len(feats)), np.intp), nfin[None, :].copy())  # the path's bins of each node (hist)
-    for lev in range(d):
-        nn = 2**lev
-        fs, js, Ls, Rs, gain, tot = yield from _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins)
-        stop = stop | ~(gain > 0)
-        bins = _child_bins(bins, fs, js, stop)
-        Ls, Rs = np.where(stop[:, None], tot, Ls), np.where(stop[:, None], 0.0, Rs)
-        ids = np.arange(nn) + nn - 1
-        f_all[ids] = feats[fs]
-        thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
-        tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
-        stop = np.repeat(stop, 2)
-        _to_clients(ctx, cfg, 'splits', (f_all[ids], thr_all[ids]))
-    return f_all, thr_all, tot[:, 0], tot[:, 1]
-
-# %% ../nbs/31_dpgbdt.ipynb #841847b1
-DPGBDT_PROTOCOL = register_protocol(
-    ProtocolSpec('dpgbdt', dpgbdt_client, dpgbdt_server, dpgbdt_check, dealer=False)
-)  # the clients' phases ('tree', t) open the rounds
+# %% ../nbs/31_dpgbdt.ipynb #d6689c25
+@patch
+def _private_inputs(self: _DPGBDT, data, cfg, key):
+    """Each party's own data: its rows, its DH secret and noise shares from its own secret generator, keyed by the
+    OS (`key` None) or derived from the experiment key (`fedgauss.entropy.party_rngs`)."""
+    names = cfg['parties']
+    datas = {p: ({'X': a, 'y': y} if p != 'noise' else {}) for p, (a, y) in zip(names, data + [(None, None)])}
+    rngs = party_rngs(key, names)
+    for p in names:
+        datas[p]['secret'] = secret_bytes(rngs[p], 32)
+        if cfg['noisy'] and (p == 'noise' or cfg['noise'] == 'distributed'):
+            datas[p]['noise'] = draw_noise_shares(cfg['scales'], cfg['need'], rngs[p])
+    return datas
 
 # %% ../nbs/31_dpgbdt.ipynb #33617a1a
 @patch
@@ -1334,6 +1054,8 @@ def _inputs(self: _DPGBDT, clients, loss, task):
 @patch
 def _fit(self: _DPGBDT, clients, loss, task):
     "Plan, then run the protocol's programs in the simulator over one `Channel`; the model is the aggregator's result."
+    from fedgauss.dpgbdt_programs import DPGBDT_PROTOCOL  # the per-party programs (nb31a), which use this module
+
     datas, cfg, rng = self._inputs(clients, loss, task)
     res, self._rounds, self.channel_ = run_protocol(
         DPGBDT_PROTOCOL, datas, dict(cfg, keep_party=True), Channel(record_payloads=False), rngs={'server': rng}
@@ -1346,6 +1068,32 @@ def _fit(self: _DPGBDT, clients, loss, task):
         c.channel = self.channel_  # after the fit, `_release` talks to them directly
     self._cand, self._scales, self._K, self._r = srv['candidates'], cfg['scales'], len(self._parties), 0
     return self
+
+# %% ../nbs/31_dpgbdt.ipynb #18466fed
+@patch
+def protocol_inputs(
+    self: _DPGBDT,
+    X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
+    y=None,  # (n,) labels for an array X; None for a client list
+    predrawn: bool = True,  # keep the secrets and noise shares drawn from the estimator's rng (False: drop them)
+) -> tuple:  # (datas, cfg, rng): {party: its data dict}, the public configuration, the aggregator's rng
+    "What `fit` hands `DPGBDT_PROTOCOL`: run it with `run_protocol` (or over Flower) to get the estimator's model."
+    datas, cfg, rng = self._inputs(*self._prepared(X, y))
+    if not predrawn:
+        datas = {p: {k: v for k, v in d.items() if k in ('X', 'y')} for p, d in datas.items()}
+    return datas, cfg, rng
+
+# %% ../nbs/31_dpgbdt.ipynb #908321b6
+_PROGRAMS = ('DPGBDT_PROTOCOL', 'dpgbdt_client', 'dpgbdt_server', 'dpgbdt_check')
+
+
+def __getattr__(name: str):
+    "The per-party programs' names, from `fedgauss.dpgbdt_programs` (nb31a), which imports this module."
+    if name in _PROGRAMS:
+        import fedgauss.dpgbdt_programs as programs
+
+        return getattr(programs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/31_dpgbdt.ipynb #71a1f037
 @patch
@@ -1476,17 +1224,3 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True  # DP noise
         return tags
-
-# %% ../nbs/31_dpgbdt.ipynb #18466fed
-@patch
-def protocol_inputs(
-    self: _DPGBDT,
-    X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
-    y=None,  # (n,) labels for an array X; None for a client list
-    predrawn: bool = True,  # keep the secrets and noise shares drawn from the estimator's rng (False: drop them)
-) -> tuple:  # (datas, cfg, rng): {party: its data dict}, the public configuration, the aggregator's rng
-    "What `fit` hands `DPGBDT_PROTOCOL`: run it with `run_protocol` (or over Flower) to get the estimator's model."
-    datas, cfg, rng = self._inputs(*self._prepared(X, y))
-    if not predrawn:
-        datas = {p: {k: v for k, v in d.items() if k in ('X', 'y')} for p, d in datas.items()}
-    return datas, cfg, rng
