@@ -38,9 +38,9 @@ except ImportError:
 # %% auto #0
 __all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
            'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement',
-           'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits', 'route', 'forest_sum',
-           'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
-           'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
+           'wide_candidates', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
+           'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient',
+           'feature_schedule', 'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
 
 # %% ../nbs/31_dpgbdt.ipynb #c04dc2f8
 def gh_sensitivity(
@@ -247,6 +247,19 @@ def key_agreement(
 CANDIDATES = ('uniform', 'log', 'quantile', 'iterative_hessian')
 
 
+def wide_candidates(
+    method: str,  # 'uniform' (or 'iterative_hessian', which starts uniform) or 'log'
+    lo: float,  # lower bound of the feature
+    hi: float,  # upper bound (hi - lo may overflow: e.g. -1e308 and 1e308)
+    n_bins: int,  # number of bins (n_bins - 1 thresholds)
+) -> np.ndarray:
+    "`uniform_candidates` / `log_candidates` for a range wider than float64's, computed without overflow."
+    k = np.arange(1, n_bins) / n_bins
+    if method == 'log':  # lo - 1 + (hi - lo + 1)^k, with log(hi - lo + 1) = log(hi/2 - lo/2 + 1/2) + log 2
+        return lo - 1.0 + np.exp(k * (math.log(hi / 2 - lo / 2 + 0.5) + math.log(2)))
+    return lo * (1 - k) + hi * k
+
+
 def initial_candidates(
     method: str,  # one of CANDIDATES
     lo,  # (F,) public lower bounds of the features
@@ -264,6 +277,8 @@ def initial_candidates(
             t = quantile_candidates(X[:, f], Q + 1)[:Q]
         elif hi[f] <= lo[f]:
             t = np.array([lo[f]])  # constant feature: one threshold, nothing to split
+        elif not np.isfinite(hi[f] - lo[f]):  # a range wider than float64's: the same thresholds, without overflow
+            t = wide_candidates(method, lo[f], hi[f], Q + 1)
         elif method == 'log':
             t = log_candidates(lo[f], hi[f], Q + 1)
         else:
@@ -309,13 +324,14 @@ def ih_greedy_candidates(
             new.append(t[b])
             acc = 0.0
             if Qc < Q and len(new) < Q:
-                new.append((t[b] + t[b + 1]) / 2)
+                new.append(t[b] / 2 + t[b + 1] / 2)  # no overflow near ±1e308
         elif b == Qc - 1:
             new.append(t[b])
     new = np.unique(new)
     if len(new) < Q:
         m = math.ceil(Q / len(new))
-        new = np.unique(np.concatenate([new] + [np.linspace(a, b, m, endpoint=False) for a, b in zip(new, new[1:])]))
+        k = np.arange(m) / m  # a (1 - k) + b k: equal steps without overflow near ±1e308
+        new = np.unique(np.concatenate([new] + [a * (1 - k) + b * k for a, b in zip(new, new[1:])]))
     return new
 
 # %% ../nbs/31_dpgbdt.ipynb #bc19def7
@@ -767,7 +783,12 @@ def feature_schedule(
     rng=None,  # int or numpy Generator (random k-way)
 ) -> list:  # the feature indices of each tree
     "The features of each tree."
-    F = n_features
+    F = _int(n_features, 'n_features')
+    _int(n_estimators, 'n_estimators')
+    if interaction not in (None, 'cyclical', 'random'):
+        raise ValueError(f"interaction must be None, 'cyclical' or 'random'; got {interaction!r}")
+    if k is not None:
+        _int(k, 'k')
     if interaction is None:
         return [np.arange(F)] * n_estimators
     k = min(int(k or 1), F)
@@ -988,7 +1009,10 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
     K = len(data)
     dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
     self._need = need = self._noise_needs(sched, ih)
+    self._check_size(need, len(sched), K)
     scales = self._noise(n, F, K, dg, dh)
+    if task == 'regression':
+        self._check_targets(np.concatenate([y for _, y in data]), len(sched), B)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
     keys = 'weight_update grad_clip max_depth reg_lambda leaf_clip learning_rate split_method noise ih_method n_candidates'.split()
     return dict(
@@ -1094,6 +1118,47 @@ def __getattr__(name: str):
 
         return getattr(programs, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# %% ../nbs/31_dpgbdt.ipynb #c5306c25
+_MAX_SAMPLES, _MAX_NODES = 2**25, 2**22  # noise samples drawn by all parties; leaves of all trees
+
+
+@patch
+def _check_size(self: _DPGBDT, need: dict, T: int, K: int):
+    "Refuse a plan too large to run: the noise samples all parties draw, and the leaves of all trees."
+    parties = (K if self.noise == 'distributed' else 1) if self._private() else 0
+    samples, nodes = parties * sum(need.values()), T * 2**self.max_depth
+    if samples > _MAX_SAMPLES or nodes > _MAX_NODES:
+        raise ValueError(
+            f"the fit is too large: {T} trees of 2^{self.max_depth} leaves ({nodes:,}; at most {_MAX_NODES:,}) and "
+            f"{samples:,} noise samples drawn by the parties (at most {_MAX_SAMPLES:,}): lower max_depth, "
+            f"n_estimators or n_candidates (or use noise='aggregator')"
+        )
+
+
+@patch
+def _check_targets(self: _DPGBDT, y: np.ndarray, T: int, B: int):
+    "Warn (once) when the regression target is beyond what the model can predict or below the fixed point's step."
+    s = float(np.abs(y).max())
+    if self.weight_update == 'averaging':
+        bound, why = self.grad_clip, f"a mean of gradients clipped to ±grad_clip = {self.grad_clip:g}"
+    else:
+        bound = math.ceil(T / B) * self.learning_rate * self.leaf_clip
+        why = f"{math.ceil(T / B)} batches of leaves clipped to ±leaf_clip × learning_rate"
+    step = 2.0**-self.frac_bits_
+    if s > bound:
+        warnings.warn(
+            f"y reaches {s:.3g} but the predictions cannot exceed ±{bound:.3g} ({why}): scale y to about "
+            f"±grad_clip ({self.grad_clip:g}) and the predictions back, or raise n_estimators / learning_rate",
+            stacklevel=5,
+        )
+    elif 0 < s < 64 * step:
+        warnings.warn(
+            f"y is at most {s:.3g}, below 64 steps of the secure aggregation's fixed point (2^-{self.frac_bits_} = "
+            f"{step:.3g}): each row's gradient is rounded to that step. Scale y to about ±grad_clip "
+            f"({self.grad_clip:g}) and the predictions back",
+            stacklevel=5,
+        )
 
 # %% ../nbs/31_dpgbdt.ipynb #71a1f037
 @patch
