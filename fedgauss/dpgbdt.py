@@ -42,6 +42,38 @@ __all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensi
            'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient',
            'feature_schedule', 'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
 
+# %% ../nbs/31_dpgbdt.ipynb #083277d2
+def _real(v, name, low=0.0, strict=True, inf=False):
+    "`v` as a float, or a ValueError naming `name`: a real number > `low` (>= if not `strict`), finite unless `inf`."
+    ok = isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
+    f = float(v) if ok else math.nan
+    if not (f > low if strict else f >= low) or not (inf or math.isfinite(f)):
+        raise ValueError(
+            f"{name} must be a {'' if inf else 'finite '}number {'>' if strict else '>='} {low:g}; got {v!r}"
+        )
+    return f
+
+
+def _int(v, name, low=1, high=None):
+    "`v` as an int, or a ValueError naming `name`: an integer (not a bool) in [low, high]."
+    ok = isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if not ok or v < low or (high is not None and v > high):
+        raise ValueError(f"{name} must be an integer in [{low}, {'inf' if high is None else high}]; got {v!r}")
+    return int(v)
+
+
+def _arr(v, name, ndim=None, finite=True) -> np.ndarray:
+    "`v` as a float array, or a ValueError naming `name`: `ndim` dimensions, finite unless `finite` is False."
+    try:
+        a = np.asarray(v, float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numbers; got {type(v).__name__}") from None
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-d; got shape {a.shape}")
+    if finite and not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return a
+
 # %% ../nbs/31_dpgbdt.ipynb #c04dc2f8
 def gh_sensitivity(
     weight_update: str = 'newton',  # 'newton', 'gradient' or 'averaging'
@@ -51,7 +83,10 @@ def gh_sensitivity(
     "Add/remove sensitivities $(\\Delta_g, \\Delta_h)$ of a sum of per-row gradients and Hessians."
     if weight_update not in WEIGHT_UPDATES:
         raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}; got {weight_update!r}")
+    if task not in ('classification', 'regression'):
+        raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
     if task == 'regression':
+        _real(grad_clip, 'grad_clip')
         return float(grad_clip), 1.0
     return (1.0, 0.25) if weight_update == 'newton' else (1.0, 1.0)
 
@@ -75,8 +110,14 @@ def plan_queries(
     if gh_release not in ('vector', 'split'):
         raise ValueError(f"gh_release must be 'vector' or 'split'; got {gh_release!r}")
     m = 1 if gh_release == 'vector' else 2
-    k = np.asarray(tree_features, int)
+    _int(max_depth, 'max_depth')
+    k = np.asarray(tree_features)
+    if k.ndim != 1 or not len(k) or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
+        raise ValueError(
+            f"tree_features must be one count >= 1 per tree (at least one tree); got {tree_features!r:.80}"
+        )
     T = len(k)
+    _int(ih_trees, 'ih_trees', 0, T)
     q = {}
     if split_method == 'totally_random':
         q['leaves'] = m * T
@@ -97,6 +138,7 @@ def calibrate_multiplier(
     accountant: str = 'rdp',  # 'rdp' (Rényi DP, fedgauss.dp) or 'exact' (the C releases as one Gaussian)
 ) -> float:  # the noise multiplier z (noise standard deviation / L2 sensitivity)
     "Noise multiplier $z$ such that `count` Gaussian queries with multiplier $z$ are (epsilon, delta)-DP by `accountant`."
+    _int(count, 'count')
     if accountant == 'rdp':
         return calibrate_noise_multiplier(epsilon, delta, count)
     if accountant == 'exact':
@@ -112,6 +154,7 @@ def spent_epsilon(
     gamma: float = 0.0,  # 'exact': max-divergence between the real releases and their continuous surrogate
 ) -> float:  # the ε spent
     "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant` ('exact' pays `gamma`)."
+    _int(count, 'count'), _real(z, 'z')
     if accountant == 'rdp':
         return RDPAccountant().add_gaussian(z, count).epsilon(delta)
     if accountant == 'exact':
@@ -124,6 +167,7 @@ def ddg_tau_log10(
     n_clients: int,  # number K of clients adding a share
 ) -> float:  # log10 of tau
     "log10 of Kairouz-Liu-Steinke's tau for the sum of `n_clients` discrete Gaussians of standard deviation `sigma_client`."
+    _real(sigma_client, 'sigma_client'), _int(n_clients, 'n_clients')
     j = np.arange(1, n_clients, dtype=float)
     if len(j) == 0:
         return -math.inf
@@ -150,6 +194,7 @@ class NoisePool:
         n: int,  # number of samples wanted
     ) -> np.ndarray:  # n unused samples
         "The next `n` samples (drawing more if the plan was exceeded)."
+        n = _int(n, 'n', 0)
         if self._pos + n > len(self._buf):
             self._buf = np.concatenate([self._buf[self._pos :], discrete_gaussian(self.sigma, max(n, 1024), self.rng)])
             self._pos = 0
@@ -207,7 +252,10 @@ def masked(
     ints: np.ndarray,  # the int64 vector to hide (fixed-point values plus noise)
 ) -> np.ndarray:  # uint64 masked vector
     "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
-    y = np.asarray(ints, np.int64).ravel().view(np.uint64)
+    a = np.asarray(ints)
+    if not np.issubdtype(a.dtype, np.integer) or (a.dtype.kind == 'u' and a.size and a.max() > 2**63 - 1):
+        raise ValueError(f"ints must be an int64 vector (fixed-point encoded); got dtype {a.dtype}")
+    y = a.astype(np.int64).ravel().view(np.uint64)
     if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
         self.premask(max(y.size, 4096))
     out = y + self._mask[self._mpos : self._mpos + y.size]
@@ -234,7 +282,10 @@ def key_agreement(
     rng,  # keys the clients' secret generators (each its own, `party_rngs`)
 ):
     "One Diffie-Hellman round through the server: every pair of clients gets a shared seed."
-    ch, rngs = clients[0].channel, party_rngs(rng, [c.name for c in clients])
+    names = [c.name for c in clients]
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise ValueError(f"key agreement needs at least 2 clients with distinct names; got {names}")
+    ch, rngs = clients[0].channel, party_rngs(rng, names)
     for c in clients:
         c.key_agree(server, rngs[c.name])
     pub = {c.name: ch.receive(server, 'public key', sender=c.name) for c in clients}
@@ -270,14 +321,21 @@ def initial_candidates(
     "(F, Q) thresholds per feature (rows padded with +inf) from public bounds, or pooled quantiles for 'quantile'."
     if method not in CANDIDATES:
         raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {method!r}")
-    F, Q = len(lo), int(n_candidates)
+    lo, hi, Q = _arr(lo, 'lo', 1), _arr(hi, 'hi', 1), _int(n_candidates, 'n_candidates')
+    F = len(lo)
+    if len(hi) != F:
+        raise ValueError(f"lo and hi must have one bound per feature; got {F} and {len(hi)}")
+    if (bad := np.flatnonzero(lo > hi)).size:
+        raise ValueError(f"bounds are inverted (lo > hi) for feature(s) {bad[:5].tolist()}")
+    if method == 'quantile' and (X is None or np.ndim(X) != 2 or np.shape(X)[1] != F):
+        raise ValueError(f"'quantile' needs the pooled rows X, an (n, {F}) array")
     out = np.full((F, Q), np.inf)
     for f in range(F):
         if method == 'quantile':
             t = quantile_candidates(X[:, f], Q + 1)[:Q]
         elif hi[f] <= lo[f]:
             t = np.array([lo[f]])  # constant feature: one threshold, nothing to split
-        elif not np.isfinite(hi[f] - lo[f]):  # a range wider than float64's: the same thresholds, without overflow
+        elif hi[f] / 2 - lo[f] / 2 > np.finfo(float).max / 2:  # wider than float64's range: computed without overflow
             t = wide_candidates(method, lo[f], hi[f], Q + 1)
         elif method == 'log':
             t = log_candidates(lo[f], hi[f], Q + 1)
@@ -294,12 +352,14 @@ def ih_candidates(
     hess_hist,  # (Q+1,) noisy Hessian mass of the bins the thresholds delimit
 ) -> np.ndarray:  # (Q,) new thresholds
     "New thresholds splitting the (noisy) Hessian mass of the current bins evenly (piecewise-uniform density within bins)."
-    t = np.asarray(thresholds, float)
+    t, h = np.asarray(thresholds, float), _arr(hess_hist, 'hess_hist', 1)
     Q = len(t)
+    if len(h) != Q + 1:
+        raise ValueError(f"hess_hist must have one value per bin ({Q + 1} for {Q} thresholds); got {len(h)}")
     if not np.isfinite(t).all() or not hi > lo:
         return t
     edges = np.concatenate([[min(lo, t[0])], t, [max(hi, t[-1])]])
-    w = np.clip(np.asarray(hess_hist, float), 0, None)
+    w = np.clip(h, 0, None)
     if w.sum() <= 0:
         return t
     w = w + 1e-3 * w.mean()
@@ -314,9 +374,13 @@ def ih_greedy_candidates(
     n_candidates: int,  # Q, the nominal number of candidates
 ) -> np.ndarray:  # new increasing thresholds (their number may differ from Q)
     "The authors' greedy IH pass: keep t_b where the running Hessian mass exceeds total/Q, then fill the gaps."
-    t = np.asarray(thresholds, float)
-    Q, Qc = int(n_candidates), len(t)
-    w, opt = np.clip(np.asarray(hess_hist, float), 0, None), total_hess / n_candidates
+    t, Q = _arr(thresholds, 'thresholds', 1), _int(n_candidates, 'n_candidates')
+    Qc = len(t)
+    if Qc == 0 or len(np.atleast_1d(hess_hist)) != Qc + 1:
+        raise ValueError(
+            f"thresholds must be non-empty with one more hess_hist value; got {Qc} and {np.size(hess_hist)}"
+        )
+    w, opt = np.clip(_arr(hess_hist, 'hess_hist', 1), 0, None), _real(total_hess, 'total_hess', -math.inf) / Q
     new, acc = [], 0.0
     for b in range(Qc):  # a loop over <= 2Q bins, not rows
         acc += w[b]
@@ -339,10 +403,14 @@ def random_tree_splits(
     candidates,  # (F, Q) thresholds per feature, padded with +inf
     features,  # features this tree may split on
     max_depth: int,  # levels of splits d
-    rng,  # numpy Generator
+    rng,  # numpy Generator (or an int seed): the server's public random choices
 ) -> tuple:  # (feature, candidate index) arrays of the 2^d - 1 internal nodes, in heap order
     "Totally random complete tree: (feature, candidate index) per internal node, -1 index for 'all left'."
-    F, Q = candidates.shape
+    F, Q = np.shape(candidates) if np.ndim(candidates) == 2 else (0, 0)
+    features, rng = list(features), as_rng(rng)
+    if not F or not features or not all(isinstance(f, numbers.Integral) and 0 <= f < F for f in features):
+        raise ValueError(f"features must be a non-empty list of indices of the {F} rows of candidates; got {features}")
+    _int(max_depth, 'max_depth')
     n_int = 2**max_depth - 1
     feat, idx = np.zeros(n_int, np.intp), np.full(n_int, -1, np.intp)
     nfin = np.isfinite(candidates).sum(1)
@@ -364,6 +432,23 @@ def random_tree_splits(
         lo[2 * i + 1], hi[2 * i + 1], lo[2 * i + 2], hi[2 * i + 2] = a, bl, ar, b
     return feat, idx
 
+# %% ../nbs/31_dpgbdt.ipynb #6e444e16
+def _check_trees(X, feats, thrs, leaves, max_depth):
+    "A ValueError naming the argument whose shape does not fit complete trees of depth `max_depth` over X's columns."
+    d = _int(max_depth, 'max_depth')
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be 2-d (rows, features); got shape {np.shape(X)}")
+    n_int, F = 2**d - 1, np.shape(X)[1]
+    f = np.asarray(feats)
+    if f.ndim != 2 or f.shape[1] != n_int or np.shape(thrs) != f.shape:
+        raise ValueError(
+            f"features and thresholds must be (trees, {n_int}) for depth {d}; got {f.shape}, {np.shape(thrs)}"
+        )
+    if leaves is not None and np.shape(leaves) != (len(f), n_int + 1):
+        raise ValueError(f"leaves must be ({len(f)}, {n_int + 1}) for depth {d}; got {np.shape(leaves)}")
+    if f.size and (not np.issubdtype(f.dtype, np.integer) or f.min() < 0 or f.max() >= F):
+        raise ValueError(f"split features must be column indices in [0, {F}); got {f.min()} .. {f.max()}")
+
 # %% ../nbs/31_dpgbdt.ipynb #27bd94b8
 def route(
     X,  # (n, F) rows
@@ -372,6 +457,7 @@ def route(
     max_depth: int,  # levels of splits d
 ) -> np.ndarray:  # leaf index of each row
     "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr)."
+    _check_trees(X, np.asarray(feat)[None], np.asarray(thr)[None], None, max_depth)
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
     for _ in range(max_depth):
@@ -388,6 +474,7 @@ def forest_sum(
     chunk: int = 64,  # trees routed together (memory: chunk x n)
 ) -> np.ndarray:  # (n,) sum of the leaf values
     "Sum over trees of the leaf values reached by each row (trees stacked as (T, nodes) arrays)."
+    _check_trees(X, feats, thrs, leaves, max_depth)
     out = np.zeros(len(X))
     rows = np.arange(len(X))[None, :]
     off = 2**max_depth - 1
@@ -433,6 +520,9 @@ def hist_best_splits(
     bins=None,  # (low, high): (nodes, k) first and last bin each node's path allows; None: all bins
 ) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain) per node
     "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
+    hist, nfin = np.asarray(hist, float), np.asarray(nfin)
+    if hist.ndim != 4 or hist.shape[3] != 2 or nfin.shape != (hist.shape[1],):
+        raise ValueError(f"hist must be (nodes, k, Q+1, 2) with nfin (k,); got {hist.shape} and {nfin.shape}")
     Q = hist.shape[2] - 1
     ok = np.arange(Q)[None, None, :] < nfin[None, :, None]
     if bins is not None:  # the path's bins only: the others are empty but for noise
@@ -458,6 +548,8 @@ def child_bins(
 ) -> tuple:  # (low, high) of the 2 * nodes children, heap order
     "Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j."
     lo, hi = bins
+    if len(fs) and (np.max(fs) >= lo.shape[1] or np.min(fs) < 0):
+        raise ValueError(f"fs must be feature slots in [0, {lo.shape[1]}); got {np.min(fs)} .. {np.max(fs)}")
     n, s = np.arange(len(fs))[~stop], ~stop
     llo, lhi, rlo, rhi = lo.copy(), hi.copy(), lo.copy(), hi.copy()
     lhi[n, fs[s]] = js[s]
@@ -475,12 +567,15 @@ def leaf_values(
     task: str = 'classification',  # 'classification' or 'regression'
 ) -> np.ndarray:  # leaf values before the learning rate
     "Leaf values from noisy sums (before the learning rate / averaging)."
-    G, H = np.asarray(G, float), np.asarray(H, float)
+    gh_sensitivity(weight_update, task)  # checks both names
+    G, H, lam = _arr(G, 'G'), _arr(H, 'H'), _real(reg_lambda, 'reg_lambda', strict=False)
+    if G.shape != H.shape:
+        raise ValueError(f"G and H must have the same shape; got {G.shape} and {H.shape}")
     if weight_update == 'averaging':
         if task == 'regression':
             return np.where(H > 0, G / np.maximum(H, 1e-12), 0.0)
         return np.where(H > 0, np.clip(G / np.maximum(H, 1e-12), 0, 1), 0.5)
-    w = np.where(H > 0, -G / (np.maximum(H, 0) + reg_lambda), 0.0)
+    w = np.divide(-G, np.maximum(H, 0) + lam, out=np.zeros_like(G), where=H > 0)  # 0 where the noisy H <= 0
     return np.clip(w, -leaf_clip, leaf_clip)
 
 # %% ../nbs/31_dpgbdt.ipynb #cbbd7cb6
@@ -666,9 +761,11 @@ def _as_matrix(X, columns=None):
                 v = s.cat.codes.to_numpy().astype(float)
                 v[v < 0] = np.nan
                 cols.append(v)
+            elif pd.api.types.is_complex_dtype(s.dtype):
+                raise ValueError(f"Complex data not supported: column {c!r} of X")
             else:
                 try:
-                    cols.append(s.to_numpy(dtype=float))
+                    cols.append(s.to_numpy(dtype=float, na_value=np.nan))
                 except (TypeError, ValueError) as e:
                     raise ValueError(f"column {c!r} of X must be numeric or categorical: {e}") from None
         A = np.column_stack(cols) if cols else np.empty((len(X), 0))
@@ -689,7 +786,9 @@ def _as_matrix(X, columns=None):
     if A.shape[1] == 0:
         raise ValueError(f"0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
     if not np.isfinite(A).all():
-        raise ValueError("X contains NaN or infinity: impute or drop those rows first")
+        bad = np.flatnonzero(~np.isfinite(A).all(0))
+        names = list(X.columns[bad]) if isinstance(X, pd.DataFrame) else bad.tolist()
+        raise ValueError(f"X contains NaN or infinity in column(s) {names[:5]}: impute or drop those rows first")
     return A
 
 
@@ -725,25 +824,6 @@ def _check_params(self: _DPGBDT):
     if self.noise not in ('distributed', 'aggregator'):
         raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
     self._check_numbers()
-
-# %% ../nbs/31_dpgbdt.ipynb #083277d2
-def _real(v, name, low=0.0, strict=True, inf=False):
-    "`v` as a float, or a ValueError naming `name`: a real number > `low` (>= if not `strict`), finite unless `inf`."
-    ok = isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
-    f = float(v) if ok else math.nan
-    if not (f > low if strict else f >= low) or not (inf or math.isfinite(f)):
-        raise ValueError(
-            f"{name} must be a {'' if inf else 'finite '}number {'>' if strict else '>='} {low:g}; got {v!r}"
-        )
-    return f
-
-
-def _int(v, name, low=1, high=None):
-    "`v` as an int, or a ValueError naming `name`: an integer (not a bool) in [low, high]."
-    ok = isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-    if not ok or v < low or (high is not None and v > high):
-        raise ValueError(f"{name} must be an integer in [{low}, {'inf' if high is None else high}]; got {v!r}")
-    return int(v)
 
 # %% ../nbs/31_dpgbdt.ipynb #bb4de30e
 @patch
@@ -1043,6 +1123,8 @@ def draw_noise_shares(
 ) -> dict:  # {scale: pre-drawn discrete Gaussian samples}, one buffer per distinct scale
     "A party's discrete Gaussian noise shares for the whole fit, in the plan's order (one buffer per distinct scale)."
     pools, rng = {}, secret_rng(rng)
+    if miss := [k for k, s in scales.items() if _real(s, f'scales[{k!r}]', strict=False) > 0 and k not in need]:
+        raise ValueError(f"need has no sample count for the scale(s) {miss}")
     for kind, s in scales.items():
         if s > 0:
             d = discrete_gaussian(s, max(int(need[kind]), 1), rng)
@@ -1193,8 +1275,14 @@ def _split_input(self: _DPGBDT, X, y):
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
-    A = X if isinstance(X, pd.DataFrame) else _as_matrix(X)
+    A = _as_matrix(X)  # checked whole, so that an error names every bad column
+    A = X if isinstance(X, pd.DataFrame) else A
+    ext = isinstance(getattr(y, 'dtype', None), pd.api.extensions.ExtensionDtype)
+    if ext and (pd.api.types.is_integer_dtype(y.dtype) or pd.api.types.is_float_dtype(y.dtype)):
+        y = y.to_numpy(dtype=float, na_value=np.nan)  # nullable numbers: <NA> is NaN
     y = np.asarray(y)
+    if y.dtype.kind in 'fc' and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity")
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected", DataConversionWarning)
         y = y.ravel()
@@ -1220,6 +1308,10 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         "The clients with labels encoded 0/1 (sets `classes_`), the loss, the task."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
+        if ys.dtype == object and len(kinds := {type(v).__name__ for v in ys}) > 1:
+            raise ValueError(f"Unknown label type: y mixes {sorted(kinds)}; use all strings or all numbers")
+        if ys.dtype.kind == 'f' and not np.isfinite(ys).all():
+            raise ValueError("y contains NaN or infinity")
         t = type_of_target(ys)
         if t == 'unknown':
             raise ValueError(f"Unknown label type: y of dtype {ys.dtype}")
@@ -1277,7 +1369,10 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
 
     def _prepared(self, X, y=None):
         "The clients, the loss, the task."
-        return self._split_input(X, y), 'squared', 'regression'
+        clients = self._split_input(X, y)
+        if bad := [i for i, (_, yk) in enumerate(clients) if np.asarray(yk).dtype.kind not in 'biuf']:
+            raise ValueError(f"y must be numeric for regression; got dtype {np.asarray(clients[bad[0]][1]).dtype}")
+        return clients, 'squared', 'regression'
 
     def predict(
         self,
