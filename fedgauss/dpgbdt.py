@@ -1356,6 +1356,19 @@ def __sklearn_tags__(self: DPGBDTClassifier):
     return tags
 
 # %% ../nbs/31_dpgbdt.ipynb #a0b18d27
+def _numeric_y(y) -> np.ndarray:
+    "A regression target as floats: numbers, or objects that are numbers (as scikit-learn); strings are refused."
+    a = np.asarray(y)
+    if a.dtype.kind in 'biuf':
+        return a
+    try:
+        if a.dtype.kind != 'O':
+            raise TypeError
+        return a.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"y must be numeric for regression; got dtype {a.dtype}") from None
+
+
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
     "Differentially private federated GBDT for regression: squared loss, per-sample gradients clipped to +-grad_clip."
 
@@ -1369,10 +1382,7 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
 
     def _prepared(self, X, y=None):
         "The clients, the loss, the task."
-        clients = self._split_input(X, y)
-        if bad := [i for i, (_, yk) in enumerate(clients) if np.asarray(yk).dtype.kind not in 'biuf']:
-            raise ValueError(f"y must be numeric for regression; got dtype {np.asarray(clients[bad[0]][1]).dtype}")
-        return clients, 'squared', 'regression'
+        return [(Xk, _numeric_y(yk)) for Xk, yk in self._split_input(X, y)], 'squared', 'regression'
 
     def predict(
         self,
