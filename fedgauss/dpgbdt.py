@@ -38,9 +38,9 @@ except ImportError:
 # %% auto #0
 __all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
            'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement',
-           'wide_candidates', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
-           'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient',
-           'feature_schedule', 'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
+           'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits', 'route', 'forest_sum',
+           'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
+           'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
 
 # %% ../nbs/31_dpgbdt.ipynb #083277d2
 def _real(v, name, low=0.0, strict=True, inf=False):
@@ -298,19 +298,6 @@ def key_agreement(
 CANDIDATES = ('uniform', 'log', 'quantile', 'iterative_hessian')
 
 
-def wide_candidates(
-    method: str,  # 'uniform' (or 'iterative_hessian', which starts uniform) or 'log'
-    lo: float,  # lower bound of the feature
-    hi: float,  # upper bound (hi - lo may overflow: e.g. -1e308 and 1e308)
-    n_bins: int,  # number of bins (n_bins - 1 thresholds)
-) -> np.ndarray:
-    "`uniform_candidates` / `log_candidates` for a range wider than float64's, computed without overflow."
-    k = np.arange(1, n_bins) / n_bins
-    if method == 'log':  # lo - 1 + (hi - lo + 1)^k, with log(hi - lo + 1) = log(hi/2 - lo/2 + 1/2) + log 2
-        return lo - 1.0 + np.exp(k * (math.log(hi / 2 - lo / 2 + 0.5) + math.log(2)))
-    return lo * (1 - k) + hi * k
-
-
 def initial_candidates(
     method: str,  # one of CANDIDATES
     lo,  # (F,) public lower bounds of the features
@@ -335,8 +322,6 @@ def initial_candidates(
             t = quantile_candidates(X[:, f], Q + 1)[:Q]
         elif hi[f] <= lo[f]:
             t = np.array([lo[f]])  # constant feature: one threshold, nothing to split
-        elif hi[f] / 2 - lo[f] / 2 > np.finfo(float).max / 2:  # wider than float64's range: computed without overflow
-            t = wide_candidates(method, lo[f], hi[f], Q + 1)
         elif method == 'log':
             t = log_candidates(lo[f], hi[f], Q + 1)
         else:

@@ -370,7 +370,7 @@ CASES = [
     (D.draw_noise_shares, (dict(g=-1.0), dict(g=3), 0), r"scales\['g'\] must be a finite number >= 0"),
     (D.draw_noise_shares, (dict(g=1.0), dict(), 0), r"need has no sample count for the scale\(s\) \['g'\]"),
     (D.clipped_gain, (1, 1, 1, 1, 1.0), lambda g: np.isfinite(g)),
-    (D.wide_candidates, ('uniform', -1e308, 1e308, 4), lambda t: np.allclose(t / 1e308, [-0.5, 0, 0.5])),
+    (D.initial_candidates, ('uniform', [-1e308], [1e308], 3), lambda c: np.allclose(c / 1e308, [[-0.5, 0, 0.5]])),
     (
         dpgbdt_check,
         ({'X': np.zeros((4, 2)), 'y': np.zeros(4)}, dict(n_features=3, me='client1')),
