@@ -105,7 +105,7 @@ def random_prime(
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     use_gmpy2: bool | None = None,  # force or forbid gmpy2 (default: use it if installed)
 ) -> int:
-    "A random prime of exactly `bits` bits with its top two bits set, so that a product of two has exactly 2 `bits` bits."
+    "A random prime of exactly `bits` bits, its top two bits set: a product of two has exactly 2 `bits` bits."
     if isinstance(bits, (bool, np.bool_)) or not isinstance(bits, numbers.Integral) or bits < 3:
         raise ValueError(f"bits must be an integer >= 3; got {bits!r}")
     bits, (mpz, _, _, is_prime) = int(bits), _backend(use_gmpy2)
@@ -117,7 +117,7 @@ def random_prime(
 
 # %% ../nbs/32_paillier.ipynb #68a89477
 def _check_modulus(n, is_prime) -> int:
-    "n as a Python int, if it can be a Paillier modulus pq (p, q distinct odd primes): odd, >= 15, neither prime nor square."
+    "n as an int if it can be a Paillier modulus pq (p != q odd primes): odd, >= 15, neither prime nor square."
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"a Paillier modulus is an integer n = pq; got {type(n).__name__}")
     n = int(n)

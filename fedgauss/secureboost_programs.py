@@ -360,8 +360,8 @@ SECUREBOOST = register_protocol(
 def secureboost_part(
     result: dict,  # a party's `secureboost` program result (a node keeps it: `flower_run(..., keep=True)`)
 ) -> dict:
-    """The party's part of the model, as `SecureBoostClassifier.model_parts` gives it, from its training program's result:
-    what a node adds to its rows to score to predict with `secureboost_predict`."""
+    """The party's part of the model, as `SecureBoostClassifier.model_parts` gives it, from its training program's
+    result: what a node adds to its rows to score to predict with `secureboost_predict`."""
     if 'part' in result:  # a passive party's lookup table
         return result['part']
     trees = tree_arrays(result['trees'], result['owners'], result['records'])
