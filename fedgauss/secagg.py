@@ -21,7 +21,9 @@ from .smc import DropoutError, FixedPointOverflow, ProtocolSpec, register_protoc
 __all__ = ['SHAMIR_PRIME', 'STAGES', 'SECAGG', 'field_elements', 'shamir_eval', 'shamir_split', 'lagrange_at_zero',
            'shamir_reconstruct', 'public_key', 'agree', 'pair_mask', 'self_mask', 'seal_shares', 'open_shares',
            'secagg_order', 'neighbours', 'secagg_tolerance', 'secagg_plus_params', 'secagg_config', 'secagg_limit',
-           'secagg_check', 'secagg_party', 'secagg_server', 'secagg_client', 'secagg_sum']
+           'secagg_check', 'secagg_party', 'secagg_server', 'secagg_client', 'secagg_sum', 'min_survivors',
+           'dropout_noise_sigma', 'fixed_point_sensitivity', 'dropout_epsilon', 'calibrate_dropout_noise',
+           'dropout_privacy', 'lying_server', 'secagg_cost']
 
 # %% ../nbs/11a_secagg.ipynb #6e85be78
 SHAMIR_PRIME = 2**255 - 19  # the prime of Curve25519: every secret of the protocol is an element of GF(p)
@@ -172,9 +174,13 @@ def open_shares(
     "The field elements `sender` sealed for `receiver`; ValueError naming the sender if they were altered or moved."
     key = derive_key(bytes(shared), label, 'shares')
     try:
-        pt = ChaCha20Poly1305(key).decrypt(_nonce(sender, receiver), bytes(blob), f'{label}|{sender}|{receiver}'.encode())
+        pt = ChaCha20Poly1305(key).decrypt(
+            _nonce(sender, receiver), bytes(blob), f'{label}|{sender}|{receiver}'.encode()
+        )
     except InvalidTag:
-        raise ValueError(f"{receiver}: the shares from {sender} do not open (altered, or sealed for someone else)") from None
+        raise ValueError(
+            f"{receiver}: the shares from {sender} do not open (altered, or sealed for someone else)"
+        ) from None
     return [int.from_bytes(pt[i : i + 32], 'little') for i in range(0, len(pt), 32)]
 
 # %% ../nbs/11a_secagg.ipynb #ea4a7f12
@@ -238,13 +244,17 @@ def _check_config(parties, shape, frac_bits, t, k, rho, noise, drop):
     if n < 2 or len(set(parties)) != n or not all(isinstance(p, str) for p in parties) or 'server' in parties:
         raise ValueError(f"secure aggregation needs at least 2 distinct client names, none 'server'; got {parties}")
     if isinstance(frac_bits, bool) or not isinstance(frac_bits, numbers.Integral) or not 0 <= frac_bits <= 62:
-        raise ValueError(f"frac_bits must be an integer in [0, 62] (fractional bits of the 64-bit fixed point); got {frac_bits!r}")
+        raise ValueError(
+            f"frac_bits must be an integer in [0, 62] (fractional bits of the 64-bit fixed point); got {frac_bits!r}"
+        )
     if k is not None and (isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2 or k % 2):
         raise ValueError(f"k (neighbours per client) must be an even integer >= 2, or None for all pairs; got {k!r}")
     if rho is not None and not (isinstance(rho, numbers.Real) and 0 <= rho < 1):
         raise ValueError(f"rho (the tolerated dropout fraction) must be in [0, 1); got {rho!r}")
     if not (isinstance(noise, numbers.Real) and math.isfinite(noise) and (noise == 0 or noise >= 0.5)):
-        raise ValueError(f"noise (each client's discrete Gaussian sigma, integer units) must be 0 or >= 1/2; got {noise!r}")
+        raise ValueError(
+            f"noise (each client's discrete Gaussian sigma, integer units) must be 0 or >= 1/2; got {noise!r}"
+        )
     for c, s in (drop or {}).items():
         if c not in parties or s not in STAGES:
             raise ValueError(f"drop: {c!r} at {s!r}; clients are {name_list(parties)}, stages {STAGES}")
@@ -505,3 +515,153 @@ def secagg_sum(
     cfg = secagg_config(names, next(iter(arrs.values())).shape if arrs else (), **kw)
     res, _, _ = run_protocol(SECAGG, {c: {'x': a} for c, a in arrs.items()}, cfg, channel, party_rngs(rng, names))
     return res['server']
+
+# %% ../nbs/11a_secagg.ipynb #fd826ce4
+def min_survivors(
+    n_clients: int,  # K, the clients
+    rho: float,  # the tolerated dropout fraction, in [0, 1)
+) -> int:
+    "ceil((1 - rho) K): the fewest surviving noise shares the calibration allows."
+    return math.ceil((1 - rho) * n_clients - 1e-9)
+
+
+def dropout_noise_sigma(
+    sigma: float,  # the total noise the privacy target needs, integer units
+    n_clients: int,  # K, the clients
+    rho: float,  # the tolerated dropout fraction, in [0, 1)
+) -> float:
+    "Each client's share, sigma / sqrt((1 - rho) K): any ceil((1 - rho) K) shares add up to variance >= sigma**2."
+    return sigma / math.sqrt((1 - rho) * n_clients)
+
+
+def fixed_point_sensitivity(
+    sensitivity: float,  # l2 sensitivity of the real-valued sum
+    frac_bits: int,  # fractional bits of the fixed point
+    dim: int,  # coordinates released
+) -> float:
+    "The l2 sensitivity in integer units after rounding to `frac_bits`: 2**frac_bits * sensitivity + sqrt(dim)."
+    return 2.0**frac_bits * sensitivity + math.sqrt(dim)
+
+
+def dropout_epsilon(
+    sigma_client: float,  # each client's noise share (integer units)
+    survivors: int,  # the noise shares in the sum
+    sensitivity: float,  # l2 sensitivity in integer units
+    dim: int,  # coordinates released
+    delta: float,  # target delta
+    count: int = 1,  # releases of this kind
+) -> float:
+    "epsilon of `count` releases carrying `survivors` discrete Gaussian shares (KLS's bound, the RDP accountant)."
+    acc = RDPAccountant().add_distributed_discrete_gaussian(sigma_client, survivors, sensitivity, dim, count)
+    return acc.epsilon(delta)
+
+# %% ../nbs/11a_secagg.ipynb #08b788c9
+def calibrate_dropout_noise(
+    epsilon: float,  # the target epsilon, held while at most rho K clients drop
+    delta: float,  # its delta
+    n_clients: int,  # K, the clients
+    rho: float,  # the tolerated dropout fraction, in [0, 1)
+    sensitivity: float,  # l2 sensitivity in integer units (`fixed_point_sensitivity`)
+    dim: int,  # coordinates per release
+    count: int = 1,  # releases composed
+) -> float:
+    "Each client's noise share sigma_c: (epsilon, delta) holds with any ceil((1 - rho) K) survivors."
+    z = calibrate_noise_multiplier(epsilon, delta, count)
+    s, m = dropout_noise_sigma(z * sensitivity, n_clients, rho), min_survivors(n_clients, rho)
+    if s < 0.5:
+        raise ValueError(
+            f"noise shares of sigma {s:.3g} < 1/2 fall outside KLS's bound: raise frac_bits or sensitivity units"
+        )
+    while dropout_epsilon(s, m, sensitivity, dim, delta, count) > epsilon:  # KLS's tau: only for tiny shares
+        s *= 1.001
+    return s
+
+
+def dropout_privacy(
+    sigma_client: float,  # each client's noise share (integer units)
+    n_clients: int,  # K, the clients
+    rho: float,  # the tolerated dropout fraction the shares were calibrated for
+    survivors: int,  # the noise shares in the sum (read from the transcript)
+    sensitivity: float,  # l2 sensitivity in integer units
+    dim: int,  # coordinates per release
+    delta: float,  # target delta
+    count: int = 1,  # releases composed
+) -> dict:
+    "The account of a release: epsilon promised (at the fewest survivors) and spent (at `survivors`), the extra noise."
+    m = min_survivors(n_clients, rho)
+    if survivors < m:
+        raise ValueError(f"{survivors} noise shares, fewer than the {m} the calibration for rho={rho:g} needs")
+    eps = lambda k: dropout_epsilon(sigma_client, k, sensitivity, dim, delta, count)
+    return dict(survivors=survivors, min_survivors=m, epsilon_promised=eps(m), epsilon=eps(survivors),
+                extra_variance=survivors / ((1 - rho) * n_clients) - 1)  # fmt: skip
+
+# %% ../nbs/11a_secagg.ipynb #2ac89265
+def lying_server(
+    ctx,  # the server's context
+    cfg: dict,  # the public configuration (all pairs)
+    victim: str,  # the live client whose input it wants
+    told_dropped: list,  # the clients it tells that `victim` dropped (the others: that it survived)
+    ask_both: bool = False,  # also list `victim` as a survivor to those it tells it dropped (one request, both masks)
+):
+    "Generator: an attacking server (for tests): it plays the protocol, then splits the victim's holders; its guess."
+    names, dropped, lab = cfg['parties'], {}, cfg['label']
+    pts = {c: i + 1 for i, c in enumerate(names)}
+    keys = yield from _collect(ctx, 'keys', names, dropped, 'advertise')
+    for c in keys:
+        ctx.send(c, 'public keys', {v: keys[v] for v in keys if v != c})
+    sealed = yield from _collect(ctx, 'shares', list(keys), dropped, 'share')
+    for v in sealed:
+        ctx.send(v, 'shares', {u: sealed[u][v] for u in sealed if v in sealed[u]})
+    ys = yield from _collect(ctx, 'masked input', list(sealed), dropped, 'mask')
+    for v in ys:
+        lie = v in told_dropped
+        surv = [u for u in ys if ask_both or not (lie and u == victim)]
+        ctx.send(v, 'unmask', {'survivors': surv, 'dropped': [victim] if lie else []})
+    ans = yield from _collect(ctx, 'unmasking shares', list(ys), dropped, 'unmask')
+    return _strip(cfg, keys, ys, ans, pts, victim)
+
+
+def _strip(cfg, keys, ys, ans, pts, victim):
+    "What a server makes of y_victim with the shares it got: None without the key; with it, y minus what it can."
+    sh = {w: {pts[v]: a[w][victim] for v, a in ans.items() if victim in a[w]} for w in 'sb'}
+    if len(sh['s']) < cfg['t']:
+        return None  # the pairwise masks stay on
+    s_sk, n, lab = shamir_reconstruct(sh['s'], cfg['t']), int(np.prod(cfg['shape'])), cfg['label']
+    y = np.asarray(ys[victim], dtype=np.uint64)
+    if len(sh['b']) >= cfg['t']:
+        y = y - self_mask(shamir_reconstruct(sh['b'], cfg['t']), n, lab)
+    for u in ys:
+        if u != victim:
+            m = pair_mask(agree(s_sk, keys[u]['s']), n, lab)
+            y = y - m if pts[victim] < pts[u] else y + m
+    return np.ldexp(y.view(np.int64).astype(float), -cfg['frac_bits']).reshape(cfg['shape'])
+
+# %% ../nbs/11a_secagg.ipynb #b589abb7
+def secagg_cost(
+    n_clients: int,  # clients
+    dim: int = 1000,  # values per client
+    k: int | None = None,  # neighbours per client (SecAgg+); None: all pairs
+    drop: float = 0.0,  # fraction of the clients that drop before their masked input
+    protocol: str = 'secagg',  # 'secagg' or 'secure_sum' (the dropout-free baseline; no drops)
+    seed: int = 0,  # the experiment's seed (data, secrets, graph)
+) -> dict:
+    "Bytes (per client, sent + received, and the server's) and seconds of one aggregation in the simulator."
+    names = [f'c{i}' for i in range(int(n_clients))]
+    g = np.random.default_rng(seed)
+    vals = {c: g.uniform(-1, 1, dim) for c in names}
+    ch, t0 = Channel(), time.perf_counter()
+    if protocol == 'secure_sum':
+        secure_sum(vals, ch, rng=seed)
+    else:
+        gone = {c: 'mask' for c in names[: int(round(drop * len(names)))]}
+        secagg_sum(vals, ch, rng=seed, k=k, graph_rng=seed, drop=gone, rho=drop or None)
+    sec = time.perf_counter() - t0
+    T = ch.transcript
+    per = (
+        T[T.sender != 'server'].groupby('sender').bytes.sum()
+        + T[T.receiver != 'server'].groupby('receiver').bytes.sum()
+    ).mean()
+    k = len(names) - 1 if k is None or k >= len(names) - 1 else k
+    return dict(protocol=protocol if protocol == 'secure_sum' else f'secagg k={k}', n=len(names), dim=dim, drop=drop,
+                client_kB=per / 1e3, client_overhead_kB=(per - 8 * dim) / 1e3,
+                server_kB=T[T.sender == 'server'].bytes.sum() / 1e3, seconds=sec)  # fmt: skip
