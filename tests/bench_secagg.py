@@ -49,11 +49,11 @@ def main(argv=None):
     cols += [c for c in ('bytes_vs_secure_sum', 'seconds_vs_secure_sum') if c in t]
     with pd.option_context('display.width', 200, 'display.max_columns', 20):
         print(t[cols].round(3).to_string(index=False))
-    sp = t[t.protocol.str.startswith('secagg') & (t.drop == 0) & (t.k < t.n - 1)]
+    sp = t[t.protocol.str.startswith('secagg') & (t['drop'] == 0) & (t.k < t.n - 1)]
     if len(sp):
         print('\nSecAgg+ (sparse, no dropouts): overhead per client against k and log2 n')
         for _, r in sp.iterrows():
-            print(f"  n={r.n:<5} k={r.k:<3} overhead {r.client_overhead_kB:6.2f} kB = {r.client_overhead_kB / r.k * 1e3:6.1f} B "
+            print(f"  n={int(r.n):<5} k={int(r.k):<3} overhead {r.client_overhead_kB:6.2f} kB = {r.client_overhead_kB / r.k * 1e3:6.1f} B "
                   f"per neighbour; k / log2 n = {r.k / math.log2(r.n):.2f}")  # fmt: skip
 
 
