@@ -466,13 +466,15 @@ def _unmask(cfg, keys, sealed, ys, ans, nb, pts, dropped):
 def secagg_server(
     ctx,  # the server's context (`PartySMC`)
     cfg: dict,  # the public configuration (`secagg_config`)
+    clients: list | None = None,  # the clients still in the run (those that dropped earlier left out); None: all
 ):
     "Generator: the server's side; returns dict(sum, survivors (their inputs are summed), dropped: client -> stage)."
-    names, dropped = cfg['parties'], {}
+    names = cfg['parties']
+    dropped = {c: 'earlier' for c in names if clients is not None and c not in clients}
     pts = {c: i + 1 for i, c in enumerate(names)}
     pos = {c: i for i, c in enumerate(cfg['order'])}
     nb = {c: neighbours(cfg['order'], cfg['k'], c, pos) for c in names}
-    keys = yield from _collect(ctx, 'keys', names, dropped, 'advertise')
+    keys = yield from _collect(ctx, 'keys', [c for c in names if c not in dropped], dropped, 'advertise')
     _enough(cfg, keys, dropped)
     for c in keys:
         ctx.send(c, 'public keys', {v: keys[v] for v in nb[c] if v in keys})

@@ -141,6 +141,49 @@ def test_sparse_parameters_grow_logarithmically():
     assert ks == sorted(ks) and max(np.diff(ks)) <= 4 and ks[-1] < 2 * ks[0]
 
 
+def test_many_releases_leave_out_who_dropped_earlier(vals):
+    "FederBoost's pattern: one aggregation per release (its own label); a client gone in release 0 is not awaited after."
+    from fedgauss.secagg import secagg_party, secagg_server
+    from fedgauss.smc import ProtocolSpec
+
+    def client(ctx, data, cfg):
+        for r in range(3):
+            if (yield from secagg_party(ctx, data['x'] + r, dict(cfg, label=f'r{r}'), phases=False)) is None:
+                return r
+
+    def server(ctx, cfg):
+        out, live = [], list(cfg['parties'])
+        for r in range(3):
+            out.append((yield from secagg_server(ctx, dict(cfg, label=f'r{r}'), live)))
+            live = [c for c in live if c not in out[-1]['dropped']]
+        return out
+
+    cfg = secagg_config(list(vals), (3, 5), k=8, graph_rng=1, drop={'c2': 'mask', 'c11': 'unmask'})
+    spec = ProtocolSpec('secagg-releases', client, server, dealer=False)
+    res, _, _ = run_protocol(spec, {c: {'x': v} for c, v in vals.items()}, cfg, rngs=party_rngs(3, list(vals)))
+    out = res['server']
+    assert [o['dropped'] for o in out] == [{'c2': 'mask', 'c11': 'unmask'}] + [{'c2': 'earlier', 'c11': 'earlier'}] * 2
+    shifted = {c: v + 2 for c, v in vals.items()}
+    np.testing.assert_array_equal(out[0]['sum'], exact(vals, [c for c in vals if c != 'c2']))
+    np.testing.assert_array_equal(out[2]['sum'], exact(shifted, [c for c in vals if c not in ('c2', 'c11')]))
+    assert res['c2'] == 0 and res['c11'] == 0 and res['c0'] is None
+
+
+def test_a_client_gone_without_notice_stops_the_run_naming_it(vals):
+    from fedgauss.smc import PeerFinished, ProtocolSpec
+    from fedgauss.secagg import secagg_client, secagg_server
+
+    def client(ctx, data, cfg):
+        if ctx.me == 'c2':
+            return None  # ends without the transport's notice
+        return (yield from secagg_client(ctx, data, cfg))
+
+    v = {c: vals[c] for c in list(vals)[:5]}
+    with pytest.raises(PeerFinished, match="server waits for 'keys' from c2, which has finished"):
+        run_protocol(ProtocolSpec('x', client, secagg_server, dealer=False), {c: {'x': a} for c, a in v.items()},
+                     secagg_config(list(v), (3, 5)))  # fmt: skip
+
+
 # ---------------------------------------------------------------- distributed DP noise under dropouts
 
 
