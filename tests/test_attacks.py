@@ -694,3 +694,22 @@ def test_secagg_server_that_declares_a_live_client_dropped_learns_only_a_masked_
     "Everyone else told 'c9 dropped': the server rebuilds c9's key and strips its pair masks; x + PRG(b) remains."
     guess, x = _secagg_lie(6, [f'c{i}' for i in range(9)])
     assert guess is not None and np.abs(guess - x).min() > 1e3
+
+
+def test_secagg_server_that_swaps_the_advertised_keys_gets_nothing_from_signed_clients():
+    """A man in the middle: the server gives c9 keys of its own for its neighbours (and them one for c9), opens every
+    share c9 seals and unmasks its input. Positive control: unsigned keys (no pinned identities), it works exactly."""
+    import numpy as np
+    from fedgauss.entropy import party_rngs
+    from fedgauss.secagg import mitm_server, secagg_client, secagg_config, secagg_identities
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    g = np.random.default_rng(0)
+    vals = {f'c{i}': g.normal(size=(4, 3)) for i in range(10)}
+    priv, pins = secagg_identities(list(vals), 1)
+    datas = {c: {'x': v, 'identity': np.frombuffer(priv[c], np.uint8)} for c, v in vals.items()}
+    spec = ProtocolSpec('secagg-mitm', secagg_client, lambda ctx, cfg: mitm_server(ctx, cfg, 'c9'), dealer=False)
+    run = lambda cfg: run_protocol(spec, datas, cfg, rngs=party_rngs(2, list(vals) + ['server']))[0]['server']
+    np.testing.assert_allclose(run(secagg_config(list(vals), (4, 3))), vals['c9'], atol=2**-20)
+    with pytest.raises(ValueError, match='the keys of c9 are not signed by its pinned identity'):
+        run(secagg_config(list(vals), (4, 3), identities=pins))

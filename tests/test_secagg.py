@@ -136,6 +136,22 @@ def test_what_the_server_receives(vals):
     assert not any(set(m.payload['s']) & set(m.payload['b']) for m in a)
 
 
+def test_signed_keys_same_sum_and_a_wrong_identity_is_refused_before_any_message(vals):
+    from fedgauss.secagg import secagg_identities
+
+    res = secagg_sum(vals, rng=3, k=6, graph_rng=1, signed=True, drop={'c4': 'share'})
+    np.testing.assert_array_equal(res['sum'], exact(vals, [c for c in vals if c != 'c4']))
+    priv, pins = secagg_identities(list(vals), 1)
+    datas = {c: {'x': v, 'identity': np.frombuffer(priv[c], np.uint8)} for c, v in vals.items()}
+    ch = Channel()
+    cfg = secagg_config(list(vals), (3, 5), identities=pins)
+    with pytest.raises(ValueError, match='c5: its identity key is not the one pinned for it'):
+        run_protocol(SECAGG, dict(datas, c5=dict(datas['c5'], identity=datas['c0']['identity'])), cfg, ch)
+    with pytest.raises(ValueError, match='c5: the configuration pins identities, and c5 has no 32-byte identity key'):
+        run_protocol(SECAGG, dict(datas, c5={'x': vals['c5']}), cfg, ch)
+    assert len(ch.messages) == 0
+
+
 def test_sparse_parameters_grow_logarithmically():
     ks = [secagg_plus_params(n)['k'] for n in (10**3, 10**4, 10**5, 10**6)]
     assert ks == sorted(ks) and max(np.diff(ks)) <= 4 and ks[-1] < 2 * ks[0]
@@ -279,10 +295,16 @@ def nodes(tmp_path, vals):
     return v, ncs, kw
 
 
-def test_flower_relay_equals_the_simulator_with_dropouts(nodes):
-    v, ncs, kw = nodes
-    cfg = secagg_config(list(v), (3, 5), drop={'c1': 'mask', 'c4': 'unmask'})
-    sim, _, ch = run_protocol(SECAGG, {c: {'x': a} for c, a in v.items()}, cfg, rngs=party_rngs(1, list(v)), bsp=True)
+def test_flower_relay_equals_the_simulator_with_dropouts(tmp_path, vals):
+    "Signed keys (each node's identity in its data file), two clients dropping: the relay's run is the simulator's."
+    from fedgauss.secagg import secagg_identities
+
+    v = {c: vals[c] for c in list(vals)[:6]}
+    priv, pins = secagg_identities(list(v), 1)
+    datas = {c: {'x': a, 'identity': np.frombuffer(priv[c], np.uint8)} for c, a in v.items()}
+    ncs, kw = flower.local_nodes(str(tmp_path / 'fed'), datas, test_seeds=True)
+    cfg = secagg_config(list(v), (3, 5), drop={'c1': 'mask', 'c4': 'unmask'}, identities=pins)
+    sim, _, ch = run_protocol(SECAGG, datas, cfg, rngs=party_rngs(1, list(v)), bsp=True)
     fl = flower.Relay(flower.LocalGrid(ncs), len(v), **kw).run('secagg', cfg, seeds=party_rngs(1, list(v)))
     np.testing.assert_array_equal(fl['results']['server']['sum'], sim['server']['sum'])
     assert fl['results']['server']['dropped'] == {'c1': 'mask', 'c4': 'unmask'}
