@@ -338,8 +338,8 @@ def secagg_config(
     ):
         raise ValueError("identities must pin one 32-byte Ed25519 public key for every client")
     pins = None if identities is None else {c: bytes(identities[c]) for c in parties}
-    return dict(parties=parties, shape=shape, frac_bits=int(frac_bits), t=int(t), k=k, order=order,
-                min_survivors=need, rho=rho, noise=float(noise), drop=dict(drop or {}), label=str(label), identities=pins)  # fmt: skip
+    out = dict(parties=parties, shape=shape, frac_bits=int(frac_bits), t=int(t), k=k, order=order, min_survivors=need)
+    return dict(out, rho=rho, noise=float(noise), drop=dict(drop or {}), label=str(label), identities=pins)
 
 # %% ../nbs/11a_secagg.ipynb #c766aadf
 def secagg_limit(
@@ -397,9 +397,15 @@ def _share_keys(ctx, cfg, me, c_sk, s_sk, keys, pts, server):
     return b, (int(sh[0, 0]), int(sh[0, 1]))
 
 
-def _masked_input(ctx, x, cfg, me, s_sk, b, keys, held, pts):
+def _masked_input(ctx, x, cfg, me, s_sk, b, keys, held, pts, encoded=False):
     "Round 2: the fixed-point input, plus its noise share, its self-mask and its pairwise masks (mod 2**64)."
-    y = np.rint(np.ldexp(np.asarray(x, dtype=float).ravel(), cfg['frac_bits'])).astype(np.int64)
+    if encoded:  # the caller's own fixed point (and noise), as int64
+        y = np.asarray(x).ravel()
+        if not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"{me}: an encoded input must be integers (int64 fixed point); got {y.dtype}")
+        y = y.astype(np.int64)
+    else:
+        y = np.rint(np.ldexp(np.asarray(x, dtype=float).ravel(), cfg['frac_bits'])).astype(np.int64)
     if cfg['noise'] > 0 and y.size:
         y = y + np.asarray(discrete_gaussian(cfg['noise'], y.size, ctx.rng), dtype=np.int64)
     y = y.view(np.uint64) + self_mask(b, y.size, cfg['label'])
@@ -432,6 +438,7 @@ def secagg_party(
     server: str = 'server',  # the aggregator
     phases: bool = True,  # announce each round as a phase (a run of its own); False inside another program
     identity: bytes | None = None,  # its private identity key, to sign its keys (if the configuration pins identities)
+    encoded: bool = False,  # `x` is already int64 fixed point at `cfg['frac_bits']` (its noise added by the caller)
 ):
     "Generator: a client's side of the dropout-tolerant aggregation; returns the survivors it was told (None: dropped)."
     me, stage, lab = ctx.me, cfg['drop'].get(ctx.me), cfg['label']
@@ -461,7 +468,7 @@ def secagg_party(
     held = {me: own} | {u: tuple(open_shares(agree(c_sk, keys[u]['c']), u, me, ct, lab)) for u, ct in sealed.items()}
     if at('mask'):
         return None
-    ctx.send(server, 'masked input', _masked_input(ctx, x, cfg, me, s_sk, b, keys, held, pts))
+    ctx.send(server, 'masked input', _masked_input(ctx, x, cfg, me, s_sk, b, keys, held, pts, encoded))
     req = yield from ctx.recv('unmask', server)
     if at('unmask'):
         return None

@@ -185,6 +185,25 @@ def test_many_releases_leave_out_who_dropped_earlier(vals):
     assert res['c2'] == 0 and res['c11'] == 0 and res['c0'] is None
 
 
+def test_encoded_inputs_as_dp_gbdt_releases_them(vals):
+    "DP-GBDT's pattern: each client's int64 fixed point plus its own noise (`encoded=True`); the server's sum decoded."
+    from fedgauss.secagg import secagg_party, secagg_server
+    from fedgauss.smc import ProtocolSpec
+
+    fb = 20
+    ints = {c: np.rint(np.ldexp(v, fb)).astype(np.int64) + 3 for c, v in vals.items()}  # + 3: its 'noise'
+
+    def client(ctx, data, cfg):
+        return (yield from secagg_party(ctx, data['x'], cfg, encoded=True))
+
+    cfg = secagg_config(list(vals), (3, 5), frac_bits=fb, drop={'c6': 'share'})
+    spec = ProtocolSpec('secagg-encoded', client, secagg_server, dealer=False)
+    res, _, _ = run_protocol(spec, {c: {'x': a} for c, a in ints.items()}, cfg, rngs=party_rngs(2, list(vals)))
+    np.testing.assert_array_equal(res['server']['sum'], sum(ints[c] for c in vals if c != 'c6') / 2**fb)
+    with pytest.raises(ValueError, match='an encoded input must be integers'):
+        run_protocol(spec, {c: {'x': np.asarray(a, float)} for c, a in ints.items()}, cfg)
+
+
 def test_a_client_gone_without_notice_stops_the_run_naming_it(vals):
     from fedgauss.smc import PeerFinished, ProtocolSpec
     from fedgauss.secagg import secagg_client, secagg_server
