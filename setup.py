@@ -31,6 +31,11 @@ learn_requirements = (cfg.get('learn_requirements') or '').split()
 # `fast`: gmpy2, the big-integer backend of fedgauss.paillier (pure Python works without it, several times slower).
 fast_requirements = (cfg.get('fast_requirements') or '').split()
 flower_requirements = (cfg.get('flower_requirements') or '').split()
+# `docs`: the site's toolchain (Sphinx, myst-nb, the theme, websocket-client for the browser check): tests/test_docs.py
+# needs it, with Chromium and npm; without it that test skips (fails under FEDGAUSS_REQUIRE_ALL), like the flower tests.
+docs_requirements = (cfg.get('docs_requirements') or '').split()
+# `bench`: peers that only the benchmarks (tests/bench_*.py) compare with.
+bench_requirements = (cfg.get('bench_requirements') or '').split()
 
 package_data = dict()
 pkg_data = cfg.get('package_data', None)
@@ -53,7 +58,8 @@ setuptools.setup(
     include_package_data = True,
     install_requires = requirements,
     extras_require={ 'dev': dev_requirements + test_requirements, 'test': test_requirements,
-                     'learn': learn_requirements + test_requirements, 'fast': fast_requirements, 'flower': flower_requirements },     # the notebooks import the peers they compare with
+                     'learn': learn_requirements + test_requirements, 'fast': fast_requirements, 'flower': flower_requirements,
+                     'docs': docs_requirements, 'bench': bench_requirements + test_requirements },     # the notebooks import the peers they compare with
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

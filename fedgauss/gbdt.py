@@ -23,11 +23,11 @@ except ImportError:  # pragma: no cover - private scipy API; fall back to the pu
     _csc_matvec = None
 
 # %% auto #0
-__all__ = ['GRID_BITS', 'MISSING', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
+__all__ = ['GRID_BITS', 'MISSING', 'Y_MAX', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
            'SquaredLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner',
            'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'PlainHistograms', 'grow_tree', 'LocalHistograms',
-           'snap_to_grid', 'check_boosting_params', 'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts',
-           'probabilistic_margin']
+           'snap_to_grid', 'numeric_features', 'check_boosting_params', 'forest_margin', 'GBDTClassifier',
+           'GBDTRegressor', 'node_counts', 'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
 def newton_weight(
@@ -57,9 +57,11 @@ def structure_score(
     H,  # Hessian sums
     reg_lambda: float = 1.0,  # L2 regularisation λ
 ):
-    "$G^2/(H+\\lambda)$, twice the objective decrease of a leaf with sums $G$, $H$ and its Newton weight."
+    "$G^2/(H+\\lambda)$, twice the objective decrease of a leaf with sums $G$, $H$ and its Newton weight (0 where $H+\\lambda\\le0$, whose weight is 0)."
     G, H = np.asarray(G, float), np.asarray(H, float)
-    return G * G / (H + reg_lambda)
+    den = H + reg_lambda
+    with np.errstate(over='ignore'):  # beyond float64: inf
+        return np.where(den > 0, G * G / np.where(den > 0, den, 1.0), 0.0)
 
 
 def split_gain(
@@ -115,7 +117,8 @@ def link(
 ):
     "The logit $\\log p - \\log(1-p)$."
     p = np.asarray(p, float)
-    return np.log(p) - np.log1p(-p)
+    with np.errstate(divide='ignore'):  # p = 0 or 1: -inf or inf
+        return np.log(p) - np.log1p(-p)
 
 
 @patch
@@ -223,8 +226,16 @@ def quantile_candidates(
 ) -> np.ndarray:
     "Thresholds from data: all distinct values but the smallest when there are at most `max_bins`, else weighted quantiles."
     x = np.asarray(x, float)
+    if x.ndim != 1:
+        raise ValueError(f"x must be the 1-d values of one feature; got shape {x.shape}")
+    if np.isinf(x).any():
+        raise ValueError("x contains infinity: thresholds must be finite (NaN is missing)")
+    if not isinstance(max_bins, numbers.Integral) or isinstance(max_bins, bool) or max_bins < 1:
+        raise ValueError(f"max_bins must be a positive integer; got {max_bins!r}")
     keep = ~np.isnan(x)
     if sample_weight is not None:
+        if np.shape(sample_weight) != x.shape:
+            raise ValueError(f"sample_weight has shape {np.shape(sample_weight)}; x has {x.shape}")
         keep &= np.asarray(sample_weight, float) > 0
     xs = x[keep]
     if xs.size == 0:
@@ -246,7 +257,7 @@ def _check_bounds(lo, hi, n_bins):
         raise ValueError(f"bounds must be finite; got ({lo}, {hi})")
     if not lo < hi:
         raise ValueError(f"lower bound must be below the upper bound; got ({lo}, {hi})")
-    if not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+    if not isinstance(n_bins, numbers.Integral) or isinstance(n_bins, bool) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer; got {n_bins!r}")
 
 
@@ -257,7 +268,12 @@ def uniform_candidates(
 ) -> np.ndarray:
     "The `n_bins - 1` thresholds that cut $[lo, hi]$ into `n_bins` equal bins (data independent)."
     _check_bounds(lo, hi, n_bins)
-    return lo + (hi - lo) * np.arange(1, n_bins) / n_bins
+    with np.errstate(over='ignore'):
+        d = hi - lo
+    if np.isfinite(d):
+        return lo + d * np.arange(1, n_bins) / n_bins
+    t = np.arange(1, n_bins) / n_bins
+    return 2 * (lo / 2 + (hi / 2 - lo / 2) * t)  # hi - lo beyond float64 (bounds near +-1e308): halves
 
 
 def log_candidates(
@@ -267,7 +283,14 @@ def log_candidates(
 ) -> np.ndarray:
     "Thresholds $lo-1+(hi-lo+1)^{k/n}$, $k=1..n-1$: geometric steps from $lo$, dense near the lower bound (data independent)."
     _check_bounds(lo, hi, n_bins)
-    return lo - 1.0 + (hi - lo + 1.0) ** (np.arange(1, n_bins) / n_bins)
+    t = np.arange(1, n_bins) / n_bins
+    with np.errstate(over='ignore'):
+        d = hi - lo + 1.0
+    if np.isfinite(d):
+        return lo - 1.0 + d**t
+    # beyond float64: (hi - lo + 1)^t / 2 = exp(t log(half) + (t - 1) log 2), with half = (hi - lo + 1) / 2
+    half = hi / 2 - lo / 2 + 0.5
+    return 2 * ((lo - 1.0) / 2 + np.exp(t * np.log(half) + (t - 1) * np.log(2.0)))
 
 # %% ../nbs/30_gbdt.ipynb #8bf3115e
 class HistLayout:
@@ -298,6 +321,9 @@ class HistLayout:
         if self.thresholds is not None:
             if [len(t) + 1 for t in self.thresholds] != self.n_bins.tolist():
                 raise ValueError("each feature needs n_bins - 1 thresholds")
+            unsorted = [f for f, t in enumerate(self.thresholds) if (np.diff(t) < 0).any()]
+            if unsorted:
+                raise ValueError(f"the thresholds of feature {unsorted[0]} are not sorted")
             # threshold of "bins <= b go left" at [tptr[f] + b + 1]: -inf for b = -1, +inf for the last bin
             self._tflat = np.concatenate([np.concatenate([[-np.inf], t, [np.inf]]) for t in self.thresholds])
             self._tptr = np.concatenate([[0], np.cumsum(self.n_bins + 1)]).astype(np.intp)
@@ -371,8 +397,14 @@ def _check_sample_weight(sample_weight, n):
         raise ValueError("sample_weight contains NaN or infinity")
     if (w < 0).any():
         raise ValueError("sample_weight must be non-negative")
-    if w.sum() <= 0:
+    s = w.sum()
+    if s <= 0:
         raise ValueError("sample_weight sums to zero: nothing to fit")
+    if s > 2.0**400:  # the squares of the gradient sums must stay finite
+        raise ValueError(
+            f"sample_weight sums to {s:.3g}: squared gradient sums would overflow float64; scale the weights "
+            f"down (they are in the units of min_child_weight and reg_lambda)"
+        )
     return w
 
 # %% ../nbs/30_gbdt.ipynb #71874ead
@@ -393,7 +425,8 @@ class Binner(TransformerMixin, BaseEstimator):
     ):
         "Bin codes `(n, F)`: `uint8` when every code fits in a byte, else `uint16`; `NaN` gets `n_bins_[f]`."
         check_is_fitted(self)
-        X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64, reset=False)
+        with np.errstate(over='ignore', invalid='ignore'):  # sklearn's finiteness test sums X (+-1e308 would warn)
+            X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64, reset=False)
         dt = np.uint8 if self.n_bins_.max() < 256 else np.uint16
         codes = np.empty(X.shape, dt)
         for f, t in enumerate(self.thresholds_):
@@ -417,7 +450,8 @@ def fit(
     sample_weight=None,  # per-row weights for the quantiles, or None
 ):
     "Choose the thresholds of every feature (`thresholds_`, `n_bins_`, `layout_`)."
-    X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64)
+    with np.errstate(over='ignore', invalid='ignore'):  # sklearn's finiteness test sums X (+-1e308 would warn)
+        X = validate_data(self, X, ensure_all_finite='allow-nan', dtype=np.float64)
     sample_weight = _check_sample_weight(sample_weight, len(X))
     F = X.shape[1]
     c = self.candidates
@@ -461,8 +495,9 @@ def _check_candidates(c, F):
 def _bounds(self: Binner, X):
     "`(lo, hi)` per feature: `bounds`, or the data range ((0, 0) for an all-missing feature)."
     if self.bounds is None:
-        with np.errstate(all='ignore'):
-            lo, hi = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
+        obs = ~np.isnan(X)
+        lo = np.where(obs, X, np.inf).min(axis=0, initial=np.inf)  # nanmin without its all-NaN warning
+        hi = np.where(obs, X, -np.inf).max(axis=0, initial=-np.inf)
         return [(a, b) if np.isfinite(a) else (0.0, 0.0) for a, b in zip(lo, hi)]
     b = np.asarray(self.bounds, float)
     if b.shape != (X.shape[1], 2):
@@ -496,6 +531,10 @@ def build_histograms(
     if gh.ndim == 1:
         gh = gh[:, None]
     n, F = slots.shape
+    if len(gh) != n:
+        raise ValueError(f"gh has {len(gh)} rows but slots has {n}")
+    if n_slots is None and n == 0:
+        raise ValueError("no rows: give n_slots")
     S = int(slots.max()) + 1 if n_slots is None else int(n_slots)
     if node_index is None:
         rows, node = np.arange(n), np.zeros(n, np.intp)
@@ -612,9 +651,15 @@ def find_best_splits(
     K, S, _ = hist.shape
     if S != layout.n_slots:
         raise ValueError(f"hist has {S} slots but the layout has {layout.n_slots}")
+    if not np.isfinite(hist).all():
+        raise ValueError("hist contains NaN or infinity")
     if totals is None:
         totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
-    return _best_splits_chunked(hist, layout, np.asarray(totals, float), reg_lambda, min_child_weight, rtol, chunk)
+    totals = np.asarray(totals, float)
+    if totals.shape != (K, 2):
+        raise ValueError(f"totals must have shape ({K}, 2); got {totals.shape}")
+    with np.errstate(divide='ignore', invalid='ignore'):  # candidates with H + lambda <= 0 are masked
+        return _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rtol, chunk)
 
 
 def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rtol, chunk):
@@ -672,13 +717,24 @@ class Tree:
         return f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, max_depth={self.max_depth})"
 
 # %% ../nbs/30_gbdt.ipynb #d7f4d003
+def _tree_rows(X, trees, dtype=float):
+    "`X` as a 2-d array of `dtype` with a column for every feature the trees split on (else a clear error)."
+    X = np.asarray(X, dtype)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (rows x features); got shape {X.shape}")
+    need = max((int(t.feature.max(initial=-1)) for t in trees), default=-1) + 1
+    if X.shape[1] < need:
+        raise ValueError(f"X has {X.shape[1]} features but the trees split feature {need - 1}")
+    return X
+
+
 @patch
 def apply(
     self: Tree,
     X,  # `(n, F)` floats, NaN for missing
 ) -> np.ndarray:
     "Index of the leaf each row of `X` (floats, `NaN` missing) falls in."
-    X = np.asarray(X, float)
+    X = _tree_rows(X, [self])
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
     for _ in range(self.max_depth):
@@ -696,7 +752,7 @@ def apply_binned(
     n_bins,  # value bins per feature (the missing code of feature f is `n_bins[f]`)
 ) -> np.ndarray:
     "Index of the leaf of each row of a code matrix (missing code `n_bins[f]`)."
-    codes = np.asarray(codes).astype(np.intp)
+    codes = _tree_rows(codes, [self], np.intp)
     n_bins = np.asarray(n_bins)
     node = np.zeros(len(codes), np.intp)
     rows = np.arange(len(codes))
@@ -767,6 +823,8 @@ class PlainHistograms:
     ):
         "Set the per-row statistics for a new tree; every row starts at the root."
         self.gh = np.asarray(gh, float)
+        if self.gh.shape != (len(self.codes), 2):
+            raise ValueError(f"gh must have shape ({len(self.codes)}, 2); got {self.gh.shape}")
         self.node = np.zeros(len(self.codes), np.intp)
 
     def row_values(
@@ -811,10 +869,10 @@ def split(
     return None
 
 # %% ../nbs/30_gbdt.ipynb #71110530
-def _kept(s, level, gamma):
-    """The splits the grower keeps: loss_chg > 1e-6 and >= gamma (XGBoost's rules), two children with positive Hessian.
-    Returns (those splits, their index in `s` or None for all, their nodes, how many)."""
-    ok = (s.gain >= gamma) if gamma > 1e-6 else (s.gain > 1e-6)
+def _kept(s, level, gamma, floor=1e-6):
+    """The splits the grower keeps: loss_chg > floor and >= gamma (XGBoost's rules, with its floor 1e-6), two children
+    with positive Hessian. Returns (those splits, their index in `s` or None for all, their nodes, how many)."""
+    ok = (s.gain >= gamma) if gamma > floor else (s.gain > floor)
     ok &= np.minimum(s.left_sum[:, 1], s.right_sum[:, 1]) > 0
     m = int(np.count_nonzero(ok))
     if m == 0 or m == len(ok):
@@ -869,6 +927,7 @@ def grow_tree(
     reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
     gamma: float = 0.0,  # smallest `loss_chg` of a kept split (XGBoost's `gamma`, twice the objective's γ)
     min_child_weight: float = 1.0,  # smallest Hessian sum of a child
+    gain_floor: float = 1e-6,  # a kept split's `loss_chg` exceeds it (XGBoost's 1e-6, in the units of g²/h)
     split_finder=None,  # `split_finder(hist, layout, totals) -> Splits`; default `find_best_splits`
     leaf_weight=None,  # `leaf_weight(G, H)`: unscaled leaf weights; default the Newton weight
     subtract: bool = True,  # build only the smaller child's histogram, the sibling by subtraction
@@ -884,7 +943,7 @@ def grow_tree(
     level, n_nodes = np.array([0]), 1
     split_parts, sums, sizes = [], [totals], [1]  # node arrays grow level by level
     for d in range(max_depth):
-        s, idx, nodes, m = _kept(split_finder(hist, layout, totals), level, gamma)
+        s, idx, nodes, m = _kept(split_finder(hist, layout, totals), level, gamma, gain_floor)
         if m == 0:
             break
         lids = np.arange(n_nodes, n_nodes + 2 * m, 2)  # children in creation order: breadth first
@@ -1102,6 +1161,8 @@ def snap_to_grid(
 ) -> tuple:
     "`(g, h, k)`: `g` and `h` rounded to multiples of $2^{-k}$, `k` the finest grid on which every partial sum is exact in float64."
     g, h = np.asarray(g, float), np.asarray(h, float)
+    if g.shape != h.shape:
+        raise ValueError(f"g has shape {g.shape} and h {h.shape}")
     if not (np.isfinite(g).all() and np.isfinite(h).all()):
         raise ValueError("gradients and Hessians must be finite")
     s = max(float(np.abs(g).sum()), float(np.abs(h).sum()))
@@ -1117,7 +1178,7 @@ def _frame_categories(X) -> dict:
     "The categories of each pandas `category` column of a DataFrame `X`, by column name (empty for other inputs)."
     if not isinstance(X, pd.DataFrame):
         return {}
-    return {c: X[c].cat.categories for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)}
+    return {c: X[c].cat.categories for c, dt in X.dtypes.items() if isinstance(dt, pd.CategoricalDtype)}
 
 
 def _as_numeric_frame(X, categories: dict | None = None):
@@ -1148,6 +1209,45 @@ def _as_numeric_frame(X, categories: dict | None = None):
             codes = np.where(col.cat.codes >= 0, own[col.cat.codes.to_numpy()], -1)
         X[c] = np.where(codes >= 0, codes, np.nan)
     return X
+
+# %% ../nbs/30_gbdt.ipynb #aeae9cb4
+def numeric_features(
+    X,  # `(n, F)` array or DataFrame
+    categories: dict | None = None,  # column name -> the categories seen at fit (as `_frame_categories`), or None
+):
+    """`X` as the trees read it: a DataFrame with its categories as codes and every column as float64 (pandas' `NA` as
+    `NaN`); an array as it is. Raises a `ValueError` naming the column for duplicate names, text, dates, complex
+    numbers and infinities."""
+    if not isinstance(X, pd.DataFrame):
+        if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind == 'f':
+            inf = np.flatnonzero(np.isinf(X).any(axis=0))
+            if len(inf):
+                raise ValueError(f"column {inf[0]} of X contains infinity: trees need finite values (NaN is missing)")
+        return X
+    dup = X.columns[X.columns.duplicated()].unique().tolist()
+    if dup:
+        raise ValueError(f"X has duplicate column names: {', '.join(map(repr, dup))}")
+    X = _as_numeric_frame(X, categories)
+    out = {}
+    for c in X.columns:
+        col = X[c]
+        kind = getattr(col.dtype, 'kind', 'O')
+        if kind in 'mM':
+            raise ValueError(f"column {c!r} has dtype {col.dtype}: dates and durations are not numbers; convert them")
+        if kind == 'c':
+            raise ValueError(f"column {c!r} is complex: trees split real numbers")
+        try:
+            v = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            bad = col[pd.to_numeric(col, errors='coerce').isna() & col.notna()].iloc[0]
+            raise ValueError(
+                f"column {c!r} is not numeric (dtype {col.dtype}, e.g. {bad!r}): make text a pandas category "
+                f"(X[{c!r}].astype('category')) to split on its codes"
+            ) from None
+        if np.isinf(v).any():
+            raise ValueError(f"column {c!r} contains infinity: trees need finite values (NaN is missing)")
+        out[c] = v
+    return pd.DataFrame(out, index=X.index, columns=X.columns)
 
 # %% ../nbs/30_gbdt.ipynb #77ea970b
 def check_boosting_params(
@@ -1200,7 +1300,7 @@ def forest_margin(
     chunk_rows: int = 8192,  # rows per block, times 64 / number of trees (memory: rows x trees)
 ) -> np.ndarray:
     "Sum of the trees' predictions for the rows of `X` (floats, NaN missing), all trees walked together."
-    X = np.asarray(X, float)
+    X = _tree_rows(X, trees)
     n = len(X)
     T = len(trees)
     if T == 0:
@@ -1258,51 +1358,76 @@ class _GBDT(BaseEstimator):
         return tags
 
 # %% ../nbs/30_gbdt.ipynb #f5155321
+def _column_means(X, w=None):
+    "Weighted mean of each column's observed values (0 for none), exact at the ends of float64 (power-of-two scaling)."
+    obs = ~np.isnan(X)
+    w = np.ones(len(X)) if w is None else w
+    e = np.frexp(np.abs(np.where(obs, X, 0.0)).max(axis=0, initial=0.0))[1]  # |X / 2**e| <= 1: the sums stay finite
+    num = (np.ldexp(np.where(obs, X, 0.0), -e) * w[:, None]).sum(0)
+    den = (obs * w[:, None]).sum(0)
+    return np.where(den > 0, np.ldexp(num / np.where(den > 0, den, 1), e), 0.0)
+
+
 @patch
 def _fit_data(self: _GBDT, X, y, sample_weight):
     "Training data as floats `X` (categories coded, NaN imputed if `missing='impute'`), encoded `y` and weights."
     _check_params(self)
+    self.__dict__.pop('impute_values_', None)  # nothing kept from an earlier fit
     categories = _frame_categories(X)
-    X, y = validate_data(
-        self, _as_numeric_frame(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64, y_numeric=False
-    )
+    with np.errstate(over='ignore', invalid='ignore'):  # sklearn's finiteness test sums X (+-1e308 would warn)
+        X, y = validate_data(
+            self, numeric_features(X, categories), y, ensure_all_finite='allow-nan', dtype=np.float64, y_numeric=False
+        )
     self.categories_ = categories
     y = self._encode_y(y)
     sw = _check_sample_weight(sample_weight, len(y))
     if self.missing == 'impute':
-        obs = ~np.isnan(X)
-        w = np.ones(len(X)) if sw is None else sw
-        num, den = (np.where(obs, X, 0) * w[:, None]).sum(0), (obs * w[:, None]).sum(0)
-        self.impute_values_ = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
-        X = np.where(obs, X, self.impute_values_)
+        self.impute_values_ = _column_means(X, sw)
+        X = np.where(np.isnan(X), self.impute_values_, X)
     return X, y, sw
 
 
 @patch
 def _validate_X(self: _GBDT, X):
     "Prediction input as floats: categories coded as at fit, missing values imputed if `missing='impute'`."
-    X = validate_data(
-        self, _as_numeric_frame(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64, reset=False
-    )
+    with np.errstate(over='ignore', invalid='ignore'):
+        X = validate_data(
+            self, numeric_features(X, self.categories_), ensure_all_finite='allow-nan', dtype=np.float64, reset=False
+        )
     if self.missing == 'impute':
         X = np.where(np.isnan(X), self.impute_values_, X)
     return X
 
 # %% ../nbs/30_gbdt.ipynb #44f2bf13
+def _in_units(tree, e):
+    "A tree grown on targets measured in units of $2^e$, back in the targets' own units (exact: a power of two)."
+    if e:
+        with np.errstate(over='ignore'):  # a gain beyond float64 (|y| > 1e154) becomes inf
+            tree.value, tree.sum_grad = np.ldexp(tree.value, e), np.ldexp(tree.sum_grad, e)
+            tree.gain = np.ldexp(tree.gain, 2 * e)
+    return tree
+
+
 @patch
 def _fit(self: _GBDT, X, y, sample_weight):
     loss = self._loss
     X, y, sw = self._fit_data(X, y, sample_weight)
+    e, floor = self._units(y, sw)  # y in units of 2**e (the regressor's: near its spread), the gain floor in them
+    y = np.ldexp(y, -e)
     self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)
     codes = self.binner_.transform(X)
     layout = self.binner_.layout_
     if self.base_score is None:
-        self.base_margin_ = loss.init_margin(y, sw)
+        base = loss.init_margin(y, sw)
     else:
         loss.check_base_score(self.base_score)
-        self.base_margin_ = float(loss.link(self.base_score))
+        base = float(np.ldexp(loss.link(self.base_score), -e))
     names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
-    margin = np.full(len(y), self.base_margin_)
+    with np.errstate(over='ignore'):
+        gamma = float(np.ldexp(self.gamma, -2 * e))  # XGBoost's gamma is in the units of the gain: y squared
+    kw = dict(learning_rate=self.learning_rate, reg_lambda=self.reg_lambda, min_child_weight=self.min_child_weight)
+    kw.update(max_depth=self.max_depth, gamma=gamma, gain_floor=floor, feature_names=names)
+    margin = np.full(len(y), base)
     gh = np.empty((len(y), 2))
     provider = LocalHistograms(codes, layout)
     self.trees_ = []
@@ -1310,21 +1435,12 @@ def _fit(self: _GBDT, X, y, sample_weight):
         loss.gradients(y, margin, sw, out=gh)
         gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])  # exact sums in any order (see above)
         provider.start_tree(gh)
-        tree = grow_tree(
-            provider,
-            layout,
-            max_depth=self.max_depth,
-            learning_rate=self.learning_rate,
-            reg_lambda=self.reg_lambda,
-            gamma=self.gamma,
-            min_child_weight=self.min_child_weight,
-            feature_names=names,
-        )
+        tree = grow_tree(provider, layout, **kw)
         margin += provider.row_values(tree.value)
         if self.missing == 'probabilistic':
             tree.count = node_counts(tree, codes, layout.n_bins)
-        self.trees_.append(tree)
-    self.train_margin_ = margin
+        self.trees_.append(_in_units(tree, e))
+    self.base_margin_, self.train_margin_ = float(np.ldexp(base, e)), np.ldexp(margin, e)
     return self
 
 # %% ../nbs/30_gbdt.ipynb #f644d3ad
@@ -1343,6 +1459,10 @@ class GBDTClassifier(ClassifierMixin, _GBDT):
     _loss = LogisticLoss()
 
     def _encode_y(self, y):
+        if np.asarray(y).dtype == object:
+            kinds = {isinstance(v, str) for v in np.asarray(y).ravel() if not pd.isna(v)}
+            if len(kinds) > 1:
+                raise ValueError("y mixes text and numbers (e.g. 'yes' and 1): give every label the same type")
         check_classification_targets(y)
         y_type = type_of_target(y, input_name='y', raise_unknown=True)
         if y_type != 'binary':
@@ -1351,6 +1471,10 @@ class GBDTClassifier(ClassifierMixin, _GBDT):
         if len(self.classes_) < 2:
             raise ValueError("y has 1 class: binary classification needs two classes")
         return yi.astype(float)
+
+    def _units(self, y, sw):
+        "The logistic loss's gradients are bounded by 1 whatever the data: XGBoost's floor of 1e-6 as it is."
+        return 0, 1e-6
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1398,22 +1522,48 @@ def predict(
     return self.classes_[(margin > 0).astype(int)]
 
 # %% ../nbs/30_gbdt.ipynb #4bbaed52
+Y_MAX = np.finfo(np.float64).max / 16  # the regressor's largest |y|: its leaf values and predictions stay finite
+
+
 class GBDTRegressor(RegressorMixin, _GBDT):
     "Gradient-boosted regression trees with the squared error; XGBoost's `hist` algorithm, names and defaults."
 
     _loss = SquaredLoss()
 
     def _encode_y(self, y):
-        y = np.asarray(y, float)
+        try:
+            y = np.asarray(y, float)
+        except (TypeError, ValueError):
+            raise ValueError("y must be real numbers for the regressor (GBDTClassifier takes labels)") from None
         if not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity")
         big = np.abs(y).max(initial=0.0)
-        if big >= np.finfo(np.float64).max / (4 * max(len(y), 1)):  # sums of gradients must stay finite
-            raise ValueError(
-                f"y reaches {big:.3g}: sums of gradients over {len(y)} rows would overflow float64; "
-                f"rescale y (e.g. divide it by its standard deviation)"
-            )
+        if big > Y_MAX:
+            raise ValueError(f"y reaches {big:.3g}, beyond {Y_MAX:.3g}: predictions would overflow float64; rescale y")
         return y
+
+    def _units(self, y, sw):
+        """`(e, floor)`: $2^e$ is the power of two just above y's mean absolute deviation (the unit y is fitted in,
+        exactly), `floor` is 1e-6 times y's variance in that unit (XGBoost's floor when the variance is 1)."""
+        big = np.abs(y).max(initial=0.0)
+        if big == 0:
+            return 0, np.inf  # nothing to split
+        e0 = int(np.frexp(big)[1])
+        d = np.ldexp(y, -e0)  # |d| <= 1: no overflow below
+        d = d - np.average(d, weights=sw)
+        mad = np.average(np.abs(d), weights=sw)
+        if mad == 0:
+            return e0, np.inf  # a constant y: no split lowers the loss
+        e1 = int(np.frexp(mad)[1])
+        floor = 1e-6 * np.average(np.ldexp(d, -e1) ** 2, weights=sw)
+        if self.base_score is not None and isinstance(self.base_score, numbers.Real) and np.isfinite(self.base_score):
+            off = np.average(np.abs(np.ldexp(y, -e0 - e1) - np.ldexp(self.base_score, -e0 - e1)), weights=sw)
+            if off > 2.0**20:
+                raise ValueError(
+                    f"base_score={self.base_score!r} is {off:.3g} spreads of y away from y: the gradients would "
+                    f"drown the Hessians on the gradient grid; leave base_score=None or choose it near y"
+                )
+        return e0 + e1, float(floor)
 
 # %% ../nbs/30_gbdt.ipynb #60e1e62e
 @patch
@@ -1458,7 +1608,8 @@ def probabilistic_margin(
     "Sum of the trees' expected predictions, a missing split feature sending the row both ways by training fractions."
     if weights not in ('count', 'cover'):
         raise ValueError(f"weights must be 'count' or 'cover'; got {weights!r}")
-    X, out = np.asarray(X, float), np.zeros(len(X))
+    X = _tree_rows(X, trees)
+    out = np.zeros(len(X))
     for t in trees:
         w = t.count if weights == 'count' else t.sum_hess
         if w is None:

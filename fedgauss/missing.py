@@ -4,6 +4,8 @@
 
 # %% ../nbs/35_missing.ipynb #043c7bd0
 from __future__ import annotations
+import numbers
+
 import numpy as np
 import pandas as pd
 
@@ -14,39 +16,84 @@ __all__ = ['mask_mcar', 'mask_mnar', 'missing_value_models', 'missing_value_stud
 
 # %% ../nbs/35_missing.ipynb #95465508
 def mask_mcar(
-    X: pd.DataFrame,  # data (copied, not modified)
-    rate: float,  # probability that an entry goes missing
+    X,  # data: a DataFrame or a 2-D array (copied, not modified)
+    rate: float,  # probability that an entry goes missing, in [0, 0.5]
     rng=None,  # seed or Generator
-    columns=None,  # the columns to mask (default: all)
-) -> pd.DataFrame:
-    "A copy of `X` with each entry of `columns` set to NaN independently with probability `rate`."
-    _check_rate(rate)
-    rng, out = as_rng(rng), X.copy()
-    for c in X.columns if columns is None else columns:
-        out.loc[rng.random(len(X)) < rate, c] = np.nan
-    return out
+    columns=None,  # the columns to mask: a name (an array's: a position), a list of them, or None for all
+):
+    """A copy of `X` (of its type) with each entry of `columns` set to NaN independently with probability `rate`.
+    Masked bool and integer columns become float64 (numpy's have no missing value); other dtypes are kept."""
+    rate = _check_rate(rate)
+    F, was_array = _as_frame(X)
+    cols = _check_columns(F, columns)
+    rng, out = as_rng(rng), F.copy()
+    for c in cols:
+        _set_missing(out, c, rng.random(len(F)) < rate)
+    return out.to_numpy() if was_array else out
 
-
+# %% ../nbs/35_missing.ipynb #aeefefdf
 def _check_rate(rate):
-    if not (isinstance(rate, (int, float)) and 0 <= rate <= 0.5):
-        raise ValueError(f"rate must be in [0, 0.5]; got {rate!r}")
+    if not (isinstance(rate, numbers.Real) and not isinstance(rate, bool) and 0 <= rate <= 0.5):
+        raise ValueError(f"rate must be a number in [0, 0.5]; got {rate!r}")
+    return float(rate)
+
+
+def _as_frame(X, name='X'):
+    "`X` as a DataFrame (an array's columns named by their positions 0, 1, ...), and whether it was an array."
+    if isinstance(X, pd.DataFrame):
+        if X.columns.duplicated().any():
+            raise ValueError(f"{name} has duplicate column names: {X.columns[X.columns.duplicated()].tolist()}")
+        return X, False
+    if isinstance(X, pd.Series):
+        raise TypeError(f"{name} must be a DataFrame or a 2-D array; got a Series (use .to_frame())")
+    A = np.asarray(X)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows x columns); got an array of shape {A.shape}")
+    return pd.DataFrame(A), True
+
+
+def _check_columns(F, columns):
+    "The columns to mask: all, or `columns` (one name or a list), each a column of `F`, each once."
+    if columns is None:
+        return list(F.columns)
+    one = isinstance(columns, (str, numbers.Integral)) or not np.iterable(columns)
+    cols = [columns] if one else list(columns)
+    unknown = [c for c in cols if c not in F.columns]
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(map(repr, unknown))}; the columns are {list(F.columns)}")
+    twice = list(dict.fromkeys(c for c in cols if cols.count(c) > 1))
+    if twice:
+        raise ValueError(f"columns names {', '.join(map(repr, twice))} more than once (it would be masked twice)")
+    return cols
+
+
+def _set_missing(out, c, hit):
+    "Entries `hit` of column `c` of `out` become missing; numpy bool and integer columns become float64 first."
+    if isinstance(out[c].dtype, np.dtype) and out[c].dtype.kind in 'biu':
+        out[c] = out[c].astype(np.float64)
+    out.loc[hit, c] = np.nan
 
 # %% ../nbs/35_missing.ipynb #6762c02e
 def mask_mnar(
-    X: pd.DataFrame,  # data (copied, not modified)
-    rate: float,  # mean probability that an entry goes missing
+    X,  # data: a DataFrame or a 2-D array (copied, not modified)
+    rate: float,  # mean probability that an entry goes missing, in [0, 0.5]
     rng=None,  # seed or Generator
-    columns=None,  # the columns to mask (default: all)
-) -> pd.DataFrame:
-    "A copy of `X` where an entry of rank k (of n) in its column goes missing with probability min(1, 2 rate k / n)."
-    _check_rate(rate)
-    rng, out = as_rng(rng), X.copy()
-    for c in X.columns if columns is None else columns:
-        v = pd.Series(X[c].cat.codes if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c], index=X.index)
-        k = v.rank(method='average').to_numpy()
-        p = np.minimum(1.0, 2 * rate * np.nan_to_num(k, nan=0.0) / v.notna().sum())
-        out.loc[rng.random(len(X)) < p, c] = np.nan
-    return out
+    columns=None,  # the columns to mask: a name (an array's: a position), a list of them, or None for all
+):
+    """A copy of `X` (of its type) where an entry of rank k among the n observed values of its column goes missing
+    with probability min(1, 2 rate k / n); a category ranks by its code. Dtypes as in `mask_mcar`."""
+    rate = _check_rate(rate)
+    F, was_array = _as_frame(X)
+    cols = _check_columns(F, columns)
+    rng, out = as_rng(rng), F.copy()
+    for c in cols:
+        col = F[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.cat.codes.where(col.cat.codes >= 0)  # code -1 is a missing category, not the smallest
+        k = col.rank(method='average').to_numpy(dtype=float, na_value=np.nan)
+        p = np.minimum(1.0, 2 * rate * np.nan_to_num(k, nan=0.0) / max(int(col.notna().sum()), 1))
+        _set_missing(out, c, rng.random(len(F)) < p)
+    return out.to_numpy() if was_array else out
 
 # %% ../nbs/35_missing.ipynb #5141594d
 def missing_value_models(
@@ -54,13 +101,16 @@ def missing_value_models(
     max_depth: int = 6,  # depth
     seed: int = 0,  # seed of the imputer
 ) -> dict:
-    "The four ways to meet missing values, as estimators: name -> unfitted estimator."
+    "The four ways to meet missing values, as estimators: name -> unfitted estimator (hyperparameters checked)."
     from sklearn.experimental import enable_iterative_imputer  # noqa: F401
     from sklearn.impute import IterativeImputer
     from sklearn.pipeline import make_pipeline
-    from fedgauss.gbdt import GBDTClassifier
+    from fedgauss.gbdt import GBDTClassifier, check_boosting_params
 
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
     kw = dict(n_estimators=n_estimators, max_depth=max_depth)
+    check_boosting_params(GBDTClassifier(**kw))
     return {
         'default direction': GBDTClassifier(missing='learn', **kw),
         'mean imputation': GBDTClassifier(missing='impute', **kw),
@@ -93,20 +143,62 @@ def _setting_rows(X, y, Xt, yt, w, mech, r, seed, models, clean):
         rows.append(dict(where=w, mechanism=mech, rate=r, seed=seed, method=name, auc=auc))
     return rows
 
+# %% ../nbs/35_missing.ipynb #580f302e
+MECHANISMS, WHERE = ('MCAR', 'MNAR'), ('train and test', 'test only')
+
+
+def _check_choices(name, values, allowed=None):
+    "`values` as a non-empty list, each in `allowed` (when given)."
+    if isinstance(values, str) or not np.iterable(values):
+        raise ValueError(f"{name} must be a list or a tuple; got {values!r}")
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} is empty: nothing to study")
+    bad = [v for v in values if allowed is not None and v not in allowed]
+    if bad:
+        raise ValueError(f"{name}: unknown {', '.join(map(repr, bad))}; choose among {allowed}")
+    return values
+
+
+def _check_labels(y, n, name):
+    "Refuse labels of mixed types, of other than two classes, or not one per row; return the set of classes."
+    v = (y.to_numpy(dtype=object) if isinstance(y, (pd.Series, pd.Index)) else np.asarray(y, dtype=object)).ravel()
+    if len(v) != n:
+        raise ValueError(f"{name} has {len(v)} labels for {n} rows")
+    if pd.isna(v).any():
+        raise ValueError(f"{name} has missing labels")
+    if len({isinstance(a, str) for a in v}) > 1:
+        raise ValueError(f"{name} mixes text and numbers (e.g. 'yes' and 1): give every label the same type")
+    if len(set(v)) != 2:
+        raise ValueError(f"{name} has {len(set(v))} classes: the study scores two classes by their AUC")
+    return set(v)
+
 # %% ../nbs/35_missing.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
 def missing_value_study(
-    X,  # training features (DataFrame or array; NaN allowed)
-    y,  # training labels
+    X,  # training features (DataFrame or 2-D array; NaN allowed)
+    y,  # training labels (two classes)
     Xt,  # test features, same columns as `X`
-    yt,  # test labels
+    yt,  # test labels (the same two classes)
     mechanisms=('MCAR', 'MNAR'),  # missingness mechanisms: 'MCAR' and/or 'MNAR'
-    rates=(0.1, 0.3, 0.5),  # fractions of values removed from every feature
-    seeds=(0, 1, 2),  # seeds of the masks and of the models
+    rates=(0.1, 0.3, 0.5),  # fractions of values removed from every feature, each in [0, 0.5]
+    seeds=(0, 1, 2),  # seeds of the masks and of the models (non-negative integers)
     where=('train and test', 'test only'),  # when values go missing
     n_estimators: int = 100,  # trees of every boosted model
     max_depth: int = 6,  # depth of every tree
 ) -> pd.DataFrame:
     "Test AUC of every method in every setting: one row per (where, mechanism, rate, seed, method)."
+    X, Xt = _as_frame(X), _as_frame(Xt, 'Xt')
+    if list(Xt[0].columns) != list(X[0].columns):
+        raise ValueError(f"Xt's columns {list(Xt[0].columns)} are not X's {list(X[0].columns)}")
+    X, Xt = X[0], Xt[0]
+    classes, test_classes = _check_labels(y, len(X), 'y'), _check_labels(yt, len(Xt), 'yt')
+    if test_classes != classes:
+        raise ValueError(f"yt's classes {sorted(test_classes, key=str)} are not y's {sorted(classes, key=str)}")
+    mechanisms, where = _check_choices('mechanisms', mechanisms, MECHANISMS), _check_choices('where', where, WHERE)
+    rates = [_check_rate(r) for r in _check_choices('rates', rates)]
+    seeds = _check_choices('seeds', seeds)
+    for s in seeds:
+        missing_value_models(n_estimators, max_depth, s)  # every hyperparameter checked before the first fit
     rows, clean = [], {}
     for seed in seeds:
         for w in where:

@@ -31,7 +31,10 @@ def numeric(X):
 
 
 def models(n_trees, depth, bins, lr=0.3):
-    import lightgbm as lgb, xgboost as xgb
+    try:
+        import lightgbm as lgb, xgboost as xgb
+    except ImportError as e:  # the peers: pip install -e '.[bench]'
+        raise SystemExit(f"{e}: the benchmark's peers come with the bench extra: pip install -e '.[bench]'") from None
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     return {

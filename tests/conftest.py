@@ -4,7 +4,8 @@ The README's test command must pass on a bare machine (only Python). Tests that 
 machine may lack skip with a reason that says how to get it:
 - a real dataset that is neither in the data directory nor downloadable (`fedgauss.data.DataUnavailable`);
 - Debian's Chromium and npm, for the docs build and its browser check (`tests/test_docs.py`);
-- the `flower` extra (flwr, Ray, cryptography), for the Flower tests (`tests/test_flower*.py`).
+- the `flower` extra (flwr, Ray, cryptography), for the Flower tests (`tests/test_flower*.py`);
+- the `docs` extra (Sphinx, myst-nb, the theme, websocket-client), for the docs test (`tests/test_docs.py`).
 CI has all of them and sets FEDGAUSS_REQUIRE_ALL=1 (`.ci/run`): then each of these skips is a failure.
 """
 
@@ -51,6 +52,9 @@ def pytest_runtest_call(item):
 
 
 FLOWER_MISSING = [m for m in ('flwr', 'ray', 'cryptography') if importlib.util.find_spec(m) is None]
+DOCS_MISSING = [
+    m for m in ('sphinx', 'myst_nb', 'pydata_sphinx_theme', 'websocket') if importlib.util.find_spec(m) is None
+]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -61,6 +65,8 @@ def pytest_runtest_setup(item):
         skip_or_fail(
             f"the flower extra is not installed (no {', '.join(FLOWER_MISSING)}): pip install -e '.[dev,flower]'"
         )
+    if DOCS_MISSING and Path(str(item.fspath)).name == 'test_docs.py':
+        skip_or_fail(f"the docs extra is not installed (no {', '.join(DOCS_MISSING)}): pip install -e '.[dev,docs]'")
     try:
         return (yield)
     except DataUnavailable as e:

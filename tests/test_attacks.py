@@ -646,6 +646,71 @@ def test_nfl_collapsed_signatures_warn():
             cls(n_estimators=2, max_depth=2, rng=0).fit(_nfl_clients())
 
 
+# ---- private set intersection: hashed IDs and chosen IDs (issue 30 §1) ----
+def _psi_sets():
+    "A hub with 400 customer numbers and a member with 300 (150 in common), drawn from the ID space 0..999."
+    import numpy as np
+
+    space = np.arange(1000)
+    perm = np.random.default_rng(30).permutation(space)
+    return space, perm[:400], np.concatenate([perm[250:400], perm[400:550]])
+
+
+def _psi_greedy_run(declared_to_hub: int):
+    """A member that sends the whole ID space (1,000 values) whatever it declared (300); the hub checks the member's
+    values against `declared_to_hub`. Returns (the error, or None; the hub IDs the member learned; the channel)."""
+    from fedgauss.federation import Channel
+    from fedgauss.psi import psi_config, psi_party
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    space, hub_ids, member_ids = _psi_sets()
+
+    def greedy(ctx, data, cfg):
+        if cfg['me'] == cfg['hub']:
+            return psi_party(ctx, data, cfg)
+        return psi_party(ctx, dict(ids=space), dict(cfg, sizes=dict(cfg['sizes'], member=len(space))))
+
+    cfg = psi_config(['hub', 'member'], {'hub': len(hub_ids), 'member': declared_to_hub}, 'int')
+    ch = Channel()
+    try:
+        res, _, _ = run_protocol(
+            ProtocolSpec('psi-greedy', greedy, dealer=False),
+            {'hub': dict(ids=hub_ids), 'member': dict(ids=member_ids)}, cfg, ch,
+        )  # fmt: skip
+    except ValueError as e:
+        return str(e), None, ch
+    return None, set(space[res['member']['rows']].tolist()), ch
+
+
+def test_psi_member_cannot_list_the_id_space_beyond_its_declared_size():
+    """nb32a: PSI's output is a membership oracle; a member that sends every possible ID learns the hub's whole set.
+    The hub refuses more values than the member declared (300), before anything goes back; positive control: a hub
+    that took the member's word for 1,000 would have given away its whole list."""
+    space, hub_ids, _ = _psi_sets()
+    err, learned, ch = _psi_greedy_run(300)
+    assert err is not None and "member's 'blinded' must hold 300 encodings" in err and learned is None
+    assert not (ch.transcript.kind == 'aligned').any()
+    err, learned, _ = _psi_greedy_run(len(space))
+    assert err is None and learned == set(hub_ids.tolist())
+
+
+def test_psi_hub_values_resist_a_dictionary_attack():
+    """nb32a: a member that hashes the whole ID space itself finds none of the hub's values among its hashes: they are
+    raised to the hub's secret exponent. Positive control: with the exponent 1 (an unkeyed hash of the IDs, the naive
+    protocol) the same dictionary recovers the hub's whole list."""
+    import numpy as np
+    from fedgauss.psi import blind, hash_ids, psi_align
+
+    space, hub_ids, member_ids = _psi_sets()
+    al = psi_align([hub_ids, member_ids], names=['hub', 'member'], rng=0)
+    sent = next(m.payload for m in al.channel.messages if (m.sender, m.kind) == ('hub', 'blinded'))
+    dictionary = {bytes(h): i for i, h in zip(space.tolist(), hash_ids(space))}
+    assert sum(bytes(v) in dictionary for v in sent) == 0
+    naive = blind(hash_ids(hub_ids), (1).to_bytes(32, 'little'))
+    assert {dictionary[bytes(v)] for v in naive} == set(hub_ids.tolist())
+    assert np.array_equal(naive, hash_ids(hub_ids))
+
+
 # ---- dropout-tolerant secure aggregation: a server that lies about who dropped (issue 30 §2) ----
 # `fedgauss.secagg.lying_server` plays the protocol honestly up to the unmasking round, then lies to get both masks of
 # a live client. Before issue 30 the only dropout recovery was `secure_sum(on_dropout='recover')`, which has no

@@ -231,6 +231,12 @@ def test_regressor_equals_xgboost(adult):
     ref = xgb.XGBRegressor(tree_method='hist', max_bin=256, base_score=40.0, n_jobs=1, **p).fit(A[:, keep], y)
     d = np.abs(ours.predict(At[:, keep]) - ref.predict(At[:, keep]))
     assert d.max() < 1e-3 and np.median(d) < 1e-4
+    # the same trees: the floor in the units of y (1e-6 Var(y), issue 31) keeps the splits XGBoost's 1e-6 keeps
+    dumps = ref.get_booster().get_dump(with_stats=True)
+    for t, dump in zip(ours.trees_, dumps):
+        xnodes = _xgb_nodes(dump)
+        assert t.n_leaves == sum(v[0] == 'leaf' for v in xnodes.values())
+        assert _first_difference(t, xnodes) is None
 
 
 def test_sample_weight_equals_xgboost(adult):
