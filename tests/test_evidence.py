@@ -26,11 +26,6 @@ NBS = ROOT / 'nbs'
 
 # notebooks with a displaying cell and no output, or a figure missing, when this test was written (issue 28)
 NOT_YET = {
-    '10_yeojohnson.ipynb',
-    '13_yj_cli.ipynb',
-    '20_dp.ipynb',
-    '40_mvppca.ipynb',
-    '41_mvppca_dp.ipynb',
     '91_repro_dpgbdt.ipynb',
     '92_repro_nflgbdt.ipynb',
 }
