@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'
 
 # notebooks with a displaying cell and no output, or a figure missing, when this test was written (issue 28)
-NOT_YET = {'91_repro_dpgbdt.ipynb', '92_repro_nflgbdt.ipynb'}
+NOT_YET = {'92_repro_nflgbdt.ipynb'}
 
 _DIRECTIVE = re.compile(r'^\s*#\s*\|\s*(.*?)\s*$')
 _DISPLAY_CALLS = {'print', 'display', 'Markdown', 'HTML', 'show_doc'}
@@ -117,11 +117,18 @@ def cell_shows(src: str) -> tuple:
     )
     shows = figure or any(a in _DISPLAY_CALLS for o, a in calls)
     last = tree.body[-1] if tree.body else None
+    # a function the cell defines that returns no value displays nothing when called last (a module's set-up call)
+    procs = {
+        f.name
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef) and not any(isinstance(r, ast.Return) and r.value for r in ast.walk(f))
+    }
     if isinstance(last, ast.Expr) and not _python(src).rstrip().endswith(';'):
         v = last.value
         name = v.func.attr if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) else None
         name = v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else name
-        if not (name and _QUIET.match(name)) and not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
+        quiet = name and (_QUIET.match(name) or (isinstance(v.func, ast.Name) and name in procs))
+        if not quiet and not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
             shows = True
     return shows, figure
 
@@ -251,6 +258,7 @@ def test_what_displays_nothing_is_not_asked_for(tmp_path):
     "Assignments, checks, definitions that print inside, `;`, unexecuted cells and the paper's figures ask for nothing."
     quiet = [
         '#| export\ndef f(x):\n    print(x)\n    return x',
+        '#| export\ndef _setup():\n    x = 1\n\n\n_setup()',  # a set-up call that returns nothing
         'y = f(2)',
         'test_eq(f(2), 2)',
         'np.testing.assert_allclose(1, 1)',
