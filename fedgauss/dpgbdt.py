@@ -28,7 +28,7 @@ from fedgauss.dp import (
 )
 from .entropy import derive_key, experiment_key, party_rngs, prg, secret_bytes, secret_rng, secret_uint64
 from .gbdt import uniform_candidates, log_candidates, quantile_candidates
-from .smc import RFC3526_P2048, ProtocolSpec, register_protocol, run_protocol
+from .smc import RFC3526_P2048, run_protocol
 
 try:
     from gmpy2 import powmod as _powmod, mpz as _mpz  # optional speed-up (the 'fast' extra)
@@ -36,11 +36,43 @@ except ImportError:
     _powmod, _mpz = pow, int
 
 # %% auto #0
-__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'DPGBDT_PROTOCOL', 'gh_sensitivity', 'plan_queries',
-           'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate',
-           'key_agreement', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
-           'route', 'forest_sum', 'hist_best_splits', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
-           'draw_noise_shares', 'dpgbdt_check', 'dpgbdt_client', 'dpgbdt_server', 'DPGBDTClassifier', 'DPGBDTRegressor']
+__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
+           'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement',
+           'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits', 'route', 'forest_sum',
+           'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
+           'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
+
+# %% ../nbs/31_dpgbdt.ipynb #083277d2
+def _real(v, name, low=0.0, strict=True, inf=False):
+    "`v` as a float, or a ValueError naming `name`: a real number > `low` (>= if not `strict`), finite unless `inf`."
+    ok = isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
+    f = float(v) if ok else math.nan
+    if not (f > low if strict else f >= low) or not (inf or math.isfinite(f)):
+        raise ValueError(
+            f"{name} must be a {'' if inf else 'finite '}number {'>' if strict else '>='} {low:g}; got {v!r}"
+        )
+    return f
+
+
+def _int(v, name, low=1, high=None):
+    "`v` as an int, or a ValueError naming `name`: an integer (not a bool) in [low, high]."
+    ok = isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if not ok or v < low or (high is not None and v > high):
+        raise ValueError(f"{name} must be an integer in [{low}, {'inf' if high is None else high}]; got {v!r}")
+    return int(v)
+
+
+def _arr(v, name, ndim=None, finite=True) -> np.ndarray:
+    "`v` as a float array, or a ValueError naming `name`: `ndim` dimensions, finite unless `finite` is False."
+    try:
+        a = np.asarray(v, float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numbers; got {type(v).__name__}") from None
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-d; got shape {a.shape}")
+    if finite and not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return a
 
 # %% ../nbs/31_dpgbdt.ipynb #c04dc2f8
 def gh_sensitivity(
@@ -51,7 +83,10 @@ def gh_sensitivity(
     "Add/remove sensitivities $(\\Delta_g, \\Delta_h)$ of a sum of per-row gradients and Hessians."
     if weight_update not in WEIGHT_UPDATES:
         raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}; got {weight_update!r}")
+    if task not in ('classification', 'regression'):
+        raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
     if task == 'regression':
+        _real(grad_clip, 'grad_clip')
         return float(grad_clip), 1.0
     return (1.0, 0.25) if weight_update == 'newton' else (1.0, 1.0)
 
@@ -75,8 +110,14 @@ def plan_queries(
     if gh_release not in ('vector', 'split'):
         raise ValueError(f"gh_release must be 'vector' or 'split'; got {gh_release!r}")
     m = 1 if gh_release == 'vector' else 2
-    k = np.asarray(tree_features, int)
+    _int(max_depth, 'max_depth')
+    k = np.asarray(tree_features)
+    if k.ndim != 1 or not len(k) or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
+        raise ValueError(
+            f"tree_features must be one count >= 1 per tree (at least one tree); got {tree_features!r:.80}"
+        )
     T = len(k)
+    _int(ih_trees, 'ih_trees', 0, T)
     q = {}
     if split_method == 'totally_random':
         q['leaves'] = m * T
@@ -97,6 +138,7 @@ def calibrate_multiplier(
     accountant: str = 'rdp',  # 'rdp' (Rényi DP, fedgauss.dp) or 'exact' (the C releases as one Gaussian)
 ) -> float:  # the noise multiplier z (noise standard deviation / L2 sensitivity)
     "Noise multiplier $z$ such that `count` Gaussian queries with multiplier $z$ are (epsilon, delta)-DP by `accountant`."
+    _int(count, 'count')
     if accountant == 'rdp':
         return calibrate_noise_multiplier(epsilon, delta, count)
     if accountant == 'exact':
@@ -112,6 +154,7 @@ def spent_epsilon(
     gamma: float = 0.0,  # 'exact': max-divergence between the real releases and their continuous surrogate
 ) -> float:  # the ε spent
     "The epsilon of `count` Gaussian queries with multiplier `z` at `delta`, by `accountant` ('exact' pays `gamma`)."
+    _int(count, 'count'), _real(z, 'z')
     if accountant == 'rdp':
         return RDPAccountant().add_gaussian(z, count).epsilon(delta)
     if accountant == 'exact':
@@ -124,6 +167,7 @@ def ddg_tau_log10(
     n_clients: int,  # number K of clients adding a share
 ) -> float:  # log10 of tau
     "log10 of Kairouz-Liu-Steinke's tau for the sum of `n_clients` discrete Gaussians of standard deviation `sigma_client`."
+    _real(sigma_client, 'sigma_client'), _int(n_clients, 'n_clients')
     j = np.arange(1, n_clients, dtype=float)
     if len(j) == 0:
         return -math.inf
@@ -150,6 +194,7 @@ class NoisePool:
         n: int,  # number of samples wanted
     ) -> np.ndarray:  # n unused samples
         "The next `n` samples (drawing more if the plan was exceeded)."
+        n = _int(n, 'n', 0)
         if self._pos + n > len(self._buf):
             self._buf = np.concatenate([self._buf[self._pos :], discrete_gaussian(self.sigma, max(n, 1024), self.rng)])
             self._pos = 0
@@ -207,7 +252,10 @@ def masked(
     ints: np.ndarray,  # the int64 vector to hide (fixed-point values plus noise)
 ) -> np.ndarray:  # uint64 masked vector
     "`ints` (int64) plus this release's pairwise masks, as uint64 (mod 2^64); releases happen in the same order everywhere."
-    y = np.asarray(ints, np.int64).ravel().view(np.uint64)
+    a = np.asarray(ints)
+    if not np.issubdtype(a.dtype, np.integer) or (a.dtype.kind == 'u' and a.size and a.max() > 2**63 - 1):
+        raise ValueError(f"ints must be an int64 vector (fixed-point encoded); got dtype {a.dtype}")
+    y = a.astype(np.int64).ravel().view(np.uint64)
     if getattr(self, '_mask', None) is None or self._mpos + y.size > len(self._mask):
         self.premask(max(y.size, 4096))
     out = y + self._mask[self._mpos : self._mpos + y.size]
@@ -234,7 +282,10 @@ def key_agreement(
     rng,  # keys the clients' secret generators (each its own, `party_rngs`)
 ):
     "One Diffie-Hellman round through the server: every pair of clients gets a shared seed."
-    ch, rngs = clients[0].channel, party_rngs(rng, [c.name for c in clients])
+    names = [c.name for c in clients]
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise ValueError(f"key agreement needs at least 2 clients with distinct names; got {names}")
+    ch, rngs = clients[0].channel, party_rngs(rng, names)
     for c in clients:
         c.key_agree(server, rngs[c.name])
     pub = {c.name: ch.receive(server, 'public key', sender=c.name) for c in clients}
@@ -257,7 +308,14 @@ def initial_candidates(
     "(F, Q) thresholds per feature (rows padded with +inf) from public bounds, or pooled quantiles for 'quantile'."
     if method not in CANDIDATES:
         raise ValueError(f"split_candidates must be one of {CANDIDATES}; got {method!r}")
-    F, Q = len(lo), int(n_candidates)
+    lo, hi, Q = _arr(lo, 'lo', 1), _arr(hi, 'hi', 1), _int(n_candidates, 'n_candidates')
+    F = len(lo)
+    if len(hi) != F:
+        raise ValueError(f"lo and hi must have one bound per feature; got {F} and {len(hi)}")
+    if (bad := np.flatnonzero(lo > hi)).size:
+        raise ValueError(f"bounds are inverted (lo > hi) for feature(s) {bad[:5].tolist()}")
+    if method == 'quantile' and (X is None or np.ndim(X) != 2 or np.shape(X)[1] != F):
+        raise ValueError(f"'quantile' needs the pooled rows X, an (n, {F}) array")
     out = np.full((F, Q), np.inf)
     for f in range(F):
         if method == 'quantile':
@@ -279,12 +337,14 @@ def ih_candidates(
     hess_hist,  # (Q+1,) noisy Hessian mass of the bins the thresholds delimit
 ) -> np.ndarray:  # (Q,) new thresholds
     "New thresholds splitting the (noisy) Hessian mass of the current bins evenly (piecewise-uniform density within bins)."
-    t = np.asarray(thresholds, float)
+    t, h = np.asarray(thresholds, float), _arr(hess_hist, 'hess_hist', 1)
     Q = len(t)
+    if len(h) != Q + 1:
+        raise ValueError(f"hess_hist must have one value per bin ({Q + 1} for {Q} thresholds); got {len(h)}")
     if not np.isfinite(t).all() or not hi > lo:
         return t
     edges = np.concatenate([[min(lo, t[0])], t, [max(hi, t[-1])]])
-    w = np.clip(np.asarray(hess_hist, float), 0, None)
+    w = np.clip(h, 0, None)
     if w.sum() <= 0:
         return t
     w = w + 1e-3 * w.mean()
@@ -299,9 +359,13 @@ def ih_greedy_candidates(
     n_candidates: int,  # Q, the nominal number of candidates
 ) -> np.ndarray:  # new increasing thresholds (their number may differ from Q)
     "The authors' greedy IH pass: keep t_b where the running Hessian mass exceeds total/Q, then fill the gaps."
-    t = np.asarray(thresholds, float)
-    Q, Qc = int(n_candidates), len(t)
-    w, opt = np.clip(np.asarray(hess_hist, float), 0, None), total_hess / n_candidates
+    t, Q = _arr(thresholds, 'thresholds', 1), _int(n_candidates, 'n_candidates')
+    Qc = len(t)
+    if Qc == 0 or len(np.atleast_1d(hess_hist)) != Qc + 1:
+        raise ValueError(
+            f"thresholds must be non-empty with one more hess_hist value; got {Qc} and {np.size(hess_hist)}"
+        )
+    w, opt = np.clip(_arr(hess_hist, 'hess_hist', 1), 0, None), _real(total_hess, 'total_hess', -math.inf) / Q
     new, acc = [], 0.0
     for b in range(Qc):  # a loop over <= 2Q bins, not rows
         acc += w[b]
@@ -309,13 +373,14 @@ def ih_greedy_candidates(
             new.append(t[b])
             acc = 0.0
             if Qc < Q and len(new) < Q:
-                new.append((t[b] + t[b + 1]) / 2)
+                new.append(t[b] / 2 + t[b + 1] / 2)  # no overflow near ±1e308
         elif b == Qc - 1:
             new.append(t[b])
     new = np.unique(new)
     if len(new) < Q:
         m = math.ceil(Q / len(new))
-        new = np.unique(np.concatenate([new] + [np.linspace(a, b, m, endpoint=False) for a, b in zip(new, new[1:])]))
+        k = np.arange(m) / m  # a (1 - k) + b k: equal steps without overflow near ±1e308
+        new = np.unique(np.concatenate([new] + [a * (1 - k) + b * k for a, b in zip(new, new[1:])]))
     return new
 
 # %% ../nbs/31_dpgbdt.ipynb #bc19def7
@@ -323,10 +388,14 @@ def random_tree_splits(
     candidates,  # (F, Q) thresholds per feature, padded with +inf
     features,  # features this tree may split on
     max_depth: int,  # levels of splits d
-    rng,  # numpy Generator
+    rng,  # numpy Generator (or an int seed): the server's public random choices
 ) -> tuple:  # (feature, candidate index) arrays of the 2^d - 1 internal nodes, in heap order
     "Totally random complete tree: (feature, candidate index) per internal node, -1 index for 'all left'."
-    F, Q = candidates.shape
+    F, Q = np.shape(candidates) if np.ndim(candidates) == 2 else (0, 0)
+    features, rng = list(features), as_rng(rng)
+    if not F or not features or not all(isinstance(f, numbers.Integral) and 0 <= f < F for f in features):
+        raise ValueError(f"features must be a non-empty list of indices of the {F} rows of candidates; got {features}")
+    _int(max_depth, 'max_depth')
     n_int = 2**max_depth - 1
     feat, idx = np.zeros(n_int, np.intp), np.full(n_int, -1, np.intp)
     nfin = np.isfinite(candidates).sum(1)
@@ -348,6 +417,23 @@ def random_tree_splits(
         lo[2 * i + 1], hi[2 * i + 1], lo[2 * i + 2], hi[2 * i + 2] = a, bl, ar, b
     return feat, idx
 
+# %% ../nbs/31_dpgbdt.ipynb #6e444e16
+def _check_trees(X, feats, thrs, leaves, max_depth):
+    "A ValueError naming the argument whose shape does not fit complete trees of depth `max_depth` over X's columns."
+    d = _int(max_depth, 'max_depth')
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be 2-d (rows, features); got shape {np.shape(X)}")
+    n_int, F = 2**d - 1, np.shape(X)[1]
+    f = np.asarray(feats)
+    if f.ndim != 2 or f.shape[1] != n_int or np.shape(thrs) != f.shape:
+        raise ValueError(
+            f"features and thresholds must be (trees, {n_int}) for depth {d}; got {f.shape}, {np.shape(thrs)}"
+        )
+    if leaves is not None and np.shape(leaves) != (len(f), n_int + 1):
+        raise ValueError(f"leaves must be ({len(f)}, {n_int + 1}) for depth {d}; got {np.shape(leaves)}")
+    if f.size and (not np.issubdtype(f.dtype, np.integer) or f.min() < 0 or f.max() >= F):
+        raise ValueError(f"split features must be column indices in [0, {F}); got {f.min()} .. {f.max()}")
+
 # %% ../nbs/31_dpgbdt.ipynb #27bd94b8
 def route(
     X,  # (n, F) rows
@@ -356,6 +442,7 @@ def route(
     max_depth: int,  # levels of splits d
 ) -> np.ndarray:  # leaf index of each row
     "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr)."
+    _check_trees(X, np.asarray(feat)[None], np.asarray(thr)[None], None, max_depth)
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
     for _ in range(max_depth):
@@ -372,6 +459,7 @@ def forest_sum(
     chunk: int = 64,  # trees routed together (memory: chunk x n)
 ) -> np.ndarray:  # (n,) sum of the leaf values
     "Sum over trees of the leaf values reached by each row (trees stacked as (T, nodes) arrays)."
+    _check_trees(X, feats, thrs, leaves, max_depth)
     out = np.zeros(len(X))
     rows = np.arange(len(X))[None, :]
     off = 2**max_depth - 1
@@ -392,7 +480,16 @@ def _score(G, H, lam, clip=2.0):
     return -(2 * G * w + H * w * w)
 
 
-def _gain(GL, HL, GR, HR, lam, G=None, H=None, clip=2.0):
+def clipped_gain(
+    GL,  # noisy gradient sum(s) of the left child
+    HL,  # noisy Hessian sum(s) of the left child
+    GR,  # noisy gradient sum(s) of the right child
+    HR,  # noisy Hessian sum(s) of the right child
+    lam: float,  # L2 regularisation lambda
+    G=None,  # the parent's gradient sum; None: GL + GR
+    H=None,  # the parent's Hessian sum; None: HL + HR
+    clip: float = 2.0,  # max_delta_step: leaves clipped to +-clip
+):  # the gain of each split (broadcast over the inputs)
     "XGBoost's split gain with max_delta_step = `clip`; the parent's (G, H) default to the children's sums."
     G = GL + GR if G is None else G
     H = HL + HR if H is None else H
@@ -408,6 +505,9 @@ def hist_best_splits(
     bins=None,  # (low, high): (nodes, k) first and last bin each node's path allows; None: all bins
 ) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain) per node
     "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
+    hist, nfin = np.asarray(hist, float), np.asarray(nfin)
+    if hist.ndim != 4 or hist.shape[3] != 2 or nfin.shape != (hist.shape[1],):
+        raise ValueError(f"hist must be (nodes, k, Q+1, 2) with nfin (k,); got {hist.shape} and {nfin.shape}")
     Q = hist.shape[2] - 1
     ok = np.arange(Q)[None, None, :] < nfin[None, :, None]
     if bins is not None:  # the path's bins only: the others are empty but for noise
@@ -417,7 +517,7 @@ def hist_best_splits(
     cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
     rs = hist.sum(2, keepdims=True) - cs
     P = (None, None) if node_tot is None else (node_tot[:, None, None, 0], node_tot[:, None, None, 1])
-    g = _gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
+    g = clipped_gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
     g = np.where(ok, g, -np.inf)
     flat = g.reshape(len(g), -1).argmax(1)
     fs, js = np.divmod(flat, Q)
@@ -425,9 +525,16 @@ def hist_best_splits(
     return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
 
 # %% ../nbs/31_dpgbdt.ipynb #c86d1296
-def _child_bins(bins, fs, js, stop):
+def child_bins(
+    bins: tuple,  # (low, high): (nodes, k) first and last bin each node's path allows, per feature slot
+    fs,  # (nodes,) feature slot of each node's split
+    js,  # (nodes,) candidate of each node's split
+    stop,  # (nodes,) True where the node does not split (its children keep its bins)
+) -> tuple:  # (low, high) of the 2 * nodes children, heap order
     "Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j."
     lo, hi = bins
+    if len(fs) and (np.max(fs) >= lo.shape[1] or np.min(fs) < 0):
+        raise ValueError(f"fs must be feature slots in [0, {lo.shape[1]}); got {np.min(fs)} .. {np.max(fs)}")
     n, s = np.arange(len(fs))[~stop], ~stop
     llo, lhi, rlo, rhi = lo.copy(), hi.copy(), lo.copy(), hi.copy()
     lhi[n, fs[s]] = js[s]
@@ -445,12 +552,15 @@ def leaf_values(
     task: str = 'classification',  # 'classification' or 'regression'
 ) -> np.ndarray:  # leaf values before the learning rate
     "Leaf values from noisy sums (before the learning rate / averaging)."
-    G, H = np.asarray(G, float), np.asarray(H, float)
+    gh_sensitivity(weight_update, task)  # checks both names
+    G, H, lam = _arr(G, 'G'), _arr(H, 'H'), _real(reg_lambda, 'reg_lambda', strict=False)
+    if G.shape != H.shape:
+        raise ValueError(f"G and H must have the same shape; got {G.shape} and {H.shape}")
     if weight_update == 'averaging':
         if task == 'regression':
             return np.where(H > 0, G / np.maximum(H, 1e-12), 0.0)
         return np.where(H > 0, np.clip(G / np.maximum(H, 1e-12), 0, 1), 0.5)
-    w = np.where(H > 0, -G / (np.maximum(H, 0) + reg_lambda), 0.0)
+    w = np.divide(-G, np.maximum(H, 0) + lam, out=np.zeros_like(G), where=H > 0)  # 0 where the noisy H <= 0
     return np.clip(w, -leaf_clip, leaf_clip)
 
 # %% ../nbs/31_dpgbdt.ipynb #cbbd7cb6
@@ -636,9 +746,11 @@ def _as_matrix(X, columns=None):
                 v = s.cat.codes.to_numpy().astype(float)
                 v[v < 0] = np.nan
                 cols.append(v)
+            elif pd.api.types.is_complex_dtype(s.dtype):
+                raise ValueError(f"Complex data not supported: column {c!r} of X")
             else:
                 try:
-                    cols.append(s.to_numpy(dtype=float))
+                    cols.append(s.to_numpy(dtype=float, na_value=np.nan))
                 except (TypeError, ValueError) as e:
                     raise ValueError(f"column {c!r} of X must be numeric or categorical: {e}") from None
         A = np.column_stack(cols) if cols else np.empty((len(X), 0))
@@ -659,7 +771,9 @@ def _as_matrix(X, columns=None):
     if A.shape[1] == 0:
         raise ValueError(f"0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
     if not np.isfinite(A).all():
-        raise ValueError("X contains NaN or infinity: impute or drop those rows first")
+        bad = np.flatnonzero(~np.isfinite(A).all(0))
+        names = list(X.columns[bad]) if isinstance(X, pd.DataFrame) else bad.tolist()
+        raise ValueError(f"X contains NaN or infinity in column(s) {names[:5]}: impute or drop those rows first")
     return A
 
 
@@ -695,25 +809,6 @@ def _check_params(self: _DPGBDT):
     if self.noise not in ('distributed', 'aggregator'):
         raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
     self._check_numbers()
-
-# %% ../nbs/31_dpgbdt.ipynb #083277d2
-def _real(v, name, low=0.0, strict=True, inf=False):
-    "`v` as a float, or a ValueError naming `name`: a real number > `low` (>= if not `strict`), finite unless `inf`."
-    ok = isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
-    f = float(v) if ok else math.nan
-    if not (f > low if strict else f >= low) or not (inf or math.isfinite(f)):
-        raise ValueError(
-            f"{name} must be a {'' if inf else 'finite '}number {'>' if strict else '>='} {low:g}; got {v!r}"
-        )
-    return f
-
-
-def _int(v, name, low=1, high=None):
-    "`v` as an int, or a ValueError naming `name`: an integer (not a bool) in [low, high]."
-    ok = isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-    if not ok or v < low or (high is not None and v > high):
-        raise ValueError(f"{name} must be an integer in [{low}, {'inf' if high is None else high}]; got {v!r}")
-    return int(v)
 
 # %% ../nbs/31_dpgbdt.ipynb #bb4de30e
 @patch
@@ -753,7 +848,12 @@ def feature_schedule(
     rng=None,  # int or numpy Generator (random k-way)
 ) -> list:  # the feature indices of each tree
     "The features of each tree."
-    F = n_features
+    F = _int(n_features, 'n_features')
+    _int(n_estimators, 'n_estimators')
+    if interaction not in (None, 'cyclical', 'random'):
+        raise ValueError(f"interaction must be None, 'cyclical' or 'random'; got {interaction!r}")
+    if k is not None:
+        _int(k, 'k')
     if interaction is None:
         return [np.arange(F)] * n_estimators
     k = min(int(k or 1), F)
@@ -974,7 +1074,10 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
     K = len(data)
     dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
     self._need = need = self._noise_needs(sched, ih)
+    self._check_size(need, len(sched), K)
     scales = self._noise(n, F, K, dg, dh)
+    if task == 'regression':
+        self._check_targets(np.concatenate([y for _, y in data]), len(sched), B)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
     keys = 'weight_update grad_clip max_depth reg_lambda leaf_clip learning_rate split_method noise ih_method n_candidates'.split()
     return dict(
@@ -997,6 +1100,22 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         noisy=bool(self.noise_multiplier_ > 0),
     )
 
+# %% ../nbs/31_dpgbdt.ipynb #8c07c0ab
+def draw_noise_shares(
+    scales: dict,  # noise scale of this party's share per component ('g', 'h', 'ih'); 0: none
+    need: dict,  # samples per component, from the plan (`_noise_needs`)
+    rng,  # this party's secret generator (anything else keys one: `secret_rng`)
+) -> dict:  # {scale: pre-drawn discrete Gaussian samples}, one buffer per distinct scale
+    "A party's discrete Gaussian noise shares for the whole fit, in the plan's order (one buffer per distinct scale)."
+    pools, rng = {}, secret_rng(rng)
+    if miss := [k for k, s in scales.items() if _real(s, f'scales[{k!r}]', strict=False) > 0 and k not in need]:
+        raise ValueError(f"need has no sample count for the scale(s) {miss}")
+    for kind, s in scales.items():
+        if s > 0:
+            d = discrete_gaussian(s, max(int(need[kind]), 1), rng)
+            pools[s] = d if s not in pools else np.concatenate([pools[s], d])
+    return pools
+
 # %% ../nbs/31_dpgbdt.ipynb #d6689c25
 @patch
 def _private_inputs(self: _DPGBDT, data, cfg, key):
@@ -1010,314 +1129,6 @@ def _private_inputs(self: _DPGBDT, data, cfg, key):
         if cfg['noisy'] and (p == 'noise' or cfg['noise'] == 'distributed'):
             datas[p]['noise'] = draw_noise_shares(cfg['scales'], cfg['need'], rngs[p])
     return datas
-
-# %% ../nbs/31_dpgbdt.ipynb #52b7ee2a
-class _Link:
-    "A program's channel as a `Party` sees it: `send` queues the message in the program's context (`PartySMC`)."
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def send(self, sender, receiver, kind, payload):
-        self.ctx.send(getattr(receiver, 'name', receiver), kind, payload)
-
-
-def _pool(sigma, samples, rng):
-    "A `NoisePool` holding pre-drawn `samples` (more are drawn from `rng` only past the plan)."
-    p = NoisePool.__new__(NoisePool)
-    p.sigma, p.rng, p._buf, p._pos = float(sigma), rng, np.asarray(samples), 0
-    return p
-
-# %% ../nbs/31_dpgbdt.ipynb #8c07c0ab
-def draw_noise_shares(
-    scales: dict,  # noise scale of this party's share per component ('g', 'h', 'ih'); 0: none
-    need: dict,  # samples per component, from the plan (`_noise_needs`)
-    rng,  # this party's secret generator (anything else keys one: `secret_rng`)
-) -> dict:  # {scale: pre-drawn discrete Gaussian samples}, one buffer per distinct scale
-    "A party's discrete Gaussian noise shares for the whole fit, in the plan's order (one buffer per distinct scale)."
-    pools, rng = {}, secret_rng(rng)
-    for kind, s in scales.items():
-        if s > 0:
-            d = discrete_gaussian(s, max(int(need[kind]), 1), rng)
-            pools[s] = d if s not in pools else np.concatenate([pools[s], d])
-    return pools
-
-# %% ../nbs/31_dpgbdt.ipynb #f5f0d0a2
-def dpgbdt_check(
-    data: dict,  # one party's arrays: 'X' (n, F) and 'y' (n,); the noise party ('noise') has none
-    cfg: dict,  # the public configuration; `cfg['me']` names the party
-):
-    "Refuse a party's data before any message leaves: F finite numeric columns, some rows, one finite label per row."
-    me = cfg['me']
-    if me == 'noise':
-        return
-    X, y = np.asarray(data.get('X')), np.asarray(data.get('y'))
-    F = cfg['n_features']
-    if X.ndim != 2 or X.shape[1] != F:
-        raise ValueError(f"{me} has {X.shape[1] if X.ndim == 2 else X.shape} columns, expected {F}")
-    if len(X) == 0:
-        raise ValueError(f"{me} has no rows")
-    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-        raise ValueError(f"{me}: X must be numeric, without NaN or infinity")
-    if y.shape != (len(X),) or not np.issubdtype(y.dtype, np.number) or not np.isfinite(y).all():
-        raise ValueError(f"{me}: y must be {len(X)} finite numbers (one per row)")
-
-# %% ../nbs/31_dpgbdt.ipynb #a5f1abeb
-def _client_start(ctx, data, cfg):
-    "Generator: a client (or the noise party) joins the key agreement and prepares its masks, bins and noise shares."
-    me, S, F = cfg['me'], 'server', cfg['n_features']
-    X, y = (data['X'], data['y']) if me != 'noise' else (np.zeros((1, F)), np.zeros(1))
-    c = DPGBDTClient(me, _Link(ctx), X, y)
-    g = secret_rng(ctx.rng)  # this party's secret generator (ctx.rng keys one if it is not secret already)
-    sec = data.get('secret')  # the estimator pre-draws it with the party's own generator; a node draws its own
-    c.key_agree(S, g, None if sec is None else bytes(np.asarray(sec, np.uint8)))
-    c.key_finish(S, (yield from ctx.recv('public keys', S)))
-    c.premask(sum(cfg['need'].values()) + 2 * cfg['T'])
-    c.setup(
-        np.asarray(cfg['candidates'], float),
-        cfg['loss'],
-        cfg['dg'],
-        cfg['dh'],
-        cfg['weight_update'],
-        cfg['grad_clip'],
-        cfg['bounds'],
-    )
-    c.frac_bits = cfg['frac_bits']
-    adds = cfg['noisy'] and (me == 'noise' if cfg['noise'] == 'aggregator' else True)  # this party adds noise
-    sig = {k: (s if adds else 0) for k, s in cfg['scales'].items()}
-    if adds:
-        pools = data.get('noise')
-        pools = draw_noise_shares(cfg['scales'], cfg['need'], g) if pools is None else pools
-        c.pools = {s: _pool(s, b, g) for s, b in pools.items()}
-    return c, sig
-
-# %% ../nbs/31_dpgbdt.ipynb #09a0c56c
-def dpgbdt_client(
-    ctx,  # the party's `PartySMC`: its mailbox, phase and rng
-    data: dict,  # its own arrays 'X' (n, F), 'y' (n,); optional pre-drawn 'secret' (32 bytes), 'noise'
-    cfg: dict,  # the public configuration; `cfg['me']` its name ('noise': the noise party of `noise='aggregator'`)
-):
-    "Generator: a client's whole fit: key agreement, then per tree its noisy masked releases; returns its client."
-    c, sig = yield from _client_start(ctx, data, cfg)
-    noise = cfg['me'] == 'noise'  # releases zeros plus the whole noise; needs no broadcast, so it never waits
-    for t in range(cfg['T']):
-        if not noise:
-            ctx.phase = ('tree', t)
-            if t % cfg['B'] == 0:
-                c.gradients()
-        yield from _client_tree(c, ctx, cfg, np.asarray(cfg['schedule'][t], np.intp), t, sig, noise)
-    return c if cfg.get('keep_party') else None  # the simulator keeps it; a node returns nothing
-
-# %% ../nbs/31_dpgbdt.ipynb #a1b2c3d4e5f60718
-def _client_ih(c, ctx, cfg, feats, t, sig, noise):
-    """Generator: a client's IH round: its root Hessian histogram of the tree's features (the first finite candidates'
-    bins of each with the greedy pass), then the new candidates (greedy: those of the previous IH tree, first)."""
-    S, greedy = 'server', cfg.get('ih_method') == 'greedy'
-
-    def new_candidates():
-        for f, th in (yield from ctx.recv('candidates', S)).items():
-            if noise:
-                c.cand[f] = th
-            else:
-                c.rebin(f, th)
-
-    if greedy and t > 0:
-        yield from new_candidates()
-    nb = np.isfinite(c.cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), c.cand.shape[1] + 1)
-    if noise:
-        h = np.zeros(int(nb.sum()))
-    else:
-        hh = c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h)[0]
-        h = np.concatenate([hh[i, : nb[i]] for i in range(len(feats))])
-    c.release(S, 'hessian histogram', [(h, sig['ih'])])
-    if not greedy and not noise:
-        yield from new_candidates()
-
-# %% ../nbs/31_dpgbdt.ipynb #6ec223a8
-def _client_tree(c, ctx, cfg, feats, t, sig, noise):
-    "Generator: a client's part of tree `t`: IH histogram, the tree's releases, its leaf values into its margins."
-    S, L = 'server', 2 ** cfg['max_depth']
-    Q1 = c.cand.shape[1] + 1
-    if t < cfg['ih']:
-        yield from _client_ih(c, ctx, cfg, feats, t, sig, noise)
-    if cfg['split_method'] != 'totally_random':
-        yield from _client_levels(c, ctx, cfg, feats, sig, noise)
-    elif noise:
-        c.release(S, 'leaves', [(np.zeros(L), sig['g']), (np.zeros(L), sig['h'])])
-    else:
-        f, thr = yield from ctx.recv('tree', S)
-        G, H = c.leaf_sums(f, thr, cfg['max_depth'])
-        c.release(S, 'leaves', [(G, sig['g']), (H, sig['h'])])
-    if not noise:
-        w = yield from ctx.recv('leaf values', S)
-        c.margin += w[c.leaf]
-
-# %% ../nbs/31_dpgbdt.ipynb #f0e632c1
-def _client_levels(c, ctx, cfg, feats, sig, noise):
-    "Generator: hist / PR, level by level: release the level's sums, receive its splits, move the rows to the children."
-    S, k, Q1 = 'server', len(feats), c.cand.shape[1] + 1
-    gh = lambda comp, G, H: c.release(S, comp, [(G, sig['g']), (H, sig['h'])])
-    if not noise:
-        c.node = np.zeros(len(c.h), np.intp)
-    if cfg['split_method'] == 'partially_random':
-        gh('root', *((np.zeros(1),) * 2 if noise else (c.g.sum(keepdims=True), c.h.sum(keepdims=True))))
-    for lev in range(cfg['max_depth']):
-        nn = 2**lev
-        if cfg['split_method'] == 'hist':
-            z = np.zeros(nn * k * Q1)
-            gh('histograms', *((z, z) if noise else (c.node_hist(c.node, nn, feats, w) for w in (c.g, c.h))))
-        elif noise:
-            gh('left sums', np.zeros(nn * k), np.zeros(nn * k))
-        else:
-            thr = yield from ctx.recv('split candidates', S)  # one random candidate per node and feature
-            left = c._X[:, feats] < thr[c.node]
-            GL = np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1)
-            gh('left sums', GL, np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1))
-        if not noise:
-            fl, tl = yield from ctx.recv('splits', S)
-            c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
-    if not noise:
-        c.leaf = c.node
-
-# %% ../nbs/31_dpgbdt.ipynb #f6d767ee
-def _server_sum(ctx, cfg, component, shape=None):
-    """Generator: the aggregator's side of one release: every party's masked vector, summed (the masks cancel) and
-    decoded; with `shape`, split into (G, H)."""
-    tot = None
-    for p in cfg['parties']:
-        y = yield from ctx.recv(f'noisy {component}', p)
-        tot = y if tot is None else tot + y
-    out = np.ldexp(tot.view(np.int64).astype(float), -cfg['frac_bits'])
-    if shape is None:
-        return out
-    m = int(np.prod(shape))
-    return out[:m].reshape(shape), out[m:].reshape(shape)
-
-# %% ../nbs/31_dpgbdt.ipynb #34bd1eae0ef64e3f927e3995c8faec8f
-def _to_clients(ctx, cfg, kind, payload):
-    "The server's broadcast to the clients (not the noise party)."
-    for p in cfg['parties']:
-        if p != 'noise':
-            ctx.send(p, kind, payload)
-
-# %% ../nbs/31_dpgbdt.ipynb #b2120389
-def dpgbdt_server(
-    ctx,  # the aggregator's `PartySMC` (its rng draws the random splits)
-    cfg: dict,  # the public configuration (`_DPGBDT._config`)
-):
-    """Generator: the aggregator's whole fit, on no data: relays the public keys, then per tree opens only noisy sums,
-    chooses splits and leaf values and broadcasts them. Returns the model (tree arrays) and the final candidates."""
-    pub = {}
-    for p in cfg['parties']:
-        pub[p] = yield from ctx.recv('public key', p)
-    for p in cfg['parties']:
-        ctx.send(p, 'public keys', {o: v for o, v in pub.items() if o != p})
-    cand, T, L = np.array(cfg['candidates'], float), cfg['T'], 2 ** cfg['max_depth']
-    out = dict(features=np.zeros((T, L - 1), np.intp), thresholds=np.zeros((T, L - 1)), leaves=np.zeros((T, L)))
-    B, ihs = cfg['B'], {}
-    for t in range(T):
-        feats = np.asarray(cfg['schedule'][t], np.intp)
-        if t < cfg['ih']:
-            yield from _server_ih(ctx, cfg, cand, feats, ihs)
-        f, thr, G, H = yield from _server_tree(ctx, cfg, cand, feats)
-        w = leaf_values(G, H, cfg['weight_update'], cfg['reg_lambda'], cfg['leaf_clip'], cfg['task'])
-        w = w / T if cfg['weight_update'] == 'averaging' else w * cfg['learning_rate'] / min(B, T - (t // B) * B)
-        out['features'][t], out['thresholds'][t], out['leaves'][t] = f, thr, w
-        _to_clients(ctx, cfg, 'leaf values', w)
-    return dict(out, candidates=cand)
-
-# %% ../nbs/31_dpgbdt.ipynb #1285bd02
-def _server_ih(ctx, cfg, cand, feats, ihs):
-    """Generator: iterative Hessian: the noisy root Hessian histogram of the tree's features re-places their
-    candidates (in `cand`), sent to the clients; `ih_method='greedy'` (the authors') re-places those of the previous
-    IH tree with its histogram first (`ihs` keeps it and the features' latest noisy totals)."""
-    greedy = cfg.get('ih_method') == 'greedy'
-    if greedy and ihs.get('prev') is not None:
-        _ih_replace(ctx, cfg, cand, *ihs['prev'], ihs)
-    nb = np.isfinite(cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), cand.shape[1] + 1)
-    hists = np.split((yield from _server_sum(ctx, cfg, 'hessian histogram')), np.cumsum(nb)[:-1])
-    if not greedy:
-        return _ih_replace(ctx, cfg, cand, feats, hists, ihs)
-    ihs.setdefault('tot', {}).update({int(f): h.sum() for f, h in zip(feats, hists)})
-    ihs['prev'] = (feats, hists)
-
-
-def _ih_replace(ctx, cfg, cand, feats, hists, ihs):
-    "New candidates of `feats` from their noisy Hessian histograms, sent to every party (the greedy counts vary)."
-    lo, hi = np.asarray(cfg['bounds'], float).T
-    for f, h in zip(feats, hists):
-        if cfg.get('ih_method') == 'greedy':
-            t = cand[f][np.isfinite(cand[f])]
-            new = ih_greedy_candidates(t, h, np.mean(list(ihs['tot'].values())), cfg['n_candidates'])
-            cand[f] = np.r_[new, np.full(cand.shape[1] - len(new), np.inf)]
-        else:
-            cand[f] = ih_candidates(cand[f], lo[f], hi[f], h)
-    upd = {int(f): cand[f].copy() for f in feats}
-    for p in cfg['parties']:  # the noise party too with the greedy pass: its share must have the new length
-        if p != 'noise' or cfg.get('ih_method') == 'greedy':
-            ctx.send(p, 'candidates', upd)
-
-
-def _server_tree(ctx, cfg, cand, feats):
-    "Generator: one tree by the split method: (features, thresholds, noisy G, noisy H of the leaves)."
-    d = cfg['max_depth']
-    if cfg['split_method'] != 'totally_random':
-        return (yield from _server_levels(ctx, cfg, cand, feats))
-    f, j = random_tree_splits(cand, list(feats), d, ctx.rng)
-    thr = np.where(j >= 0, cand[f, np.maximum(j, 0)], np.inf)
-    _to_clients(ctx, cfg, 'tree', (f, thr))
-    G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,))
-    return f, thr, G, H
-
-# %% ../nbs/31_dpgbdt.ipynb #8811ada3
-def _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins):
-    "Generator: a hist or PR level: the level's noisy sums, each node's best split; (fs, js, Ls, Rs, gain, tot)."
-    lam, clip, k = cfg['reg_lambda'], cfg['leaf_clip'], len(feats)
-    if cfg['split_method'] == 'hist':
-        G, H = yield from _server_sum(ctx, cfg, 'histograms', (nn, k, cand.shape[1] + 1))
-        hst = np.stack([G, H], -1)
-        if tot is None:
-            tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
-        return *hist_best_splits(hst, nfin, lam, tot, clip, bins), tot
-    js = (ctx.rng.random((nn, k)) * nfin[None, :]).astype(np.intp)  # PR: one random candidate per feature and node
-    _to_clients(ctx, cfg, 'split candidates', cand[feats[None, :], js])
-    GL, HL = yield from _server_sum(ctx, cfg, 'left sums', (nn, k))
-    GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL  # right = noisy node total - left
-    gains = _gain(GL, HL, GR, HR, lam, tot[:, None, 0], tot[:, None, 1], clip)
-    fs, n_ = gains.argmax(1), np.arange(nn)
-    Ls, Rs = np.stack([GL[n_, fs], HL[n_, fs]], -1), np.stack([GR[n_, fs], HR[n_, fs]], -1)
-    return fs, js[n_, fs], Ls, Rs, gains[n_, fs], tot
-
-# %% ../nbs/31_dpgbdt.ipynb #f294e165
-def _server_levels(ctx, cfg, cand, feats):
-    "Generator: hist or PR, level by level; (features, thresholds, noisy G, noisy H) of the leaves."
-    d = cfg['max_depth']
-    nfin = np.isfinite(cand[feats]).sum(1)
-    f_all, thr_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1)
-    tot = None
-    if cfg['split_method'] == 'partially_random':
-        G0, H0 = yield from _server_sum(ctx, cfg, 'root', (1,))
-        tot = np.stack([G0, H0], -1)  # (nodes, 2)
-    stop = np.zeros(1, bool)
-    bins = (np.zeros((1, len(feats)), np.intp), nfin[None, :].copy())  # the path's bins of each node (hist)
-    for lev in range(d):
-        nn = 2**lev
-        fs, js, Ls, Rs, gain, tot = yield from _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins)
-        stop = stop | ~(gain > 0)
-        bins = _child_bins(bins, fs, js, stop)
-        Ls, Rs = np.where(stop[:, None], tot, Ls), np.where(stop[:, None], 0.0, Rs)
-        ids = np.arange(nn) + nn - 1
-        f_all[ids] = feats[fs]
-        thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
-        tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
-        stop = np.repeat(stop, 2)
-        _to_clients(ctx, cfg, 'splits', (f_all[ids], thr_all[ids]))
-    return f_all, thr_all, tot[:, 0], tot[:, 1]
-
-# %% ../nbs/31_dpgbdt.ipynb #841847b1
-DPGBDT_PROTOCOL = register_protocol(
-    ProtocolSpec('dpgbdt', dpgbdt_client, dpgbdt_server, dpgbdt_check, dealer=False)
-)  # the clients' phases ('tree', t) open the rounds
 
 # %% ../nbs/31_dpgbdt.ipynb #33617a1a
 @patch
@@ -1334,6 +1145,8 @@ def _inputs(self: _DPGBDT, clients, loss, task):
 @patch
 def _fit(self: _DPGBDT, clients, loss, task):
     "Plan, then run the protocol's programs in the simulator over one `Channel`; the model is the aggregator's result."
+    from fedgauss.dpgbdt_programs import DPGBDT_PROTOCOL  # the per-party programs (nb31a), which use this module
+
     datas, cfg, rng = self._inputs(clients, loss, task)
     res, self._rounds, self.channel_ = run_protocol(
         DPGBDT_PROTOCOL, datas, dict(cfg, keep_party=True), Channel(record_payloads=False), rngs={'server': rng}
@@ -1346,6 +1159,73 @@ def _fit(self: _DPGBDT, clients, loss, task):
         c.channel = self.channel_  # after the fit, `_release` talks to them directly
     self._cand, self._scales, self._K, self._r = srv['candidates'], cfg['scales'], len(self._parties), 0
     return self
+
+# %% ../nbs/31_dpgbdt.ipynb #18466fed
+@patch
+def protocol_inputs(
+    self: _DPGBDT,
+    X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
+    y=None,  # (n,) labels for an array X; None for a client list
+    predrawn: bool = True,  # keep the secrets and noise shares drawn from the estimator's rng (False: drop them)
+) -> tuple:  # (datas, cfg, rng): {party: its data dict}, the public configuration, the aggregator's rng
+    "What `fit` hands `DPGBDT_PROTOCOL`: run it with `run_protocol` (or over Flower) to get the estimator's model."
+    datas, cfg, rng = self._inputs(*self._prepared(X, y))
+    if not predrawn:
+        datas = {p: {k: v for k, v in d.items() if k in ('X', 'y')} for p, d in datas.items()}
+    return datas, cfg, rng
+
+# %% ../nbs/31_dpgbdt.ipynb #908321b6
+_PROGRAMS = ('DPGBDT_PROTOCOL', 'dpgbdt_client', 'dpgbdt_server', 'dpgbdt_check')
+
+
+def __getattr__(name: str):
+    "The per-party programs' names, from `fedgauss.dpgbdt_programs` (nb31a), which imports this module."
+    if name in _PROGRAMS:
+        import fedgauss.dpgbdt_programs as programs
+
+        return getattr(programs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# %% ../nbs/31_dpgbdt.ipynb #c5306c25
+_MAX_SAMPLES, _MAX_NODES = 2**25, 2**22  # noise samples drawn by all parties; leaves of all trees
+
+
+@patch
+def _check_size(self: _DPGBDT, need: dict, T: int, K: int):
+    "Refuse a plan too large to run: the noise samples all parties draw, and the leaves of all trees."
+    parties = (K if self.noise == 'distributed' else 1) if self._private() else 0
+    samples, nodes = parties * sum(need.values()), T * 2**self.max_depth
+    if samples > _MAX_SAMPLES or nodes > _MAX_NODES:
+        raise ValueError(
+            f"the fit is too large: {T} trees of 2^{self.max_depth} leaves ({nodes:,}; at most {_MAX_NODES:,}) and "
+            f"{samples:,} noise samples drawn by the parties (at most {_MAX_SAMPLES:,}): lower max_depth, "
+            f"n_estimators or n_candidates (or use noise='aggregator')"
+        )
+
+
+@patch
+def _check_targets(self: _DPGBDT, y: np.ndarray, T: int, B: int):
+    "Warn (once) when the regression target is beyond what the model can predict or below the fixed point's step."
+    s = float(np.abs(y).max())
+    if self.weight_update == 'averaging':
+        bound, why = self.grad_clip, f"a mean of gradients clipped to ±grad_clip = {self.grad_clip:g}"
+    else:
+        bound = math.ceil(T / B) * self.learning_rate * self.leaf_clip
+        why = f"{math.ceil(T / B)} batches of leaves clipped to ±leaf_clip × learning_rate"
+    step = 2.0**-self.frac_bits_
+    if s > bound:
+        warnings.warn(
+            f"y reaches {s:.3g} but the predictions cannot exceed ±{bound:.3g} ({why}): scale y to about "
+            f"±grad_clip ({self.grad_clip:g}) and the predictions back, or raise n_estimators / learning_rate",
+            stacklevel=5,
+        )
+    elif 0 < s < 64 * step:
+        warnings.warn(
+            f"y is at most {s:.3g}, below 64 steps of the secure aggregation's fixed point (2^-{self.frac_bits_} = "
+            f"{step:.3g}): each row's gradient is rounded to that step. Scale y to about ±grad_clip "
+            f"({self.grad_clip:g}) and the predictions back",
+            stacklevel=5,
+        )
 
 # %% ../nbs/31_dpgbdt.ipynb #71a1f037
 @patch
@@ -1380,8 +1260,14 @@ def _split_input(self: _DPGBDT, X, y):
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
-    A = X if isinstance(X, pd.DataFrame) else _as_matrix(X)
+    A = _as_matrix(X)  # checked whole, so that an error names every bad column
+    A = X if isinstance(X, pd.DataFrame) else A
+    ext = isinstance(getattr(y, 'dtype', None), pd.api.extensions.ExtensionDtype)
+    if ext and (pd.api.types.is_integer_dtype(y.dtype) or pd.api.types.is_float_dtype(y.dtype)):
+        y = y.to_numpy(dtype=float, na_value=np.nan)  # nullable numbers: <NA> is NaN
     y = np.asarray(y)
+    if y.dtype.kind in 'fc' and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity")
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected", DataConversionWarning)
         y = y.ravel()
@@ -1407,6 +1293,10 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         "The clients with labels encoded 0/1 (sets `classes_`), the loss, the task."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
+        if ys.dtype == object and len(kinds := {type(v).__name__ for v in ys}) > 1:
+            raise ValueError(f"Unknown label type: y mixes {sorted(kinds)}; use all strings or all numbers")
+        if ys.dtype.kind == 'f' and not np.isfinite(ys).all():
+            raise ValueError("y contains NaN or infinity")
         t = type_of_target(ys)
         if t == 'unknown':
             raise ValueError(f"Unknown label type: y of dtype {ys.dtype}")
@@ -1451,6 +1341,19 @@ def __sklearn_tags__(self: DPGBDTClassifier):
     return tags
 
 # %% ../nbs/31_dpgbdt.ipynb #a0b18d27
+def _numeric_y(y) -> np.ndarray:
+    "A regression target as floats: numbers, or objects that are numbers (as scikit-learn); strings are refused."
+    a = np.asarray(y)
+    if a.dtype.kind in 'biuf':
+        return a
+    try:
+        if a.dtype.kind != 'O':
+            raise TypeError
+        return a.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"y must be numeric for regression; got dtype {a.dtype}") from None
+
+
 class DPGBDTRegressor(RegressorMixin, _DPGBDT):
     "Differentially private federated GBDT for regression: squared loss, per-sample gradients clipped to +-grad_clip."
 
@@ -1464,7 +1367,7 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
 
     def _prepared(self, X, y=None):
         "The clients, the loss, the task."
-        return self._split_input(X, y), 'squared', 'regression'
+        return [(Xk, _numeric_y(yk)) for Xk, yk in self._split_input(X, y)], 'squared', 'regression'
 
     def predict(
         self,
@@ -1476,17 +1379,3 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True  # DP noise
         return tags
-
-# %% ../nbs/31_dpgbdt.ipynb #18466fed
-@patch
-def protocol_inputs(
-    self: _DPGBDT,
-    X,  # (n, F) array or DataFrame, or a list of client (X_k, y_k)
-    y=None,  # (n,) labels for an array X; None for a client list
-    predrawn: bool = True,  # keep the secrets and noise shares drawn from the estimator's rng (False: drop them)
-) -> tuple:  # (datas, cfg, rng): {party: its data dict}, the public configuration, the aggregator's rng
-    "What `fit` hands `DPGBDT_PROTOCOL`: run it with `run_protocol` (or over Flower) to get the estimator's model."
-    datas, cfg, rng = self._inputs(*self._prepared(X, y))
-    if not predrawn:
-        datas = {p: {k: v for k, v in d.items() if k in ('X', 'y')} for p, d in datas.items()}
-    return datas, cfg, rng

@@ -4,18 +4,20 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import math, numbers, secrets
+import math, numbers, secrets, statistics, time
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from fastcore.basics import patch
 
-from .entropy import is_secret_rng, secret_ints, secret_rng
+from .entropy import derive_key, is_secret_rng, secret_ints, secret_rng
 from .smc import FixedPointOverflow
 
 # %% auto #0
-__all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'FixedBase', 'ObfuscatorTable',
-           'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots']
+__all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'FixedBase',
+           'ObfuscatorTable', 'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots', 'time_per_op',
+           'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -24,6 +26,7 @@ try:
     HAVE_GMPY2 = True
 except ImportError:  # pure Python works too, several times slower
     gmpy2, HAVE_GMPY2 = None, False
+_INTS = (int, type(gmpy2.mpz(0))) if HAVE_GMPY2 else (int,)  # integer types checked fastest
 
 
 def _backend(use_gmpy2: bool | None = None):
@@ -33,6 +36,13 @@ def _backend(use_gmpy2: bool | None = None):
             raise ImportError("gmpy2 is not installed: pip install gmpy2")
         return gmpy2.mpz, gmpy2.powmod, gmpy2.invert, lambda x, k: bool(gmpy2.is_prime(x, k))
     return int, pow, lambda a, m: pow(a, -1, m), _miller_rabin
+
+# %% ../nbs/32_paillier.ipynb #77f5c43d
+def _check_int(v, name: str, lo: int = 0) -> int:
+    "`v` as a Python int if it is an integer >= lo (bool and floats refused: they would be truncated)."
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}; got {type(v).__name__} {v!r:.40}")
+    return int(v)
 
 # %% ../nbs/32_paillier.ipynb #b59851d1
 _SMALL_PRIMES = [p for p in range(3, 2000, 2) if all(p % d for d in range(3, int(p**0.5) + 1, 2))]
@@ -95,13 +105,27 @@ def random_prime(
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     use_gmpy2: bool | None = None,  # force or forbid gmpy2 (default: use it if installed)
 ) -> int:
-    "A random prime of exactly `bits` bits with its top two bits set, so that a product of two has exactly 2 `bits` bits."
-    mpz, _, _, is_prime = _backend(use_gmpy2)
+    "A random prime of exactly `bits` bits, its top two bits set: a product of two has exactly 2 `bits` bits."
+    if isinstance(bits, (bool, np.bool_)) or not isinstance(bits, numbers.Integral) or bits < 3:
+        raise ValueError(f"bits must be an integer >= 3; got {bits!r}")
+    bits, (mpz, _, _, is_prime) = int(bits), _backend(use_gmpy2)
     rng = _secret(rng)
     while True:
         cand = _randbits(bits, rng) | (3 << (bits - 2)) | 1
         if is_prime(mpz(cand), 64):
             return mpz(cand)
+
+# %% ../nbs/32_paillier.ipynb #68a89477
+def _check_modulus(n, is_prime) -> int:
+    "n as an int if it can be a Paillier modulus pq (p != q odd primes): odd, >= 15, neither prime nor square."
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"a Paillier modulus is an integer n = pq; got {type(n).__name__}")
+    n = int(n)
+    if n < 15 or n % 2 == 0:
+        raise ValueError(f"a Paillier modulus is an odd integer >= 15 (pq, p and q distinct odd primes); got {n}")
+    if math.isqrt(n) ** 2 == n or is_prime(n, 25):
+        raise ValueError(f"n = {str(n)[:40]} is a square or a prime: a Paillier modulus is pq with p != q")
+    return n
 
 # %% ../nbs/32_paillier.ipynb #9ca077cb
 class PaillierPublicKey:
@@ -113,10 +137,10 @@ class PaillierPublicKey:
         use_gmpy2: bool | None = None,  # big-integer backend (default: gmpy2 if installed)
     ):
         self._mpz, self._pow, self._inv, _ = _backend(use_gmpy2)
-        self.n = self._mpz(n)
+        self.n = self._mpz(_check_modulus(n, _backend(use_gmpy2)[3]))
         self.nsquare = self.n * self.n
         self.g = self.n + 1
-        self.max_int = self.n // 3 - 1  # as phe: plaintexts in (-n/3, n/3) decode without ambiguity
+        self.max_int = self.n // 3 - 1  # as phe: a sum of two values in range decodes or is refused
 
     def __eq__(self, other):
         return isinstance(other, PaillierPublicKey) and self.n == other.n
@@ -145,22 +169,32 @@ def obfuscator(
 def raw_encrypt(
     self: PaillierPublicKey,
     m: int,  # plaintext in [0, n)
-    r_value: int | None = None,  # the random r (default: fresh); the obfuscator is r^n
+    r_value: int | None = None,  # the random r, a unit of Z_n (default: fresh); the obfuscator is r^n
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
 ) -> int:
     "c = g^m r^n = (1 + m n) r^n mod n^2."
     m = self._check_plaintext(m)
-    obf = self.obfuscator(rng) if r_value is None else self._pow(self._mpz(r_value), self.n, self.nsquare)
+    obf = self.obfuscator(rng) if r_value is None else self._pow(self._check_unit(r_value), self.n, self.nsquare)
     return (1 + m * self.n) % self.nsquare * obf % self.nsquare
 
 # %% ../nbs/32_paillier.ipynb #61e440df
 @patch
 def _check_plaintext(self: PaillierPublicKey, m) -> int:
-    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral):
+    if type(m) not in _INTS and (isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral)):
         raise TypeError(f"a Paillier plaintext is an integer in [0, n); got {type(m).__name__} {m!r:.40}")
     if not 0 <= m < self.n:
         raise ValueError(f"plaintext {m} is outside [0, n) for this {self.n.bit_length()}-bit key")
     return self._mpz(m)
+
+
+@patch
+def _check_unit(self: PaillierPublicKey, r) -> int:
+    "r, if it is a unit of Z_n (else r^n mod n^2 does not hide the plaintext: r = 0 gives the ciphertext 0)."
+    if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral):
+        raise TypeError(f"r_value is an integer unit of Z_n; got {type(r).__name__}")
+    if not 0 < r < self.n or math.gcd(int(r), int(self.n)) != 1:
+        raise ValueError("r_value must be a unit of Z_n (0 < r < n, gcd(r, n) = 1): r^n would not hide the plaintext")
+    return self._mpz(r)
 
 # %% ../nbs/32_paillier.ipynb #061875bc
 class PaillierPrivateKey:
@@ -206,7 +240,13 @@ def raw_decrypt(
 # %% ../nbs/32_paillier.ipynb #708a8f35
 @patch
 def _check_ciphertext(self: PaillierPublicKey, c) -> int:
-    if isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Integral):
+    if (
+        type(c) not in _INTS and getattr(c, 'public_key', None) is not None
+    ):  # an `EncryptedNumber` (below) knows its key, whatever its value
+        if c.public_key != self:
+            raise ValueError(f"a ciphertext of another key ({c.public_key!r}), not of this {self!r}")
+        return c._ciphertext
+    if type(c) not in _INTS and (isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Integral)):
         raise TypeError(f"a Paillier ciphertext is an integer; got {type(c).__name__}")
     if not 0 < c < self.nsquare:
         raise ValueError(
@@ -224,6 +264,7 @@ def generate_paillier_keypair(
     "(public key, private key) with n = pq of exactly `n_length` bits, p and q random primes of n_length/2 bits."
     if isinstance(n_length, bool) or not isinstance(n_length, numbers.Integral) or n_length < 16 or n_length % 2:
         raise ValueError(f"n_length must be an even integer >= 16; got {n_length!r}")
+    n_length = int(n_length)  # a numpy integer would overflow in the bit arithmetic
     if n_length < 1024 and not unsafe:
         raise ValueError(
             f"a {n_length}-bit key is breakable: use n_length >= 1024 (2048 recommended), or unsafe=True for tests"
@@ -265,7 +306,10 @@ def mul_plain(
     k: int,  # a plaintext integer factor (negative allowed)
 ) -> int:
     "E(m)^k = E(k m mod n); a negative k through the inverse of c."
-    c, k = self._check_ciphertext(c), int(k)
+    c = self._check_ciphertext(c)
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"a plaintext factor is an integer; got {type(k).__name__} {k!r:.40} (encode reals first)")
+    k = int(k)
     return self._pow(c if k >= 0 else self._inv(c, self.nsquare), abs(k), self.nsquare)
 
 
@@ -277,8 +321,69 @@ def sum(
     "E(sum of the plaintexts): the product of the ciphertexts mod n^2."
     out = self._mpz(1)
     for c in cs:
-        out = out * c % self.nsquare
+        out = out * self._check_ciphertext(c) % self.nsquare
     return out
+
+# %% ../nbs/32_paillier.ipynb #3476d22a
+class EncryptedNumber:
+    "A Paillier ciphertext with its public key (as phe's): arithmetic and decryption refuse one of another key."
+
+    def __init__(
+        self,
+        public_key: PaillierPublicKey,  # the key it was encrypted under
+        ciphertext: int,  # the raw ciphertext, in (0, n^2)
+    ):
+        self.public_key, self._ciphertext = public_key, public_key._check_ciphertext(ciphertext)
+
+    def ciphertext(self) -> int:
+        "The raw ciphertext."
+        return self._ciphertext
+
+    def __repr__(self):
+        return f"EncryptedNumber({self.public_key.n.bit_length()}-bit key)"
+
+# %% ../nbs/32_paillier.ipynb #fb785039
+@patch
+def __add__(self: EncryptedNumber, other) -> EncryptedNumber:
+    "E(m1) + E(m2) of the same key, or E(m1) + m2 for a plaintext integer m2."
+    pk = self.public_key
+    if isinstance(other, EncryptedNumber):
+        return EncryptedNumber(pk, pk.add(self, other))
+    if isinstance(other, numbers.Integral) and not isinstance(other, (bool, np.bool_)):
+        return EncryptedNumber(pk, pk.add_plain(self, int(other)))
+    return NotImplemented
+
+
+@patch
+def __mul__(self: EncryptedNumber, k) -> EncryptedNumber:
+    "E(m) k = E(k m) for a plaintext integer k (two ciphertexts cannot be multiplied)."
+    if isinstance(k, EncryptedNumber):
+        raise TypeError("Paillier cannot multiply two ciphertexts: one factor must be a plaintext integer")
+    return EncryptedNumber(self.public_key, self.public_key.mul_plain(self, k))
+
+
+EncryptedNumber.__radd__, EncryptedNumber.__rmul__ = EncryptedNumber.__add__, EncryptedNumber.__mul__
+
+# %% ../nbs/32_paillier.ipynb #e7befdb2
+@patch
+def encrypt(
+    self: PaillierPublicKey,
+    m: int,  # plaintext in [0, n)
+    rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
+) -> EncryptedNumber:
+    "E(m), carrying this key."
+    return EncryptedNumber(self, self.raw_encrypt(m, rng=rng))
+
+
+@patch
+def decrypt(
+    self: PaillierPrivateKey,
+    x: EncryptedNumber,  # a ciphertext of this key
+) -> int:
+    "The plaintext of `x` in [0, n); a ciphertext of another key is refused."
+    if not isinstance(x, EncryptedNumber):
+        raise TypeError(f"decrypt takes an EncryptedNumber (raw integers: raw_decrypt); got {type(x).__name__}")
+    return self.raw_decrypt(x)
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 class FixedBase:
@@ -291,6 +396,9 @@ class FixedBase:
         exponent_bits: int,  # largest exponent length, bits
         window: int = 8,  # bits per row (memory 2^w entries per row)
     ):
+        exponent_bits, window = _check_int(exponent_bits, 'exponent_bits', 1), _check_int(window, 'window', 1)
+        if window > 16:
+            raise ValueError(f"window must be at most 16 bits (2^window entries per row); got {window}")
         self.modulus, self.exponent_bits, self.window = modulus, exponent_bits, window
         one = h * 0 + 1
         self.table, base = [], h % modulus
@@ -306,8 +414,10 @@ class FixedBase:
         xs,  # exponents, each 0 <= x < 2^exponent_bits
     ) -> list:
         "h^x mod modulus for each x in `xs` (0 <= x < 2^exponent_bits)."
-        m, w, mask, out = self.modulus, self.window, (1 << self.window) - 1, []
+        m, w, mask, out, top = self.modulus, self.window, (1 << self.window) - 1, [], 1 << self.exponent_bits
         for x in xs:
+            if not 0 <= x < top:  # its high digits would be dropped
+                raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {x!r:.40}")
             acc = self.table[0][0]
             for row in self.table:
                 if x & mask:
@@ -361,6 +471,19 @@ def _crt_combine(self: PaillierPrivateKey, xp: list, xq: list) -> list:
     qs, inv, ps = self.qsquare, self._qsq_inv, self.psquare
     return [b + qs * ((a - b) * inv % ps) for a, b in zip(xp, xq)]
 
+# %% ../nbs/32_paillier.ipynb #70cc3e94
+def _table_for(key, rng) -> tuple:
+    "(the key's `ObfuscatorTable` for this source of randomness, the generator of the exponents): see above."
+    if rng is None or is_secret_rng(rng):
+        token, table_rng, draw_rng = ('os' if rng is None else 'generator'), rng, rng
+    else:  # a seed: the exponents from its stream, the table from a stream of its own
+        draw_rng, token = _secret(rng), derive_key(rng, 'fedgauss.paillier')
+        table_rng = secret_rng(rng, 'fedgauss.paillier', 'obfuscator table')
+    held = getattr(key, '_table', None)
+    if held is None or held[0] != token:
+        key._table = held = (token, ObfuscatorTable(key, table_rng))
+    return held[1], draw_rng
+
 # %% ../nbs/32_paillier.ipynb #8f57fe59
 def _powmod_many(bases: list, e, m, pow_) -> list:
     "[b^e mod m for b in bases]: one C call with gmpy2 (powmod_base_list), a loop otherwise."
@@ -377,11 +500,11 @@ def obfuscators(
     fast: bool = True,  # DJN short exponents from a fixed-base table (built once per key), else r^n in full
 ) -> list:
     "`k` fresh obfuscators for this key."
-    rng = _secret(rng)
+    k = _check_int(k, 'k')
     if fast:
-        if getattr(self, '_table', None) is None:
-            self._table = ObfuscatorTable(self, rng)
-        return self._table.draw(k, rng)
+        table, rng = _table_for(self, rng)
+        return table.draw(k, rng)
+    rng = _secret(rng)
     rs = [self._mpz(self._unit(rng)) for _ in range(k)]
     return _powmod_many(rs, self.n, self.nsquare, self._pow)
 
@@ -403,11 +526,11 @@ def obfuscators(
 ) -> list:
     "`k` fresh obfuscators, computed by the key owner modulo p^2 and q^2."
     pk = self.public_key
-    rng = _secret(rng)
+    k = _check_int(k, 'k')
     if fast:
-        if getattr(self, '_table', None) is None:
-            self._table = ObfuscatorTable(self, rng)
-        return self._table.draw(k, rng)
+        table, rng = _table_for(self, rng)
+        return table.draw(k, rng)
+    rng = _secret(rng)
     rs = [pk._mpz(pk._unit(rng)) for _ in range(k)]
     return self._crt_combine(
         _powmod_many(rs, self._en_p, self.psquare, pk._pow), _powmod_many(rs, self._en_q, self.qsquare, pk._pow)
@@ -433,8 +556,20 @@ def encrypt_many(
     obf = self.obfuscators(len(ms), rng, fast) if obfuscators is None else list(obfuscators)
     if len(obf) != len(ms):
         raise ValueError(f"{len(obf)} obfuscators for {len(ms)} plaintexts")
+    if obfuscators is not None:  # an obfuscator 0 would give the ciphertext 0
+        self._check_obfuscators(obf)
     n, n2 = self.n, self.nsquare
     return [(1 + m * n) * r % n2 for m, r in zip(ms, obf)]
+
+# %% ../nbs/32_paillier.ipynb #b9d97046
+@patch
+def _check_obfuscators(self: PaillierPublicKey, obf: list):
+    """Precomputed obfuscators must be integers in (0, n^2). (One that is not a unit would share a prime with n: only
+    the key owner could make it; checking it costs a gcd, as much as the encryption itself.)"""
+    for r in obf:
+        bad = type(r) not in _INTS and (isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral))
+        if bad or not 0 < r < self.nsquare:
+            raise ValueError(f"an obfuscator is an n-th residue r^n mod n^2, an integer in (0, n^2); got {r!r:.40}")
 
 # %% ../nbs/32_paillier.ipynb #c7325615
 @patch
@@ -475,13 +610,25 @@ class FixedPoint:
 
     n: int  # the modulus
     frac_bits: int = 32  # fractional bits
-    max_int: int = None  # largest |encoded value| (default n // 3 - 1, as phe: sums of a few stay decodable)
+    max_int: int = None  # largest |encoded value|, at most (n - 1) // 2 (default n // 3 - 1, as phe)
 
     def __post_init__(self):
         if isinstance(self.frac_bits, bool) or not isinstance(self.frac_bits, numbers.Integral) or self.frac_bits < 0:
             raise ValueError(f"frac_bits must be a non-negative integer; got {self.frac_bits!r}")
+        if isinstance(self.n, (bool, np.bool_)) or not isinstance(self.n, numbers.Integral) or self.n < 3:
+            raise ValueError(f"n must be an integer modulus >= 3; got {self.n!r}")
         if self.max_int is None:
             object.__setattr__(self, 'max_int', int(self.n) // 3 - 1)
+        m = self.max_int
+        if (
+            isinstance(m, (bool, np.bool_))
+            or not isinstance(m, numbers.Integral)
+            or not 0 < m <= (int(self.n) - 1) // 2
+        ):
+            raise ValueError(
+                f"max_int must be an integer in [1, (n - 1) // 2], so that a value's sign is the half of Z_n it lies "
+                f"in; got {m!r}"
+            )
 
     @property
     def max_value(self) -> float:
@@ -526,7 +673,9 @@ def decode(
     "Reals from plaintexts: values above n/2 are negative; the magnitude must be within `max_int` (else overflow)."
     n, out = int(self.n), []
     for t in v if isinstance(v, list) else list(np.asarray(v, dtype=object).ravel()):
-        t = int(t) % n
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral) or not 0 <= t < n:
+            raise ValueError(f"a plaintext to decode is an integer in [0, n); got {t!r:.40}")
+        t = int(t)
         s = t - n if t > n // 2 else t
         if abs(s) > self.max_int:
             raise FixedPointOverflow(f"a decoded value ({s.bit_length()} bits) exceeds max_int: it wrapped around n")
@@ -539,7 +688,7 @@ def slots_per_plaintext(
     slot_bits: int,  # bits per slot
 ) -> int:
     "How many `slot_bits`-bit slots fit in a plaintext of Z_n without reaching n."
-    return (int(n).bit_length() - 1) // slot_bits
+    return (_check_int(n, 'n', 2).bit_length() - 1) // _check_int(slot_bits, 'slot_bits', 1)
 
 
 def pack_slots(
@@ -547,20 +696,111 @@ def pack_slots(
     slot_bits: int,  # bits per slot
 ) -> int:
     "One integer holding `values` in consecutive `slot_bits`-bit slots, the first in the lowest bits."
-    out = 0
+    out, slot_bits = 0, _check_int(slot_bits, 'slot_bits', 1)
     for i, v in enumerate(values):
-        v = int(v)
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"slot values are integers; got {type(v).__name__} {v!r:.40} (encode reals first)")
         if not 0 <= v < 1 << slot_bits:
             raise FixedPointOverflow(f"value {v} does not fit a {slot_bits}-bit slot")
-        out |= v << (i * slot_bits)
+        out |= int(v) << (i * slot_bits)
     return out
 
 
 def unpack_slots(
-    v: int,  # a packed integer
+    v: int,  # a packed integer, in [0, 2^(k slot_bits))
     slot_bits: int,  # bits per slot
     k: int,  # number of slots
 ) -> list:
     "The `k` slot values of `v` (the inverse of `pack_slots`)."
-    v, mask = int(v), (1 << slot_bits) - 1
+    slot_bits, k = _check_int(slot_bits, 'slot_bits', 1), _check_int(k, 'k')
+    v, mask = _check_int(v, 'a packed integer'), (1 << slot_bits) - 1
+    if v >> (k * slot_bits):
+        raise FixedPointOverflow(
+            f"a packed integer of {v.bit_length()} bits does not fit {k} slots of {slot_bits} bits"
+        )
     return [(v >> (i * slot_bits)) & mask for i in range(k)]
+
+# %% ../nbs/32_paillier.ipynb #63a24c91
+def time_per_op(
+    f,  # a function of no argument that performs `n` operations
+    n: int,  # operations per call of f
+    repeat: int,  # calls
+) -> float:
+    "The median over `repeat` calls of f()'s time divided by `n`, in microseconds."
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        times.append((time.perf_counter() - t) / n * 1e6)
+    return statistics.median(times)
+
+# %% ../nbs/32_paillier.ipynb #c8cce96b
+def _phe_and_ours(bits: int, n: int, repeat: int, seed: int) -> tuple:
+    "phe's operations by name, and ours as rows (operation, phe's operation, ours, operations per call), on one key."
+    import phe
+    from phe.util import mulmod, powmod  # what phe's EncryptedNumber.__add__ / __mul__ call
+
+    pk, sk = generate_paillier_keypair(bits, rng=seed)
+    ppk = phe.PaillierPublicKey(int(pk.n))
+    psk, k = phe.PaillierPrivateKey(ppk, int(sk.p), int(sk.q)), 2**63 - 25
+    ms = [int(v) for v in np.random.default_rng(seed).integers(0, 2**62, n)]
+    g = secret_rng(seed, 'benchmark')  # the operands' obfuscators: not from the OS tables, which are timed
+    cs, pcs, per = sk.encrypt_many(ms, rng=g), [ppk.raw_encrypt(m) for m in ms], slots_per_plaintext(pk.n, 80)
+    packed = [pack_slots([m >> 1] * per, 80) for m in ms]
+    pc, pool = sk.encrypt_many(packed, rng=g), iter([sk.obfuscators(n, rng=g) for _ in range(repeat)])
+    theirs = dict(
+        keygen=lambda: phe.generate_paillier_keypair(n_length=bits),
+        encrypt=lambda: [ppk.raw_encrypt(m) for m in ms],
+        online=lambda: [ppk.raw_encrypt(m, r_value=1) for m in ms],  # phe's cheapest path: two multiplications
+        add=lambda: [mulmod(a, b, ppk.nsquare) for a, b in zip(pcs, pcs[1:] + pcs[:1])],
+        multiply=lambda: [powmod(c, k, ppk.nsquare) for c in pcs],
+        decrypt=lambda: [psk.raw_decrypt(c) for c in pcs],
+    )
+    ours = [
+        ('key generation', 'keygen', lambda: generate_paillier_keypair(bits), 1),
+        ('encrypt, full r^n (public key)', 'encrypt', lambda: pk.encrypt_many(ms, fast=False), n),
+        ('encrypt, full r^n (key owner, CRT)', 'encrypt', lambda: sk.encrypt_many(ms, fast=False), n),
+        ('encrypt, DJN table (public key)', 'encrypt', lambda: pk.encrypt_many(ms), n),
+        ('encrypt, DJN table (key owner, CRT)', 'encrypt', lambda: sk.encrypt_many(ms), n),
+        ('encrypt, online (obfuscator pool)', 'online', lambda: pk.encrypt_many(ms, obfuscators=next(pool)), n),
+        ('add', 'add', lambda: [pk.add(a, b) for a, b in zip(cs, cs[1:] + cs[:1])], n),
+        ('multiply by a 64-bit plaintext', 'multiply', lambda: [pk.mul_plain(c, k) for c in cs], n),
+        ('decrypt', 'decrypt', lambda: sk.decrypt_many(cs), n),
+        (f'encrypt, packed {per} per plaintext (owner, DJN)', 'encrypt', lambda: sk.encrypt_many(packed), n * per),
+        (f'add, packed {per} per plaintext', 'add', lambda: [pk.add(a, b) for a, b in zip(pc, pc[::-1])], n * per),
+        (
+            f'decrypt, packed {per} per plaintext',
+            'decrypt',
+            lambda: [unpack_slots(v, 80, per) for v in sk.decrypt_many(pc)],
+            n * per,
+        ),
+    ]
+    return theirs, ours, (pk, sk)
+
+# %% ../nbs/32_paillier.ipynb #407ec670
+def compare_with_phe(
+    bits: int = 2048,  # modulus bits
+    n: int = 200,  # operations per timed call
+    repeat: int = 5,  # timed calls (the median is kept)
+    keys: int = 3,  # key generations timed, each side
+    seed: int = 0,  # the benchmark key's seed
+) -> pd.DataFrame:
+    """Microseconds per operation, phe against fedgauss.paillier (both with gmpy2), and the ratio phe / ours; packed
+    rows per value, against phe's unpacked operation. The DJN tables are built before timing (their time is `attrs`)."""
+    theirs, ours, (pk, sk) = _phe_and_ours(bits, n, repeat, seed)
+    t = time.perf_counter()
+    pk.obfuscators(1)  # the tables, from the OS, once per key
+    built = {'public key': time.perf_counter() - t}
+    t = time.perf_counter()
+    sk.obfuscators(1)
+    built['key owner'] = time.perf_counter() - t
+    phe_us = {
+        k: time_per_op(f, 1 if k == 'keygen' else n, keys if k == 'keygen' else repeat) for k, f in theirs.items()
+    }
+    rows = []
+    for name, ref, f, per_call in ours:
+        us = time_per_op(f, per_call, keys if ref == 'keygen' else repeat)
+        rows.append(dict(operation=name, phe_us=phe_us[ref], fedgauss_us=us, phe_over_ours=phe_us[ref] / us))
+    out = pd.DataFrame(rows).set_index('operation')
+    out.attrs.update(bits=bits, n=n, repeat=repeat, table_seconds=built)
+    return out

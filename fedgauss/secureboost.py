@@ -4,29 +4,19 @@
 
 # %% ../nbs/33_secureboost.ipynb #1669008c
 from __future__ import annotations
-import itertools, numbers, queue, threading, time
+import itertools, numbers
 
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 
 from .federation import Channel, Party, as_rng
-from fedgauss.gbdt import (
-    GRID_BITS,
-    MISSING,
-    Binner,
-    HistLayout,
-    LogisticLoss,
-    Tree,
-    build_histograms,
-    grow_tree,
-    newton_weight,
-    snap_to_grid,
-)
+from .gbdt import GRID_BITS, MISSING, Binner, LogisticLoss, Tree, build_histograms, newton_weight, snap_to_grid
 from .paillier import PaillierPublicKey, generate_paillier_keypair
-from .smc import PartySMC, PeerFinished, ProtocolSpec, register_protocol, run_protocol
+from .smc import run_protocol
 
 try:
     from gmpy2 import mpz as _mpz
@@ -34,12 +24,10 @@ except ImportError:
     _mpz = int  # pragma: no cover - pure Python big integers
 
 # %% auto #0
-__all__ = ['GH_SLOT', 'BIN_BITS', 'SECUREBOOST', 'SECUREBOOST_PREDICT', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext',
-           'unpack_bins', 'PassiveParty', 'ActiveParty', 'FederatedHistograms', 'align_rows', 'SecureBoostClassifier',
-           'secureboost_party', 'secureboost_report', 'secureboost_check', 'secureboost_context', 'part_model',
-           'secureboost_part', 'secureboost_predict_check', 'secureboost_predict_party', 'leaf_purity',
-           'weight_identity_error', 'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack',
-           'passive_leaves', 'label_inference_attack']
+__all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins',
+           'numeric_block', 'PassiveParty', 'ActiveParty', 'align_rows', 'SecureBoostClassifier', 'impute_array',
+           'lookup_arrays', 'tree_arrays', 'part_model', 'leaf_purity', 'weight_identity_error', 'active_party_view',
+           'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves', 'label_inference_attack']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -51,7 +39,11 @@ def pack_gh(
     H,  # integer Hessians 2^k h (>= 0)
 ) -> list:
     "Plaintext integers $G_i 2^s + H_i$ (signed; reduce mod n to encrypt)."
-    G, H = np.asarray(G, np.int64), np.asarray(H, np.int64)
+    G, H = np.asarray(G), np.asarray(H)
+    if G.shape != H.shape or G.ndim != 1:
+        raise ValueError(f"G and H must be 1-d, of one length; got shapes {G.shape} and {H.shape}")
+    if G.size and (G.dtype.kind not in 'iu' or H.dtype.kind not in 'iu'):
+        raise TypeError(f"G and H are integers on the grid (2^k g, 2^k h); got {G.dtype} and {H.dtype}")
     if (H < 0).any():
         raise ValueError("Hessians must be non-negative")
     return [(g << GH_SLOT) + h for g, h in zip(G.tolist(), H.tolist())]
@@ -61,6 +53,8 @@ def unpack_gh(
     B: int,  # a signed bin sum G 2^s + H (Python int)
 ) -> tuple:
     "`(G, H)` of a signed bin sum $B = G 2^s + H$, $0 \\le H < 2^s$."
+    if isinstance(B, (bool, np.bool_)) or not isinstance(B, numbers.Integral):
+        raise TypeError(f"a bin sum is an integer; got {type(B).__name__}")
     B = int(B)
     return B >> GH_SLOT, B & ((1 << GH_SLOT) - 1)
 
@@ -69,6 +63,8 @@ def bins_per_ciphertext(
     n: int,  # the Paillier modulus
 ) -> int:
     "How many signed `BIN_BITS`-bit bins a compressed plaintext of modulus `n` holds."
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 2:
+        raise ValueError(f"n is a Paillier modulus, an integer; got {n!r:.40}")
     q = (int(n).bit_length() - 2) // BIN_BITS
     if q < 1:
         raise ValueError(f"a {int(n).bit_length()}-bit key cannot hold one {BIN_BITS}-bit bin")
@@ -81,6 +77,9 @@ def unpack_bins(
     q: int,  # bins it holds
 ) -> list:
     "The `q` signed bins $B_j$ of $V = \\sum_j B_j 2^{jW}$ (balanced base-$2^W$ digits of the centred representative)."
+    q = int(q) if isinstance(q, numbers.Integral) and not isinstance(q, (bool, np.bool_)) and q >= 1 else None
+    if q is None or not isinstance(v, numbers.Integral) or not 0 <= v < n:
+        raise ValueError(f"unpack_bins takes a plaintext in [0, n) and q >= 1 bins; got v={v!r:.30}, q={q!r}")
     v, n = int(v), int(n)
     if v > n // 2:
         v -= n
@@ -93,23 +92,64 @@ def unpack_bins(
         raise ValueError("compressed plaintext overflowed its bins")
     return out
 
+# %% ../nbs/33_secureboost.ipynb #39f05a40
+def _codes(col: pd.Series, cats=None) -> np.ndarray:
+    "A categorical column as float codes (of `cats`, the fit's categories, if given: a category unseen at fit is NaN)."
+    codes = col.cat.codes.to_numpy()
+    if cats is not None and not cats.equals(col.cat.categories):
+        codes = np.where(codes >= 0, cats.get_indexer(col.cat.categories)[np.maximum(codes, 0)], -1)
+    return np.where(codes >= 0, codes, np.nan)
+
+
+def _to_floats(col: pd.Series) -> bool:
+    "Whether a column converts to floats."
+    try:
+        col.to_numpy(np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _categories_of(X) -> dict:
+    "The categories of each pandas `category` column of a DataFrame (empty for arrays)."
+    if not isinstance(X, pd.DataFrame):
+        return {}
+    return {c: X[c].cat.categories for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)}
+
 # %% ../nbs/33_secureboost.ipynb #7fb27b941602401d91542211134fc71a
-def _numeric_block(X, name: str) -> np.ndarray:
-    "A party's feature block as floats (pandas categories as codes, missing NaN); NaN allowed, inf refused."
-    if isinstance(X, pd.DataFrame):
-        cat = lambda s: np.where(s.cat.codes >= 0, s.cat.codes, np.nan)
-        X = pd.DataFrame({c: cat(X[c]) if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c] for c in X.columns})
+def numeric_block(
+    X,  # a party's features: a DataFrame (numeric, boolean, nullable, categorical) or a 2-d array
+    name: str,  # the party, for errors
+    categories: dict | None = None,  # column -> its categories at fit: a code means the same category at predict
+) -> np.ndarray:
+    """A party's feature block as floats: pandas categories as codes (of `categories` if given: one unseen at fit is
+    missing), missing as NaN; infinity, complex numbers and text are refused, naming the column."""
+    cols = list(X.columns) if isinstance(X, pd.DataFrame) else None
+    if cols is not None:
+        cats = categories or {}
+        code = lambda c: _codes(X[c], cats.get(c)) if isinstance(X[c].dtype, pd.CategoricalDtype) else X[c]
+        X = pd.DataFrame({c: code(c) for c in cols}, index=X.index)
+        bad = [c for c in cols if pd.api.types.is_complex_dtype(X[c].dtype)]
+        if bad:
+            raise ValueError(f"{name}: column {bad[0]!r} is complex")
         try:
             X = X.to_numpy(np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{name}: features must be numeric or categorical ({e})") from None
-    X = np.array(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad = [c for c in cols if not _to_floats(X[c])]
+            raise ValueError(f"{name}: column {bad[0]!r} is neither numeric nor categorical") from None
+    elif np.iscomplexobj(X):
+        raise ValueError(f"{name}: features are complex")
+    try:
+        X = np.array(X, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: features must be numeric ({e})") from None
     if X.ndim != 2:
         raise ValueError(f"{name}: features must be a 2-d array; got {X.ndim} dimensions")
     if X.shape[1] == 0:
         raise ValueError(f"{name}: a party with no columns")
-    if np.isinf(X).any():
-        raise ValueError(f"{name}: features contain infinity")
+    inf = np.flatnonzero(np.isinf(X).any(0))
+    if len(inf):
+        raise ValueError(f"{name}: column {cols[inf[0]] if cols else int(inf[0])!r} holds infinity")
     return X
 
 # %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
@@ -275,119 +315,6 @@ def decrypt_histograms(
         out[j] = [unpack_gh(b) for b in bins]
     return np.ldexp(out, -self.k)
 
-# %% ../nbs/33_secureboost.ipynb #03793107
-class FederatedHistograms:
-    "The active party's provider for `grow_tree`, in its program: own histograms in plaintext, passive ones decrypted."
-
-    def __init__(
-        self,
-        active: ActiveParty,  # the active party (it grows the tree)
-        passives: list,  # names of the passive parties
-        order: list,  # names of all parties in column order
-        ctx: PartySMC = None,  # the active party's context (its mailbox)
-        wait=None,  # `wait(gen)`: the value of the generator `gen` (a `ctx.recv`) run by the program (see `_in_thread`)
-    ):
-        self.active, self.passives, self.order, self.ctx, self.wait = active, passives, order, ctx, wait
-        self.index = {n: i for i, n in enumerate(order)}
-        self.S = [active.layout.n_slots if p == active.name else active.n_slots_of[p] for p in order]
-
-    def histograms(
-        self,
-        nodes,  # the open nodes, as grow_tree asks
-    ) -> np.ndarray:
-        a, nodes = self.active, np.asarray(nodes, np.intp)
-        for p in self.passives:
-            a.send(p, 'hist_request', nodes)
-        parts = [
-            a.own_histograms(nodes) if p == a.name else self.wait(self._decrypted(p, len(nodes), S))
-            for p, S in zip(self.order, self.S)
-        ]
-        return np.concatenate(parts, axis=1)
-
-    def _decrypted(self, p, K, S):
-        "Generator, run by the program (Paillier in its thread): party `p`'s histograms of `K` nodes, decrypted."
-        payload = yield from self.ctx.recv('hist', p)
-        return self.active.decrypt_histograms(payload, K, S)
-
-# %% ../nbs/33_secureboost.ipynb #bf2c0410
-@patch
-def split(
-    self: FederatedHistograms,
-    nodes,  # the nodes being split
-    feature,  # global feature index of each split
-    bin,  # bin of each split: bins <= bin go left
-    default_left,  # whether missing values go left, per split
-    left,  # left child of each split node
-    right,  # right child of each split node
-):
-    "Route the rows of the split nodes: each split decided by its feature's owner; returns the children's row counts."
-    a = self.active
-    nodes, feature, bin, default_left, left = (np.asarray(v) for v in (nodes, feature, bin, default_left, left))
-    owner = a.feature_owner[feature]
-    local = feature - a.feature_offset[feature]
-    pos = np.full(max(int(a.node.max()), int(nodes.max())) + 1, -1)
-    pos[nodes] = np.arange(len(nodes))
-    rows = np.flatnonzero(pos[a.node] >= 0)
-    k = pos[a.node[rows]]
-    go = np.zeros(len(rows), bool)
-    mine = owner[k] == a.index
-    go[mine] = a._go_left(a.codes[rows[mine], local[k[mine]]], local[k[mine]], bin[k[mine]], default_left[k[mine]])
-    a.record_[nodes] = -1
-    for p in self.passives:
-        at = np.flatnonzero(owner == self.index[p])
-        if len(at) == 0:
-            continue
-        a.send(p, 'split', dict(node=nodes[at], feature=local[at], bin=bin[at], default_left=default_left[at]))
-        m = self.wait(self.ctx.recv('bits', p))
-        a.record_[nodes[at]] = m['record']
-        sel = np.flatnonzero(owner[k] == self.index[p])
-        go[sel] = np.unpackbits(m['bits'], count=len(sel)).astype(bool)
-    a.node[rows] = np.where(go, left[k], left[k] + 1)
-    for p in self.passives:
-        a.send(p, 'route', dict(node=nodes, left=left, bits=np.packbits(go)))
-    return np.stack([np.bincount(k[go], minlength=len(nodes)), np.bincount(k[~go], minlength=len(nodes))])
-
-# %% ../nbs/33_secureboost.ipynb #72eea5119410473aa328ad9291626812
-def _in_thread(f):
-    """Generator: run the blocking `f(wait)` in a thread, where `wait(gen)` has this program run the generator `gen`
-    (a `ctx.recv`) and returns its value; returns what `f` returns (or raises what it raises)."""
-    to_prog, to_f = queue.SimpleQueue(), queue.SimpleQueue()
-
-    def wait(gen):
-        to_prog.put(('wait', gen))
-        ok, v = to_f.get()
-        if not ok:
-            raise v
-        return v
-
-    def body():
-        try:
-            to_prog.put(('done', f(wait)))
-        except BaseException as e:  # handed to the program, which raises it
-            to_prog.put(('error', e))
-
-    threading.Thread(target=body, daemon=True).start()
-    pending = False
-    try:
-        while True:
-            what, v = to_prog.get()
-            if what == 'done':
-                return v
-            if what == 'error':
-                raise v
-            pending = True
-            try:
-                r = yield from v
-            except Exception as e:  # e.g. PeerFinished: raised in the thread, at its wait
-                pending = False
-                to_f.put((False, e))
-                continue
-            pending = False
-            to_f.put((True, r))
-    finally:
-        if pending:  # the program was closed while the thread waits: end the thread
-            to_f.put((False, GeneratorExit()))
-
 # %% ../nbs/33_secureboost.ipynb #160bbddd
 def _ids_of(X, name: str, id_column):
     "A party's row IDs and its features without them: a named column, else a DataFrame's index; None for an array."
@@ -485,7 +412,8 @@ def _check_parties(self: SecureBoostClassifier, parties):
     if len(labelled) != 1:
         raise ValueError(f"exactly one party must hold the labels; {len(labelled)} do")
     Xs, index = align_rows([X for X, _ in parties], labelled[0], self.id_column)
-    blocks = [_numeric_block(X, f"party {i}") for i, X in enumerate(Xs)]
+    blocks = [numeric_block(X, f"party {i}") for i, X in enumerate(Xs)]
+    self.categories_ = [_categories_of(X) for X in Xs]  # each party's own, to code its rows at predict
     n = {len(b) for b in blocks}
     if len(n) != 1:
         raise ValueError(f"parties hold different numbers of rows: {sorted(len(b) for b in blocks)}")
@@ -509,7 +437,7 @@ def _check_parties(self: SecureBoostClassifier, parties):
 # %% ../nbs/33_secureboost.ipynb #11f693ef
 @patch
 def _check_params(self: SecureBoostClassifier):
-    for name, lo in (('n_estimators', 1), ('max_depth', 1), ('rl_trees', 0), ('key_size', 16)):
+    for name, lo in (('n_estimators', 1), ('max_depth', 1), ('rl_trees', 0), ('key_size', 2 * BIN_BITS)):
         v = getattr(self, name)
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
@@ -530,241 +458,12 @@ def _check_params(self: SecureBoostClassifier):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
     if self.missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
+    if self.key_size % 2:
+        raise ValueError(f"key_size must be even (two primes of key_size / 2 bits); got {self.key_size}")
     if self.key_size < 1024 and not self.unsafe:
         raise ValueError(
             f"key_size={self.key_size} is breakable: use >= 1024 (2048 recommended) or unsafe=True for tests"
         )
-
-# %% ../nbs/33_secureboost.ipynb #8763a12b2bbd4a93a75aff182afb95dc
-class _Mailbox:
-    """A party object's channel inside its program: what it sends leaves through its `PartySMC`; what it receives,
-    the program has received first (`put`)."""
-
-    def __init__(self, ctx):
-        self.ctx, self.got = ctx, {}
-
-    def put(self, kind: str, payload):
-        self.got[kind] = payload
-
-    def send(self, sender, receiver, kind, payload):
-        self.ctx.send(getattr(receiver, 'name', receiver), kind, payload)
-
-    def receive(self, receiver, kind=None, sender=None):
-        return self.got.pop(kind)
-
-# %% ../nbs/33_secureboost.ipynb #7623eae2785240b9bd12b16a66d81610
-def _active_setup(ctx, data: dict, cfg: dict):
-    """Generator: the active party bins its columns, makes the keys, sends the public key and learns the passive
-    parties' bins per feature; returns (party, passive names)."""
-    a = ActiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
-    a.index, a._y = cfg['parties'].index(ctx.me), np.asarray(data['y'], np.float64)
-    a.setup(cfg['missing'], cfg['max_bins'])
-    a.make_keys(cfg['key_size'], cfg['unsafe'], ctx.key_rng)
-    passives = [p for p in cfg['parties'] if p != ctx.me]
-    for p in passives:
-        a.send(p, 'public_key', int(a.pk.n))
-    nb = {}
-    for p in passives:
-        nb[p] = np.asarray((yield from ctx.recv('n_bins', p)))
-    a.n_slots_of = {k: int((v + 1).sum()) for k, v in nb.items()}
-    n_bins = [a.layout.n_bins if p == ctx.me else nb[p] for p in cfg['parties']]
-    a.global_layout = HistLayout(np.concatenate(n_bins))
-    F = [len(v) for v in n_bins]
-    a.feature_owner = np.repeat(np.arange(len(F)), F)
-    a.feature_offset = np.repeat(np.cumsum([0] + F[:-1]), F)
-    return a, passives
-
-# %% ../nbs/33_secureboost.ipynb #7cdc8c89c7104fffa095e18ddfef8986
-def _grow(a: ActiveParty, prov, rl: bool, cfg: dict) -> tuple:
-    """One tree by the core's grower: federated (`rl=False`) or on the active party's features alone; returns
-    (tree, owners, records)."""
-    kw = {k: cfg[k] for k in ('max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight')}
-    a.record_ = np.full(2 ** (cfg['max_depth'] + 1), -1, np.intp)
-    tree = grow_tree(prov, a.layout if rl else a.global_layout, **kw)
-    inner = ~tree.is_leaf
-    if rl:
-        tree.feature[inner] += a.feature_offset[a.feature_owner == a.index][0]
-    owner = np.where(inner, a.feature_owner[np.maximum(tree.feature, 0)], -1)
-    local = tree.feature - a.feature_offset[np.maximum(tree.feature, 0)]
-    mine = owner == a.index
-    tree.threshold = np.where(
-        mine, a.layout.split_threshold(np.where(mine, local, 0), np.where(mine, tree.bin, 0)), np.nan
-    )
-    if cfg['missing'] == 'probabilistic':
-        tree.count = _counts_from_leaves(tree, a.node)
-    return tree, owner, np.where(owner >= 0, a.record_[: tree.n_nodes], -1)
-
-# %% ../nbs/33_secureboost.ipynb #b118ea5561624da68c537baed56e602f
-class _OwnHistograms(FederatedHistograms):
-    "A reduced-leakage tree: the active party's features only, no message."
-
-    def __init__(self, active):
-        super().__init__(active, [], [active.name])
-
-    def split(self, nodes, feature, bin, default_left, left, right):
-        a = self.active
-        f = np.asarray(feature) + a.feature_offset[a.feature_owner == a.index][0]
-        return FederatedHistograms.split(self, nodes, f, bin, default_left, left, right)
-
-
-def _counts_from_leaves(tree: Tree, leaf_of_row) -> np.ndarray:
-    "Training rows per node: the leaves' row counts summed up the tree (as `fedgauss.gbdt.node_counts`)."
-    c = np.bincount(leaf_of_row, minlength=tree.n_nodes).astype(float)
-    for d in range(tree.max_depth - 1, -1, -1):
-        at = np.flatnonzero((tree.depth == d) & ~tree.is_leaf)
-        c[at] = c[tree.left[at]] + c[tree.right[at]]
-    return c
-
-# %% ../nbs/33_secureboost.ipynb #938c804e27f84196a10c8828c723f798
-def _active_program(ctx, data: dict, cfg: dict):
-    "Generator: the active party's program; returns the model (trees, owners, records, margins)."
-    a, passives = yield from _active_setup(ctx, data, cfg)
-    y, loss = a._y, LogisticLoss()
-    base = loss.init_margin(y) if cfg['base_score'] is None else float(loss.link(cfg['base_score']))
-    margin, gh = np.full(len(y), base), np.empty((len(y), 2))
-    out = dict(base_margin=base, trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
-    for t in range(cfg['n_estimators']):
-        if cfg.get('pause', True):
-            yield from ctx.pause()  # what was sent before (setup, the last tree) leaves in its own round
-        t0, c0 = time.perf_counter(), time.process_time()
-        ctx.phase = ('tree', t)
-        rl = t < cfg['rl_trees']
-        loss.gradients(y, margin, out=gh)
-        a.encrypt_gradients(gh, [] if rl else passives, ctx.obf_rng)
-        if rl:
-            tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg)
-        else:
-            prov = lambda wait: FederatedHistograms(a, passives, cfg['parties'], ctx, wait)
-            tree, owner, record = yield from _in_thread(lambda wait: _grow(a, prov(wait), False, cfg))
-        margin += tree.value[a.node]
-        for k, v in zip(('trees', 'owners', 'records'), (tree, owner, record)):
-            out[k].append(v)
-        out['train_leaves'].append(a.node.astype(np.int32))
-        out['tree_seconds'].append((time.perf_counter() - t0, time.process_time() - c0))
-    out['train_margin'], out['impute'] = margin, _impute_array(a)
-    for p in passives if cfg.get('end_message') else []:
-        ctx.send(p, 'end', 0)
-    return dict(out, party=a) if cfg.get('keep_parties') else out
-
-# %% ../nbs/33_secureboost.ipynb #504fb2a444614c0babb325280ed9130a
-_LOOKUP = ('lookup_feature', 'lookup_threshold', 'lookup_default_left')
-
-
-def _impute_array(party) -> np.ndarray:
-    "A party's `impute` means as an array (empty unless `missing='impute'`)."
-    return np.zeros(0) if party.impute_values_ is None else np.array(party.impute_values_, np.float64)
-
-
-def _lookup_arrays(lookup: list) -> dict:
-    "A lookup table [(feature, threshold, default_left)] as three arrays."
-    cols = list(zip(*lookup)) if lookup else [(), (), ()]
-    return {k: np.array(c, dt) for k, c, dt in zip(_LOOKUP, cols, (np.int64, np.float64, bool))}
-
-
-_REQUESTS = ('route', 'gh', 'hist_request', 'split', 'end')  # what the active party asks, first first when several wait
-
-
-def _recv_first(ctx, kinds, sender):
-    "Generator: (kind, payload) of the first of `kinds` (in that order) waiting from `sender`; waits until one is."
-    while True:
-        for k in kinds:
-            g = ctx.recv(k, sender)
-            try:
-                next(g)
-            except StopIteration as e:
-                return k, e.value
-            g.close()
-        yield ('recv', '|'.join(kinds), sender)
-
-
-def _passive_program(ctx, data: dict, cfg: dict):
-    "Generator: a passive party's program; answers the active party until it has finished."
-    active = cfg['active']
-    p = PassiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
-    p.index = cfg['parties'].index(ctx.me)
-    p.setup(cfg['missing'], cfg['max_bins'])
-    p.send(active, 'n_bins', p.layout.n_bins)
-    p.channel.put('public_key', (yield from ctx.recv('public_key', active)))
-    p.receive_key()
-    act = dict(route=p.apply_route, gh=p.start_tree, hist_request=p.answer_histograms, split=p.answer_split)
-    try:
-        while (got := (yield from _recv_first(ctx, _REQUESTS, active)))[0] != 'end':
-            p.channel.put(*got)
-            act[got[0]]()
-    except PeerFinished:  # the active party has finished: training is over
-        pass
-    out = dict(
-        records=len(p.lookup), part=dict(_lookup_arrays(p.lookup), impute=_impute_array(p))
-    )  # its part stays here
-    return dict(out, party=p) if cfg.get('keep_parties') else out
-
-# %% ../nbs/33_secureboost.ipynb #59bbdb311c014d738909a11f9e486628
-def secureboost_party(
-    ctx: PartySMC,  # the party's context (mailbox, phase, rng)
-    data: dict,  # its own arrays: `X` (rows × its columns, NaN = missing) and, for the active party, `y` (0/1)
-    cfg: dict,  # public: parties (column order), active, n_features, n_rows, the fit's parameters; options below
-):
-    """A SecureBoost party's program (a generator): the active party's if `cfg['me']` is `cfg['active']`, else a passive
-    party's. Options in `cfg`: `keep_parties` (results hold the party objects, with their data: in one process only),
-    `pause` (default True: each tree's messages in its round), `end_message` (default False: the active party says
-    'end' when done, for a transport that cannot tell a waiting party its peer has finished)."""
-    return (_active_program if cfg['me'] == cfg['active'] else _passive_program)(ctx, data, cfg)
-
-
-def secureboost_report(
-    result: dict,  # a party's program result
-    cfg: dict,  # the public configuration, `cfg['me']` the party
-) -> dict:
-    """What a node sends the server when its program ends: a passive party only how many records it holds (its
-    lookup table, `result['part']`, stays on its node: `flower_run(..., keep=True)` writes it there)."""
-    return {k: v for k, v in result.items() if k != 'part'}
-
-
-def secureboost_check(
-    data: dict,  # a party's own arrays
-    cfg: dict,  # the public configuration, `cfg['me']` its name
-):
-    "Refuse a party's data that does not fit the federation (columns, rows, infinities, labels), naming the party."
-    me = cfg['me']
-    if not isinstance(data, dict) or 'X' not in data:
-        raise ValueError(f"{me}: its data must be a dict with features 'X'")
-    X = _numeric_block(data['X'], me)
-    want = cfg['n_features'][cfg['parties'].index(me)]
-    if X.shape[1] != want:
-        raise ValueError(f"{me} has {X.shape[1]} columns; the federation expects {want}")
-    if len(X) != cfg['n_rows']:
-        raise ValueError(f"{me} has {len(X)} rows; the federation expects {cfg['n_rows']}")
-    if me != cfg['active']:
-        if 'y' in data:
-            raise ValueError(f"{me} is a passive party: it holds no labels")
-        return
-    y = np.asarray(data.get('y', np.zeros(0)), np.float64).ravel()
-    if len(y) != len(X) or not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError(f"{me}: the labels 'y' must be 0/1, one per row")
-
-# %% ../nbs/33_secureboost.ipynb #b43b363d81ae4b689946ece5c682cd59
-def secureboost_context(
-    me: str,  # the party's name
-    cfg: dict,  # the public configuration
-    rng=None,  # its secret generator, or a seed (tests; see `fedgauss.entropy.secret_rng`); None: the OS
-) -> PartySMC:
-    """A SecureBoost party's `PartySMC`. Its Paillier primes and obfuscators come from its own secret generator
-    (`ctx.rng`, ChaCha20: keyed by the OS without a seed), never from a generator another party or the server knows."""
-    ctx = PartySMC(me, cfg['parties'], rng=rng)  # `secret_rng(rng)`: a secret generator is kept as it is
-    ctx.key_rng = ctx.obf_rng = ctx.rng
-    return ctx
-
-
-SECUREBOOST = register_protocol(
-    ProtocolSpec(
-        'secureboost',
-        secureboost_party,
-        check=secureboost_check,
-        context=secureboost_context,
-        dealer=False,
-        report=secureboost_report,
-    )
-)
 
 # %% ../nbs/33_secureboost.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
@@ -793,6 +492,8 @@ def fit(
     parties,  # list of (X_p, y_p) from `vertical_split`, exactly one y not None
 ):
     "Grow the trees over the federation: the parties' programs (`SECUREBOOST`) run in the simulator."
+    from fedgauss.secureboost_programs import SECUREBOOST  # the per-party programs (33a)
+
     self._check_params()
     blocks, y, label_party = self._check_parties(parties)
     if self.base_score is not None:
@@ -814,19 +515,48 @@ def fit(
     return self
 
 # %% ../nbs/33_secureboost.ipynb #ca4a80c3
+@patch
+def _check_fitted(self: SecureBoostClassifier):
+    if not hasattr(self, 'trees_'):
+        raise NotFittedError("this SecureBoostClassifier is not fitted yet: call fit first")
+
+
 @patch(as_prop=True)
 def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
     "Bytes and messages sent and received by each party over the fit (and predictions so far)."
+    self._check_fitted()
     return self.channel_.bytes_by_party()
 
 # %% ../nbs/33_secureboost.ipynb #df3bae6902f2482e9060562108c84885
-_TREE_FIELDS = ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad')
-_TREE_FIELDS += ('sum_hess', 'depth')  # the node arrays of a `Tree`
+LOOKUP_FIELDS = ('lookup_feature', 'lookup_threshold', 'lookup_default_left')  # a passive party's part of the model
 
 
-def _tree_arrays(trees: list, owners: list, records: list) -> dict:
+def impute_array(
+    party,  # a SecureBoost party after `setup`
+) -> np.ndarray:
+    "A party's `impute` means as an array (empty unless `missing='impute'`)."
+    return np.zeros(0) if party.impute_values_ is None else np.array(party.impute_values_, np.float64)
+
+
+def lookup_arrays(
+    lookup: list,  # a passive party's lookup table: [(feature, threshold, default_left), ...]
+) -> dict:
+    "A lookup table as three arrays, named as in `LOOKUP_FIELDS`."
+    cols = list(zip(*lookup)) if lookup else [(), (), ()]
+    return {k: np.array(c, dt) for k, c, dt in zip(LOOKUP_FIELDS, cols, (np.int64, np.float64, bool))}
+
+
+TREE_FIELDS = ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad')
+TREE_FIELDS += ('sum_hess', 'depth')  # the node arrays of a `Tree`
+
+
+def tree_arrays(
+    trees: list,  # fitted trees (`fedgauss.gbdt.Tree`)
+    owners: list,  # per tree, the owner of every node (-1 at leaves)
+    records: list,  # per tree, every node's record id in its owner's lookup table (-1: none)
+) -> dict:
     "Trees as node arrays concatenated tree after tree, with their owners and record ids (and counts, if recorded)."
-    out = {f'tree_{k}': np.concatenate([getattr(t, k) for t in trees]) for k in _TREE_FIELDS}
+    out = {f'tree_{k}': np.concatenate([getattr(t, k) for t in trees]) for k in TREE_FIELDS}
     if all(t.count is not None for t in trees):
         out['tree_count'] = np.concatenate([t.count for t in trees])
     out['tree_owner'], out['tree_record'] = np.concatenate(owners), np.concatenate(records)
@@ -839,18 +569,17 @@ def model_parts(self: SecureBoostClassifier) -> dict:
     """Each party's part of the fitted model as plain arrays, by party name: the active party's trees (`NaN` thresholds
     at passive nodes), owners, record ids and base margin; a passive party's lookup table; every party's `impute` means
     (empty unless `missing='impute'`). A passive party's lookup table is in its own part only."""
-    if not hasattr(self, 'trees_'):
-        raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
+    self._check_fitted()
     out = {}
     for p in self.parties_:
         if p is self.active_:
             part = dict(
-                _tree_arrays(self.trees_, self.owners_, self.records_),
+                tree_arrays(self.trees_, self.owners_, self.records_),
                 base_margin=np.array(self.base_margin_, np.float64),
             )
         else:
-            part = _lookup_arrays(p.lookup)
-        out[p.name] = dict(part, impute=_impute_array(p))
+            part = lookup_arrays(p.lookup)
+        out[p.name] = dict(part, impute=impute_array(p))
     return out
 
 # %% ../nbs/33_secureboost.ipynb #f7fdfdd0650444cfabd711c5d013a195
@@ -859,10 +588,13 @@ def part_model(
 ) -> dict:
     """The inverse of `model_parts` for one party: dict(trees, owners, records, base_margin) from the active party's
     part, dict(lookup=[(feature, threshold, default_left), ...]) from a passive party's."""
-    if _LOOKUP[0] in part:
-        return dict(lookup=list(zip(*(np.asarray(part[k]).tolist() for k in _LOOKUP))))
+    need = LOOKUP_FIELDS if LOOKUP_FIELDS[0] in part else ('tree_n_nodes', 'base_margin', 'tree_owner', 'tree_record')
+    if not isinstance(part, dict) or [k for k in need if k not in part]:
+        raise ValueError(f"a model part (`model_parts`) holds {need}; this one lacks some: {sorted(part)[:8]}")
+    if LOOKUP_FIELDS[0] in part:
+        return dict(lookup=list(zip(*(np.asarray(part[k]).tolist() for k in LOOKUP_FIELDS))))
     cut = np.cumsum(np.asarray(part['tree_n_nodes']))[:-1]
-    fields = _TREE_FIELDS + (('count',) if 'tree_count' in part else ())
+    fields = TREE_FIELDS + (('count',) if 'tree_count' in part else ())
     cols = {k: np.split(np.asarray(part[f'tree_{k}']), cut) for k in fields}
     trees = [Tree(**{k: v[j] for k, v in cols.items()}) for j in range(len(cut) + 1)]
     split = lambda k: np.split(np.asarray(part[k]), cut)
@@ -870,248 +602,15 @@ def part_model(
         trees=trees, owners=split('tree_owner'), records=split('tree_record'), base_margin=float(part['base_margin'])
     )
 
-
-def secureboost_part(
-    result: dict,  # a party's `secureboost` program result (a node keeps it: `flower_run(..., keep=True)`)
-) -> dict:
-    """The party's part of the model, as `SecureBoostClassifier.model_parts` gives it, from its training program's result:
-    what a node adds to its rows to score to predict with `secureboost_predict`."""
-    if 'part' in result:  # a passive party's lookup table
-        return result['part']
-    trees = _tree_arrays(result['trees'], result['owners'], result['records'])
-    return dict(trees, base_margin=np.array(result['base_margin'], np.float64), impute=result['impute'])
-
-# %% ../nbs/33_secureboost.ipynb #fe9f955ec60b4fa5bfadf336a7853f34
-def _impute(data: dict) -> np.ndarray:
-    "A party's rows to score, its own training means filled in where missing (with `missing='impute'`)."
-    X, means = np.asarray(data['X'], np.float64), np.asarray(data.get('impute', np.zeros(0)), np.float64)
-    return np.where(np.isnan(X), means, X) if len(means) else X
-
-
-def _answer(X, f, thr, dl, m: dict) -> dict:
-    "A passive party's answer to a query: a bit per (record, row), own value vs own threshold; optionally the missing."
-    rec, rows = np.asarray(m['record'], np.intp), np.asarray(m['row'], np.intp)
-    x = X[rows, f[rec]]
-    miss = np.isnan(x)
-    out = dict(bits=np.packbits(np.where(miss, dl[rec], x < thr[rec])))
-    if m.get('with_missing'):
-        out['missing'] = np.packbits(miss)
-    return out
-
-
-def _predict_passive(ctx, data: dict, cfg: dict):
-    "Generator: a passive party's program: answers the active party's queries until it has finished."
-    X, active, answered = _impute(data), cfg['active'], 0
-    f, thr, dl = (np.asarray(data[k], t) for k, t in zip(_LOOKUP, (np.intp, np.float64, bool)))
-    try:
-        while True:
-            m = yield from ctx.recv('query', active)
-            ctx.send(active, 'answer', _answer(X, f, thr, dl, m))
-            answered += 1
-    except PeerFinished:  # the active party has its margins
-        return dict(queries=answered)
-
-# %% ../nbs/33_secureboost.ipynb #85d0908b97394a788b28d7e86cd0f3fd
-def _query(rec, rows, with_missing: bool) -> dict:
-    return dict(record=rec.astype(np.int32), row=rows.astype(np.int32), with_missing=with_missing)
-
-
-def _bits(m: dict, k: int, with_missing: bool = False):
-    "The `k` direction bits of an answer (and its missing flags)."
-    go = np.unpackbits(m['bits'], count=k).astype(bool)
-    return (go, np.unpackbits(m['missing'], count=k).astype(bool)) if with_missing else go
-
-
-def _own_directions(trees, owners, node, X, me: int, off: int) -> tuple:
-    "(go left, at an inner node) of every (row, tree): decided here where the active party owns the node."
-    n, T = node.shape
-    go, inner = np.zeros((n, T), bool), np.zeros((n, T), bool)
-    for j, (t, own) in enumerate(zip(trees, owners)):
-        nd = node[:, j]
-        inner[:, j] = ~t.is_leaf[nd]
-        at = np.flatnonzero(inner[:, j] & (own[nd] == me))
-        x = X[at, t.feature[nd[at]] - off]
-        go[at, j] = np.where(np.isnan(x), t.default_left[nd[at]], x < t.threshold[nd[at]])
-    return go, inner
-
-# %% ../nbs/33_secureboost.ipynb #14f5cff190484322a29c10c261c39526
-def _routed_margin(ctx, m: dict, X, me: int, off: int, passives: list):
-    "Generator: the sum of the trees' leaf values, the rows routed level by level (passive nodes by their owners)."
-    trees, owners, records = m['trees'], m['owners'], m['records']
-    node = np.zeros((len(X), len(trees)), np.intp)
-    for _ in range(max(t.max_depth for t in trees)):
-        go, inner = _own_directions(trees, owners, node, X, me, off)
-        own_all = np.stack([own[node[:, j]] for j, own in enumerate(owners)], axis=1)
-        rec_all = np.stack([rec[node[:, j]] for j, rec in enumerate(records)], axis=1)
-        asked = []
-        for i, p in passives:
-            r, c = np.nonzero(inner & (own_all == i))
-            if len(r):
-                ctx.send(p, 'query', _query(rec_all[r, c], r, False))
-                asked.append((p, r, c))
-        for p, r, c in asked:
-            go[r, c] = _bits((yield from ctx.recv('answer', p)), len(r))
-        for j, t in enumerate(trees):
-            nd = node[:, j]
-            node[:, j] = np.where(inner[:, j], np.where(go[:, j], t.left[nd], t.right[nd]), nd)
-    return sum(t.value[node[:, j]] for j, t in enumerate(trees))
-
-# %% ../nbs/33_secureboost.ipynb #c0132a3cbf664ea7b1cd7ba8e1401f35
-def _ask_tree(ctx, t: Tree, own, rec, n: int, passives: list) -> list:
-    "Probabilistic: query every owner of a passive node of tree `t` about all `n` rows; returns (party, rows, nodes)."
-    inner, asked = np.flatnonzero(~t.is_leaf), []
-    for i, p in passives:
-        at = inner[own[inner] == i]
-        if len(at):
-            rows, cols = np.repeat(np.arange(n), len(at)), np.tile(at, n)
-            ctx.send(p, 'query', _query(rec[cols], rows, True))
-            asked.append((p, rows, cols))
-    return asked
-
-
-def _own_flags(t: Tree, own, X, me: int, off: int, buf: dict) -> tuple:
-    "Probabilistic: (go left, missing) of every (row, node), filled in at the active party's own nodes."
-    inner = np.flatnonzero(~t.is_leaf)
-    go, miss = buf['go'][:, : t.n_nodes], buf['miss'][:, : t.n_nodes]
-    go.fill(False)
-    miss.fill(False)
-    for i in inner[own[inner] == me]:
-        x = X[:, t.feature[i] - off]
-        miss[:, i] = np.isnan(x)
-        go[:, i] = x < t.threshold[i]
-    return go, miss
-
-# %% ../nbs/33_secureboost.ipynb #f657a151eca14247a74ebe8485fb7a96
-def _expectation(t: Tree, go, miss, buf: dict) -> np.ndarray:
-    "Each row's expected leaf value: missing splits go both ways, weighted by the training fractions."
-    inner = np.flatnonzero(~t.is_leaf)
-    pi = np.zeros(t.n_nodes)
-    pi[inner] = t.count[t.left[inner]] / np.maximum(t.count[inner], 1e-300)
-    W = buf['W'][:, : t.n_nodes]  # the call's buffer: no fresh pages per tree
-    W.fill(0.0)
-    W[:, 0] = 1.0
-    for d in range(t.max_depth):
-        at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
-        wl = W[:, at] * np.where(miss[:, at], pi[at], go[:, at])
-        W[:, t.left[at]] += wl
-        W[:, t.right[at]] += W[:, at] - wl
-    leaves = np.flatnonzero(t.is_leaf)
-    return W[:, leaves] @ t.value[leaves]
-
-
-def _expected_margin(ctx, m: dict, X, me: int, off: int, passives: list):
-    "Generator: probabilistic prediction; every query of every tree leaves at once (none depends on an answer)."
-    asked = [
-        _ask_tree(ctx, t, own, rec, len(X), passives) for t, own, rec in zip(m['trees'], m['owners'], m['records'])
-    ]
-    shape = (len(X), max(t.n_nodes for t in m['trees']))
-    buf = dict(go=np.empty(shape, bool), miss=np.empty(shape, bool), W=np.empty(shape))
-    out = np.zeros(len(X))
-    for t, own, q in zip(m['trees'], m['owners'], asked):
-        go, miss = _own_flags(t, own, X, me, off, buf)
-        for p, rows, cols in q:
-            go[rows, cols], miss[rows, cols] = _bits((yield from ctx.recv('answer', p)), len(rows), True)
-        out += _expectation(t, go, miss, buf)
-    return out
-
-# %% ../nbs/33_secureboost.ipynb #9d37a546261c4fccaccbf6d7fdcabc2d
-def _predict_active(ctx, data: dict, cfg: dict):
-    "Generator: the active party's program; returns the margins of its rows."
-    m, X, me = part_model(data), _impute(data), cfg['parties'].index(ctx.me)
-    off = int(sum(cfg['n_features'][:me]))  # the active party's first column in the global feature order
-    passives = [(i, p) for i, p in enumerate(cfg['parties']) if p != ctx.me]
-    margins = _expected_margin if cfg['missing'] == 'probabilistic' else _routed_margin
-    return dict(margin=m['base_margin'] + (yield from margins(ctx, m, X, me, off, passives)))
-
-# %% ../nbs/33_secureboost.ipynb #ef9842c46adc473fb9d158d96fb9736f
-def _check_passive_part(data: dict, cfg: dict, me: str, F: int):
-    "A passive party's part: a lookup table of the model's size on its own columns, and no trees."
-    if any(k.startswith('tree_') or k == 'base_margin' for k in data):
-        raise ValueError(f"{me} is a passive party: it holds no trees")
-    if any(k not in data for k in _LOOKUP):
-        raise ValueError(f"{me}: its lookup table ({', '.join(_LOOKUP)}) is missing")
-    f, thr, dl = (np.asarray(data[k]) for k in _LOOKUP)
-    n = cfg['n_records'][cfg['parties'].index(me)]
-    if not f.shape == thr.shape == dl.shape == (n,):
-        raise ValueError(f"{me}'s lookup table has {len(f)} records; the model's trees have {n} at {me}")
-    if f.dtype.kind not in 'iu' or dl.dtype.kind != 'b' or thr.dtype.kind != 'f' or np.isnan(thr).any():
-        raise ValueError(f"{me}'s lookup table must hold integer features, thresholds (no NaN) and bool directions")
-    if n and (f.min() < 0 or f.max() >= F):
-        raise ValueError(f"{me}'s lookup table names features outside its {F} columns")
-
-# %% ../nbs/33_secureboost.ipynb #c000a31f2c9946539c3b29341482ce07
-def _check_active_part(data: dict, cfg: dict, me: str, F: int):
-    "The active party's part: trees of consistent sizes, no threshold of a passive node, records the owners have."
-    if any(k.startswith('lookup_') for k in data):
-        raise ValueError(f"{me} is the active party: a passive party's lookup table must never reach it")
-    need = [f'tree_{k}' for k in _TREE_FIELDS + ('owner', 'record', 'n_nodes')] + ['base_margin']
-    if cfg['missing'] == 'probabilistic':
-        need.append('tree_count')  # the training rows per node, for the fractions
-    if lack := [k for k in need if k not in data]:
-        raise ValueError(f"{me}: its model part lacks {lack}")
-    nn = np.asarray(data['tree_n_nodes'])
-    tid = np.repeat(np.arange(len(nn)), np.maximum(nn, 0))
-    nodes = [k for k in need if k.startswith('tree_') and k != 'tree_n_nodes']
-    if len(nn) == 0 or (nn < 1).any() or any(np.shape(data[k]) != tid.shape for k in nodes):
-        raise ValueError(f"{me}: its trees' node arrays must hold {len(tid)} nodes ({nn.tolist()} per tree)")
-    own, rec, thr = (np.asarray(data[f'tree_{k}']) for k in ('owner', 'record', 'threshold'))
-    kids = np.concatenate([np.asarray(data['tree_left']), np.asarray(data['tree_right'])])
-    if own.min() < -1 or own.max() >= len(cfg['parties']) or (kids < -1).any() or (kids >= np.tile(nn[tid], 2)).any():
-        raise ValueError(f"{me}: its trees name owners or children that do not exist")
-    i = cfg['parties'].index(me)
-    passive = (own >= 0) & (own != i)
-    if not np.isnan(thr[passive]).all():
-        raise ValueError(f"{me}'s trees hold a threshold at a passive party's node")
-    if ((rec[passive] < 0) | (rec[passive] >= np.asarray(cfg['n_records'])[own[passive]])).any():
-        raise ValueError(f"{me}'s trees name records their owners do not have")
-    f = np.asarray(data['tree_feature'])[own == i] - sum(cfg['n_features'][:i])
-    if len(f) and (f.min() < 0 or f.max() >= F):
-        raise ValueError(f"{me}'s trees split on features outside its {F} columns")
-
-# %% ../nbs/33_secureboost.ipynb #c3462b86091e46cebf680f08a3b8b56e
-def secureboost_predict_check(
-    data: dict,  # a party's own arrays: `X` (its block of the rows to score) and its part of the model
-    cfg: dict,  # the public configuration, `cfg['me']` its name
-):
-    "Refuse a party's rows or model part that do not fit the federation's model, naming the party, before any message."
-    me = cfg['me']
-    if not isinstance(data, dict) or 'X' not in data:
-        raise ValueError(f"{me}: its data must be a dict with its rows 'X' and its part of the model")
-    X, i = _numeric_block(data['X'], me), cfg['parties'].index(me)
-    F = cfg['n_features'][i]
-    if X.shape[1] != F:
-        raise ValueError(f"{me} has {X.shape[1]} columns; the federation expects {F}")
-    if len(X) != cfg['n_rows']:
-        raise ValueError(f"{me} has {len(X)} rows; the federation expects {cfg['n_rows']}")
-    imp, want = np.asarray(data.get('impute', np.zeros(0)), np.float64), F if cfg['missing'] == 'impute' else 0
-    if imp.shape != (want,) or not np.isfinite(imp).all():
-        raise ValueError(f"{me}: 'impute' must hold {want} finite training means (missing={cfg['missing']!r})")
-    (_check_active_part if me == cfg['active'] else _check_passive_part)(data, cfg, me, F)
-
-
-def secureboost_predict_party(
-    ctx: PartySMC,  # the party's context (its mailbox)
-    data: dict,  # its own arrays: `X` (its block of the rows to score) and its part of the model (`model_parts`)
-    cfg: dict,  # public: parties (column order), active, n_features, n_rows, n_records (per party), missing
-):
-    "A party's program of federated inference (a generator): the active party's if `cfg['me']` is `cfg['active']`."
-    return (_predict_active if cfg['me'] == cfg['active'] else _predict_passive)(ctx, data, cfg)
-
-
-SECUREBOOST_PREDICT = register_protocol(
-    ProtocolSpec('secureboost_predict', secureboost_predict_party, check=secureboost_predict_check, dealer=False)
-)
-
 # %% ../nbs/33_secureboost.ipynb #6b38b45500584d5d8705f6308d7e030c
 @patch
 def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> tuple:
     "The float blocks of the rows to score, aligned on the active party's rows as at fit, and its index (or None)."
-    if not hasattr(self, 'trees_'):
-        raise ValueError("this SecureBoostClassifier is not fitted yet: call fit first")
+    self._check_fitted()
     if not isinstance(X_parts, (list, tuple)) or len(X_parts) != len(self.parties_):
         raise ValueError(f"X_parts must be a list of {len(self.parties_)} feature blocks, one per party")
     X_parts, index = align_rows(list(X_parts), self.parties_.index(self.active_), self.id_column)
-    blocks = [_numeric_block(X, f"party {i}") for i, X in enumerate(X_parts)]
+    blocks = [numeric_block(X, f"party {i}", c) for i, (X, c) in enumerate(zip(X_parts, self.categories_))]
     for i, (b, p) in enumerate(zip(blocks, self.parties_)):
         if b.shape[1] != p.layout.n_features:
             raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
@@ -1147,6 +646,8 @@ def decision_function(
 ):
     """Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel;
     in the active party's row order (a Series with its index if the blocks are DataFrames)."""
+    from fedgauss.secureboost_programs import SECUREBOOST_PREDICT  # the per-party programs (33a)
+
     blocks, index = self._blocks_for_predict(X_parts)
     datas, cfg = self._inputs(blocks)
     res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_)
@@ -1176,14 +677,26 @@ def predict(
     y = self.classes_[(np.asarray(m) > 0).astype(int)]
     return y if not isinstance(m, pd.Series) else pd.Series(y, index=m.index, name='prediction')
 
+# %% ../nbs/33_secureboost.ipynb #62c262c9
+def _binary_labels(y, leaf_of_row) -> tuple:
+    "(y as 0/1 floats, leaves as ints), one label per row, or an error that says which does not fit."
+    y, leaf = np.asarray(y, float).ravel(), np.asarray(leaf_of_row).ravel()
+    if len(y) != len(leaf) or not len(y):
+        raise ValueError(f"{len(y)} labels for {len(leaf)} rows' leaves")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("the labels must be binary, 0/1")
+    if leaf.dtype.kind not in 'iu':
+        raise ValueError(f"leaves are node numbers (integers); got {leaf.dtype}")
+    return y, leaf
+
 # %% ../nbs/33_secureboost.ipynb #7ee7452c
 def leaf_purity(
     leaf_of_row,  # the leaf of each training row in one tree
     y,  # binary labels
 ) -> dict:
     "What the leaves' instance spaces say about the labels: row-weighted purity $\\sum_j n_j\\max(\\theta_j, 1-\\theta_j)/n$ and the share of rows in leaves at least 90% pure."
-    y = np.asarray(y, float)
-    leaf = np.unique(np.asarray(leaf_of_row), return_inverse=True)[1]
+    y, leaf = _binary_labels(y, leaf_of_row)
+    leaf = np.unique(leaf, return_inverse=True)[1]
     n_j = np.bincount(leaf)
     th = np.bincount(leaf, y) / n_j
     pur = np.maximum(th, 1 - th)
@@ -1200,9 +713,8 @@ def weight_identity_error(
     learning_rate: float,  # the fit's learning_rate
 ) -> float:
     "Row-weighted mean $|\\hat\\theta_j-\\theta_j|$ of the first-tree identity $\\hat\\theta_j = a + (a(1-a)+\\lambda/n_j)w_j$ applied to this tree's leaves."
-    y = np.asarray(y, float)
+    y, leaf = _binary_labels(y, leaf_of_row)
     a = y.mean()
-    leaf = np.asarray(leaf_of_row)
     n_j = np.bincount(leaf, minlength=tree.n_nodes)
     th = np.bincount(leaf, y, minlength=tree.n_nodes) / np.maximum(n_j, 1)
     at = np.flatnonzero(n_j > 0)
@@ -1218,6 +730,9 @@ def active_party_view(
     """What the active party holds about `passive`'s features: per tree it took part in, the rows' integer (G, H), their
     leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
     feature (the `n_bins` message)."""
+    model._check_fitted()
+    if passive not in [p.name for p in model.parties_ if p is not model.active_]:
+        raise ValueError(f"{passive!r} is not a passive party of this model: {[p.name for p in model.parties_]}")
     a, n, q = model.active_, int(model.active_.pk.n), model.active_.q
     msgs = [m for m in model.channel_.messages if passive in (m.sender, m.receiver)]
     n_bins = np.asarray(next(m.payload for m in msgs if m.kind == 'n_bins'))
@@ -1375,6 +890,7 @@ def bin_recovery_attack(
     """The active party's attack on every passive party's bins, scored against their true bins (`codes`): the share of
     (row, passive feature) pairs whose bin it knows exactly, its errors, the ceiling (pairs whose class holds one bin),
     and the mean information learned per pair, bits (log2 of bins over candidate bins)."""
+    model._check_fitted()
     exact, errors, ceiling, bits, top = [], 0, [], [], []
     for p in model.parties_:
         if p is model.active_ or model.rl_trees >= model.n_estimators:
@@ -1433,7 +949,11 @@ def label_inference_attack(
 ) -> dict:
     """A passive party's label inference from the leaves it rebuilt: accuracy on the rows whose labels it does not know,
     against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`)."""
-    rng, y = as_rng(rng), np.asarray(y, float)
+    model._check_fitted()
+    y = _binary_labels(y, model.train_leaves_[0])[0]
+    if not 0 < known < 1 or repeats < 1:
+        raise ValueError(f"known is a share in (0, 1) and repeats >= 1; got known={known!r}, repeats={repeats!r}")
+    rng = as_rng(rng)
     p = next(p for p in model.parties_ if p is not model.active_)
     leaves = passive_leaves(model.channel_, p.name, len(y))
     if not leaves:
@@ -1452,3 +972,15 @@ def label_inference_attack(
         acc.append(np.mean((z[~kn] / len(leaves) > np.log(a / (1 - a))) == y[~kn]))  # above the base rate
     base = max(y.mean(), 1 - y.mean())
     return dict(accuracy=float(np.mean(acc)), base_rate=float(base), purity=leaf_purity(leaves[0], y)['purity'])
+
+# %% ../nbs/33_secureboost.ipynb #6cb6648f
+def __getattr__(name: str):
+    "The per-party programs' public names (`fedgauss.secureboost_programs`, notebook 33a), importable from here too."
+    import fedgauss.secureboost_programs as programs
+
+    if name in programs.__all__:
+        return getattr(programs, name)
+    raise AttributeError(f"module 'fedgauss.secureboost' has no attribute {name!r}")
+
+
+import fedgauss.secureboost_programs  # registers the protocols `secureboost` and `secureboost_predict`

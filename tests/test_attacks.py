@@ -646,3 +646,137 @@ def test_nfl_collapsed_signatures_warn():
     for cls in (NFLGBDTClassifier, SimFLClassifier):
         with _nfl_pytest.warns(LSHCollapseWarning, match='for 900 rows'):
             cls(n_estimators=2, max_depth=2, rng=0).fit(_nfl_clients())
+
+
+# ---- private set intersection: hashed IDs and chosen IDs (issue 30 §1) ----
+def _psi_sets():
+    "A hub with 400 customer numbers and a member with 300 (150 in common), drawn from the ID space 0..999."
+    import numpy as np
+
+    space = np.arange(1000)
+    perm = np.random.default_rng(30).permutation(space)
+    return space, perm[:400], np.concatenate([perm[250:400], perm[400:550]])
+
+
+def _psi_greedy_run(declared_to_hub: int):
+    """A member that sends the whole ID space (1,000 values) whatever it declared (300); the hub checks the member's
+    values against `declared_to_hub`. Returns (the error, or None; the hub IDs the member learned; the channel)."""
+    from fedgauss.federation import Channel
+    from fedgauss.psi import psi_config, psi_party
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    space, hub_ids, member_ids = _psi_sets()
+
+    def greedy(ctx, data, cfg):
+        if cfg['me'] == cfg['hub']:
+            return psi_party(ctx, data, cfg)
+        return psi_party(ctx, dict(ids=space), dict(cfg, sizes=dict(cfg['sizes'], member=len(space))))
+
+    cfg = psi_config(['hub', 'member'], {'hub': len(hub_ids), 'member': declared_to_hub}, 'int')
+    ch = Channel()
+    try:
+        res, _, _ = run_protocol(
+            ProtocolSpec('psi-greedy', greedy, dealer=False),
+            {'hub': dict(ids=hub_ids), 'member': dict(ids=member_ids)}, cfg, ch,
+        )  # fmt: skip
+    except ValueError as e:
+        return str(e), None, ch
+    return None, set(space[res['member']['rows']].tolist()), ch
+
+
+def test_psi_member_cannot_list_the_id_space_beyond_its_declared_size():
+    """nb32a: PSI's output is a membership oracle; a member that sends every possible ID learns the hub's whole set.
+    The hub refuses more values than the member declared (300), before anything goes back; positive control: a hub
+    that took the member's word for 1,000 would have given away its whole list."""
+    space, hub_ids, _ = _psi_sets()
+    err, learned, ch = _psi_greedy_run(300)
+    assert err is not None and "member's 'blinded' must hold 300 encodings" in err and learned is None
+    assert not (ch.transcript.kind == 'aligned').any()
+    err, learned, _ = _psi_greedy_run(len(space))
+    assert err is None and learned == set(hub_ids.tolist())
+
+
+def test_psi_hub_values_resist_a_dictionary_attack():
+    """nb32a: a member that hashes the whole ID space itself finds none of the hub's values among its hashes: they are
+    raised to the hub's secret exponent. Positive control: with the exponent 1 (an unkeyed hash of the IDs, the naive
+    protocol) the same dictionary recovers the hub's whole list."""
+    import numpy as np
+    from fedgauss.psi import blind, hash_ids, psi_align
+
+    space, hub_ids, member_ids = _psi_sets()
+    al = psi_align([hub_ids, member_ids], names=['hub', 'member'], rng=0)
+    sent = next(m.payload for m in al.channel.messages if (m.sender, m.kind) == ('hub', 'blinded'))
+    dictionary = {bytes(h): i for i, h in zip(space.tolist(), hash_ids(space))}
+    assert sum(bytes(v) in dictionary for v in sent) == 0
+    naive = blind(hash_ids(hub_ids), (1).to_bytes(32, 'little'))
+    assert {dictionary[bytes(v)] for v in naive} == set(hub_ids.tolist())
+    assert np.array_equal(naive, hash_ids(hub_ids))
+
+
+# ---- dropout-tolerant secure aggregation: a server that lies about who dropped (issue 30 §2) ----
+# `fedgauss.secagg.lying_server` plays the protocol honestly up to the unmasking round, then lies to get both masks of
+# a live client. Before issue 30 the only dropout recovery was `secure_sum(on_dropout='recover')`, which has no
+# self-mask: a client the server declares dropped, whose masked input arrives anyway, is unmasked by the seeds the
+# survivors reveal. The positive controls below put that weakness back (a threshold t <= h/2) and the attack works.
+
+
+def _secagg_lie(t, told, ask_both=False, victim='c9', channel=None):
+    "10 clients, all pairs; the server tells `told` that `victim` dropped, the others that it survived. Its guess."
+    import numpy as np
+    from fedgauss.entropy import party_rngs
+    from fedgauss.secagg import lying_server, secagg_client, secagg_config
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    g = np.random.default_rng(0)
+    vals = {f'c{i}': g.normal(size=(4, 3)) for i in range(10)}
+    liar = lambda ctx, cfg: lying_server(ctx, cfg, victim, list(told), ask_both)
+    spec = ProtocolSpec('secagg-liar', secagg_client, liar, dealer=False)
+    cfg = secagg_config(list(vals), (4, 3), t=t)
+    datas = {c: {'x': v} for c, v in vals.items()}
+    res, _, _ = run_protocol(spec, datas, cfg, channel, rngs=party_rngs(1, list(vals)))
+    return res['server'], vals[victim]
+
+
+def test_secagg_server_that_splits_the_holders_of_a_live_client_gets_nothing():
+    "Half the clients told 'c9 dropped' (key shares), half 'c9 survived' (self-mask shares): 5 of each, t = 6."
+    told = ['c0', 'c1', 'c2', 'c3', 'c4']
+    guess, _ = _secagg_lie(6, told)
+    assert guess is None
+    guess, x = _secagg_lie(5, told)  # positive control: t = 5 <= 10/2, the attack unmasks c9 exactly
+    np.testing.assert_allclose(guess, x, atol=2**-20)
+
+
+def test_secagg_server_that_asks_for_both_masks_in_one_request_gets_nothing():
+    from fedgauss.federation import Channel
+
+    ch = Channel()
+    with pytest.raises(ValueError, match="c0 refuses to unmask: the server asks for both masks of 'c9'"):
+        _secagg_lie(6, ['c0'], ask_both=True, channel=ch)
+    assert not any(m.sender == 'c0' and m.kind == 'unmasking shares' for m in ch.messages)
+    with pytest.raises(ValueError, match='c9 refuses to unmask: the server does not list it as a survivor'):
+        _secagg_lie(6, ['c9'])
+
+
+def test_secagg_server_that_declares_a_live_client_dropped_learns_only_a_masked_value():
+    "Everyone else told 'c9 dropped': the server rebuilds c9's key and strips its pair masks; x + PRG(b) remains."
+    guess, x = _secagg_lie(6, [f'c{i}' for i in range(9)])
+    assert guess is not None and np.abs(guess - x).min() > 1e3
+
+
+def test_secagg_server_that_swaps_the_advertised_keys_gets_nothing_from_signed_clients():
+    """A man in the middle: the server gives c9 keys of its own for its neighbours (and them one for c9), opens every
+    share c9 seals and unmasks its input. Positive control: unsigned keys (no pinned identities), it works exactly."""
+    import numpy as np
+    from fedgauss.entropy import party_rngs
+    from fedgauss.secagg import mitm_server, secagg_client, secagg_config, secagg_identities
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    g = np.random.default_rng(0)
+    vals = {f'c{i}': g.normal(size=(4, 3)) for i in range(10)}
+    priv, pins = secagg_identities(list(vals), 1)
+    datas = {c: {'x': v, 'identity': np.frombuffer(priv[c], np.uint8)} for c, v in vals.items()}
+    spec = ProtocolSpec('secagg-mitm', secagg_client, lambda ctx, cfg: mitm_server(ctx, cfg, 'c9'), dealer=False)
+    run = lambda cfg: run_protocol(spec, datas, cfg, rngs=party_rngs(2, list(vals) + ['server']))[0]['server']
+    np.testing.assert_allclose(run(secagg_config(list(vals), (4, 3))), vals['c9'], atol=2**-20)
+    with pytest.raises(ValueError, match='the keys of c9 are not signed by its pinned identity'):
+        run(secagg_config(list(vals), (4, 3), identities=pins))

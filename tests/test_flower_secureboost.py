@@ -43,10 +43,10 @@ def make_job(names=NAMES, groups=GROUPS, label_party=1, **params):
     X, y = load_breast_cancer(return_X_y=True)
     datas = {p: dict(X=X[:, g]) for p, g in zip(names, groups)}
     datas['active']['y'] = y.astype(float)
-    est = SecureBoostClassifier(rng=np.random.default_rng(0), **dict(PARAMS, **params))  # one stream, as a node's
+    est = SecureBoostClassifier(rng=0, **dict(PARAMS, **params))  # the active party keyed by seed 0, as its node
     cfg = est.protocol_config(names, [len(g) for g in groups], len(y))
-    # the node seeds its party with default_rng(seed): the simulator gets a fresh Generator of the same seed
-    res, rounds, ch = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': np.random.default_rng(0)}, bsp=True)
+    # a node started for tests keys its party with the seed it is sent (`secret_rng(0)`): the simulator gets the same
+    res, rounds, ch = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': 0}, bsp=True)
     est.fit(vertical_split(X, groups, y, label_party=label_party))
     return dict(X=X, y=y, names=names, datas=datas, cfg=cfg, res=res, rounds=rounds, ch=ch, est=est)
 

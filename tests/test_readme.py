@@ -37,7 +37,7 @@ def test_status_table_is_current():
     ]
     assert len(rows) >= 8
     for r in rows:
-        nbs = re.findall(r'`(\d\d_\w+)`', r)
+        nbs = re.findall(r'`(\d\d[a-z]?_\w+)`', r)
         exists = [(ROOT / 'nbs' / f'{n}.ipynb').exists() for n in nbs]
         if r.rstrip().endswith('| available |'):
             assert nbs and all(exists), r

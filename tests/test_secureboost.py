@@ -735,3 +735,30 @@ def test_labels_with_another_index_are_refused(framed):
     y = framed['y'].rename(index={'c000': 'zz'})
     with pytest.raises(ValueError, match="the labels' index is not party 0's rows"):
         SecureBoostClassifier(**framed['kw']).fit([(framed['A'], y), (framed['B'], None)])
+
+
+# ----------------------------------------------------------------------------- the programs' module (issue 28)
+@pytest.mark.parametrize(
+    'code',
+    [
+        'import fedgauss.secureboost_programs as m; from fedgauss.secureboost import SECUREBOOST',
+        'import fedgauss.secureboost as m; from fedgauss.secureboost import SECUREBOOST, FederatedHistograms',
+        'from fedgauss.secureboost import SecureBoostClassifier as m',
+    ],
+)
+def test_the_programs_load_in_any_order_and_register_both_protocols(code):
+    "The per-party programs live in `fedgauss.secureboost_programs` (nb33a); importing either module registers both."
+    import subprocess, sys
+
+    check = code + "; from fedgauss.smc import PROTOCOLS; print(sorted(k for k in PROTOCOLS if 'secureboost' in k))"
+    out = subprocess.run([sys.executable, '-c', check], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['secureboost', 'secureboost_predict']"
+
+
+def test_the_programs_names_are_importable_from_secureboost():
+    import fedgauss.secureboost as sb
+    import fedgauss.secureboost_programs as programs
+
+    assert programs.__all__ and all(getattr(sb, n) is getattr(programs, n) for n in programs.__all__)
+    with pytest.raises(AttributeError, match='no attribute'):
+        sb.no_such_name

@@ -46,7 +46,7 @@ def render(nb_path=ROOT / 'nbs' / 'index.ipynb') -> str:
     body = re.sub(r'<style scoped>.*?</style>\n?', '', body, flags=re.S)  # pandas' notebook CSS means nothing on GitHub
     body = re.sub(r'\n{3,}', '\n\n', body).strip() + '\n'
     # links to notebooks are written from nbs/ (where the site is built); the README sits one level up
-    body = re.sub(r'\]\((\d\d_[\w-]+\.ipynb(?:#[^)\s]*)?)\)', r'](nbs/\1)', body)
+    body = re.sub(r'\]\((\d\d[a-z]?_[\w-]+\.ipynb(?:#[^)\s]*)?)\)', r'](nbs/\1)', body)
     header = '<!-- Generated from nbs/index.ipynb by tools/make_readme.py: edit the notebook, not this file. -->\n\n'
     return header + body
 
