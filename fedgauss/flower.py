@@ -654,9 +654,10 @@ def ask(
 def _gone(self: Relay, p: str) -> dict:
     "Party `p`'s last reply, made here: done, its `gone` notice to the server's program sealed under their pair key."
     if self.server is None:
-        return dict(out=[], phase=None, done=True, waiting=None, result=None)
+        return dict(out=[], phase=None, done=True, waiting=None, result=None, gone=True)
     blob = seal(self.pair[p], None, self.run_id, p, self.server, 'gone', self.got.get(p, 0))
-    return dict(out=[(self.server, 'gone', Sealed(blob, 0))], phase=None, done=True, waiting=None, result=None)
+    out = [(self.server, 'gone', Sealed(blob, 0))]
+    return dict(out=out, phase=None, done=True, waiting=None, result=None, gone=True)
 
 
 @patch
@@ -771,14 +772,18 @@ _PASS = (('pass',), ('pause',))  # a program that yields this is stepped at the 
 @patch
 def _pass(self: Relay, S) -> bool:
     """One bulk-synchronous pass, as `run_programs(..., bsp=True)` makes it: the nodes step the parties with mail,
-    then every program in order (parties, server) is routed; what is sent is delivered at the next pass."""
+    then every program in order (parties, server) is routed; what is sent is delivered at the next pass. The `gone`
+    notices the relay made (`_lost`) go after the live parties' messages: in the round a dropped party would have
+    announced, as in the simulator."""
     ch, progs, inbox, fresh = self.channel, S.progs, S.inbox, S.fresh
     later, moved = {n: [] for n in progs}, False
     batch = [p for p in self.parties if not progs[p].done and (p in fresh or inbox[p] or progs[p].waiting in _PASS)]
     reqs = {p: dict(op='step', inbox=inbox[p], public_keys=None if p in self.keyed else S.pub) for p in batch}
     reps = self.ask(reqs, 'protocol step') if batch else {}
     self.keyed.update(batch)
-    for n, p in progs.items():
+    lost = {n for n, rep in reps.items() if rep.get('gone')}
+    for n in sorted(progs, key=lambda n: 2 * (n not in self.parties) + (n in lost)):  # live parties, lost, server
+        p = progs[n]
         if p.done:
             continue
         if n == S.dealer and p.ctx.wants_phase:  # the dealer follows the parties' common phase

@@ -2,8 +2,8 @@
 protocol's fault tests in the simulator (one client, then rho K clients stop at each stage: the sum is the survivors'
 exact fixed-point sum; one more stops the run with an error naming who dropped and the threshold), the distributed
 DP noise accounted from the transcript, what the server receives, and the same programs over Flower's relay
-(in-process nodes): simulated dropouts, and a node that stops answering (today's relay stops the run; a relay that
-reports the silent node as gone, as issue 30 asks of nb50, finishes with the survivors' sum)."""
+(in-process nodes): simulated dropouts, and a node that stops answering (nb50's relay reports the silent node as
+gone, as issue 30 asks, and as `GoneRelay` here did before it: the run finishes with the survivors' sum)."""
 
 import itertools
 
