@@ -16,9 +16,9 @@ from .gbdt import Binner, HistLayout, Tree
 from .nflgbdt import PStableLSH
 from .smc import PROTOCOLS, Program, ProtocolSpec, RingElements, protocol_context
 from .securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
-from .wire import ANY, Arr, Map, OneOf, Sealed, TupleOf, WireError, check, decode, encode, register_type
+from .wire import ANY, Arr, Bytes, Map, OneOf, Sealed, TupleOf, WireError, check, decode, encode
 from .wire import load_federation, load_identity, make_federation, new_keypair, pair_key, run_context, seal
-from .wire import sign_run_key, unseal, verify_run_keys, write_federation, write_identity
+from .wire import register_type, sign_run_key, unseal, verify_run_keys, write_federation, write_identity
 from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 
 # %% auto #0
@@ -85,9 +85,9 @@ def check_message(
     check(payload, kinds[known[0]], f"{kind!r} from {sender}")  # a schema of None: the payload must be None
 
 # %% ../nbs/50_flower.ipynb #748b7241
-_KEYS = OneOf({'c': bytes, 's': bytes}, {'c': bytes, 's': bytes, 'sig': bytes})
+_KEYS = OneOf({'c': Bytes(32), 's': Bytes(32)}, {'c': Bytes(32), 's': Bytes(32), 'sig': Bytes(64)})
 MESSAGE_SCHEMAS['secagg'] = {
-    'keys': _KEYS, 'public keys': Map(str, _KEYS), 'shares': Map(str, bytes), 'masked input': Arr('u', 1),
+    'keys': _KEYS, 'public keys': Map(str, _KEYS), 'shares': Map(str, Bytes(80)), 'masked input': Arr('u', 1),
     'unmask': {'survivors': [str], 'dropped': [str]}, 'unmasking shares': {'s': Map(str, int), 'b': Map(str, int)},
     'gone': None,
 }  # fmt: skip
