@@ -621,7 +621,9 @@ def protocol_inputs(
                 f"over {D} parties in 64 bits; got {fb!r}"
             )
         rho, drop = _dropouts(self, cfg['parties'])
-        return dict(frac_bits=None if fb is None else int(fb), n_rows=n, scale_bits=top, dropout_tolerance=rho, drop=drop)
+        return dict(
+            frac_bits=None if fb is None else int(fb), n_rows=n, scale_bits=top, dropout_tolerance=rho, drop=drop
+        )
 
     return self._inputs(FEDERBOOST, clients, public)
 

@@ -260,11 +260,17 @@ def aggregator_sum(ctx, shape, cfg: dict, state: dict, frac_bits: int, what: str
     if 'live' not in state:
         return (yield from secure_sum_server(ctx, shape, frac_bits))
     i, sc = len(state['sums']), _sum_config(cfg, state, shape, frac_bits, what)
-    res = yield from secagg_server(ctx, sc, clients=state['live'])
+    K, rho = len(cfg['parties']), cfg['dropout_tolerance']
+    try:
+        res = yield from secagg_server(ctx, sc, clients=state['live'])
+    except DropoutError as e:
+        before = ', '.join(f'{p} (sum {j}, {s})' for p, (j, s) in state['dropped'].items()) or 'none'
+        raise DropoutError(
+            f"{what} (sum {i}): {e}; dropped before it: {before} (dropout_tolerance={rho:g}, {K} owners)"
+        ) from None
     state['dropped'].update({p: (i, s) for p, s in res['dropped'].items() if s != 'earlier'})
     state['alive'] = [p for p in state['alive'] if p in res['survivors']]
     state['live'] = [p for p in state['alive'] if p not in state['dropped']]
-    K, rho = len(cfg['parties']), cfg['dropout_tolerance']
     if len(state['dropped']) > int(rho * K + 1e-9):
         who = ', '.join(f'{p} (sum {j}, {s})' for p, (j, s) in state['dropped'].items())
         raise DropoutError(
@@ -336,7 +342,6 @@ def federboost_party(
                 own.margin = own.margin + own.provider.row_values(msg)
                 break
     return dict(base_margin=base)
-
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #e4e499b2
 def federboost_server(
