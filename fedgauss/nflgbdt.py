@@ -568,10 +568,38 @@ class FederBoostClassifier(_FedGBDT):
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
         frac_bits: int | None = None,  # None: integers on the core's grid (exact); an int: the paper's fixed point
         rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its masks: `party_rngs_`)
+        dropout_tolerance: float = 0.0,  # ρ: up to ⌊ρK⌋ owners may drop (every sum a `secagg`); 0: today's sums
+        drop: dict | None = None,  # testing: {client index: (sum index, stage)} — that owner stops there (34a)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.frac_bits, self.rng = max_bins, frac_bits, rng
+        self.dropout_tolerance, self.drop = dropout_tolerance, drop
+
+# %% ../nbs/34_nflgbdt.ipynb #fbdropest
+def _dropouts(est, parties: list) -> tuple:
+    "`dropout_tolerance` and the testing `drop` checked: (ρ, {party name: [sum index, stage]})."
+    from fedgauss.secagg import STAGES
+
+    rho, drop = est.dropout_tolerance, est.drop
+    if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not 0 <= rho < 1:
+        raise ValueError(f"dropout_tolerance must be a number in [0, 1); got {rho!r}")
+    if drop is None:
+        return float(rho), {}
+    if not rho:
+        raise ValueError("drop simulates owners that stop mid-fit: it needs dropout_tolerance > 0")
+    if not isinstance(drop, dict):
+        raise ValueError(f"drop must be a dict {{client index: (sum index, stage)}}; got {type(drop).__name__}")
+    out = {}
+    for c, v in drop.items():
+        ok = isinstance(c, numbers.Integral) and not isinstance(c, bool) and 0 <= c < len(parties)
+        if not ok or not (isinstance(v, (tuple, list)) and len(v) == 2):
+            raise ValueError(f"drop: {c!r}: {v!r}; give {{client index in [0, {len(parties)}): (sum index, stage)}}")
+        j, s = v
+        if isinstance(j, bool) or not isinstance(j, numbers.Integral) or j < 0 or s not in STAGES:
+            raise ValueError(f"drop: client {c} at ({j!r}, {s!r}); a sum index >= 0 and a stage of {STAGES}")
+        out[parties[int(c)]] = [int(j), str(s)]
+    return float(rho), out
 
 # %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
 @patch
@@ -592,7 +620,10 @@ def protocol_inputs(
                 f"frac_bits must be None (exact sums on the core's grid) or an integer in [16, {top}] for {n} rows "
                 f"over {D} parties in 64 bits; got {fb!r}"
             )
-        return dict(frac_bits=None if fb is None else int(fb), n_rows=n, scale_bits=top)
+        rho, drop = _dropouts(self, cfg['parties'])
+        return dict(
+            frac_bits=None if fb is None else int(fb), n_rows=n, scale_bits=top, dropout_tolerance=rho, drop=drop
+        )
 
     return self._inputs(FEDERBOOST, clients, public)
 
@@ -606,8 +637,10 @@ def fit(
     from its own secret generator, `party_rngs_`)."""
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
-    self.trees_ = res['aggregator']['trees']
+    self.trees_, self.base_margin_ = res['aggregator']['trees'], res['aggregator']['base_margin']
     self.timings_['boosting'] = self.timings_['protocol']
+    self.dropped_ = {int(p[5:]): tuple(v) for p, v in res['aggregator'].get('dropped', {}).items()}
+    self.sums_ = res['aggregator'].get('sums')
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #e582417a

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from .entropy import secret_bytes
+from .federation import name_list
 from .gbdt import LogisticLoss, grid_exponent, grow_tree, snap_to_grid
 from fedgauss.nflgbdt import (
     DataOwner,
@@ -22,6 +23,7 @@ from fedgauss.nflgbdt import (
     tree_from_message,
     tree_message,
 )
+from .secagg import DropoutError, secagg_config, secagg_party, secagg_server
 from .smc import ProtocolSpec, register_protocol, secure_sum_party, secure_sum_server
 
 # %% auto #0
@@ -29,25 +31,34 @@ __all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'federboost_party'
            'simfl_server', 'nflgbdt_party', 'nflgbdt_server', 'tfl_party', 'fgbdtg_party', 'fgbdtg_server']
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #1944c39560714e6e80c856f20744a8e5
-def _owner_start(ctx, data: dict, cfg: dict):
-    "Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator, the base margin back."
+def _owner_start(ctx, data: dict, cfg: dict, state: dict | None = None):
+    """Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator (with dropouts: into the
+    fit's first secure sum, `state`), the base margin back; (None, None) if it dropped there."""
     own = DataOwner(cfg['me'], None, data['X'], data['y'], cfg['binner'])
-    ctx.send('aggregator', 'class counts', np.array([own.n_rows, int(own._y.sum())]))
+    counts = np.array([own.n_rows, int(own._y.sum())])
+    if state is None:
+        ctx.send('aggregator', 'class counts', counts)
+    elif not (yield from owner_sum(ctx, counts, cfg, state, 0)):
+        return None, None
     base = yield from ctx.recv('base margin', 'aggregator')
     own.margin = np.full(own.n_rows, base)
     return own, base
 
 
-def _aggregator_start(ctx, cfg: dict):
-    "Generator: the aggregator's first round — the base margin from the parties' class counts; returns the counts."
-    counts = []
-    for p in cfg['parties']:
-        counts.append((yield from ctx.recv('class counts', p)))
+def _aggregator_start(ctx, cfg: dict, state: dict | None = None):
+    """Generator: the aggregator's first round — the base margin from the parties' class counts (with dropouts: their
+    secure sum only, `state`); returns (the counts, the base margin)."""
+    if state is None:
+        counts = []
+        for p in cfg['parties']:
+            counts.append((yield from ctx.recv('class counts', p)))
+    else:
+        counts = [(yield from aggregator_sum(ctx, (2,), cfg, state, 0, 'class counts'))]
     n, pos = sum(counts)
     margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
-    for p in cfg['parties']:
+    for p in cfg['parties'] if state is None else state['live']:
         ctx.send(p, 'base margin', margin)
-    return counts
+    return counts, margin
 
 
 def _owner_check(data: dict, cfg: dict):
@@ -180,54 +191,120 @@ def _recv_any(ctx, kinds: tuple, sender: str):
         yield ('recv', kinds, sender)
 
 
+class TreeRestart(Exception):
+    "An owner dropped out while a tree was being grown: grow it again from the root, on the survivors' rows."
+
+
 def _aggregator_provider(ctx, cfg: dict, state: dict) -> dict:
     """The aggregator's histogram provider as message exchanges: each level's histograms a secure sum (a new round) — of
     integers on the grid $2^{-k}$, k = `state['k']`, or of `frac_bits`' fixed point if k is None —, splits broadcast."""
-    names = cfg['parties']
+    names = lambda: state['live'] if 'live' in state else cfg['parties']  # the owners still in the fit
 
     def histograms(nodes):
         yield from ctx.pause()  # what it sent before stays in its round
         ctx.phase, state['level'] = ('level', state['level']), state['level'] + 1
-        for p in names:
+        for p in names():
             ctx.send(p, 'nodes', np.asarray(nodes, np.int32))
-        shape, k = (len(nodes), cfg['binner'].layout_.n_slots, 2), state['k']
-        if k is None:
-            return (yield from secure_sum_server(ctx, shape, cfg['frac_bits']))
-        return np.ldexp((yield from secure_sum_server(ctx, shape, 0)), -k)  # integers below 2^50: exact
+        shape, k, what = (len(nodes), cfg['binner'].layout_.n_slots, 2), state['k'], f"tree {state['tree']} level"
+        live = list(names())
+        s = yield from aggregator_sum(ctx, shape, cfg, state, cfg['frac_bits'] if k is None else 0, what)
+        if names() != live:  # an owner left mid-tree: the tree starts again from its root on the survivors' rows
+            raise TreeRestart(f"{what}: {name_list(sorted(set(live) - set(names())))} dropped")
+        return s if k is None else np.ldexp(s, -k)  # integers below 2^50: exact
 
     def split(nodes, feature, bin, default_left, left, right):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
-        for p in names:
+        for p in names():
             ctx.send(p, 'splits', {k: np.asarray(v) for k, v in msg.items()})
         return None
         yield
 
     return dict(histograms=histograms, split=split)
 
+# %% ../nbs/34a_nflgbdt_programs.ipynb #fbdrop1
+def owner_state(cfg: dict) -> dict | None:
+    "An owner's view of the fit's secure sums (None without dropouts): the owners it believes alive, the sums so far."
+    return None if not cfg['dropout_tolerance'] else {'alive': list(cfg['parties']), 'sums': []}
+
+
+def aggregator_state(cfg: dict) -> dict:
+    "The aggregator's view: the owners' view, and who is still answering (`live`) and who dropped where (`dropped`)."
+    return {} if not cfg['dropout_tolerance'] else dict(owner_state(cfg), live=list(cfg['parties']), dropped={})
+
+
+def _sum_config(cfg: dict, state: dict, shape, frac_bits: int, what: str) -> dict:
+    "The secagg configuration of the fit's next sum (index `len(state['sums'])`), over the owners believed alive."
+    i = len(state['sums'])
+    state['sums'].append(what)
+    drop = {p: s for p, (j, s) in cfg['drop'].items() if j == i and p in state['alive']}
+    return secagg_config(state['alive'], shape, frac_bits=frac_bits, drop=drop, label=f'federboost sum {i}')
+
+# %% ../nbs/34a_nflgbdt_programs.ipynb #fbdrop2
+def owner_sum(ctx, x, cfg: dict, state: dict | None, frac_bits: int, what: str = 'sum'):
+    """Generator: this owner's part of the fit's next secure sum (`secure_sum_party`, or a dropout-tolerant `secagg`
+    with `state`); True while it is in the fit, False if it dropped in this sum."""
+    if state is None:
+        yield from secure_sum_party(ctx, x, 'aggregator', frac_bits)
+        return True
+    sc = _sum_config(cfg, state, np.shape(x), frac_bits, what)
+    enc = np.rint(np.ldexp(np.asarray(x, dtype=float), frac_bits)).astype(np.int64)  # secure_sum's fixed point
+    survivors = yield from secagg_party(ctx, enc, sc, server='aggregator', phases=False, encoded=True)
+    if survivors is None:
+        return False
+    state['alive'] = [p for p in state['alive'] if p in survivors]
+    return True
+
+
+def aggregator_sum(ctx, shape, cfg: dict, state: dict, frac_bits: int, what: str):
+    "Generator: the aggregator's side of the next secure sum; with dropouts, it follows who left and enforces ⌊ρK⌋."
+    if 'live' not in state:
+        return (yield from secure_sum_server(ctx, shape, frac_bits))
+    i, sc = len(state['sums']), _sum_config(cfg, state, shape, frac_bits, what)
+    K, rho = len(cfg['parties']), cfg['dropout_tolerance']
+    try:
+        res = yield from secagg_server(ctx, sc, clients=state['live'])
+    except DropoutError as e:
+        before = ', '.join(f'{p} (sum {j}, {s})' for p, (j, s) in state['dropped'].items()) or 'none'
+        raise DropoutError(
+            f"{what} (sum {i}): {e}; dropped before it: {before} (dropout_tolerance={rho:g}, {K} owners)"
+        ) from None
+    state['dropped'].update({p: (i, s) for p, s in res['dropped'].items() if s != 'earlier'})
+    state['alive'] = [p for p in state['alive'] if p in res['survivors']]
+    state['live'] = [p for p in state['alive'] if p not in state['dropped']]
+    if len(state['dropped']) > int(rho * K + 1e-9):
+        who = ', '.join(f'{p} (sum {j}, {s})' for p, (j, s) in state['dropped'].items())
+        raise DropoutError(
+            f"{len(state['dropped'])} of {K} owners dropped ({who}): more than dropout_tolerance={rho:g} tolerates "
+            f"({int(rho * K + 1e-9)}); the fit stops"
+        )
+    return res['sum']
+
 # %% ../nbs/34a_nflgbdt_programs.ipynb #05066bce
-def _owner_grid(ctx, own: DataOwner, cfg: dict, t: int):
+def _owner_grid(ctx, own: DataOwner, cfg: dict, t: int, state: dict):
     """Generator: a data owner's (g, h) for tree `t` and the grid exponent k — its (sum |g|, sum h) into a secure sum, k
-    back, its (g, h) snapped on 2^-k; with `frac_bits` (the paper's fixed point) its (g, h) as they are and k None."""
+    back, its (g, h) snapped on 2^-k; with `frac_bits` (the paper's fixed point) its (g, h) as they are and k None;
+    (None, None) if it dropped in the sum."""
     gh = own.gradients()
     if cfg['frac_bits'] is not None:
         return gh, None
     ctx.phase = ('grid', t)
     scale = np.abs(gh).sum(axis=0)
-    yield from secure_sum_party(ctx, scale, 'aggregator', cfg['scale_bits'])
+    if not (yield from owner_sum(ctx, scale, cfg, state, cfg['scale_bits'])):
+        return None, None
     k = int((yield from ctx.recv('grid', 'aggregator')))
     gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1], k)
     return gh, k
 
 
-def _aggregator_grid(ctx, cfg: dict, t: int):
+def _aggregator_grid(ctx, cfg: dict, t: int, state: dict):
     "Generator: the grid exponent of tree `t` from the owners' secure sum, sent to every owner (None with `frac_bits`)."
     if cfg['frac_bits'] is not None:
         return None
     yield from ctx.pause()  # what it sent before stays in its round
     ctx.phase = ('grid', t)
-    s = yield from secure_sum_server(ctx, (2,), cfg['scale_bits'])
+    s = yield from aggregator_sum(ctx, (2,), cfg, state, cfg['scale_bits'], f'tree {t} grid')
     k = grid_exponent(float(s.max()), cfg['n_rows'])
-    for p in cfg['parties']:
+    for p in state.get('live', cfg['parties']):
         ctx.send(p, 'grid', np.int32(k))
     return k
 
@@ -240,20 +317,27 @@ def federboost_party(
     """A data owner's whole FederBoost program (a generator): first round, then for each tree the grid, its histograms
     of the asked nodes into secure sums (integers on the grid, or `frac_bits`' fixed point), the splits, and the leaf
     values. Returns the base margin (the model is the aggregator's)."""
-    own, base = yield from _owner_start(ctx, data, cfg)
+    state = owner_state(cfg)
+    own, base = yield from _owner_start(ctx, data, cfg, state)
     for t in range(cfg['n_trees']):
-        gh, k = yield from _owner_grid(ctx, own, cfg, t)
+        if own is None:  # it dropped out (a testing `drop`): the fit goes on without its rows
+            break
+        gh, k = yield from _owner_grid(ctx, own, cfg, t, state)
+        if gh is None:
+            break
         own.provider.start_tree(gh)
         while True:
-            kind, msg = yield from _recv_any(ctx, ('nodes', 'splits', 'leaf values'), 'aggregator')
+            kind, msg = yield from _recv_any(ctx, ('nodes', 'splits', 'leaf values', 'restart'), 'aggregator')
             if kind == 'nodes':
                 hist = own.provider.histograms(np.asarray(msg, np.intp))
-                if k is None:
-                    yield from secure_sum_party(ctx, hist, 'aggregator', cfg['frac_bits'])
-                else:  # the integers 2^k x its sums: exact below 2^50
-                    yield from secure_sum_party(ctx, np.ldexp(hist, k), 'aggregator', 0)
+                x, fb = (hist, cfg['frac_bits']) if k is None else (np.ldexp(hist, k), 0)  # integers < 2^50: exact
+                if not (yield from owner_sum(ctx, x, cfg, state, fb)):
+                    own = None
+                    break
             elif kind == 'splits':
                 own.provider.split(**msg)
+            elif kind == 'restart':  # another owner left mid-tree: the same (g, h), the tree from its root again
+                own.provider.start_tree(gh)
             else:
                 own.margin = own.margin + own.provider.row_values(msg)
                 break
@@ -266,16 +350,24 @@ def federboost_server(
 ):
     """The aggregator's FederBoost program (no data): base margin, then for every tree the grid and the tree grown on
     securely summed histograms (one round per level); it broadcasts the leaf values. Returns the trees."""
-    yield from _aggregator_start(ctx, cfg)
-    state, trees = {'level': 0, 'k': None}, []
+    state = {'level': 0, 'k': None, 'tree': -1, **aggregator_state(cfg)}
+    _, base = yield from _aggregator_start(ctx, cfg, state if cfg['dropout_tolerance'] else None)
+    trees = []
     provider = _aggregator_provider(ctx, cfg, state)
     for t in range(cfg['n_trees']):
-        state['k'] = yield from _aggregator_grid(ctx, cfg, t)
+        state['k'], state['tree'] = (yield from _aggregator_grid(ctx, cfg, t, state)), t
         grow = lambda prov: grow_tree(prov, cfg['binner'].layout_, **cfg['grow'])
-        trees.append((yield from _threaded(grow, provider)))
-        for p in cfg['parties']:
+        while True:
+            try:
+                trees.append((yield from _threaded(grow, provider)))
+                break
+            except TreeRestart:
+                for p in state['live']:
+                    ctx.send(p, 'restart', None)
+        for p in state.get('live', cfg['parties']):
             ctx.send(p, 'leaf values', trees[-1].value)
-    return dict(trees=trees)
+    out = dict(trees=trees, base_margin=base)
+    return out if 'live' not in state else dict(out, dropped=state['dropped'], sums=state['sums'])
 
 
 FEDERBOOST = _register('federboost', federboost_party, federboost_server)
@@ -397,7 +489,7 @@ def nflgbdt_server(
 ):
     """The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf
     weights of every later tree."""
-    counts = yield from _aggregator_start(ctx, cfg)
+    counts, _ = yield from _aggregator_start(ctx, cfg)
     maps, took, sig = yield from _aggregator_hash(ctx, cfg)
     n_d = similar_counts(maps, [int(c[0]) for c in counts])
     w = n_d / n_d.sum() if cfg['leaf_weighting'] == 'similar' else np.ones(len(n_d))

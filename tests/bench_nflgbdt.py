@@ -6,6 +6,13 @@ functions drawn jointly from the owners' secret generators (`lsh_secret=True`, i
 same fit with the papers' public functions (`lsh_secret=False`; `ratio_to_public_functions`).
 
     python tests/bench_nflgbdt.py [--parties 4] [--trees 100] [--depth 6] [--repeat 1]
+
+`--dropouts` instead measures FederBoost's dropout-tolerant secure sums (issue 30): on the same a9a rows, K owners
+(`--parties`, e.g. 10 and 100), today's pairwise-masked sums (rho = 0) against `dropout_tolerance` rho with 0, 1 and
+floor(rho K) owners dropping (each at a different sum, before its masked input), seconds and transcript bytes in one
+process, and whether each model is the survivors' (the pooled core when nobody drops):
+
+    python tests/bench_nflgbdt.py --dropouts --parties 10 --trees 10 --depth 4
 """
 
 import argparse, os, time
@@ -33,7 +40,11 @@ def main():
     ap.add_argument('--trees', type=int, default=100)
     ap.add_argument('--depth', type=int, default=6)
     ap.add_argument('--repeat', type=int, default=1)
+    ap.add_argument('--dropouts', action='store_true', help="FederBoost's dropout-tolerant sums (see above)")
+    ap.add_argument('--rho', type=float, default=0.2)
     a = ap.parse_args()
+    if a.dropouts:
+        return dropouts(a)
     X, y = load_libsvm('a9a')
     X, y = X.to_numpy(), y.to_numpy()
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
@@ -91,6 +102,46 @@ def main():
         f"(other functions, other trees); hashing {m.timings_['hashing']:.3f} s against {mp.timings_['hashing']:.3f} s; "
         f"the whole fit {t:.2f} s against {tp:.2f} s"
     )
+
+
+def dropouts(a):
+    "FederBoost with and without dropout-tolerant sums: seconds, bytes, rounds, and the model against the pooled core."
+    from fedgauss.nflgbdt import FederBoostClassifier
+
+    X, y = load_libsvm('a9a')
+    X, y = X.to_numpy(), y.to_numpy()
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    clients = label_skew_split(Xtr, ytr, n_clients=a.parties, theta=0.8, rng=0)
+    kw = dict(n_estimators=a.trees, max_depth=a.depth, max_bins=256, rng=0)
+    core = GBDTClassifier(n_estimators=a.trees, max_depth=a.depth).fit(Xtr, ytr).decision_function(Xte)
+    K, most = a.parties, int(a.rho * a.parties + 1e-9)
+    runs = {'rho = 0 (pairwise masks)': {}, f'rho = {a.rho:g}, no dropout': dict(dropout_tolerance=a.rho)}
+    for d in sorted({1, most} - {0}):  # owner c drops at sum 1 + 2c (a grid or a level of an early tree)
+        drop = {c: (1 + 2 * c, 'mask') for c in range(d)}
+        runs[f'rho = {a.rho:g}, {d} dropped'] = dict(dropout_tolerance=a.rho, drop=drop)
+    rows = {}
+    for name, extra in runs.items():
+        t0, c0 = time.perf_counter(), time.process_time()
+        m = FederBoostClassifier(**kw, **extra).fit(clients)
+        t, cpu = time.perf_counter() - t0, time.process_time() - c0
+        tr = m.channel_.transcript
+        rows[name] = dict(
+            seconds=t,
+            cpu_seconds=cpu,
+            bytes=int(tr['bytes'].sum()),
+            messages=len(tr),
+            rounds=m.channel_.round,
+            dropped=len(getattr(m, 'dropped_', {})),
+            test_error=float(np.mean(m.predict(Xte) != yte)),
+            pooled_core_to_the_bit=bool(np.array_equal(m.decision_function(Xte), core)),
+        )
+    tab = pd.DataFrame(rows).T
+    base = tab.iloc[0]
+    for c in ('seconds', 'cpu_seconds', 'bytes', 'rounds'):
+        tab[f'{c}_vs_rho0'] = (tab[c].astype(float) / float(base[c])).round(2)
+    print(f"a9a train {len(Xtr)} rows, {K} owners (theta=0.8), FederBoost {a.trees} trees of depth {a.depth}")
+    print(tab.to_string())
+    return tab
 
 
 if __name__ == '__main__':
