@@ -47,6 +47,7 @@ _NFL = {
     'splits': {k: Arr('i', 1) for k in ('nodes', 'feature', 'bin', 'left', 'right')} | {'default_left': Arr('b', 1)},
     'mapped gradients': Arr('f', 2), 'hash values': Arr('i', 2), 'leaf sums': Arr('f', 2), 'leaf weights': Arr('f', 1),
     'similar rows': {'to': int, 'rows': Arr('i', 1)}, 'hash key share': Arr('u', 1),
+    'grid': int,
 }  # fmt: skip
 MESSAGE_SCHEMAS = {
     'securefedyj': {'share': RingElements, 'masked': _RING, 'reveal': _RING, 'dealer': _RING},

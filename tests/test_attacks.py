@@ -569,7 +569,8 @@ def _nfl_labels_known(est, sender):
 def test_nfl_builder_reads_label_counts_at_tree0():
     """nb34: at tree 0 the first builder recovers exactly, for each of its rows, how many of another party's rows are
     mapped to it and how many of them are positive. With lsh_scale='standard' that gives it most of party 1's labels
-    (nb34: 70 %); with the default scaling's collapsed signatures, fewer (24 %). SimFL's first tree leaks the same."""
+    (nb34: about 70 %); with the default scaling's collapsed signatures, fewer (about a tenth). Secret hash functions
+    (the default) do not change it. SimFL's first tree leaks the same."""
     from fedgauss.nflgbdt import NFLGBDTClassifier, SimFLClassifier
 
     clients = _nfl_clients()
@@ -599,9 +600,10 @@ def _nfl_lp_attack(est, functions=None):
 
 
 def test_nfl_hash_values_invert_with_public_functions():
-    """nb34: with the papers' public hash functions (the default) and lsh_scale='standard', breast cancer's rows
-    all have distinct signatures and the LP reconstruction correlates 0.84 with the true features (0.73 on nb34's data);
-    the coarsest hashing of nb34's sweep (bounds, r=16) brings it to about 0."""
+    """nb34: with the papers' public hash functions (lsh_secret=False; the default is now the owners' secret ones) and
+    lsh_scale='standard', breast cancer's rows all have distinct signatures and the LP reconstruction correlates 0.84
+    with the true features (0.73 on nb34's data); the coarsest hashing of nb34's sweep (bounds, r=16) brings it to
+    about 0."""
     from fedgauss.nflgbdt import NFLGBDTClassifier
 
     distinct, corr = _nfl_lp_attack(
@@ -615,8 +617,8 @@ def test_nfl_hash_values_invert_with_public_functions():
 
 
 def test_nfl_secret_hash_functions_stop_the_transcript_attack():
-    """nb34's mitigation: with lsh_secret=True the data owners draw the hash functions jointly and the aggregator never
-    holds them (no key share reaches it, none is in the configuration); its LP attack with guessed functions correlates
+    """nb34's mitigation, the default since issue 28 (lsh_secret=True): the data owners draw the hash functions jointly
+    and the aggregator never holds them (no key share reaches it, none is in the configuration); its LP attack with guessed functions correlates
     about 0. The limit the notebook states: with 30 known rows a linear inversion still reaches about 0.84 on nb34's
     data."""
     from fedgauss.nflgbdt import PStableLSH, NFLGBDTClassifier, feature_correlation, linear_inversion

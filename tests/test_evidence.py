@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'
 
 # notebooks with a displaying cell and no output, or a figure missing, when this test was written (issue 28)
-NOT_YET = {'92_repro_nflgbdt.ipynb'}
+NOT_YET = set()
 
 _DIRECTIVE = re.compile(r'^\s*#\s*\|\s*(.*?)\s*$')
 _DISPLAY_CALLS = {'print', 'display', 'Markdown', 'HTML', 'show_doc'}
