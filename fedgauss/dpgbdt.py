@@ -37,7 +37,7 @@ except ImportError:
     _powmod, _mpz = pow, int
 
 # %% auto #0
-__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'MISSING', 'gh_sensitivity', 'plan_queries',
+__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'MISSING', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries',
            'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate',
            'key_agreement', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
            'goes_right', 'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values',
@@ -97,6 +97,7 @@ WEIGHT_UPDATES = ('newton', 'gradient', 'averaging')
 
 # %% ../nbs/31_dpgbdt.ipynb #bcb8af5f
 SPLIT_METHODS = ('totally_random', 'partially_random', 'hist')
+MISSING = (None, 'learn', 'impute', 'probabilistic')  # the ways of meeting missing values (`missing=`)
 
 
 def plan_queries(
@@ -1172,7 +1173,8 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
     if task == 'regression':
         self._check_targets(np.concatenate([y for _, y in data]), len(sched), B)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
-    rho, drop = float(self.dropout_tolerance), self._drops(names[:K])
+    rho = float(self.dropout_tolerance)
+    drop = self._drops(names[:K]) if rho > 0 or self.drop else {}  # the dropouts section
     keys = 'weight_update grad_clip max_depth reg_lambda leaf_clip learning_rate split_method noise ih_method n_candidates'.split()
     return dict(
         {k: getattr(self, k) for k in keys},
@@ -1252,9 +1254,15 @@ def _fit(self: _DPGBDT, clients, loss, task):
     srv = res['server']
     self.tree_features_, self.tree_thresholds_, self.tree_leaves_ = srv['features'], srv['thresholds'], srv['leaves']
     self.tree_default_left_ = srv['default_left']
-    self._missing_model(srv)
+    for a in ('impute_values_', 'tree_cover_'):
+        self.__dict__.pop(a, None)  # nothing kept from an earlier fit
+    if self.missing in ('impute', 'probabilistic'):
+        self._missing_model(srv)  # the missing-values section
     self.dropped_ = {c: tuple(v) for c, v in srv['dropped'].items()}
-    self._account_releases(srv['releases'], cfg)
+    self.releases_ = pd.DataFrame(srv['releases'], columns=['component', 'queries', 'survivors'])
+    self.privacy_promised_ = self.privacy_spent_
+    if self.dropout_tolerance > 0:
+        self._account_releases(cfg)  # the dropouts section: the ε spent, recomposed from each release's survivors
     self._noisy = [res[p] for p in cfg['parties']]  # the simulator keeps the parties, for students and tests
     self._parties = [c for c in self._noisy if c.name != 'noise']
     for c in self._noisy:
@@ -1516,12 +1524,10 @@ def _drops(self: _DPGBDT, clients: list) -> dict:
 
 # %% ../nbs/31_dpgbdt.ipynb #aff56c17
 @patch
-def _account_releases(self: _DPGBDT, releases: list, cfg: dict):
-    """`releases_` (component, queries, survivors: the noise shares each carried) and the ε they spent, composed
-    release by release (`privacy_spent_`); `privacy_promised_` is the calibration's, at the worst tolerated
-    survivors."""
-    self.releases_ = pd.DataFrame(releases, columns=['component', 'queries', 'survivors'])
-    self.privacy_promised_ = self.privacy_spent_
+def _account_releases(self: _DPGBDT, cfg: dict):
+    """The ε that the releases of `releases_` (component, queries, survivors: the noise shares each carried) spent,
+    composed release by release (`privacy_spent_`); `privacy_promised_` stays the calibration's, at the worst
+    tolerated survivors."""
     if not cfg['noisy'] or self.split_candidates == 'quantile':
         return
     C = int(sum(self.queries_.values()))
@@ -1542,9 +1548,6 @@ def _account_releases(self: _DPGBDT, releases: list, cfg: dict):
         self.privacy_spent_ = (charged_epsilon(lambda d: gaussian_epsilon(ze, d), self.delta_, gamma), self.delta_)
 
 # %% ../nbs/31_dpgbdt.ipynb #33816859
-MISSING = (None, 'learn', 'impute', 'probabilistic')  # the ways of meeting missing values (`missing=`)
-
-
 @patch
 def mean_sums(
     self: DPGBDTClient,
@@ -1612,8 +1615,6 @@ def forest_expected(
 @patch
 def _missing_model(self: _DPGBDT, srv: dict):
     "What the model keeps for missing values: the imputation values, or the leaves' cover ('probabilistic')."
-    for a in ('impute_values_', 'tree_cover_'):
-        self.__dict__.pop(a, None)  # nothing kept from an earlier fit
     if self.missing == 'impute':
         self.impute_values_ = np.asarray(srv['impute'], float)
     if self.missing == 'probabilistic':
