@@ -1261,6 +1261,8 @@ def _fit(self: _DPGBDT, clients, loss, task):
     self.dropped_ = {c: tuple(v) for c, v in srv['dropped'].items()}
     self.releases_ = pd.DataFrame(srv['releases'], columns=['component', 'queries', 'survivors'])
     self.privacy_promised_ = self.privacy_spent_
+    if late := sorted(set(cfg['drop']) - set(self.dropped_)):  # the simulator's `drop` named a release never made
+        raise ValueError(f"drop: {late} never stopped: the fit made {len(self.releases_)} releases (0 to n - 1)")
     if self.dropout_tolerance > 0:
         self._account_releases(cfg)  # the dropouts section: the ε spent, recomposed from each release's survivors
     self._noisy = [res[p] for p in cfg['parties']]  # the simulator keeps the parties, for students and tests

@@ -615,8 +615,8 @@ def test_missing_modes_fit_and_predict_rows_with_missing_values(data, split_meth
 @pytest.mark.parametrize('split_method', ['partially_random', 'hist'])
 def test_the_default_direction_is_learned_from_the_sums(split_method):
     """Non-private stump on a feature whose missing rows are positives, then negatives. hist: the split is on that
-    feature and the missing rows go right, then left. PR (random threshold): the side is the one of larger gain, recomputed
-    here from the rows' gradients at margin 0 (g = 1/2 - y, h = 1/4)."""
+    feature and the missing rows go right, then left. PR (random threshold): the side is the one of larger gain,
+    recomputed here from the rows' gradients at margin 0 (g = 1/2 - y, h = 1/4)."""
     from fedgauss.dpgbdt import clipped_gain
 
     g = np.random.default_rng(4)
@@ -643,7 +643,8 @@ def test_the_default_direction_is_learned_from_the_sums(split_method):
 
 
 def test_impute_uses_the_noisy_means_and_probabilistic_the_cover(data):
-    "Without noise the imputation values are the means of the observed values (clipped to the bounds); and a row with no missing value gets the same prediction from 'probabilistic' as from 'learn'."
+    """Without noise the imputation values are the means of the observed values (clipped to the bounds); and a row
+    with no missing value gets the same prediction from 'probabilistic' as from 'learn'."""
     X, y = data
     Xm = X.copy()
     Xm[np.random.default_rng(3).random(X.shape) < 0.2] = np.nan
