@@ -664,3 +664,33 @@ def test_missing_none_refuses_nan_and_says_how_to_keep_them(data):
     Xm[0, 1] = np.nan
     with pytest.raises(ValueError, match=r"NaN or infinity in column\(s\) \[1\].*missing='learn'"):
         _fit((Xm, y))
+
+
+def test_the_missing_bin_keeps_each_histogram_one_query_of_the_same_sensitivity():
+    """Neighbouring data (one row removed): in each feature's histogram of every node, exactly one bin changes (the
+    missing bin if the row's value is missing there), by that row's weight: the L2 sensitivity per feature stays the
+    row's |g| (<= Δg), one query per feature, as without missing values."""
+    from fedgauss.dpgbdt import DPGBDTClient, initial_candidates
+
+    g = np.random.default_rng(7)
+    X = g.normal(size=(200, 3))
+    X[g.random(X.shape) < 0.2] = np.nan
+    cand = initial_candidates('uniform', np.full(3, -3.0), np.full(3, 3.0), 8)
+
+    def client(rows):
+        c = DPGBDTClient('client0', Channel())
+        c._X, c._y = X[rows], (np.nan_to_num(X[rows, 0]) > 0).astype(float)
+        c.setup(cand, 'logistic', 1.0, 0.25, 'newton', 1.0, np.c_[np.full(3, -3.0), np.full(3, 3.0)], missing_bin=True)
+        return c
+
+    w = g.uniform(-1, 1, 200)
+    node = g.integers(0, 4, 200)
+    full = client(np.arange(200)).node_hist(node, 4, [0, 1, 2], w)
+    assert full.shape == (4, 3, 8 + 1 + 1)  # Q + 1 value bins and the missing bin
+    for r in (0, int(np.flatnonzero(np.isnan(X[:, 1]))[0])):
+        keep = np.delete(np.arange(200), r)
+        diff = full - client(keep).node_hist(node[keep], 4, [0, 1, 2], w[keep])
+        nz = np.argwhere(np.abs(diff) > 1e-12)
+        assert (nz[:, 0] == node[r]).all() and sorted(nz[:, 1]) == [0, 1, 2]  # its node; one bin per feature
+        for n, f, b in nz:
+            assert diff[n, f, b] == pytest.approx(w[r]) and (b == 9) == bool(np.isnan(X[r, f]))
