@@ -18,7 +18,7 @@ ratio is printed:
 
 With `--dropouts`, the price of surviving dropouts (issue 30): the same fit at dropout_tolerance 0 (masks agreed
 once), 0.1 and 0.3 (a dropout-tolerant secure aggregation per release), and with 1 and rho K = 3 clients stopping
-mid-fit; wall and CPU seconds (best of --repeat), bytes and messages per client, rounds, AUC, the ε promised and spent:
+mid-fit; wall and CPU seconds (best of --repeat), bytes and messages per client, the transcript's phases, AUC, the ε promised and spent:
 
     FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --dropouts --repeat 3 \\
         [--out nbs/31_dropout_cost.csv]
@@ -176,7 +176,7 @@ def dropouts(repeat=3, out=None):
                 cpu_s=cpu,
                 client_KiB_sent=cl.bytes.sum().mean() / 1024,
                 client_messages=cl.size().mean(),
-                rounds=T['round'].nunique(),
+                phases=T['round'].nunique(),  # the transcript's rounds: setup, then one per release (or tree)
                 auc=roc_auc_score(yte, m.predict_proba(Xte)[:, 1]),
                 eps_promised=m.privacy_promised_[0],
                 eps_spent=m.privacy_spent_[0],
