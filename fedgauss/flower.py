@@ -16,18 +16,18 @@ from .gbdt import Binner, HistLayout, Tree
 from .nflgbdt import PStableLSH
 from .smc import PROTOCOLS, Program, ProtocolSpec, RingElements, protocol_context
 from .securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
-from .wire import ANY, Arr, Map, OneOf, Sealed, TupleOf, WireError, check, decode, encode, register_type
+from .wire import ANY, Arr, Bytes, Map, OneOf, Sealed, TupleOf, WireError, check, decode, encode
 from .wire import load_federation, load_identity, make_federation, new_keypair, pair_key, run_context, seal
-from .wire import sign_run_key, unseal, verify_run_keys, write_federation, write_identity
+from .wire import register_type, sign_run_key, unseal, verify_run_keys, write_federation, write_identity
 from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 
 # %% auto #0
 __all__ = ['MESSAGE_SCHEMAS', 'check_message', 'resume_step', 'save_party_data', 'load_party_data', 'party_result_path',
-           'load_party_result', 'find_protocol', 'seed_plain', 'party_handle', 'node_query', 'client_app',
-           'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app', 'flower_run',
-           'flower_simulation', 'fast_send_and_receive', 'node_main', 'deploy_server_app', 'stop_processes',
-           'make_certificates', 'write_job', 'write_app', 'FlowerDeployment', 'supernode_auth_key', 'flower_deploy',
-           'flower_demo', 'pass_timeline']
+           'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle', 'node_query',
+           'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app',
+           'flower_run', 'flower_simulation', 'fast_send_and_receive', 'node_main', 'deploy_server_app',
+           'stop_processes', 'make_certificates', 'write_job', 'write_app', 'FlowerDeployment', 'supernode_auth_key',
+           'flower_deploy', 'flower_demo', 'pass_timeline']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 for _cls in (RingElements, YJFrame, YJAnchors, Tree, Binner, HistLayout, PStableLSH):  # payloads, results, configs
@@ -79,12 +79,19 @@ def check_message(
     kinds = MESSAGE_SCHEMAS.get(protocol)
     if kinds is None:
         return
-    schema = kinds.get(kind)
-    if schema is None:
-        schema = next((s for k, s in kinds.items() if k.endswith('*') and kind.startswith(k[:-1])), None)
-    if schema is None:
+    known = [kind] if kind in kinds else [k for k in kinds if k.endswith('*') and kind.startswith(k[:-1])]
+    if not known:
         raise WireError(f"{sender} sent a {kind!r}, a kind of message {protocol} does not send")
-    check(payload, schema, f"{kind!r} from {sender}")
+    check(payload, kinds[known[0]], f"{kind!r} from {sender}")  # a schema of None: the payload must be None
+
+# %% ../nbs/50_flower.ipynb #748b7241
+_KEYS = OneOf({'c': Bytes(32), 's': Bytes(32)}, {'c': Bytes(32), 's': Bytes(32), 'sig': Bytes(64)})
+MESSAGE_SCHEMAS['secagg'] = {
+    'keys': _KEYS, 'public keys': Map(str, _KEYS), 'shares': Map(str, Bytes(80)), 'masked input': Arr('u', 1),
+    'unmask': {'survivors': [str], 'dropped': [str]}, 'unmasking shares': {'s': Map(str, int), 'b': Map(str, int)},
+    'gone': None,
+}  # fmt: skip
+MESSAGE_SCHEMAS['psi'] = {'blinded': Arr('u', 2), 'double blinded': Arr('u', 2), 'aligned': Arr('i', 1)}
 
 # %% ../nbs/50_flower.ipynb #a47e8a37
 def _deliver(prog: Program, ib) -> list:
@@ -174,14 +181,22 @@ def find_protocol(
     return PROTOCOLS[name]
 
 # %% ../nbs/50_flower.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
-def _fault(me: str, n: int, fault: str | None = None):
-    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (or `:die`)
-    makes that party hang (or its process exit) at its n-th step."""
-    spec = (fault or os.environ.get('FEDGAUSS_FLOWER_FAULT', '')).split(':')
-    if len(spec) == 3 and spec[0] == me and int(spec[1]) == n:
-        if spec[2] == 'die':
-            os._exit(1)
-        time.sleep(3600)
+class NodeStopped(Exception):
+    "A node in this process (`LocalGrid`) stopped by a test's fault: it answers no request from then on."
+
+
+def _fault(me: str, n: int, fault: str | None = None, in_process: bool = False):
+    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (or `:die`;
+    several, comma-separated) makes that party hang (or its process exit) at its n-th step; a node in this process
+    (`in_process`, `LocalGrid`) raises `NodeStopped` instead."""
+    for f in (fault or os.environ.get('FEDGAUSS_FLOWER_FAULT', '')).split(','):
+        spec = f.strip().split(':')
+        if len(spec) == 3 and spec[0] == me and int(spec[1]) == n:
+            if in_process:
+                raise NodeStopped(f"{me} stops at its step {n} ({spec[2]}: a test's fault)")
+            if spec[2] == 'die':
+                os._exit(1)
+            time.sleep(3600)
 
 # %% ../nbs/50_flower.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 def _node_party(node_config: dict, cfg: dict) -> tuple:
@@ -412,7 +427,7 @@ def party_handle(
         raise WireError(f"an unexpected request ({op!r}{'' if 'me' in state else ', before any hello'})")
     check(req, _STEP if op == 'step' else _END, f'the {op} request')
     me, n = state['me'], state.get('n', 0) + 1
-    _fault(me, n, state.get('fault'))
+    _fault(me, n, state.get('fault'), bool(node_config.get('in-process')))
     keys = state['keys'] if 'keys' in state else _node_keys(state, req['public_keys'])
     inbox, got = _open_inbox(state, keys, req['inbox']) if op == 'step' else ({'end': req['why']}, state.get('got', {}))
     saved, out, prog = _step(state, inbox)
@@ -435,6 +450,8 @@ def node_query(
         req = decode(blob)
         new, reply = party_handle(state, node_config, req)
         return encode(reply), new
+    except NodeStopped:
+        raise  # no reply at all: the node is gone (`LocalGrid`)
     except Exception as e:
         me = state.get('me') or node_config.get('party')
         try:
@@ -495,6 +512,7 @@ class Relay:
         self.pins, self.identity = load_federation(federation), identity
         self.node, self.party, self.parties = {f'node {i}': i for i in ids[:n_nodes]}, {}, []
         self.channel, self.wire, self.round_trips, self.keyed = Channel(), 0, 0, set()
+        self.dropouts, self.stopped = False, {}  # the run's protocol tolerates dropouts; party -> why it is finished
         self.timeline = []  # per pass: when the relay sent, when each node answered, when it had every reply
 
 # %% ../nbs/50_flower.ipynb #46a27a456b804aa2a380d5edf15a5daf
@@ -523,15 +541,16 @@ def flower_exchange(
 
 class LocalGrid:
     """Nodes in this process, for checks without Flower: each a `node_query` on its own (pickled, node-local) state;
-    `forget=True` drops the live programs before every step, as if each ran in a new process."""
+    `forget=True` drops the live programs before every step, as if each ran in a new process. A node a run's `fault`
+    stops (`NodeStopped`) answers nothing from then on, as a SuperNode whose process is gone."""
 
     def __init__(
         self,
         node_configs: list,  # each node's configuration (`data-path`, `party`, `identity-key`, `federation`, ...)
         forget: bool = False,  # rebuild every party's program from its saved state at every step
     ):
-        self.configs = {k + 1: dict(c) for k, c in enumerate(node_configs)}
-        self.states, self.forget = {n: pickle.dumps({}) for n in self.configs}, forget
+        self.configs = {k + 1: dict(c, **{'in-process': True}) for k, c in enumerate(node_configs)}
+        self.states, self.forget, self.stopped = {n: pickle.dumps({}) for n in self.configs}, forget, set()
 
     def get_node_ids(self) -> list:
         return list(self.configs)
@@ -544,9 +563,15 @@ class LocalGrid:
         "Each node answers its request (as `flower_exchange`); `answered`: node id -> when it answered (Unix time)."
         out, self.answered = {}, {}
         for n, b in blobs.items():
+            if n in self.stopped:
+                continue
             if self.forget:
                 _LIVE.clear()
-            rep, state = node_query(b, pickle.loads(self.states[n]), self.configs[n])
+            try:
+                rep, state = node_query(b, pickle.loads(self.states[n]), self.configs[n])
+            except NodeStopped:
+                self.stopped.add(n)
+                continue
             self.states[n], out[n] = pickle.dumps(state), (rep, None)
             self.answered[n] = time.time()
         return out
@@ -583,20 +608,25 @@ def ask(
     what: str,  # what the pass is for, named in errors ('keys and data check', 'protocol step')
     timeout: float | None = None,  # seconds to wait for the replies (default: the relay's `timeout`)
 ) -> dict:
-    "Send each party its request (one message per node), wait for all replies; a missing, failed or malformed one stops the run."
+    """Send each party its request (one message per node), wait for all replies; a missing, failed or malformed one
+    stops the run, unless the run's protocol tolerates dropouts: then a party whose node fails or does not answer a
+    step is finished (`_lost`)."""
     blobs = {self.node[p]: encode(r) for p, r in reqs.items()}
     self.wire += sum(map(len, blobs.values()))
     ex = getattr(self.grid, 'exchange', None)
     timeout, answered, sent = self.timeout if timeout is None else timeout, {}, time.time()
     raw = ex(blobs, timeout) if ex is not None else flower_exchange(self.grid, blobs, timeout, answered)
     answered = getattr(self.grid, 'answered', answered) if ex is not None else answered  # a LocalGrid's own record
-    got, r = {}, self.channel.round
+    r = self.channel.round
     named = {self.party.get(n, f'node {n}'): t for n, t in answered.items()}
     self.__dict__.setdefault('timeline', []).append(
         dict(round=r, what=what, sent=sent, answered=named, done=time.time())
     )
+    got = self._lost(reqs, raw, what, timeout)  # their `gone` replies
     for src, (blob, err) in raw.items():
         p = self.party.get(src, f'node {src}')
+        if p in got:
+            continue
         if err is not None:
             raise FlowerRunError(f"{p} (node {src}) failed in round {r} ({what}): {err}")
         self.wire += len(blob)
@@ -618,6 +648,32 @@ def ask(
     if self.on_pass is not None:
         self.on_pass(self)
     return got
+
+# %% ../nbs/50_flower.ipynb #c5c94385
+@patch
+def _gone(self: Relay, p: str) -> dict:
+    "Party `p`'s last reply, made here: done, its `gone` notice to the server's program sealed under their pair key."
+    if self.server is None:
+        return dict(out=[], phase=None, done=True, waiting=None, result=None, gone=True)
+    blob = seal(self.pair[p], None, self.run_id, p, self.server, 'gone', self.got.get(p, 0))
+    out = [(self.server, 'gone', Sealed(blob, 0))]
+    return dict(out=out, phase=None, done=True, waiting=None, result=None, gone=True)
+
+
+@patch
+def _lost(self: Relay, reqs: dict, raw: dict, what: str, timeout: float) -> dict:
+    """For a protocol that tolerates dropouts, the parties asked a step (or an end) whose node failed or did not answer:
+    party -> its `gone` reply (`_gone`), the reason kept in `stopped`. Otherwise, and at the hello pass, nothing."""
+    if not self.dropouts:
+        return {}
+    out = {}
+    for p, req in reqs.items():
+        blob, err = raw.get(self.node[p], (None, None))
+        if req['op'] == 'hello' or blob is not None:
+            continue
+        why = f"did not answer within {timeout:g} s" if err is None else f"failed: {err}"
+        self.stopped[p], out[p] = f"round {self.channel.round} ({what}): {why}", self._gone(p)
+    return out
 
 # %% ../nbs/50_flower.ipynb #d6ca27006b894b04b6fc8b79396e2797
 @patch
@@ -716,14 +772,18 @@ _PASS = (('pass',), ('pause',))  # a program that yields this is stepped at the 
 @patch
 def _pass(self: Relay, S) -> bool:
     """One bulk-synchronous pass, as `run_programs(..., bsp=True)` makes it: the nodes step the parties with mail,
-    then every program in order (parties, server) is routed; what is sent is delivered at the next pass."""
+    then every program in order (parties, server) is routed; what is sent is delivered at the next pass. The `gone`
+    notices the relay made (`_lost`) go after the live parties' messages: in the round a dropped party would have
+    announced, as in the simulator."""
     ch, progs, inbox, fresh = self.channel, S.progs, S.inbox, S.fresh
     later, moved = {n: [] for n in progs}, False
     batch = [p for p in self.parties if not progs[p].done and (p in fresh or inbox[p] or progs[p].waiting in _PASS)]
     reqs = {p: dict(op='step', inbox=inbox[p], public_keys=None if p in self.keyed else S.pub) for p in batch}
     reps = self.ask(reqs, 'protocol step') if batch else {}
     self.keyed.update(batch)
-    for n, p in progs.items():
+    lost = {n for n, rep in reps.items() if rep.get('gone')}
+    for n in sorted(progs, key=lambda n: 2 * (n not in self.parties) + (n in lost)):  # live parties, lost, server
+        p = progs[n]
         if p.done:
             continue
         if n == S.dealer and p.ctx.wants_phase:  # the dealer follows the parties' common phase
@@ -783,11 +843,13 @@ def run(
     keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
     """The protocol over the nodes: the hello pass (parties, data checks, signed keys), then passes until every
-    program has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips, timeline): `timeline` has one
-    dict per pass (round, what, sent, answered: party -> time, done; Unix times), for `pass_timeline`."""
+    program has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips, timeline, gone): `timeline` has
+    one dict per pass (round, what, sent, answered: party -> time, done; Unix times), for `pass_timeline`; `gone`: the
+    parties a protocol that tolerates dropouts went on without, and why."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     seeds, cfg = dict(seeds or {}), dict(cfg)
     module, self.run_id, self.protocol = spec.party.__module__, os.urandom(16).hex(), spec.name
+    self.dropouts, self.stopped = bool(getattr(spec, 'dropouts', False)), {}
     self.context = run_context(spec.name, self.run_id, (module, cfg))
     party_seeds = {p: seed_plain(copy.deepcopy(s)) for p, s in seeds.items() if p != spec.server_name}
     req = dict(op='hello', protocol=spec.name, module=module, cfg=cfg, run=self.run_id, seeds=party_seeds or None)
@@ -800,7 +862,7 @@ def run(
         server = Program(spec.server_name, ctx, spec.server(ctx, dict(cfg, me=spec.server_name)))
     res, rounds = self._passes(server, spec.dealer, pub, on_phase)
     out = dict(results=res, channel=self.channel, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips)
-    return dict(out, timeline=self.timeline)
+    return dict(out, timeline=self.timeline, gone=dict(self.stopped))
 
 # %% ../nbs/50_flower.ipynb #9075f00cfa8d463f84130041b1e44ca7
 @patch

@@ -587,7 +587,9 @@ def secagg_client(
     )
 
 
-SECAGG = register_protocol(ProtocolSpec('secagg', secagg_client, secagg_server, secagg_check, dealer=False))
+SECAGG = register_protocol(
+    ProtocolSpec('secagg', secagg_client, secagg_server, secagg_check, dealer=False, dropouts=True)
+)
 
 
 def secagg_sum(

@@ -9,9 +9,10 @@ import dataclasses, hashlib, json, math, os, struct
 import numpy as np
 
 # %% auto #0
-__all__ = ['LIMITS', 'DTYPES', 'ANY', 'WireError', 'register_type', 'encode', 'decode', 'Arr', 'Map', 'TupleOf', 'OneOf', 'check',
-           'new_identity', 'load_identity', 'write_identity', 'write_federation', 'make_federation', 'load_federation',
-           'run_context', 'sign_run_key', 'verify_run_keys', 'new_keypair', 'pair_key', 'Sealed', 'seal', 'unseal']
+__all__ = ['LIMITS', 'DTYPES', 'ANY', 'WireError', 'register_type', 'encode', 'decode', 'Arr', 'Map', 'TupleOf', 'Bytes', 'OneOf',
+           'check', 'new_identity', 'load_identity', 'write_identity', 'write_federation', 'make_federation',
+           'load_federation', 'run_context', 'sign_run_key', 'verify_run_keys', 'new_keypair', 'pair_key', 'Sealed',
+           'seal', 'unseal']
 
 # %% ../nbs/05_wire.ipynb #76304d5e
 class WireError(ValueError):
@@ -285,6 +286,16 @@ class TupleOf:
         self.item = item
 
 
+class Bytes:
+    "Schema of a byte string of exactly `size` bytes (a public key, a signature, a sealed share)."
+
+    def __init__(
+        self,
+        size: int,  # its length in bytes
+    ):
+        self.size = size
+
+
 class OneOf:
     "Schema: any of `options`."
 
@@ -327,6 +338,9 @@ def check(
         ok = {int: (int, np.integer), float: (float, np.floating, int, np.integer), bool: (bool, np.bool_)}
         if not isinstance(x, ok.get(schema, schema)) or (schema in (int, float) and isinstance(x, (bool, np.bool_))):
             bad(schema.__name__)
+    elif isinstance(schema, Bytes):
+        if not isinstance(x, bytes) or len(x) != schema.size:
+            bad(f"{schema.size} bytes" + (f" (it has {len(x)})" if isinstance(x, bytes) else ''))
     elif isinstance(schema, Arr):
         if not isinstance(x, np.ndarray) or x.dtype.kind not in schema.kinds:
             bad(f"an array of kind {schema.kinds!r}")
