@@ -28,6 +28,7 @@ from fedgauss.dp import (
 )
 from .entropy import derive_key, experiment_key, party_rngs, prg, secret_bytes, secret_rng, secret_uint64
 from .gbdt import uniform_candidates, log_candidates, quantile_candidates
+from .secagg import STAGES, min_survivors, secagg_config
 from .smc import RFC3526_P2048, run_protocol
 
 try:
@@ -36,11 +37,12 @@ except ImportError:
     _powmod, _mpz = pow, int
 
 # %% auto #0
-__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries', 'calibrate_multiplier',
-           'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement',
-           'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits', 'route', 'forest_sum',
-           'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule',
-           'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor']
+__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'MISSING', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries',
+           'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate',
+           'key_agreement', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
+           'goes_right', 'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values',
+           'DPGBDTClient', 'feature_schedule', 'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor',
+           'impute_values', 'forest_expected']
 
 # %% ../nbs/31_dpgbdt.ipynb #083277d2
 def _real(v, name, low=0.0, strict=True, inf=False):
@@ -95,6 +97,7 @@ WEIGHT_UPDATES = ('newton', 'gradient', 'averaging')
 
 # %% ../nbs/31_dpgbdt.ipynb #bcb8af5f
 SPLIT_METHODS = ('totally_random', 'partially_random', 'hist')
+MISSING = (None, 'learn', 'impute', 'probabilistic')  # the ways of meeting missing values (`missing=`)
 
 
 def plan_queries(
@@ -435,31 +438,45 @@ def _check_trees(X, feats, thrs, leaves, max_depth):
         raise ValueError(f"split features must be column indices in [0, {F}); got {f.min()} .. {f.max()}")
 
 # %% ../nbs/31_dpgbdt.ipynb #27bd94b8
+def goes_right(
+    x,  # values of the rows at their nodes (NaN: missing)
+    thr,  # the nodes' thresholds
+    default_left=None,  # the nodes' default sides (bool); None: every missing value goes left
+) -> np.ndarray:  # bool: the row goes to the right child
+    "x >= thr; a missing x goes right where its node's default is not left."
+    right = x >= thr
+    return right if default_left is None else np.where(np.isnan(x), ~np.asarray(default_left, bool), right)
+
+
 def route(
-    X,  # (n, F) rows
+    X,  # (n, F) rows (NaN: missing)
     feat,  # (2^d - 1,) split feature of each internal node, heap order
     thr,  # (2^d - 1,) threshold of each internal node (x >= thr goes right)
     max_depth: int,  # levels of splits d
+    default_left=None,  # (2^d - 1,) bool: where a missing value goes at each node; None: left
 ) -> np.ndarray:  # leaf index of each row
-    "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr)."
+    "Leaf index (0..2^d-1) of each row of `X` in the complete tree (feat, thr), a missing value to its default side."
     _check_trees(X, np.asarray(feat)[None], np.asarray(thr)[None], None, max_depth)
+    dl = None if default_left is None else np.asarray(default_left, bool)
     node = np.zeros(len(X), np.intp)
     rows = np.arange(len(X))
     for _ in range(max_depth):
-        node = 2 * node + 1 + (X[rows, feat[node]] >= thr[node])
+        node = 2 * node + 1 + goes_right(X[rows, feat[node]], thr[node], None if dl is None else dl[node])
     return node - (2**max_depth - 1)
 
 
 def forest_sum(
-    X,  # (n, F) rows
+    X,  # (n, F) rows (NaN: missing)
     feats,  # (T, 2^d - 1) split features of the trees
     thrs,  # (T, 2^d - 1) thresholds of the trees
     leaves,  # (T, 2^d) leaf values of the trees
     max_depth: int,  # levels of splits d
     chunk: int = 64,  # trees routed together (memory: chunk x n)
+    default_left=None,  # (T, 2^d - 1) bool: where a missing value goes at each node; None: left
 ) -> np.ndarray:  # (n,) sum of the leaf values
     "Sum over trees of the leaf values reached by each row (trees stacked as (T, nodes) arrays)."
     _check_trees(X, feats, thrs, leaves, max_depth)
+    dls = None if default_left is None else np.asarray(default_left, bool)
     out = np.zeros(len(X))
     rows = np.arange(len(X))[None, :]
     off = 2**max_depth - 1
@@ -468,7 +485,8 @@ def forest_sum(
         tr = np.arange(len(f))[:, None]
         node = np.zeros((len(f), len(X)), np.intp)
         for _ in range(max_depth):
-            node = 2 * node + 1 + (X[rows, f[tr, node]] >= t[tr, node])
+            dl = None if dls is None else dls[s : s + chunk][tr, node]
+            node = 2 * node + 1 + goes_right(X[rows, f[tr, node]], t[tr, node], dl)
         out += v[tr, node - off].sum(0)
     return out
 
@@ -497,42 +515,57 @@ def clipped_gain(
 
 # %% ../nbs/31_dpgbdt.ipynb #70800300
 def hist_best_splits(
-    hist,  # (nodes, k, Q+1, 2) noisy (G, H) histograms of the tree's k features
+    hist,  # (nodes, k, Q+1, 2) noisy (G, H) histograms of the tree's k features (Q+2 with `missing`)
     nfin,  # (k,) number of finite candidates of each feature
     lam: float,  # L2 regularisation lambda
     node_tot=None,  # (nodes, 2) noisy (G, H) of each node; None: the children's sums
     clip: float = 2.0,  # max_delta_step: leaves clipped to +-clip in the gain
-    bins=None,  # (low, high): (nodes, k) first and last bin each node's path allows; None: all bins
-) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain) per node
-    "hist (nodes, k, Q+1, 2) noisy sums over the tree's k features: best (feature slot, candidate, left, right, gain) per node."
+    bins=None,  # (low, high[, missing]): (nodes, k) first and last bin each node's path allows (and its missing bin)
+    missing: bool = False,  # the last bin holds the missing values: each split also chooses their side
+) -> tuple:  # (feature slot, candidate, left (G, H), right (G, H), gain[, default_left]) per node
+    """Best (feature slot, candidate, left, right, gain) per node from noisy histograms; with `missing`, also the side
+    of the missing bin."""
     hist, nfin = np.asarray(hist, float), np.asarray(nfin)
-    if hist.ndim != 4 or hist.shape[3] != 2 or nfin.shape != (hist.shape[1],):
-        raise ValueError(f"hist must be (nodes, k, Q+1, 2) with nfin (k,); got {hist.shape} and {nfin.shape}")
+    if hist.ndim != 4 or hist.shape[3] != 2 or nfin.shape != (hist.shape[1],) or hist.shape[2] < 2 + missing:
+        raise ValueError(
+            f"hist must be (nodes, k, Q+{1 + missing}, 2) with nfin (k,); got {hist.shape} and {nfin.shape}"
+        )
+    hist, mh = (hist[:, :, :-1], hist[:, :, -1:]) if missing else (hist, 0.0)
     Q = hist.shape[2] - 1
     ok = np.arange(Q)[None, None, :] < nfin[None, :, None]
     if bins is not None:  # the path's bins only: the others are empty but for noise
         lo, hi = bins[0][..., None], bins[1][..., None]
         hist = np.where(((np.arange(Q + 1) >= lo) & (np.arange(Q + 1) <= hi))[..., None], hist, 0.0)
         ok = ok & (np.arange(Q) >= lo) & (np.arange(Q) < hi)  # two-sided within the path's range
+        if missing and len(bins) > 2:
+            mh = np.where(bins[2][:, :, None, None], mh, 0.0)  # missing rows sent the other way above: none here
     cs = np.cumsum(hist, axis=2)[:, :, :-1]  # left sums for candidate j: bins 0..j
-    rs = hist.sum(2, keepdims=True) - cs
+    rs = hist.sum(2, keepdims=True) + mh - cs  # the missing bin on the right
     P = (None, None) if node_tot is None else (node_tot[:, None, None, 0], node_tot[:, None, None, 1])
     g = clipped_gain(cs[..., 0], cs[..., 1], rs[..., 0], rs[..., 1], lam, *P, clip=clip)
+    dl = np.zeros(g.shape, bool)
+    if missing:  # the same candidates with the missing bin on the left
+        gl = clipped_gain(*(cs + mh).transpose(3, 0, 1, 2), *(rs - mh).transpose(3, 0, 1, 2), lam, *P, clip=clip)
+        dl = gl > g
+        cs, rs, g = np.where(dl[..., None], cs + mh, cs), np.where(dl[..., None], rs - mh, rs), np.maximum(g, gl)
     g = np.where(ok, g, -np.inf)
     flat = g.reshape(len(g), -1).argmax(1)
     fs, js = np.divmod(flat, Q)
     n = np.arange(len(g))
-    return fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
+    out = fs, js, cs[n, fs, js], rs[n, fs, js], g[n, fs, js]
+    return (*out, dl[n, fs, js]) if missing else out
 
 # %% ../nbs/31_dpgbdt.ipynb #c86d1296
 def child_bins(
-    bins: tuple,  # (low, high): (nodes, k) first and last bin each node's path allows, per feature slot
+    bins: tuple,  # (low, high[, missing]): (nodes, k) first and last bin each node's path allows (and its missing bin)
     fs,  # (nodes,) feature slot of each node's split
     js,  # (nodes,) candidate of each node's split
     stop,  # (nodes,) True where the node does not split (its children keep its bins)
-) -> tuple:  # (low, high) of the 2 * nodes children, heap order
-    "Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j."
-    lo, hi = bins
+    default_left=None,  # (nodes,) bool: the side of each split's missing values (with a `missing` entry in `bins`)
+) -> tuple:  # (low, high[, missing]) of the 2 * nodes children, heap order
+    """Children's allowed bins (heap order): the left keeps bins <= j of the split feature, the right bins > j; the
+    missing bin goes to the split's default side."""
+    lo, hi = bins[:2]
     if len(fs) and (np.max(fs) >= lo.shape[1] or np.min(fs) < 0):
         raise ValueError(f"fs must be feature slots in [0, {lo.shape[1]}); got {np.min(fs)} .. {np.max(fs)}")
     n, s = np.arange(len(fs))[~stop], ~stop
@@ -540,7 +573,14 @@ def child_bins(
     lhi[n, fs[s]] = js[s]
     rlo[n, fs[s]] = js[s] + 1
     k = lo.shape[1]
-    return np.stack([llo, rlo], 1).reshape(-1, k), np.stack([lhi, rhi], 1).reshape(-1, k)
+    two = lambda a, b: np.stack([a, b], 1).reshape(-1, k)
+    if len(bins) < 3:
+        return two(llo, rlo), two(lhi, rhi)
+    lm, rm = bins[2].copy(), bins[2].copy()
+    dl = np.asarray(default_left, bool)
+    lm[n, fs[s]] &= dl[s]
+    rm[n, fs[s]] &= ~dl[s]
+    return two(llo, rlo), two(lhi, rhi), two(lm, rm)
 
 # %% ../nbs/31_dpgbdt.ipynb #9b721bca
 def leaf_values(
@@ -576,16 +616,18 @@ class DPGBDTClient(SecAggClient):
         weight_update: str,  # 'newton', 'gradient' or 'averaging'
         grad_clip: float,  # regression: per-sample gradient clip
         bounds=None,  # (F, 2) public [low, high] per feature: rows are clipped to them (None: no clipping)
+        missing_bin: bool = False,  # a missing value (NaN) gets a bin of its own, after the Q+1 value bins
     ):
         self._X = np.asarray(self._X, float)
         b = None if bounds is None else np.asarray(bounds, float)
         if b is not None and ((self._X < b[:, 0]) | (self._X > b[:, 1])).any():  # a copy only when rows are outside
-            self._X = np.clip(self._X, b[:, 0], b[:, 1])
+            self._X = np.clip(self._X, b[:, 0], b[:, 1])  # NaN stays NaN
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
         self.margin = np.zeros(len(self._y))
         self.cand = candidates.copy()
         self.pools = {}
+        self.nbin = candidates.shape[1] + 1 + bool(missing_bin)  # bins per feature, the missing bin last
         self.codes = np.empty(self._X.shape, np.int16)
         for f in range(self._X.shape[1]):
             self.rebin(f, candidates[f])
@@ -596,7 +638,8 @@ class DPGBDTClient(SecAggClient):
         t,  # (Q,) new thresholds of feature f
     ):
         self.cand[f] = t
-        self.codes[:, f] = np.searchsorted(t, self._X[:, f], side='right')
+        x = self._X[:, f]
+        self.codes[:, f] = np.where(np.isnan(x), self.nbin - 1, np.searchsorted(t, x, side='right'))
 
 # %% ../nbs/31_dpgbdt.ipynb #284545c5
 @patch
@@ -615,6 +658,20 @@ def gradients(self: DPGBDTClient):
 
 # %% ../nbs/31_dpgbdt.ipynb #42b9b576
 @patch
+def encode(
+    self: DPGBDTClient,
+    blocks: list,  # [(array, sigma_client)]: values and the scale of this client's noise share (0: none)
+) -> np.ndarray:  # int64 vector
+    "The fixed-point encoding of `blocks`, each plus this client's discrete Gaussian share of its scale."
+    parts = []
+    for a, s in blocks:
+        a = np.asarray(a, float).ravel()
+        noise = self.pools[s].take(a.size) if s > 0 else 0
+        parts.append(np.rint(np.ldexp(a, self.frac_bits)).astype(np.int64) + noise)
+    return np.concatenate(parts)
+
+
+@patch
 def release(
     self: DPGBDTClient,
     server: str,  # name of the server party
@@ -622,12 +679,7 @@ def release(
     blocks: list,  # [(array, sigma_client)]: values and the scale of this client's noise share (0: none)
 ):
     "Send the masked noisy fixed-point encoding of `blocks` = [(array, sigma_client)] as one message of kind 'noisy <component>'."
-    parts = []
-    for a, s in blocks:
-        a = np.asarray(a, float).ravel()
-        noise = self.pools[s].take(a.size) if s > 0 else 0
-        parts.append(np.rint(np.ldexp(a, self.frac_bits)).astype(np.int64) + noise)
-    self.send(server, f'noisy {component}', self.masked(np.concatenate(parts)))
+    self.send(server, f'noisy {component}', self.masked(self.encode(blocks)))
 
 # %% ../nbs/31_dpgbdt.ipynb #48d6b98a
 @patch
@@ -636,9 +688,10 @@ def leaf_sums(
     feat,  # (2^d - 1,) split features, heap order
     thr,  # (2^d - 1,) thresholds
     max_depth: int,  # levels of splits d
+    default_left=None,  # (2^d - 1,) bool: the side of a missing value at each node; None: left
 ):
     "Route rows; per-leaf sums of g and h."
-    self.leaf = route(self._X, feat, thr, max_depth)
+    self.leaf = route(self._X, feat, thr, max_depth, default_left)
     L = 2**max_depth
     return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
 
@@ -651,8 +704,9 @@ def node_hist(
     features,  # the k features of the histogram
     weights,  # (n,) per-row values summed (g or h)
 ) -> np.ndarray:
-    "(n_nodes, k, Q+1) histogram of `weights` of the rows by node and bin of each feature in `features`."
-    Q1 = self.cand.shape[1] + 1
+    """(n_nodes, k, Q+1) histogram of `weights` of the rows by node and bin of each feature in `features` (Q+2 with
+    the missing bin)."""
+    Q1 = self.nbin
     out = np.empty((n_nodes, len(features), Q1))
     for i, f in enumerate(features):
         out[:, i] = np.bincount(node * Q1 + self.codes[:, f], weights, n_nodes * Q1).reshape(n_nodes, Q1)
@@ -687,6 +741,10 @@ class _DPGBDT(BaseEstimator):
         n_clients: int = 10,  # clients for fit(X, y)
         frac_bits: int = 16,  # fixed-point fractional bits of the secure aggregation
         noise: str = 'distributed',  # 'distributed' (each client adds a discrete Gaussian share) or 'aggregator' (one noise party)
+        missing: str
+        | None = None,  # None (NaN refused), 'learn' (default sides from the noisy sums), 'impute' or 'probabilistic'
+        dropout_tolerance: float = 0.0,  # ρ: ε holds while up to ρK clients drop (0: masks agreed once, no dropout)
+        drop: dict | None = None,  # testing (simulator): {'client<i>': (release, stage)}, where the client stops
         rng=None,  # None (fresh entropy everywhere), or an experiment seed / Generator (reproducible)
     ):
         for kk, v in list(locals().items()):
@@ -735,7 +793,7 @@ PRESETS = {
 }
 
 # %% ../nbs/31_dpgbdt.ipynb #e4dfc1e0
-def _as_matrix(X, columns=None):
+def _as_matrix(X, columns=None, allow_nan=False):
     if isinstance(X, pd.DataFrame):
         if columns is not None and list(X.columns) != list(columns):
             raise ValueError(f"columns {list(X.columns)} differ from {list(columns)}")
@@ -770,10 +828,15 @@ def _as_matrix(X, columns=None):
         raise ValueError(f"Expected 2D array, got shape {A.shape}: X must be 2-d. Reshape your data")
     if A.shape[1] == 0:
         raise ValueError(f"0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
-    if not np.isfinite(A).all():
-        bad = np.flatnonzero(~np.isfinite(A).all(0))
+    if not (np.isfinite(A) | (allow_nan & np.isnan(A))).all():
+        bad = np.flatnonzero(~(np.isfinite(A) | (allow_nan & np.isnan(A))).all(0))
         names = list(X.columns[bad]) if isinstance(X, pd.DataFrame) else bad.tolist()
-        raise ValueError(f"X contains NaN or infinity in column(s) {names[:5]}: impute or drop those rows first")
+        if allow_nan:
+            raise ValueError(f"X contains infinity in column(s) {names[:5]}: NaN is a missing value, infinity is not")
+        raise ValueError(
+            f"X contains NaN or infinity in column(s) {names[:5]}: impute or drop those rows first, "
+            "or declare missing='learn', 'impute' or 'probabilistic'"
+        )
     return A
 
 
@@ -808,6 +871,8 @@ def _check_params(self: _DPGBDT):
         raise ValueError(f"ih_method must be 'interpolate' or 'greedy'; got {self.ih_method!r}")
     if self.noise not in ('distributed', 'aggregator'):
         raise ValueError(f"noise must be 'distributed' or 'aggregator'; got {self.noise!r}")
+    if self.missing not in MISSING:
+        raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
     self._check_numbers()
 
 # %% ../nbs/31_dpgbdt.ipynb #bb4de30e
@@ -825,6 +890,13 @@ def _check_numbers(self: _DPGBDT):
     _real(self.leaf_clip, 'leaf_clip', inf=True)
     _real(self.grad_clip, 'grad_clip')
     _int(self.frac_bits, 'frac_bits', 0, 30)
+    if _real(self.dropout_tolerance, 'dropout_tolerance', strict=False) >= 1:
+        raise ValueError(f"dropout_tolerance must be in [0, 1); got {self.dropout_tolerance!r}")
+    if self.dropout_tolerance > 0 and self.noise == 'aggregator':
+        raise ValueError(
+            "dropout_tolerance needs noise='distributed': with noise='aggregator' all the noise is one party's, "
+            "and the release would lose all of it if that party dropped"
+        )
     for nm in ('n_estimators', 'n_clients'):
         _int(getattr(self, nm), nm)
     _int(self.max_depth, 'max_depth', 1, 20)
@@ -873,7 +945,7 @@ def _setup(self: _DPGBDT, clients, loss):
     cols = list(clients[0][0].columns) if isinstance(clients[0][0], pd.DataFrame) else None
     data = []
     for i, (Xk, yk) in enumerate(clients):
-        A = _as_matrix(Xk, cols)
+        A = _as_matrix(Xk, cols, allow_nan=self.missing is not None)
         if cols is not None:
             _same_levels(clients[0][0], Xk, i)
         if A.shape[1] != F:
@@ -917,6 +989,8 @@ def _plan(self: _DPGBDT, data, n, F, rng):
     )
     ih = min(T, self.ih_rounds * nblocks) if self.split_candidates == 'iterative_hessian' else 0
     self.queries_ = plan_queries(self.split_method, [len(s) for s in sched], self.max_depth, ih, self.gh_release)
+    if self.missing == 'impute':
+        self.queries_['means'] = F  # one (sum, count) query per feature (the missing-values section)
     B = int(self.batch_size) if self.batch_size >= 1 else max(1, int(self.batch_size * T))
     return cand, sched, T, ih, B
 
@@ -958,7 +1032,9 @@ def _public_bounds(self: _DPGBDT, data, F) -> np.ndarray:
     if b is None:
         if self._private() and self.split_candidates != 'quantile':
             raise ValueError(_BOUNDS_WHY)
-        return np.c_[np.min([a.min(0) for a, _ in data], 0), np.max([a.max(0) for a, _ in data], 0)]
+        lo = np.min([np.where(np.isnan(a), np.inf, a).min(0) for a, _ in data], 0)  # NaN is no value to bound
+        hi = np.max([np.where(np.isnan(a), -np.inf, a).max(0) for a, _ in data], 0)
+        return np.where(np.isfinite(lo), np.c_[lo, hi].T, 0.0).T  # an all-missing feature: (0, 0)
     if isinstance(b, dict):
         if cols is None:
             raise ValueError("feature_bounds as a {column: (low, high)} dict needs DataFrame columns")
@@ -999,18 +1075,20 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh):
         z *= 1 + max(1e-9, 2 * (self.privacy_spent_[0] / self.epsilon - 1))
     if self.split_candidates == 'quantile':
         self.privacy_spent_ = (math.inf, self.privacy_spent_[1])
-    self.noise_multiplier_, self.frac_bits_ = z, fb
+    self.noise_multiplier_, self.frac_bits_, self._scales_drawn, self._dz = z, fb, s, dz
     return s
 
 
 @patch
 def _share_scales(self: _DPGBDT, z, F, K, dg, dh):
     "Each party's share scale per component, the fractional bits, and each component's integer sensitivity."
-    L, Q1 = 2**self.max_depth, getattr(self, '_cand_w', self.n_candidates) + 1  # 2Q columns with the greedy IH
+    L, Q1 = 2**self.max_depth, self._bins_per_feature()
     self._dmax = dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F)
     fb, dv, vec = int(self.frac_bits), math.hypot(dg, dh), self.gh_release == 'vector'
-    sens = dict(g=dv if vec else dg, h=dv if vec else dh, ih=dh)
-    share = math.sqrt(K) if self.noise == 'distributed' else 1.0
+    sens = dict(g=dv if vec else dg, h=dv if vec else dh, ih=dh) | (
+        {'mean': math.sqrt(2)} if self.missing == 'impute' else {}
+    )
+    share = math.sqrt((1 - self.dropout_tolerance) * K) if self.noise == 'distributed' else 1.0
     while True:
         dz = {k: 2.0**fb * d + math.sqrt(dmax) for k, d in sens.items()}
         s = {k: z * d * (1 + 1e-9) / share for k, d in dz.items()}
@@ -1018,43 +1096,59 @@ def _share_scales(self: _DPGBDT, z, F, K, dg, dh):
             return s, fb, dz
         fb -= 1
 
+
+@patch
+def _bins_per_feature(self: _DPGBDT) -> int:
+    "Bins of a feature's histogram: Q + 1 value bins (2Q + 1 with the greedy IH), and the missing bin if declared."
+    return getattr(self, '_cand_w', self.n_candidates) + 1 + (self.missing in ('learn', 'probabilistic'))
+
 # %% ../nbs/31_dpgbdt.ipynb #aa70db90
 @patch
 def _account(self: _DPGBDT, s, dz, K, C):
-    "(ε, δ) of C queries whose shares have scales `s` and integer sensitivities `dz`, charges included (nb20)."
-    n = K if self.noise == 'distributed' else 1
-    if n > 1 and min(s.values()) < 0.5:
+    """(ε, δ) of C queries whose shares have scales `s` and integer sensitivities `dz`, charges included (nb20), at
+    the worst number of noise shares the releases may carry: any from ceil((1 - ρ)K) to K."""
+    ns = range(min_survivors(K, self.dropout_tolerance), K + 1) if self.noise == 'distributed' else [1]
+    if max(ns) > 1 and min(s.values()) < 0.5:
         raise ValueError(
             "noise shares too small (below 1/2) for the distributed discrete Gaussian bound; raise frac_bits"
         )
-    if self.accountant == 'rdp':
-        ze, gamma = min(ddg_rdp_multiplier(s[k], n, dz[k], self._dmax) for k in s), 0.0
-    else:
-        D = int(sum(self._need.values()))  # every noisy coordinate a party adds in the fit (the plan)
-        sur = {k: ddg_gaussian_surrogate(s[k], n, max(D, 1)) for k in s}
-        ze, gamma = min(sur[k][0] / dz[k] for k in s), max(g for _, g in sur.values())
+    zg = [self._effective(s, dz, m) for m in ns]
+    ze, gamma = min(z for z, _ in zg), max(g for _, g in zg)
     self.effective_multiplier_, self.divergence_charge_ = ze, gamma
     return spent_epsilon(ze, self.delta_, C, self.accountant, gamma), self.delta_
+
+
+@patch
+def _effective(self: _DPGBDT, s, dz, m):
+    "(multiplier, charge γ) of a query whose noise is `m` shares of scales `s`: KLS's multiplier, or the surrogate's."
+    if self.accountant == 'rdp':
+        return min(ddg_rdp_multiplier(s[k], m, dz[k], self._dmax) for k in s), 0.0
+    D = int(sum(self._need.values()))  # every noisy coordinate a party adds in the fit (the plan)
+    sur = {k: ddg_gaussian_surrogate(s[k], m, max(D, 1)) for k in s}
+    return min(sur[k][0] / dz[k] for k in s), max(g for _, g in sur.values())
 
 # %% ../nbs/31_dpgbdt.ipynb #0161781c
 @patch
 def _noise_needs(self: _DPGBDT, sched, ih):
     "Samples each client draws per noise scale, from the plan."
     L = 2**self.max_depth
-    Q1 = getattr(self, '_cand_w', self.n_candidates) + 1
+    Q1, mb = getattr(self, '_cand_w', self.n_candidates) + 1, self.missing in ('learn', 'probabilistic')
     k = np.array([len(s) for s in sched])
     if self.split_method == 'totally_random':
         per = L * len(sched)
     elif self.split_method == 'hist':
-        per = int((L - 1) * Q1 * k.sum())
+        per = int((L - 1) * (Q1 + mb) * k.sum())
     else:
-        per = len(sched) + int((L - 1) * k.sum())
-    return dict(g=per * (2 if self.gh_release == 'vector' else 1), h=per, ih=int(Q1 * k[:ih].sum()))
+        per = len(sched) + int((L - 1) * k.sum()) * (1 + mb)  # with the missing rows' sums
+    need = dict(g=per * (2 if self.gh_release == 'vector' else 1), h=per, ih=int(Q1 * k[:ih].sum()))
+    return need | ({'mean': 2 * self.n_features_in_} if self.missing == 'impute' else {})
 
 
 @patch
 def _release(self: _DPGBDT, component: str, arrays: list):
     "One secure noisy release: arrays[c] = [(array, scale key)] per client; returns the decoded float sum."
+    if self.dropout_tolerance > 0:
+        raise ValueError("after a fit with dropout_tolerance > 0 the parties hold no once-agreed masks to release with")
     self._r += 1
     S = 'server'
     noisy = self.noise_multiplier_ > 0
@@ -1079,6 +1173,8 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
     if task == 'regression':
         self._check_targets(np.concatenate([y for _, y in data]), len(sched), B)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
+    rho = float(self.dropout_tolerance)
+    drop = self._drops(names[:K]) if rho > 0 or self.drop else {}  # the dropouts section
     keys = 'weight_update grad_clip max_depth reg_lambda leaf_clip learning_rate split_method noise ih_method n_candidates'.split()
     return dict(
         {k: getattr(self, k) for k in keys},
@@ -1098,6 +1194,10 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         scales=scales,
         need=need,
         noisy=bool(self.noise_multiplier_ > 0),
+        missing=self.missing,
+        gh_queries=1 if self.gh_release == 'vector' else 2,
+        secagg=None if rho == 0 else secagg_config(names[:K], 1, frac_bits=self.frac_bits_, rho=rho),
+        drop=drop,
     )
 
 # %% ../nbs/31_dpgbdt.ipynb #8c07c0ab
@@ -1153,6 +1253,18 @@ def _fit(self: _DPGBDT, clients, loss, task):
     )
     srv = res['server']
     self.tree_features_, self.tree_thresholds_, self.tree_leaves_ = srv['features'], srv['thresholds'], srv['leaves']
+    self.tree_default_left_ = srv['default_left']
+    for a in ('impute_values_', 'tree_cover_'):
+        self.__dict__.pop(a, None)  # nothing kept from an earlier fit
+    if self.missing in ('impute', 'probabilistic'):
+        self._missing_model(srv)  # the missing-values section
+    self.dropped_ = {c: tuple(v) for c, v in srv['dropped'].items()}
+    self.releases_ = pd.DataFrame(srv['releases'], columns=['component', 'queries', 'survivors'])
+    self.privacy_promised_ = self.privacy_spent_
+    if late := sorted(set(cfg['drop']) - set(self.dropped_)):  # the simulator's `drop` named a release never made
+        raise ValueError(f"drop: {late} never stopped: the fit made {len(self.releases_)} releases (0 to n - 1)")
+    if self.dropout_tolerance > 0:
+        self._account_releases(cfg)  # the dropouts section: the ε spent, recomposed from each release's survivors
     self._noisy = [res[p] for p in cfg['parties']]  # the simulator keeps the parties, for students and tests
     self._parties = [c for c in self._noisy if c.name != 'noise']
     for c in self._noisy:
@@ -1241,13 +1353,19 @@ def _gh(self: _DPGBDT, component: str, per_client: list):
 def _margin(self: _DPGBDT, X) -> np.ndarray:
     "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
     check_is_fitted(self, 'tree_leaves_')
-    A = _as_matrix(X, getattr(self, 'feature_names_in_', None))
+    A = _as_matrix(X, getattr(self, 'feature_names_in_', None), allow_nan=self.missing is not None)
     if A.shape[1] != self.n_features_in_:
         raise ValueError(
             f"X has {A.shape[1]} features, but {type(self).__name__} is expecting "
             f"{self.n_features_in_} features as input"
         )
-    return forest_sum(A, self.tree_features_, self.tree_thresholds_, self.tree_leaves_, self.max_depth)
+    trees = self.tree_features_, self.tree_thresholds_, self.tree_leaves_
+    if self.missing == 'impute':
+        A = np.where(np.isnan(A), self.impute_values_, A)
+    if self.missing == 'probabilistic':
+        return forest_expected(A, *trees, self.tree_cover_, self.max_depth, self.tree_default_left_)
+    dl = None if self.missing is None else self.tree_default_left_
+    return forest_sum(A, *trees, self.max_depth, default_left=dl)
 
 
 @patch
@@ -1260,7 +1378,7 @@ def _split_input(self: _DPGBDT, X, y):
         if not isinstance(X, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in X):
             raise ValueError("fit(X, y), or fit(clients) with a list of (X_k, y_k)")
         return list(X)
-    A = _as_matrix(X)  # checked whole, so that an error names every bad column
+    A = _as_matrix(X, allow_nan=self.missing is not None)  # checked whole, so that an error names every bad column
     A = X if isinstance(X, pd.DataFrame) else A
     ext = isinstance(getattr(y, 'dtype', None), pd.api.extensions.ExtensionDtype)
     if ext and (pd.api.types.is_integer_dtype(y.dtype) or pd.api.types.is_float_dtype(y.dtype)):
@@ -1379,3 +1497,127 @@ class DPGBDTRegressor(RegressorMixin, _DPGBDT):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True  # DP noise
         return tags
+
+# %% ../nbs/31_dpgbdt.ipynb #50a429b9
+@patch
+def _drops(self: _DPGBDT, clients: list) -> dict:
+    "The testing `drop` as {client: [release, stage]}, checked; and the threshold check of `dropout_tolerance`."
+    K, rho = len(clients), float(self.dropout_tolerance)
+    t, m = K // 2 + 1, min_survivors(K, rho)
+    if rho > 0 and m < t:
+        raise ValueError(
+            f"dropout_tolerance={rho:g} with {K} clients tolerates {K - m} dropouts, but the secure aggregation's "
+            f"threshold t={t} (a majority, so that a server lying about who dropped learns nothing) needs {t} "
+            f"survivors: at most {(K - t) / K:g}"
+        )
+    if not self.drop:
+        return {}
+    if rho == 0:
+        raise ValueError("drop simulates clients that stop mid-fit: it needs dropout_tolerance > 0")
+    if not isinstance(self.drop, dict):
+        raise TypeError(f"drop must be a dict {{client: (release, stage)}}; got {type(self.drop).__name__}")
+    out = {}
+    for c, v in self.drop.items():
+        ok = isinstance(v, (tuple, list)) and len(v) == 2 and isinstance(v[0], numbers.Integral) and v[0] >= 0
+        if c not in clients or not ok or v[1] not in STAGES:
+            raise ValueError(f"drop: {c!r}: {v!r}; clients are {clients}, a (release >= 0, stage in {STAGES}) each")
+        out[c] = [int(v[0]), str(v[1])]
+    return out
+
+# %% ../nbs/31_dpgbdt.ipynb #aff56c17
+@patch
+def _account_releases(self: _DPGBDT, cfg: dict):
+    """The ε that the releases of `releases_` (component, queries, survivors: the noise shares each carried) spent,
+    composed release by release (`privacy_spent_`); `privacy_promised_` stays the calibration's, at the worst
+    tolerated survivors."""
+    if not cfg['noisy'] or self.split_candidates == 'quantile':
+        return
+    C = int(sum(self.queries_.values()))
+    if self.releases_.queries.sum() != C:
+        raise RuntimeError(f"the releases made {self.releases_.queries.sum()} queries, the plan {C}")
+    dz, s = self._dz, self._scales_drawn
+    q = self.releases_.groupby('survivors').queries.sum()
+    zg = {m: self._effective(s, dz, m) for m in q.index}
+    if self.accountant == 'rdp':
+        acc = RDPAccountant()
+        for m, c in q.items():
+            acc.add_gaussian(zg[m][0], int(c))
+        self.privacy_spent_ = (acc.epsilon(self.delta_), self.delta_)
+    else:  # Gaussians compose exactly: one of multiplier (sum of q / z^2)^(-1/2)
+        z0 = min(z for z, _ in zg.values())
+        ze = z0 / math.sqrt(sum(int(c) * (z0 / zg[m][0]) ** 2 for m, c in q.items()))
+        gamma = max(g for _, g in zg.values())
+        self.privacy_spent_ = (charged_epsilon(lambda d: gaussian_epsilon(ze, d), self.delta_, gamma), self.delta_)
+
+# %% ../nbs/31_dpgbdt.ipynb #33816859
+@patch
+def mean_sums(
+    self: DPGBDTClient,
+    bounds,  # (F, 2) public [low, high] per feature
+) -> np.ndarray:  # (F, 2): sum of (x - mid) / half over the observed values, and their count
+    "Per feature, the sum of the observed values scaled to [-1, 1] by the bounds, and their count (for 'impute')."
+    lo, hi = np.asarray(bounds, float).T
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    obs = ~np.isnan(self._X)
+    u = np.where(obs, (self._X - mid) / np.where(half > 0, half, 1.0), 0.0)
+    return np.c_[u.sum(0), obs.sum(0)]
+
+
+@patch
+def impute(
+    self: DPGBDTClient,
+    values,  # (F,) the public imputation values
+):
+    "Replace this client's missing values by `values` (a new array: the caller's rows untouched) and re-bin them."
+    miss = np.isnan(self._X)
+    self._X = np.where(miss, np.asarray(values, float), self._X)
+    for f in np.flatnonzero(miss.any(0)):
+        self.rebin(f, self.cand[f])
+
+
+def impute_values(
+    sums,  # (F, 2) noisy sums of the scaled observed values and their counts (`mean_sums`, summed)
+    bounds,  # (F, 2) public [low, high] per feature
+) -> np.ndarray:  # (F,) means, clipped to the bounds (the mid-point where the noisy count is not positive)
+    "The noisy means mid + half S/N of the features, within their bounds."
+    S, N = np.asarray(sums, float).T
+    lo, hi = np.asarray(bounds, float).T
+    return np.clip(np.where(N > 0, (lo + hi) / 2 + (hi - lo) / 2 * S / np.where(N > 0, N, 1.0), (lo + hi) / 2), lo, hi)
+
+# %% ../nbs/31_dpgbdt.ipynb #fc291d87
+def forest_expected(
+    X,  # (n, F) rows (NaN: missing)
+    feats,  # (T, 2^d - 1) split features of the trees
+    thrs,  # (T, 2^d - 1) thresholds
+    leaves,  # (T, 2^d) leaf values
+    covers,  # (T, 2^d) the leaves' noisy Hessian sums (their cover)
+    max_depth: int,  # levels of splits d
+    default_left=None,  # (T, 2^d - 1) bool: the side taken where both children's cover is 0; None: left
+) -> np.ndarray:  # (n,) sum over the trees of the expected leaf values
+    "Sum over trees of each row's expected leaf value: a missing split feature sends it both ways, by its children's cover."
+    _check_trees(X, feats, thrs, leaves, max_depth)
+    out = np.zeros(len(X))
+    for t in range(len(feats)):
+        cov = [np.clip(np.asarray(covers[t], float), 0, None)]  # cover per level, leaves first
+        while len(cov[-1]) > 1:
+            cov.append(cov[-1].reshape(-1, 2).sum(1))
+        W = np.ones((len(X), 1))
+        for lev in range(max_depth):
+            ids = np.arange(2**lev) + 2**lev - 1
+            c = cov[max_depth - lev - 1].reshape(-1, 2)  # the children's cover
+            dl = np.ones(len(ids), bool) if default_left is None else np.asarray(default_left[t], bool)[ids]
+            pl = np.where(c.sum(1) > 0, c[:, 0] / np.maximum(c.sum(1), 1e-300), dl)
+            x = X[:, feats[t, ids]]
+            left = np.where(np.isnan(x), pl, x < thrs[t, ids])
+            W = np.stack([W * left, W * (1 - left)], 2).reshape(len(X), -1)
+        out += W @ np.asarray(leaves[t], float)
+    return out
+
+# %% ../nbs/31_dpgbdt.ipynb #e807a661
+@patch
+def _missing_model(self: _DPGBDT, srv: dict):
+    "What the model keeps for missing values: the imputation values, or the leaves' cover ('probabilistic')."
+    if self.missing == 'impute':
+        self.impute_values_ = np.asarray(srv['impute'], float)
+    if self.missing == 'probabilistic':
+        self.tree_cover_ = np.asarray(srv['cover'], float)

@@ -13,13 +13,16 @@ from fedgauss.dpgbdt import (
     child_bins,
     clipped_gain,
     draw_noise_shares,
+    goes_right,
     hist_best_splits,
     ih_candidates,
     ih_greedy_candidates,
+    impute_values,
     leaf_values,
     random_tree_splits,
 )
 from .entropy import secret_rng
+from .secagg import secagg_party, secagg_server
 from .smc import ProtocolSpec, register_protocol
 
 # %% auto #0
@@ -57,8 +60,12 @@ def dpgbdt_check(
         raise ValueError(f"{me} has {X.shape[1] if X.ndim == 2 else X.shape} columns, expected {F}")
     if len(X) == 0:
         raise ValueError(f"{me} has no rows")
-    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-        raise ValueError(f"{me}: X must be numeric, without NaN or infinity")
+    if (
+        not np.issubdtype(X.dtype, np.number)
+        or not (np.isfinite(X) | (cfg.get('missing') is not None) & np.isnan(X)).all()
+    ):
+        why = "infinity (NaN: a missing value)" if cfg.get('missing') is not None else "NaN or infinity"
+        raise ValueError(f"{me}: X must be numeric, without {why}")
     if y.shape != (len(X),) or not np.issubdtype(y.dtype, np.number) or not np.isfinite(y).all():
         raise ValueError(f"{me}: y must be {len(X)} finite numbers (one per row)")
 
@@ -69,10 +76,11 @@ def _client_start(ctx, data, cfg):
     X, y = (data['X'], data['y']) if me != 'noise' else (np.zeros((1, F)), np.zeros(1))
     c = DPGBDTClient(me, _Link(ctx), X, y)
     g = secret_rng(ctx.rng)  # this party's secret generator (ctx.rng keys one if it is not secret already)
-    sec = data.get('secret')  # the estimator pre-draws it with the party's own generator; a node draws its own
-    c.key_agree(S, g, None if sec is None else bytes(np.asarray(sec, np.uint8)))
-    c.key_finish(S, (yield from ctx.recv('public keys', S)))
-    c.premask(sum(cfg['need'].values()) + 2 * cfg['T'])
+    if not cfg.get('secagg'):  # masks agreed once; with dropout_tolerance, each release agrees its own (secagg)
+        sec = data.get('secret')  # the estimator pre-draws it with the party's own generator; a node draws its own
+        c.key_agree(S, g, None if sec is None else bytes(np.asarray(sec, np.uint8)))
+        c.key_finish(S, (yield from ctx.recv('public keys', S)))
+        c.premask(sum(cfg['need'].values()) + 2 * cfg['T'])
     c.setup(
         np.asarray(cfg['candidates'], float),
         cfg['loss'],
@@ -81,8 +89,9 @@ def _client_start(ctx, data, cfg):
         cfg['weight_update'],
         cfg['grad_clip'],
         cfg['bounds'],
+        cfg.get('missing') in ('learn', 'probabilistic'),
     )
-    c.frac_bits = cfg['frac_bits']
+    c.frac_bits, c.n_released = cfg['frac_bits'], 0
     adds = cfg['noisy'] and (me == 'noise' if cfg['noise'] == 'aggregator' else True)  # this party adds noise
     sig = {k: (s if adds else 0) for k, s in cfg['scales'].items()}
     if adds:
@@ -100,13 +109,47 @@ def dpgbdt_client(
     "Generator: a client's whole fit: key agreement, then per tree its noisy masked releases; returns its client."
     c, sig = yield from _client_start(ctx, data, cfg)
     noise = cfg['me'] == 'noise'  # releases zeros plus the whole noise; needs no broadcast, so it never waits
-    for t in range(cfg['T']):
-        if not noise:
-            ctx.phase = ('tree', t)
-            if t % cfg['B'] == 0:
-                c.gradients()
-        yield from _client_tree(c, ctx, cfg, np.asarray(cfg['schedule'][t], np.intp), t, sig, noise)
+    try:
+        if cfg.get('missing') == 'impute':
+            yield from _client_means(c, ctx, cfg, sig, noise)
+        for t in range(cfg['T']):
+            if not noise:
+                ctx.phase = ('tree', t)
+                if t % cfg['B'] == 0:
+                    c.gradients()
+            yield from _client_tree(c, ctx, cfg, np.asarray(cfg['schedule'][t], np.intp), t, sig, noise)
+    except _Dropped:
+        pass  # it left the federation (the simulator's `drop`): it takes no further part
     return c if cfg.get('keep_party') else None  # the simulator keeps it; a node returns nothing
+
+# %% ../nbs/31a_dpgbdt_programs.ipynb #ea9699b3
+class _Dropped(Exception):
+    "A client stops (the simulator's `drop`): its connection closed in the middle of a release."
+
+
+def _client_release(c, ctx, cfg, component, blocks):
+    """Generator: one release of `blocks`, encoded and noised by the client: masked by the streams agreed once, or,
+    with `dropout_tolerance`, through a dropout-tolerant secure aggregation of its own (`secagg_party`, encoded)."""
+    r, c.n_released = c.n_released, c.n_released + 1
+    if not cfg.get('secagg'):
+        return c.release('server', component, blocks)
+    ctx.phase = (f'noisy {component}', r)  # one round per release in the transcript: its survivors can be counted
+    v, d = c.encode(blocks), cfg['drop'].get(ctx.me)
+    scfg = dict(
+        cfg['secagg'], shape=[v.size], label=f'dpgbdt release {r}', drop={ctx.me: d[1]} if d and d[0] == r else {}
+    )
+    if (yield from secagg_party(ctx, v, scfg, 'server', phases=False, encoded=True)) is None:
+        raise _Dropped(r)
+
+
+def _client_means(c, ctx, cfg, sig, noise):
+    "Generator ('impute'): release the noisy sums of the observed values and their counts; impute with the means."
+    F = cfg['n_features']
+    ctx.phase = ('means',)
+    s = np.zeros((F, 2)) if noise else c.mean_sums(cfg['bounds'])
+    yield from _client_release(c, ctx, cfg, 'means', [(s, sig['mean'])])
+    if not noise:
+        c.impute((yield from ctx.recv('impute values', 'server')))
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #a1b2c3d4e5f60718
 def _client_ih(c, ctx, cfg, feats, t, sig, noise):
@@ -129,7 +172,7 @@ def _client_ih(c, ctx, cfg, feats, t, sig, noise):
     else:
         hh = c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h)[0]
         h = np.concatenate([hh[i, : nb[i]] for i in range(len(feats))])
-    c.release(S, 'hessian histogram', [(h, sig['ih'])])
+    yield from _client_release(c, ctx, cfg, 'hessian histogram', [(h, sig['ih'])])
     if not greedy and not noise:
         yield from new_candidates()
 
@@ -137,17 +180,16 @@ def _client_ih(c, ctx, cfg, feats, t, sig, noise):
 def _client_tree(c, ctx, cfg, feats, t, sig, noise):
     "Generator: a client's part of tree `t`: IH histogram, the tree's releases, its leaf values into its margins."
     S, L = 'server', 2 ** cfg['max_depth']
-    Q1 = c.cand.shape[1] + 1
     if t < cfg['ih']:
         yield from _client_ih(c, ctx, cfg, feats, t, sig, noise)
     if cfg['split_method'] != 'totally_random':
         yield from _client_levels(c, ctx, cfg, feats, sig, noise)
     elif noise:
-        c.release(S, 'leaves', [(np.zeros(L), sig['g']), (np.zeros(L), sig['h'])])
+        yield from _client_release(c, ctx, cfg, 'leaves', [(np.zeros(L), sig['g']), (np.zeros(L), sig['h'])])
     else:
-        f, thr = yield from ctx.recv('tree', S)
-        G, H = c.leaf_sums(f, thr, cfg['max_depth'])
-        c.release(S, 'leaves', [(G, sig['g']), (H, sig['h'])])
+        f, thr, *dl = yield from ctx.recv('tree', S)  # with missing values, the default sides too
+        G, H = c.leaf_sums(f, thr, cfg['max_depth'], dl[0] if dl else None)
+        yield from _client_release(c, ctx, cfg, 'leaves', [(G, sig['g']), (H, sig['h'])])
     if not noise:
         w = yield from ctx.recv('leaf values', S)
         c.margin += w[c.leaf]
@@ -155,39 +197,52 @@ def _client_tree(c, ctx, cfg, feats, t, sig, noise):
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f0e632c1
 def _client_levels(c, ctx, cfg, feats, sig, noise):
     "Generator: hist / PR, level by level: release the level's sums, receive its splits, move the rows to the children."
-    S, k, Q1 = 'server', len(feats), c.cand.shape[1] + 1
-    gh = lambda comp, G, H: c.release(S, comp, [(G, sig['g']), (H, sig['h'])])
+    S, k, mb = 'server', len(feats), c.nbin - c.cand.shape[1] - 1  # mb: 1 with the missing bin
+    gh = lambda comp, G, H: _client_release(c, ctx, cfg, comp, [(G, sig['g']), (H, sig['h'])])
     if not noise:
         c.node = np.zeros(len(c.h), np.intp)
     if cfg['split_method'] == 'partially_random':
-        gh('root', *((np.zeros(1),) * 2 if noise else (c.g.sum(keepdims=True), c.h.sum(keepdims=True))))
+        yield from gh('root', *((np.zeros(1),) * 2 if noise else (c.g.sum(keepdims=True), c.h.sum(keepdims=True))))
     for lev in range(cfg['max_depth']):
         nn = 2**lev
         if cfg['split_method'] == 'hist':
-            z = np.zeros(nn * k * Q1)
-            gh('histograms', *((z, z) if noise else (c.node_hist(c.node, nn, feats, w) for w in (c.g, c.h))))
+            z = np.zeros(nn * k * c.nbin)
+            yield from gh('histograms', *((z, z) if noise else (c.node_hist(c.node, nn, feats, w) for w in (c.g, c.h))))
         elif noise:
-            gh('left sums', np.zeros(nn * k), np.zeros(nn * k))
+            yield from gh('left sums', np.zeros(nn * k * (1 + mb)), np.zeros(nn * k * (1 + mb)))
         else:
             thr = yield from ctx.recv('split candidates', S)  # one random candidate per node and feature
-            left = c._X[:, feats] < thr[c.node]
-            GL = np.stack([np.bincount(c.node, c.g * left[:, i], nn) for i in range(k)], 1)
-            gh('left sums', GL, np.stack([np.bincount(c.node, c.h * left[:, i], nn) for i in range(k)], 1))
+            x = c._X[:, feats]
+            parts = [x < thr[c.node]] + ([np.isnan(x)] if mb else [])  # left rows (and the missing rows' sums)
+            GH = [[[np.bincount(c.node, w * p[:, i], nn) for i in range(k)] for p in parts] for w in (c.g, c.h)]
+            yield from gh('left sums', *(np.transpose(s, (2, 1, 0)) for s in GH))  # (nodes, k, parts)
         if not noise:
-            fl, tl = yield from ctx.recv('splits', S)
-            c.node = 2 * c.node + (c._X[np.arange(len(c.node)), fl[c.node]] >= tl[c.node])
+            fl, tl, *dl = yield from ctx.recv('splits', S)
+            x = c._X[np.arange(len(c.node)), fl[c.node]]
+            c.node = 2 * c.node + goes_right(x, tl[c.node], dl[0][c.node] if dl else None)
     if not noise:
         c.leaf = c.node
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f6d767ee
-def _server_sum(ctx, cfg, component, shape=None):
+def _server_sum(ctx, cfg, component, shape=None, queries=1, size=None):
     """Generator: the aggregator's side of one release: every party's masked vector, summed (the masks cancel) and
-    decoded; with `shape`, split into (G, H)."""
-    tot = None
-    for p in cfg['parties']:
-        y = yield from ctx.recv(f'noisy {component}', p)
-        tot = y if tot is None else tot + y
-    out = np.ldexp(tot.view(np.int64).astype(float), -cfg['frac_bits'])
+    decoded; with `dropout_tolerance`, `secagg_server` over the clients still in (those who drop are left out from
+    then on). Recorded in `ctx.releases` with its queries and noise shares; with `shape`, split into (G, H)."""
+    n = 2 * int(np.prod(shape)) if shape is not None else int(size)
+    if cfg.get('secagg'):
+        scfg = dict(cfg['secagg'], shape=[n], label=f'dpgbdt release {len(ctx.releases)}')
+        res = yield from secagg_server(ctx, scfg, ctx.live)
+        ctx.live = [p for p in ctx.live if p not in res['dropped']]
+        ctx.dropped |= {p: [len(ctx.releases), s] for p, s in res['dropped'].items() if s != 'earlier'}
+        out, shares = res['sum'], len(res['survivors'])
+    else:
+        tot = None
+        for p in cfg['parties']:
+            y = yield from ctx.recv(f'noisy {component}', p)
+            tot = y if tot is None else tot + y
+        out = np.ldexp(tot.view(np.int64).astype(float), -cfg['frac_bits'])
+        shares = len(ctx.live) if cfg['noise'] == 'distributed' else 1
+    ctx.releases.append([component, int(queries), shares])
     if shape is None:
         return out
     m = int(np.prod(shape))
@@ -195,10 +250,9 @@ def _server_sum(ctx, cfg, component, shape=None):
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #34bd1eae0ef64e3f927e3995c8faec8f
 def _to_clients(ctx, cfg, kind, payload):
-    "The server's broadcast to the clients (not the noise party)."
-    for p in cfg['parties']:
-        if p != 'noise':
-            ctx.send(p, kind, payload)
+    "The server's broadcast to the clients still in the fit (not the noise party)."
+    for p in ctx.live:
+        ctx.send(p, kind, payload)
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #b2120389
 def dpgbdt_server(
@@ -206,25 +260,41 @@ def dpgbdt_server(
     cfg: dict,  # the public configuration (`_DPGBDT._config`)
 ):
     """Generator: the aggregator's whole fit, on no data: relays the public keys, then per tree opens only noisy sums,
-    chooses splits and leaf values and broadcasts them. Returns the model (tree arrays) and the final candidates."""
-    pub = {}
-    for p in cfg['parties']:
-        pub[p] = yield from ctx.recv('public key', p)
-    for p in cfg['parties']:
-        ctx.send(p, 'public keys', {o: v for o, v in pub.items() if o != p})
+    chooses splits and leaf values and broadcasts them. Returns the model (tree arrays), the final candidates, and
+    the releases it opened (component, queries, noise shares)."""
+    ctx.live, ctx.releases, ctx.dropped = [p for p in cfg['parties'] if p != 'noise'], [], {}
+    if not cfg.get('secagg'):  # with dropout_tolerance, every release agrees its own keys
+        pub = {}
+        for p in cfg['parties']:
+            pub[p] = yield from ctx.recv('public key', p)
+        for p in cfg['parties']:
+            ctx.send(p, 'public keys', {o: v for o, v in pub.items() if o != p})
     cand, T, L = np.array(cfg['candidates'], float), cfg['T'], 2 ** cfg['max_depth']
     out = dict(features=np.zeros((T, L - 1), np.intp), thresholds=np.zeros((T, L - 1)), leaves=np.zeros((T, L)))
+    out |= {'default_left': np.ones((T, L - 1), bool), 'cover': np.zeros((T, L)), 'impute': None}
+    if cfg.get('missing') == 'impute':
+        out['impute'] = yield from _server_means(ctx, cfg)
     B, ihs = cfg['B'], {}
     for t in range(T):
         feats = np.asarray(cfg['schedule'][t], np.intp)
         if t < cfg['ih']:
             yield from _server_ih(ctx, cfg, cand, feats, ihs)
-        f, thr, G, H = yield from _server_tree(ctx, cfg, cand, feats)
+        f, thr, dl, G, H = yield from _server_tree(ctx, cfg, cand, feats)
         w = leaf_values(G, H, cfg['weight_update'], cfg['reg_lambda'], cfg['leaf_clip'], cfg['task'])
         w = w / T if cfg['weight_update'] == 'averaging' else w * cfg['learning_rate'] / min(B, T - (t // B) * B)
         out['features'][t], out['thresholds'][t], out['leaves'][t] = f, thr, w
+        out['default_left'][t], out['cover'][t] = dl, H
         _to_clients(ctx, cfg, 'leaf values', w)
-    return dict(out, candidates=cand)
+    return dict(out, candidates=cand, releases=ctx.releases, dropped=ctx.dropped)
+
+
+def _server_means(ctx, cfg):
+    "Generator ('impute'): the noisy sums of the observed values and counts; the means, broadcast."
+    F = cfg['n_features']
+    s = yield from _server_sum(ctx, cfg, 'means', queries=F, size=2 * F)
+    imp = impute_values(s.reshape(F, 2), cfg['bounds'])
+    _to_clients(ctx, cfg, 'impute values', imp)
+    return imp
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #1285bd02
 def _server_ih(ctx, cfg, cand, feats, ihs):
@@ -235,7 +305,8 @@ def _server_ih(ctx, cfg, cand, feats, ihs):
     if greedy and ihs.get('prev') is not None:
         _ih_replace(ctx, cfg, cand, *ihs['prev'], ihs)
     nb = np.isfinite(cand[feats]).sum(1) + 1 if greedy else np.full(len(feats), cand.shape[1] + 1)
-    hists = np.split((yield from _server_sum(ctx, cfg, 'hessian histogram')), np.cumsum(nb)[:-1])
+    h = yield from _server_sum(ctx, cfg, 'hessian histogram', queries=len(feats), size=int(nb.sum()))
+    hists = np.split(h, np.cumsum(nb)[:-1])
     if not greedy:
         return _ih_replace(ctx, cfg, cand, feats, hists, ihs)
     ihs.setdefault('tot', {}).update({int(f): h.sum() for f, h in zip(feats, hists)})
@@ -253,66 +324,79 @@ def _ih_replace(ctx, cfg, cand, feats, hists, ihs):
         else:
             cand[f] = ih_candidates(cand[f], lo[f], hi[f], h)
     upd = {int(f): cand[f].copy() for f in feats}
-    for p in cfg['parties']:  # the noise party too with the greedy pass: its share must have the new length
-        if p != 'noise' or cfg.get('ih_method') == 'greedy':
-            ctx.send(p, 'candidates', upd)
+    noise = ['noise'] if 'noise' in cfg['parties'] and cfg.get('ih_method') == 'greedy' else []
+    for p in ctx.live + noise:  # the noise party too with the greedy pass: its share must have the new length
+        ctx.send(p, 'candidates', upd)
 
 
 def _server_tree(ctx, cfg, cand, feats):
-    "Generator: one tree by the split method: (features, thresholds, noisy G, noisy H of the leaves)."
+    "Generator: one tree by the split method: (features, thresholds, default sides, noisy G, noisy H of the leaves)."
     d = cfg['max_depth']
     if cfg['split_method'] != 'totally_random':
         return (yield from _server_levels(ctx, cfg, cand, feats))
     f, j = random_tree_splits(cand, list(feats), d, ctx.rng)
     thr = np.where(j >= 0, cand[f, np.maximum(j, 0)], np.inf)
-    _to_clients(ctx, cfg, 'tree', (f, thr))
-    G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,))
-    return f, thr, G, H
+    if cfg.get('missing') in ('learn', 'probabilistic'):  # default sides as random as the splits (public)
+        dl = (ctx.rng.random(len(f)) < 0.5) | (j < 0)
+        _to_clients(ctx, cfg, 'tree', (f, thr, dl))
+    else:
+        dl = np.ones(len(f), bool)
+        _to_clients(ctx, cfg, 'tree', (f, thr))
+    G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,), cfg.get('gh_queries', 2))
+    return f, thr, dl, G, H
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #8811ada3
 def _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins):
-    "Generator: a hist or PR level: the level's noisy sums, each node's best split; (fs, js, Ls, Rs, gain, tot)."
+    "Generator: a hist or PR level: the level's noisy sums, each node's best split; (fs, js, Ls, Rs, gain, dl, tot)."
     lam, clip, k = cfg['reg_lambda'], cfg['leaf_clip'], len(feats)
+    mb, q = cfg.get('missing') in ('learn', 'probabilistic'), cfg.get('gh_queries', 2) * k
     if cfg['split_method'] == 'hist':
-        G, H = yield from _server_sum(ctx, cfg, 'histograms', (nn, k, cand.shape[1] + 1))
+        G, H = yield from _server_sum(ctx, cfg, 'histograms', (nn, k, cand.shape[1] + 1 + mb), q)
         hst = np.stack([G, H], -1)
         if tot is None:
             tot = hst.sum(2).mean(1)  # root total: mean of the features' totals
-        return *hist_best_splits(hst, nfin, lam, tot, clip, bins), tot
+        res = hist_best_splits(hst, nfin, lam, tot, clip, bins, missing=mb)
+        return (*res, tot) if mb else (*res, np.ones(nn, bool), tot)
     js = (ctx.rng.random((nn, k)) * nfin[None, :]).astype(np.intp)  # PR: one random candidate per feature and node
     _to_clients(ctx, cfg, 'split candidates', cand[feats[None, :], js])
-    GL, HL = yield from _server_sum(ctx, cfg, 'left sums', (nn, k))
-    GR, HR = tot[:, None, 0] - GL, tot[:, None, 1] - HL  # right = noisy node total - left
-    gains = clipped_gain(GL, HL, GR, HR, lam, tot[:, None, 0], tot[:, None, 1], clip)
+    GL, HL = yield from _server_sum(ctx, cfg, 'left sums', (nn, k, 1 + mb), q)
+    Lf, M = np.stack([GL[..., 0], HL[..., 0]], -1), np.stack([GL[..., -1], HL[..., -1]], -1) * mb  # left; missing
+    P = tot[:, None, :]  # right = noisy node total - left
+    gain = lambda l: clipped_gain(l[..., 0], l[..., 1], *(P - l).transpose(2, 0, 1), lam, P[..., 0], P[..., 1], clip)
+    gr, gl = gain(Lf), gain(Lf + M)  # the missing rows on the right, on the left
+    dl = gl > gr if mb else np.ones(gr.shape, bool)
+    Lf, gains = np.where(dl[..., None], Lf + M, Lf), np.maximum(gr, gl) if mb else gr
     fs, n_ = gains.argmax(1), np.arange(nn)
-    Ls, Rs = np.stack([GL[n_, fs], HL[n_, fs]], -1), np.stack([GR[n_, fs], HR[n_, fs]], -1)
-    return fs, js[n_, fs], Ls, Rs, gains[n_, fs], tot
+    Ls = Lf[n_, fs]
+    return fs, js[n_, fs], Ls, tot - Ls, gains[n_, fs], dl[n_, fs], tot
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f294e165
 def _server_levels(ctx, cfg, cand, feats):
-    "Generator: hist or PR, level by level; (features, thresholds, noisy G, noisy H) of the leaves."
-    d = cfg['max_depth']
+    "Generator: hist or PR, level by level; (features, thresholds, default sides, noisy G, noisy H) of the leaves."
+    d, mb = cfg['max_depth'], cfg.get('missing') in ('learn', 'probabilistic')
     nfin = np.isfinite(cand[feats]).sum(1)
-    f_all, thr_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1)
+    f_all, thr_all, dl_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1), np.ones(2**d - 1, bool)
     tot = None
     if cfg['split_method'] == 'partially_random':
-        G0, H0 = yield from _server_sum(ctx, cfg, 'root', (1,))
+        G0, H0 = yield from _server_sum(ctx, cfg, 'root', (1,), cfg.get('gh_queries', 2))
         tot = np.stack([G0, H0], -1)  # (nodes, 2)
     stop = np.zeros(1, bool)
     bins = (np.zeros((1, len(feats)), np.intp), nfin[None, :].copy())  # the path's bins of each node (hist)
+    bins += (np.ones((1, len(feats)), bool),) if mb else ()  # and whether its missing bin may hold rows
     for lev in range(d):
         nn = 2**lev
-        fs, js, Ls, Rs, gain, tot = yield from _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins)
+        fs, js, Ls, Rs, gain, dl, tot = yield from _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins)
         stop = stop | ~(gain > 0)
-        bins = child_bins(bins, fs, js, stop)
+        dl = dl | stop  # a node that does not split sends every row left
+        bins = child_bins(bins, fs, js, stop, dl)
         Ls, Rs = np.where(stop[:, None], tot, Ls), np.where(stop[:, None], 0.0, Rs)
         ids = np.arange(nn) + nn - 1
-        f_all[ids] = feats[fs]
+        f_all[ids], dl_all[ids] = feats[fs], dl
         thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
         tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
         stop = np.repeat(stop, 2)
-        _to_clients(ctx, cfg, 'splits', (f_all[ids], thr_all[ids]))
-    return f_all, thr_all, tot[:, 0], tot[:, 1]
+        _to_clients(ctx, cfg, 'splits', (f_all[ids], thr_all[ids]) + ((dl_all[ids],) if mb else ()))
+    return f_all, thr_all, dl_all, tot[:, 0], tot[:, 1]
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #841847b1
 DPGBDT_PROTOCOL = register_protocol(

@@ -15,11 +15,28 @@ generators of fedgauss.entropy and numpy's PCG64 put in their place (same code, 
 ratio is printed:
 
     FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --crypto-cost --repeat 12
+
+With `--dropouts`, the price of surviving dropouts (issue 30): the same fit at dropout_tolerance 0 (masks agreed
+once), 0.1 and 0.3 (a dropout-tolerant secure aggregation per release), and with 1 and rho K = 3 clients stopping
+mid-fit; wall and CPU seconds (best of --repeat), bytes and messages per client, the transcript's phases, AUC, the ε promised and spent:
+
+    FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --dropouts --repeat 3 \\
+        [--out nbs/31_dropout_cost.csv]
+
+With `--missing`, Adult with its missing values kept (issue 30, nb91): Adult's train and test files with every row,
+70/30 stratified splits at nb91's seeds, epsilon = 1; the paper's protocol (the training rows with a missing value
+dropped before the fit) next to missing = 'learn', 'impute' and 'probabilistic' on all the training rows, on the same
+split and with the same rng; test AUC on the test rows without a missing value (every model scores them) and on all
+test rows (only the models that keep missing values can):
+
+    FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --missing [--seeds 1 4 100 333 1002] \
+        [--out nbs/91_repro_dpgbdt_missing.csv]
 """
 
 import argparse, importlib.util, sys, time
 
 import numpy as np
+import pandas as pd
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
@@ -63,10 +80,10 @@ def adult_public(X):
     return dict(feature_bounds={c: (ADULT_BOUNDS | cat)[c] for c in X.columns}, max_rows=48_842)
 
 
-def dp_fit(mod, Xtr, ytr):
+def dp_fit(mod, Xtr, ytr, **kw):
     est = mod.DPGBDTClassifier.preset('DP-TR Newton IH EBM', epsilon=1.0, n_estimators=100, max_depth=4, n_clients=10)
     pub = adult_public(Xtr) if 'max_rows' in est.get_params() else {}  # an older module: bounds from the data
-    return est.set_params(rng=1, **pub).fit(Xtr, ytr)
+    return est.set_params(rng=1, **pub, **kw).fit(Xtr, ytr)
 
 
 def paired(path, repeat):
@@ -130,6 +147,96 @@ def crypto_cost(repeat):
     )
 
 
+DROPOUT_RUNS = [  # (dropout_tolerance, {client: (release, stage)}): none, then one, then rho K = 3 clients stop mid-fit
+    (0.0, {}),
+    (0.1, {}),
+    (0.3, {}),
+    (0.1, {'client4': (40, 'mask')}),
+    (0.3, {'client1': (10, 'advertise'), 'client4': (40, 'mask'), 'client8': (70, 'unmask')}),
+]
+
+
+def dropouts(repeat=3, out=None):
+    "The same DP fit on Adult, 10 clients, without and with dropout tolerance, and with clients stopping mid-fit."
+    Xtr, Xte, ytr, yte = adult()
+    rows = []
+    for rho, drop in DROPOUT_RUNS:
+        t = cpu = np.inf
+        for _ in range(repeat):  # wall and CPU time of the same fits (the simulator runs every party in this process)
+            t0, c0 = time.perf_counter(), time.process_time()
+            m = dp_fit(dpgbdt, Xtr, ytr, dropout_tolerance=rho, drop=drop)
+            t, cpu = min(t, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+        T = m.channel_.transcript
+        cl = T[T.sender.str.startswith('client')].groupby('sender')
+        rows.append(
+            dict(
+                rho=rho,
+                dropped=len(m.dropped_),
+                wall_s=t,
+                cpu_s=cpu,
+                client_KiB_sent=cl.bytes.sum().mean() / 1024,
+                client_messages=cl.size().mean(),
+                phases=T['round'].nunique(),  # the transcript's rounds: setup, then one per release (or tree)
+                auc=roc_auc_score(yte, m.predict_proba(Xte)[:, 1]),
+                eps_promised=m.privacy_promised_[0],
+                eps_spent=m.privacy_spent_[0],
+            )
+        )
+    tab = pd.DataFrame(rows)
+    base = tab.iloc[0]
+    tab['cpu_ratio'], tab['bytes_ratio'] = tab.cpu_s / base.cpu_s, tab.client_KiB_sent / base.client_KiB_sent
+    print(
+        f"DP-TR Newton IH EBM, T = 100, depth 4, epsilon = 1, Adult ({len(Xtr)} rows), 10 clients, all in one process; "
+        f"seconds: best of {repeat} (wall, and CPU: every party's work)"
+    )
+    print(tab.round(4).to_string(index=False))
+    if out:
+        tab.to_csv(out, index=False)
+    return tab
+
+
+MISSING_METHODS = [('DP-TR Newton IH EBM', 100), ('FEVERLESS', 50)]  # (preset, T): the paper's best, and a hist method
+MISSING_ARMS = ['rows dropped', 'learn', 'impute', 'probabilistic']
+
+
+def adult_all():
+    "Adult's train and test files, every row (missing values kept as NaN), as nb91 loads them but without dropping."
+    a, b = load_adult('train'), load_adult('test')
+    return pd.concat([a[0], b[0]], ignore_index=True), pd.concat([a[1], b[1]], ignore_index=True)
+
+
+def missing_study(seeds=(1, 4, 100, 333, 1002), out=None):
+    "Each seed: one split; per method, the paper's protocol and the three ways of keeping missing values, same rng."
+    X, y = adult_all()
+    rows = []
+    for seed in seeds:
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
+        ok_tr, ok_te = Xtr.notna().all(axis=1).to_numpy(), Xte.notna().all(axis=1).to_numpy()
+        for method, T in MISSING_METHODS:
+            for arm in MISSING_ARMS:
+                kw = dict(epsilon=1.0, n_estimators=T, max_depth=4, n_clients=10, rng=seed)
+                est = dpgbdt.DPGBDTClassifier.preset(method, **kw).set_params(**adult_public(Xtr))
+                keep = ok_tr if arm == 'rows dropped' else np.ones(len(Xtr), bool)
+                t = time.perf_counter()
+                m = est.set_params(missing=None if arm == 'rows dropped' else arm).fit(Xtr[keep], ytr[keep])
+                sec = time.perf_counter() - t
+                auc = lambda k: roc_auc_score(yte[k], m.predict_proba(Xte[k])[:, 1])
+                rows.append(
+                    dict(seed=seed, method=method, T=T, missing=arm, train_rows=int(keep.sum()), seconds=sec)
+                    | dict(queries=sum(m.queries_.values()), eps_spent=m.privacy_spent_[0], z=m.noise_multiplier_)
+                    | dict(auc_complete=auc(ok_te), auc_all=np.nan if arm == 'rows dropped' else auc(slice(None)))
+                )
+                print(rows[-1], flush=True)
+    tab = pd.DataFrame(rows)
+    if out:
+        tab.to_csv(out, index=False)
+    summary = tab.groupby(['method', 'missing'], sort=False)[['auc_complete', 'auc_all']].agg(['mean', 'std'])
+    print(f"Adult, every row ({len(X)}; {1 - X.notna().all(axis=1).mean():.1%} with a missing value), epsilon = 1, "
+          f"10 clients, seeds {list(seeds)}")  # fmt: skip
+    print(summary.round(4).to_string())
+    return tab
+
+
 def main(repeat=3):
     Xtr, Xte, ytr, yte = adult()
     dp = lambda: dp_fit(dpgbdt, Xtr, ytr)
@@ -157,5 +264,16 @@ if __name__ == '__main__':
     p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--against', default=None, help='another version of fedgauss/dpgbdt.py: paired CPU-time ratio')
     p.add_argument('--crypto-cost', action='store_true', help='paired CPU time: secret generators against PCG64')
+    p.add_argument('--dropouts', action='store_true', help='the cost of dropout_tolerance 0 / 0.1 / 0.3, and dropouts')
+    p.add_argument('--missing', action='store_true', help="Adult with its missing values kept, against rows dropped")
+    p.add_argument('--seeds', type=int, nargs='+', default=[1, 4, 100, 333, 1002], help='with --missing: the splits')
+    p.add_argument('--out', default=None, help='with --dropouts or --missing: write the table to this CSV')
     a = p.parse_args()
-    crypto_cost(a.repeat) if a.crypto_cost else paired(a.against, a.repeat) if a.against else main(a.repeat)
+    if a.dropouts:
+        dropouts(a.repeat, a.out)
+    elif a.missing:
+        missing_study(a.seeds, a.out)
+    elif a.crypto_cost:
+        crypto_cost(a.repeat)
+    else:
+        paired(a.against, a.repeat) if a.against else main(a.repeat)

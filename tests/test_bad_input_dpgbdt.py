@@ -404,3 +404,77 @@ def test_secure_aggregation_parts():
         c.send('server', 'noisy test', c.masked(x))
     expect(lambda: D.secure_aggregate('server', two, 'noisy test'), (), lambda s: np.array_equal(s, v[0] + v[1]))
     expect(lambda: D.secure_aggregate('server', two, 'noisy test'), (), "no message for server of kind 'noisy test'")
+
+
+# ------------------------------------------------------------------------------- dropouts and missing values (issue 30)
+STOPS = "a \\(release >= 0, stage in \\('advertise', 'share', 'mask', 'unmask'\\)\\) each"
+
+
+@pytest.mark.parametrize(
+    'kw, want',
+    [
+        (dict(dropout_tolerance=1), r'dropout_tolerance must be in \[0, 1\); got 1'),
+        (dict(dropout_tolerance=-0.1), 'dropout_tolerance must be a finite number >= 0; got -0.1'),
+        (dict(dropout_tolerance=np.nan), 'dropout_tolerance must be a finite number >= 0; got nan'),
+        (dict(dropout_tolerance='0.1'), "dropout_tolerance must be a finite number >= 0; got '0.1'"),
+        (dict(dropout_tolerance=True), 'dropout_tolerance must be a finite number >= 0; got True'),
+        (dict(dropout_tolerance=0.5), 'with 2 clients tolerates 1 dropouts.*threshold t=2.*at most 0'),
+        (dict(dropout_tolerance=0.3, noise='aggregator'), "dropout_tolerance needs noise='distributed'"),
+        (dict(drop={'client0': (0, 'mask')}), 'it needs dropout_tolerance > 0'),
+        (dict(dropout_tolerance=0.3, drop=[('client0', 0)]), 'drop must be a dict'),
+        (dict(dropout_tolerance=0.3, drop={'client9': (0, 'mask')}), "drop: 'client9'.*clients are \\['client0'"),
+        (dict(dropout_tolerance=0.3, drop={'client0': (-1, 'mask')}), "drop: 'client0': \\(-1, 'mask'\\).*" + STOPS),
+        (dict(dropout_tolerance=0.3, drop={'client0': (1.0, 'mask')}), "drop: 'client0': \\(1.0, 'mask'\\)"),
+        (dict(dropout_tolerance=0.3, drop={'client0': (0, 'fly')}), "drop: 'client0': \\(0, 'fly'\\)"),
+        (dict(dropout_tolerance=0.3, drop={'client0': 0}), "drop: 'client0': 0"),
+        (dict(dropout_tolerance=0.3, drop={'client0': (999, 'mask')}, n_clients=4), r"drop: \['client0'\] never"),
+        (dict(dropout_tolerance=0.3, drop={'client0': (1, 'share')}, n_clients=4), finite_proba),
+        (dict(dropout_tolerance=0.0), same_as(proba(DPGBDTClassifier(**FAST, **PUB), B, label))),
+        (dict(missing='mean'), "missing must be one of \\(None, 'learn', 'impute', 'probabilistic'\\); got 'mean'"),
+        (dict(missing=True), 'missing must be one of'),
+        (dict(missing='learn'), finite_proba),  # no NaN (totally random trees: the default sides drawn all the same)
+    ],
+)
+def test_dropout_and_missing_hyperparameters(kw, want):
+    expect(lambda X, y: proba(DPGBDTClassifier(**{**FAST, **PUB, **kw}), X, y), (B, label), want)
+
+
+INF = "X contains infinity in column\\(s\\) \\['{}'\\]: NaN is a missing value, infinity is not"
+MISSING_EXPECT = {
+    '+inf': INF.format('a'),
+    '-inf': INF.format('b'),
+    'empty': 'n_samples=0: fewer rows than n_clients',
+    'object (text)': "column 'b' of X must be numeric or categorical",
+    'complex': "Complex data not supported: column 'b'",
+}
+
+
+@pytest.mark.parametrize('name', ['nan', 'all-nan column', '+inf', '-inf', 'nullable Int64 with NA', 'empty'])
+@pytest.mark.parametrize('missing', ['learn', 'impute', 'probabilistic'])
+@pytest.mark.parametrize('split_method', ['totally_random', 'hist'])
+def test_missing_values_are_kept_infinity_is_not(name, missing, split_method):
+    "With `missing`, NaN (and pandas' NA) are missing values, fitted and predicted at ε = 1; ±inf is refused."
+    est = DPGBDTClassifier(**FAST, **PUB, missing=missing, split_method=split_method, epsilon=1.0)
+    expect(lambda X, y: proba(est, X, y), (V[name], label[: len(V[name])]), MISSING_EXPECT.get(name, finite_proba))
+
+
+def test_more_dropouts_than_tolerated_stop_the_fit_before_a_sum_is_released():
+    "Two clients at rho = 0.3 tolerate none: the first dropout stops the run, naming who dropped, when and why."
+    from fedgauss.smc import DropoutError
+
+    est = DPGBDTClassifier(**FAST, **PUB, dropout_tolerance=0.3, drop={'client0': (0, 'mask')})
+    X = B.copy()
+    with pytest.raises(DropoutError, match=r'1 of 2 clients dropped: client0 \(mask\); 1 remain, fewer than 2'):
+        est.fit(X, label)
+    pd.testing.assert_frame_equal(X, B)  # the caller's data untouched
+
+
+def test_missing_values_at_predict():
+    "A model fitted without `missing` refuses NaN at predict, saying how to keep them; one with it scores them."
+    Xn = V['nan']
+    none = DPGBDTClassifier(**FAST, **PUB).fit(B, label)
+    expect(none.predict_proba, (Xn,), r"NaN or infinity in column\(s\) \['a', 'b'\].*missing='learn'")
+    for m in ('learn', 'impute', 'probabilistic'):
+        est = DPGBDTClassifier(**FAST, **PUB, missing=m).fit(B, label)
+        expect(lambda X: est.predict_proba(X)[:, 1], (Xn,), finite_proba)
+        expect(est.predict_proba, (V['+inf'],), INF.format('a'))

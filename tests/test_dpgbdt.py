@@ -442,3 +442,255 @@ def test_discrete_noise_charges_are_accounted(data, accountant):
     assert z < 0.6 * math.sqrt(3) / 1.0 * 0.5
     sg, g = ddg_gaussian_surrogate(0.6, 3, 100, s=0.5)
     assert sg < 0.6 * math.sqrt(3) and g > 1
+
+
+# ---- dropouts and missing values under DP (issue 30) ----
+KD = 10  # clients of the dropout tests
+DROP_PUB = dict(feature_bounds=(-5, 5), max_rows=3000)
+
+
+@pytest.fixture(scope='module')
+def ten():
+    "Ten clients of a 4-feature problem (the label depends on features 0 and 1)."
+    from fedgauss.federation import iid_split
+
+    g = np.random.default_rng(5)
+    X = g.normal(size=(2000, 4))
+    return iid_split(X, (X[:, 0] + X[:, 1] > 0).astype(int), KD, rng=5)
+
+
+def _dfit(clients, **kw):
+    kw = {**dict(n_estimators=4, max_depth=3, ih_rounds=1, n_candidates=8, rng=5), **DROP_PUB, **kw}
+    return DPGBDTClassifier(**kw).fit(clients)
+
+
+def _survivors_from_transcript(m):
+    "[(component, survivors)] per release, from the transcript and the phases only: who sent a masked input per round."
+    t = m.channel_.transcript
+    out = []
+    for comp, rounds in m._rounds.items():
+        if comp.startswith('noisy '):
+            out += [
+                (r, comp[len('noisy ') :], t[(t['round'] == r) & (t.kind == 'masked input')].sender.nunique())
+                for r in rounds
+            ]
+    return [(c, s) for _, c, s in sorted(out)]
+
+
+@pytest.mark.parametrize('split_method', ['totally_random', 'partially_random', 'hist'])
+def test_dropout_tolerant_aggregation_sums_what_the_once_agreed_masks_sum(ten, split_method):
+    "Without noise, the same model at rho = 0.3 (a secagg per release) as at rho = 0 (masks agreed once)."
+    a = _dfit(ten, epsilon=None, split_method=split_method)
+    b = _dfit(ten, epsilon=None, split_method=split_method, dropout_tolerance=0.3)
+    assert np.array_equal(a.tree_leaves_, b.tree_leaves_) and np.array_equal(a.tree_thresholds_, b.tree_thresholds_)
+    assert set(b.channel_.transcript.kind) >= {'keys', 'shares', 'masked input', 'unmasking shares'}
+    assert not (a.channel_.transcript.kind == 'masked input').any()
+
+
+def test_a_client_that_drops_before_its_first_input_leaves_the_model_without_its_rows(ten):
+    b = _dfit(ten, epsilon=None, dropout_tolerance=0.3, drop={'client3': (0, 'advertise')})
+    c = _dfit(ten[:3] + ten[4:], epsilon=None, dropout_tolerance=0.3)
+    assert b.dropped_ == {'client3': (0, 'advertise')}
+    assert np.array_equal(b.tree_leaves_, c.tree_leaves_)
+
+
+@pytest.mark.parametrize(
+    'drop',
+    [
+        {'client2': (3, 'mask')},  # one client stops mid-round (keys shared, no masked input)
+        {'client1': (1, 'mask'), 'client4': (2, 'share'), 'client9': (4, 'unmask')},  # rho K = 3, three stages
+    ],
+)
+@pytest.mark.parametrize('split_method', ['totally_random', 'hist'])
+def test_one_then_rho_k_clients_stop_mid_round_the_fit_finishes_with_the_stated_epsilon(ten, drop, split_method):
+    m = _dfit(ten, epsilon=1.0, dropout_tolerance=0.3, drop=drop, split_method=split_method)
+    assert m.dropped_ == {c: tuple(v) for c, v in drop.items()}
+    assert m.privacy_spent_[0] <= m.privacy_promised_[0] <= 1.0 and m.privacy_promised_[0] > 0.999
+    sv = m.releases_.survivors.to_numpy()
+    gone = lambda r: sum(
+        q < r or (q == r and st != 'unmask') for q, st in drop.values()
+    )  # an input after 'mask' counts
+    assert sv.tolist() == [KD - gone(r) for r in range(len(sv))]
+    t = m.channel_.transcript
+    for c, (r, stage) in drop.items():  # nothing reaches a client after the release it dropped in
+        last = _survivors_round(m, r)
+        assert not ((t.receiver == c) & (t['round'] > last)).any()
+        sent = t[(t.sender == c) & (t['round'] == last)].kind.tolist()
+        assert ('masked input' in sent) == (stage == 'unmask')
+    assert np.isfinite(m.predict_proba(np.zeros((3, 4)))).all()
+
+
+def _survivors_round(m, r):
+    "The transcript round of release r (the r-th release phase)."
+    rounds = sorted(x for comp, rs in m._rounds.items() if comp.startswith('noisy ') for x in rs)
+    return rounds[r]
+
+
+def test_more_than_rho_k_dropouts_stop_the_run_with_a_clear_error(ten):
+    from fedgauss.smc import DropoutError
+
+    four = {f'client{i}': (2, 'mask') for i in (0, 3, 6, 9)}
+    with pytest.raises(DropoutError, match=r'4 of 10 clients dropped: .*client0 \(mask\).*6 remain, fewer than 7'):
+        _dfit(ten, dropout_tolerance=0.3, drop=four)
+    with pytest.raises(ValueError, match='threshold t=6'):
+        _dfit(ten, dropout_tolerance=0.5)
+
+
+@pytest.mark.parametrize('accountant', ['rdp', 'exact'])
+def test_dropout_accounting_recomputed_from_the_transcript(ten, accountant):
+    """The survivors of every release read from the transcript alone; composed with the shares' scales, they give
+    privacy_spent_; the noise shares are the rho = 0 ones scaled by sqrt(K / ((1 - rho) K))."""
+    from fedgauss.dp import charged_epsilon, ddg_gaussian_surrogate, ddg_rdp_multiplier
+
+    drop = {'client1': (1, 'mask'), 'client7': (3, 'advertise')}
+    m = _dfit(ten, split_method='hist', dropout_tolerance=0.3, drop=drop, accountant=accountant)
+    ref = _dfit(ten, split_method='hist', accountant=accountant)
+    for k in m._scales:
+        assert m._scales[k] * math.sqrt(0.7 * KD) == pytest.approx(ref._scales[k] * math.sqrt(KD), rel=1e-6)
+    rel = _survivors_from_transcript(m)
+    assert [s for _, s in rel] == m.releases_.survivors.tolist()
+    F, s, dz = 4, m._scales, m._dz
+    q = {'histograms': 2 * F, 'hessian histogram': F}  # all features in every tree; G and H one query each
+    assert sum(q[c] for c, _ in rel) == sum(m.queries_.values())
+    if accountant == 'rdp':
+        acc = RDPAccountant()
+        for c, n in rel:
+            acc.add_gaussian(min(ddg_rdp_multiplier(s[k], n, dz[k], m._dmax) for k in s), q[c])
+        eps = acc.epsilon(m.delta_)
+    else:
+        D = sum(m._need.values())
+        zs = [(min(ddg_gaussian_surrogate(s[k], n, D)[0] / dz[k] for k in s), q[c]) for c, n in rel]
+        gamma = max(ddg_gaussian_surrogate(s[k], KD, D)[1] for k in s)
+        z = sum(c / z**2 for z, c in zs) ** -0.5
+        eps = charged_epsilon(lambda d: gaussian_epsilon(z, d), m.delta_, gamma)
+    assert eps == pytest.approx(m.privacy_spent_[0], rel=1e-9)
+    assert m.privacy_spent_[0] < m.privacy_promised_[0] <= 1.0  # fewer than rho K dropped: more noise than needed
+
+
+def test_what_the_server_receives_with_dropout_tolerance(ten):
+    "Keys, sealed shares, masked inputs and unmasking shares: alone each masked input looks uniform on 64 bits."
+    from fedgauss.dpgbdt_programs import DPGBDT_PROTOCOL
+    from fedgauss.smc import run_protocol
+
+    est = DPGBDTClassifier(
+        n_estimators=2, max_depth=2, ih_rounds=1, n_candidates=8, rng=5, dropout_tolerance=0.3, **DROP_PUB
+    )
+    datas, cfg, rng = est.protocol_inputs(ten)
+    _, _, ch = run_protocol(DPGBDT_PROTOCOL, datas, cfg, Channel(), rngs={'server': rng})
+    up = [x for x in ch.messages if x.receiver == 'server']
+    assert {x.kind for x in up} == {'keys', 'shares', 'masked input', 'unmasking shares'}
+    bits = np.concatenate([np.unpackbits(x.payload.view(np.uint8)) for x in up if x.kind == 'masked input'])
+    assert abs(bits.mean() - 0.5) < 0.01
+
+
+def test_missing_learn_costs_no_extra_query_one_more_coordinate(data):
+    "'learn': the same queries (and ε) as complete data; each hist histogram has one more bin per node and feature."
+    X, y = data
+    Xm = X.copy()
+    Xm[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    a = _fit((X, y), split_method='hist', split_candidates='uniform', n_estimators=3)
+    b = _fit((Xm, y), split_method='hist', split_candidates='uniform', n_estimators=3, missing='learn')
+    assert a.queries_ == b.queries_ and a.privacy_spent_ == pytest.approx(b.privacy_spent_, rel=1e-9)
+    size = lambda m: m.channel_.transcript.query("kind == 'noisy histograms'").bytes.sum() / 8 / 2 / K / 3
+    F, L = X.shape[1], 2**a.max_depth
+    assert size(b) - size(a) == (L - 1) * F  # one missing bin per node (2^d - 1 of them) and feature
+
+
+@pytest.mark.parametrize('split_method', ['totally_random', 'partially_random', 'hist'])
+@pytest.mark.parametrize('missing', ['learn', 'impute', 'probabilistic'])
+def test_missing_modes_fit_and_predict_rows_with_missing_values(data, split_method, missing):
+    from fedgauss.missing import mask_mnar
+
+    X, y = data
+    Xm = mask_mnar(X, 0.1, rng=1)
+    m = _fit((Xm, y), split_method=split_method, missing=missing, epsilon=1.0)
+    p = m.predict_proba(Xm)[:, 1]
+    assert np.isfinite(p).all() and m.privacy_spent_[0] <= 1.0
+    assert ('means' in m.queries_) == (missing == 'impute')
+    assert roc_auc_score(y, p) > 0.6
+    with pytest.raises(ValueError, match='infinity'):
+        m.predict_proba(np.where(np.isnan(Xm), np.inf, Xm))
+
+
+@pytest.mark.parametrize('split_method', ['partially_random', 'hist'])
+def test_the_default_direction_is_learned_from_the_sums(split_method):
+    """Non-private stump on a feature whose missing rows are positives, then negatives. hist: the split is on that
+    feature and the missing rows go right, then left. PR (random threshold): the side is the one of larger gain,
+    recomputed here from the rows' gradients at margin 0 (g = 1/2 - y, h = 1/4)."""
+    from fedgauss.dpgbdt import clipped_gain
+
+    g = np.random.default_rng(4)
+    X = g.normal(size=(3000, 3))
+    y = (X[:, 0] > 0).astype(int)
+    gone = g.random(3000) < 0.2
+    X[gone, 0] = np.nan
+    for label, left in ((1, False), (0, True)):
+        y[gone] = label
+        kw = dict(epsilon=None, split_candidates='uniform', n_estimators=1, max_depth=1, n_clients=3, rng=0)
+        m = DPGBDTClassifier(split_method=split_method, missing='learn', feature_bounds=(-5, 5), **kw).fit(X, y)
+        f, thr, dl = m.tree_features_[0, 0], m.tree_thresholds_[0, 0], m.tree_default_left_[0, 0]
+        if split_method == 'hist':
+            assert f == 0 and dl == left
+            pm = m.predict_proba(np.array([[np.nan, 0.0, 0.0]]))[0, 1]
+            assert (pm > 0.5) == bool(label)
+        gr, hr = 0.5 - y, np.full(len(y), 0.25)
+        x = X[:, f]
+        lo, na = x < thr, np.isnan(x)
+        sums = lambda rows: (gr[rows].sum(), hr[rows].sum())
+        gain = lambda L: clipped_gain(*L, gr.sum() - L[0], hr.sum() - L[1], m.reg_lambda, clip=m.leaf_clip)
+        L, M = sums(lo), sums(na)
+        assert dl == (gain((L[0] + M[0], L[1] + M[1])) > gain(L))
+
+
+def test_impute_uses_the_noisy_means_and_probabilistic_the_cover(data):
+    """Without noise the imputation values are the means of the observed values (clipped to the bounds); and a row
+    with no missing value gets the same prediction from 'probabilistic' as from 'learn'."""
+    X, y = data
+    Xm = X.copy()
+    Xm[np.random.default_rng(3).random(X.shape) < 0.2] = np.nan
+    m = _fit((Xm, y), missing='impute', epsilon=None)
+    want = np.nanmean(np.clip(Xm, -8, 8), 0)
+    np.testing.assert_allclose(m.impute_values_, want, atol=2**-14)
+    a, b = _fit((Xm, y), missing='learn'), _fit((Xm, y), missing='probabilistic')
+    assert np.array_equal(a.tree_leaves_, b.tree_leaves_)
+    full = ~np.isnan(Xm).any(1)
+    np.testing.assert_allclose(a.predict_proba(Xm[full]), b.predict_proba(Xm[full]), rtol=1e-12)
+    assert not np.allclose(a.predict_proba(Xm[~full]), b.predict_proba(Xm[~full]))
+
+
+def test_missing_none_refuses_nan_and_says_how_to_keep_them(data):
+    X, y = data
+    Xm = X.copy()
+    Xm[0, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity in column\(s\) \[1\].*missing='learn'"):
+        _fit((Xm, y))
+
+
+def test_the_missing_bin_keeps_each_histogram_one_query_of_the_same_sensitivity():
+    """Neighbouring data (one row removed): in each feature's histogram of every node, exactly one bin changes (the
+    missing bin if the row's value is missing there), by that row's weight: the L2 sensitivity per feature stays the
+    row's |g| (<= Δg), one query per feature, as without missing values."""
+    from fedgauss.dpgbdt import DPGBDTClient, initial_candidates
+
+    g = np.random.default_rng(7)
+    X = g.normal(size=(200, 3))
+    X[g.random(X.shape) < 0.2] = np.nan
+    cand = initial_candidates('uniform', np.full(3, -3.0), np.full(3, 3.0), 8)
+
+    def client(rows):
+        c = DPGBDTClient('client0', Channel())
+        c._X, c._y = X[rows], (np.nan_to_num(X[rows, 0]) > 0).astype(float)
+        c.setup(cand, 'logistic', 1.0, 0.25, 'newton', 1.0, np.c_[np.full(3, -3.0), np.full(3, 3.0)], missing_bin=True)
+        return c
+
+    w = g.uniform(-1, 1, 200)
+    node = g.integers(0, 4, 200)
+    full = client(np.arange(200)).node_hist(node, 4, [0, 1, 2], w)
+    assert full.shape == (4, 3, 8 + 1 + 1)  # Q + 1 value bins and the missing bin
+    for r in (0, int(np.flatnonzero(np.isnan(X[:, 1]))[0])):
+        keep = np.delete(np.arange(200), r)
+        diff = full - client(keep).node_hist(node[keep], 4, [0, 1, 2], w[keep])
+        nz = np.argwhere(np.abs(diff) > 1e-12)
+        assert (nz[:, 0] == node[r]).all() and sorted(nz[:, 1]) == [0, 1, 2]  # its node; one bin per feature
+        for n, f, b in nz:
+            assert diff[n, f, b] == pytest.approx(w[r]) and (b == 9) == bool(np.isnan(X[r, f]))
