@@ -92,6 +92,11 @@ MESSAGE_SCHEMAS['secagg'] = {
     'gone': None,
 }  # fmt: skip
 MESSAGE_SCHEMAS['psi'] = {'blinded': Arr('u', 2), 'double blinded': Arr('u', 2), 'aligned': Arr('i', 1)}
+# with a dropout tolerance, FederBoost's and DP-GBDT's sums are secure aggregations (and FederBoost restarts a tree)
+for _p in ('federboost', 'dpgbdt'):
+    _pk = OneOf(MESSAGE_SCHEMAS[_p]['public keys'], MESSAGE_SCHEMAS['secagg']['public keys'])
+    MESSAGE_SCHEMAS[_p] = MESSAGE_SCHEMAS[_p] | MESSAGE_SCHEMAS['secagg'] | {'public keys': _pk}
+MESSAGE_SCHEMAS['federboost']['restart'] = None
 
 # %% ../nbs/50_flower.ipynb #a47e8a37
 def _deliver(prog: Program, ib) -> list:
@@ -849,7 +854,8 @@ def run(
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     seeds, cfg = dict(seeds or {}), dict(cfg)
     module, self.run_id, self.protocol = spec.party.__module__, os.urandom(16).hex(), spec.name
-    self.dropouts, self.stopped = bool(getattr(spec, 'dropouts', False)), {}
+    d = getattr(spec, 'dropouts', False)  # a flag, or a function of the configuration (a dropout tolerance asked for)
+    self.dropouts, self.stopped = bool(d(cfg) if callable(d) else d), {}
     self.context = run_context(spec.name, self.run_id, (module, cfg))
     party_seeds = {p: seed_plain(copy.deepcopy(s)) for p, s in seeds.items() if p != spec.server_name}
     req = dict(op='hello', protocol=spec.name, module=module, cfg=cfg, run=self.run_id, seeds=party_seeds or None)

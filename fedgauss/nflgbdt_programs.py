@@ -27,8 +27,9 @@ from .secagg import DropoutError, secagg_config, secagg_party, secagg_server
 from .smc import ProtocolSpec, register_protocol, secure_sum_party, secure_sum_server
 
 # %% auto #0
-__all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'federboost_party', 'federboost_server', 'simfl_party',
-           'simfl_server', 'nflgbdt_party', 'nflgbdt_server', 'tfl_party', 'fgbdtg_party', 'fgbdtg_server']
+__all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'federboost_party', 'federboost_server', 'tolerates_dropouts',
+           'simfl_party', 'simfl_server', 'nflgbdt_party', 'nflgbdt_server', 'tfl_party', 'fgbdtg_party',
+           'fgbdtg_server']
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #1944c39560714e6e80c856f20744a8e5
 def _owner_start(ctx, data: dict, cfg: dict, state: dict | None = None):
@@ -84,12 +85,11 @@ def _public_result(result: dict, cfg: dict) -> dict:
     return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
 
 
-def _register(name: str, party, server) -> ProtocolSpec:
+def _register(name: str, party, server, dropouts=False) -> ProtocolSpec:
     """Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the
-    rounds)."""
-    return register_protocol(
-        ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False, report=_public_result)
-    )  # over Flower a data owner reports its trees as messages; the simulator returns whole results
+    rounds; `dropouts`: `ProtocolSpec.dropouts`)."""
+    spec = ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False, report=_public_result)
+    return register_protocol(replace(spec, dropouts=dropouts))  # over Flower a data owner reports its trees as messages; the simulator returns whole results
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #f61877af4e7f4313ad8234302950b331
 def _owner_lsh_start(ctx, data: dict, cfg: dict):
@@ -370,7 +370,12 @@ def federboost_server(
     return out if 'live' not in state else dict(out, dropped=state['dropped'], sums=state['sums'])
 
 
-FEDERBOOST = _register('federboost', federboost_party, federboost_server)
+def tolerates_dropouts(cfg: dict) -> bool:
+    "Over Flower, a silent owner is gone (not fatal) when the fit asked for a dropout tolerance."
+    return bool(cfg.get('dropout_tolerance'))
+
+
+FEDERBOOST = _register('federboost', federboost_party, federboost_server, dropouts=tolerates_dropouts)
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):

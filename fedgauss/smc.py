@@ -1728,7 +1728,8 @@ class ProtocolSpec:
     server_name: str = 'server'  # the server's name in the transcript
     dealer: bool = True  # the server follows the parties' phases (a dealer); False: the phases drive the rounds
     report: object = None  # `report(result, cfg)` -> what a node sends the server at the end (Flower); None: all
-    dropouts: bool = False  # a party that stops is finished: the server gets its 'gone' (Flower); False: fatal
+    dropouts: bool = False  # a party that stops is finished: the server gets its 'gone' (Flower); False: fatal; or a
+    # function of the public configuration (e.g. True when it asks for a dropout tolerance)
 
 
 PROTOCOLS = {}  # name -> `ProtocolSpec`: every protocol a node can run (filled when its module is imported)

@@ -159,3 +159,37 @@ def test_bad_dropout_parameters_are_named(data, kw, message):
     clients, _ = data
     with pytest.raises(ValueError, match=message):
         FederBoostClassifier(rng=0, **KW, **kw).fit(clients)
+
+
+@pytest.mark.parametrize('fault', ['party1:6:die', 'party3:14:die'])
+def test_over_flower_a_silent_node_is_a_dropout(data, tmp_path, fault):
+    """Over Flower's relay (in-process nodes): with a dropout tolerance, a node that stops answering is gone, not fatal
+    (`tolerates_dropouts`); the fit finishes, and it is the simulator's fit with that owner dropping where it did."""
+    pytest.importorskip('flwr')
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
+
+    clients, Xte = data
+    est = FederBoostClassifier(rng=0, dropout_tolerance=0.2, **KW)
+    spec, datas, cfg = est.protocol_inputs(clients)
+    ncs, kw = local_nodes(str(tmp_path / 'fed'), {p: datas[p] for p in cfg['parties']}, 'aggregator', test_seeds=True)
+    out = Relay(LocalGrid(ncs, forget=False), K, timeout=5, **kw).run(spec, cfg, fault=fault)
+    agg = out['results']['aggregator']
+    who = fault.split(':')[0]
+    assert list(agg['dropped']) == [who] and list(out['gone']) == [who]
+    (j, stage), c = agg['dropped'][who], int(who[5:])
+    sim = FederBoostClassifier(rng=0, dropout_tolerance=0.2, drop={c: (j, stage)}, **KW).fit(clients)
+    assert sim.dropped_ == {c: (j, stage)}
+    for a, b in zip(agg['trees'], sim.trees_):
+        np.testing.assert_array_equal(a.value, b.value)
+    assert agg['base_margin'] == sim.base_margin_
+
+
+def test_over_flower_without_a_tolerance_a_silent_node_stops_the_run(data, tmp_path):
+    pytest.importorskip('flwr')
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
+
+    clients, _ = data
+    spec, datas, cfg = FederBoostClassifier(rng=0, **KW).protocol_inputs(clients)
+    ncs, kw = local_nodes(str(tmp_path / 'fed'), {p: datas[p] for p in cfg['parties']}, 'aggregator', test_seeds=True)
+    with pytest.raises(FlowerRunError, match=r'party1 \(node \d+\) did not answer'):
+        Relay(LocalGrid(ncs, forget=False), K, timeout=5, **kw).run(spec, cfg, fault='party1:6:die')
