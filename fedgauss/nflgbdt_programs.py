@@ -88,8 +88,11 @@ def _public_result(result: dict, cfg: dict) -> dict:
 def _register(name: str, party, server, dropouts=False) -> ProtocolSpec:
     """Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the
     rounds; `dropouts`: `ProtocolSpec.dropouts`)."""
-    spec = ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False, report=_public_result)
-    return register_protocol(replace(spec, dropouts=dropouts))  # over Flower a data owner reports its trees as messages; the simulator returns whole results
+    spec = ProtocolSpec(
+        name, party, server, _owner_check, server_name='aggregator', dealer=False, report=_public_result
+    )
+    # over Flower a data owner reports its trees as messages; the simulator returns whole results
+    return register_protocol(replace(spec, dropouts=dropouts))
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #f61877af4e7f4313ad8234302950b331
 def _owner_lsh_start(ctx, data: dict, cfg: dict):
@@ -370,7 +373,9 @@ def federboost_server(
     return out if 'live' not in state else dict(out, dropped=state['dropped'], sums=state['sums'])
 
 
-def tolerates_dropouts(cfg: dict) -> bool:
+def tolerates_dropouts(
+    cfg: dict,  # the public configuration (`FederBoostClassifier.protocol_inputs`)
+) -> bool:
     "Over Flower, a silent owner is gone (not fatal) when the fit asked for a dropout tolerance."
     return bool(cfg.get('dropout_tolerance'))
 
