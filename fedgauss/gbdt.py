@@ -221,7 +221,7 @@ def check_base_score(
 
 # %% ../nbs/30_gbdt.ipynb #mcsoft03
 class SoftmaxLoss:
-    "Softmax cross-entropy on margins `(n, K)`: $g_k=p_k-y_k$, $h_k=\\max(2p_k(1-p_k), 10^{-16})$ (XGBoost's `multi:softprob`)."
+    "Softmax cross-entropy on `(n, K)` margins: $g_k=p_k-y_k$, $h_k=\\max(2p_k(1-p_k),10^{-16})$ (`multi:softprob`)."
 
     name = 'multi:softprob'
 
@@ -1724,7 +1724,7 @@ def _margin(self: _GBDT, X) -> np.ndarray:
 
 # %% ../nbs/30_gbdt.ipynb #b4559102
 class GBDTClassifier(ClassifierMixin, _GBDT):
-    "Gradient-boosted trees: the logistic loss for two classes, the softmax loss (one tree per class) for more; XGBoost's `hist` algorithm, names and defaults."
+    "Boosted trees: logistic loss for 2 classes, softmax (a tree per class) beyond; XGBoost's `hist` and names."
 
     _loss = LogisticLoss()
 
