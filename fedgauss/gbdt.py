@@ -1739,7 +1739,7 @@ class GBDTClassifier(ClassifierMixin, _GBDT):
             raise ValueError(f"y must be one column of class labels; the type of the target is {y_type}.")
         self.classes_, yi = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
-            raise ValueError("y has 1 class: classification needs at least two classes")
+            raise ValueError("y has 1 class: classification needs two classes or more")
         return yi.astype(float)
 
     def _units(self, y, sw):
