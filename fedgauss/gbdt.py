@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from fastcore.basics import patch
-from scipy.special import expit
+from scipy.special import expit, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -24,10 +24,11 @@ except ImportError:  # pragma: no cover - private scipy API; fall back to the pu
 
 # %% auto #0
 __all__ = ['GRID_BITS', 'MISSING', 'Y_MAX', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
-           'SquaredLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner',
-           'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'PlainHistograms', 'grow_tree', 'LocalHistograms',
-           'grid_exponent', 'snap_to_grid', 'numeric_features', 'check_boosting_params', 'forest_margin',
-           'GBDTClassifier', 'GBDTRegressor', 'node_counts', 'probabilistic_margin']
+           'SquaredLoss', 'SoftmaxLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout',
+           'Binner', 'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'PlainHistograms', 'grow_tree',
+           'LocalHistograms', 'grow_trees', 'grid_exponent', 'snap_to_grid', 'numeric_features',
+           'check_boosting_params', 'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts',
+           'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
 def newton_weight(
@@ -217,6 +218,111 @@ def check_base_score(
     "Refuse a non-finite `base_score`."
     if not (isinstance(b, numbers.Real) and np.isfinite(b)):
         raise ValueError(f"base_score must be a finite number for the squared loss; got {b!r}")
+
+# %% ../nbs/30_gbdt.ipynb #mcsoft03
+class SoftmaxLoss:
+    "Softmax cross-entropy on `(n, K)` margins: $g_k=p_k-y_k$, $h_k=\\max(2p_k(1-p_k),10^{-16})$ (`multi:softprob`)."
+
+    name = 'multi:softprob'
+
+    def __init__(
+        self,
+        n_classes: int,  # K, the number of classes (>= 2)
+    ):
+        if not isinstance(n_classes, numbers.Integral) or isinstance(n_classes, bool) or n_classes < 2:
+            raise ValueError(f"n_classes must be an integer >= 2; got {n_classes!r}")
+        self.n_classes = int(n_classes)
+
+    def loss(
+        self,
+        y,  # labels in {0, ..., K-1}
+        margin,  # `(n, K)` margins
+    ):
+        "Per-row loss $\\log\\sum_j e^{m_j} - m_y$."
+        margin = np.asarray(margin, float)
+        return logsumexp(margin, axis=1) - np.take_along_axis(margin, np.asarray(y, np.intp)[:, None], 1)[:, 0]
+
+    def gradients(
+        self,
+        y,  # labels in {0, ..., K-1}
+        margin,  # `(n, K)` margins
+        sample_weight=None,  # per-row weights $s_i$ (multiply $g$ and $h$, before the floor), or None
+        out=None,  # an `(n, K, 2)` float array to write into, or None for a new one
+    ):
+        "Per-row, per-class `(g, h)` as an `(n, K, 2)` array (written into `out` if given)."
+        margin = np.asarray(margin, float)
+        n, K = margin.shape
+        out = np.empty((n, K, 2)) if out is None else out
+        p = softmax(margin, axis=1)
+        out[:, :, 0] = p
+        out[np.arange(n), np.asarray(y, np.intp), 0] -= 1.0
+        np.multiply(p, 1.0 - p, out=out[:, :, 1])
+        out[:, :, 1] *= 2.0
+        if sample_weight is not None:
+            out *= np.asarray(sample_weight, float)[:, None, None]
+        np.maximum(out[:, :, 1], 1e-16, out=out[:, :, 1])
+        return out
+
+# %% ../nbs/30_gbdt.ipynb #mcsoft04
+@patch
+def link(
+    self: SoftmaxLoss,
+    p,  # `(..., K)` probabilities
+):
+    "Centred logs $\\log p_k-\\frac1K\\sum_j\\log p_j$: the margins whose softmax is $p$, shifted to sum to 0."
+    with np.errstate(divide='ignore'):  # p = 0: -inf
+        lp = np.log(np.asarray(p, float))
+    return lp - lp.mean(axis=-1, keepdims=True)
+
+
+@patch
+def inverse_link(
+    self: SoftmaxLoss,
+    margin,  # `(..., K)` margins
+):
+    "The softmax of each row of margins."
+    return softmax(np.asarray(margin, float), axis=-1)
+
+
+@patch
+def init_margin(
+    self: SoftmaxLoss,
+    y,  # labels in {0, ..., K-1}
+    sample_weight=None,  # per-row weights, or None
+):
+    "XGBoost's (3.1+) starting margins: the centred $\\log(\\pi_k+10^{-6})$ of the weighted class frequencies $\\pi_k$."
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    pi = np.bincount(np.asarray(y, np.intp), weights=w, minlength=self.n_classes) / w.sum()
+    return self.link(pi + 1e-6)
+
+# %% ../nbs/30_gbdt.ipynb #mcsoft05
+@patch
+def base_margin(
+    self: SoftmaxLoss,
+    b,  # the user's `base_score`: a probability (uniform start) or K class probabilities
+):
+    "The starting margins of a `base_score`: all 0 for one number in (0, 1), the centred logs of K probabilities."
+    if isinstance(b, numbers.Real) and not isinstance(b, bool) and 0 < b < 1:
+        return np.zeros(self.n_classes)
+    try:
+        p = np.asarray(b, float)
+    except (TypeError, ValueError):
+        p = None
+    K = self.n_classes
+    if p is None or p.shape != (K,) or not np.isfinite(p).all() or (p <= 0).any() or abs(p.sum() - 1) > 1e-9:
+        raise ValueError(
+            f"base_score must be a probability in (0, 1) or {K} class probabilities (> 0, summing to 1); got {b!r}"
+        )
+    return self.link(p)
+
+
+@patch
+def check_base_score(
+    self: SoftmaxLoss,
+    b,  # the user's `base_score`
+):
+    "Refuse a `base_score` that is neither a probability in (0, 1) nor K class probabilities."
+    self.base_margin(b)
 
 # %% ../nbs/30_gbdt.ipynb #57522acf
 def quantile_candidates(
@@ -917,31 +1023,14 @@ def _assemble_tree(layout, n_nodes, split_parts, sums, sizes, leaf_weight, learn
     depth = np.repeat(np.arange(len(sizes)), sizes)
     return Tree(feat, thr, binv, dleft, left, right, value, gain, G, H, depth, feature_names)
 
-# %% ../nbs/30_gbdt.ipynb #009a58a5
-def grow_tree(
-    provider,  # a histogram provider: `histograms(nodes)` and `split(nodes, feature, bin, default_left, left, right)`
-    layout: HistLayout,  # the slot layout of the provider's histograms
-    *,
-    max_depth: int = 6,  # levels of splits at most
-    learning_rate: float = 0.3,  # η, multiplies the leaf weights
-    reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
-    gamma: float = 0.0,  # smallest `loss_chg` of a kept split (XGBoost's `gamma`, twice the objective's γ)
-    min_child_weight: float = 1.0,  # smallest Hessian sum of a child
-    gain_floor: float = 1e-6,  # a kept split's `loss_chg` exceeds it (XGBoost's 1e-6, in the units of g²/h)
-    split_finder=None,  # `split_finder(hist, layout, totals) -> Splits`; default `find_best_splits`
-    leaf_weight=None,  # `leaf_weight(G, H)`: unscaled leaf weights; default the Newton weight
-    subtract: bool = True,  # build only the smaller child's histogram, the sibling by subtraction
-    feature_names=None,  # names of the features, kept in the tree
-) -> Tree:
-    "Grow one tree level by level from a histogram provider (see `PlainHistograms`, `LocalHistograms`)."
-    if split_finder is None:
-        split_finder = lambda h, lay, t: _best_splits_chunked(h, lay, t, reg_lambda, min_child_weight, 1e-10, 65536)
-    if leaf_weight is None:
-        leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
-    hist = np.asarray(provider.histograms(np.array([0])), float)
+# %% ../nbs/30_gbdt.ipynb #mcgrow01
+def _grow_levels(provider, layout, roots, max_depth, gamma, gain_floor, split_finder, subtract):
+    """Grow the trees of `roots` together, level by level: `(n_nodes, split_parts, sums, sizes)` for `_assemble_tree`
+    (nodes numbered by level, the roots first)."""
+    hist = np.asarray(provider.histograms(roots), float)
     totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
-    level, n_nodes = np.array([0]), 1
-    split_parts, sums, sizes = [], [totals], [1]  # node arrays grow level by level
+    level, n_nodes = roots, len(roots)
+    split_parts, sums, sizes = [], [totals], [len(roots)]  # node arrays grow level by level
     for d in range(max_depth):
         s, idx, nodes, m = _kept(split_finder(hist, layout, totals), level, gamma, gain_floor)
         if m == 0:
@@ -960,7 +1049,37 @@ def grow_tree(
             hist = _children_histograms(provider, hist, idx, s, lids, counts)
         else:
             hist = np.asarray(provider.histograms(level), float)
-    return _assemble_tree(layout, n_nodes, split_parts, sums, sizes, leaf_weight, learning_rate, feature_names)
+    return n_nodes, split_parts, sums, sizes
+
+
+def _grower_defaults(split_finder, leaf_weight, reg_lambda, min_child_weight):
+    "The default split finder (`find_best_splits`) and leaf weight (Newton) of the growers."
+    if split_finder is None:
+        split_finder = lambda h, lay, t: _best_splits_chunked(h, lay, t, reg_lambda, min_child_weight, 1e-10, 65536)
+    if leaf_weight is None:
+        leaf_weight = lambda G, H: newton_weight(G, H, reg_lambda, min_child_weight)
+    return split_finder, leaf_weight
+
+# %% ../nbs/30_gbdt.ipynb #009a58a5
+def grow_tree(
+    provider,  # a histogram provider: `histograms(nodes)` and `split(nodes, feature, bin, default_left, left, right)`
+    layout: HistLayout,  # the slot layout of the provider's histograms
+    *,
+    max_depth: int = 6,  # levels of splits at most
+    learning_rate: float = 0.3,  # η, multiplies the leaf weights
+    reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
+    gamma: float = 0.0,  # smallest `loss_chg` of a kept split (XGBoost's `gamma`, twice the objective's γ)
+    min_child_weight: float = 1.0,  # smallest Hessian sum of a child
+    gain_floor: float = 1e-6,  # a kept split's `loss_chg` exceeds it (XGBoost's 1e-6, in the units of g²/h)
+    split_finder=None,  # `split_finder(hist, layout, totals) -> Splits`; default `find_best_splits`
+    leaf_weight=None,  # `leaf_weight(G, H)`: unscaled leaf weights; default the Newton weight
+    subtract: bool = True,  # build only the smaller child's histogram, the sibling by subtraction
+    feature_names=None,  # names of the features, kept in the tree
+) -> Tree:
+    "Grow one tree level by level from a histogram provider (see `PlainHistograms`, `LocalHistograms`)."
+    split_finder, leaf_weight = _grower_defaults(split_finder, leaf_weight, reg_lambda, min_child_weight)
+    parts = _grow_levels(provider, layout, np.array([0]), max_depth, gamma, gain_floor, split_finder, subtract)
+    return _assemble_tree(layout, *parts, leaf_weight, learning_rate, feature_names)
 
 # %% ../nbs/30_gbdt.ipynb #41b60874
 def _scatter_add(indices, indptr, X, n_out, ones):
@@ -1022,7 +1141,8 @@ class LocalHistograms:
         self._ones = np.ones(n)
         self._onesc = np.ones(min(n * F, max(F, 2**20)), complex)  # matrix entries for `_scatter_add`
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
-        self._common, self._root = _root_matrix(self.slots, layout)
+        self._common = self._root = None  # the root's matrix (`_root_matrix`), built at the first root
+        self._blocks, self._tiled = 1, 1  # blocks of rows (trees grown together), rows tiled that often
         self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
         self.gh, self._lut, self._touched = None, None, []
 
@@ -1056,7 +1176,7 @@ def start_tree(
     self.gh = gh
     self._key = np.zeros(self.n, np.intp)
     self.n_nodes = 1
-    self._at_root = True
+    self._at_root, self._blocks = True, 1
     if self._lut is None:
         self._grow_tables(64)
     elif self._touched:  # nodes that split in the previous tree keep their rows again
@@ -1080,15 +1200,27 @@ def _grow_tables(self: LocalHistograms, size):
 # %% ../nbs/30_gbdt.ipynb #14c7c633
 @patch
 def _root_histograms(self: LocalHistograms, nodes):
-    "The root's histogram `(1, S, 2)`: the sparse product without each feature's most frequent slot, then that slot."
-    if nodes.tolist() != [0]:
-        raise ValueError("before any split only the root (node 0) exists")
-    S = self.layout.n_slots
+    """The roots' histograms `(B, S, 2)`, B the blocks of `start_trees` (1 after `start_tree`): the sparse product of
+    one block's rows without each feature's most frequent slot, every block's (g, h) columns in the same pass; then
+    that slot, as the total minus the rest."""
+    B = self._blocks
+    if nodes.tolist() != list(range(B)):
+        raise ValueError(f"before any split only the roots (nodes 0 .. {B - 1}) exist")
+    S, m = self.layout.n_slots, self.n // B
+    if self._root is None or self._root.shape[1] != m:  # built at the first root (of one block)
+        self._common, self._root = _root_matrix(self.slots[:m], self.layout)
     r = self._root
-    h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
-    total = self._ones @ self.gh
+    if B == 1:
+        h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
+        total = self._ones @ self.gh
+    else:
+        gh = self.gh.reshape(B, m, 2).transpose(1, 0, 2).reshape(m, 2 * B)
+        h = np.asarray(r @ gh)  # (S, 2B): the K classes' (g, h) columns from one pass over the rows
+        total = gh.sum(axis=0)
     h[self._common] = total - np.add.reduceat(np.ascontiguousarray(h.T), self.layout.ptr[:-1], axis=1).T
-    return h.reshape(1, S, 2)
+    if B == 1:
+        return h.reshape(1, S, 2)
+    return np.ascontiguousarray(h.reshape(S, B, 2).transpose(1, 0, 2))
 
 # %% ../nbs/30_gbdt.ipynb #9afc63cc
 @patch
@@ -1110,8 +1242,7 @@ def histograms(
         pos = np.zeros(self.n_nodes * cm, idx.dtype)
         pos[nodes * cm] = np.arange(K) * S
         off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
-        flat = idx.ravel()
-        flat += np.repeat(off, self.F)
+        idx += off[:, None]
     return _scatter_add(
         idx.ravel(), self._indptr[: len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'), K * S, self._onesc
     ).reshape(K, S, 2)
@@ -1150,6 +1281,92 @@ def split(
     self._key = np.take(self._lut, at, out=at, mode='clip')
     self.n_nodes, self._at_root = n_nodes, False
     return None  # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
+
+# %% ../nbs/30_gbdt.ipynb #mcgrow03
+@patch
+def start_trees(
+    self: LocalHistograms,
+    gh,  # `(n, 2)` per-row (g, h): the rows are `n_trees` blocks, block k the (g, h) of tree k
+    n_trees: int,  # trees grown together (e.g. one per class); the provider's codes are one block tiled n_trees times
+):
+    "Set the statistics of `n_trees` trees grown together (`grow_trees`): block k of the rows starts at root k."
+    if not isinstance(n_trees, numbers.Integral) or n_trees < 1 or self.n % n_trees:
+        raise ValueError(f"n_trees must be a positive integer dividing the {self.n} rows; got {n_trees!r}")
+    self.start_tree(gh)
+    if n_trees == 1:
+        return
+    m = self.n // n_trees
+    if self._tiled != n_trees:  # checked once: every block holds the same rows
+        if not (self.slots.reshape(n_trees, m, self.F) == self.slots[:m]).all():
+            raise ValueError(f"the provider's rows are not one block of {m} rows tiled {n_trees} times")
+        self._tiled, self._root = n_trees, None
+    if n_trees * self.cmax > len(self._lut):
+        self._grow_tables(2 * n_trees)
+    self._key = np.repeat(np.arange(n_trees, dtype=np.intp) * self.cmax, m)
+    self.n_nodes, self._blocks = int(n_trees), int(n_trees)
+
+# %% ../nbs/30_gbdt.ipynb #mcgrow04
+def _split_forest(t: Tree, n_trees: int) -> list:
+    "The trees of roots 0 .. n_trees - 1 of a `Tree` grown from several roots, each numbered breadth first from 0."
+    owner = np.arange(t.n_nodes)
+    for d in range(t.max_depth):  # parents before children: propagate each root down, a level at a time
+        at = np.flatnonzero((t.depth == d) & ~t.is_leaf)
+        owner[t.left[at]] = owner[at]
+        owner[t.right[at]] = owner[at]
+    new = np.empty(t.n_nodes, np.intp)
+    out = []
+    for k in range(n_trees):
+        nodes = np.flatnonzero(owner == k)
+        new[nodes] = np.arange(len(nodes))
+        kid = lambda c: np.where(c[nodes] >= 0, new[np.maximum(c[nodes], 0)], -1)
+        arr = [a[nodes] for a in (t.feature, t.threshold, t.bin, t.default_left)]
+        arr += [kid(t.left), kid(t.right)] + [a[nodes] for a in (t.value, t.gain, t.sum_grad, t.sum_hess, t.depth)]
+        out.append(Tree(*arr, t.feature_names))
+    return out
+
+
+def _grow_forest(
+    provider,
+    layout,
+    n_trees,
+    max_depth,
+    learning_rate,
+    reg_lambda,
+    gamma,
+    min_child_weight,
+    gain_floor,
+    split_finder,
+    leaf_weight,
+    subtract,
+    feature_names,
+):
+    "The `n_trees` trees grown together, as one `Tree` with roots 0 .. n_trees - 1 (the provider's node numbering)."
+    split_finder, leaf_weight = _grower_defaults(split_finder, leaf_weight, reg_lambda, min_child_weight)
+    roots = np.arange(n_trees)
+    parts = _grow_levels(provider, layout, roots, max_depth, gamma, gain_floor, split_finder, subtract)
+    return _assemble_tree(layout, *parts, leaf_weight, learning_rate, feature_names)
+
+# %% ../nbs/30_gbdt.ipynb #mcgrow05
+def grow_trees(
+    provider,  # a histogram provider whose rows start at roots 0 .. n_trees - 1 (`LocalHistograms.start_trees`)
+    layout: HistLayout,  # the slot layout of the provider's histograms
+    n_trees: int,  # the number of trees grown together (e.g. one per class)
+    *,
+    max_depth: int = 6,  # levels of splits at most
+    learning_rate: float = 0.3,  # η, multiplies the leaf weights
+    reg_lambda: float = 1.0,  # L2 regularisation λ of the leaf weights
+    gamma: float = 0.0,  # smallest `loss_chg` of a kept split (XGBoost's `gamma`)
+    min_child_weight: float = 1.0,  # smallest Hessian sum of a child
+    gain_floor: float = 1e-6,  # a kept split's `loss_chg` exceeds it
+    split_finder=None,  # `split_finder(hist, layout, totals) -> Splits`; default `find_best_splits`
+    leaf_weight=None,  # `leaf_weight(G, H)`: unscaled leaf weights; default the Newton weight
+    subtract: bool = True,  # build only the smaller child's histogram, the sibling by subtraction
+    feature_names=None,  # names of the features, kept in the trees
+) -> list:
+    "Grow `n_trees` trees together, level by level: each level of all of them from one histogram pass."
+    args = (max_depth, learning_rate, reg_lambda, gamma, min_child_weight, gain_floor, split_finder, leaf_weight)
+    forest = _grow_forest(provider, layout, n_trees, *args, subtract, feature_names)
+    return _split_forest(forest, n_trees)
 
 # %% ../nbs/30_gbdt.ipynb #c798367a
 GRID_BITS = 50  # sums of grid integers stay below 2^GRID_BITS in magnitude: exact in float64 (53-bit significand)
@@ -1430,6 +1647,8 @@ def _in_units(tree, e):
 def _fit(self: _GBDT, X, y, sample_weight):
     loss = self._loss
     X, y, sw = self._fit_data(X, y, sample_weight)
+    if len(getattr(self, 'classes_', ())) > 2:
+        return self._fit_softmax(X, y, sw)
     e, floor = self._units(y, sw)  # y in units of 2**e (the regressor's: near its spread), the gain floor in them
     y = np.ldexp(y, -e)
     self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)
@@ -1461,18 +1680,51 @@ def _fit(self: _GBDT, X, y, sample_weight):
     self.base_margin_, self.train_margin_ = float(np.ldexp(base, e)), np.ldexp(margin, e)
     return self
 
+# %% ../nbs/30_gbdt.ipynb #mcfit02
+@patch
+def _fit_softmax(self: _GBDT, X, y, sw):
+    "Boosting with K >= 3 classes (softmax loss): K trees per round, grown together."
+    K, n = len(self.classes_), len(y)
+    loss = SoftmaxLoss(K)
+    self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)
+    codes = self.binner_.transform(X)
+    layout = self.binner_.layout_
+    base = loss.init_margin(y, sw) if self.base_score is None else loss.base_margin(self.base_score)
+    names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
+    args = (self.max_depth, self.learning_rate, self.reg_lambda, float(self.gamma), self.min_child_weight, 1e-6)
+    margin = np.tile(base, (n, 1))
+    gh, ghc = np.empty((n, K, 2)), np.empty((K, n, 2))
+    provider = LocalHistograms(np.tile(codes, (K, 1)), layout)  # block k of the rows: class k
+    self.trees_ = []
+    for _ in range(self.n_estimators):
+        loss.gradients(y, margin, sw, out=gh)
+        for k in range(K):  # each class on its own grid: exact sums in any order
+            ghc[k, :, 0], ghc[k, :, 1], _ = snap_to_grid(gh[:, k, 0], gh[:, k, 1])
+        provider.start_trees(ghc.reshape(K * n, 2), K)
+        forest = _grow_forest(provider, layout, K, *args, None, None, True, names)
+        margin += provider.row_values(forest.value).reshape(K, n).T
+        trees = _split_forest(forest, K)
+        if self.missing == 'probabilistic':
+            for t in trees:
+                t.count = node_counts(t, codes, layout.n_bins)
+        self.trees_ += trees
+    self.base_margin_, self.train_margin_ = base, margin
+    return self
+
 # %% ../nbs/30_gbdt.ipynb #f644d3ad
 @patch
 def _margin(self: _GBDT, X) -> np.ndarray:
     check_is_fitted(self)
     X = self._validate_X(X)
-    if self.missing == 'probabilistic':
-        return self.base_margin_ + probabilistic_margin(self.trees_, X)
-    return self.base_margin_ + forest_margin(self.trees_, X)
+    walk = probabilistic_margin if self.missing == 'probabilistic' else forest_margin
+    if np.ndim(self.base_margin_) == 1:  # K classes: tree t K + k is class k's
+        K = len(self.base_margin_)
+        return self.base_margin_ + np.column_stack([walk(self.trees_[k::K], X) for k in range(K)])
+    return self.base_margin_ + walk(self.trees_, X)
 
 # %% ../nbs/30_gbdt.ipynb #b4559102
 class GBDTClassifier(ClassifierMixin, _GBDT):
-    "Binary gradient-boosted trees with the logistic loss; XGBoost's `hist` algorithm, names and defaults."
+    "Boosted trees: logistic loss for 2 classes, softmax (a tree per class) beyond; XGBoost's `hist` and names."
 
     _loss = LogisticLoss()
 
@@ -1483,31 +1735,26 @@ class GBDTClassifier(ClassifierMixin, _GBDT):
                 raise ValueError("y mixes text and numbers (e.g. 'yes' and 1): give every label the same type")
         check_classification_targets(y)
         y_type = type_of_target(y, input_name='y', raise_unknown=True)
-        if y_type != 'binary':
-            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}.")
+        if y_type not in ('binary', 'multiclass'):
+            raise ValueError(f"y must be one column of class labels; the type of the target is {y_type}.")
         self.classes_, yi = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
-            raise ValueError("y has 1 class: binary classification needs two classes")
+            raise ValueError("y has 1 class: classification needs two classes or more")
         return yi.astype(float)
 
     def _units(self, y, sw):
         "The logistic loss's gradients are bounded by 1 whatever the data: XGBoost's floor of 1e-6 as it is."
         return 0, 1e-6
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
 # %% ../nbs/30_gbdt.ipynb #c726d9bd
 @patch
 def fit(
     self: GBDTClassifier,
     X,  # `(n, F)` array or DataFrame (pandas categories as codes), NaN for missing
-    y,  # binary labels (any two values)
+    y,  # class labels (two or more distinct values of one type)
     sample_weight=None,  # per-row weights (finite, >= 0), or None
 ):
-    "Fit on `X` (array or DataFrame, NaN = missing) and binary `y`."
+    "Fit on `X` (array or DataFrame, NaN = missing) and the labels `y`: logistic for two classes, softmax for more."
     return self._fit(X, y, sample_weight)
 
 # %% ../nbs/30_gbdt.ipynb #9fd6012a
@@ -1516,7 +1763,7 @@ def decision_function(
     self: GBDTClassifier,
     X,  # `(n, F)` array or DataFrame, NaN for missing
 ) -> np.ndarray:
-    "Raw margin (log-odds): base margin plus the sum of the trees."
+    "Raw margins: `(n,)` log-odds for two classes, `(n, K)` softmax margins for K >= 3 (base margins plus the trees)."
     return self._margin(X)
 
 
@@ -1525,8 +1772,11 @@ def predict_proba(
     self: GBDTClassifier,
     X,  # `(n, F)` array or DataFrame, NaN for missing
 ) -> np.ndarray:
-    "`(n, 2)` probabilities of the two classes (`classes_` order)."
-    p = expit(self.decision_function(X))
+    "`(n, K)` probabilities of the classes (`classes_` order); each row sums to 1."
+    m = self.decision_function(X)
+    if m.ndim == 2:
+        return softmax(m, axis=1)
+    p = expit(m)
     return np.column_stack([1 - p, p])
 
 
@@ -1535,8 +1785,10 @@ def predict(
     self: GBDTClassifier,
     X,  # `(n, F)` array or DataFrame, NaN for missing
 ) -> np.ndarray:
-    "The class of each row: `classes_[1]` where the margin is positive."
+    "The class of each row: the largest margin (for two classes `classes_[1]` where the log-odds are positive)."
     margin = self.decision_function(X)
+    if margin.ndim == 2:
+        return self.classes_[np.argmax(margin, axis=1)]
     return self.classes_[(margin > 0).astype(int)]
 
 # %% ../nbs/30_gbdt.ipynb #4bbaed52

@@ -3,7 +3,12 @@ fedgauss against XGBoost (n_jobs=1), LightGBM (single thread) and scikit-learn's
 one process. Prints fit times (best of `--repeat` runs; wall clock and CPU time), their ratios to XGBoost, and test AUC;
 then where fedgauss spends its time.
 
+With `--multiclass`: fedgauss against XGBoost alone, the binary fit above next to a multi-class one (the synthetic
+7-class set of nb30, 100,000 rows x 20 features, `multi:softprob`: 100 rounds of 7 trees of depth 6), CPU seconds as
+the best of `--repeat` interleaved fits, each ratio to XGBoost; `--out FILE.csv` keeps the table (nb30 prints it).
+
     python tests/bench_gbdt.py [--repeat 3] [--trees 100]
+    python tests/bench_gbdt.py --multiclass [--repeat 3] [--rows 100000] [--out nbs/30_gbdt_multiclass_bench.csv]
 """
 
 import argparse, os, time
@@ -116,13 +121,58 @@ def profile_fedgauss(X, y, n_trees, depth, bins):
     return T
 
 
+def best_cpu(fits, repeat):
+    "Best CPU seconds of `repeat` rounds of interleaved fits (so that load changes hit every library alike)."
+    cpu = defaultdict(list)
+    for _ in range(repeat):
+        for name, fit in fits.items():
+            c0 = time.process_time()
+            fit()
+            cpu[name].append(time.process_time() - c0)
+    return {k: min(v) for k, v in cpu.items()}
+
+
+def multiclass(a):
+    "fedgauss / XGBoost CPU ratios: Adult (binary) and the synthetic 7-class set (softprob), one thread each."
+    import xgboost as xgb
+    from test_gbdt_multiclass import seven_classes
+
+    p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3)
+    X, y = load_adult('train')
+    A = numeric(X)
+    X7, y7 = seven_classes(a.rows)
+    tasks = {'binary (Adult)': (A, y.to_numpy()), '7 classes (synthetic)': (X7, y7)}
+    rows = []
+    with threadpool_limits(1):
+        for task, (Xt, yt) in tasks.items():
+            fits = {
+                'fedgauss': lambda: G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt),
+                'xgboost': lambda: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xt, yt),
+            }
+            t = best_cpu(fits, a.repeat)
+            k = len(np.unique(yt))
+            rows.append(dict(task=task, rows=len(yt), features=Xt.shape[1], trees=a.trees * (k if k > 2 else 1)))
+            rows[-1].update({'fedgauss_cpu_s': t['fedgauss'], 'xgboost_cpu_s': t['xgboost']})
+            rows[-1]['ratio'] = t['fedgauss'] / t['xgboost']
+    df = pd.DataFrame(rows)
+    print(f"{a.trees} rounds of depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits")
+    print(df.round(3).to_string(index=False))
+    if a.out:
+        df.to_csv(a.out, index=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument('--multiclass', action='store_true', help='binary and 7-class fits against XGBoost, as ratios')
+    ap.add_argument('--rows', type=int, default=100_000, help='rows of the synthetic 7-class set (--multiclass)')
+    ap.add_argument('--out', default=None, help='CSV file for the --multiclass table')
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--trees', type=int, default=100)
     ap.add_argument('--depth', type=int, default=6)
     ap.add_argument('--bins', type=int, default=256)
     a = ap.parse_args()
+    if a.multiclass:
+        return multiclass(a)
     X, y = load_adult('train')
     Xt, yt = load_adult('test')
     A, At = numeric(X), numeric(Xt)

@@ -524,7 +524,7 @@ def _ref_labels():
         (pd.Categorical(np.where(label, 'b', 'a')), 'same'),
         (pd.array(label, dtype='Int64'), 'same'),
         (np.zeros(40, int), '1 class'),
-        (np.arange(40) % 3, 'Only binary'),
+        (np.arange(40) % 3, lambda p: np.testing.assert_allclose(p.sum(1), 1.0)),  # three classes: softmax
         (np.array(['yes', 1] * 20, dtype=object), 'mixes text and numbers'),
         (pd.array([0, 1, None, 1] * 10, dtype='Int64'), 'NaN'),
         (np.r_[np.nan, label[1:]], 'NaN'),
