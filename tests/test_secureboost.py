@@ -910,3 +910,27 @@ def test_regressor_reveals_the_passive_bins_row_counts_exactly():
             assert (s[1] % o['H'][0] == 0).all()
             checked += 1
     assert checked >= 4
+
+
+# ----------------------------------------------------------------------------- on every core (issue 32)
+def test_every_core_gives_the_serial_runs_messages_and_trees():
+    """n_jobs=2: the active party's encryption and decryption and the passive parties' encrypted sums run in worker
+    processes; every message (ciphertexts included, byte for byte), every tree and every margin is the serial run's."""
+    import fedgauss.paillier as paillier
+
+    X, y = _toy7(1500)
+    parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
+    kw = dict(n_estimators=2, max_depth=4, max_bins=32, **FAST)
+    one = SecureBoostClassifier(n_jobs=1, **kw).fit(parts)
+    k0 = next(paillier._KEYS)
+    two = SecureBoostClassifier(n_jobs=2, **kw).fit(parts)
+    assert next(paillier._KEYS) - k0 - 1 > 0  # batches did go to worker processes
+    assert len(one.channel_.messages) == len(two.channel_.messages)
+    for a, b in zip(one.channel_.messages, two.channel_.messages):
+        assert (a.round, a.sender, a.receiver, a.kind, a.nbytes) == (b.round, b.sender, b.receiver, b.kind, b.nbytes)
+        if a.kind in ('gh', 'hist'):
+            assert np.asarray(a.payload).tolist() == np.asarray(b.payload).tolist()
+    assert_same_model(one, two)
+    np.testing.assert_array_equal(one.train_margin_, two.train_margin_)
+    blocks = [X[:200, g] for g in ([0, 1, 2], [3, 4], [5, 6])]
+    np.testing.assert_array_equal(one.decision_function(blocks), two.decision_function(blocks))
