@@ -27,7 +27,7 @@ __all__ = ['MESSAGE_SCHEMAS', 'check_message', 'resume_step', 'save_party_data',
            'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app', 'flower_run',
            'flower_simulation', 'fast_send_and_receive', 'node_main', 'deploy_server_app', 'stop_processes',
            'make_certificates', 'write_job', 'write_app', 'FlowerDeployment', 'supernode_auth_key', 'flower_deploy',
-           'flower_demo']
+           'flower_demo', 'pass_timeline']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 for _cls in (RingElements, YJFrame, YJAnchors, Tree, Binner, HistLayout, PStableLSH):  # payloads, results, configs
@@ -47,6 +47,7 @@ _NFL = {
     'splits': {k: Arr('i', 1) for k in ('nodes', 'feature', 'bin', 'left', 'right')} | {'default_left': Arr('b', 1)},
     'mapped gradients': Arr('f', 2), 'hash values': Arr('i', 2), 'leaf sums': Arr('f', 2), 'leaf weights': Arr('f', 1),
     'similar rows': {'to': int, 'rows': Arr('i', 1)}, 'hash key share': Arr('u', 1),
+    'grid': int,
 }  # fmt: skip
 MESSAGE_SCHEMAS = {
     'securefedyj': {'share': RingElements, 'masked': _RING, 'reveal': _RING, 'dealer': _RING},
@@ -494,12 +495,14 @@ class Relay:
         self.pins, self.identity = load_federation(federation), identity
         self.node, self.party, self.parties = {f'node {i}': i for i in ids[:n_nodes]}, {}, []
         self.channel, self.wire, self.round_trips, self.keyed = Channel(), 0, 0, set()
+        self.timeline = []  # per pass: when the relay sent, when each node answered, when it had every reply
 
 # %% ../nbs/50_flower.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def flower_exchange(
     grid,  # Flower's `Grid`
     blobs: dict,  # node id -> the request's bytes
     timeout: float,  # seconds to wait for the replies
+    answered: dict | None = None,  # filled with node id -> when the node made its reply (Unix time)
 ) -> dict:
     """One Flower message per node; returns node id -> (reply bytes, None) or (None, Flower's error) for the nodes
     that answered in time."""
@@ -512,6 +515,8 @@ def flower_exchange(
     got = {}
     for m in grid.send_and_receive(msgs, timeout=timeout):
         src = m.metadata.src_node_id
+        if answered is not None:
+            answered[src] = m.metadata.created_at
         got[src] = (None, m.error.reason) if m.has_error() else (bytes(m.content['fedgauss']['blob']), None)
     return got
 
@@ -536,13 +541,14 @@ class LocalGrid:
         blobs: dict,  # node id -> the request's bytes
         timeout: float | None = None,  # unused
     ) -> dict:
-        "Each node answers its request (as `flower_exchange`)."
-        out = {}
+        "Each node answers its request (as `flower_exchange`); `answered`: node id -> when it answered (Unix time)."
+        out, self.answered = {}, {}
         for n, b in blobs.items():
             if self.forget:
                 _LIVE.clear()
             rep, state = node_query(b, pickle.loads(self.states[n]), self.configs[n])
             self.states[n], out[n] = pickle.dumps(state), (rep, None)
+            self.answered[n] = time.time()
         return out
 
 # %% ../nbs/50_flower.ipynb #33e720ad
@@ -581,9 +587,14 @@ def ask(
     blobs = {self.node[p]: encode(r) for p, r in reqs.items()}
     self.wire += sum(map(len, blobs.values()))
     ex = getattr(self.grid, 'exchange', None)
-    timeout = self.timeout if timeout is None else timeout
-    raw = ex(blobs, timeout) if ex is not None else flower_exchange(self.grid, blobs, timeout)
+    timeout, answered, sent = self.timeout if timeout is None else timeout, {}, time.time()
+    raw = ex(blobs, timeout) if ex is not None else flower_exchange(self.grid, blobs, timeout, answered)
+    answered = getattr(self.grid, 'answered', answered) if ex is not None else answered  # a LocalGrid's own record
     got, r = {}, self.channel.round
+    named = {self.party.get(n, f'node {n}'): t for n, t in answered.items()}
+    self.__dict__.setdefault('timeline', []).append(
+        dict(round=r, what=what, sent=sent, answered=named, done=time.time())
+    )
     for src, (blob, err) in raw.items():
         p = self.party.get(src, f'node {src}')
         if err is not None:
@@ -772,7 +783,8 @@ def run(
     keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
     """The protocol over the nodes: the hello pass (parties, data checks, signed keys), then passes until every
-    program has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips)."""
+    program has ended. Returns dict(results, channel, rounds, wire_bytes, round_trips, timeline): `timeline` has one
+    dict per pass (round, what, sent, answered: party -> time, done; Unix times), for `pass_timeline`."""
     spec = find_protocol(spec) if isinstance(spec, str) else spec
     seeds, cfg = dict(seeds or {}), dict(cfg)
     module, self.run_id, self.protocol = spec.party.__module__, os.urandom(16).hex(), spec.name
@@ -787,7 +799,8 @@ def run(
         ctx = protocol_context(spec, spec.server_name, cfg, rng)
         server = Program(spec.server_name, ctx, spec.server(ctx, dict(cfg, me=spec.server_name)))
     res, rounds = self._passes(server, spec.dealer, pub, on_phase)
-    return dict(results=res, channel=self.channel, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips)
+    out = dict(results=res, channel=self.channel, rounds=rounds, wire_bytes=self.wire, round_trips=self.round_trips)
+    return dict(out, timeline=self.timeline)
 
 # %% ../nbs/50_flower.ipynb #9075f00cfa8d463f84130041b1e44ca7
 @patch
@@ -1513,3 +1526,22 @@ def _print_flower_report(fl, sim, names, t_sim, file):
         f"stopped {len(fl['pids'])} processes ({', '.join(map(str, fl['pids']))}) and everything they started.",
         file=file,
     )
+
+# %% ../nbs/50_flower.ipynb #dfb6c841
+def pass_timeline(
+    run: dict,  # what `Relay.run` (or `flower_run`, `flower_deploy`, `flower_demo`) returned: its `timeline`
+) -> pd.DataFrame:
+    """One row per pass and party: the pass, its round, what it was for, and in seconds from the first send: when the
+    relay sent, when the party answered, when the relay had every reply, when it sent the next pass."""
+    tl = run['timeline']
+    if not tl:
+        raise ValueError("the run has no passes to lay out")
+    t0, rows = tl[0]['sent'], []
+    for k, p in enumerate(tl):
+        nxt = tl[k + 1]['sent'] if k + 1 < len(tl) else p['done']
+        for party, t in p['answered'].items():
+            rows.append(
+                {'pass': k, 'round': p['round'], 'what': p['what'], 'party': party, 'sent': p['sent'] - t0,
+                 'answered': t - t0, 'done': p['done'] - t0, 'next_sent': nxt - t0}
+            )  # fmt: skip
+    return pd.DataFrame(rows)

@@ -26,8 +26,8 @@ except ImportError:  # pragma: no cover - private scipy API; fall back to the pu
 __all__ = ['GRID_BITS', 'MISSING', 'Y_MAX', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
            'SquaredLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout', 'Binner',
            'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'PlainHistograms', 'grow_tree', 'LocalHistograms',
-           'snap_to_grid', 'numeric_features', 'check_boosting_params', 'forest_margin', 'GBDTClassifier',
-           'GBDTRegressor', 'node_counts', 'probabilistic_margin']
+           'grid_exponent', 'snap_to_grid', 'numeric_features', 'check_boosting_params', 'forest_margin',
+           'GBDTClassifier', 'GBDTRegressor', 'node_counts', 'probabilistic_margin']
 
 # %% ../nbs/30_gbdt.ipynb #14375879
 def newton_weight(
@@ -1155,9 +1155,25 @@ def split(
 GRID_BITS = 50  # sums of grid integers stay below 2^GRID_BITS in magnitude: exact in float64 (53-bit significand)
 
 
+def grid_exponent(
+    s: float,  # the scale $\max(\sum_i|g_i|, \sum_i h_i)$ over every row of the tree (>= 0)
+    n: int,  # the number of rows
+) -> int:
+    """The finest $k$ with $2^k s \\le 2^{\\text{GRID\\_BITS}-2}$ (0 when $s = 0$): every partial sum on the grid
+    $2^{-k}$ is exact."""
+    if not (isinstance(s, numbers.Real) and np.isfinite(s) and s >= 0):
+        raise ValueError(f"the scale s must be a finite number >= 0; got {s!r}")
+    if s == 0:
+        return 0
+    if n >= 2 ** (GRID_BITS - 2):
+        raise ValueError(f"{n} rows: too many for exact sums on a {GRID_BITS}-bit grid")
+    return min(GRID_BITS - 2 - int(np.ceil(np.log2(s))), 1000)
+
+
 def snap_to_grid(
     g,  # per-row gradients
     h,  # per-row Hessians (non-negative)
+    k: int | None = None,  # the grid exponent; None: `grid_exponent` of these rows (a part of the rows: the whole's)
 ) -> tuple:
     "`(g, h, k)`: `g` and `h` rounded to multiples of $2^{-k}$, `k` the finest grid on which every partial sum is exact in float64."
     g, h = np.asarray(g, float), np.asarray(h, float)
@@ -1165,12 +1181,14 @@ def snap_to_grid(
         raise ValueError(f"g has shape {g.shape} and h {h.shape}")
     if not (np.isfinite(g).all() and np.isfinite(h).all()):
         raise ValueError("gradients and Hessians must be finite")
-    s = max(float(np.abs(g).sum()), float(np.abs(h).sum()))
-    if s == 0:
-        return g.copy(), h.copy(), 0
-    if len(g) >= 2 ** (GRID_BITS - 2):
-        raise ValueError(f"{len(g)} rows: too many for exact sums on a {GRID_BITS}-bit grid")
-    k = min(GRID_BITS - 2 - int(np.ceil(np.log2(s))), 1000)
+    if k is None:
+        s = max(float(np.abs(g).sum()), float(np.abs(h).sum()))
+        if s == 0:
+            return g.copy(), h.copy(), 0
+        k = grid_exponent(s, len(g))
+    elif not isinstance(k, numbers.Integral) or isinstance(k, bool) or abs(k) > 1100:
+        raise ValueError(f"k must be an integer grid exponent; got {k!r}")
+    k = int(k)
     return np.ldexp(np.rint(np.ldexp(g, k)), -k), np.ldexp(np.rint(np.ldexp(h, k)), -k), k
 
 # %% ../nbs/30_gbdt.ipynb #8a4d4043

@@ -4,7 +4,7 @@
 
 # %% ../nbs/34_nflgbdt.ipynb #d7941756
 from __future__ import annotations
-import copy, numbers, queue, threading, time, warnings
+import copy, numbers, time, warnings
 from dataclasses import replace
 
 import numpy as np
@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
-from .entropy import party_rngs, prg, secret_bytes
+from .entropy import party_rngs, prg
 from .federation import Channel, Party, as_rng
 from fedgauss.gbdt import (
     Binner,
@@ -27,37 +27,42 @@ from fedgauss.gbdt import (
     grow_tree,
     forest_margin,
     newton_weight,
+    numeric_features,
 )
-from .smc import ProtocolSpec, register_protocol, run_protocol, secure_sum_party, secure_sum_server
+from .smc import ProtocolSpec, run_protocol
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['COLLAPSE_SHARE', 'FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'collision_probability', 'PStableLSH',
-           'most_similar', 'DataOwner', 'tree_message', 'tree_from_message', 'joint_lsh', 'LSHCollapseWarning',
-           'FederBoostClassifier', 'federboost_party', 'federboost_server', 'tree_schedule', 'SimFLClassifier',
-           'simfl_party', 'simfl_server', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'nflgbdt_party',
-           'nflgbdt_server', 'TFLClassifier', 'tfl_party', 'FGBDTGClassifier', 'fgbdtg_party', 'fgbdtg_server',
-           'pooled', 'individual_errors', 'communication', 'tree0_label_counts', 'invert_hashes', 'feature_correlation',
-           'linear_inversion']
+__all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'tree_message',
+           'tree_from_message', 'hash_rows', 'joint_lsh', 'LSHCollapseWarning', 'FederBoostClassifier', 'tree_schedule',
+           'SimFLClassifier', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'TFLClassifier',
+           'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts', 'invert_hashes',
+           'feature_correlation', 'linear_inversion']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
-    c,  # distance(s) $\|u-v\|_p$, >= 0
+    c,  # distance(s) $\|u-v\|_p$, >= 0 (inf: never together)
     r: float = 4.0,  # bucket width
     stable: str = 'gaussian',  # 'gaussian' (p = 2) or 'cauchy' (p = 1)
 ) -> np.ndarray:
     "Probability that one p-stable hash puts two points at distance `c` in the same bucket (Datar et al. 2004)."
     c = np.asarray(c, float)
-    if (c < 0).any():
-        raise ValueError("distances must be >= 0")
-    s = r / np.where(c > 0, c, 1.0)
-    if stable == 'gaussian':
-        p = 1 - 2 * ndtr(-s) - 2 / (np.sqrt(2 * np.pi) * s) * (1 - np.exp(-s * s / 2))
-    elif stable == 'cauchy':
-        p = 2 * np.arctan(s) / np.pi - np.log1p(s * s) / (np.pi * s)
-    else:
+    if np.isnan(c).any() or (c < 0).any():
+        raise ValueError("distances must be >= 0 (not NaN)")
+    if not (isinstance(r, numbers.Real) and not isinstance(r, bool) and np.isfinite(r) and r > 0):
+        raise ValueError(f"r must be a positive number; got {r!r}")
+    if stable not in ('gaussian', 'cauchy'):
         raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
-    return np.where(c > 0, p, 1.0)
+    with np.errstate(
+        divide='ignore', over='ignore', invalid='ignore'
+    ):  # s = 0 (c = inf) and s**2 = inf are fixed below
+        s = r / np.where(c > 0, c, 1.0)
+        if stable == 'gaussian':
+            p = 1 - 2 * ndtr(-s) - 2 / (np.sqrt(2 * np.pi) * s) * (1 - np.exp(-s * s / 2))
+        else:  # ln(1 + s^2) without overflow for large s
+            lg = np.where(s > 1, 2 * np.log(np.maximum(s, 1)) + np.log1p(1 / (s * s)), np.log1p(s * s))
+            p = 2 * np.arctan(s) / np.pi - lg / (np.pi * s)
+    return np.where(np.isinf(c), 0.0, np.where(c > 0, p, 1.0))
 
 # %% ../nbs/34_nflgbdt.ipynb #be0e74a0
 class PStableLSH:
@@ -72,12 +77,12 @@ class PStableLSH:
         stable: str = 'gaussian',  # 'gaussian' (2-stable, Euclidean) or 'cauchy' (1-stable, Manhattan)
         rng=None,  # numpy Generator or seed (the functions a_l, b_l; shared by the parties)
     ):
-        if not isinstance(n_features, numbers.Integral) or n_features < 1:
+        if not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
         L = max(1, min(40, n_features - 1)) if n_tables is None else n_tables
-        if not isinstance(L, numbers.Integral) or L < 1:
+        if not isinstance(L, numbers.Integral) or isinstance(L, bool) or L < 1:
             raise ValueError(f"n_tables must be a positive integer; got {n_tables!r}")
-        if not (isinstance(r, numbers.Real) and np.isfinite(r) and r > 0):
+        if not (isinstance(r, numbers.Real) and not isinstance(r, bool) and np.isfinite(r) and r > 0):
             raise ValueError(f"r must be a positive number; got {r!r}")
         if stable not in ('gaussian', 'cauchy'):
             raise ValueError(f"stable must be 'gaussian' or 'cauchy'; got {stable!r}")
@@ -96,7 +101,11 @@ class PStableLSH:
             raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
         if not np.isfinite(X).all():
             raise ValueError("X contains NaN or infinity: LSH needs finite features")
-        return np.floor((X @ self.a + self.b) / self.r).astype(np.int64)
+        with np.errstate(over='ignore', invalid='ignore'):  # huge rows: caught below, before the cast
+            F = np.floor((X @ self.a + self.b) / self.r)
+        if not (np.abs(F) < 2.0**62).all():
+            raise ValueError("hash values beyond int64: scale the rows down or raise r")
+        return F.astype(np.int64)
 
     def __repr__(self):
         return f"PStableLSH(n_features={self.n_features}, n_tables={self.n_tables}, r={self.r}, stable={self.stable!r})"
@@ -137,6 +146,8 @@ def most_similar(
     Hq, Hr = np.asarray(Hq), np.asarray(Hr)
     if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]:
         raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
+    if not (np.issubdtype(Hq.dtype, np.integer) and np.issubdtype(Hr.dtype, np.integer)):
+        raise ValueError(f"hash values must be integers; got {Hq.dtype} and {Hr.dtype}")
     if len(Hr) == 0:
         raise ValueError("no reference rows")
     if len(Hq) == 0:
@@ -234,6 +245,9 @@ def tree_from_message(
     layout,  # the public HistLayout (split thresholds)
 ) -> Tree:
     "Rebuild a `Tree` from `tree_message` output and the public `HistLayout` (thresholds); missing values are zeros."
+    missing = [k for k in _TREE_FIELDS if k not in msg]
+    if missing:
+        raise ValueError(f"a tree message needs {list(_TREE_FIELDS)}; missing {missing}")
     f, b = msg['feature'].astype(np.intp), msg['bin'].astype(np.intp)
     n = len(f)
     z = np.zeros(n)
@@ -253,11 +267,37 @@ def tree_from_message(
     )
 
 # %% ../nbs/34_nflgbdt.ipynb #d654e7ec
+def _features(X, categories: dict, where: str) -> np.ndarray:
+    "`X` as float64 (a DataFrame's categories as codes by `categories`, pandas' NA as NaN); errors start with `where`."
+    try:
+        if isinstance(X, pd.DataFrame):
+            return np.asarray(numeric_features(X, categories or None), dtype=float)
+        A = np.asarray(X)
+        if A.dtype.kind == 'c':
+            raise ValueError("X is complex: trees split real numbers")
+        if A.dtype.kind in 'mM':
+            raise ValueError(f"X has dtype {A.dtype}: dates and durations are not numbers; convert them")
+        try:
+            return np.asarray(A, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"X must be numeric ({e}); a DataFrame may carry text as pandas categories") from None
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+
+
+def _categories(X) -> dict:
+    "The categories of each pandas `category` column of a DataFrame (empty for arrays)."
+    if not isinstance(X, pd.DataFrame):
+        return {}
+    return {c: X[c].cat.categories for c, dt in X.dtypes.items() if isinstance(dt, pd.CategoricalDtype)}
+
+# %% ../nbs/34_nflgbdt.ipynb #5ee61465
 def _check_clients(clients, allow_nan: bool):
-    "Arrays and names of a list of (X_k, y_k); clear errors for empty clients, mismatched columns, NaN/inf."
+    """Arrays, labels, column names and categories of a list of (X_k, y_k): errors naming the client and the problem
+    (too few, empty, sparse, other columns or categories than client 0, text, NaN/inf, lengths, missing labels)."""
     if not isinstance(clients, (list, tuple)) or len(clients) < 2:
         raise ValueError("clients must be a list of at least 2 (X_k, y_k) pairs")
-    Xs, ys, names = [], [], None
+    Xs, ys, names, cats = [], [], None, {}
     for k, c in enumerate(clients):
         if not isinstance(c, (list, tuple)) or len(c) != 2:
             raise ValueError(f"client {k} must be an (X, y) pair")
@@ -267,23 +307,28 @@ def _check_clients(clients, allow_nan: bool):
         if isinstance(X, pd.DataFrame):
             cols = [str(v) for v in X.columns]
             if names is None and k == 0:
-                names = cols
+                names, cats = cols, _categories(X)
             elif cols != names:
                 raise ValueError(f"client {k} has columns {cols[:5]}... unlike client 0")
-        X, y = np.asarray(X, dtype=float), np.asarray(y).ravel()
+            for col, v in _categories(X).items():  # a category's code must mean the same at every party
+                if col not in cats or list(v) != list(cats[col]):
+                    raise ValueError(f"client {k}: column {col!r} has categories {list(v)[:5]} unlike client 0")
+        X, y = _features(X, cats, f"client {k}"), np.asarray(y).ravel()
         if X.ndim != 2:
             raise ValueError(f"client {k}: X must be 2-d; got shape {X.shape}")
         if len(X) == 0:
             raise ValueError(f"client {k} is empty")
         if len(y) != len(X):
             raise ValueError(f"client {k}: X has {len(X)} rows but y has {len(y)}")
+        if pd.isna(y).any():
+            raise ValueError(f"client {k}: y has missing labels")
         if Xs and X.shape[1] != Xs[0].shape[1]:
             raise ValueError(f"client {k} has {X.shape[1]} columns, client 0 has {Xs[0].shape[1]}")
         if np.isinf(X).any() or (not allow_nan and np.isnan(X).any()):
             raise ValueError(f"client {k}: X contains {'infinity' if allow_nan else 'NaN or infinity'}")
         Xs.append(X)
         ys.append(y)
-    return Xs, ys, names
+    return Xs, ys, names, cats
 
 # %% ../nbs/34_nflgbdt.ipynb #8edb47106e1a46a883d545849b8ab81b
 _HYPER = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
@@ -305,11 +350,12 @@ class _FedGBDT(ClassifierMixin, BaseEstimator):
 
 # %% ../nbs/34_nflgbdt.ipynb #06022b53
 def _validate_X(est, X):
-    check_is_fitted(est)
+    "Prediction input as floats, checked against the fit: NotFittedError before `fit`; columns, categories, NaN, inf."
+    check_is_fitted(est, 'trees_')
     if isinstance(X, pd.DataFrame) and hasattr(est, 'feature_names_in_'):
         if [str(c) for c in X.columns] != list(est.feature_names_in_):
             raise ValueError("X has different columns than at fit")
-    X = np.asarray(X, float)
+    X = _features(X, est.categories_, 'X')
     if X.ndim != 2 or X.shape[1] != est.n_features_in_:
         raise ValueError(f"X must have {est.n_features_in_} columns; got shape {X.shape}")
     if np.isinf(X).any() or (not est._allow_nan and np.isnan(X).any()):
@@ -319,7 +365,8 @@ def _validate_X(est, X):
 
 def _decision_function(self, X) -> np.ndarray:
     "Margin (log-odds): base margin plus the sum of the trees."
-    return self.base_margin_ + forest_margin(self.trees_, _validate_X(self, X))
+    X = _validate_X(self, X)
+    return self.base_margin_ + forest_margin(self.trees_, X)
 
 
 def _predict_proba(self, X) -> np.ndarray:
@@ -328,7 +375,8 @@ def _predict_proba(self, X) -> np.ndarray:
 
 
 def _predict(self, X) -> np.ndarray:
-    return self.classes_[(self.decision_function(X) > 0).astype(int)]
+    d = self.decision_function(X)  # NotFittedError before fit
+    return self.classes_[(d > 0).astype(int)]
 
 
 _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decision_function, _predict_proba, _predict)
@@ -337,9 +385,13 @@ _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decisio
 @patch
 def _prepare(self: _FedGBDT, clients) -> tuple:
     "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1)."
+    self.__dict__.pop('feature_names_in_', None)  # a fit on arrays after one on DataFrames has no column names
     check_boosting_params(self)
-    Xs, ys, names = _check_clients(clients, self._allow_nan)
-    self.classes_ = np.unique(np.concatenate(ys))
+    Xs, ys, names, self.categories_ = _check_clients(clients, self._allow_nan)
+    try:
+        self.classes_ = np.unique(np.concatenate(ys))
+    except TypeError:  # numpy cannot order text and numbers together
+        raise ValueError("the labels mix types (e.g. text and numbers): give every client's labels one type") from None
     if len(self.classes_) != 2:
         raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
     self.n_features_in_ = Xs[0].shape[1]
@@ -390,63 +442,45 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
     return res
 
 
-def _public_result(result: dict, cfg: dict) -> dict:
-    """What a data owner reports at the end over Flower: its trees as `tree_message`s (structure and leaf values, no
-    node statistics); never its hash functions (with `lsh_secret`, the owners' secret)."""
-    result = {k: v for k, v in result.items() if k != 'lsh'}
-    return dict(result, trees=[tree_message(t) for t in result['trees']]) if 'trees' in result else result
-
-
-def _register(name: str, party, server) -> ProtocolSpec:
-    """Register a data-owner/aggregator protocol of this module (the aggregator follows no dealer: phases drive the
-    rounds)."""
-    return register_protocol(
-        ProtocolSpec(name, party, server, _owner_check, server_name='aggregator', dealer=False, report=_public_result)
-    )  # over Flower a data owner reports its trees as messages; the simulator returns whole results
-
-
 def _built_trees(res: dict, parties: list, builders) -> list:
     "Tree t as its builder holds it (with its node statistics), from the parties' results."
     return [res[parties[b]]['trees'][t] for t, b in enumerate(builders)]
 
-# %% ../nbs/34_nflgbdt.ipynb #1944c39560714e6e80c856f20744a8e5
-def _owner_start(ctx, data: dict, cfg: dict):
-    "Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator, the base margin back."
-    own = DataOwner(cfg['me'], None, data['X'], data['y'], cfg['binner'])
-    ctx.send('aggregator', 'class counts', np.array([own.n_rows, int(own._y.sum())]))
-    base = yield from ctx.recv('base margin', 'aggregator')
-    own.margin = np.full(own.n_rows, base)
-    return own, base
-
-
-def _aggregator_start(ctx, cfg: dict):
-    "Generator: the aggregator's first round — the base margin from the parties' class counts; returns the counts."
-    counts = []
-    for p in cfg['parties']:
-        counts.append((yield from ctx.recv('class counts', p)))
-    n, pos = sum(counts)
-    margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
-    for p in cfg['parties']:
-        ctx.send(p, 'base margin', margin)
-    return counts
-
-
-def _owner_check(data: dict, cfg: dict):
-    "A data owner's data against the public configuration: ValueError naming the party and the problem."
-    me, X, y = cfg['me'], np.asarray(data['X']), np.asarray(data['y'])
-    d, n = cfg['binner'].layout_.n_features, cfg['sizes'][cfg['parties'].index(me)]
-    if X.ndim != 2 or X.shape[1] != d:
-        raise ValueError(f"{me}: X must have {d} columns, as the public candidates; got shape {X.shape}")
-    if len(X) == 0:
-        raise ValueError(f"{me} has no rows")
-    if len(X) != n or y.shape != (len(X),):
-        raise ValueError(f"{me}: {len(X)} rows and {y.shape} labels; the configuration says {n} rows")
-    if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError(f"{me}: labels must be 0 or 1")
-    if np.isinf(X).any() or (not cfg['allow_nan'] and np.isnan(X).any()):
-        raise ValueError(f"{me}: X contains {'infinity' if cfg['allow_nan'] else 'NaN or infinity'}")
-
 # %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
+def _lsh_bounds(est, datas: dict) -> tuple:
+    """The public scaling (lo, span) per feature: `lsh_bounds` checked (finite, low <= high), else the pooled min and
+    max ('bounds') or mean and mean + sd ('standard'); a ValueError naming the feature if the scaling overflows."""
+    d = est.n_features_in_
+    if est.lsh_bounds is not None:
+        try:
+            lo, hi = (np.broadcast_to(np.asarray(b, float), (d,)) for b in est.lsh_bounds)
+        except (TypeError, ValueError):
+            raise ValueError(f"lsh_bounds must be a pair (lo, hi) of numbers or of arrays of {d}") from None
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            raise ValueError("lsh_bounds must be finite")
+        bad = np.flatnonzero(lo > hi)
+        if len(bad):
+            j = bad[0]
+            raise ValueError(f"lsh_bounds: low above high for feature {j} ({lo[j]!r} > {hi[j]!r}; {len(bad)} such)")
+    else:  # declared public, like the split candidates
+        allX = np.vstack([dd['X'] for dd in datas.values()])
+        with np.errstate(over='ignore', invalid='ignore'):
+            if est.lsh_scale == 'bounds':
+                lo, hi = allX.min(axis=0), allX.max(axis=0)
+            else:
+                lo = allX.mean(axis=0)
+                hi = lo + allX.std(axis=0)
+    with np.errstate(over='ignore', invalid='ignore'):
+        span = np.where(hi > lo, hi - lo, 1.0)
+    bad = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(span)))
+    if len(bad):
+        raise ValueError(
+            f"feature {bad[0]}: its LSH scaling (lsh_scale={est.lsh_scale!r}) overflows float64; rescale it or pass "
+            "lsh_bounds"
+        )
+    return np.array(lo), span
+
+# %% ../nbs/34_nflgbdt.ipynb #6a045b10
 def _lsh_cfg(est, datas: dict) -> dict:
     """The public LSH configuration: the scaling (lo, span) per feature, the functions' parameters, and the functions
     themselves when they are public (`lsh_secret=False`: drawn from `est._rng`) — None when the owners draw them."""
@@ -454,16 +488,7 @@ def _lsh_cfg(est, datas: dict) -> dict:
         raise ValueError(f"lsh_scale must be 'bounds' or 'standard'; got {est.lsh_scale!r}")
     if not isinstance(est.lsh_secret, (bool, np.bool_)):
         raise ValueError(f"lsh_secret must be True or False; got {est.lsh_secret!r}")
-    if est.lsh_bounds is not None:
-        lo, hi = (np.asarray(b, float) for b in est.lsh_bounds)
-    else:  # declared public, like the split candidates
-        allX = np.vstack([d['X'] for d in datas.values()])
-        lo, hi = (
-            (allX.min(axis=0), allX.max(axis=0))
-            if est.lsh_scale == 'bounds'
-            else (allX.mean(axis=0), allX.mean(axis=0) + allX.std(axis=0))
-        )
-    span = np.where(hi > lo, hi - lo, 1.0)
+    lo, span = _lsh_bounds(est, datas)
     params = dict(n_features=est.n_features_in_, n_tables=est.n_tables, r=est.r, stable=est.stable)
     if est.lsh_secret:  # the parameters are checked here, before any message; the functions are the owners'
         lsh, params['n_tables'] = None, PStableLSH(**params, rng=0).n_tables
@@ -472,8 +497,12 @@ def _lsh_cfg(est, datas: dict) -> dict:
         params['n_tables'] = lsh.n_tables
     return dict(lsh=lsh, lsh_params=params, lsh_lo=lo, lsh_span=span)
 
-
-def _hash_rows(X, cfg: dict, lsh: PStableLSH) -> np.ndarray:
+# %% ../nbs/34_nflgbdt.ipynb #bd54fd12
+def hash_rows(
+    X,  # a party's rows (n, d), finite
+    cfg: dict,  # the public configuration: the scaling `lsh_lo`, `lsh_span`, and the party's name `me`
+    lsh: PStableLSH,  # the hash functions
+) -> np.ndarray:
     "A party's hash values (int32) of its rows by `lsh`, scaled by the public (lo, span); ValueError beyond int32."
     H = lsh.hash((np.asarray(X, float) - cfg['lsh_lo']) / cfg['lsh_span'])
     if len(H) and np.abs(H).max() >= 2**31:
@@ -489,59 +518,10 @@ def joint_lsh(
 ) -> PStableLSH:
     """The hash functions the data owners draw jointly: keyed by BLAKE2b of all their shares, so that no one without
     every share (the aggregator) can evaluate them."""
+    if not len(shares):
+        raise ValueError("joint_lsh needs every data owner's share; got none")
     blob = b''.join(np.asarray(s, np.uint8).tobytes() for s in shares)
     return PStableLSH(**params, rng=prg(blob, 'lsh functions'))  # ChaCha20 keyed by BLAKE2b of the shares
-
-# %% ../nbs/34_nflgbdt.ipynb #f61877af4e7f4313ad8234302950b331
-def _owner_lsh_start(ctx, data: dict, cfg: dict):
-    """Generator: a data owner's first round and its hash values. Public functions: it hashes first (beyond int32 stops
-    it before its first message). Secret ones: with its class counts it sends every other owner its share of their
-    key (32 bytes of its secret generator), and hashes once it holds every share. Returns (owner, base margin, hash
-    values, the functions, seconds spent hashing)."""
-    names, me, lsh = cfg['parties'], cfg['me'], cfg['lsh']
-    if lsh is None:
-        share = secret_bytes(ctx.rng, 32)
-        for p in names:
-            if p != me:
-                ctx.send(p, 'hash key share', share)
-    else:
-        t0 = time.perf_counter()
-        H, took = _hash_rows(data['X'], cfg, lsh), time.perf_counter() - t0
-    own, base = yield from _owner_start(ctx, data, cfg)
-    if lsh is None:
-        shares = []
-        for p in names:
-            shares.append(share if p == me else (yield from ctx.recv('hash key share', p)))
-        t0 = time.perf_counter()
-        lsh = joint_lsh(shares, cfg['lsh_params'])
-        H, took = _hash_rows(data['X'], cfg, lsh), time.perf_counter() - t0
-    return own, base, H, lsh, took
-
-# %% ../nbs/34_nflgbdt.ipynb #36e04bee
-def _owner_hash(ctx, own: DataOwner, cfg: dict, H: np.ndarray):
-    """Generator: a data owner's hashing round — its hash values `H` to the aggregator, then its maps (to m: rows of m)
-    back."""
-    ctx.phase = ('hash', 0)
-    ctx.send('aggregator', 'hash values', H)
-    me = cfg['parties'].index(cfg['me'])
-    own.maps = {}
-    for j, m in cfg['send']:
-        if j == me:
-            msg = yield from ctx.recv('similar rows', 'aggregator')
-            own.maps[int(msg['to'])] = msg['rows'].astype(np.intp)
-
-
-def _aggregator_hash(ctx, cfg: dict):
-    """Generator: the aggregator's hashing round — the most-similar maps (j, m) of `cfg['pairs']`, those of
-    `cfg['send']` to j. Returns the maps, its seconds, and the number of distinct signatures among all rows."""
-    H = []
-    for p in cfg['parties']:
-        H.append((yield from ctx.recv('hash values', p)))
-    t0 = time.perf_counter()
-    maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in cfg['pairs']}
-    for j, m in cfg['send']:
-        ctx.send(cfg['parties'][j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
-    return maps, time.perf_counter() - t0, len(np.unique(np.vstack(H), axis=0))
 
 # %% ../nbs/34_nflgbdt.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
 class LSHCollapseWarning(UserWarning):
@@ -573,77 +553,6 @@ def _lsh_fitted(est, res: dict, cfg: dict):
             stacklevel=3,
         )
 
-# %% ../nbs/34_nflgbdt.ipynb #431b1146
-def _threaded(fn, handlers: dict):
-    """Generator: run `fn(proxy)` in a helper thread; each call `proxy.name(*args)` blocks it while this generator runs
-    `handlers[name](*args)` (a generator: a message exchange) and hands back its value. Returns `fn`'s result: a
-    plain function that asks a provider (`grow_tree`) becomes a program."""
-    calls, answers = queue.SimpleQueue(), queue.SimpleQueue()
-
-    class _Proxy:
-        def __getattr__(self, name):
-            def call(*a, **kw):
-                calls.put((name, a, kw))
-                ok, v = answers.get()
-                if not ok:
-                    raise RuntimeError("the program was stopped")
-                return v
-
-            return call
-
-    def run():
-        try:
-            calls.put(('', fn(_Proxy()), None))
-        except BaseException as e:
-            calls.put(('!', e, None))
-
-    threading.Thread(target=run, daemon=True).start()
-    try:
-        while True:
-            name, a, kw = calls.get()
-            if name in ('', '!'):
-                break
-            answers.put((True, (yield from handlers[name](*a, **kw))))
-    except BaseException:
-        answers.put((False, None))  # let the thread end
-        raise
-    if name == '!':
-        raise a
-    return a
-
-# %% ../nbs/34_nflgbdt.ipynb #015066fb96f841e5be1e03a9eaadc3b6
-def _recv_any(ctx, kinds: tuple, sender: str):
-    "Generator: (kind, payload) of the oldest message from `sender` of any of `kinds`, waiting until there is one."
-    while True:
-        for i, (s, k, p) in enumerate(ctx.box):
-            if s == sender and k in kinds:
-                del ctx.box[i]
-                return k, p
-        yield ('recv', kinds, sender)
-
-
-def _aggregator_provider(ctx, cfg: dict, level: list) -> dict:
-    """The aggregator's histogram provider as message exchanges: each node histogram a secure sum (a new round), splits
-    broadcast."""
-    names = cfg['parties']
-
-    def histograms(nodes):
-        yield from ctx.pause()  # what it sent before stays in its round
-        ctx.phase, level[0] = ('level', level[0]), level[0] + 1
-        for p in names:
-            ctx.send(p, 'nodes', np.asarray(nodes, np.int32))
-        shape = (len(nodes), cfg['binner'].layout_.n_slots, 2)
-        return (yield from secure_sum_server(ctx, shape, cfg['frac_bits']))
-
-    def split(nodes, feature, bin, default_left, left, right):
-        msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
-        for p in names:
-            ctx.send(p, 'splits', {k: np.asarray(v) for k, v in msg.items()})
-        return None
-        yield
-
-    return dict(histograms=histograms, split=split)
-
 # %% ../nbs/34_nflgbdt.ipynb #7623eae2785240b9bd12b16a66d81610
 class FederBoostClassifier(_FedGBDT):
     "FederBoost (Tian et al. 2020): per-level gradient histograms summed over parties by secure aggregation."
@@ -657,55 +566,12 @@ class FederBoostClassifier(_FedGBDT):
         gamma: float = 0.0,  # minimum split gain
         min_child_weight: float = 1.0,  # minimum Hessian in a child
         max_bins: int = 256,  # split candidates per feature (pooled quantiles, declared public)
-        frac_bits: int = 32,  # fractional bits of the secure sum's fixed point
+        frac_bits: int | None = None,  # None: integers on the core's grid (exact); an int: the paper's fixed point
         rng=None,  # numpy Generator or seed, or None (each party's secret generator, for its masks: `party_rngs_`)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.frac_bits, self.rng = max_bins, frac_bits, rng
-
-# %% ../nbs/34_nflgbdt.ipynb #81ff116bae5b45f6b6dae177083008cf
-def federboost_party(
-    ctx,  # this party's `PartySMC` (mailbox, rng: its Diffie-Hellman secrets)
-    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
-    cfg: dict,  # the public configuration (`FederBoostClassifier.fit` makes it)
-):
-    """A data owner's whole FederBoost program (a generator): first round, then for each tree its histograms of the
-    asked nodes into secure sums, the splits, and the leaf values. Returns the base margin (the model is the
-    aggregator's)."""
-    own, base = yield from _owner_start(ctx, data, cfg)
-    for t in range(cfg['n_trees']):
-        own.provider.start_tree(own.gradients())
-        while True:
-            kind, msg = yield from _recv_any(ctx, ('nodes', 'splits', 'leaf values'), 'aggregator')
-            if kind == 'nodes':
-                hist = own.provider.histograms(np.asarray(msg, np.intp))
-                yield from secure_sum_party(ctx, hist, 'aggregator', cfg['frac_bits'])
-            elif kind == 'splits':
-                own.provider.split(**msg)
-            else:
-                own.margin = own.margin + own.provider.row_values(msg)
-                break
-    return dict(base_margin=base)
-
-# %% ../nbs/34_nflgbdt.ipynb #81ff116bae5b45f6b6dae177083008cfb
-def federboost_server(
-    ctx,  # the aggregator's `PartySMC`
-    cfg: dict,  # the public configuration
-):
-    """The aggregator's FederBoost program (no data): base margin, then it grows every tree on securely summed
-    histograms (one round per level) and broadcasts the leaf values. Returns the trees."""
-    yield from _aggregator_start(ctx, cfg)
-    provider, trees = _aggregator_provider(ctx, cfg, [0]), []
-    for t in range(cfg['n_trees']):
-        grow = lambda prov: grow_tree(prov, cfg['binner'].layout_, **cfg['grow'])
-        trees.append((yield from _threaded(grow, provider)))
-        for p in cfg['parties']:
-            ctx.send(p, 'leaf values', trees[-1].value)
-    return dict(trees=trees)
-
-
-FEDERBOOST = _register('federboost', federboost_party, federboost_server)
 
 # %% ../nbs/34_nflgbdt.ipynb #938c804e27f84196a10c8828c723f798
 @patch
@@ -713,9 +579,22 @@ def protocol_inputs(
     self: FederBoostClassifier,
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ) -> tuple:
-    """What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs, each party's data {'X', 'y'}, the public
-    configuration."""
-    return self._inputs(FEDERBOOST, clients, lambda datas, cfg: dict(frac_bits=self.frac_bits))
+    """What `fit` runs: (spec, datas, cfg) — the `FEDERBOOST` programs (34a), each party's data {'X', 'y'}, the public
+    configuration (with `frac_bits`, the rows `n_rows` and the fixed point `scale_bits` of the grid's secure sum)."""
+    from fedgauss.nflgbdt_programs import FEDERBOOST
+
+    def public(datas, cfg):
+        n, D, fb = sum(cfg['sizes']), len(cfg['parties']), self.frac_bits
+        top = 62 - n.bit_length() - D.bit_length()  # a slot's sum is at most n: 2^frac_bits n < 2^63 / D
+        # at least 16 bits: a row's Hessian is at most 1/4
+        if fb is not None and not (isinstance(fb, numbers.Integral) and not isinstance(fb, bool) and 16 <= fb <= top):
+            raise ValueError(
+                f"frac_bits must be None (exact sums on the core's grid) or an integer in [16, {top}] for {n} rows "
+                f"over {D} parties in 64 bits; got {fb!r}"
+            )
+        return dict(frac_bits=None if fb is None else int(fb), n_rows=n, scale_bits=top)
+
+    return self._inputs(FEDERBOOST, clients, public)
 
 
 @patch
@@ -738,37 +617,14 @@ def tree_schedule(
 ) -> np.ndarray:
     "Builder of each tree: parties in turn, consecutive blocks proportional to `sizes` (largest remainders)."
     sizes = np.asarray(sizes, float)
+    if sizes.ndim != 1 or len(sizes) == 0 or not (np.isfinite(sizes).all() and (sizes > 0).all()):
+        raise ValueError(f"sizes must be a non-empty list of positive row counts; got {sizes.tolist()}")
+    if not isinstance(n_trees, numbers.Integral) or isinstance(n_trees, bool) or n_trees < 0:
+        raise ValueError(f"n_trees must be a non-negative integer; got {n_trees!r}")
     q = n_trees * sizes / sizes.sum()
     k = np.floor(q).astype(int)
     k[np.argsort(-(q - k), kind='stable')[: n_trees - k.sum()]] += 1
     return np.repeat(np.arange(len(sizes)), k)
-
-# %% ../nbs/34_nflgbdt.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
-def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
-    """Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the
-    tree is broadcast."""
-    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
-    if me != names[b]:
-        ctx.phase = ('tree', t)
-        gh, to = own.gradients(), own.maps[b]
-        n_b = cfg['sizes'][b]
-        ctx.send(names[b], 'mapped gradients', np.stack([np.bincount(to, gh[:, c], minlength=n_b) for c in (0, 1)], 1))
-        tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
-        own.add_tree(tree)
-        return tree
-    got = []
-    for p in names:
-        if p != me:
-            got.append((yield from ctx.recv('mapped gradients', p)))
-    ctx.phase = ('tree', t)
-    own.provider.start_tree(own.gradients() + sum(got))
-    tree = grow_tree(own.provider, lay, **cfg['grow'])
-    msg = tree_message(tree)
-    for p in names:
-        if p != me:
-            ctx.send(p, 'tree', msg)
-    own.margin = own.margin + own.provider.row_values(tree.value)
-    return tree
 
 # %% ../nbs/34_nflgbdt.ipynb #504fb2a444614c0babb325280ed9130a
 class SimFLClassifier(_FedGBDT):
@@ -791,8 +647,8 @@ class SimFLClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        lsh_secret: bool = False,  # True: hash functions drawn jointly by the owners, kept from the aggregator
-        rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
+        lsh_secret: bool = True,  # True: hash functions drawn jointly by the owners, kept from the aggregator
+        rng=None,  # numpy Generator or seed (the parties' streams; the hash functions if not lsh_secret)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -804,38 +660,6 @@ class SimFLClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_bounds, self.rng = n_tables, r, stable, lsh_bounds, rng
         self.lsh_scale, self.lsh_secret = lsh_scale, lsh_secret
 
-# %% ../nbs/34_nflgbdt.ipynb #47b7c048
-def simfl_party(
-    ctx,  # this party's `PartySMC` (mailbox, phase)
-    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
-    cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
-):
-    """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
-    Returns its trees (those it built with their node statistics), the base margin, its hashing time and functions."""
-    me = cfg['parties'].index(cfg['me'])
-    own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
-    yield from _owner_hash(ctx, own, cfg, H)
-    trees = []
-    for t, b in enumerate(cfg['builders']):
-        if t and cfg['builders'][t - 1] == me != b:
-            yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
-        trees.append((yield from _simfl_step(ctx, own, cfg, t, b)))
-    return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
-
-
-def simfl_server(
-    ctx,  # the aggregator's `PartySMC`
-    cfg: dict,  # the public configuration
-):
-    """The aggregator's SimFL program (no data): base margin and the similarity maps; it takes no part in the trees.
-    Returns the number of distinct signatures."""
-    yield from _aggregator_start(ctx, cfg)
-    _, took, sig = yield from _aggregator_hash(ctx, cfg)
-    return dict(signatures=sig, timings={'similarity': took})
-
-
-SIMFL = _register('simfl', simfl_party, simfl_server)
-
 # %% ../nbs/34_nflgbdt.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def protocol_inputs(
@@ -844,6 +668,7 @@ def protocol_inputs(
 ) -> tuple:
     """What `fit` runs: (spec, datas, cfg) — the `SIMFL` programs, each party's data {'X', 'y'}, the public
     configuration."""
+    from fedgauss.nflgbdt_programs import SIMFL
 
     def public(datas, cfg):  # every party gets its maps towards every other party
         builders = tree_schedule(cfg['sizes'], self.n_estimators).tolist()
@@ -872,6 +697,10 @@ def similar_counts(
 ) -> np.ndarray:
     "n_d: rows of party d that are the most similar row of some row of another party (from maps (j, d) -> row of d)."
     out = np.zeros(len(sizes), np.intp)
+    for (j, m), idx in maps.items():
+        idx = np.asarray(idx)
+        if not 0 <= m < len(sizes) or (len(idx) and (idx.min() < 0 or idx.max() >= sizes[m])):
+            raise ValueError(f"maps[{j}, {m}] points outside party {m}'s rows")
     for d, n in enumerate(sizes):
         hit = np.zeros(n, bool)
         for (j, m), idx in maps.items():
@@ -887,43 +716,13 @@ def global_leaf_weights(
     reg_lambda: float = 1.0,  # L2 penalty
 ) -> np.ndarray:
     "$-G/(H+\\lambda)$ with $G=\\sum_d w_d G_d$, $H=\\sum_d w_d H_d$."
-    S = np.tensordot(np.asarray(weights, float), np.asarray(leaf_sums, float), axes=1)
+    S, w = np.asarray(leaf_sums, float), np.asarray(weights, float)
+    if S.ndim != 3 or S.shape[2] != 2 or w.shape != (len(S),):
+        raise ValueError(f"leaf_sums must be D arrays (n_leaves, 2) and weights D numbers; got {S.shape} and {w.shape}")
+    if not (np.isfinite(S).all() and np.isfinite(w).all() and (w >= 0).all()):
+        raise ValueError("leaf sums and weights must be finite, the weights >= 0")
+    S = np.tensordot(w, S, axes=1)
     return newton_weight(S[:, 0], S[:, 1], reg_lambda, 0.0)
-
-# %% ../nbs/34_nflgbdt.ipynb #4e2f5dc9
-def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
-    """Generator: a later nFL-GBDT tree `t` — builder `b` grows the structure on its rows; the aggregator sets the leaf
-    weights."""
-    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
-    if me == names[b]:
-        ctx.phase = ('tree', t)
-        own.provider.start_tree(own.gradients())
-        tree = grow_tree(own.provider, lay, **cfg['grow'])
-        msg = tree_message(tree, values=False)
-        for p in names:
-            if p != me:
-                ctx.send(p, 'structure', msg)
-        leaf = own.provider.node  # the builder knows its rows' leaves
-    else:
-        tree = tree_from_message((yield from ctx.recv('structure', names[b])), lay)
-        leaf = own.leaves(tree)
-    ctx.send('aggregator', 'leaf sums', own.leaf_sums(tree, leaf))
-    v = np.zeros(tree.n_nodes)
-    v[tree.is_leaf] = yield from ctx.recv('leaf weights', 'aggregator')
-    tree = replace(tree, value=v)
-    own.add_tree(tree, leaf)
-    return tree
-
-
-def _aggregator_nfl_step(ctx, cfg: dict, w):
-    """Generator: the aggregator's part of a later tree — global leaf weights from the parties' leaf sums, weighted by
-    `w`."""
-    got = []
-    for p in cfg['parties']:
-        got.append((yield from ctx.recv('leaf sums', p)))
-    omega = cfg['grow']['learning_rate'] * global_leaf_weights(got, w, cfg['grow']['reg_lambda'])
-    for p in cfg['parties']:
-        ctx.send(p, 'leaf weights', omega)
 
 # %% ../nbs/34_nflgbdt.ipynb #c3933fab20d04ec698c2621248eb3be0
 class NFLGBDTClassifier(_FedGBDT):
@@ -945,9 +744,9 @@ class NFLGBDTClassifier(_FedGBDT):
         stable: str = 'gaussian',  # 'gaussian' or 'cauchy' LSH
         lsh_scale: str = 'bounds',  # hash (x - lo)/(hi - lo): 'bounds' lo, hi = pooled min, max; 'standard' = pooled mean, mean + sd
         lsh_bounds=None,  # public (lo, hi) per feature, overriding `lsh_scale`
-        lsh_secret: bool = False,  # True: hash functions drawn jointly by the owners, kept from the aggregator
+        lsh_secret: bool = True,  # True: hash functions drawn jointly by the owners, kept from the aggregator
         leaf_weighting: str = 'similar',  # 'similar': owners weighted by n_d / n; 'sum': plain sums (pooled Newton leaf)
-        rng=None,  # numpy Generator or seed (public hash functions if not lsh_secret; the parties' streams)
+        rng=None,  # numpy Generator or seed (the parties' streams; the hash functions if not lsh_secret)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
@@ -959,40 +758,6 @@ class NFLGBDTClassifier(_FedGBDT):
         self.n_tables, self.r, self.stable, self.lsh_scale = n_tables, r, stable, lsh_scale
         self.lsh_bounds, self.leaf_weighting, self.rng, self.lsh_secret = lsh_bounds, leaf_weighting, rng, lsh_secret
 
-# %% ../nbs/34_nflgbdt.ipynb #76127f4a2f6a44fba749ea7800e59d51
-def nflgbdt_party(
-    ctx,  # this party's `PartySMC` (mailbox, phase)
-    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
-    cfg: dict,  # the public configuration (`NFLGBDTClassifier.fit` makes it)
-):
-    """A data owner's whole nFL-GBDT program (a generator): first round, hashing, the SimFL first tree at party 0, then
-    the later trees. Returns its trees (those it built with their node statistics), the base margin, its hashing
-    time and functions."""
-    own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
-    yield from _owner_hash(ctx, own, cfg, H)
-    trees = [(yield from _simfl_step(ctx, own, cfg, 0, 0))]
-    for t in range(1, cfg['n_trees']):
-        trees.append((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
-    return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
-
-
-def nflgbdt_server(
-    ctx,  # the aggregator's `PartySMC`
-    cfg: dict,  # the public configuration
-):
-    """The aggregator's nFL-GBDT program (no data): base margin, the similarity maps and $n_d$, then the global leaf
-    weights of every later tree."""
-    counts = yield from _aggregator_start(ctx, cfg)
-    maps, took, sig = yield from _aggregator_hash(ctx, cfg)
-    n_d = similar_counts(maps, [int(c[0]) for c in counts])
-    w = n_d / n_d.sum() if cfg['leaf_weighting'] == 'similar' else np.ones(len(n_d))
-    for t in range(1, cfg['n_trees']):
-        yield from _aggregator_nfl_step(ctx, cfg, w)
-    return dict(similar_counts=n_d, signatures=sig, timings={'similarity': took})
-
-
-NFLGBDT = _register('nflgbdt', nflgbdt_party, nflgbdt_server)
-
 # %% ../nbs/34_nflgbdt.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 @patch
 def protocol_inputs(
@@ -1001,6 +766,8 @@ def protocol_inputs(
 ) -> tuple:
     """What `fit` runs: (spec, datas, cfg) — the `NFLGBDT` programs, each party's data {'X', 'y'}, the public
     configuration; give them to `run_protocol` or `fedgauss.flower.flower_run`."""
+    from fedgauss.nflgbdt_programs import NFLGBDT
+
     if self.leaf_weighting not in ('similar', 'sum'):
         raise ValueError(f"leaf_weighting must be 'similar' or 'sum'; got {self.leaf_weighting!r}")
 
@@ -1025,9 +792,14 @@ def fit(
     return self
 
 # %% ../nbs/34_nflgbdt.ipynb #f2097b89
-def _dp_tree(own: DataOwner, grow: dict, eps_tree: float, rng) -> Tree:
-    """A tree on `own`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf
-    (`grow`: the boosting parameters)."""
+def dp_tree(
+    own: DataOwner,  # the party that grows the tree on its own rows
+    grow: dict,  # the boosting parameters (max_depth, learning_rate, reg_lambda, gamma, min_child_weight)
+    eps_tree: float,  # the privacy budget of this tree's leaves
+    rng,  # the party's secret generator (the Laplace noise)
+) -> Tree:
+    """A tree on `own`'s rows with gradient leaves and Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf (TFL,
+    F-GBDT-G)."""
     gh = own.gradients()
     gh[:, 1] = 1.0
     own.provider.start_tree(gh)
@@ -1045,7 +817,7 @@ def _dp_tree(own: DataOwner, grow: dict, eps_tree: float, rng) -> Tree:
 
 
 def _check_eps(e):
-    if not (isinstance(e, numbers.Real) and np.isfinite(e) and e > 0):
+    if not (isinstance(e, numbers.Real) and not isinstance(e, bool) and np.isfinite(e) and e > 0):
         raise ValueError(f"epsilon must be a positive number; got {e!r}")
 
 # %% ../nbs/34_nflgbdt.ipynb #cb1e1581032b452c9409d6c6813c49d1
@@ -1068,43 +840,6 @@ class TFLClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
-# %% ../nbs/34_nflgbdt.ipynb #170801f6
-def tfl_party(
-    ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
-    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
-    cfg: dict,  # the public configuration (`TFLClassifier.fit` makes it)
-):
-    """A data owner's whole TFL program (a generator): first round, then each tree — its own DP tree, broadcast, on its
-    turns (`cfg['builders']`); the builder's otherwise. Returns its trees and the base margin."""
-    own, base = yield from _owner_start(ctx, data, cfg)
-    names, lay, B = cfg['parties'], cfg['binner'].layout_, cfg['builders']
-    me, trees = names.index(cfg['me']), []
-    eps_tree = cfg['epsilon'] / np.bincount(B, minlength=len(names))[me]
-    for t, b in enumerate(B):
-        if b != me:
-            tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
-        else:
-            if t and B[t - 1] == me:
-                yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
-            ctx.phase = ('tree', t)
-            tree = _dp_tree(own, cfg['grow'], eps_tree, ctx.rng)
-            msg = tree_message(tree)
-            for p in names:
-                if p != cfg['me']:
-                    ctx.send(p, 'tree', msg)
-        own.add_tree(tree)
-        trees.append(tree)
-    return dict(trees=trees, base_margin=base)
-
-
-def _aggregator_setup_only(ctx, cfg: dict):
-    "Generator: an aggregator that only sets the base margin."
-    yield from _aggregator_start(ctx, cfg)
-    return {}
-
-
-TFL = _register('tfl', tfl_party, _aggregator_setup_only)
-
 # %% ../nbs/34_nflgbdt.ipynb #db7b79bc585a40fcaf58bf750017e135
 @patch
 def protocol_inputs(
@@ -1112,6 +847,8 @@ def protocol_inputs(
     clients,  # list of (X_k, y_k) pairs, one per party (at least 2)
 ) -> tuple:
     "What `fit` runs: (spec, datas, cfg) — the `TFL` programs, each party's data {'X', 'y'}, the public configuration."
+    from fedgauss.nflgbdt_programs import TFL
+
     _check_eps(self.epsilon)
 
     def public(datas, cfg):  # the builders in turn, blocks proportional to the parties' sizes
@@ -1156,62 +893,6 @@ class FGBDTGClassifier(_FedGBDT):
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.epsilon, self.rng = max_bins, epsilon, rng
 
-# %% ../nbs/34_nflgbdt.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
-def _fgbdtg_step(ctx, own: DataOwner, cfg: dict, t: int):
-    """Generator: a party's F-GBDT-G round `t` — its DP candidate to the others, scores of all candidates to the
-    aggregator, the chosen one added."""
-    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
-    ctx.phase = ('tree', t)
-    c = _dp_tree(own, cfg['grow'], cfg['eps_tree'], ctx.rng)
-    msg = tree_message(c)
-    for p in names:
-        if p != me:
-            ctx.send(p, 'candidate', msg)
-    cand = []
-    for p in names:
-        cand.append(c if p == me else tree_from_message((yield from ctx.recv('candidate', p)), lay))
-    gh = own.gradients()
-    v = np.stack([tr.value[own.leaves(tr)] for tr in cand])
-    ctx.send('aggregator', 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
-    best = int((yield from ctx.recv('chosen', 'aggregator')))
-    own.add_tree(cand[best])
-    return cand[best]
-
-# %% ../nbs/34_nflgbdt.ipynb #903197826d2e44dfa0208e8f97c69327
-def fgbdtg_party(
-    ctx,  # this party's `PartySMC` (mailbox, phase, rng: its Laplace noise)
-    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
-    cfg: dict,  # the public configuration (`FGBDTGClassifier.fit` makes it)
-):
-    """A data owner's whole F-GBDT-G program (a generator): first round, then one proposal round per tree. Returns its
-    trees (its own proposals with their node statistics) and the base margin."""
-    own, base = yield from _owner_start(ctx, data, cfg)
-    trees = []
-    for t in range(cfg['n_trees']):
-        trees.append((yield from _fgbdtg_step(ctx, own, cfg, t)))
-    return dict(trees=trees, base_margin=base)
-
-
-def fgbdtg_server(
-    ctx,  # the aggregator's `PartySMC`
-    cfg: dict,  # the public configuration
-):
-    """The aggregator's F-GBDT-G program (no data): base margin, then each round the candidate with the smallest summed
-    score. Returns the chosen proposers."""
-    yield from _aggregator_start(ctx, cfg)
-    chosen = []
-    for t in range(cfg['n_trees']):
-        got = []
-        for p in cfg['parties']:
-            got.append((yield from ctx.recv('scores', p)))
-        chosen.append(int(np.argmin(sum(got))))
-        for p in cfg['parties']:
-            ctx.send(p, 'chosen', np.int32(chosen[-1]))
-    return dict(chosen=chosen)
-
-
-FGBDTG = _register('fgbdtg', fgbdtg_party, fgbdtg_server)
-
 # %% ../nbs/34_nflgbdt.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
 def protocol_inputs(
@@ -1220,6 +901,8 @@ def protocol_inputs(
 ) -> tuple:
     """What `fit` runs: (spec, datas, cfg) — the `FGBDTG` programs, each party's data {'X', 'y'}, the public
     configuration."""
+    from fedgauss.nflgbdt_programs import FGBDTG
+
     _check_eps(self.epsilon)
     return self._inputs(FGBDTG, clients, lambda datas, cfg: dict(eps_tree=self.epsilon / self.n_estimators))
 
@@ -1244,7 +927,7 @@ def pooled(
     clients,  # list of (X_k, y_k) pairs
 ) -> tuple:
     "All clients' rows and labels stacked (the Non baseline's training set)."
-    Xs, ys, _ = _check_clients(clients, True)
+    Xs, ys, _, _ = _check_clients(clients, True)
     return np.vstack(Xs), np.concatenate(ys)
 
 
@@ -1257,8 +940,8 @@ def individual_errors(
 ) -> np.ndarray:  # test error of each party's own model
     """Test error of a `GBDTClassifier` fitted on each client's rows alone (`kwargs` go to the classifier, whose
     parameters they are)."""
-    Xs, ys, _ = _check_clients(clients, True)
-    y_test = np.asarray(y_test)
+    Xs, ys, _, cats = _check_clients(clients, True)
+    X_test, y_test = _features(X_test, cats, 'X_test'), np.asarray(y_test)
     out = []
     for X, y in zip(Xs, ys):
         if len(np.unique(y)) < 2:
@@ -1273,6 +956,9 @@ def communication(
 ) -> pd.DataFrame:
     "Total bytes, messages and rounds of fitted federated estimators (name -> model), and bytes sent per party."
     rows = {}
+    for name, m in models.items():
+        if not hasattr(m, 'channel_'):
+            raise ValueError(f"model {name!r} has no transcript: fit it first")
     for name, m in models.items():
         s = m.channel_.summary()
         b = m.channel_.bytes_by_party()
@@ -1295,6 +981,8 @@ def tree0_label_counts(
     mapped = np.asarray(mapped, float)
     if mapped.ndim != 2 or mapped.shape[1] != 2:
         raise ValueError(f"mapped must be an (n, 2) array of (G, H); got shape {mapped.shape}")
+    if not (isinstance(base_margin, numbers.Real) and np.isfinite(base_margin)):
+        raise ValueError(f"base_margin must be a finite number; got {base_margin!r}")
     p = expit(base_margin)
     c = mapped[:, 1] / (p * (1 - p))
     return np.rint(c).astype(np.intp), np.rint(c * p - mapped[:, 0]).astype(np.intp)
@@ -1323,6 +1011,8 @@ def invert_hashes(
     """Rows that hash to `H`: per distinct signature, the least-squares point on its cells' centres nearest to `center`;
     where it leaves the bounds or a cell, the nearest point (L1) inside all of them, by linear programming."""
     H, d = np.asarray(H), lsh.n_features
+    if H.ndim != 2 or H.shape[1] != lsh.n_tables:
+        raise ValueError(f"H must be (n, {lsh.n_tables}), one value per hash function; got shape {H.shape}")
     lo, span = (np.broadcast_to(np.asarray(v, float), d) for v in (lo, span))
     zs = lambda v, fill: np.full(d, fill) if v is None else (np.asarray(v, float) - lo) / span
     lower, upper = zs(lower, -np.inf), zs(upper, np.inf)
@@ -1344,6 +1034,8 @@ def feature_correlation(
 ) -> float:
     "Mean over features of the Pearson correlation between reconstruction and truth (0 for a constant column)."
     a, b = (np.asarray(v, float) for v in (X_hat, X))
+    if a.shape != b.shape or a.ndim != 2 or len(a) == 0:
+        raise ValueError(f"X_hat and X must be non-empty (n, d) arrays of one shape; got {a.shape} and {b.shape}")
     a, b = a - a.mean(0), b - b.mean(0)
     den = np.sqrt((a * a).sum(0) * (b * b).sum(0))
     return float(np.mean(np.where(den > 0, (a * b).sum(0) / np.where(den > 0, den, 1.0), 0.0)))
@@ -1356,8 +1048,25 @@ def linear_inversion(
     alpha: float = 1.0,  # ridge penalty (the intercept is not penalised)
 ) -> np.ndarray:  # (n, d) reconstructed rows
     "Rows from hash values without the functions: a ridge regression of the features on the hash values, on known rows."
-    Hk = np.column_stack([np.ones(len(H_known)), np.asarray(H_known, float)])
+    Hk, Xk, H = np.asarray(H_known, float), np.asarray(X_known, float), np.asarray(H, float)
+    if Hk.ndim != 2 or Xk.ndim != 2 or H.ndim != 2 or len(Hk) != len(Xk) or len(Hk) == 0 or H.shape[1] != Hk.shape[1]:
+        raise ValueError(f"H_known (k, L), X_known (k, d) with k >= 1, H (n, L); got {Hk.shape}, {Xk.shape}, {H.shape}")
+    if not (isinstance(alpha, numbers.Real) and np.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a number >= 0; got {alpha!r}")
+    Hk = np.column_stack([np.ones(len(Hk)), Hk])
     P = alpha * np.eye(Hk.shape[1])
     P[0, 0] = 0.0
-    W = np.linalg.solve(Hk.T @ Hk + P, Hk.T @ np.asarray(X_known, float))
-    return np.column_stack([np.ones(len(H)), np.asarray(H, float)]) @ W
+    W = np.linalg.lstsq(Hk.T @ Hk + P, Hk.T @ Xk, rcond=None)[0]  # least squares: k = 1 leaves it singular
+    return np.column_stack([np.ones(len(H)), H]) @ W
+
+# %% ../nbs/34_nflgbdt.ipynb #2b45d38b
+def __getattr__(name: str):
+    "The per-party programs' public names (`fedgauss.nflgbdt_programs`, notebook 34a), importable from here too."
+    import fedgauss.nflgbdt_programs as programs
+
+    if name in programs.__all__:
+        return getattr(programs, name)
+    raise AttributeError(f"module 'fedgauss.nflgbdt' has no attribute {name!r}")
+
+
+import fedgauss.nflgbdt_programs  # registers the protocols nflgbdt, simfl, federboost, tfl and fgbdtg

@@ -569,7 +569,8 @@ def _nfl_labels_known(est, sender):
 def test_nfl_builder_reads_label_counts_at_tree0():
     """nb34: at tree 0 the first builder recovers exactly, for each of its rows, how many of another party's rows are
     mapped to it and how many of them are positive. With lsh_scale='standard' that gives it most of party 1's labels
-    (nb34: 70 %); with the default scaling's collapsed signatures, fewer (24 %). SimFL's first tree leaks the same."""
+    (nb34: about 70 %); with the default scaling's collapsed signatures, fewer (about a tenth). Secret hash functions
+    (the default) do not change it. SimFL's first tree leaks the same."""
     from fedgauss.nflgbdt import NFLGBDTClassifier, SimFLClassifier
 
     clients = _nfl_clients()
@@ -599,9 +600,10 @@ def _nfl_lp_attack(est, functions=None):
 
 
 def test_nfl_hash_values_invert_with_public_functions():
-    """nb34: with the papers' public hash functions (the default) and lsh_scale='standard', breast cancer's rows
-    all have distinct signatures and the LP reconstruction correlates 0.84 with the true features (0.73 on nb34's data);
-    the coarsest hashing of nb34's sweep (bounds, r=16) brings it to about 0."""
+    """nb34: with the papers' public hash functions (lsh_secret=False; the default is now the owners' secret ones) and
+    lsh_scale='standard', breast cancer's rows all have distinct signatures and the LP reconstruction correlates 0.84
+    with the true features (0.73 on nb34's data); the coarsest hashing of nb34's sweep (bounds, r=16) brings it to
+    about 0."""
     from fedgauss.nflgbdt import NFLGBDTClassifier
 
     distinct, corr = _nfl_lp_attack(
@@ -615,8 +617,8 @@ def test_nfl_hash_values_invert_with_public_functions():
 
 
 def test_nfl_secret_hash_functions_stop_the_transcript_attack():
-    """nb34's mitigation: with lsh_secret=True the data owners draw the hash functions jointly and the aggregator never
-    holds them (no key share reaches it, none is in the configuration); its LP attack with guessed functions correlates
+    """nb34's mitigation, the default since issue 28 (lsh_secret=True): the data owners draw the hash functions jointly
+    and the aggregator never holds them (no key share reaches it, none is in the configuration); its LP attack with guessed functions correlates
     about 0. The limit the notebook states: with 30 known rows a linear inversion still reaches about 0.84 on nb34's
     data."""
     from fedgauss.nflgbdt import PStableLSH, NFLGBDTClassifier, feature_correlation, linear_inversion
@@ -709,3 +711,72 @@ def test_psi_hub_values_resist_a_dictionary_attack():
     naive = blind(hash_ids(hub_ids), (1).to_bytes(32, 'little'))
     assert {dictionary[bytes(v)] for v in naive} == set(hub_ids.tolist())
     assert np.array_equal(naive, hash_ids(hub_ids))
+
+
+# ---- dropout-tolerant secure aggregation: a server that lies about who dropped (issue 30 §2) ----
+# `fedgauss.secagg.lying_server` plays the protocol honestly up to the unmasking round, then lies to get both masks of
+# a live client. Before issue 30 the only dropout recovery was `secure_sum(on_dropout='recover')`, which has no
+# self-mask: a client the server declares dropped, whose masked input arrives anyway, is unmasked by the seeds the
+# survivors reveal. The positive controls below put that weakness back (a threshold t <= h/2) and the attack works.
+
+
+def _secagg_lie(t, told, ask_both=False, victim='c9', channel=None):
+    "10 clients, all pairs; the server tells `told` that `victim` dropped, the others that it survived. Its guess."
+    import numpy as np
+    from fedgauss.entropy import party_rngs
+    from fedgauss.secagg import lying_server, secagg_client, secagg_config
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    g = np.random.default_rng(0)
+    vals = {f'c{i}': g.normal(size=(4, 3)) for i in range(10)}
+    liar = lambda ctx, cfg: lying_server(ctx, cfg, victim, list(told), ask_both)
+    spec = ProtocolSpec('secagg-liar', secagg_client, liar, dealer=False)
+    cfg = secagg_config(list(vals), (4, 3), t=t)
+    datas = {c: {'x': v} for c, v in vals.items()}
+    res, _, _ = run_protocol(spec, datas, cfg, channel, rngs=party_rngs(1, list(vals)))
+    return res['server'], vals[victim]
+
+
+def test_secagg_server_that_splits_the_holders_of_a_live_client_gets_nothing():
+    "Half the clients told 'c9 dropped' (key shares), half 'c9 survived' (self-mask shares): 5 of each, t = 6."
+    told = ['c0', 'c1', 'c2', 'c3', 'c4']
+    guess, _ = _secagg_lie(6, told)
+    assert guess is None
+    guess, x = _secagg_lie(5, told)  # positive control: t = 5 <= 10/2, the attack unmasks c9 exactly
+    np.testing.assert_allclose(guess, x, atol=2**-20)
+
+
+def test_secagg_server_that_asks_for_both_masks_in_one_request_gets_nothing():
+    from fedgauss.federation import Channel
+
+    ch = Channel()
+    with pytest.raises(ValueError, match="c0 refuses to unmask: the server asks for both masks of 'c9'"):
+        _secagg_lie(6, ['c0'], ask_both=True, channel=ch)
+    assert not any(m.sender == 'c0' and m.kind == 'unmasking shares' for m in ch.messages)
+    with pytest.raises(ValueError, match='c9 refuses to unmask: the server does not list it as a survivor'):
+        _secagg_lie(6, ['c9'])
+
+
+def test_secagg_server_that_declares_a_live_client_dropped_learns_only_a_masked_value():
+    "Everyone else told 'c9 dropped': the server rebuilds c9's key and strips its pair masks; x + PRG(b) remains."
+    guess, x = _secagg_lie(6, [f'c{i}' for i in range(9)])
+    assert guess is not None and np.abs(guess - x).min() > 1e3
+
+
+def test_secagg_server_that_swaps_the_advertised_keys_gets_nothing_from_signed_clients():
+    """A man in the middle: the server gives c9 keys of its own for its neighbours (and them one for c9), opens every
+    share c9 seals and unmasks its input. Positive control: unsigned keys (no pinned identities), it works exactly."""
+    import numpy as np
+    from fedgauss.entropy import party_rngs
+    from fedgauss.secagg import mitm_server, secagg_client, secagg_config, secagg_identities
+    from fedgauss.smc import ProtocolSpec, run_protocol
+
+    g = np.random.default_rng(0)
+    vals = {f'c{i}': g.normal(size=(4, 3)) for i in range(10)}
+    priv, pins = secagg_identities(list(vals), 1)
+    datas = {c: {'x': v, 'identity': np.frombuffer(priv[c], np.uint8)} for c, v in vals.items()}
+    spec = ProtocolSpec('secagg-mitm', secagg_client, lambda ctx, cfg: mitm_server(ctx, cfg, 'c9'), dealer=False)
+    run = lambda cfg: run_protocol(spec, datas, cfg, rngs=party_rngs(2, list(vals) + ['server']))[0]['server']
+    np.testing.assert_allclose(run(secagg_config(list(vals), (4, 3))), vals['c9'], atol=2**-20)
+    with pytest.raises(ValueError, match='the keys of c9 are not signed by its pinned identity'):
+        run(secagg_config(list(vals), (4, 3), identities=pins))

@@ -146,7 +146,7 @@ def test_site(tmp_path):
     for h in [l.lstrip('#').strip() for l in readme.splitlines() if l.startswith('#')]:
         assert h in index['headings'], f'README heading {h!r} is not on the landing page'
     # ... and its status table links each available notebook to its page
-    table_nbs = re.findall(r'\[`(\d\d_\w+)`\]\(nbs/\1\.ipynb\)', readme)
+    table_nbs = re.findall(r'\[`(\d\d[a-z]?_\w+)`\]\(nbs/\1\.ipynb\)', readme)
     page_of = {p['source'].removeprefix('nbs/').removesuffix('.ipynb'): p['docname'] + '.html' for p in pages}
     linked = {l.rpartition('/')[2].partition('#')[0] for l in index['links']}
     assert len(table_nbs) >= 10 and not [n for n in table_nbs if page_of[n] not in linked], (table_nbs, linked)
@@ -328,7 +328,7 @@ def test_quarto_features(tmp_path):
     problems = [
         p
         for p in report['problems']
-        if not re.match(r'index\.html: broken link: \S+/\d\d_\w+\.ipynb \(no such file\)$', p)
+        if not re.match(r'index\.html: broken link: \S+/\d\d[a-z]?_\w+\.ipynb \(no such file\)$', p)
     ]
     assert not problems, '\n'.join(problems)
     page = report['pages']['docs_features.html']

