@@ -52,12 +52,12 @@ def ours(X, y, Xt, yt, trees, key, depth, bins, jobs):
     import fedgauss.paillier as paillier
     import fedgauss.secureboost as sb
 
-    inside = [0.0]
+    inside, original = [0.0], paillier.parallel_map
 
-    def timed(fn, shared, batch, workers=1, _pm=paillier.parallel_map):  # time in the work shared out on every core
+    def timed(fn, shared, batch, workers=1):  # time in the work shared out on every core
         t = time.perf_counter()
         try:
-            return _pm(fn, shared, batch, workers)
+            return original(fn, shared, batch, workers)
         finally:
             inside[0] += time.perf_counter() - t
 
@@ -77,7 +77,7 @@ def ours(X, y, Xt, yt, trees, key, depth, bins, jobs):
         m.fit(parts)
         total, cpu = time.perf_counter() - t0, _cpu() - c0
     finally:
-        paillier.parallel_map = sb.parallel_map = timed.__defaults__[0]
+        paillier.parallel_map = sb.parallel_map = original
     sec = np.array(m.tree_seconds_)
     tr = m.channel_.transcript
     tr = tr[~tr['kind'].isin(['public_key', 'n_bins'])]  # the setup (keys, bin counts)
