@@ -751,7 +751,8 @@ def _margin(self: _SecureBoost, X_parts):
     res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_, rngs=rngs)
     r = res[cfg['active']]
     if ids is not None:
-        index = pd.Index(ids[self.parties_.index(self.active_)][r['psi_rows']], name=self.id_column)
+        name = index.name if self.id_column is None else self.id_column  # the active party's IDs' name
+        index = pd.Index(ids[self.parties_.index(self.active_)][r['psi_rows']], name=name)
     return r['margin'] if index is None else pd.Series(r['margin'], index=index, name='margin')
 
 

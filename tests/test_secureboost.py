@@ -824,6 +824,17 @@ def test_psi_predictions_cover_the_common_ids_indexed_by_the_active_party():
     np.testing.assert_array_equal(p.to_numpy(), want)
 
 
+def test_psi_predictions_keep_the_name_of_the_active_partys_index():
+    """IDs in the index: the prediction's index is the active party's IDs under the index's own name."""
+    X, y = _toy7(300)
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    parts, _, _ = _overlapping(X, y, groups, 1)
+    parts = [(d.rename_axis('patient'), None if t is None else t.rename_axis('patient')) for d, t in parts]
+    sb = SecureBoostClassifier(n_estimators=1, max_depth=2, max_bins=8, psi=True, **FAST).fit(parts)
+    p = sb.predict_proba([d for d, _ in parts])
+    assert p.index.name == 'patient' and set(p.index) <= set(parts[1][0].index)
+
+
 @pytest.mark.parametrize(
     'change, match',
     [
