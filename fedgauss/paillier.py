@@ -4,7 +4,7 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import math, numbers, secrets, statistics, time
+import itertools, math, multiprocessing, numbers, os, secrets, statistics, time
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,9 +15,9 @@ from .entropy import derive_key, is_secret_rng, secret_ints, secret_rng
 from .smc import FixedPointOverflow
 
 # %% auto #0
-__all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'FixedBase',
-           'ObfuscatorTable', 'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots', 'time_per_op',
-           'compare_with_phe']
+__all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'n_workers',
+           'chunk_bounds', 'parallel_map', 'FixedBase', 'ObfuscatorTable', 'FixedPoint', 'slots_per_plaintext',
+           'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -385,6 +385,54 @@ def decrypt(
         raise TypeError(f"decrypt takes an EncryptedNumber (raw integers: raw_decrypt); got {type(x).__name__}")
     return self.raw_decrypt(x)
 
+# %% ../nbs/32_paillier.ipynb #27cf03b8
+def n_workers(
+    n_jobs: int | None = -1,  # -1: every core this process may use (-2: all but one, ...); k > 0: k; None: 1
+) -> int:
+    "How many processes `n_jobs` asks for on this machine: at least 1, at most its cores."
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    if n_jobs is None:
+        return 1
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer or None; got {n_jobs!r}")
+    return max(1, min(cores, int(n_jobs) if n_jobs > 0 else cores + 1 + int(n_jobs)))
+
+
+def chunk_bounds(
+    n: int,  # items
+    workers: int,  # processes
+    min_size: int = 1,  # fewest items worth a job of their own
+) -> list:
+    "(start, stop) of contiguous chunks of `n` items: one without workers, else up to 4 per worker of >= `min_size`."
+    k = 1 if workers <= 1 else max(1, min(4 * workers, n // max(1, min_size)))
+    b = np.linspace(0, n, k + 1).astype(int).tolist()
+    return list(zip(b[:-1], b[1:]))
+
+# %% ../nbs/32_paillier.ipynb #d29a63ac
+_SHARED, _KEYS = {}, itertools.count()  # what forked workers inherit, by job batch
+
+
+def _shared_call(fn, key: int, job: tuple):
+    return fn(_SHARED[key], *job)
+
+
+def parallel_map(
+    fn,  # `fn(shared, *job)`, a module-level function (a worker finds it by name)
+    shared,  # what every job reads: inherited by the forked workers, never pickled
+    jobs: list,  # one tuple of arguments per call
+    workers: int = 1,  # processes (1: here, in order)
+) -> list:
+    "`[fn(shared, *job) for job in jobs]`, in a pool of forked processes when there are several workers and jobs."
+    if workers <= 1 or len(jobs) <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
+        return [fn(shared, *job) for job in jobs]
+    key = next(_KEYS)
+    _SHARED[key] = shared
+    try:
+        with multiprocessing.get_context('fork').Pool(min(int(workers), len(jobs))) as pool:
+            return pool.starmap(_shared_call, [(fn, key, tuple(job)) for job in jobs])
+    finally:
+        del _SHARED[key]
+
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 class FixedBase:
     "Powers h^x mod `modulus` for many x from one table: row i holds h^(j 2^(w i)), j < 2^w; a power is one product per row."
@@ -456,13 +504,20 @@ def draw(
     self: ObfuscatorTable,
     k: int,  # how many
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
+    workers: int = 1,  # processes for the products (`parallel_map`); the exponents are drawn here, first
 ) -> list:
     "`k` obfuscators h^x mod n^2, x uniform on `exponent_bits` bits."
     rng = _secret(rng)
     xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()  # one bulk draw
-    if len(self.tables) == 1:
-        return self.tables[0].powers(xs)
-    return self.key._crt_combine(self.tables[0].powers(xs), self.tables[1].powers(xs))
+    jobs = [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64)]
+    return [r for part in parallel_map(_table_powers, self, jobs, workers) for r in part]
+
+
+def _table_powers(table: ObfuscatorTable, xs: list) -> list:
+    "h^x mod n^2 for each x: from the one table, or from the two tables mod p^2 and q^2 recombined (CRT)."
+    if len(table.tables) == 1:
+        return table.tables[0].powers(xs)
+    return table.key._crt_combine(table.tables[0].powers(xs), table.tables[1].powers(xs))
 
 # %% ../nbs/32_paillier.ipynb #af0ecf77
 @patch
@@ -498,12 +553,13 @@ def obfuscators(
     k: int,  # how many
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     fast: bool = True,  # DJN short exponents from a fixed-base table (built once per key), else r^n in full
+    workers: int = 1,  # processes for the tables' products (fast only; see `parallel_map`)
 ) -> list:
     "`k` fresh obfuscators for this key."
     k = _check_int(k, 'k')
     if fast:
         table, rng = _table_for(self, rng)
-        return table.draw(k, rng)
+        return table.draw(k, rng, workers)
     rng = _secret(rng)
     rs = [self._mpz(self._unit(rng)) for _ in range(k)]
     return _powmod_many(rs, self.n, self.nsquare, self._pow)
@@ -523,13 +579,14 @@ def obfuscators(
     k: int,  # how many
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     fast: bool = True,  # DJN short exponents (tables mod p^2 and q^2), else r^n in full through the CRT
+    workers: int = 1,  # processes for the tables' products (fast only; see `parallel_map`)
 ) -> list:
     "`k` fresh obfuscators, computed by the key owner modulo p^2 and q^2."
     pk = self.public_key
     k = _check_int(k, 'k')
     if fast:
         table, rng = _table_for(self, rng)
-        return table.draw(k, rng)
+        return table.draw(k, rng, workers)
     rng = _secret(rng)
     rs = [pk._mpz(pk._unit(rng)) for _ in range(k)]
     return self._crt_combine(
@@ -550,10 +607,11 @@ def encrypt_many(
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     obfuscators: list | None = None,  # precomputed ones (a pool), one per plaintext, each used once
     fast: bool = True,  # DJN obfuscators (see `obfuscators`)
+    workers: int = 1,  # processes for the obfuscators (see `parallel_map`)
 ) -> list:
     "Ciphertexts (1 + m n) r^n mod n^2 of all `ms`."
     ms = _as_plaintexts(self, ms)
-    obf = self.obfuscators(len(ms), rng, fast) if obfuscators is None else list(obfuscators)
+    obf = self.obfuscators(len(ms), rng, fast, workers) if obfuscators is None else list(obfuscators)
     if len(obf) != len(ms):
         raise ValueError(f"{len(obf)} obfuscators for {len(ms)} plaintexts")
     if obfuscators is not None:  # an obfuscator 0 would give the ciphertext 0
@@ -579,10 +637,11 @@ def encrypt_many(
     rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
     obfuscators: list | None = None,  # precomputed ones (a pool), one per plaintext, each used once
     fast: bool = True,  # DJN obfuscators (see `obfuscators`)
+    workers: int = 1,  # processes for the obfuscators (see `parallel_map`)
 ) -> list:
     "The key owner's `encrypt_many`: the same ciphertexts, obfuscators computed through the CRT."
     if obfuscators is None:
-        obfuscators = self.obfuscators(len(_as_plaintexts(self.public_key, ms)), rng, fast)
+        obfuscators = self.obfuscators(len(_as_plaintexts(self.public_key, ms)), rng, fast, workers)
     return self.public_key.encrypt_many(ms, obfuscators=obfuscators)
 
 # %% ../nbs/32_paillier.ipynb #591b55b1
@@ -590,13 +649,21 @@ def encrypt_many(
 def decrypt_many(
     self: PaillierPrivateKey,
     cs,  # ciphertexts of this key
+    workers: int = 1,  # processes (see `parallel_map`)
 ) -> list:
     "Plaintexts of all `cs` in [0, n): the CRT decryption, with the exponentiations batched."
     pk = self.public_key
     cs = [pk._check_ciphertext(c) for c in (cs if isinstance(cs, list) else list(np.asarray(cs, dtype=object).ravel()))]
-    up = _powmod_many([c % self.psquare for c in cs], self.p - 1, self.psquare, pk._pow)
-    uq = _powmod_many([c % self.qsquare for c in cs], self.q - 1, self.qsquare, pk._pow)
-    p, q, hp, hq, pinv = self.p, self.q, self.hp, self.hq, self.p_inverse
+    jobs = [(cs[a:b],) for a, b in chunk_bounds(len(cs), workers, 4)]
+    return [m for part in parallel_map(_decrypt_batch, self, jobs, workers) for m in part]
+
+
+def _decrypt_batch(sk: PaillierPrivateKey, cs: list) -> list:
+    "The CRT decryption of checked ciphertexts `cs`."
+    pk = sk.public_key
+    up = _powmod_many([c % sk.psquare for c in cs], sk.p - 1, sk.psquare, pk._pow)
+    uq = _powmod_many([c % sk.qsquare for c in cs], sk.q - 1, sk.qsquare, pk._pow)
+    p, q, hp, hq, pinv = sk.p, sk.q, sk.hp, sk.hq, sk.p_inverse
     out = []
     for a, b in zip(up, uq):
         mp, mq = (a - 1) // p * hp % p, (b - 1) // q * hq % q

@@ -10,12 +10,15 @@ import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError
 
+from .entropy import derive_key, party_rngs
 from .federation import Channel, Party, as_rng
-from .gbdt import GRID_BITS, MISSING, Binner, LogisticLoss, Tree, build_histograms, newton_weight, snap_to_grid
-from .paillier import PaillierPublicKey, generate_paillier_keypair
+from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, Tree, build_histograms
+from .gbdt import newton_weight, snap_to_grid
+from .paillier import PaillierPublicKey, generate_paillier_keypair, parallel_map
+from .psi import Alignment, id_array, id_type_of, psi_config
 from .smc import run_protocol
 
 try:
@@ -25,9 +28,10 @@ except ImportError:
 
 # %% auto #0
 __all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins',
-           'numeric_block', 'PassiveParty', 'ActiveParty', 'align_rows', 'SecureBoostClassifier', 'impute_array',
-           'lookup_arrays', 'tree_arrays', 'part_model', 'leaf_purity', 'weight_identity_error', 'active_party_view',
-           'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves', 'label_inference_attack']
+           'numeric_block', 'PassiveParty', 'ActiveParty', 'align_rows', 'SecureBoostClassifier',
+           'SecureBoostRegressor', 'impute_array', 'lookup_arrays', 'tree_arrays', 'part_model', 'leaf_purity',
+           'weight_identity_error', 'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack',
+           'passive_leaves', 'label_inference_attack']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -169,6 +173,7 @@ class _SBParty(Party):
         self.layout = self.binner.layout_
         self.slots = self.layout.slots(self.codes)
         self.lookup = []  # records: (feature, threshold, default_left); thresholds never leave the party
+        self.workers = 1  # processes for Paillier and the encrypted sums (the programs set it: `n_jobs`)
         return self
 
 # %% ../nbs/33_secureboost.ipynb #10946b36
@@ -195,36 +200,57 @@ class PassiveParty(_SBParty):
 def answer_histograms(self: PassiveParty):
     "Encrypted, compressed histograms of the requested nodes: (K, ceil(S/q)) ciphertexts."
     nodes = np.asarray(self.receive('hist_request'), np.intp)
-    K, S, n2, q = len(nodes), self.layout.n_slots, self.pk.nsquare, self.q
+    K, S, q = len(nodes), self.layout.n_slots, self.q
     pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1)
     pos[nodes] = np.arange(K)
     rows = np.flatnonzero(pos[self.node] >= 0)
     out_slot = (self.slots[rows].astype(np.intp) + (pos[self.node[rows]] * S)[:, None]).ravel()
-    src = np.repeat(rows, self.slots.shape[1])
     order = np.argsort(out_slot, kind='stable')
-    out_slot, src = out_slot[order], src[order].tolist()
-    starts = np.flatnonzero(np.r_[True, out_slot[1:] != out_slot[:-1]]).tolist() + [len(src)]
-    hist, cts = [1] * (K * S), self.cts  # 1 = E(0) for empty bins
-    for a, b in zip(starts[:-1], starts[1:] if src else []):
-        acc = cts[src[a]]
-        for t in src[a + 1 : b]:
-            acc = acc * cts[t] % n2
-        hist[out_slot[a]] = acc
-    packed = [self._compress(hist[j * S : (j + 1) * S]) for j in range(K)]
-    self.send('active', 'hist', np.array(packed, dtype=object))
+    src = np.repeat(rows, self.slots.shape[1])[order]
+    edges = np.searchsorted(out_slot[order], np.arange(K * S + 1))  # slot s sums the rows src[edges[s]:edges[s + 1]]
+    per = -(-S // q)
+    shared = (self.pk, q, S, per, self.cts, src.tolist(), edges.tolist())
+    jobs = _block_jobs(np.diff(edges), K, S, q, self.workers)
+    flat = [c for part in parallel_map(_packed_blocks, shared, jobs, self.workers) for c in part]
+    self.send('active', 'hist', np.array([flat[j * per : (j + 1) * per] for j in range(K)], dtype=object))
 
 # %% ../nbs/33_secureboost.ipynb #9c858fdc
-@patch
-def _compress(self: PassiveParty, cs: list) -> list:
-    "Cipher compression: q bins per ciphertext, $c \\leftarrow c^{2^W} E(B_j)$ from the last bin down."
-    out, shift, n2 = [], 1 << BIN_BITS, self.pk.nsquare
-    for a in range(0, len(cs), self.q):
-        block = cs[a : a + self.q]
-        acc = block[-1]
-        for c in reversed(block[:-1]):
-            acc = self.pk.mul_plain(acc, shift) * c % n2
-        out.append(int(acc))
+def _compress(pk: PaillierPublicKey, block: list) -> int:
+    "Cipher compression of one block of bins: $c \\leftarrow c^{2^W} E(B_j)$ from the last bin down."
+    acc, shift, n2 = block[-1], 1 << BIN_BITS, pk.nsquare
+    for c in reversed(block[:-1]):
+        acc = pk.mul_plain(acc, shift) * c % n2
+    return int(acc)
+
+
+def _packed_blocks(shared: tuple, lo: int, hi: int) -> list:
+    "Compressed ciphertexts `lo` to `hi - 1` (block b of node j is number j per + b): its bins' products, compressed."
+    pk, q, S, per, cts, src, edges = shared
+    n2, out = pk.nsquare, []
+    for blk in range(lo, hi):
+        j, b = divmod(blk, per)
+        bins = []
+        for s in range(j * S + b * q, j * S + min(b * q + q, S)):
+            a, e = edges[s], edges[s + 1]
+            acc = cts[src[a]] if e > a else 1  # 1 = E(0) for an empty bin
+            for t in src[a + 1 : e]:
+                acc = acc * cts[t] % n2
+            bins.append(acc)
+        out.append(_compress(pk, bins))
     return out
+
+
+def _block_jobs(entries, K: int, S: int, q: int, workers: int, power: int = 100) -> list:
+    """(lo, hi) ranges of compressed blocks of about equal work for `workers` processes: a multiplication per entry,
+    about `power` per compression step (a W-bit power); one range without workers or for little work."""
+    per = -(-S // q)
+    slot = np.arange(K * S)
+    blk = slot // S * per + slot % S // q
+    cost = np.bincount(blk, weights=entries, minlength=K * per) + power * (np.bincount(blk, minlength=K * per) - 1)
+    k = 1 if workers <= 1 else int(min(4 * workers, K * per, cost.sum() // 5000 + 1))
+    cut = np.searchsorted(np.cumsum(cost), cost.sum() * np.arange(1, k) / k).tolist()
+    b = sorted(set([0] + [c + 1 for c in cut if c + 1 < K * per] + [K * per]))
+    return list(zip(b[:-1], b[1:]))
 
 # %% ../nbs/33_secureboost.ipynb #e8dd5021
 @patch
@@ -282,7 +308,7 @@ class ActiveParty(_SBParty):
             return
         n = int(self.pk.n)
         ms = [m % n for m in pack_gh(np.ldexp(g, self.k).astype(np.int64), np.ldexp(h, self.k).astype(np.int64))]
-        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng)], dtype=object)
+        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
         for p in passives:
             self.send(p, 'gh', cts)
 
@@ -308,7 +334,7 @@ def decrypt_histograms(
 ) -> np.ndarray:
     "Decrypt a passive party's compressed histograms and unpack them into (K, S, 2) floats: $2^{-k}$ times the integer sums."
     per = -(-S // self.q)
-    vals = self.sk.decrypt_many([int(c) for c in np.asarray(payload, dtype=object).ravel()])
+    vals = self.sk.decrypt_many([int(c) for c in np.asarray(payload, dtype=object).ravel()], workers=self.workers)
     out = np.empty((K, S, 2))
     for j in range(K):
         bins = [b for v in vals[j * per : (j + 1) * per] for b in unpack_bins(v, self.pk.n, self.q)][:S]
@@ -368,8 +394,10 @@ def align_rows(
     return out, blocks[ref].index
 
 # %% ../nbs/33_secureboost.ipynb #8654f680
-class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
-    "Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms."
+class _SecureBoost(BaseEstimator):
+    "What `SecureBoostClassifier` and `SecureBoostRegressor` share: parameters, fit, federated inference."
+
+    _loss = None
 
     def __init__(
         self,
@@ -383,25 +411,64 @@ class SecureBoostClassifier(ClassifierMixin, BaseEstimator):
         key_size: int = 2048,  # Paillier modulus bits
         rl_trees: int = 0,  # reduced leakage: the first rl_trees trees use only the active party's features
         missing: str = 'learn',  # 'learn' (default direction), 'impute' (own means) or 'probabilistic'
-        base_score=None,  # initial probability (None: the label mean)
+        base_score=None,  # initial prediction (a probability for the classifier); None: the best constant
         unsafe: bool = False,  # allow key_size < 1024 (tests only)
-        rng=None,  # the active party's secret randomness (keys, obfuscators): None the OS; a seed for tests
+        rng=None,  # the experimenter's seed for the parties' secret randomness (tests); None: each from the OS
         id_column=None,  # a row-ID column every party's DataFrame holds (None: DataFrames align on their index)
+        psi: bool = False,  # align the parties on the IDs they share by private set intersection (`32a_psi`) first
+        n_jobs: int = -1,  # processes each party uses for Paillier and its encrypted sums (-1: all its cores)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
-        self.reg_lambda, self.gamma, self.min_child_weight, self.max_bins = (
-            reg_lambda,
-            gamma,
-            min_child_weight,
-            max_bins,
-        )
-        self.key_size, self.rl_trees, self.missing, self.base_score = key_size, rl_trees, missing, base_score
-        self.unsafe, self.rng, self.id_column = unsafe, rng, id_column
+        self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
+        self.max_bins, self.key_size, self.rl_trees, self.missing = max_bins, key_size, rl_trees, missing
+        self.base_score, self.unsafe, self.rng, self.id_column = base_score, unsafe, rng, id_column
+        self.psi, self.n_jobs = psi, n_jobs
+
+# %% ../nbs/33_secureboost.ipynb #ab277a05
+class SecureBoostClassifier(ClassifierMixin, _SecureBoost):
+    "Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms."
+
+    _loss = LogisticLoss()
+
+    def _encode_y(self, y):
+        self.classes_, yi = np.unique(y, return_inverse=True)
+        if len(self.classes_) != 2:
+            raise ValueError(f"binary classification needs two classes; y has {len(self.classes_)}")
+        return yi.astype(float)
+
+
+class SecureBoostRegressor(RegressorMixin, _SecureBoost):
+    "Vertical federated XGBoost regression (SecureBoost, squared loss): lossless against `GBDTRegressor`."
+
+    _loss = SquaredLoss()
+
+    def _encode_y(self, y):
+        try:
+            y = np.asarray(y, np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("y must be real numbers for the regressor (SecureBoostClassifier takes labels)") from None
+        if not np.isfinite(y).all() or np.abs(y).max(initial=0.0) > Y_MAX:
+            raise ValueError(f"y must be finite numbers of magnitude at most {Y_MAX:.3g}")
+        return y
 
 # %% ../nbs/33_secureboost.ipynb #cc08364b
 @patch
-def _check_parties(self: SecureBoostClassifier, parties):
-    "Validate `parties` (list of (X_p, y_p)), rows aligned (`align_rows`); float blocks, labels, the active party."
+def _parties_rows(self: _SecureBoost, parties, ref: int) -> tuple:
+    "(feature blocks, labels' index, IDs): aligned by `align_rows`, or with `psi` as they are, with each party's IDs."
+    if not self.psi:
+        Xs, index = align_rows([X for X, _ in parties], ref, self.id_column)
+        return Xs, index, None
+    got = [_ids_of(X, f"party {i}", self.id_column) for i, (X, _) in enumerate(parties)]
+    if any(ids is None for ids, _ in got):
+        raise ValueError("psi=True aligns the parties on their IDs: pass every party's rows as a DataFrame (IDs in its "
+                         "index or in the column `id_column`)")  # fmt: skip
+    X = parties[ref][0]
+    return [X for _, X in got], X.index, [id_array(ids, f"party {i}") for i, (ids, _) in enumerate(got)]
+
+
+@patch
+def _check_parties(self: _SecureBoost, parties):
+    "Validate `parties` (list of (X_p, y_p)): (float blocks, encoded labels, the active party, IDs with `psi`)."
     if (
         not isinstance(parties, (list, tuple))
         or len(parties) < 1
@@ -411,32 +478,28 @@ def _check_parties(self: SecureBoostClassifier, parties):
     labelled = [i for i, (_, y) in enumerate(parties) if y is not None]
     if len(labelled) != 1:
         raise ValueError(f"exactly one party must hold the labels; {len(labelled)} do")
-    Xs, index = align_rows([X for X, _ in parties], labelled[0], self.id_column)
+    Xs, index, ids = self._parties_rows(parties, labelled[0])
     blocks = [numeric_block(X, f"party {i}") for i, X in enumerate(Xs)]
     self.categories_ = [_categories_of(X) for X in Xs]  # each party's own, to code its rows at predict
-    n = {len(b) for b in blocks}
-    if len(n) != 1:
+    if ids is None and len({len(b) for b in blocks}) != 1:
         raise ValueError(f"parties hold different numbers of rows: {sorted(len(b) for b in blocks)}")
-    if blocks[0].shape[0] == 0:
+    if min(len(b) for b in blocks) == 0:
         raise ValueError("no rows")
-    y = parties[labelled[0]][1]
+    y, ya = parties[labelled[0]][1], blocks[labelled[0]]
     if isinstance(y, pd.Series) and index is not None and not y.index.equals(index):
         if y.index.has_duplicates or not y.index.sort_values().equals(index.sort_values()):
             raise ValueError(f"the labels' index is not party {labelled[0]}'s rows: pass y with the same index")
         y = y.loc[index]
     y = np.asarray(y).ravel()
-    if len(y) != len(blocks[0]):
-        raise ValueError(f"{len(y)} labels for {len(blocks[0])} rows")
+    if len(y) != len(ya):
+        raise ValueError(f"{len(y)} labels for {len(ya)} rows")
     if pd.isna(y).any():
         raise ValueError("labels contain missing values")
-    self.classes_, yi = np.unique(y, return_inverse=True)
-    if len(self.classes_) != 2:
-        raise ValueError(f"binary classification needs two classes; y has {len(self.classes_)}")
-    return blocks, yi.astype(float), labelled[0]
+    return blocks, self._encode_y(y), labelled[0], ids
 
 # %% ../nbs/33_secureboost.ipynb #11f693ef
 @patch
-def _check_params(self: SecureBoostClassifier):
+def _check_params(self: _SecureBoost):
     for name, lo in (('n_estimators', 1), ('max_depth', 1), ('rl_trees', 0), ('key_size', 2 * BIN_BITS)):
         v = getattr(self, name)
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
@@ -456,6 +519,10 @@ def _check_params(self: SecureBoostClassifier):
         or not 2 <= self.max_bins <= 65535
     ):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
+    if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0):
+        raise ValueError(f"n_jobs must be a non-zero integer (-1: every core) or None; got {self.n_jobs!r}")
+    if not isinstance(self.psi, (bool, np.bool_)):
+        raise ValueError(f"psi must be True or False; got {self.psi!r}")
     if self.missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
     if self.key_size % 2:
@@ -468,41 +535,62 @@ def _check_params(self: SecureBoostClassifier):
 # %% ../nbs/33_secureboost.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def protocol_config(
-    self: SecureBoostClassifier,
+    self: _SecureBoost,
     parties: list,  # the parties' names, in column order
     n_features: list,  # each party's number of columns
-    n_rows: int,  # the rows every party holds
+    n_rows: int | None,  # the rows every party holds (None with PSI: each party's own, declared in `cfg['psi']`)
     active: str = 'active',  # the party with the labels
 ) -> dict:
     "The public configuration of the `secureboost` programs for this estimator's parameters (plain data)."
     keys = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
-    keys += ('key_size', 'rl_trees', 'missing', 'base_score', 'unsafe')
+    keys += ('key_size', 'rl_trees', 'missing', 'base_score', 'unsafe', 'n_jobs')
     return dict(
         {k: getattr(self, k) for k in keys},
+        objective=self._loss.name,
         parties=list(parties),
         active=active,
         n_features=[int(f) for f in n_features],
-        n_rows=int(n_rows),
+        n_rows=None if n_rows is None else int(n_rows),
     )
+
+
+@patch
+def psi_config(
+    self: _SecureBoost,
+    parties: list,  # the parties' names, in column order
+    ids: list,  # each party's IDs (`fedgauss.psi.id_array`)
+    active: str = 'active',  # the party with the labels: PSI's hub
+) -> dict:
+    "The PSI configuration (`cfg['psi']`) that aligns these parties on their common IDs first."
+    types = {id_type_of(i) for i in ids}
+    if len(types) > 1:
+        raise ValueError("the parties' IDs are of different types (str and int): convert them to one type first")
+    context = 'index' if self.id_column is None else str(self.id_column)  # IDs are hashed under it
+    return psi_config(parties, {p: len(i) for p, i in zip(parties, ids)}, types.pop(), active, context)
 
 # %% ../nbs/33_secureboost.ipynb #877e0c4b
 @patch
 def fit(
-    self: SecureBoostClassifier,
+    self: _SecureBoost,
     parties,  # list of (X_p, y_p) from `vertical_split`, exactly one y not None
 ):
     "Grow the trees over the federation: the parties' programs (`SECUREBOOST`) run in the simulator."
     from fedgauss.secureboost_programs import SECUREBOOST  # the per-party programs (33a)
 
     self._check_params()
-    blocks, y, label_party = self._check_parties(parties)
+    blocks, y, label_party, ids = self._check_parties(parties)
     if self.base_score is not None:
-        LogisticLoss().check_base_score(self.base_score)
+        self._loss.check_base_score(self.base_score)
     names = ['active' if i == label_party else f'passive{i}' for i in range(len(blocks))]
     datas = {n: dict(X=b) for n, b in zip(names, blocks)}
     datas['active']['y'] = y
-    cfg = dict(self.protocol_config(names, [b.shape[1] for b in blocks], len(y)), keep_parties=True)
-    res, _, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs={'active': self.rng})
+    cfg = dict(self.protocol_config(names, [b.shape[1] for b in blocks], None if ids else len(y)), keep_parties=True)
+    rngs = {'active': self.rng}
+    if ids is not None:  # every party's PSI secret from its own generator (derived from `rng` for tests)
+        cfg['psi'], rngs = self.psi_config(names, ids), party_rngs(self.rng, names)
+        for n, i in zip(names, ids):
+            datas[n]['ids'] = i
+    res, rounds, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs=rngs)
     r = res['active']
     self.parties_, self.active_ = [res[n]['party'] for n in names], r['party']
     self.n_features_in_, self.base_margin_, self.train_margin_ = (
@@ -512,17 +600,21 @@ def fit(
     )
     self.trees_, self.owners_, self.records_ = r['trees'], r['owners'], r['records']
     self.train_leaves_, self.tree_seconds_ = r['train_leaves'], r['tree_seconds']
+    psi_rounds = {k: v for k, v in rounds.items() if k in ('blind', 'double', 'align')}
+    self.alignment_ = (
+        None if ids is None else Alignment(names, [res[n]['psi_rows'] for n in names], self.channel_, psi_rounds)
+    )
     return self
 
 # %% ../nbs/33_secureboost.ipynb #ca4a80c3
 @patch
-def _check_fitted(self: SecureBoostClassifier):
+def _check_fitted(self: _SecureBoost):
     if not hasattr(self, 'trees_'):
-        raise NotFittedError("this SecureBoostClassifier is not fitted yet: call fit first")
+        raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
 
 @patch(as_prop=True)
-def bytes_by_party(self: SecureBoostClassifier) -> pd.DataFrame:
+def bytes_by_party(self: _SecureBoost) -> pd.DataFrame:
     "Bytes and messages sent and received by each party over the fit (and predictions so far)."
     self._check_fitted()
     return self.channel_.bytes_by_party()
@@ -565,7 +657,7 @@ def tree_arrays(
 
 # %% ../nbs/33_secureboost.ipynb #4c476f36b57c4ad8a0b6c0a449722096
 @patch
-def model_parts(self: SecureBoostClassifier) -> dict:
+def model_parts(self: _SecureBoost) -> dict:
     """Each party's part of the fitted model as plain arrays, by party name: the active party's trees (`NaN` thresholds
     at passive nodes), owners, record ids and base margin; a passive party's lookup table; every party's `impute` means
     (empty unless `missing='impute'`). A passive party's lookup table is in its own part only."""
@@ -604,55 +696,74 @@ def part_model(
 
 # %% ../nbs/33_secureboost.ipynb #6b38b45500584d5d8705f6308d7e030c
 @patch
-def _blocks_for_predict(self: SecureBoostClassifier, X_parts) -> tuple:
-    "The float blocks of the rows to score, aligned on the active party's rows as at fit, and its index (or None)."
+def _blocks_for_predict(self: _SecureBoost, X_parts) -> tuple:
+    """(float blocks of the rows to score, the active party's index or None, each party's IDs with `psi` or None):
+    aligned on the active party's rows as at fit, or with `psi` as they are (PSI aligns them in the run)."""
     self._check_fitted()
     if not isinstance(X_parts, (list, tuple)) or len(X_parts) != len(self.parties_):
         raise ValueError(f"X_parts must be a list of {len(self.parties_)} feature blocks, one per party")
-    X_parts, index = align_rows(list(X_parts), self.parties_.index(self.active_), self.id_column)
+    X_parts, index, ids = self._parties_rows([(X, None) for X in X_parts], self.parties_.index(self.active_))
     blocks = [numeric_block(X, f"party {i}", c) for i, (X, c) in enumerate(zip(X_parts, self.categories_))]
     for i, (b, p) in enumerate(zip(blocks, self.parties_)):
         if b.shape[1] != p.layout.n_features:
             raise ValueError(f"party {i} has {b.shape[1]} columns; it had {p.layout.n_features} at fit")
-    if len({len(b) for b in blocks}) != 1:
+    if ids is None and len({len(b) for b in blocks}) != 1:
         raise ValueError("the blocks have different numbers of rows")
-    return blocks, index
+    return blocks, index, ids
 
 
 @patch
-def _inputs(self: SecureBoostClassifier, blocks: list) -> tuple:
-    "(datas, cfg) of the `secureboost_predict` programs from the float blocks."
+def _inputs(self: _SecureBoost, blocks: list, ids: list | None = None) -> tuple:
+    "(datas, cfg) of the `secureboost_predict` programs from the float blocks (and with `psi` each party's IDs)."
     parts, names = self.model_parts(), [p.name for p in self.parties_]
     datas = {n: dict(parts[n], X=b) for n, b in zip(names, blocks)}
     n_rec = [0 if p is self.active_ else len(p.lookup) for p in self.parties_]
-    cfg = dict(parties=names, active=self.active_.name, n_features=[b.shape[1] for b in blocks], n_rows=len(blocks[0]))
+    n_rows = len(blocks[0]) if ids is None else None
+    cfg = dict(parties=names, active=self.active_.name, n_features=[b.shape[1] for b in blocks], n_rows=n_rows)
+    if ids is not None:
+        cfg['psi'] = self.psi_config(names, ids, self.active_.name)
+        for n, i in zip(names, ids):
+            datas[n]['ids'] = i
     return datas, dict(cfg, n_records=n_rec, missing=self.missing)
 
 
 @patch
 def predict_inputs(
-    self: SecureBoostClassifier,
+    self: _SecureBoost,
     X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
 ) -> tuple:
     """The `secureboost_predict` programs' inputs: (datas, cfg) — each party's data its block of the rows and its part
     of the model (`model_parts`), and the public configuration."""
-    return self._inputs(self._blocks_for_predict(X_parts)[0])
+    blocks, _, ids = self._blocks_for_predict(X_parts)
+    return self._inputs(blocks, ids)
 
 # %% ../nbs/33_secureboost.ipynb #8913267d09734eaabfafef9432d31641
+@patch
+def _margin(self: _SecureBoost, X_parts):
+    """Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel;
+    in the active party's row order (a Series with its index if the blocks are DataFrames). With `psi` the rows are
+    those of the IDs every party holds, in PSI's order, indexed by the active party's IDs."""
+    from fedgauss.secureboost_programs import SECUREBOOST_PREDICT  # the per-party programs (33a)
+
+    blocks, index, ids = self._blocks_for_predict(X_parts)
+    datas, cfg = self._inputs(blocks, ids)
+    rngs = None if ids is None else party_rngs(None if self.rng is None else derive_key(self.rng, 'predict'), datas)
+    res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_, rngs=rngs)
+    r = res[cfg['active']]
+    if ids is not None:
+        name = index.name if self.id_column is None else self.id_column  # the active party's IDs' name
+        index = pd.Index(ids[self.parties_.index(self.active_)][r['psi_rows']], name=name)
+    return r['margin'] if index is None else pd.Series(r['margin'], index=index, name='margin')
+
+
 @patch
 def decision_function(
     self: SecureBoostClassifier,
     X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
 ):
-    """Margins by federated inference: the `secureboost_predict` programs in the simulator, over the fit's channel;
-    in the active party's row order (a Series with its index if the blocks are DataFrames)."""
-    from fedgauss.secureboost_programs import SECUREBOOST_PREDICT  # the per-party programs (33a)
-
-    blocks, index = self._blocks_for_predict(X_parts)
-    datas, cfg = self._inputs(blocks)
-    res, _, _ = run_protocol(SECUREBOOST_PREDICT, datas, cfg, channel=self.channel_)
-    m = res[cfg['active']]['margin']
-    return m if index is None else pd.Series(m, index=index, name='margin')
+    """Margins by federated inference, in the active party's row order (a Series with its index if the blocks are
+    DataFrames; with `psi` the rows of the common IDs only, indexed by the active party's IDs)."""
+    return self._margin(X_parts)
 
 # %% ../nbs/33_secureboost.ipynb #2868a188
 @patch
@@ -676,6 +787,16 @@ def predict(
     m = self.decision_function(X_parts)
     y = self.classes_[(np.asarray(m) > 0).astype(int)]
     return y if not isinstance(m, pd.Series) else pd.Series(y, index=m.index, name='prediction')
+
+
+@patch
+def predict(
+    self: SecureBoostRegressor,
+    X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
+):
+    "Predicted values by federated inference: base margin plus the trees (a Series for DataFrame blocks)."
+    m = self._margin(X_parts)
+    return m if not isinstance(m, pd.Series) else m.rename('prediction')
 
 # %% ../nbs/33_secureboost.ipynb #62c262c9
 def _binary_labels(y, leaf_of_row) -> tuple:

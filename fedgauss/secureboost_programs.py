@@ -4,12 +4,14 @@
 
 # %% ../nbs/33a_secureboost_programs.ipynb #e37657e8
 from __future__ import annotations
-import queue, threading, time
+import os, queue, threading, time
 
 import numpy as np
 from fastcore.basics import patch
 
-from .gbdt import HistLayout, LogisticLoss, Tree, grow_tree
+from .gbdt import GBDTRegressor, HistLayout, LogisticLoss, SquaredLoss, Tree, grow_tree
+from .paillier import n_workers
+from .psi import PSI_MESSAGES, psi_check, psi_party
 from fedgauss.secureboost import (
     LOOKUP_FIELDS,
     TREE_FIELDS,
@@ -26,7 +28,7 @@ from .smc import PartySMC, PeerFinished, ProtocolSpec, register_protocol
 # %% auto #0
 __all__ = ['SECUREBOOST', 'SECUREBOOST_PREDICT', 'FederatedHistograms', 'secureboost_party', 'secureboost_report',
            'secureboost_check', 'secureboost_context', 'secureboost_part', 'secureboost_predict_check',
-           'secureboost_predict_party']
+           'secureboost_predict_party', 'register_secureboost_messages']
 
 # %% ../nbs/33a_secureboost_programs.ipynb #03793107
 class FederatedHistograms:
@@ -165,6 +167,7 @@ def _active_setup(ctx, data: dict, cfg: dict):
     a = ActiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     a.index, a._y = cfg['parties'].index(ctx.me), np.asarray(data['y'], np.float64)
     a.setup(cfg['missing'], cfg['max_bins'])
+    a.workers = n_workers(cfg.get('n_jobs', 1))  # processes on this party's machine
     a.make_keys(cfg['key_size'], cfg['unsafe'], ctx.key_rng)
     passives = [p for p in cfg['parties'] if p != ctx.me]
     for p in passives:
@@ -181,10 +184,10 @@ def _active_setup(ctx, data: dict, cfg: dict):
     return a, passives
 
 # %% ../nbs/33a_secureboost_programs.ipynb #7cdc8c89c7104fffa095e18ddfef8986
-def _grow(a: ActiveParty, prov, rl: bool, cfg: dict) -> tuple:
+def _grow(a: ActiveParty, prov, rl: bool, cfg: dict, units: dict) -> tuple:
     """One tree by the core's grower: federated (`rl=False`) or on the active party's features alone; returns
-    (tree, owners, records)."""
-    kw = {k: cfg[k] for k in ('max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight')}
+    (tree, owners, records). `units`: the gain's `gamma` and `gain_floor` in the units y is fitted in."""
+    kw = dict({k: cfg[k] for k in ('max_depth', 'learning_rate', 'reg_lambda', 'min_child_weight')}, **units)
     a.record_ = np.full(2 ** (cfg['max_depth'] + 1), -1, np.intp)
     tree = grow_tree(prov, a.layout if rl else a.global_layout, **kw)
     inner = ~tree.is_leaf
@@ -221,33 +224,62 @@ def _counts_from_leaves(tree: Tree, leaf_of_row) -> np.ndarray:
         c[at] = c[tree.left[at]] + c[tree.right[at]]
     return c
 
+
+def _cpu_seconds() -> float:
+    "CPU seconds of this process and of its finished worker processes (`parallel_map`'s pools)."
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+# %% ../nbs/33a_secureboost_programs.ipynb #f7c2153b
+def _objective(y, cfg: dict, me: str) -> tuple:
+    "(loss, y in its unit, e, the gain's units for `_grow`, base margin in the unit) of the fit's objective."
+    if cfg.get('objective', 'binary:logistic') == 'binary:logistic':
+        if len(np.unique(y)) < 2:  # after PSI the common rows may hold one class
+            raise ValueError(f"{me}: the rows to train on hold labels of one class only")
+        loss, e, floor = LogisticLoss(), 0, 1e-6
+    else:
+        loss, (e, floor) = SquaredLoss(), GBDTRegressor(base_score=cfg['base_score'])._units(y, None)
+    y = np.ldexp(y, -e)
+    base = loss.init_margin(y) if cfg['base_score'] is None else float(np.ldexp(loss.link(cfg['base_score']), -e))
+    with np.errstate(over='ignore'):
+        units = dict(gamma=float(np.ldexp(cfg['gamma'], -2 * e)), gain_floor=floor)
+    return loss, y, e, units, base
+
+
+def _in_units(tree: Tree, e: int) -> Tree:
+    "A tree grown in units of $2^e$, back in y's own units (exact: a power of two)."
+    if e:
+        with np.errstate(over='ignore'):
+            tree.value, tree.sum_grad = np.ldexp(tree.value, e), np.ldexp(tree.sum_grad, e)
+            tree.gain = np.ldexp(tree.gain, 2 * e)
+    return tree
+
 # %% ../nbs/33a_secureboost_programs.ipynb #938c804e27f84196a10c8828c723f798
 def _active_program(ctx, data: dict, cfg: dict):
     "Generator: the active party's program; returns the model (trees, owners, records, margins)."
     a, passives = yield from _active_setup(ctx, data, cfg)
-    y, loss = a._y, LogisticLoss()
-    base = loss.init_margin(y) if cfg['base_score'] is None else float(loss.link(cfg['base_score']))
+    loss, y, e, units, base = _objective(a._y, cfg, ctx.me)
     margin, gh = np.full(len(y), base), np.empty((len(y), 2))
-    out = dict(base_margin=base, trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
+    out = dict(base_margin=float(np.ldexp(base, e)), trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
     for t in range(cfg['n_estimators']):
         if cfg.get('pause', True):
             yield from ctx.pause()  # what was sent before (setup, the last tree) leaves in its own round
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), _cpu_seconds()
         ctx.phase = ('tree', t)
         rl = t < cfg['rl_trees']
         loss.gradients(y, margin, out=gh)
         a.encrypt_gradients(gh, [] if rl else passives, ctx.obf_rng)
         if rl:
-            tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg)
+            tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg, units)
         else:
             prov = lambda wait: FederatedHistograms(a, passives, cfg['parties'], ctx, wait)
-            tree, owner, record = yield from _in_thread(lambda wait: _grow(a, prov(wait), False, cfg))
+            tree, owner, record = yield from _in_thread(lambda wait: _grow(a, prov(wait), False, cfg, units))
         margin += tree.value[a.node]
-        for k, v in zip(('trees', 'owners', 'records'), (tree, owner, record)):
+        for k, v in zip(('trees', 'owners', 'records'), (_in_units(tree, e), owner, record)):
             out[k].append(v)
         out['train_leaves'].append(a.node.astype(np.int32))
-        out['tree_seconds'].append((time.perf_counter() - t0, time.process_time() - c0))
-    out['train_margin'], out['impute'] = margin, impute_array(a)
+        out['tree_seconds'].append((time.perf_counter() - t0, _cpu_seconds() - c0))
+    out['train_margin'], out['impute'] = np.ldexp(margin, e), impute_array(a)
     for p in passives if cfg.get('end_message') else []:
         ctx.send(p, 'end', 0)
     return dict(out, party=a) if cfg.get('keep_parties') else out
@@ -275,6 +307,7 @@ def _passive_program(ctx, data: dict, cfg: dict):
     p = PassiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     p.index = cfg['parties'].index(ctx.me)
     p.setup(cfg['missing'], cfg['max_bins'])
+    p.workers = n_workers(cfg.get('n_jobs', 1))
     p.send(active, 'n_bins', p.layout.n_bins)
     p.channel.put('public_key', (yield from ctx.recv('public_key', active)))
     p.receive_key()
@@ -288,17 +321,34 @@ def _passive_program(ctx, data: dict, cfg: dict):
     out = dict(records=len(p.lookup), part=dict(lookup_arrays(p.lookup), impute=impute_array(p)))  # its part stays here
     return dict(out, party=p) if cfg.get('keep_parties') else out
 
+# %% ../nbs/33a_secureboost_programs.ipynb #64828d06
+def _after_psi(ctx, data: dict, cfg: dict):
+    """Generator: with `cfg['psi']`, run ECDH-PSI on the party's `ids` and keep its rows of the common IDs in the
+    agreed order (`X`, and `y` at the active party); returns (the data cut to them, its rows). Without: as given."""
+    if not cfg.get('psi'):
+        return data, None
+    r = yield from psi_party(ctx, dict(ids=data['ids']), dict(cfg['psi'], me=ctx.me))
+    if r['size'] == 0:
+        raise ValueError(f"{ctx.me}: the parties share no ID: there are no rows to use")
+    yield from ctx.pause()  # PSI's last messages leave in their own round
+    ctx.phase = 'setup'
+    cut = {k: np.asarray(data[k])[r['rows']] for k in ('X', 'y') if k in data}
+    return dict(data, **cut), r['rows']
+
 # %% ../nbs/33a_secureboost_programs.ipynb #59bbdb311c014d738909a11f9e486628
 def secureboost_party(
     ctx: PartySMC,  # the party's context (mailbox, phase, rng)
-    data: dict,  # its own arrays: `X` (rows × its columns, NaN = missing) and, for the active party, `y` (0/1)
+    data: dict,  # its own arrays: `X` (rows × its columns, NaN = missing), `y` at the active party, `ids` with PSI
     cfg: dict,  # public: parties (column order), active, n_features, n_rows, the fit's parameters; options below
 ):
     """A SecureBoost party's program (a generator): the active party's if `cfg['me']` is `cfg['active']`, else a passive
-    party's. Options in `cfg`: `keep_parties` (results hold the party objects, with their data: in one process only),
-    `pause` (default True: each tree's messages in its round), `end_message` (default False: the active party says
-    'end' when done, for a transport that cannot tell a waiting party its peer has finished)."""
-    return (_active_program if cfg['me'] == cfg['active'] else _passive_program)(ctx, data, cfg)
+    party's. Options in `cfg`: `psi` (a `psi_config`: align on the common IDs first), `keep_parties` (results hold the
+    party objects, with their data: in one process only), `pause` (default True: each tree's messages in its round),
+    `end_message` (default False: the active party says 'end' when done, for a transport that cannot tell a waiting
+    party its peer has finished)."""
+    data, rows = yield from _after_psi(ctx, data, cfg)
+    out = yield from (_active_program if cfg['me'] == cfg['active'] else _passive_program)(ctx, data, cfg)
+    return out if rows is None else dict(out, psi_rows=rows)
 
 
 def secureboost_report(
@@ -306,15 +356,28 @@ def secureboost_report(
     cfg: dict,  # the public configuration, `cfg['me']` the party
 ) -> dict:
     """What a node sends the server when its program ends: a passive party only how many records it holds (its
-    lookup table, `result['part']`, stays on its node: `flower_run(..., keep=True)` writes it there)."""
-    return {k: v for k, v in result.items() if k != 'part'}
+    lookup table, `result['part']`, and its rows of the ID intersection stay on its node: `flower_run(..., keep=True)`
+    writes them there)."""
+    drop = ('part',) if 'trees' in result else ('part', 'psi_rows')  # the active party's rows index its model's
+    return {k: v for k, v in result.items() if k not in drop}
+
+
+def _check_ids(data: dict, cfg: dict, me: str, n: int):
+    "With PSI: the party's IDs valid, of the agreed type and declared number, one per row; without: `n_rows` rows."
+    if not cfg.get('psi'):
+        if n != cfg['n_rows']:
+            raise ValueError(f"{me} has {n} rows; the federation expects {cfg['n_rows']}")
+        return
+    psi_check(dict(ids=data['ids']) if 'ids' in data else {}, dict(cfg['psi'], me=me))
+    if len(data['ids']) != n:
+        raise ValueError(f"{me} has {len(data['ids'])} IDs for {n} rows: one ID per row")
 
 
 def secureboost_check(
     data: dict,  # a party's own arrays
     cfg: dict,  # the public configuration, `cfg['me']` its name
 ):
-    "Refuse a party's data that does not fit the federation (columns, rows, infinities, labels), naming the party."
+    "Refuse a party's data that does not fit the federation (columns, rows, IDs, infinities, labels), naming the party."
     me = cfg['me']
     if not isinstance(data, dict) or 'X' not in data:
         raise ValueError(f"{me}: its data must be a dict with features 'X'")
@@ -322,15 +385,17 @@ def secureboost_check(
     want = cfg['n_features'][cfg['parties'].index(me)]
     if X.shape[1] != want:
         raise ValueError(f"{me} has {X.shape[1]} columns; the federation expects {want}")
-    if len(X) != cfg['n_rows']:
-        raise ValueError(f"{me} has {len(X)} rows; the federation expects {cfg['n_rows']}")
+    _check_ids(data, cfg, me, len(X))
     if me != cfg['active']:
         if 'y' in data:
             raise ValueError(f"{me} is a passive party: it holds no labels")
         return
     y = np.asarray(data.get('y', np.zeros(0)), np.float64).ravel()
-    if len(y) != len(X) or not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError(f"{me}: the labels 'y' must be 0/1, one per row")
+    if cfg.get('objective', 'binary:logistic') == 'binary:logistic':
+        if len(y) != len(X) or not np.isin(y, (0.0, 1.0)).all():
+            raise ValueError(f"{me}: the labels 'y' must be 0/1, one per row")
+    elif len(y) != len(X) or not np.isfinite(y).all():
+        raise ValueError(f"{me}: the targets 'y' must be finite numbers, one per row")
 
 # %% ../nbs/33a_secureboost_programs.ipynb #b43b363d81ae4b689946ece5c682cd59
 def secureboost_context(
@@ -567,8 +632,7 @@ def secureboost_predict_check(
     F = cfg['n_features'][i]
     if X.shape[1] != F:
         raise ValueError(f"{me} has {X.shape[1]} columns; the federation expects {F}")
-    if len(X) != cfg['n_rows']:
-        raise ValueError(f"{me} has {len(X)} rows; the federation expects {cfg['n_rows']}")
+    _check_ids(data, cfg, me, len(X))
     imp, want = np.asarray(data.get('impute', np.zeros(0)), np.float64), F if cfg['missing'] == 'impute' else 0
     if imp.shape != (want,) or not np.isfinite(imp).all():
         raise ValueError(f"{me}: 'impute' must hold {want} finite training means (missing={cfg['missing']!r})")
@@ -578,12 +642,34 @@ def secureboost_predict_check(
 def secureboost_predict_party(
     ctx: PartySMC,  # the party's context (its mailbox)
     data: dict,  # its own arrays: `X` (its block of the rows to score) and its part of the model (`model_parts`)
-    cfg: dict,  # public: parties (column order), active, n_features, n_rows, n_records (per party), missing
+    cfg: dict,  # public: parties (column order), active, n_features, n_rows, n_records (per party), missing; psi
 ):
-    "A party's program of federated inference (a generator): the active party's if `cfg['me']` is `cfg['active']`."
-    return (_predict_active if cfg['me'] == cfg['active'] else _predict_passive)(ctx, data, cfg)
+    """A party's program of federated inference (a generator): the active party's if `cfg['me']` is `cfg['active']`.
+    With `cfg['psi']` it first keeps its rows of the IDs every party holds (as in training): the active party's margins
+    are those rows', `psi_rows` its positions of them."""
+    data, rows = yield from _after_psi(ctx, data, cfg)
+    out = yield from (_predict_active if cfg['me'] == cfg['active'] else _predict_passive)(ctx, data, cfg)
+    return out if rows is None else dict(out, psi_rows=rows)
 
 
 SECUREBOOST_PREDICT = register_protocol(
-    ProtocolSpec('secureboost_predict', secureboost_predict_party, check=secureboost_predict_check, dealer=False)
+    ProtocolSpec(
+        'secureboost_predict',
+        secureboost_predict_party,
+        check=secureboost_predict_check,
+        dealer=False,
+        report=secureboost_report,  # a passive node keeps its rows of the intersection
+    )
 )
+
+
+def register_secureboost_messages():
+    "Tell `fedgauss.flower` that both SecureBoost protocols may open with PSI's messages (`cfg['psi']`)."
+    from fedgauss.flower import MESSAGE_SCHEMAS
+
+    for p in ('secureboost', 'secureboost_predict'):
+        for kind, schema in PSI_MESSAGES.items() if p in MESSAGE_SCHEMAS else ():
+            MESSAGE_SCHEMAS[p].setdefault(kind, schema)
+
+
+register_secureboost_messages()

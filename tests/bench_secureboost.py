@@ -1,7 +1,11 @@
 """Benchmark: SecureBoost per-tree time on 10,000 x 20 synthetic data (no exact zeros), 10 features per party, depth 6,
-32 bins: fedgauss (2048-bit Paillier keys, obfuscator generation included) against FedTree 1.0.5's vertical federated
-GBDT with homomorphic encryption (its Python API: 512-bit keys), both single-threaded, in one process. Also bytes per
-party per tree (from our channel's transcript) and test AUC next to the centralized GBDTClassifier.
+32 bins, against FedTree 1.0.5's vertical federated GBDT with homomorphic encryption (its Python API), in one run:
+fedgauss with 2048-bit Paillier keys on one process and on every core (`n_jobs`), and with 512-bit keys on every core
+(FedTree's wrapper always uses 512-bit keys: the like-for-like row); FedTree on one OpenMP thread and on every core.
+Each FedTree run is a fresh process (its thread count is fixed when its library loads). Ratios are wall-clock seconds
+per tree against FedTree on the same number of cores; CPU seconds (all processes) beside them. Also the share of a
+serial tree spent in the work that runs on every core (Paillier and the encrypted sums), and Amdahl's speedup it
+predicts on 16 cores; bytes per party per tree (from the transcript) and test AUC next to the centralized core.
 
     python tests/bench_secureboost.py [--trees 2] [--key 2048] [--repeat 1]
     python tests/bench_secureboost.py --ab OLD_SRC [--n 4000] [--pairs 6] [--trees 2] [--key 1024] [--depth 5]
@@ -12,6 +16,7 @@ checkout's (the per-party programs), each in a fresh process, alternating which 
 
 FedTree (`apt-get install -y libntl44 && pip install fedtree`) is skipped with a message when it is not installed.
 Its Python wrapper turns X into a sparse matrix, so exact zeros would become missing values: the data has none.
+On a shared machine the wall-clock figures carry the other jobs' load: the load average is printed with them.
 """
 
 import argparse, os, subprocess, sys, time
@@ -37,26 +42,56 @@ def data(n=10_000, F=20, seed=0):
     return X[:n], y[:n], X[n:], y[n:]
 
 
-def ours(X, y, Xt, yt, trees, key, depth, bins):
-    parts = vertical_split(X, 2, y)
-    m = SecureBoostClassifier(n_estimators=trees, max_depth=depth, max_bins=bins, key_size=key, learning_rate=0.3)
-    t0 = time.perf_counter()
-    m.fit(parts)
-    total = time.perf_counter() - t0
+def _cpu():
+    "CPU seconds of this process and its finished children (the worker pools)."
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def ours(X, y, Xt, yt, trees, key, depth, bins, jobs):
+    import fedgauss.paillier as paillier
+    import fedgauss.secureboost as sb
+
+    inside, original = [0.0], paillier.parallel_map
+
+    def timed(fn, shared, batch, workers=1):  # time in the work shared out on every core
+        t = time.perf_counter()
+        try:
+            return original(fn, shared, batch, workers)
+        finally:
+            inside[0] += time.perf_counter() - t
+
+    paillier.parallel_map, sb.parallel_map = timed, timed
+    try:
+        parts = vertical_split(X, 2, y)
+        m = SecureBoostClassifier(
+            n_estimators=trees,
+            max_depth=depth,
+            max_bins=bins,
+            key_size=key,
+            learning_rate=0.3,
+            n_jobs=jobs,
+            unsafe=key < 1024,  # FedTree's size, for the like-for-like row only
+        )
+        t0, c0 = time.perf_counter(), _cpu()
+        m.fit(parts)
+        total, cpu = time.perf_counter() - t0, _cpu() - c0
+    finally:
+        paillier.parallel_map = sb.parallel_map = original
     sec = np.array(m.tree_seconds_)
     tr = m.channel_.transcript
-    tr = tr[tr['round'] > 1]  # round 1 is the setup (keys, bin counts)
+    tr = tr[~tr['kind'].isin(['public_key', 'n_bins'])]  # the setup (keys, bin counts)
     per_tree = tr.groupby('sender')['bytes'].sum() / trees
     auc = roc_auc_score(yt, m.predict_proba([Xt[:, : X.shape[1] // 2], Xt[:, X.shape[1] // 2 :]])[:, 1])
-    return dict(wall_per_tree=sec[:, 0].mean(), cpu_per_tree=sec[:, 1].mean(), fit_incl_keygen=total, auc=auc), per_tree
+    row = dict(wall_per_tree=sec[:, 0].mean(), cpu_per_tree=sec[:, 1].mean(), fit_incl_keygen=total, auc=auc)
+    return dict(row, parallel_share=inside[0] / sec[:, 0].sum()), per_tree
 
 
-def fedtree_run(X, y, Xt, yt, trees, depth, bins):
-    try:
-        from fedtree import FLClassifier
-    except Exception as e:  # not installed, or libntl missing
-        print(f"FedTree skipped: {type(e).__name__}: {e} (apt-get install -y libntl44 && pip install fedtree)")
-        return None
+def fedtree_child(threads, trees, depth, bins):
+    "In a fresh process (OpenMP reads its thread count once): FedTree's fit, printed as one line of numbers."
+    X, y, Xt, yt = data()
+    from fedtree import FLClassifier
+
     clf = FLClassifier(
         n_trees=trees,
         n_parties=2,
@@ -72,11 +107,27 @@ def fedtree_run(X, y, Xt, yt, trees, depth, bins):
         verbose=0,
         n_device=1,
     )
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = time.perf_counter(), _cpu()
     clf.fit(X, y)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
     p = np.asarray(clf.predict_proba(Xt), float)[:, 1]  # (its predict() returns class 0 for every row)
-    return dict(wall_per_tree=wall / trees, cpu_per_tree=cpu / trees, fit_incl_keygen=wall, auc=roc_auc_score(yt, p))
+    print('FEDTREE', wall / trees, cpu / trees, wall, roc_auc_score(yt, p))
+
+
+def fedtree_run(threads, trees, depth, bins):
+    "FedTree on `threads` OpenMP threads, in a child process; None (with a message) when it is not installed."
+    try:
+        import fedtree  # noqa: F401
+    except Exception as e:  # not installed, or libntl missing
+        print(f"FedTree skipped: {type(e).__name__}: {e} (apt-get install -y libntl44 && pip install fedtree)")
+        return None
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = f"import sys; sys.path.insert(0, {here!r}); import bench_secureboost as b; "
+    code += f"b.fedtree_child({threads}, {trees}, {depth}, {bins})"
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout
+    w, c, f, auc = map(float, next(l for l in out.splitlines() if l.startswith('FEDTREE')).split()[1:])
+    return dict(wall_per_tree=w, cpu_per_tree=c, fit_incl_keygen=f, auc=auc)
 
 
 def _fit_cpu(n, trees, key, depth, bins):
@@ -107,6 +158,8 @@ def ab(old, a):
 
 
 def main():
+    from fedgauss.paillier import n_workers
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--ab', metavar='OLD_SRC', help='paired CPU ratio against the fedgauss package in OLD_SRC')
     ap.add_argument('--n', type=int, default=4000)
@@ -120,26 +173,47 @@ def main():
     if a.ab:
         return ab(a.ab, a)
     X, y, Xt, yt = data()
-    rows = {}
+    cores, rows, peer = n_workers(-1), {}, {}
     for rep in range(a.repeat):
-        r, per_tree = ours(X, y, Xt, yt, a.trees, a.key, a.depth, a.bins)
-        rows[f'fedgauss {a.key}-bit #{rep}'] = r
-        f = fedtree_run(X, y, Xt, yt, a.trees, a.depth, a.bins)
-        if f is not None:
-            rows[f'FedTree 1.0.5 HE 512-bit #{rep}'] = f
+        for threads in (1, cores):
+            f = fedtree_run(threads, a.trees, a.depth, a.bins)
+            if f is not None:
+                rows[f'FedTree 1.0.5 HE 512-bit, {threads} thread(s) #{rep}'] = f
+                peer.setdefault(threads, []).append(f)
+        for key, jobs in ((a.key, 1), (a.key, -1), (512, -1)):
+            r, per_tree = ours(X, y, Xt, yt, a.trees, key, a.depth, a.bins, jobs)
+            rows[f'fedgauss {key}-bit, {n_workers(jobs)} process(es) #{rep}'] = dict(r, cores=n_workers(jobs))
+            if key == a.key and jobs == -1:
+                bytes_per_tree = per_tree
     cen = GBDTClassifier(n_estimators=a.trees, max_depth=a.depth, max_bins=a.bins).fit(X, y)
     rows['centralized GBDTClassifier'] = dict(auc=roc_auc_score(yt, cen.predict_proba(Xt)[:, 1]))
-    t = pd.DataFrame(rows).T
-    ft = [k for k in rows if k.startswith('FedTree')]
-    if ft:
-        for c in ('wall_per_tree', 'cpu_per_tree'):
-            t[c + ' / FedTree'] = t[c] / np.mean([rows[k][c] for k in ft])
     print(
-        f"{len(X):,} x {X.shape[1]} synthetic, 10 features per party, depth {a.depth}, {a.bins} bins, {a.trees} trees, one thread"
+        f"{len(X):,} x {X.shape[1]} synthetic, 10 features per party, depth {a.depth}, {a.bins} bins, {a.trees} trees; "
+        f"{cores} cores, load average {os.getloadavg()[0]:.1f} at the end\n"
     )
+    t = pd.DataFrame(rows).T.drop(columns=['cores'], errors='ignore')
     print(t.round(3).to_string())
-    print("\nfedgauss bytes sent per party per tree (transcript, after the setup round):")
-    print(per_tree.astype(int).to_string())
+    best = t[t.index.str.contains('#')].copy()  # each configuration's best run (least wall-clock per tree)
+    best['config'] = best.index.str.replace(r' #\d+$', '', regex=True)
+    best = best.sort_values('wall_per_tree').groupby('config', sort=False).head(1).set_index('config')
+    print(f"\nbest of {a.repeat} per configuration, seconds per tree, and ratios to FedTree on the same cores:")
+    for c in ('wall_per_tree', 'cpu_per_tree') if peer else ():
+        for threads in sorted(peer):
+            ref = best.loc[f'FedTree 1.0.5 HE 512-bit, {threads} thread(s)', c]
+            best[f'{c.split("_")[0]} / FedTree {threads}t'] = best[c] / ref
+    cols = ['wall_per_tree', 'cpu_per_tree'] + [c for c in best if '/ FedTree' in c]
+    print(best[cols].sort_index().round(3).to_string())
+    one, every = f'fedgauss {a.key}-bit, 1 process(es)', f'fedgauss {a.key}-bit, {cores} process(es)'
+    if cores > 1:
+        sp = best.loc[one, 'wall_per_tree'] / best.loc[every, 'wall_per_tree']
+        print(f"\nspeedup of fedgauss {a.key}-bit on {cores} processes over one: {sp:.2f}x (wall-clock, best of each)")
+    for k, r in rows.items():
+        if 'parallel_share' in r and r.get('cores') == 1:
+            f = r['parallel_share']
+            print(f"{k}: {f:.1%} of a tree is work shared out on every core; Amdahl: "
+                  f"{1 / ((1 - f) + f / cores):.2f}x on {cores} cores, {1 / ((1 - f) + f / 16):.2f}x on 16")  # fmt: skip
+    print("\nfedgauss bytes sent per party per tree (transcript, without the setup):")
+    print(bytes_per_tree.astype(int).to_string())
 
 
 if __name__ == '__main__':

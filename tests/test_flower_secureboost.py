@@ -34,7 +34,9 @@ from fedgauss.smc import run_protocol
 
 NAMES = ['passive0', 'active', 'passive2']  # labels with the middle party, as nb33
 GROUPS = [list(range(0, 10)), list(range(10, 20)), list(range(20, 30))]
-PARAMS = dict(n_estimators=2, max_depth=3, max_bins=16, key_size=512, unsafe=True)
+# n_jobs=1: a node hosted by Ray's simulation (a ClientAppActor with some 20 native threads) that forks its Paillier
+# workers can deadlock (a forked worker once hung on a futex here); the results are the same on every core
+PARAMS = dict(n_estimators=2, max_depth=3, max_bins=16, key_size=512, unsafe=True, n_jobs=1)
 COLS = ['round', 'sender', 'receiver', 'kind', 'bytes']
 
 
@@ -230,3 +232,90 @@ def test_prediction_deployment_equals_the_estimator(pjob):
 
     fl = flower_run('secureboost_predict', pjob['datas'], pjob['cfg'], engine='deployment', timeout=240)
     assert_same_prediction(fl, pjob)
+
+
+# ----------------------------------------------------------------------------- PSI first, the regressor (issues 29, 30)
+def _psi_job(**params):
+    """Three parties holding partly overlapping rows of breast cancer under string IDs (each a random 85 %, shuffled),
+    the `secureboost` programs with `cfg['psi']`: PSI then the trees in one run; every party keyed by its test seed."""
+    X, y = load_breast_cancer(return_X_y=True)
+    r, datas, ids = np.random.default_rng(3), {}, {}
+    for p, g in zip(NAMES, GROUPS):
+        at = r.permutation(np.flatnonzero(r.random(len(X)) < 0.85))
+        ids[p] = np.array([f'p{i:04d}' for i in at])
+        datas[p] = dict(X=X[at][:, g], ids=ids[p])
+    datas['active']['y'] = y[[int(s[1:]) for s in ids['active']]].astype(float)
+    est = SecureBoostClassifier(rng=0, psi=True, **dict(PARAMS, **params))
+    cfg = est.protocol_config(NAMES, [len(g) for g in GROUPS], None)
+    cfg['psi'] = est.psi_config(NAMES, list(ids.values()))
+    seeds = {p: k for k, p in enumerate(NAMES)}
+    res, rounds, ch = run_protocol(SECUREBOOST, datas, cfg, rngs=seeds, bsp=True)
+    return dict(X=X, y=y, datas=datas, cfg=cfg, res=res, rounds=rounds, ch=ch, seeds=seeds, ids=ids)
+
+
+def test_psi_then_training_on_the_relay_in_process_equals_the_simulator():
+    """Parties whose IDs overlap partly: one run on Flower's relay (`LocalGrid`), ECDH-PSI then the trees, gives the
+    simulator's trees, rounds and transcript; the trees are the centralized core's on the common rows; a passive node
+    reports its record count only (its rows of the intersection stay with it)."""
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
+    from fedgauss.gbdt import GBDTClassifier
+
+    job = _psi_job()
+    with tempfile.TemporaryDirectory() as d:
+        ncs, kw = local_nodes(d, {p: job['datas'][p] for p in NAMES}, test_seeds=True)
+        fl = Relay(LocalGrid(ncs, forget=False), len(NAMES), **kw).run('secureboost', job['cfg'], seeds=job['seeds'])
+    got, want = fl['results'], job['res']
+    for t, u in zip(got['active']['trees'], want['active']['trees']):
+        for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad', 'sum_hess'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+    assert fl['channel'].transcript[COLS].values.tolist() == job['ch'].transcript[COLS].values.tolist()
+    assert fl['rounds'] == job['rounds'] and job['rounds']['align'][0] < min(job['rounds']['tree'])
+    for p in NAMES:
+        assert ('psi_rows' in got[p]) == (p == 'active')
+    common = [job['ids']['active'][i] for i in got['active']['psi_rows']]
+    assert len(common) < min(len(v) for v in job['ids'].values())
+    assert all(set(common) <= set(v) for v in job['ids'].values())
+    rows = [int(s[1:]) for s in common]  # the centralized fit on the common rows, in PSI's order
+    gb = GBDTClassifier(n_estimators=2, max_depth=3, max_bins=16).fit(job['X'][rows], job['y'][rows])
+    for t, u in zip(got['active']['trees'], gb.trees_):
+        np.testing.assert_array_equal(t.value, u.value)
+
+
+def test_a_node_with_ids_of_another_type_stops_before_any_message():
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
+
+    job = _psi_job()
+    bad = dict(job['datas'], passive2=dict(job['datas']['passive2'], ids=np.arange(len(job['ids']['passive2']))))
+    with tempfile.TemporaryDirectory() as d:
+        ncs, kw = local_nodes(d, {p: bad[p] for p in NAMES}, test_seeds=True)
+        relay = Relay(LocalGrid(ncs, forget=False), len(NAMES), **kw)
+        with pytest.raises(FlowerRunError, match='passive2'):
+            relay.run('secureboost', job['cfg'], seeds=job['seeds'])
+        assert len(relay.channel.messages) == 0
+
+
+def test_regressor_on_the_relay_in_process_equals_the_estimator():
+    """SecureBoostRegressor's programs (`objective='reg:squarederror'`) on Flower's relay: the estimator's trees and
+    transcript, and the trees of GBDTRegressor on the same columns side by side."""
+    from sklearn.datasets import load_diabetes
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
+    from fedgauss.gbdt import GBDTRegressor
+    from fedgauss.secureboost import SecureBoostRegressor
+
+    X, y = load_diabetes(return_X_y=True)
+    names, groups = ['active', 'passive1'], [list(range(5)), list(range(5, 10))]
+    datas = {'active': dict(X=X[:, :5], y=y), 'passive1': dict(X=X[:, 5:])}
+    est = SecureBoostRegressor(rng=0, **PARAMS)
+    cfg = est.protocol_config(names, [5, 5], len(y))
+    est.fit(vertical_split(X, groups, y, label_party=0))
+    with tempfile.TemporaryDirectory() as d:
+        ncs, kw = local_nodes(d, datas, test_seeds=True)
+        fl = Relay(LocalGrid(ncs, forget=False), len(names), **kw).run('secureboost', cfg, seeds={'active': 0})
+    gb = GBDTRegressor(n_estimators=2, max_depth=3, max_bins=16).fit(X, y)
+    for t, u, c in zip(fl['results']['active']['trees'], est.trees_, gb.trees_):
+        for att in ('feature', 'bin', 'default_left', 'value', 'gain', 'sum_grad', 'sum_hess'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+            np.testing.assert_array_equal(getattr(t, att), getattr(c, att))
+    np.testing.assert_array_equal(fl['results']['active']['train_margin'], est.train_margin_)
+    rows = lambda ch: sorted(map(tuple, ch.transcript[COLS].values.tolist()))
+    assert rows(fl['channel']) == rows(est.channel_)

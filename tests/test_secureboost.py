@@ -762,3 +762,186 @@ def test_the_programs_names_are_importable_from_secureboost():
     assert programs.__all__ and all(getattr(sb, n) is getattr(programs, n) for n in programs.__all__)
     with pytest.raises(AttributeError, match='no attribute'):
         sb.no_such_name
+
+
+# ----------------------------------------------------------------------------- PSI before the fit (issue 30 §1)
+def _overlapping(X, y, groups, label_party, keep=0.8, seed=0, id_column=None):
+    """Each party holds a random 80 % of the rows (its own IDs, shuffled), so the IDs overlap partly; the active party's
+    labels indexed as its rows. Returns (parties, the common IDs, their rows in X)."""
+    r = np.random.default_rng(seed)
+    frames = []
+    for k, g in enumerate(groups):
+        at = np.flatnonzero(r.random(len(X)) < keep)
+        d = pd.DataFrame(X[at][:, g], columns=[f'x{j}' for j in g], index=[f'id{i:04d}' for i in at])
+        d = d.sample(frac=1, random_state=seed + k)
+        if id_column is not None:
+            d = d.rename_axis(id_column).reset_index()
+        frames.append(d)
+    ids = lambda d: d[id_column] if id_column is not None else d.index
+    a = frames[label_party]
+    ya = pd.Series(y[[int(s[2:]) for s in ids(a)]], index=a.index)
+    common = sorted(set.intersection(*[set(ids(d)) for d in frames]))
+    return [(d, ya if k == label_party else None) for k, d in enumerate(frames)], common, [int(s[2:]) for s in common]
+
+
+def test_psi_fit_is_the_core_on_the_common_rows():
+    """Parties whose IDs overlap partly: with psi=True the fit runs ECDH-PSI first (its rounds open the transcript), and
+    the trees are the centralized ones fitted on the common rows; the parties' frames are untouched."""
+    X, y = _toy7(500)
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    parts, common, rows = _overlapping(X, y, groups, 1)
+    copies = [d.copy() for d, _ in parts]
+    sb = SecureBoostClassifier(n_estimators=3, max_depth=3, max_bins=16, psi=True, **FAST).fit(parts)
+    gb = GBDTClassifier(n_estimators=3, max_depth=3, max_bins=16).fit(
+        np.hstack([X[rows][:, g] for g in groups]), y[rows]
+    )
+    assert_same_trees(sb, gb)
+    assert sb.alignment_.size == len(common) < min(len(d) for d, _ in parts)
+    for k, (d, _) in enumerate(parts):  # each party's rows of the common IDs, in one agreed order
+        assert list(d.index[sb.alignment_.rows[k]]) == list(parts[1][0].index[sb.alignment_.rows[1]])
+        assert d.equals(copies[k])
+    tr = sb.channel_.transcript
+    first_key = tr.loc[tr['kind'] == 'public_key', 'round'].min()
+    assert set(tr.loc[tr['round'] < first_key, 'kind']) == {'blinded', 'double blinded', 'aligned'}
+    assert sb.alignment_.rounds == {'blind': [2], 'double': [3], 'align': [4]}  # as psi_align's
+
+
+def test_psi_predictions_cover_the_common_ids_indexed_by_the_active_party():
+    X, y = _toy7(500)
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    parts, _, rows = _overlapping(X, y, groups, 1, id_column='customer')
+    sb = SecureBoostClassifier(n_estimators=2, max_depth=3, max_bins=16, psi=True, id_column='customer', **FAST)
+    sb.fit(parts)
+    assert sb.n_features_in_ == 7  # the ID column is not a feature
+    Xn, _ = _toy7(300, seed=5)
+    new, common, nrows = _overlapping(Xn, np.zeros(300), groups, 1, keep=0.7, seed=7, id_column='customer')
+    p = sb.predict_proba([d for d, _ in new])
+    assert sorted(p.index) == common and p.index.name == 'customer'
+    gb = GBDTClassifier(n_estimators=2, max_depth=3, max_bins=16).fit(
+        np.hstack([X[rows][:, g] for g in groups]), y[rows]
+    )
+    want = gb.predict_proba(np.hstack([Xn[[int(s[2:]) for s in p.index]][:, g] for g in groups]))
+    np.testing.assert_array_equal(p.to_numpy(), want)
+
+
+def test_psi_predictions_keep_the_name_of_the_active_partys_index():
+    """IDs in the index: the prediction's index is the active party's IDs under the index's own name."""
+    X, y = _toy7(300)
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    parts, _, _ = _overlapping(X, y, groups, 1)
+    parts = [(d.rename_axis('patient'), None if t is None else t.rename_axis('patient')) for d, t in parts]
+    sb = SecureBoostClassifier(n_estimators=1, max_depth=2, max_bins=8, psi=True, **FAST).fit(parts)
+    p = sb.predict_proba([d for d, _ in parts])
+    assert p.index.name == 'patient' and set(p.index) <= set(parts[1][0].index)
+
+
+@pytest.mark.parametrize(
+    'change, match',
+    [
+        (lambda ps: [(d.to_numpy(), y) for d, y in ps], 'psi=True aligns the parties on their IDs'),
+        (lambda ps: [(d.set_axis(range(len(d))), y) if k == 0 else (d, y) for k, (d, y) in enumerate(ps)], 'types'),
+        (lambda ps: [(d.set_axis([f'z{i}' for i in range(len(d))]), y) if k == 2 else (d, y) for k, (d, y) in
+                     enumerate(ps)], 'share no ID'),
+    ],
+)  # fmt: skip
+def test_psi_bad_input_names_the_problem(change, match):
+    X, y = _toy7(200)
+    parts, _, _ = _overlapping(X, y, [[0, 1, 2], [3, 4], [5, 6]], 1)
+    with pytest.raises(ValueError, match=match):
+        SecureBoostClassifier(n_estimators=1, max_depth=2, psi=True, **FAST).fit(change(parts))
+
+
+# ----------------------------------------------------------------------------- SecureBoostRegressor (issue 29)
+def test_regressor_is_lossless_against_gbdt_regressor_on_diabetes():
+    """The squared loss (g = ŷ - y, h = 1): the federated trees are GBDTRegressor's bit for bit on scikit-learn's
+    diabetes (bundled), 5 % of a passive column missing, the labels with the middle party; predictions equal exactly."""
+    from sklearn.datasets import load_diabetes
+    from fedgauss.gbdt import GBDTRegressor
+    from fedgauss.secureboost import SecureBoostRegressor
+
+    X, y = load_diabetes(return_X_y=True)
+    X[np.random.default_rng(0).random(len(X)) < 0.05, 8] = np.nan
+    groups = [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    for kw in (
+        dict(n_estimators=4, max_depth=4, max_bins=32),
+        dict(n_estimators=3, max_depth=3, gamma=50.0, min_child_weight=5.0),
+    ):
+        sb = SecureBoostRegressor(**FAST, **kw).fit(vertical_split(X, groups, y, label_party=1))
+        gb = GBDTRegressor(**kw).fit(np.hstack([X[:, g] for g in groups]), y)
+        assert_same_trees(sb, gb)
+        np.testing.assert_array_equal(
+            sb.predict([X[:, g] for g in groups]), gb.predict(np.hstack([X[:, g] for g in groups]))
+        )
+        assert sb.base_margin_ == gb.base_margin_
+    assert sb.score([X[:, g] for g in groups], y) == gb.score(np.hstack([X[:, g] for g in groups]), y)
+
+
+def test_regressor_follows_scikit_learns_conventions():
+    """What of `check_estimator` applies: parameters (defaults, get/set, clone, nothing set in __init__), a regressor's
+    tags and `score`; fit takes the parties' blocks (`vertical_split`), not (X, y), so the checks that call fit(X, y)
+    do not apply."""
+    from sklearn.base import is_regressor, is_classifier
+    from sklearn.utils.estimator_checks import (
+        check_get_params_invariance,
+        check_no_attributes_set_in_init,
+        check_parameters_default_constructible,
+        check_set_params,
+    )
+    from fedgauss.secureboost import SecureBoostRegressor
+
+    for est in (SecureBoostRegressor(), SecureBoostClassifier()):
+        name = type(est).__name__
+        check_parameters_default_constructible(name, est)
+        check_no_attributes_set_in_init(name, est)
+        check_get_params_invariance(name, est)
+        check_set_params(name, est)
+        assert clone(est).get_params() == est.get_params()
+    assert is_regressor(SecureBoostRegressor()) and not is_classifier(SecureBoostRegressor())
+    with pytest.raises(ValueError, match='finite'):
+        X, y, p = _parts()
+        SecureBoostRegressor(**FAST).fit([(p[0][0], np.r_[np.inf, y[1:]]), p[1]])
+
+
+def test_regressor_reveals_the_passive_bins_row_counts_exactly():
+    """With h = 1 for every row, every decrypted Hessian sum of a passive bin is that bin's row count times the grid's
+    2^k: the active party learns how many of a node's rows fall in each passive bin, exactly (every node, every bin)."""
+    from sklearn.datasets import load_diabetes
+    from fedgauss.secureboost import SecureBoostRegressor, active_party_view
+
+    X, y = load_diabetes(return_X_y=True)
+    sb = SecureBoostRegressor(n_estimators=2, max_depth=3, max_bins=16, **FAST).fit(vertical_split(X, 2, y))
+    view, n_bins = active_party_view(sb, 'passive1')
+    p, checked = sb.parties_[1], 0
+    slots = p.slots  # each row's slot per feature in the passive party's histograms
+    for o in view:
+        assert (o['H'] == o['H'][0]).all()  # h = 1 on the grid: one integer for every row
+        for v, s in o['hist'].items():
+            true = np.bincount(slots[o['rows'][v]].ravel(), minlength=s.shape[1])
+            np.testing.assert_array_equal(s[1] // o['H'][0], true)
+            assert (s[1] % o['H'][0] == 0).all()
+            checked += 1
+    assert checked >= 4
+
+
+# ----------------------------------------------------------------------------- on every core (issue 32)
+def test_every_core_gives_the_serial_runs_messages_and_trees():
+    """n_jobs=2: the active party's encryption and decryption and the passive parties' encrypted sums run in worker
+    processes; every message (ciphertexts included, byte for byte), every tree and every margin is the serial run's."""
+    import fedgauss.paillier as paillier
+
+    X, y = _toy7(1500)
+    parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
+    kw = dict(n_estimators=2, max_depth=4, max_bins=32, **FAST)
+    one = SecureBoostClassifier(n_jobs=1, **kw).fit(parts)
+    k0 = next(paillier._KEYS)
+    two = SecureBoostClassifier(n_jobs=2, **kw).fit(parts)
+    assert next(paillier._KEYS) - k0 - 1 > 0  # batches did go to worker processes
+    assert len(one.channel_.messages) == len(two.channel_.messages)
+    for a, b in zip(one.channel_.messages, two.channel_.messages):
+        assert (a.round, a.sender, a.receiver, a.kind, a.nbytes) == (b.round, b.sender, b.receiver, b.kind, b.nbytes)
+        if a.kind in ('gh', 'hist'):
+            assert np.asarray(a.payload).tolist() == np.asarray(b.payload).tolist()
+    assert_same_model(one, two)
+    np.testing.assert_array_equal(one.train_margin_, two.train_margin_)
+    blocks = [X[:200, g] for g in ([0, 1, 2], [3, 4], [5, 6])]
+    np.testing.assert_array_equal(one.decision_function(blocks), two.decision_function(blocks))
