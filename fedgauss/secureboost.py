@@ -416,7 +416,7 @@ class _SecureBoost(BaseEstimator):
         rng=None,  # the experimenter's seed for the parties' secret randomness (tests); None: each from the OS
         id_column=None,  # a row-ID column every party's DataFrame holds (None: DataFrames align on their index)
         psi: bool = False,  # align the parties on the IDs they share by private set intersection (`32a_psi`) first
-        n_jobs: int = -1,  # processes each party uses for Paillier and its encrypted sums (-1: all its cores)
+        n_jobs: int | None = None,  # processes per party for Paillier and its sums (None: 1; -1: every core, forked)
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
