@@ -26,7 +26,7 @@ from .secagg import secagg_party, secagg_server
 from .smc import ProtocolSpec, register_protocol
 
 # %% auto #0
-__all__ = ['DPGBDT_PROTOCOL', 'dpgbdt_check', 'dpgbdt_client', 'dpgbdt_server']
+__all__ = ['DPGBDT_PROTOCOL', 'dpgbdt_check', 'dpgbdt_client', 'dpgbdt_server', 'tolerates_dropouts']
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #52b7ee2a
 class _Link:
@@ -399,6 +399,14 @@ def _server_levels(ctx, cfg, cand, feats):
     return f_all, thr_all, dl_all, tot[:, 0], tot[:, 1]
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #841847b1
+def tolerates_dropouts(
+    cfg: dict,  # the public configuration (`DPGBDTClassifier.protocol_inputs`)
+) -> bool:
+    "Over Flower, a silent client is gone (not fatal) when the fit asked for a dropout tolerance (its releases: secagg)."
+    return cfg.get('secagg') is not None
+
+
+# the clients' phases ('tree', t) open the rounds
 DPGBDT_PROTOCOL = register_protocol(
-    ProtocolSpec('dpgbdt', dpgbdt_client, dpgbdt_server, dpgbdt_check, dealer=False)
-)  # the clients' phases ('tree', t) open the rounds
+    ProtocolSpec('dpgbdt', dpgbdt_client, dpgbdt_server, dpgbdt_check, dealer=False, dropouts=tolerates_dropouts)
+)

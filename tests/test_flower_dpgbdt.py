@@ -124,3 +124,35 @@ def test_the_relay_without_flower(tmp_path, forget):
     datas['client2'] = dict(datas['client2'], X=datas['client2']['X'][:, :3])
     with pytest.raises(FlowerRunError, match=r'client2 .*keys and data check.*client2 has 3 columns, expected 4'):
         run(datas)
+
+
+@pytest.mark.skipif(importlib.util.find_spec('cryptography') is None, reason='needs cryptography')
+@pytest.mark.parametrize('fault', ['client1:3:die', 'client2:8:die'])
+def test_the_relay_goes_on_without_a_silent_client(tmp_path, fault):
+    """Issue 30: with `dropout_tolerance` (every release a secure aggregation), a node that stops answering is a
+    dropout over the relay, not a failure: the fit finishes, and it is the simulator's fit with that client dropping
+    where it did (the same trees, noise and releases); without a tolerance the same silence stops the run."""
+    from fedgauss.flower import FlowerRunError, LocalGrid, Relay, local_nodes
+
+    def run(cfg):
+        ncs, kw = local_nodes(
+            str(tmp_path / ('plain' if cfg['secagg'] is None else 'tolerant')),
+            {p: datas[p] for p in cfg['parties']},
+            test_seeds=True,
+        )
+        return Relay(LocalGrid(ncs, forget=False), len(ncs), timeout=5, **kw).run(
+            'dpgbdt', cfg, seeds=_seeds(cfg), fault=fault
+        )
+
+    datas, cfg = _inputs(split_method='partially_random', dropout_tolerance=0.34)
+    out = run(cfg)
+    srv, who = out['results']['server'], fault.split(':')[0]
+    assert list(srv['dropped']) == [who] and list(out['gone']) == [who]
+    res, _, _ = run_protocol(DPGBDT_PROTOCOL, datas, dict(cfg, drop=srv['dropped']), rngs=_seeds(cfg), bsp=True)
+    assert res['server']['dropped'] == srv['dropped']
+    for k in ('features', 'thresholds', 'leaves', 'releases'):
+        same = str(srv[k]) == str(res['server'][k]) if k == 'releases' else np.array_equal(srv[k], res['server'][k])
+        assert same, k
+    datas, cfg = _inputs(split_method='partially_random')
+    with pytest.raises(FlowerRunError, match=rf'{who} \(node \d+\) did not answer'):
+        run(dict(cfg))
