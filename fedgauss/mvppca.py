@@ -276,7 +276,7 @@ def _T(A):
 
 
 def _local_em_step(st, W, mu, s2, P, lay):
-    "One MAP-EM iteration of a stack of centers (leading axis) with the same views and kinds of priors. Returns (W, mu, s2)."
+    "One MAP-EM iteration of a stack of centers (leading axis), same views and kinds of priors: (W, mu, s2)."
     N, mean, scatter, dS = st  # (C,), (C, D), (C, D, D), (C, D): the centers' statistics
     pvec, mt, Wt, sW, a, b = P  # `_stack_priors` of each center, stacked
     vid, starts, dk, has_mu, wv, wsl = lay  # view of each coordinate, view starts and sizes, which priors exist
@@ -619,7 +619,7 @@ def send_global(
 
 # %% ../nbs/40_mvppca.ipynb #9d4a3f6b8e0c4d2f1a5b7c9e1f3d4a56
 class LocalEMPool:
-    "The local MAP-EM of the centers of one in-process run, done together: each center submits its own job and collects its own result."
+    "The centers' local MAP-EM of one in-process run, done together: each submits its own job, collects its own result."
 
     def __init__(self):
         self.jobs, self.results, self.calls = {}, {}, 0

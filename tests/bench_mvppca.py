@@ -14,13 +14,15 @@ same process, the same per-party programs with each center's EM run on its own (
 them; up to `--peer-max` centers), best of `--repeat`, wall and CPU seconds; and checks that both give the same
 global parameters and transcript. `--old DIR` also times `FedMVPPCA.fit` of another checkout (e.g. a `git worktree`
 of main before this change) in a subprocess on the same data. `--out FILE` writes the table as CSV. `--profile` prints the top of a cProfile of one fit at
-the largest number of centers.
+the largest number of centers. BLAS runs on one thread (`OPENBLAS_NUM_THREADS=1` unless set), for every fit alike.
 Run: python tests/bench_mvppca.py --centers 10 100 1000 [--old DIR] [--out nbs/40_mvppca_speed.csv]
 (goal: 100 centers x 10,000 subjects in < 10 s)
 """
 
 import argparse, cProfile, io, json, os, pstats, subprocess, sys, time
 
+for _v in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):  # before numpy starts its BLAS threads:
+    os.environ.setdefault(_v, '1')  # on a shared, loaded machine BLAS threads spin (CenterStats' X'X costs 20x CPU)
 import numpy as np
 import pandas as pd
 
