@@ -42,7 +42,8 @@ _RING = OneOf(RingElements, Arr('u', 1))  # ring elements, or bits packed in byt
 _GLOBAL = Map(str, Map(str, OneOf(None, float, Arr('f'))))
 _NFL = {
     'candidate': dict(_TREE, value=Arr('f', 1)), 'tree': dict(_TREE, value=Arr('f', 1)), 'structure': _TREE,
-    'class counts': Arr('i', 1), 'scores': Arr('f', 1), 'base margin': OneOf(float, Arr('f', 1)), 'chosen': int, 'masked': Arr('u'),
+    'class counts': Arr('i', 1), 'scores': Arr('f', 1), 'base margin': OneOf(float, Arr('f', 1)), 'chosen': int,
+    'masked': Arr('u'),
     'public key': int, 'public keys': Map(str, int), 'leaf values': Arr('f', 1), 'nodes': Arr('i', 1),
     'splits': {k: Arr('i', 1) for k in ('nodes', 'feature', 'bin', 'left', 'right')} | {'default_left': Arr('b', 1)},
     'mapped gradients': Arr('f', 2), 'hash values': Arr('i', 2), 'leaf sums': Arr('f', 2), 'leaf weights': Arr('f', 1),
