@@ -39,7 +39,7 @@ __all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_simila
            'tree_from_message', 'hash_rows', 'joint_lsh', 'LSHCollapseWarning', 'FederBoostClassifier', 'tree_schedule',
            'SimFLClassifier', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'dp_trees',
            'TFLClassifier', 'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts',
-           'invert_hashes', 'feature_correlation', 'linear_inversion']
+           'invert_hashes', 'feature_correlation', 'linear_inversion', 'class_skew_split']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -1160,6 +1160,42 @@ def linear_inversion(
     P[0, 0] = 0.0
     W = np.linalg.lstsq(Hk.T @ Hk + P, Hk.T @ Xk, rcond=None)[0]  # least squares: k = 1 leaves it singular
     return np.column_stack([np.ones(len(H)), H]) @ W
+
+# %% ../nbs/34_nflgbdt.ipynb #mcnfl2
+def class_skew_split(
+    X,  # the rows to split: array or DataFrame, (n, d)
+    y,  # class labels, (n,): two classes or more
+    n_clients: int = 2,  # number of clients D (at least 2)
+    theta: float = 0.8,  # share of each class's rows given to its owner, in [0, 1]
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+) -> list:  # the clients' (X_k, y_k), rows in their original order
+    """Label skew with K classes: class j (in sorted order) is owned by client j mod D; a share `theta` of its rows goes
+    to its owner, the rest evenly to the other clients."""
+    yv = np.asarray(y).ravel()
+    n = len(yv)
+    if len(X) != n:
+        raise ValueError(f"X has {len(X)} rows but y has {n}")
+    if isinstance(n_clients, bool) or not isinstance(n_clients, numbers.Integral) or not 2 <= n_clients <= n:
+        raise ValueError(f"n_clients must be an integer in [2, {n}]; got {n_clients!r}")
+    if isinstance(theta, bool) or not isinstance(theta, numbers.Real) or not 0 <= theta <= 1:
+        raise ValueError(f"theta must be a number in [0, 1]; got {theta!r}")
+    classes = np.unique(yv)
+    if len(classes) < 2:
+        raise ValueError(f"class_skew_split needs 2 classes or more in y; got {len(classes)}")
+    rng, D = as_rng(rng), int(n_clients)
+    parts = [[] for _ in range(D)]
+    for j, c in enumerate(classes):
+        idx = rng.permutation(np.flatnonzero(yv == c))
+        m, owner = int(round(theta * len(idx))), j % D
+        parts[owner].append(idx[:m])
+        for k, p in zip([k for k in range(D) if k != owner], np.array_split(idx[m:], D - 1)):
+            parts[k].append(p)
+    parts = [np.sort(np.concatenate(p)) for p in parts]
+    empty = [k for k, p in enumerate(parts) if len(p) == 0]
+    if empty:
+        raise ValueError(f"class_skew_split left clients {empty} empty: too few rows for n_clients={D}, theta={theta}")
+    take = lambda A, p: A.iloc[p] if hasattr(A, 'iloc') else np.asarray(A)[p]
+    return [(take(X, p), take(y, p)) for p in parts]
 
 # %% ../nbs/34_nflgbdt.ipynb #2b45d38b
 def __getattr__(name: str):
