@@ -195,17 +195,7 @@ def _threaded(fn, handlers: dict):
         raise a
     return a
 
-# %% ../nbs/34a_nflgbdt_programs.ipynb #015066fb96f841e5be1e03a9eaadc3b6
-def _recv_any(ctx, kinds: tuple, sender: str):
-    "Generator: (kind, payload) of the oldest message from `sender` of any of `kinds`, waiting until there is one."
-    while True:
-        for i, (s, k, p) in enumerate(ctx.box):
-            if s == sender and k in kinds:
-                del ctx.box[i]
-                return k, p
-        yield ('recv', kinds, sender)
-
-
+# %% ../nbs/34a_nflgbdt_programs.ipynb #mcnodecls
 def node_classes(
     cls,  # each node's class so far (the roots 0 .. K-1 are class 0 .. K-1)
     msg: dict,  # a level's splits: `nodes` and their children `left`, `right`
@@ -225,6 +215,16 @@ def node_exponents(
 ):
     "The grid exponent of each node's histogram: `k` itself for two classes, its class's for K >= 3 (broadcastable)."
     return k if np.ndim(k) == 0 else np.asarray(k)[np.asarray(cls)[np.asarray(nodes, np.intp)]][:, None, None]
+
+# %% ../nbs/34a_nflgbdt_programs.ipynb #015066fb96f841e5be1e03a9eaadc3b6
+def _recv_any(ctx, kinds: tuple, sender: str):
+    "Generator: (kind, payload) of the oldest message from `sender` of any of `kinds`, waiting until there is one."
+    while True:
+        for i, (s, k, p) in enumerate(ctx.box):
+            if s == sender and k in kinds:
+                del ctx.box[i]
+                return k, p
+        yield ('recv', kinds, sender)
 
 
 class TreeRestart(Exception):
