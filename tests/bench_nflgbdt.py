@@ -156,10 +156,6 @@ def dropouts(a):
     return tab
 
 
-if __name__ == '__main__':
-    main()
-
-
 def multiclass(a):
     "Seven classes: the federated fits against the pooled core and XGBoost's softprob, seconds as ratios."
     from fedgauss.data import make_seven_classes
@@ -205,3 +201,7 @@ def multiclass(a):
     )
     print(tab.round(4).to_string())
     print(f"FederBoost is the pooled core to the bit: {same}")
+
+
+if __name__ == '__main__':
+    main()
