@@ -173,3 +173,51 @@ def test_class_skew_split():
         class_skew_split(X[:4], y[:4] % 2, 3, 1.0, rng=0)  # two classes, three clients: client 2 owns none
     with pytest.raises(ValueError, match='2 classes or more'):
         class_skew_split(X, np.zeros(1200), 2)
+
+
+def softmax_reference(fb, clients, grid_out, hist_out):
+    """The K-class model grown from the pooled rows with owner c's rows left out of round t's grid scales
+    (`grid_out[t]`) and histograms (`hist_out[t]`), from the core's building blocks: the rounds' trees."""
+    from fedgauss.gbdt import LocalHistograms, SoftmaxLoss, grid_exponent, grow_trees, snap_to_grid
+    from fedgauss.nflgbdt import class_blocks
+
+    X = np.vstack([c[0] for c in clients])
+    y = np.searchsorted(fb.classes_, np.concatenate([c[1] for c in clients]))
+    owner = np.repeat(np.arange(len(clients)), [len(c[0]) for c in clients])
+    codes, layout, K = fb.binner_.transform(X), fb.binner_.layout_, len(fb.classes_)
+    loss = SoftmaxLoss(K)
+    margin, provider, trees = (
+        np.tile(loss.init_margin(y), (len(y), 1)),
+        LocalHistograms(np.tile(codes, (K, 1)), layout),
+        [],
+    )
+    for t in range(fb.n_estimators):
+        gh = loss.gradients(y, margin)
+        in_grid = ~np.isin(owner, list(grid_out.get(t, ())))
+        for c in range(K):
+            k = grid_exponent(float(np.abs(gh[in_grid, c]).sum(axis=0).max()), len(y))
+            gh[:, c, 0], gh[:, c, 1], _ = snap_to_grid(gh[:, c, 0], gh[:, c, 1], k)
+        gh[np.isin(owner, list(hist_out.get(t, ())))] = 0.0  # rows that are not there add nothing to a sum
+        provider.start_trees(class_blocks(gh), K)
+        for c, tree in enumerate(grow_trees(provider, layout, K, **fb._grow_kw())):
+            margin[:, c] += tree.value[tree.apply_binned(codes, fb.binner_.n_bins_)]
+            trees.append(tree)
+    return trees
+
+
+def test_federboost_drop_inside_a_round_restarts_its_k_trees(seven):
+    """An owner that drops in a level's sum of round 1: the aggregator grows the round's K trees again from their roots
+    on the survivors' rows; the model is the pooled softmax model without that owner's rows where it missed them."""
+    clients, Xte, _ = seven
+    probe = fit(FederBoostClassifier, clients, n_estimators=3, dropout_tolerance=0.4)
+    for a, b in zip(probe.trees_, softmax_reference(probe, clients, {}, {})):  # nobody drops: the reference is the fit
+        np.testing.assert_array_equal(a.value, b.value)
+    j = probe.sums_.index('tree 1 grid') + 2  # round 1, second level
+    fb = fit(FederBoostClassifier, clients, n_estimators=3, dropout_tolerance=0.4, drop={0: (j, 'mask')})
+    assert fb.dropped_ == {0: (j, 'mask')}
+    ref = softmax_reference(fb, clients, grid_out={2: {0}}, hist_out={1: {0}, 2: {0}})
+    assert len(fb.trees_) == len(ref) == 21
+    for a, b in zip(fb.trees_, ref):
+        np.testing.assert_array_equal(a.feature, b.feature)
+        np.testing.assert_array_equal(a.value, b.value)
+    assert (fb.channel_.transcript.kind == 'restart').sum() == 2  # to the two owners left
