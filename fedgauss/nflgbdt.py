@@ -39,7 +39,7 @@ __all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_simila
            'tree_from_message', 'hash_rows', 'joint_lsh', 'LSHCollapseWarning', 'FederBoostClassifier', 'tree_schedule',
            'SimFLClassifier', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'dp_trees',
            'TFLClassifier', 'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts',
-           'invert_hashes', 'feature_correlation', 'linear_inversion', 'class_skew_split']
+           'invert_hashes', 'feature_correlation', 'linear_inversion', 'class_skew_split', 'tree0_class_counts']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -1196,6 +1196,22 @@ def class_skew_split(
         raise ValueError(f"class_skew_split left clients {empty} empty: too few rows for n_clients={D}, theta={theta}")
     take = lambda A, p: A.iloc[p] if hasattr(A, 'iloc') else np.asarray(A)[p]
     return [(take(X, p), take(y, p)) for p in parts]
+
+# %% ../nbs/34_nflgbdt.ipynb #mcleakexp
+def tree0_class_counts(
+    mapped,  # (n_b, 2K): the per-row sums (G_k, H_k), class k in columns 2k, 2k+1, one party sent the builder at tree 0
+    base_margin,  # the K starting margins (the broadcast base margin)
+) -> tuple:  # (the sender's rows mapped to each builder row (n_b,), how many of each class (n_b, K)): integer arrays
+    "K classes: $c=H_0/(2p_0(1-p_0))$ rows, $c\\,p_k-G_k$ of class k, $p=\\mathrm{softmax}(m_0)$ (`tree0_label_counts`)."
+    m0 = np.asarray(base_margin, float)
+    if m0.ndim != 1 or len(m0) < 3 or not np.isfinite(m0).all():
+        raise ValueError(f"base_margin must be K >= 3 finite margins; got {base_margin!r}")
+    mapped = np.asarray(mapped, float)
+    if mapped.ndim != 2 or mapped.shape[1] != 2 * len(m0):
+        raise ValueError(f"mapped must be an (n, {2 * len(m0)}) array of (G_k, H_k); got shape {mapped.shape}")
+    p, G = softmax(m0), mapped[:, 0::2]
+    c = mapped[:, 1] / (2 * p[0] * (1 - p[0]))
+    return np.rint(c).astype(np.intp), np.rint(c[:, None] * p - G).astype(np.intp)
 
 # %% ../nbs/34_nflgbdt.ipynb #2b45d38b
 def __getattr__(name: str):
