@@ -1202,7 +1202,7 @@ def tree0_class_counts(
     mapped,  # (n_b, 2K): the per-row sums (G_k, H_k), class k in columns 2k, 2k+1, one party sent the builder at tree 0
     base_margin,  # the K starting margins (the broadcast base margin)
 ) -> tuple:  # (the sender's rows mapped to each builder row (n_b,), how many of each class (n_b, K)): integer arrays
-    "K classes: $c=H_0/(2p_0(1-p_0))$ rows, $c\\,p_k-G_k$ of class k, $p=\\mathrm{softmax}(m_0)$ (`tree0_label_counts`)."
+    "K classes: $c=H_0/(2p_0(1-p_0))$ rows, $c\\,p_k-G_k$ of class k, $p=\\mathrm{softmax}(m_0)$."
     m0 = np.asarray(base_margin, float)
     if m0.ndim != 1 or len(m0) < 3 or not np.isfinite(m0).all():
         raise ValueError(f"base_margin must be K >= 3 finite margins; got {base_margin!r}")

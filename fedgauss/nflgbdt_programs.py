@@ -493,7 +493,8 @@ def simfl_party(
     cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
 ):
     """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
-    Returns its trees (those it built with their node statistics; round t's K trees at t K .. t K + K - 1), the base margin, its hashing time and functions."""
+    Returns its trees (those it built with their node statistics; round t's K trees at t K .. t K + K - 1), the base
+    margin, its hashing time and functions."""
     me = cfg['parties'].index(cfg['me'])
     own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
