@@ -169,23 +169,10 @@ def test_parties_with_private_streams_over_flower_simulation(cls, setup):
     assert out['rounds'] == rounds
 
 
-@pytest.fixture
-def multiclass_schemas(monkeypatch):
-    """Multi-class messages (issue 29): a vector base margin (the K classes' starting margins) and one grid exponent
-    per class. nb50's MESSAGE_SCHEMAS take a number for both; until they accept these (the lead's change to nb50:
-    `'base margin': OneOf(float, Arr('f', 1))`, `'grid': OneOf(int, Arr('i', 1))`), the schemas are widened here."""
-    from fedgauss.flower import MESSAGE_SCHEMAS
-    from fedgauss.wire import Arr, OneOf
-
-    for p in ('nflgbdt', 'simfl', 'federboost', 'tfl', 'fgbdtg'):
-        monkeypatch.setitem(MESSAGE_SCHEMAS[p], 'base margin', OneOf(float, Arr('f', 1)))
-        monkeypatch.setitem(MESSAGE_SCHEMAS[p], 'grid', OneOf(int, Arr('i', 1)))
-
-
 @pytest.mark.parametrize(
     'cls', [FederBoostClassifier, NFLGBDTClassifier, SimFLClassifier, TFLClassifier, FGBDTGClassifier]
 )
-def test_three_classes_on_the_relay(cls, multiclass_schemas):
+def test_three_classes_on_the_relay(cls):
     """Three classes through the Flower relay's code on in-process nodes (typed messages checked against the schemas),
     each node seeded as the estimator seeds its party: the estimator's model and the same messages by kind."""
     from fedgauss.flower import LocalGrid, Relay, local_nodes
