@@ -275,8 +275,8 @@ def test_bad_input(data):
         DPGBDTClassifier().fit([(X[:10], y[:10]), (X[:0], y[:0])])
     with pytest.raises(ValueError, match='columns'):
         DPGBDTClassifier().fit([(X[:10], y[:10]), (X[10:20, :3], y[10:20])])
-    with pytest.raises(ValueError, match='binary'):
-        DPGBDTClassifier().fit(X, np.arange(len(y)) % 3)
+    with pytest.raises(ValueError, match='Unknown label type: continuous'):
+        DPGBDTClassifier().fit(X, np.arange(len(y)) * 0.5)
     with pytest.raises(ValueError, match='2 clients'):
         DPGBDTClassifier().fit([(X, y)])
     with pytest.raises(ValueError, match='feature_bounds'):
@@ -297,9 +297,9 @@ def test_bad_input(data):
     ids=['classifier', 'regressor'],
 )
 def test_check_estimator(est):
-    """Every scikit-learn check passes. Two tags say what cannot hold: the classifier is binary-only
-    (`multi_class=False`: the multiclass checks get binary labels, and multiclass input must raise), and both
-    have `poor_score=True` (DP noise: no accuracy threshold on the checks' tiny data sets at epsilon = 1)."""
+    """Every scikit-learn check passes, the classifier's multiclass checks included (softmax for K >= 3). One tag says
+    what cannot hold: both have `poor_score=True` (DP noise: no accuracy threshold on the checks' tiny data sets at
+    epsilon = 1)."""
     check_estimator(est)
 
 
