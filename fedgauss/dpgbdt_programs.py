@@ -192,12 +192,16 @@ def _client_tree(c, ctx, cfg, feats, t, sig, noise):
     elif noise:
         yield from _client_release(c, ctx, cfg, 'leaves', [(np.zeros(L), sig['g']), (np.zeros(L), sig['h'])])
     else:
-        f, thr, *dl = yield from ctx.recv('tree', S)  # with missing values, the default sides too; (K, .) for K trees
+        f, thr, *dl = yield from ctx.recv('tree', S)  # with missing values, the default sides too
+        if cfg.get('n_outputs', 1) > 1:  # the K class trees, flat on the wire: (K, 2^d - 1) each
+            f, thr, *dl = (a.reshape(cfg['n_outputs'], -1) for a in (f, thr, *dl))
         G, H = c.leaf_sums(f, thr, cfg['max_depth'], dl[0] if dl else None)
         yield from _client_release(c, ctx, cfg, 'leaves', [(G, sig['g']), (H, sig['h'])])
     if not noise:
         w = yield from ctx.recv('leaf values', S)
-        c.margin += w[c.leaf] if w.ndim == 1 else w[np.arange(len(w)), c.leaf]  # K trees: (K, 2^d) leaves
+        if cfg.get('n_outputs', 1) > 1:  # the K class trees' leaves, flat on the wire: (K, 2^d)
+            w = w.reshape(cfg['n_outputs'], -1)
+        c.margin += w[c.leaf] if w.ndim == 1 else w[np.arange(len(w)), c.leaf]
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f0e632c1
 def _client_levels(c, ctx, cfg, feats, sig, noise):
@@ -325,7 +329,7 @@ def dpgbdt_server(
             dl,
             H,
         )
-        _to_clients(ctx, cfg, 'leaf values', w)
+        _to_clients(ctx, cfg, 'leaf values', w.ravel())  # K classes: flat on the wire
     return dict(out, candidates=cand, releases=ctx.releases, dropped=ctx.dropped)
 
 
@@ -380,10 +384,10 @@ def _server_tree(ctx, cfg, cand, feats):
     thr = np.where(j >= 0, cand[f, np.maximum(j, 0)], np.inf)
     if cfg.get('missing') in ('learn', 'probabilistic'):  # default sides as random as the splits (public)
         dl = (ctx.rng.random(f.shape) < 0.5) | (j < 0)
-        _to_clients(ctx, cfg, 'tree', (f, thr, dl))
+        _to_clients(ctx, cfg, 'tree', (f.ravel(), thr.ravel(), dl.ravel()))  # K classes: flat on the wire
     else:
         dl = np.ones(f.shape, bool)
-        _to_clients(ctx, cfg, 'tree', (f, thr))
+        _to_clients(ctx, cfg, 'tree', (f.ravel(), thr.ravel()))
     G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,) if J == 1 else (J, 2**d), cfg.get('gh_queries', 2))
     return f, thr, dl, G, H
 
