@@ -100,7 +100,7 @@ def softmax_sensitivity(
     n_classes: int,  # K >= 3
     weight_update: str = 'newton',  # 'newton' (h_k = 2 p_k (1 - p_k)) or 'gradient' (h_k = 1)
 ) -> tuple:  # (Δ_g, Δ_h, Δ_ih): the K gradient sums, the K Hessian sums, a row's total Hessian (iterative Hessian)
-    "ℓ2 add/remove sensitivities of a release of the K classes' gradient and Hessian sums, and of the row-total Hessian."
+    "ℓ2 add/remove sensitivities of a release of K classes' gradient and Hessian sums, and of a row's total Hessian."
     K = _int(n_classes, 'n_classes', 3)
     if weight_update not in ('newton', 'gradient'):
         raise ValueError(
@@ -684,7 +684,7 @@ class DPGBDTClient(SecAggClient):
 # %% ../nbs/31_dpgbdt.ipynb #284545c5
 @patch
 def gradients(self: DPGBDTClient):
-    "Per-row gradients `g` and Hessians `h` at the client's margins (h = 1 for gradient / averaging; (n, K) for softmax)."
+    "Per-row gradients `g`, Hessians `h` at the client's margins (h = 1: gradient / averaging; (n, K): softmax)."
     y, m = self._y, self.margin
     if self.loss == 'softmax':  # K classes: (n, K) vectors, each row clipped to its ℓ2 bound
         self.g, self.h = softmax_gh(m, y, self.wu)

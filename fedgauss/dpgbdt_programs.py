@@ -234,7 +234,7 @@ def _client_levels(c, ctx, cfg, feats, sig, noise):
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #mc5lev01
 def _node_hists(c, nn, feats, w):
-    "The level's histograms of `w`, (nodes, k, bins); with K class trees ((n, K) `w`) their nodes stacked class by class."
+    "The level's histograms of `w`, (nodes, k, bins); K class trees ((n, K) `w`): their nodes stacked class by class."
     if w.ndim == 1:
         return c.node_hist(c.node, nn, feats, w)
     return np.concatenate([c.node_hist(c.node[:, j], nn, feats, w[:, j]) for j in range(w.shape[1])])
