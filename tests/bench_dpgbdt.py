@@ -37,7 +37,7 @@ clients, epsilon = 1, DP-TR Newton IH (T = 50) and the hist method (T = 10), dep
 round, grown together) against the same fit on a binary label of the same rows, and against the authors' way of meeting
 K classes (7 one-vs-all binary fits): seconds (CPU, best of --repeat) and bytes per client, per round and per tree:
 
-    python tests/bench_dpgbdt.py --multiclass [--repeat 3]
+    python tests/bench_dpgbdt.py --multiclass [--repeat 3] [--out nbs/31_multiclass_cost.csv]
 """
 
 import argparse, importlib.util, sys, time
@@ -262,7 +262,7 @@ def _multiclass_arm(X, y, name, kw, arm, K=7):
     return [est(epsilon=kw['epsilon'] / K, delta=1 / (K * len(X))).fit(X, y == c) for c in range(K)]
 
 
-def multiclass_cost(repeat=3):
+def multiclass_cost(repeat=3, out=None):
     "Cost per round and per tree of K = 7 classes against binary (same rows) and against 7 one-vs-all binary fits."
     X, y = seven_classes(20_000)
     rows = []
@@ -287,6 +287,8 @@ def multiclass_cost(repeat=3):
     print(f"synthetic 7-class set ({len(X)} rows, 20 features), 10 clients, epsilon = 1, depth 4, all in one process; "
           f"CPU seconds: best of {repeat} (every party's work)")  # fmt: skip
     print(tab.round(3).to_string(index=False))
+    if out:
+        tab.to_csv(out, index=False)
     return tab
 
 
@@ -321,10 +323,12 @@ if __name__ == '__main__':
     p.add_argument('--missing', action='store_true', help="Adult with its missing values kept, against rows dropped")
     p.add_argument('--multiclass', action='store_true', help='K = 7 classes against binary and one-vs-all')
     p.add_argument('--seeds', type=int, nargs='+', default=[1, 4, 100, 333, 1002], help='with --missing: the splits')
-    p.add_argument('--out', default=None, help='with --dropouts or --missing: write the table to this CSV')
+    p.add_argument(
+        '--out', default=None, help='with --dropouts, --missing or --multiclass: write the table to this CSV'
+    )
     a = p.parse_args()
     if a.multiclass:
-        multiclass_cost(a.repeat)
+        multiclass_cost(a.repeat, a.out)
     elif a.dropouts:
         dropouts(a.repeat, a.out)
     elif a.missing:
