@@ -5,7 +5,7 @@
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
 import copy, functools, math, numbers, operator
-from itertools import accumulate, repeat
+from itertools import accumulate, combinations, repeat
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -27,8 +27,9 @@ from .federation import Channel
 # %% auto #0
 __all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'encode', 'to_signed', 'decode', 'share', 'reconstruct', 'Shared',
            'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare', 'PartySMC', 'Program',
-           'ProtocolStalled', 'PeerFinished', 'run_programs', 'ProtocolSpec', 'register_protocol', 'protocol_context',
-           'protocol_programs', 'run_protocol', 'secure_sum_party', 'secure_sum_server']
+           'ProtocolStalled', 'PeerFinished', 'run_programs', 'table_layout', 'table_share', 'comparison_tables',
+           'ProtocolSpec', 'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol',
+           'secure_sum_party', 'secure_sum_server']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1714,6 +1715,177 @@ def run_programs(
         raise errors[next(n for n in progs if n in errors)]  # the first party, in order, that failed
     rounds['passes'] = [passes]
     return {n: p.result for n, p in progs.items()}, rounds
+
+# %% ../nbs/11_smc.ipynb #5d6d545a
+@functools.lru_cache(maxsize=64)
+def _mask_products(
+    monos: tuple,  # monomials: tuples of operand positions
+) -> tuple:
+    "The products of two or more masks the monomials need: sorted tuples of operand positions, each once, in order."
+    keys = {}
+    for m in monos:
+        for size in range(2, len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                keys.setdefault(tuple(sorted(m[p] for p in pos)), None)
+    return tuple(keys)
+
+
+def _expand(
+    m: tuple,  # one monomial: operand positions
+    d,  # the opened d_i = x_i - a_i, one row per operand
+    row: dict,  # this party's shares of the masks (1-tuples) and of their products (longer tuples)
+    king: bool,  # the king adds the public term
+    mask: int,  # 2**L - 1
+):
+    "A party's share of prod_j (d_ij + a_ij): the sum over subsets S of prod_(j not in S) d_ij [prod_(j in S) a_ij]."
+    z = functools.reduce(lambda u, v: u * v & mask, [d[i] for i in m]) if king else 0  # S empty: public
+    for size in range(1, len(m) + 1):
+        for pos in combinations(range(len(m)), size):
+            t = row[tuple(sorted(m[p] for p in pos))]
+            for p in set(range(len(m))) - set(pos):
+                t = t * d[m[p]] & mask
+            z = z + t
+    return z & mask
+
+# %% ../nbs/11_smc.ipynb #9a8a101c
+@patch
+def mul_monomials(
+    self: PartySMC,
+    ops: list,  # the distinct operands: shares of one shape
+    monos: list,  # the products wanted: tuples of positions in `ops` (a position may repeat: x * x)
+) -> list:
+    "Generator: every product in `monos` (monomials of any degree in `ops`) in ONE opening: each operand is masked once; the dealer deals the masks and the products of masks they need."
+    shape = ops[0].shape
+    if any(u.shape != shape for u in ops):
+        raise ValueError("mul_monomials: operands must have equal shapes")
+    monos = tuple(map(tuple, monos))
+    out = [(sum(ops[i].scale for i in m), math.prod(ops[i].bound for i in m)) for m in monos]
+    for s, b in out:
+        self._bits_for(b, s)
+    keys, k, n = _mask_products(monos), len(ops), math.prod(shape)
+
+    def make():  # the masks a_i (a row per operand), then each product of masks (a row each)
+        a = secret_ints(self.rng, (k, n), self.L)
+        prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)])[None] for t in keys]
+        return [np.concatenate([a] + prods)]
+
+    (AP,) = yield from self.deal(make, None, 1)
+    if self.is_dealer:
+        return [PartyShare(None, s, b, shape) for s, b in out]
+    d = yield from self.open(np.stack([u.v.reshape(n) for u in ops]) - AP[:k] & self.mask)
+    row = {(i,): AP[i] for i in range(k)} | {t: AP[k + j] for j, t in enumerate(keys)}
+    return [
+        PartyShare(_expand(m, d, row, self.is_king, self.mask).reshape(shape), s, b) for m, (s, b) in zip(monos, out)
+    ]
+
+# %% ../nbs/11_smc.ipynb #35195d25
+def table_layout(
+    m: int,  # bits compared
+) -> tuple:
+    "Chunk width b and chunk count n for `ltz_tables` on m bits: n <= 127 chunks, so that every 2 z_j + 1 fits a byte."
+    b = max(4, -(-m // 127))
+    return b, -(-m // b)
+
+
+def _digits(bits, b: int, n: int) -> np.ndarray:
+    "Base-2**b digits (int64, least significant first) of bits (last axis, bit i = 2**i), zero-padded to n*b bits."
+    pad = np.zeros(bits.shape[:-1] + (n * b - bits.shape[-1],), np.uint8)
+    B = np.concatenate([bits, pad], axis=-1).reshape(bits.shape[:-1] + (n, b)).astype(np.int64)
+    return B @ (1 << np.arange(b))
+
+# %% ../nbs/11_smc.ipynb #bf320122
+@patch
+def open_bytes(
+    self: PartySMC,
+    x,  # this party's shares modulo 256 (uint8 array) of a *masked* value
+    kind: str = 'masked',  # message kind
+):
+    "Generator: king-based opening of bytes shared additively modulo 256: everyone learns them."
+    shape, flat = np.shape(x), np.ascontiguousarray(x, dtype=np.uint8).ravel()
+    if not self.is_king:
+        self.send(self.king, kind, flat)
+        return (yield from self.recv(kind, self.king)).reshape(shape)
+    tot = flat.copy()
+    for p in self.parties[1:]:
+        tot += yield from self.recv(kind, p)
+    for p in self.parties[1:]:
+        self.send(p, kind, tot)
+    return tot.reshape(shape)
+
+# %% ../nbs/11_smc.ipynb #f0263c9b
+def table_share(
+    seed,  # the 32 bytes the dealer sent
+    n_add: int,  # bytes shared additively (modulo 256)
+    n_xor: int,  # bytes shared by XOR
+) -> np.ndarray:
+    "A party's share of the comparison tables, expanded from the dealer's seed (ChaCha20 keyed by it, `prg`)."
+    return secret_bytes(prg(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor)
+
+
+def comparison_tables(
+    rng,  # the dealer's secret generator
+    r_lo,  # its r_lo: N Python ints below 2**m
+    r_par,  # the parities of its r_hi: N bits
+    m: int,  # bits compared
+    K: int,  # computing parties
+) -> list:
+    "The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for all but the last party, the last party's share in full."
+    N, (b, n) = len(r_lo), table_layout(m)
+    rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
+    s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
+    v = np.arange(1 << b)
+    add = np.concatenate([(v != rd).astype(np.uint8).ravel(), ((v >= rd) + s).astype(np.uint8).ravel()])
+    H = np.zeros((N, n, 256), np.uint8)
+    np.put_along_axis(H, s.astype(np.int64), 1, axis=2)  # one-hot at s_j: [y + s == s] is [y == 0]
+    full = np.concatenate([add, np.packbits(np.concatenate([H.ravel(), np.asarray(r_par, np.uint8).ravel()]))])
+    seeds = [secret_bytes(rng, 32) for _ in range(K - 1)]
+    for sd in seeds:  # the last share: the tables minus (XOR) the others
+        sh = table_share(sd, add.size, full.size - add.size)
+        full[: add.size] -= sh[: add.size]
+        full[add.size :] ^= sh[add.size :]
+    return seeds + [full]
+
+# %% ../nbs/11_smc.ipynb #0741ad3d
+@patch
+def ltz_tables(
+    self: PartySMC,
+    x: PartyShare,  # shared value to compare with 0
+):
+    "Generator: this party's XOR share of [x < 0] (None for the dealer), in two openings whatever the width: c = x + r, then the masked chunk counts."
+    ell = self._bits_for(x.bound, x.scale)
+    m, N = ell - 1, math.prod(x.shape)
+    b, n = table_layout(m)
+    st = {}
+
+    def make():
+        st['lo'], st['hi'] = secret_ints(self.rng, N, m), secret_ints(self.rng, N, self.kappa + 1)
+        return [(st['hi'] << m) + st['lo']]
+
+    (R,) = yield from self.deal(make, (N,), 1)
+    if self.is_dealer:
+        par = np.array([h & 1 for h in st['hi']], dtype=np.uint8)
+        for p, t in zip(self.parties, comparison_tables(self.rng, st['lo'], par, m, len(self.parties))):
+            self.send(p, 'dealer', t)
+        return None
+    na, nx = N * n << b, -(-(N * n * 256 + N) // 8)
+    T = yield from self.recv('dealer', self.dealer)
+    if self.me != self.parties[-1]:
+        T = table_share(T, 2 * na, nx)
+    c = x.v.reshape(N) + R
+    if self.is_king:
+        c += 1 << m
+    c = yield from self.open(c & self.mask)  # as in `ltz`
+    cd = _digits(_int_bits(c, m), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
+    ne = np.take_along_axis(T[:na].reshape(N, n, 1 << b), cd, axis=2)[..., 0]  # shares of [c_j != r_j]
+    nl = np.take_along_axis(T[na : 2 * na].reshape(N, n, 1 << b), cd, axis=2)[..., 0]  # of [c_j >= r_j] + s_j
+    z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
+    v = yield from self.open_bytes(2 * z + nl)  # y_j + s_j: uniform bytes
+    bits = np.unpackbits(T[2 * na :], count=N * n * 256 + N)
+    t = np.take_along_axis(bits[: N * n * 256].reshape(N, n, 256), v[..., None].astype(np.int64), axis=2)[..., 0]
+    u = np.bitwise_xor.reduce(t, axis=1) ^ bits[N * n * 256 :]  # [c_lo < r_lo] XOR lsb(r_hi)
+    if self.is_king:
+        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
+    return u.reshape(x.shape)
 
 # %% ../nbs/11_smc.ipynb #5f0c44a0
 @dataclass
