@@ -1730,22 +1730,26 @@ def _mask_products(
     return tuple(keys)
 
 
-def _expand(
-    m: tuple,  # one monomial: operand positions
-    d,  # the opened d_i = x_i - a_i, one row per operand
-    row: dict,  # this party's shares of the masks (1-tuples) and of their products (longer tuples)
-    king: bool,  # the king adds the public term
-    mask: int,  # 2**L - 1
-):
-    "A party's share of prod_j (d_ij + a_ij): the sum over subsets S of prod_(j not in S) d_ij [prod_(j in S) a_ij]."
-    z = functools.reduce(lambda u, v: u * v & mask, [d[i] for i in m]) if king else 0  # S empty: public
-    for size in range(1, len(m) + 1):
-        for pos in combinations(range(len(m)), size):
-            t = row[tuple(sorted(m[p] for p in pos))]
-            for p in set(range(len(m))) - set(pos):
-                t = t * d[m[p]] & mask
-            z = z + t
-    return z & mask
+@functools.lru_cache(maxsize=64)
+def _expansion(
+    monos: tuple,  # monomials: tuples of operand positions
+    k: int,  # number of operands
+) -> tuple:
+    """Every term prod_(j not in S) d_ij [prod_(j in S) a_ij] of every monomial, as index arrays: the d rows of its
+    public factor (padded with row k, all ones), its row of masks and mask products (the last row: the king's public 1),
+    and where each monomial's terms start."""
+    keys = _mask_products(monos)
+    row = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)} | {(): k + len(keys)}
+    deg = max(map(len, monos))
+    D, A, starts = [], [], []
+    for m in monos:
+        starts.append(len(A))
+        for size in range(len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                rest = [m[p] for p in range(len(m)) if p not in pos]
+                D.append(rest + [k] * (deg - len(rest)))
+                A.append(row[tuple(sorted(m[p] for p in pos))])
+    return np.array(D).T, np.array(A), np.array(starts)
 
 # %% ../nbs/11_smc.ipynb #9a8a101c
 @patch
@@ -1773,10 +1777,12 @@ def mul_monomials(
     if self.is_dealer:
         return [PartyShare(None, s, b, shape) for s, b in out]
     d = yield from self.open(np.stack([u.v.reshape(n) for u in ops]) - AP[:k] & self.mask)
-    row = {(i,): AP[i] for i in range(k)} | {t: AP[k + j] for j, t in enumerate(keys)}
-    return [
-        PartyShare(_expand(m, d, row, self.is_king, self.mask).reshape(shape), s, b) for m, (s, b) in zip(monos, out)
-    ]
+    D, A, starts = _expansion(monos, k)
+    Dp = np.concatenate([d, np.ones((1, n), dtype=object)])  # row k: a factor 1
+    coef = functools.reduce(lambda u, v: u * v & self.mask, Dp[D])  # the public factor of every term
+    Ap = np.concatenate([AP, np.full((1, n), int(self.is_king), dtype=object)])  # the king's public 1
+    z = np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask  # [x...] = sum over S, per monomial
+    return [PartyShare(v.reshape(shape), s, b) for v, (s, b) in zip(z, out)]
 
 # %% ../nbs/11_smc.ipynb #35195d25
 def table_layout(
@@ -1833,11 +1839,10 @@ def comparison_tables(
     N, (b, n) = len(r_lo), table_layout(m)
     rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
     s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
-    v = np.arange(1 << b)
-    add = np.concatenate([(v != rd).astype(np.uint8).ravel(), ((v >= rd) + s).astype(np.uint8).ravel()])
-    H = np.zeros((N, n, 256), np.uint8)
-    np.put_along_axis(H, s.astype(np.int64), 1, axis=2)  # one-hot at s_j: [y + s == s] is [y == 0]
-    full = np.concatenate([add, np.packbits(np.concatenate([H.ravel(), np.asarray(r_par, np.uint8).ravel()]))])
+    add = np.concatenate([(np.arange(1 << b) == rd).astype(np.uint8).ravel(), s.ravel()])  # r_j one-hot, s_j
+    H = np.zeros((N, n, 32), np.uint8)  # s_j one-hot among 256, packed (bit 7 - s % 8 of byte s // 8)
+    np.put_along_axis(H, (s >> 3).astype(np.int64), (128 >> (s & 7)).astype(np.uint8), axis=2)
+    full = np.concatenate([add, H.ravel(), np.packbits(np.asarray(r_par, np.uint8).ravel())])
     seeds = [secret_bytes(rng, 32) for _ in range(K - 1)]
     for sd in seeds:  # the last share: the tables minus (XOR) the others
         sh = table_share(sd, add.size, full.size - add.size)
@@ -1867,22 +1872,25 @@ def ltz_tables(
         for p, t in zip(self.parties, comparison_tables(self.rng, st['lo'], par, m, len(self.parties))):
             self.send(p, 'dealer', t)
         return None
-    na, nx = N * n << b, -(-(N * n * 256 + N) // 8)
+    na, nx = (N * n << b) + N * n, N * n * 32 + -(-N // 8)
     T = yield from self.recv('dealer', self.dealer)
     if self.me != self.parties[-1]:
-        T = table_share(T, 2 * na, nx)
+        T = table_share(T, na, nx)
     c = x.v.reshape(N) + R
     if self.is_king:
         c += 1 << m
     c = yield from self.open(c & self.mask)  # as in `ltz`
     cd = _digits(_int_bits(c, m), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
-    ne = np.take_along_axis(T[:na].reshape(N, n, 1 << b), cd, axis=2)[..., 0]  # shares of [c_j != r_j]
-    nl = np.take_along_axis(T[na : 2 * na].reshape(N, n, 1 << b), cd, axis=2)[..., 0]  # of [c_j >= r_j] + s_j
+    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
+    ge = np.take_along_axis(np.cumsum(e, axis=2, dtype=np.uint8), cd, axis=2)[..., 0]  # [c_j >= r_j]
+    ne = -np.take_along_axis(e, cd, axis=2)[..., 0]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
+    if self.is_king:
+        ne += 1
     z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
-    v = yield from self.open_bytes(2 * z + nl)  # y_j + s_j: uniform bytes
-    bits = np.unpackbits(T[2 * na :], count=N * n * 256 + N)
-    t = np.take_along_axis(bits[: N * n * 256].reshape(N, n, 256), v[..., None].astype(np.int64), axis=2)[..., 0]
-    u = np.bitwise_xor.reduce(t, axis=1) ^ bits[N * n * 256 :]  # [c_lo < r_lo] XOR lsb(r_hi)
+    v = yield from self.open_bytes(2 * z + ge + T[N * n << b : na].reshape(N, n))  # y_j + s_j: uniform bytes
+    H = T[na : na + N * n * 32].reshape(N, n, 32)
+    t = np.take_along_axis(H, (v >> 3)[..., None].astype(np.int64), axis=2)[..., 0] >> (7 - (v & 7)) & 1
+    u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
     if self.is_king:
         u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
     return u.reshape(x.shape)

@@ -34,6 +34,22 @@ def timed(f):
     return time.perf_counter() - w, time.process_time() - c, out
 
 
+def payload_digest(channel) -> str:
+    "SHA-256 of every message in order (round, sender, receiver, kind and the payload's bytes): the guard that a change of speed changed no message."
+    h = hashlib.sha256()
+    for m in channel.messages:
+        h.update(repr((m.round, m.sender, m.receiver, m.kind)).encode())
+        p = m.payload
+        if hasattr(p, 'ring_bits'):  # RingElements: fixed width, as on the wire
+            w = -(-p.ring_bits // 8)
+            h.update(b''.join(int(v).to_bytes(w, 'little') for v in np.asarray(p.values).ravel()))
+        elif isinstance(p, np.ndarray):
+            h.update(p.dtype.str.encode() + repr(p.shape).encode() + np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(repr(p).encode())
+    return h.hexdigest()
+
+
 def where_the_time_goes(clients, t_max):
     "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, and the rest (SMC)."
     T = defaultdict(float)
@@ -222,6 +238,7 @@ def main():
         f"same sign sequence as pooled ExpYJ: {same}; max |lambda difference|: {np.max(np.abs(fed.lambdas_ - ref.lambdas)):.1e}; "
         f"max relative difference of the variance: {np.max(np.abs(fed.var_ - ref.var) / ref.var):.1e}"
     )
+    print(f"SHA-256 of the payloads of the last run (rng={args.repeat - 1}): {payload_digest(fed.channel_)[:32]}")
     c = S.communication_table(fed)
     cl = c.drop(index='server')
     s = fed.channel_.summary()
