@@ -633,7 +633,7 @@ def yj_setup_program(
         A = anchors_from_bounds(bounds)
     k = 4 if env else 0
     spread = smc.add(M.rows(k), M.rows(k + 1))
-    c = yield from smc.reveal_bits((yield from smc.ltz(smc.add_public(spread, -1.0))))
+    c = yield from smc.reveal_bits((yield from smc.compare(smc.add_public(spread, -1.0))))
     return A, (None if c is None else c.astype(bool))
 
 # %% ../nbs/12_securefedyj.ipynb #34e5e16b
@@ -870,7 +870,8 @@ def yj_context(
     rng,  # its randomness: a Generator, a seed or None
 ) -> PartySMC:
     "A party's (or the dealer's) `PartySMC` in the ring of `cfg`."
-    return PartySMC(me, cfg['parties'], 'server', cfg['L'], cfg['stat_bits'], rng)
+    tables = cfg.get('comparison', 'tables') == 'tables'  # every comparison of the run by the dealer's tables
+    return PartySMC(me, cfg['parties'], 'server', cfg['L'], cfg['stat_bits'], rng, tables)
 
 
 def yj_party(

@@ -1005,6 +1005,7 @@ class PartySMC:
         ring_bits: int = 256,  # L: shares live in Z_(2**L)
         stat_bits: int = 40,  # κ: statistical security of the masks, bits
         rng=None,  # this party's secret generator, or a seed for one (None: keyed by the OS)
+        tables: bool = False,  # compare by the dealer's tables (`ltz_tables`, 2 openings) instead of bits (`ltz`)
     ):
         self.me, self.parties, self.dealer = me, list(parties), dealer
         if len(set(self.parties)) != len(self.parties) or dealer in self.parties:
@@ -1016,7 +1017,7 @@ class PartySMC:
         self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
         self.rng = secret_rng(rng)  # shares, triples, masks, key-agreement secrets: secret randomness
         self.box, self.out, self.phase, self.wants_phase, self.checkpoint = [], [], None, False, None
-        self._ells = {}
+        self._ells, self.tables = {}, bool(tables)
 
     max_value_bits, _ell = SMC.max_value_bits, SMC._bits_for
 
@@ -1535,6 +1536,15 @@ def b2a(
 
 
 @patch
+def compare(
+    self: PartySMC,
+    x: PartyShare,  # shared value to compare with 0
+):
+    "Generator: this party's XOR share of [x < 0]: by the dealer's tables (`ltz_tables`, below) if `tables`, else `ltz`."
+    return (yield from (self.ltz_tables(x) if self.tables else self.ltz(x)))
+
+
+@patch
 def maximum(
     self: PartySMC,
     a: PartyShare,  # first shared value
@@ -1544,7 +1554,7 @@ def maximum(
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
     d = self.sub(a, b)
-    lt = yield from self.b2a((yield from self.ltz(d)), d.shape)
+    lt = yield from self.b2a((yield from self.compare(d)), d.shape)
     m = self.add(a, (yield from self.mul(lt, self.sub(b, a))))
     return PartyShare(m.v, s, max(a.bound, b.bound), m.shape)
 
@@ -1567,7 +1577,7 @@ def reciprocal(
     shp = (K,) + tuple(n.shape)
     big = PartyShare(None if n.v is None else np.broadcast_to(n.v, shp).copy(), 0, float(max(n_max, 2**K)), shp)
     big = self.add_public(big, -(2.0**ks).reshape((K,) + (1,) * len(n.shape)))
-    lt = yield from self.ltz(big)
+    lt = yield from self.compare(big)
     ge = yield from self.b2a(None if lt is None else lt ^ (1 if self.is_king else 0), shp)  # b_k = [n >= 2^k]
     coef = np.array([1 << (scale - k - 1) for k in range(1, K + 1)], dtype=object).reshape((K,) + (1,) * len(n.shape))
     zv = None if ge.v is None else (((1 << (scale - 1)) if self.is_king else 0) - (ge.v * coef).sum(axis=0)) & self.mask
