@@ -1540,7 +1540,7 @@ def compare(
     self: PartySMC,
     x: PartyShare,  # shared value to compare with 0
 ):
-    "Generator: this party's XOR share of [x < 0]: by the dealer's tables (`ltz_tables`, below) if `tables`, else `ltz`."
+    "Generator: this party's XOR share of [x < 0]: by the dealer's tables (`ltz_tables`) if `tables`, else `ltz`."
     return (yield from (self.ltz_tables(x) if self.tables else self.ltz(x)))
 
 
@@ -1768,7 +1768,8 @@ def mul_monomials(
     ops: list,  # the distinct operands: shares of one shape
     monos: list,  # the products wanted: tuples of positions in `ops` (a position may repeat: x * x)
 ) -> list:
-    "Generator: every product in `monos` (monomials of any degree in `ops`) in ONE opening: each operand is masked once; the dealer deals the masks and the products of masks they need."
+    """Generator: every product in `monos` (monomials of any degree in `ops`) in ONE opening: each operand is masked
+    once; the dealer deals the masks and the products of masks they need."""
     shape = ops[0].shape
     if any(u.shape != shape for u in ops):
         raise ValueError("mul_monomials: operands must have equal shapes")
@@ -1845,7 +1846,8 @@ def comparison_tables(
     m: int,  # bits compared
     K: int,  # computing parties
 ) -> list:
-    "The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for all but the last party, the last party's share in full."
+    """The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for
+    all but the last party, the last party's share in full."""
     N, (b, n) = len(r_lo), table_layout(m)
     rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
     s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
@@ -1866,7 +1868,8 @@ def ltz_tables(
     self: PartySMC,
     x: PartyShare,  # shared value to compare with 0
 ):
-    "Generator: this party's XOR share of [x < 0] (None for the dealer), in two openings whatever the width: c = x + r, then the masked chunk counts."
+    """Generator: this party's XOR share of [x < 0] (None for the dealer), in two openings whatever the width: c = x + r,
+    then the masked chunk counts."""
     ell = self._bits_for(x.bound, x.scale)
     m, N = ell - 1, math.prod(x.shape)
     b, n = table_layout(m)
