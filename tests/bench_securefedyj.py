@@ -16,6 +16,12 @@ code from this checkout, each in a long-lived worker process on the same data; f
 same lambdas and the same message count and bytes by kind.
 
     python tests/bench_securefedyj.py --ab [--pairs 7] [--n 100000] [--d 30] [--clients 5] [--t-max 32]
+
+`--passes`: relay passes (bulk-synchronous schedule) on breast cancer in 3 label-skewed parts (the Flower demo's split),
+at t_max=4 and to convergence, with the step of `comparison='bits'` (before issue 32) and the default (dealer tables),
+the passes per search step, and whether the lambdas are identical (issue 32: at most 8 per step, same lambdas).
+
+    python tests/bench_securefedyj.py --passes
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -197,7 +203,37 @@ def ab(args, clients):
     print(f"same lambdas, search rounds, and message count and bytes by kind (every pair): {same}")
 
 
+def passes():
+    "Relay passes at t_max=4 and to convergence, before (comparison='bits') and after (tables); the lambdas compared."
+    import io
+    from fedgauss.smc import run_protocol
+    from fedgauss.yjcli import breast_cancer_split
+
+    warnings.simplefilter('ignore', YeoJohnsonWarning)
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    datas = {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}
+    print(f"{'step':8s}{'t_max=4':>9s}{'converged':>11s}{'steps':>7s}{'per step':>10s}{'MiB':>7s}   lambdas")
+    lam = {}
+    for comparison in ('bits', 'tables'):
+        out = []
+        for t_max in (4, 128):
+            cfg = S.securefedyj_config(list(X.columns), parties, 96, t_max, comparison=comparison)
+            res, rounds, ch = run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(0, parties), bsp=True)
+            out.append((rounds['passes'][0], len(rounds['search']), ch.summary()['total_bytes'], res['client0']))
+        (p4, s4, _, r4), (pc, sc, bc, rc) = out
+        lam[comparison] = rc['lambdas']
+        pooled = np.array_equal(r4['lambdas'], exp_yj(np.asarray(X, dtype=float), t_max=4, full_output=True).lambdas)
+        same = 'identical to bits' if comparison == 'tables' and np.array_equal(rc['lambdas'], lam['bits']) else ''
+        print(
+            f"{comparison:8s}{p4:9d}{pc:11d}{sc:7d}{(pc - p4) / (sc - s4):10.1f}{bc / 2**20:7.1f}   "
+            f"t_max=4 pooled ExpYJ's: {pooled} {same}"
+        )
+
+
 def main():
+    if sys.argv[1:2] == ['--passes']:
+        return passes()
     if sys.argv[1:2] == ['--worker']:
         return worker(sys.argv[2])
     ap = data_arguments(__doc__, t_max=32)
