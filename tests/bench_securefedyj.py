@@ -22,6 +22,11 @@ at t_max=4 and to convergence, with the step of `comparison='bits'` (before issu
 the passes per search step, and whether the lambdas are identical (issue 32: at most 8 per step, same lambdas).
 
     python tests/bench_securefedyj.py --passes
+
+`--step`: the CPU time of one secure search step alone (5 clients, 30 features, random totals), bitwise comparison
+against dealer tables: what the fewer passes cost in one process.
+
+    python tests/bench_securefedyj.py --step
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -231,7 +236,44 @@ def passes():
         )
 
 
+def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
+    "Best CPU seconds of one search step (`party_secure_step`) on random totals, for each comparison."
+    from fedgauss.federation import Channel
+    from fedgauss.smc import PartySMC, Program, run_programs
+
+    g = np.random.default_rng(0)
+    n = [g.integers(1000, 20000, d) for _ in range(K)]
+    ints = [
+        np.array(
+            [[int(v) for v in (nk if i == 0 else g.integers(-nk, nk) << (s * f) >> 1)] for i, s in enumerate(S.SCALES)]
+        )
+        for nk in n
+    ]
+
+    def prog(smc, k, comparison):
+        T = S.party_shared_totals(smc, None if k is None else np.asarray(ints[k], dtype=object), d, f, max_rows)
+        return (yield from S.party_secure_step(smc, T, K, f, comparison))
+
+    for comparison in ('bits', 'tables'):
+        best = np.inf
+        for _ in range(repeat):
+            names = [f'c{k}' for k in range(K)]
+            ctx = [
+                PartySMC(p, names, 'server', S.ring_bits_for(K, max_rows, f), 40, j)
+                for j, p in enumerate(names + ['server'])
+            ]
+            progs = [Program(c.me, c, prog(c, j if j < K else None, comparison)) for j, c in enumerate(ctx)]
+            c0 = time.process_time()
+            run_programs(progs, Channel(), dealer='server', bsp=True)
+            best = min(best, time.process_time() - c0)
+        print(
+            f"one search step, {K} clients, {d} features, comparison={comparison!r}: {1e3 * best:.1f} ms CPU (best of {repeat})"
+        )
+
+
 def main():
+    if sys.argv[1:2] == ['--step']:
+        return step_cpu()
     if sys.argv[1:2] == ['--passes']:
         return passes()
     if sys.argv[1:2] == ['--worker']:
