@@ -58,13 +58,13 @@ from fedgauss.yeojohnson import (
 )
 
 # %% auto #0
-__all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'SECUREFEDYJ', 'envelope_round', 'local_envelope', 'anchors_from_envelope',
-           'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums', 'statistic_exponents', 'normalization',
-           'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for', 'secure_step', 'range_codes', 'YJClient',
-           'SecureFedYJ', 'party_tree_max', 'yj_setup_program', 'party_secure_step', 'party_shared_totals',
-           'public_frame', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config',
-           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values',
-           'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
+__all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'STEP_MONOMIALS', 'SECUREFEDYJ', 'envelope_round', 'local_envelope',
+           'anchors_from_envelope', 'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums',
+           'statistic_exponents', 'normalization', 'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for',
+           'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max', 'yj_setup_program',
+           'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_client_program', 'yj_final_program',
+           'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server',
+           'yj_check', 'revealed_values', 'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -633,25 +633,37 @@ def yj_setup_program(
         A = anchors_from_bounds(bounds)
     k = 4 if env else 0
     spread = smc.add(M.rows(k), M.rows(k + 1))
-    c = yield from smc.reveal_bits((yield from smc.ltz(smc.add_public(spread, -1.0))))
+    c = yield from smc.reveal_bits((yield from smc.compare(smc.add_public(spread, -1.0))))
     return A, (None if c is None else c.astype(bool))
 
 # %% ../nbs/12_securefedyj.ipynb #34e5e16b
+STEP_MONOMIALS = ((0, 3), (2, 2), (1, 0, 3), (1, 2, 2), (0, 0, 5), (0, 2, 4))  # of (n, S_phi, S_psi, S_psi2, ...)
+
+
 def party_secure_step(
     smc: PartySMC,  # this party's `PartySMC`
     S: list,  # its shares of the six totals (`party_shared_totals`)
     n_clients: int,  # number of clients K
     f: int,  # precision f: fractional bits of the fixed point
+    comparison: str = 'tables',  # 'tables': 3 openings (8 relay passes); 'bits': `secure_step`'s 12 (26 passes)
 ):
     "Generator, one party's side of `secure_step`: its shares of the signs of S_phi D - n C and of the precision flags, opened (the dealer gets None)."
     n, phi, psi, psi2, dpsi, pd = S
-    P = yield from smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
-    D, C = smc.sub(P[0], P[1]), smc.sub(P[2], P[3])
+    if comparison == 'bits':  # two rounds of products, a truncation, the bitwise comparison
+        P = yield from smc.mul_many([(n, psi2), (psi, psi), (n, pd), (psi, dpsi)])  # round 1: D at 2f, C at 3f
+        D, C = smc.sub(P[0], P[1]), smc.sub(P[2], P[3])
+    else:  # n S_psi2, S_psi^2 (D at 2f) and the four terms of E at 3f, in one opening
+        P = yield from smc.mul_monomials(S, STEP_MONOMIALS)
+        D, E = smc.sub(P[0], P[1]), smc.sub(smc.sub(P[2], P[3]), smc.sub(P[4], P[5]))
     thr = smc.mul_public(n, (1 << (GUARD_BITS + 1)) * n_clients << f)
     G = smc.sub(D, PartyShare(thr.v, 2 * f, thr.bound * 2.0 ** -(2 * f), thr.shape))
-    Q = yield from smc.mul_many([(phi, D), (n, C)])  # round 2: both at 3f
-    T = yield from smc.truncate(smc.stack([smc.sub(Q[0], Q[1]), G]), 2 * f)
-    bits = yield from smc.reveal_bits((yield from smc.ltz(T)))
+    if comparison == 'bits':
+        Q = yield from smc.mul_many([(phi, D), (n, C)])  # round 2: both at 3f
+        T = yield from smc.truncate(smc.stack([smc.sub(Q[0], Q[1]), G]), 2 * f)
+        u = yield from smc.ltz(T)
+    else:  # E and the guard compared exactly (no truncation), in two openings
+        u = yield from smc.ltz_tables(smc.stack([E, G]))
+    bits = yield from smc.reveal_bits(u)
     if bits is None:
         return None, None
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
@@ -725,6 +737,7 @@ def yj_client_program(
     max_rows: int = 2**20,  # public bound on a client's row count
     ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
     resume: dict | None = None,  # a checkpoint state to go on from (None: start)
+    comparison: str = 'tables',  # the secure step's comparison (`party_secure_step`)
 ):
     "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state (saved with `smc.save` at each phase; `resume`: go on from such a state); returns the public result."
     K, d, me = len(smc.parties), len(names), smc.me
@@ -742,7 +755,7 @@ def yj_client_program(
         smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
         pf, norm = public_frame(state.lmbda, A)
         S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
-        sg, guard = yield from party_secure_step(smc, S, K, f)
+        sg, guard = yield from party_secure_step(smc, S, K, f, comparison)
         if (guard & ~const).any():
             raise _precision_error(names, np.flatnonzero(guard & ~const), state, f)
         sg[const] = 0
@@ -806,6 +819,7 @@ def yj_dealer_program(
     envelope_bits: int = 3,  # significant bits of the envelope
     bounds=None,  # published (d, 2) bounds, or None for the envelope
     max_rows: int = 2**20,  # public bound on a client's row count
+    comparison: str = 'tables',  # the secure step's comparison (`party_secure_step`)
 ):
     "Generator, the server's program: it deals the correlated randomness of every step, following the parties' public phase; it holds no data and no share of any value."
     K = len(smc.parties)
@@ -816,7 +830,7 @@ def yj_dealer_program(
             return None
         S = party_shared_totals(smc, None, d, f, max_rows)
         if phase[0] == 'search':
-            yield from party_secure_step(smc, S, K, f)
+            yield from party_secure_step(smc, S, K, f, comparison)
         else:
             yield from yj_final_program(smc, None, None, None, None, [None] * d, f, max_rows, YMAX)
 
@@ -832,11 +846,14 @@ def securefedyj_config(
     ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
     stat_bits: int = 40,  # statistical security of the masks, bits
     ring_bits: int | None = None,  # ring size (default: `ring_bits_for`)
+    comparison: str = 'tables',  # the search step's comparison: 'tables' (8 relay passes) or 'bits' (26)
 ) -> dict:
     "The public configuration of a SecureFedYJ run: plain data, the same at every party."
+    if comparison not in ('tables', 'bits'):
+        raise ValueError(f"comparison must be 'tables' or 'bits'; got {comparison!r}")
     L = ring_bits or ring_bits_for(len(parties), max_rows, f, stat_bits)
     kw = dict(envelope_bits=envelope_bits, bounds=bounds, max_rows=max_rows, ymax=ymax, stat_bits=stat_bits)
-    return dict(parties=list(parties), names=list(names), f=f, t_max=t_max, L=L, **kw)
+    return dict(parties=list(parties), names=list(names), f=f, t_max=t_max, L=L, comparison=comparison, **kw)
 
 
 def yj_party_rngs(
@@ -853,7 +870,8 @@ def yj_context(
     rng,  # its randomness: a Generator, a seed or None
 ) -> PartySMC:
     "A party's (or the dealer's) `PartySMC` in the ring of `cfg`."
-    return PartySMC(me, cfg['parties'], 'server', cfg['L'], cfg['stat_bits'], rng)
+    tables = cfg.get('comparison', 'tables') == 'tables'  # every comparison of the run by the dealer's tables
+    return PartySMC(me, cfg['parties'], 'server', cfg['L'], cfg['stat_bits'], rng, tables)
 
 
 def yj_party(
@@ -863,7 +881,16 @@ def yj_party(
 ):
     "A client's program on its rows `data['X']` (`cfg['resume']`: a checkpoint's state to go on from)."
     kw = {k: cfg[k] for k in ('envelope_bits', 'bounds', 'max_rows', 'ymax')}
-    return yj_client_program(ctx, data['X'], cfg['names'], cfg['f'], cfg['t_max'], resume=cfg.get('resume'), **kw)
+    return yj_client_program(
+        ctx,
+        data['X'],
+        cfg['names'],
+        cfg['f'],
+        cfg['t_max'],
+        resume=cfg.get('resume'),
+        comparison=cfg.get('comparison', 'tables'),
+        **kw,
+    )
 
 
 def yj_server(
@@ -872,7 +899,7 @@ def yj_server(
 ):
     "The dealer's program."
     kw = {k: cfg[k] for k in ('envelope_bits', 'bounds', 'max_rows')}
-    return yj_dealer_program(ctx, len(cfg['names']), cfg['f'], **kw)
+    return yj_dealer_program(ctx, len(cfg['names']), cfg['f'], comparison=cfg.get('comparison', 'tables'), **kw)
 
 
 def yj_check(

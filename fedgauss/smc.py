@@ -5,7 +5,7 @@
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
 import copy, functools, math, numbers, operator
-from itertools import accumulate, repeat
+from itertools import accumulate, combinations, repeat
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -27,8 +27,9 @@ from .federation import Channel
 # %% auto #0
 __all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'encode', 'to_signed', 'decode', 'share', 'reconstruct', 'Shared',
            'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare', 'PartySMC', 'Program',
-           'ProtocolStalled', 'PeerFinished', 'run_programs', 'ProtocolSpec', 'register_protocol', 'protocol_context',
-           'protocol_programs', 'run_protocol', 'secure_sum_party', 'secure_sum_server']
+           'ProtocolStalled', 'PeerFinished', 'run_programs', 'table_layout', 'table_share', 'comparison_tables',
+           'ProtocolSpec', 'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol',
+           'secure_sum_party', 'secure_sum_server']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1004,6 +1005,7 @@ class PartySMC:
         ring_bits: int = 256,  # L: shares live in Z_(2**L)
         stat_bits: int = 40,  # κ: statistical security of the masks, bits
         rng=None,  # this party's secret generator, or a seed for one (None: keyed by the OS)
+        tables: bool = False,  # compare by the dealer's tables (`ltz_tables`, 2 openings) instead of bits (`ltz`)
     ):
         self.me, self.parties, self.dealer = me, list(parties), dealer
         if len(set(self.parties)) != len(self.parties) or dealer in self.parties:
@@ -1015,7 +1017,7 @@ class PartySMC:
         self.is_dealer, self.is_king = me == dealer, me == self.parties[0]
         self.rng = secret_rng(rng)  # shares, triples, masks, key-agreement secrets: secret randomness
         self.box, self.out, self.phase, self.wants_phase, self.checkpoint = [], [], None, False, None
-        self._ells = {}
+        self._ells, self.tables = {}, bool(tables)
 
     max_value_bits, _ell = SMC.max_value_bits, SMC._bits_for
 
@@ -1534,6 +1536,15 @@ def b2a(
 
 
 @patch
+def compare(
+    self: PartySMC,
+    x: PartyShare,  # shared value to compare with 0
+):
+    "Generator: this party's XOR share of [x < 0]: by the dealer's tables (`ltz_tables`) if `tables`, else `ltz`."
+    return (yield from (self.ltz_tables(x) if self.tables else self.ltz(x)))
+
+
+@patch
 def maximum(
     self: PartySMC,
     a: PartyShare,  # first shared value
@@ -1543,7 +1554,7 @@ def maximum(
     s = max(a.scale, b.scale)
     a, b = self.lift(a, s), self.lift(b, s)
     d = self.sub(a, b)
-    lt = yield from self.b2a((yield from self.ltz(d)), d.shape)
+    lt = yield from self.b2a((yield from self.compare(d)), d.shape)
     m = self.add(a, (yield from self.mul(lt, self.sub(b, a))))
     return PartyShare(m.v, s, max(a.bound, b.bound), m.shape)
 
@@ -1566,7 +1577,7 @@ def reciprocal(
     shp = (K,) + tuple(n.shape)
     big = PartyShare(None if n.v is None else np.broadcast_to(n.v, shp).copy(), 0, float(max(n_max, 2**K)), shp)
     big = self.add_public(big, -(2.0**ks).reshape((K,) + (1,) * len(n.shape)))
-    lt = yield from self.ltz(big)
+    lt = yield from self.compare(big)
     ge = yield from self.b2a(None if lt is None else lt ^ (1 if self.is_king else 0), shp)  # b_k = [n >= 2^k]
     coef = np.array([1 << (scale - k - 1) for k in range(1, K + 1)], dtype=object).reshape((K,) + (1,) * len(n.shape))
     zv = None if ge.v is None else (((1 << (scale - 1)) if self.is_king else 0) - (ge.v * coef).sum(axis=0)) & self.mask
@@ -1714,6 +1725,188 @@ def run_programs(
         raise errors[next(n for n in progs if n in errors)]  # the first party, in order, that failed
     rounds['passes'] = [passes]
     return {n: p.result for n, p in progs.items()}, rounds
+
+# %% ../nbs/11_smc.ipynb #5d6d545a
+@functools.lru_cache(maxsize=64)
+def _mask_products(
+    monos: tuple,  # monomials: tuples of operand positions
+) -> tuple:
+    "The products of two or more masks the monomials need: sorted tuples of operand positions, each once, in order."
+    keys = {}
+    for m in monos:
+        for size in range(2, len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                keys.setdefault(tuple(sorted(m[p] for p in pos)), None)
+    return tuple(keys)
+
+
+@functools.lru_cache(maxsize=64)
+def _expansion(
+    monos: tuple,  # monomials: tuples of operand positions
+    k: int,  # number of operands
+) -> tuple:
+    """Every term prod_(j not in S) d_ij [prod_(j in S) a_ij] of every monomial, as index arrays: the d rows of its
+    public factor (padded with row k, all ones), its row of masks and mask products (the last row: the king's public 1),
+    and where each monomial's terms start."""
+    keys = _mask_products(monos)
+    row = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)} | {(): k + len(keys)}
+    deg = max(map(len, monos))
+    D, A, starts = [], [], []
+    for m in monos:
+        starts.append(len(A))
+        for size in range(len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                rest = [m[p] for p in range(len(m)) if p not in pos]
+                D.append(rest + [k] * (deg - len(rest)))
+                A.append(row[tuple(sorted(m[p] for p in pos))])
+    return np.array(D).T, np.array(A), np.array(starts)
+
+# %% ../nbs/11_smc.ipynb #9a8a101c
+@patch
+def mul_monomials(
+    self: PartySMC,
+    ops: list,  # the distinct operands: shares of one shape
+    monos: list,  # the products wanted: tuples of positions in `ops` (a position may repeat: x * x)
+) -> list:
+    """Generator: every product in `monos` (monomials of any degree in `ops`) in ONE opening: each operand is masked
+    once; the dealer deals the masks and the products of masks they need."""
+    shape = ops[0].shape
+    if any(u.shape != shape for u in ops):
+        raise ValueError("mul_monomials: operands must have equal shapes")
+    monos = tuple(map(tuple, monos))
+    out = [(sum(ops[i].scale for i in m), math.prod(ops[i].bound for i in m)) for m in monos]
+    for s, b in out:
+        self._bits_for(b, s)
+    keys, k, n = _mask_products(monos), len(ops), math.prod(shape)
+
+    def make():  # the masks a_i (a row per operand), then each product of masks (a row each)
+        a = secret_ints(self.rng, (k, n), self.L)
+        prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)])[None] for t in keys]
+        return [np.concatenate([a] + prods)]
+
+    (AP,) = yield from self.deal(make, None, 1)
+    if self.is_dealer:
+        return [PartyShare(None, s, b, shape) for s, b in out]
+    d = yield from self.open(np.stack([u.v.reshape(n) for u in ops]) - AP[:k] & self.mask)
+    D, A, starts = _expansion(monos, k)
+    Dp = np.concatenate([d, np.ones((1, n), dtype=object)])  # row k: a factor 1
+    coef = functools.reduce(lambda u, v: u * v & self.mask, Dp[D])  # the public factor of every term
+    Ap = np.concatenate([AP, np.full((1, n), int(self.is_king), dtype=object)])  # the king's public 1
+    z = np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask  # [x...] = sum over S, per monomial
+    return [PartyShare(v.reshape(shape), s, b) for v, (s, b) in zip(z, out)]
+
+# %% ../nbs/11_smc.ipynb #35195d25
+def table_layout(
+    m: int,  # bits compared
+) -> tuple:
+    "Chunk width b and chunk count n for `ltz_tables` on m bits: n <= 127 chunks, so that every 2 z_j + 1 fits a byte."
+    b = max(4, -(-m // 127))
+    return b, -(-m // b)
+
+
+def _digits(bits, b: int, n: int) -> np.ndarray:
+    "Base-2**b digits (int64, least significant first) of bits (last axis, bit i = 2**i), zero-padded to n*b bits."
+    pad = np.zeros(bits.shape[:-1] + (n * b - bits.shape[-1],), np.uint8)
+    B = np.concatenate([bits, pad], axis=-1).reshape(bits.shape[:-1] + (n, b)).astype(np.int64)
+    return B @ (1 << np.arange(b))
+
+# %% ../nbs/11_smc.ipynb #bf320122
+@patch
+def open_bytes(
+    self: PartySMC,
+    x,  # this party's shares modulo 256 (uint8 array) of a *masked* value
+    kind: str = 'masked',  # message kind
+):
+    "Generator: king-based opening of bytes shared additively modulo 256: everyone learns them."
+    shape, flat = np.shape(x), np.ascontiguousarray(x, dtype=np.uint8).ravel()
+    if not self.is_king:
+        self.send(self.king, kind, flat)
+        return (yield from self.recv(kind, self.king)).reshape(shape)
+    tot = flat.copy()
+    for p in self.parties[1:]:
+        tot += yield from self.recv(kind, p)
+    for p in self.parties[1:]:
+        self.send(p, kind, tot)
+    return tot.reshape(shape)
+
+# %% ../nbs/11_smc.ipynb #f0263c9b
+def table_share(
+    seed,  # the 32 bytes the dealer sent
+    n_add: int,  # bytes shared additively (modulo 256)
+    n_xor: int,  # bytes shared by XOR
+) -> np.ndarray:
+    "A party's share of the comparison tables, expanded from the dealer's seed (ChaCha20 keyed by it, `prg`)."
+    return secret_bytes(prg(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor)
+
+
+def comparison_tables(
+    rng,  # the dealer's secret generator
+    r_lo,  # its r_lo: N Python ints below 2**m
+    r_par,  # the parities of its r_hi: N bits
+    m: int,  # bits compared
+    K: int,  # computing parties
+) -> list:
+    """The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for
+    all but the last party, the last party's share in full."""
+    N, (b, n) = len(r_lo), table_layout(m)
+    rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
+    s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
+    add = np.concatenate([(np.arange(1 << b) == rd).astype(np.uint8).ravel(), s.ravel()])  # r_j one-hot, s_j
+    H = np.zeros((N, n, 32), np.uint8)  # s_j one-hot among 256, packed (bit 7 - s % 8 of byte s // 8)
+    np.put_along_axis(H, (s >> 3).astype(np.int64), (128 >> (s & 7)).astype(np.uint8), axis=2)
+    full = np.concatenate([add, H.ravel(), np.packbits(np.asarray(r_par, np.uint8).ravel())])
+    seeds = [secret_bytes(rng, 32) for _ in range(K - 1)]
+    for sd in seeds:  # the last share: the tables minus (XOR) the others
+        sh = table_share(sd, add.size, full.size - add.size)
+        full[: add.size] -= sh[: add.size]
+        full[add.size :] ^= sh[add.size :]
+    return seeds + [full]
+
+# %% ../nbs/11_smc.ipynb #0741ad3d
+@patch
+def ltz_tables(
+    self: PartySMC,
+    x: PartyShare,  # shared value to compare with 0
+):
+    """Generator: this party's XOR share of [x < 0] (None for the dealer), in two openings whatever the width: c = x + r,
+    then the masked chunk counts."""
+    ell = self._bits_for(x.bound, x.scale)
+    m, N = ell - 1, math.prod(x.shape)
+    b, n = table_layout(m)
+    st = {}
+
+    def make():
+        st['lo'], st['hi'] = secret_ints(self.rng, N, m), secret_ints(self.rng, N, self.kappa + 1)
+        return [(st['hi'] << m) + st['lo']]
+
+    (R,) = yield from self.deal(make, (N,), 1)
+    if self.is_dealer:
+        par = np.array([h & 1 for h in st['hi']], dtype=np.uint8)
+        for p, t in zip(self.parties, comparison_tables(self.rng, st['lo'], par, m, len(self.parties))):
+            self.send(p, 'dealer', t)
+        return None
+    na, nx = (N * n << b) + N * n, N * n * 32 + -(-N // 8)
+    T = yield from self.recv('dealer', self.dealer)
+    if self.me != self.parties[-1]:
+        T = table_share(T, na, nx)
+    c = x.v.reshape(N) + R
+    if self.is_king:
+        c += 1 << m
+    c = yield from self.open(c & self.mask)  # as in `ltz`
+    cd = _digits(_int_bits(c, m), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
+    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
+    ge = np.take_along_axis(np.cumsum(e, axis=2, dtype=np.uint8), cd, axis=2)[..., 0]  # [c_j >= r_j]
+    ne = -np.take_along_axis(e, cd, axis=2)[..., 0]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
+    if self.is_king:
+        ne += 1
+    z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
+    v = yield from self.open_bytes(2 * z + ge + T[N * n << b : na].reshape(N, n))  # y_j + s_j: uniform bytes
+    H = T[na : na + N * n * 32].reshape(N, n, 32)
+    t = np.take_along_axis(H, (v >> 3)[..., None].astype(np.int64), axis=2)[..., 0] >> (7 - (v & 7)) & 1
+    u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
+    if self.is_king:
+        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
+    return u.reshape(x.shape)
 
 # %% ../nbs/11_smc.ipynb #5f0c44a0
 @dataclass

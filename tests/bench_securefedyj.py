@@ -4,7 +4,9 @@ the bytes per client per ExpYJ step and in total (from the transcript), and wher
 
     python tests/bench_securefedyj.py [--n 100000] [--d 30] [--clients 5] [--t-max 32] [--repeat 3]
 
-Goal (issue 6): the protocol takes at most 2x the pooled fit — the SMC work is per feature and step, not per row.
+Goal (issue 6): the protocol takes at most 2x the pooled fit — the SMC work is per feature and step, not per row;
+issue 32: at most 1.5x. It also prints the SHA-256 of every message of the last run (`payload_digest`): a change made
+for speed that keeps the protocol must keep that digest (and the lambdas).
 
 `--ab [--pairs 7] [--old-ref b03ea9a]`: the simulator before and after the per-party-program restructure (issue 17: at
 most 10 % slower). The old single driver runs from a `git worktree` of `--old-ref` (default: the last commit before
@@ -14,6 +16,17 @@ code from this checkout, each in a long-lived worker process on the same data; f
 same lambdas and the same message count and bytes by kind.
 
     python tests/bench_securefedyj.py --ab [--pairs 7] [--n 100000] [--d 30] [--clients 5] [--t-max 32]
+
+`--passes`: relay passes (bulk-synchronous schedule) on breast cancer in 3 label-skewed parts (the Flower demo's split),
+at t_max=4 and to convergence, with the step of `comparison='bits'` (before issue 32) and the default (dealer tables),
+the passes per search step, and whether the lambdas are identical (issue 32: at most 8 per step, same lambdas).
+
+    python tests/bench_securefedyj.py --passes
+
+`--step`: the CPU time of one secure search step alone (5 clients, 30 features, random totals), bitwise comparison
+against dealer tables: what the fewer passes cost in one process.
+
+    python tests/bench_securefedyj.py --step
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -32,6 +45,22 @@ def timed(f):
     w, c = time.perf_counter(), time.process_time()
     out = f()
     return time.perf_counter() - w, time.process_time() - c, out
+
+
+def payload_digest(channel) -> str:
+    "SHA-256 of every message in order (round, sender, receiver, kind and the payload's bytes): the guard that a change of speed changed no message."
+    h = hashlib.sha256()
+    for m in channel.messages:
+        h.update(repr((m.round, m.sender, m.receiver, m.kind)).encode())
+        p = m.payload
+        if hasattr(p, 'ring_bits'):  # RingElements: fixed width, as on the wire
+            w = -(-p.ring_bits // 8)
+            h.update(b''.join(int(v).to_bytes(w, 'little') for v in np.asarray(p.values).ravel()))
+        elif isinstance(p, np.ndarray):
+            h.update(p.dtype.str.encode() + repr(p.shape).encode() + np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(repr(p).encode())
+    return h.hexdigest()
 
 
 def where_the_time_goes(clients, t_max):
@@ -179,7 +208,74 @@ def ab(args, clients):
     print(f"same lambdas, search rounds, and message count and bytes by kind (every pair): {same}")
 
 
+def passes():
+    "Relay passes at t_max=4 and to convergence, before (comparison='bits') and after (tables); the lambdas compared."
+    import io
+    from fedgauss.smc import run_protocol
+    from fedgauss.yjcli import breast_cancer_split
+
+    warnings.simplefilter('ignore', YeoJohnsonWarning)
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    datas = {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}
+    print(f"{'step':8s}{'t_max=4':>9s}{'converged':>11s}{'steps':>7s}{'per step':>10s}{'MiB':>7s}   lambdas")
+    lam = {}
+    for comparison in ('bits', 'tables'):
+        out = []
+        for t_max in (4, 128):
+            cfg = S.securefedyj_config(list(X.columns), parties, 96, t_max, comparison=comparison)
+            res, rounds, ch = run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(0, parties), bsp=True)
+            out.append((rounds['passes'][0], len(rounds['search']), ch.summary()['total_bytes'], res['client0']))
+        (p4, s4, _, r4), (pc, sc, bc, rc) = out
+        lam[comparison] = rc['lambdas']
+        pooled = np.array_equal(r4['lambdas'], exp_yj(np.asarray(X, dtype=float), t_max=4, full_output=True).lambdas)
+        same = 'identical to bits' if comparison == 'tables' and np.array_equal(rc['lambdas'], lam['bits']) else ''
+        print(
+            f"{comparison:8s}{p4:9d}{pc:11d}{sc:7d}{(pc - p4) / (sc - s4):10.1f}{bc / 2**20:7.1f}   "
+            f"t_max=4 pooled ExpYJ's: {pooled} {same}"
+        )
+
+
+def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
+    "Best CPU seconds of one search step (`party_secure_step`) on random totals, for each comparison."
+    from fedgauss.federation import Channel
+    from fedgauss.smc import PartySMC, Program, run_programs
+
+    g = np.random.default_rng(0)
+    n = [g.integers(1000, 20000, d) for _ in range(K)]
+    ints = [
+        np.array(
+            [[int(v) for v in (nk if i == 0 else g.integers(-nk, nk) << (s * f) >> 1)] for i, s in enumerate(S.SCALES)]
+        )
+        for nk in n
+    ]
+
+    def prog(smc, k, comparison):
+        T = S.party_shared_totals(smc, None if k is None else np.asarray(ints[k], dtype=object), d, f, max_rows)
+        return (yield from S.party_secure_step(smc, T, K, f, comparison))
+
+    for comparison in ('bits', 'tables'):
+        best = np.inf
+        for _ in range(repeat):
+            names = [f'c{k}' for k in range(K)]
+            ctx = [
+                PartySMC(p, names, 'server', S.ring_bits_for(K, max_rows, f), 40, j)
+                for j, p in enumerate(names + ['server'])
+            ]
+            progs = [Program(c.me, c, prog(c, j if j < K else None, comparison)) for j, c in enumerate(ctx)]
+            c0 = time.process_time()
+            run_programs(progs, Channel(), dealer='server', bsp=True)
+            best = min(best, time.process_time() - c0)
+        print(
+            f"one search step, {K} clients, {d} features, comparison={comparison!r}: {1e3 * best:.1f} ms CPU (best of {repeat})"
+        )
+
+
 def main():
+    if sys.argv[1:2] == ['--step']:
+        return step_cpu()
+    if sys.argv[1:2] == ['--passes']:
+        return passes()
     if sys.argv[1:2] == ['--worker']:
         return worker(sys.argv[2])
     ap = data_arguments(__doc__, t_max=32)
@@ -222,6 +318,7 @@ def main():
         f"same sign sequence as pooled ExpYJ: {same}; max |lambda difference|: {np.max(np.abs(fed.lambdas_ - ref.lambdas)):.1e}; "
         f"max relative difference of the variance: {np.max(np.abs(fed.var_ - ref.var) / ref.var):.1e}"
     )
+    print(f"SHA-256 of the payloads of the last run (rng={args.repeat - 1}): {payload_digest(fed.channel_)[:32]}")
     c = S.communication_table(fed)
     cl = c.drop(index='server')
     s = fed.channel_.summary()

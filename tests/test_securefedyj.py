@@ -318,34 +318,59 @@ def test_transformer_matches_pooled_and_roundtrips():
 # ------------------------------------------------------------------------- per-party programs -------
 
 
-def test_per_party_programs_keep_the_single_driver_transcript(datasets):
-    """Messages and bytes by kind, rounds and lambdas as the single driver (SMC over every party) recorded them before the
-    restructure (breast cancer in 3 contiguous parts, t_max=128, rng=0); the bulk-synchronous schedule changes nothing."""
-    import fedgauss.securefedyj as S
+def _run_yj(parts, comparison, t_max=128, bsp=False):
+    "SecureFedYJ's programs as the estimator runs them (rng=0, precision 96), with the search step's `comparison`."
+    from fedgauss.securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
+    from fedgauss.smc import run_protocol
 
+    parties = [f'client{k}' for k in range(len(parts))]
+    cfg = securefedyj_config([f'x{j}' for j in range(parts[0].shape[1])], parties, 96, t_max, comparison=comparison)
+    datas = {p: {'X': X} for p, X in zip(parties, parts)}
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        res, rounds, ch = run_protocol(SECUREFEDYJ, datas, cfg, rngs=yj_party_rngs(0, parties), bsp=bsp)
+    return res['client0'], rounds, ch
+
+
+def test_per_party_programs_keep_the_single_driver_transcript(datasets):
+    """With comparison='bits', messages and bytes by kind, rounds and lambdas as the single driver (SMC over every
+    party) recorded them before the restructure (breast cancer in 3 contiguous parts, t_max=128, rng=0); the
+    bulk-synchronous schedule changes nothing, and takes the 1,560 relay passes it took then (26 per search step)."""
     X, _ = datasets['breast cancer']
     parts = np.array_split(X, 3)
     fed = SecureFedYJ(rng=0).fit(parts)
-    by_kind = fed.channel_.transcript.groupby('kind')['bytes'].agg(['size', 'sum'])
+    res, rounds, ch = _run_yj(parts, 'bits')
+    by_kind = ch.transcript.groupby('kind')['bytes'].agg(['size', 'sum'])
     assert by_kind['size'].to_dict() == {'dealer': 1131, 'masked': 2888, 'reveal': 348, 'share': 6}
     assert by_kind['sum'].to_dict() == {'dealer': 11052069, 'masked': 9159288, 'reveal': 63144, 'share': 60480}
-    assert (fed.rounds_['setup'], len(fed.rounds_['search']), fed.rounds_['final']) == (1, 55, 57)
-    assert not (fed.channel_.transcript.receiver == 'server').any()  # the dealer receives nothing
-    orig, seen = S.run_programs, {}
+    assert (rounds['setup'][0], len(rounds['search']), rounds['final'][0]) == (1, 55, 57)
+    assert not (ch.transcript.receiver == 'server').any()  # the dealer receives nothing
+    np.testing.assert_array_equal(res['lambdas'], fed.lambdas_)
+    b, rb, chb = _run_yj(parts, 'bits', bsp=True)
+    np.testing.assert_array_equal(b['lambdas'], fed.lambdas_)
+    assert chb.transcript.groupby('kind')['bytes'].sum().equals(by_kind['sum'])
+    assert rb['passes'] == [1560]
 
-    def bsp(progs, ch, dealer=None, **kw):
-        res, rounds = orig(progs, ch, dealer=dealer, bsp=True, **kw)
-        seen['passes'] = rounds['passes'][0]
-        return res, rounds
 
-    try:
-        S.run_programs = bsp
-        b = SecureFedYJ(rng=0).fit(parts)
-    finally:
-        S.run_programs = orig
-    np.testing.assert_array_equal(b.lambdas_, fed.lambdas_)
-    assert b.channel_.transcript.groupby('kind')['bytes'].sum().equals(by_kind['sum'])
-    assert seen['passes'] > 25 * 55  # the relay round trips a transport needs
+def test_search_step_in_eight_passes(datasets):
+    """The default step (one opening of products, a comparison by dealer tables): the same signs, lambdas and opened
+    values as comparison='bits', in 8 relay passes per search step instead of 26 (issue 32); the dealer still
+    receives nothing, and a step sends 3 openings through the king."""
+    X, _ = datasets['breast cancer']
+    parts = np.array_split(X, 3)
+    new, rn, chn = _run_yj(parts, 'tables', bsp=True)
+    old, ro, cho = _run_yj(parts, 'bits', bsp=True)
+    np.testing.assert_array_equal(new['lambdas'], old['lambdas'])
+    np.testing.assert_array_equal(new['signs'], old['signs'])
+    assert not (chn.transcript.receiver == 'server').any()
+    short, rs, _ = _run_yj(parts, 'tables', t_max=4, bsp=True)
+    steps = len(rn['search'])
+    assert steps == 55 and (rn['passes'][0] - rs['passes'][0]) == 8 * (steps - 4)
+    T = chn.transcript
+    step = T[T['round'] == rn['search'][0]]
+    assert (step.kind == 'masked').sum() == 3 * 2 * (3 - 1)  # three openings through the king
+    same = lambda ch: [(k, v.tolist()) for r, k, v in revealed_values(ch, 3, 448) if r in rn['search']]
+    assert same(chn) == same(cho)  # the search opens the same values
 
 
 def test_a_failing_client_is_named_and_nothing_is_returned(datasets):

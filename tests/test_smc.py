@@ -2,6 +2,8 @@
 primitive — what a party receives (other than results opened on purpose) is uniformly distributed and
 does not depend on the inputs."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -307,3 +309,95 @@ def test_product_overflow_refused_before_computing():
     with pytest.raises(FixedPointOverflow, match='overflow'):
         smc.mul(x, x)
     assert len(ch.messages) == n  # nothing was sent
+
+
+# ---------------------------------------------------- few passes (issue 32): monomials, comparison by tables ----
+
+
+def _party_run(prog, K=3, L=448, seed=0, **kw):
+    "`prog(ctx, k, **kw)` at K parties p0.. (k: the party's number) and the dealer (k None), bulk-synchronously."
+    from fedgauss.smc import PartySMC, Program, run_programs
+
+    names = [f'p{j}' for j in range(K)]
+    progs = []
+    for k, p in enumerate(names + ['dealer']):
+        ctx = PartySMC(p, names, 'dealer', L, 40, 1000 * seed + k)
+        progs.append(Program(p, ctx, prog(ctx, k if k < K else None, **kw)))
+    ch = Channel()
+    res, rounds = run_programs(progs, ch, dealer='dealer', bsp=True)
+    return res, rounds['passes'][0], ch
+
+
+def _split(x, K: int) -> list:
+    "K parts of the integers x (object array), each at most max|x| / K + K in absolute value, adding up to x."
+    q = np.array([int(v) // K for v in x.ravel()], dtype=object).reshape(x.shape)
+    return [q] * (K - 1) + [x - (K - 1) * q]
+
+
+def _sign_prog(smc, k, x, bound, tables):
+    "The parties' inputs add up to the integers x (|x| <= K bound); [x < 0] by `ltz_tables` or `ltz`, opened."
+    mine = None if k is None else _split(x, len(smc.parties))[k]
+    X = smc.input_sum(mine, x.shape, 0, bound, encoded=True)
+    u = yield from (smc.ltz_tables(X) if tables else smc.ltz(X))
+    return (yield from smc.reveal_bits(u))
+
+
+@pytest.mark.parametrize('K', [2, 3, 5])
+def test_ltz_tables_equals_ltz_at_the_edges_and_at_random(K):
+    "Zero, one unit either side, the declared bound and the ring's largest bound; random values; 2 to 5 parties."
+    from fedgauss.smc import PartySMC
+
+    g = np.random.default_rng(K)
+    top = (2 ** (PartySMC('p0', ['p0'], 'd', 448, 40).max_value_bits - 2) - 2) // K  # the largest the ring allows
+    for bound in (K + 1, 2**20, 2**127, top):
+        B = K * (bound - K)  # the sum of K inputs, each below `bound`; the total's declared bound is K bound
+        edge = [0, 1, -1, B, -B, B - 1, 1 - B, B // 2, -(B // 2)]
+        rand = [int.from_bytes(g.bytes(64), 'little') % (2 * B + 1) - B for _ in range(60)]
+        x = np.array(edge + rand, dtype=object).reshape(-1, 3)
+        new, p_new, _ = _party_run(_sign_prog, K, x=x, bound=bound, tables=True)
+        old, p_old, _ = _party_run(_sign_prog, K, x=x, bound=bound, tables=False)
+        np.testing.assert_array_equal(new['p0'], (x < 0).astype(np.uint8))
+        np.testing.assert_array_equal(new['p0'], old['p0'])
+        assert all(np.array_equal(new[p], new['p0']) for p in new if p != 'dealer')
+        assert p_new == 7 and p_old >= p_new  # input, dealer, 2 openings through the king, reveal
+
+
+def test_mul_monomials_exact_in_one_opening():
+    "Monomials of degree 1 to 3 (factors repeated) against exact integer products; one opening through the king."
+
+    def prog(smc, k, X, monos):
+        mine = None if k is None else (X if k == 2 else 0 * X)
+        S = smc.input_sum(mine, X.shape, 0, 2.0**40, encoded=True)
+        P = yield from smc.mul_monomials([S.rows(i) for i in range(len(X))], monos)
+        return (yield from smc.reveal(smc.stack(P), exact=True))
+
+    g = np.random.default_rng(5)
+    X = np.array([[int(t) for t in g.integers(-(2**40), 2**40, 7)] for _ in range(4)], dtype=object)
+    monos = [(0,), (1, 1), (0, 3), (2, 1, 0), (3, 3, 3), (0, 0, 2), (1, 2, 3)]
+    res, _, ch = _party_run(prog, 3, X=X, monos=monos)
+    want = np.array([[math.prod(int(X[i, j]) for i in m) for j in range(7)] for m in monos], dtype=object)
+    assert res['p0'].tolist() == want.tolist()
+    assert (ch.transcript.kind == 'masked').sum() == 2 * 2
+
+
+def test_ltz_tables_openings_uniform_and_input_free():
+    """The bytes y_j + s_j the parties open are uniform whatever x; so are the table shares the last party receives in
+    full (and the others expand from a seed)."""
+
+    def run(x, seed):
+        vals = np.full(8, x, dtype=object)
+        _, _, ch = _party_run(_sign_prog, 3, seed=seed, x=vals, bound=2**40, tables=True)
+        opened = [m.payload for m in ch.messages if m.kind == 'masked' and m.receiver == 'p1']
+        opened = [a for a in opened if isinstance(a, np.ndarray)]  # the bytes (ring elements are RingElements)
+        table = [m.payload for m in ch.messages if m.kind == 'dealer' and m.receiver == 'p2']
+        table = [a for a in table if isinstance(a, np.ndarray)]
+        return np.concatenate(opened), table[0][:4000]
+
+    hist = {}
+    for x in (-(2**39), 5):
+        o, t = zip(*[run(x, s) for s in range(50)])
+        hist[x] = [np.bincount(np.concatenate(v), minlength=256) for v in (o, t)]
+    for which in (0, 1):
+        a, b = hist[-(2**39)][which], hist[5][which]
+        assert stats.chisquare(a).pvalue > ALPHA and stats.chisquare(b).pvalue > ALPHA
+        assert stats.chi2_contingency(np.array([a, b])).pvalue > ALPHA
