@@ -179,7 +179,7 @@ def _cmd_demo(args) -> int:
     'SecureFedYJ on breast cancer over a real Flower deployment on this machine '
     '(a SuperLink and 3 SuperNodes as processes), compared with the simulator.',
     [
-        arg('--t-max', type=int, default=4, help='search steps at most (default 4: 235 relay passes; 128 converges)'),
+        arg('--t-max', type=int, default=4, help='search steps at most (default 4: 119 relay passes; 128 converges)'),
         arg(
             '--insecure',
             action='store_true',

@@ -21,7 +21,7 @@ from fedgauss.securefedyj import SECUREFEDYJ, SecureFedYJ, securefedyj_config, y
 from fedgauss.smc import run_protocol
 from fedgauss.yeojohnson import YeoJohnsonWarning
 
-T_DEPLOY = 1  # search steps: 156 relay passes on breast cancer in 3 parts (~0.7-3 s each on a shared 2-core machine)
+T_DEPLOY = 1  # search steps: 95 relay passes on breast cancer in 3 parts (~0.7-3 s each on a shared 2-core machine)
 PARTIES = ['client0', 'client1', 'client2']
 
 
