@@ -4,7 +4,7 @@
 
 # %% ../nbs/33_secureboost.ipynb #1669008c
 from __future__ import annotations
-import itertools, numbers, os
+import itertools, numbers, os, time
 
 import numpy as np
 import pandas as pd
@@ -31,8 +31,9 @@ __all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'un
            'numeric_block', 'cpu_seconds', 'PassiveParty', 'ActiveParty', 'align_rows', 'SecureBoostClassifier',
            'SecureBoostRegressor', 'impute_array', 'lookup_arrays', 'tree_arrays', 'part_model', 'snap_classes',
            'class_chunks', 'pack_classes', 'multi_output_splits', 'grow_multi_output_tree', 'MultiOutputHistograms',
-           'multi_output_boost', 'multi_output_margin', 'leaf_purity', 'weight_identity_error', 'active_party_view',
-           'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves', 'label_inference_attack']
+           'multi_output_boost', 'multi_output_margin', 'round_costs', 'leaf_purity', 'weight_identity_error',
+           'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves',
+           'label_inference_attack']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -160,8 +161,8 @@ def numeric_block(
 # %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
 def cpu_seconds() -> float:
     "CPU seconds of this process and of its finished worker processes (`parallel_map`'s pools)."
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    t = os.times()  # its children's; this process's from the finer clock
+    return time.process_time() + t.children_user + t.children_system
 
 
 class _SBParty(Party):
@@ -1075,6 +1076,25 @@ def multi_output_margin(
 ) -> np.ndarray:
     "`(n, K)` margins of rows: the base plus every tree's leaf vector."
     return base_margin + sum(t.value[t.apply(np.asarray(X, float))] for t in trees)
+
+# %% ../nbs/33_secureboost.ipynb #560af3f8
+def round_costs(
+    model,  # a fitted `SecureBoostClassifier` or `SecureBoostRegressor`
+) -> dict:
+    """Per round of the fit: CPU seconds of the active party's encryption and decryption and of the passive parties'
+    encrypted histograms; ciphertexts and megabytes of the gradients (`gh`) and histograms (`hist`) sent."""
+    model._check_fitted()
+    R, a = model.n_estimators, model.active_
+    out = dict(
+        encrypt_s=a.seconds_['encrypt'] / R,
+        histograms_s=sum(p.seconds_['histograms'] for p in model.parties_ if p is not a) / R,
+        decrypt_s=a.seconds_['decrypt'] / R,
+    )
+    for kind in ('gh', 'hist'):
+        msgs = [m for m in model.channel_.messages if m.kind == kind]
+        out[f'{kind}_ciphertexts'] = sum(int(np.size(m.payload)) for m in msgs) / R
+        out[f'{kind}_MB'] = sum(int(m.nbytes) for m in msgs) / R / 1e6
+    return out
 
 # %% ../nbs/33_secureboost.ipynb #62c262c9
 def _binary_labels(y, leaf_of_row) -> tuple:
