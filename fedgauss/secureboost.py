@@ -1082,13 +1082,16 @@ def round_costs(
     model,  # a fitted `SecureBoostClassifier` or `SecureBoostRegressor`
 ) -> dict:
     """Per round of the fit: CPU seconds of the active party's encryption and decryption and of the passive parties'
-    encrypted histograms; ciphertexts and megabytes of the gradients (`gh`) and histograms (`hist`) sent."""
+    encrypted histograms; ciphertexts and megabytes of the gradients (`gh`) and histograms (`hist`) sent; the tree nodes
+    grown, and those whose histograms the passive parties built (`hist_request`)."""
     model._check_fitted()
     R, a = model.n_estimators, model.active_
     out = dict(
         encrypt_s=a.seconds_['encrypt'] / R,
         histograms_s=sum(p.seconds_['histograms'] for p in model.parties_ if p is not a) / R,
         decrypt_s=a.seconds_['decrypt'] / R,
+        nodes=sum(t.n_nodes for t in model.trees_) / R,
+        hist_nodes=sum(len(m.payload) for m in model.channel_.messages if m.kind == 'hist_request') / R,
     )
     for kind in ('gh', 'hist'):
         msgs = [m for m in model.channel_.messages if m.kind == kind]
