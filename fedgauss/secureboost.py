@@ -237,7 +237,7 @@ def answer_histograms(self: PassiveParty):
 
 # %% ../nbs/33_secureboost.ipynb #9c858fdc
 def _compress(pk: PaillierPublicKey, block: list, w: int = 1) -> int:
-    "Cipher compression of one block of bins of `w` classes each: $c \\leftarrow c^{2^{wW}} E(B_j)$ from the last bin down."
+    "Cipher compression of a block of bins (`w` classes each): $c \\leftarrow c^{2^{wW}} E(B_j)$, last bin first."
     acc, shift, n2 = block[-1], 1 << (w * BIN_BITS), pk.nsquare
     for c in reversed(block[:-1]):
         acc = pk.mul_plain(acc, shift) * c % n2
@@ -458,8 +458,8 @@ class _SecureBoost(BaseEstimator):
 
 # %% ../nbs/33_secureboost.ipynb #ab277a05
 class SecureBoostClassifier(ClassifierMixin, _SecureBoost):
-    """Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms; K >= 3 classes by
-    softmax, one tree per class a round (lossless against `GBDTClassifier`) or one multi-output tree (`multi_output`)."""
+    """Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms; K >= 3
+    classes by softmax, a tree per class a round (lossless against `GBDTClassifier`) or a multi-output tree."""
 
     _loss = LogisticLoss()
 
@@ -886,7 +886,7 @@ def pack_classes(
     H,  # `(n, K)` integer Hessians (>= 0)
     widths: list,  # classes per plaintext (`class_chunks`)
 ) -> list:
-    "Per row, one plaintext per chunk of classes, $\\sum_c (G_c 2^s + H_c) 2^{cW}$; row after row (signed; reduce mod n)."
+    "Per row, a plaintext per chunk of classes, $\\sum_c (G_c 2^s + H_c) 2^{cW}$, row after row (signed: reduce mod n)."
     G, H = np.asarray(G), np.asarray(H)
     if G.ndim != 2 or G.shape != H.shape or sum(widths) != G.shape[1]:
         raise ValueError(f"G and H must be (n, K) with K = sum(widths) = {sum(widths)}; got {G.shape} and {H.shape}")
@@ -906,7 +906,7 @@ def encrypt_classes(
     passives,  # the passive parties to send the ciphertexts to
     rng=None,  # the party's secret generator for the obfuscators (None: the OS)
 ):
-    "Multi-output trees: snap each class to its grid, encrypt each row's K classes packed in `widths` chunks, send them."
+    "Multi-output trees: snap each class to its grid, encrypt every row's K classes in `widths` chunks, send them."
     c0 = cpu_seconds()
     n, K, _ = gh.shape
     self.ks = snap_classes(gh)
@@ -980,7 +980,7 @@ def grow_multi_output_tree(
     min_child_weight: float = 1.0,  # smallest cover of a child (Hessians summed over the classes)
     gain_floor: float = 1e-6,  # a kept split's gain exceeds it
 ) -> Tree:
-    "One multi-output tree, level by level: each split maximises the gain summed over the classes; leaves hold K weights."
+    "A multi-output tree, level by level: each split maximises the gain summed over the classes; a leaf holds K weights."
     level, hist = np.array([0]), np.asarray(provider.histograms(np.array([0])), float)
     totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
     n_nodes, parts, sums, depth = 1, [], [totals], [0]
@@ -1014,7 +1014,7 @@ def grow_multi_output_tree(
 
 # %% ../nbs/33_secureboost.ipynb #74e9982d
 def _multi_output_tree(layout, n_nodes, parts, sums, depth, reg_lambda, min_child_weight, learning_rate) -> Tree:
-    "The `Tree` of the kept splits; leaf values `(n_nodes, K)`: the classes' Newton weights, 0 below `min_child_weight`."
+    "The `Tree` of the kept splits; values `(n_nodes, K)`: the classes' Newton weights, 0 below `min_child_weight`."
     feat, binv, left = (np.full(n_nodes, -1, np.intp) for _ in range(3))
     dleft, gain = np.zeros(n_nodes, bool), np.zeros(n_nodes)
     if parts:

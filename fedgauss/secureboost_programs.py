@@ -430,7 +430,7 @@ def _check_ids(data: dict, cfg: dict, me: str, n: int):
     if len(data['ids']) != n:
         raise ValueError(f"{me} has {len(data['ids'])} IDs for {n} rows: one ID per row")
 
-
+# %% ../nbs/33a_secureboost_programs.ipynb #7931390c
 def secureboost_check(
     data: dict,  # a party's own arrays
     cfg: dict,  # the public configuration, `cfg['me']` its name

@@ -188,3 +188,15 @@ def test_bad_multiclass_input():
         SecureBoostRegressor(**FAST, multi_output=True).fit(vertical_split(X, GROUPS, X[:, 0]))
     with pytest.raises(ValueError, match='base_score must be a probability'):
         SecureBoostClassifier(**FAST, base_score=[0.5, 0.5]).fit(parts)
+
+
+def test_the_active_partys_check_refuses_labels_outside_the_classes():
+    from fedgauss.secureboost import secureboost_check
+
+    X, y = toy(60, seed=8)
+    cfg = SecureBoostClassifier(**FAST).protocol_config(['active', 'passive1'], [4, 3], 60, n_classes=3)
+    cfg['me'] = 'active'
+    secureboost_check(dict(X=X[:, :4], y=y.astype(float)), cfg)  # 0, 1, 2: fine
+    for bad in (np.r_[y[:-1], 3], np.r_[y[:-1], 0.5], y[:-1]):
+        with pytest.raises(ValueError, match='active: the labels .y. must be classes 0 .. n_classes - 1'):
+            secureboost_check(dict(X=X[:, :4], y=bad.astype(float)), cfg)
