@@ -200,3 +200,19 @@ def test_the_active_partys_check_refuses_labels_outside_the_classes():
     for bad in (np.r_[y[:-1], 3], np.r_[y[:-1], 0.5], y[:-1]):
         with pytest.raises(ValueError, match='active: the labels .y. must be classes 0 .. n_classes - 1'):
             secureboost_check(dict(X=X[:, :4], y=bad.astype(float)), cfg)
+
+
+def test_multi_output_on_two_processes_sends_the_serial_runs_messages():
+    "n_jobs=2: the chunks' encrypted sums in worker processes give every message and tree of the serial run."
+    X, y = toy(1200, K=7, seed=10)
+    parts = vertical_split(X, GROUPS, y, label_party=1)
+    kw = dict(n_estimators=2, max_depth=3, max_bins=32, multi_output=True, **FAST)
+    one, two = (SecureBoostClassifier(n_jobs=j, **kw).fit(parts) for j in (1, 2))
+    assert len(one.channel_.messages) == len(two.channel_.messages)
+    for a, b in zip(one.channel_.messages, two.channel_.messages):
+        assert (a.round, a.sender, a.receiver, a.kind, a.nbytes) == (b.round, b.sender, b.receiver, b.kind, b.nbytes)
+        if a.kind in ('gh', 'hist'):
+            assert np.asarray(a.payload).tolist() == np.asarray(b.payload).tolist()
+    for t, u in zip(one.trees_, two.trees_):
+        for att in ATTS:
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
