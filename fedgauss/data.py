@@ -14,7 +14,8 @@ import pandas as pd
 # %% auto #0
 __all__ = ['DATASETS', 'ADULT_COLUMNS', 'ADULT_LEVELS', 'LIBSVM_FILES', 'SKEWED_FAMILIES', 'DataFile', 'get_data_home',
            'DataUnavailable', 'fetch_file', 'load_breast_cancer', 'load_adult', 'load_libsvm', 'load_a9a',
-           'load_credit_default', 'load_bank', 'make_skewed_features', 'dataset_status', 'download_datasets']
+           'load_credit_default', 'load_bank', 'make_skewed_features', 'make_seven_classes', 'dataset_status',
+           'download_datasets']
 
 # %% ../nbs/01_data.ipynb #a83de601
 @dataclass(frozen=True)
@@ -439,6 +440,26 @@ def make_skewed_features(
         ][k]()
         cols.append(c * sc)
     return np.column_stack(cols)
+
+# %% ../nbs/01_data.ipynb #mc7exp
+def make_seven_classes(
+    n: int,  # rows
+    seed: int = 0,  # `random_state` of `make_classification` (the rows and labels)
+    nan_frac: float = 0.0,  # share of the entries made missing (NaN), in [0, 1)
+    nan_seed: int = 0,  # seed of the generator that picks the missing entries
+) -> tuple:  # X (n, 20) floats on multiples of 1/4, y (n,) integer labels 0 .. 6
+    "The synthetic 7-class set: 20 features (12 informative), rounded to multiples of 1/4, a share `nan_frac` missing."
+    from sklearn.datasets import make_classification
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 7:
+        raise ValueError(f"n must be an integer >= 7 (one row per class at least); got {n!r}")
+    if isinstance(nan_frac, bool) or not isinstance(nan_frac, numbers.Real) or not 0 <= nan_frac < 1:
+        raise ValueError(f"nan_frac must be a number in [0, 1); got {nan_frac!r}")
+    X, y = make_classification(n, n_features=20, n_informative=12, n_redundant=4, n_classes=7, random_state=seed)
+    X = np.round(X * 4) / 4
+    if nan_frac:
+        X[np.random.default_rng(nan_seed).random(X.shape) < nan_frac] = np.nan
+    return X, y
 
 # %% ../nbs/01_data.ipynb #ed984542
 def dataset_status(

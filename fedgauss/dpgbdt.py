@@ -9,7 +9,7 @@ import math, numbers, warnings
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
@@ -37,12 +37,12 @@ except ImportError:
     _powmod, _mpz = pow, int
 
 # %% auto #0
-__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'MISSING', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'plan_queries',
-           'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate',
-           'key_agreement', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
-           'goes_right', 'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values',
-           'DPGBDTClient', 'feature_schedule', 'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor',
-           'impute_values', 'forest_expected']
+__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'MISSING', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'softmax_sensitivity',
+           'clip_rows', 'softmax_gh', 'plan_queries', 'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10',
+           'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement', 'initial_candidates', 'ih_candidates',
+           'ih_greedy_candidates', 'random_tree_splits', 'goes_right', 'route', 'forest_sum', 'clipped_gain',
+           'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule', 'draw_noise_shares',
+           'DPGBDTClassifier', 'DPGBDTRegressor', 'impute_values', 'forest_expected']
 
 # %% ../nbs/31_dpgbdt.ipynb #083277d2
 def _real(v, name, low=0.0, strict=True, inf=False):
@@ -94,6 +94,45 @@ def gh_sensitivity(
 
 
 WEIGHT_UPDATES = ('newton', 'gradient', 'averaging')
+
+# %% ../nbs/31_dpgbdt.ipynb #mc5sens1
+def softmax_sensitivity(
+    n_classes: int,  # K >= 3
+    weight_update: str = 'newton',  # 'newton' (h_k = 2 p_k (1 - p_k)) or 'gradient' (h_k = 1)
+) -> tuple:  # (Δ_g, Δ_h, Δ_ih): the K gradient sums, the K Hessian sums, a row's total Hessian (iterative Hessian)
+    "ℓ2 add/remove sensitivities of a release of K classes' gradient and Hessian sums, and of a row's total Hessian."
+    K = _int(n_classes, 'n_classes', 3)
+    if weight_update not in ('newton', 'gradient'):
+        raise ValueError(
+            f"weight_update must be 'newton' or 'gradient' with {K} classes; got {weight_update!r} "
+            "('averaging' averages 0/1 labels: binary only)"
+        )
+    if weight_update == 'gradient':
+        return math.sqrt(2), math.sqrt(K), float(K)
+    return math.sqrt(2), math.sqrt(1 - 1 / K), 2 * (1 - 1 / K)
+
+
+def clip_rows(
+    v,  # (n, K) one vector per row
+    bound: float,  # the largest ℓ2 norm a row may have
+) -> np.ndarray:  # v with every row longer than `bound` scaled back to it
+    "Per-row ℓ2 clipping: each row divided by max(1, ||row|| / bound)."
+    v, b = _arr(v, 'v', 2), _real(bound, 'bound')
+    return v / np.maximum(1.0, np.linalg.norm(v, axis=1, keepdims=True) / b)
+
+
+def softmax_gh(
+    margin,  # (n, K) margins
+    y,  # (n,) class codes 0 .. K-1
+    weight_update: str = 'newton',  # 'newton' or 'gradient'
+) -> tuple:  # (g, h), (n, K) each, every row clipped to its ℓ2 bound (`softmax_sensitivity`)
+    "Per-row softmax gradient and Hessian vectors g = p - y, h = 2 p (1 - p) (or 1), clipped row by row."
+    m = _arr(margin, 'margin', 2)
+    dg, dh, _ = softmax_sensitivity(m.shape[1], weight_update)
+    p = softmax(m, axis=1)
+    g = p - (np.asarray(y).astype(np.intp)[:, None] == np.arange(m.shape[1]))
+    h = 2 * p * (1 - p) if weight_update == 'newton' else np.ones_like(p)
+    return clip_rows(g, dg), clip_rows(h, dh)
 
 # %% ../nbs/31_dpgbdt.ipynb #bcb8af5f
 SPLIT_METHODS = ('totally_random', 'partially_random', 'hist')
@@ -617,6 +656,7 @@ class DPGBDTClient(SecAggClient):
         grad_clip: float,  # regression: per-sample gradient clip
         bounds=None,  # (F, 2) public [low, high] per feature: rows are clipped to them (None: no clipping)
         missing_bin: bool = False,  # a missing value (NaN) gets a bin of its own, after the Q+1 value bins
+        n_outputs: int = 1,  # trees per round: K for the softmax loss ('softmax'), else 1
     ):
         self._X = np.asarray(self._X, float)
         b = None if bounds is None else np.asarray(bounds, float)
@@ -624,7 +664,7 @@ class DPGBDTClient(SecAggClient):
             self._X = np.clip(self._X, b[:, 0], b[:, 1])  # NaN stays NaN
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
-        self.margin = np.zeros(len(self._y))
+        self.margin = np.zeros(len(self._y)) if n_outputs == 1 else np.zeros((len(self._y), n_outputs))
         self.cand = candidates.copy()
         self.pools = {}
         self.nbin = candidates.shape[1] + 1 + bool(missing_bin)  # bins per feature, the missing bin last
@@ -644,8 +684,11 @@ class DPGBDTClient(SecAggClient):
 # %% ../nbs/31_dpgbdt.ipynb #284545c5
 @patch
 def gradients(self: DPGBDTClient):
-    "Per-row gradients `g` and Hessians `h` at the client's margins (h = 1 for gradient / averaging)."
+    "Per-row gradients `g`, Hessians `h` at the client's margins (h = 1: gradient / averaging; (n, K): softmax)."
     y, m = self._y, self.margin
+    if self.loss == 'softmax':  # K classes: (n, K) vectors, each row clipped to its ℓ2 bound
+        self.g, self.h = softmax_gh(m, y, self.wu)
+        return
     if self.wu == 'averaging':
         g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
     elif self.loss == 'logistic':
@@ -685,14 +728,19 @@ def release(
 @patch
 def leaf_sums(
     self: DPGBDTClient,
-    feat,  # (2^d - 1,) split features, heap order
-    thr,  # (2^d - 1,) thresholds
+    feat,  # (2^d - 1,) split features, heap order; (K, 2^d - 1) for the K class trees of a round
+    thr,  # (2^d - 1,) thresholds (or (K, 2^d - 1))
     max_depth: int,  # levels of splits d
-    default_left=None,  # (2^d - 1,) bool: the side of a missing value at each node; None: left
+    default_left=None,  # (2^d - 1,) bool: the side of a missing value at each node (or (K, 2^d - 1)); None: left
 ):
-    "Route rows; per-leaf sums of g and h."
-    self.leaf = route(self._X, feat, thr, max_depth, default_left)
+    "Route rows; per-leaf sums of g and h (K trees: (K, 2^d - 1) arrays, (K, 2^d) sums, `leaf` (n, K))."
     L = 2**max_depth
+    if np.ndim(feat) == 2:  # the round's K class trees: row r in leaf[r, j] of tree j, with its class-j g and h
+        dls = [None] * len(feat) if default_left is None else default_left
+        self.leaf = np.stack([route(self._X, f, t, max_depth, dl) for f, t, dl in zip(feat, thr, dls)], 1)
+        sums = lambda w: np.stack([np.bincount(self.leaf[:, j], w[:, j], L) for j in range(len(feat))])
+        return sums(self.g), sums(self.h)
+    self.leaf = route(self._X, feat, thr, max_depth, default_left)
     return np.bincount(self.leaf, self.g, L), np.bincount(self.leaf, self.h, L)
 
 # %% ../nbs/31_dpgbdt.ipynb #9e461e09
@@ -1060,13 +1108,13 @@ def _public_bounds(self: _DPGBDT, data, F) -> np.ndarray:
 
 # %% ../nbs/31_dpgbdt.ipynb #4548aad8
 @patch
-def _noise(self: _DPGBDT, n, F, K, dg, dh):
+def _noise(self: _DPGBDT, n, F, K, dg, dh, dih=None):
     "Calibrate z, the parties' share scales and frac_bits; then account for the noise drawn, charges included."
     self.delta_, C, private = self._public_delta(), int(sum(self.queries_.values())), self._private()
     z = calibrate_multiplier(self.epsilon, self.delta_, C, self.accountant) if private else 0.0
     self.privacy_spent_, self.effective_multiplier_, self.divergence_charge_ = (math.inf, 0.0), 0.0, 0.0
     for _ in range(100):  # one pass unless the charges exceed the 1e-9 margin (tiny shares)
-        s, fb, dz = self._share_scales(z, F, K, dg, dh)
+        s, fb, dz = self._share_scales(z, F, K, dg, dh, dih)
         if not private:
             break
         self.privacy_spent_ = self._account(s, dz, K, C)
@@ -1080,12 +1128,13 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh):
 
 
 @patch
-def _share_scales(self: _DPGBDT, z, F, K, dg, dh):
-    "Each party's share scale per component, the fractional bits, and each component's integer sensitivity."
+def _share_scales(self: _DPGBDT, z, F, K, dg, dh, dih=None):
+    """Each party's share scale per component, the fractional bits, and each component's integer sensitivity (`dih`:
+    the iterative Hessian's, `dh` if None; a release of the K class trees of a round has K times the coordinates)."""
     L, Q1 = 2**self.max_depth, self._bins_per_feature()
-    self._dmax = dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F)
+    self._dmax = dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F) * getattr(self, '_n_outputs', 1)
     fb, dv, vec = int(self.frac_bits), math.hypot(dg, dh), self.gh_release == 'vector'
-    sens = dict(g=dv if vec else dg, h=dv if vec else dh, ih=dh) | (
+    sens = dict(g=dv if vec else dg, h=dv if vec else dh, ih=dh if dih is None else dih) | (
         {'mean': math.sqrt(2)} if self.missing == 'impute' else {}
     )
     share = math.sqrt((1 - self.dropout_tolerance) * K) if self.noise == 'distributed' else 1.0
@@ -1140,6 +1189,7 @@ def _noise_needs(self: _DPGBDT, sched, ih):
         per = int((L - 1) * (Q1 + mb) * k.sum())
     else:
         per = len(sched) + int((L - 1) * k.sum()) * (1 + mb)  # with the missing rows' sums
+    per *= getattr(self, '_n_outputs', 1)  # the K class trees of a round (softmax)
     need = dict(g=per * (2 if self.gh_release == 'vector' else 1), h=per, ih=int(Q1 * k[:ih].sum()))
     return need | ({'mean': 2 * self.n_features_in_} if self.missing == 'impute' else {})
 
@@ -1165,11 +1215,15 @@ def _release(self: _DPGBDT, component: str, arrays: list):
 @patch
 def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
     "The public configuration of the programs: the plan, candidates, bounds and noise scales (no row count)."
-    K = len(data)
-    dg, dh = gh_sensitivity(self.weight_update, task, self.grad_clip)
+    K, J = len(data), (len(self.classes_) if loss == 'softmax' else 1)  # J trees per round
+    if J > 1:
+        dg, dh, dih = softmax_sensitivity(J, self.weight_update)
+    else:
+        (dg, dh), dih = gh_sensitivity(self.weight_update, task, self.grad_clip), None
+    self._n_outputs = J
     self._need = need = self._noise_needs(sched, ih)
     self._check_size(need, len(sched), K)
-    scales = self._noise(n, F, K, dg, dh)
+    scales = self._noise(n, F, K, dg, dh, dih)
     if task == 'regression':
         self._check_targets(np.concatenate([y for _, y in data]), len(sched), B)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
@@ -1196,6 +1250,7 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         noisy=bool(self.noise_multiplier_ > 0),
         missing=self.missing,
         gh_queries=1 if self.gh_release == 'vector' else 2,
+        n_outputs=J,
         secagg=None if rho == 0 else secagg_config(names[:K], 1, frac_bits=self.frac_bits_, rho=rho),
         drop=drop,
     )
@@ -1306,7 +1361,7 @@ _MAX_SAMPLES, _MAX_NODES = 2**25, 2**22  # noise samples drawn by all parties; l
 def _check_size(self: _DPGBDT, need: dict, T: int, K: int):
     "Refuse a plan too large to run: the noise samples all parties draw, and the leaves of all trees."
     parties = (K if self.noise == 'distributed' else 1) if self._private() else 0
-    samples, nodes = parties * sum(need.values()), T * 2**self.max_depth
+    samples, nodes = parties * sum(need.values()), T * getattr(self, '_n_outputs', 1) * 2**self.max_depth
     if samples > _MAX_SAMPLES or nodes > _MAX_NODES:
         raise ValueError(
             f"the fit is too large: {T} trees of 2^{self.max_depth} leaves ({nodes:,}; at most {_MAX_NODES:,}) and "
@@ -1351,7 +1406,7 @@ def _gh(self: _DPGBDT, component: str, per_client: list):
 # %% ../nbs/31_dpgbdt.ipynb #7309434c
 @patch
 def _margin(self: _DPGBDT, X) -> np.ndarray:
-    "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
+    "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean); (n, K) for K >= 3 classes."
     check_is_fitted(self, 'tree_leaves_')
     A = _as_matrix(X, getattr(self, 'feature_names_in_', None), allow_nan=self.missing is not None)
     if A.shape[1] != self.n_features_in_:
@@ -1359,12 +1414,21 @@ def _margin(self: _DPGBDT, X) -> np.ndarray:
             f"X has {A.shape[1]} features, but {type(self).__name__} is expecting "
             f"{self.n_features_in_} features as input"
         )
-    trees = self.tree_features_, self.tree_thresholds_, self.tree_leaves_
     if self.missing == 'impute':
         A = np.where(np.isnan(A), self.impute_values_, A)
+    J = getattr(self, '_n_outputs', 1)
+    if J > 1:  # round t's tree of class j is tree t K + j: one margin per class, (n, K)
+        return np.stack([self._forest(A, slice(j, None, J)) for j in range(J)], 1)
+    return self._forest(A, slice(None))
+
+
+@patch
+def _forest(self: _DPGBDT, A, s: slice) -> np.ndarray:
+    "The sum of the leaf values over the trees `s` (a slice of the tree arrays) reached by the rows of `A`."
+    trees = self.tree_features_[s], self.tree_thresholds_[s], self.tree_leaves_[s]
     if self.missing == 'probabilistic':
-        return forest_expected(A, *trees, self.tree_cover_, self.max_depth, self.tree_default_left_)
-    dl = None if self.missing is None else self.tree_default_left_
+        return forest_expected(A, *trees, self.tree_cover_[s], self.max_depth, self.tree_default_left_[s])
+    dl = None if self.missing is None else self.tree_default_left_[s]
     return forest_sum(A, *trees, self.max_depth, default_left=dl)
 
 
@@ -1397,7 +1461,8 @@ def _split_input(self: _DPGBDT, X, y):
 
 # %% ../nbs/31_dpgbdt.ipynb #89a393df
 class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
-    "Differentially private federated GBDT for binary classification (Maddock et al. 2022), over secure aggregation."
+    """Differentially private federated GBDT (Maddock et al. 2022) over secure aggregation: logistic loss for two
+    classes, softmax beyond (K trees per round, grown together)."""
 
     def fit(
         self,
@@ -1408,7 +1473,7 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         return self._fit(*self._prepared(X, y))
 
     def _prepared(self, X, y=None):
-        "The clients with labels encoded 0/1 (sets `classes_`), the loss, the task."
+        "The clients with labels encoded 0/1, or 0..K-1 for K >= 3 (sets `classes_`), the loss, the task."
         clients = self._split_input(X, y)
         ys = np.concatenate([np.asarray(yk).ravel() for _, yk in clients])
         if ys.dtype == object and len(kinds := {type(v).__name__ for v in ys}) > 1:
@@ -1418,19 +1483,29 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         t = type_of_target(ys)
         if t == 'unknown':
             raise ValueError(f"Unknown label type: y of dtype {ys.dtype}")
-        if t != 'binary':
-            raise ValueError(f"Only binary classification is supported. The type of the target is {t}.")
+        if t not in ('binary', 'multiclass'):
+            raise ValueError(
+                f"Unknown label type: {t}. DPGBDTClassifier expects discrete classes (binary or multiclass); "
+                "for a real-valued target use DPGBDTRegressor"
+            )
         if len(np.unique(ys)) < 2:
             raise ValueError("only one class is present in y: DPGBDTClassifier needs 2 classes")
         self.classes_ = np.unique(ys)
+        if len(self.classes_) > 2:  # the label values are schema: every client encodes them alike
+            if self.weight_update == 'averaging':
+                softmax_sensitivity(len(self.classes_), self.weight_update)  # refuses, naming the reason
+            enc = [(Xk, np.searchsorted(self.classes_, np.asarray(yk).ravel()).astype(float)) for Xk, yk in clients]
+            return enc, 'softmax', 'classification'
         enc = [(Xk, (np.asarray(yk).ravel() == self.classes_[1]).astype(float)) for Xk, yk in clients]
         return enc, 'logistic', 'classification'
 
     def predict_proba(
         self,
         X,  # (n, F) array or DataFrame with the training columns
-    ) -> np.ndarray:  # (n, 2) class probabilities
+    ) -> np.ndarray:  # (n, K) class probabilities, rows summing to 1
         m = self._margin(X)
+        if m.ndim == 2:
+            return softmax(m, axis=1)
         p = np.clip(m, 0, 1) if self.weight_update == 'averaging' else expit(m)
         return np.c_[1 - p, p]
 
@@ -1438,23 +1513,22 @@ class DPGBDTClassifier(ClassifierMixin, _DPGBDT):
         self,
         X,  # (n, F) array or DataFrame with the training columns
     ) -> np.ndarray:  # (n,) predictions
-        p = self.predict_proba(X)[:, 1]
-        return self.classes_[(p > 0.5).astype(int)]
+        p = self.predict_proba(X)
+        return self.classes_[p.argmax(1) if p.shape[1] > 2 else (p[:, 1] > 0.5).astype(int)]
 
 # %% ../nbs/31_dpgbdt.ipynb #657ce959
 @patch
 def decision_function(
     self: DPGBDTClassifier,
     X,  # (n, F) array or DataFrame with the training columns
-) -> np.ndarray:  # (n,) margins
-    "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean)."
+) -> np.ndarray:  # (n,) margins, (n, K) for K >= 3 classes
+    "Sum of the leaf values over the trees (the margin; for averaging, the forest's mean); (n, K) for K >= 3 classes."
     return self._margin(X)
 
 
 @patch
 def __sklearn_tags__(self: DPGBDTClassifier):
     tags = super(DPGBDTClassifier, self).__sklearn_tags__()
-    tags.classifier_tags.multi_class = False  # binary only
     tags.classifier_tags.poor_score = True  # DP noise
     return tags
 

@@ -68,6 +68,9 @@ def dpgbdt_check(
         raise ValueError(f"{me}: X must be numeric, without {why}")
     if y.shape != (len(X),) or not np.issubdtype(y.dtype, np.number) or not np.isfinite(y).all():
         raise ValueError(f"{me}: y must be {len(X)} finite numbers (one per row)")
+    J = cfg.get('n_outputs', 1)
+    if J > 1 and not np.isin(y, np.arange(J)).all():
+        raise ValueError(f"{me}: y must hold the class codes 0..{J - 1} (the softmax loss with {J} classes)")
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #a5f1abeb
 def _client_start(ctx, data, cfg):
@@ -90,6 +93,7 @@ def _client_start(ctx, data, cfg):
         cfg['grad_clip'],
         cfg['bounds'],
         cfg.get('missing') in ('learn', 'probabilistic'),
+        cfg.get('n_outputs', 1),
     )
     c.frac_bits, c.n_released = cfg['frac_bits'], 0
     adds = cfg['noisy'] and (me == 'noise' if cfg['noise'] == 'aggregator' else True)  # this party adds noise
@@ -170,7 +174,8 @@ def _client_ih(c, ctx, cfg, feats, t, sig, noise):
     if noise:
         h = np.zeros(int(nb.sum()))
     else:
-        hh = c.node_hist(np.zeros(len(c.h), np.intp), 1, feats, c.h)[0]
+        hr = c.h if c.h.ndim == 1 else c.h.sum(1)  # K classes: the row's total Hessian (one value per row)
+        hh = c.node_hist(np.zeros(len(hr), np.intp), 1, feats, hr)[0]
         h = np.concatenate([hh[i, : nb[i]] for i in range(len(feats))])
     yield from _client_release(c, ctx, cfg, 'hessian histogram', [(h, sig['ih'])])
     if not greedy and not noise:
@@ -179,7 +184,7 @@ def _client_ih(c, ctx, cfg, feats, t, sig, noise):
 # %% ../nbs/31a_dpgbdt_programs.ipynb #6ec223a8
 def _client_tree(c, ctx, cfg, feats, t, sig, noise):
     "Generator: a client's part of tree `t`: IH histogram, the tree's releases, its leaf values into its margins."
-    S, L = 'server', 2 ** cfg['max_depth']
+    S, L = 'server', 2 ** cfg['max_depth'] * cfg.get('n_outputs', 1)  # the leaves of the round's trees
     if t < cfg['ih']:
         yield from _client_ih(c, ctx, cfg, feats, t, sig, noise)
     if cfg['split_method'] != 'totally_random':
@@ -188,40 +193,68 @@ def _client_tree(c, ctx, cfg, feats, t, sig, noise):
         yield from _client_release(c, ctx, cfg, 'leaves', [(np.zeros(L), sig['g']), (np.zeros(L), sig['h'])])
     else:
         f, thr, *dl = yield from ctx.recv('tree', S)  # with missing values, the default sides too
+        if cfg.get('n_outputs', 1) > 1:  # the K class trees, flat on the wire: (K, 2^d - 1) each
+            f, thr, *dl = (a.reshape(cfg['n_outputs'], -1) for a in (f, thr, *dl))
         G, H = c.leaf_sums(f, thr, cfg['max_depth'], dl[0] if dl else None)
         yield from _client_release(c, ctx, cfg, 'leaves', [(G, sig['g']), (H, sig['h'])])
     if not noise:
         w = yield from ctx.recv('leaf values', S)
-        c.margin += w[c.leaf]
+        if cfg.get('n_outputs', 1) > 1:  # the K class trees' leaves, flat on the wire: (K, 2^d)
+            w = w.reshape(cfg['n_outputs'], -1)
+        c.margin += w[c.leaf] if w.ndim == 1 else w[np.arange(len(w)), c.leaf]
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f0e632c1
 def _client_levels(c, ctx, cfg, feats, sig, noise):
-    "Generator: hist / PR, level by level: release the level's sums, receive its splits, move the rows to the children."
-    S, k, mb = 'server', len(feats), c.nbin - c.cand.shape[1] - 1  # mb: 1 with the missing bin
+    """Generator: hist / PR, level by level: release the level's sums, receive its splits, move the rows to the children
+    (K class trees: a row's node in each, `node` (n, K); their nodes stacked class by class in every release)."""
+    S, k, mb, J = 'server', len(feats), c.nbin - c.cand.shape[1] - 1, cfg.get('n_outputs', 1)  # mb: the missing bin
     gh = lambda comp, G, H: _client_release(c, ctx, cfg, comp, [(G, sig['g']), (H, sig['h'])])
     if not noise:
-        c.node = np.zeros(len(c.h), np.intp)
+        c.node = np.zeros(len(c.h), np.intp) if J == 1 else np.zeros((len(c.h), J), np.intp)
     if cfg['split_method'] == 'partially_random':
-        yield from gh('root', *((np.zeros(1),) * 2 if noise else (c.g.sum(keepdims=True), c.h.sum(keepdims=True))))
+        sums = (c.g.sum(keepdims=True), c.h.sum(keepdims=True)) if J == 1 else (c.g.sum(0), c.h.sum(0))
+        yield from gh('root', *((np.zeros(J),) * 2 if noise else sums))
     for lev in range(cfg['max_depth']):
         nn = 2**lev
         if cfg['split_method'] == 'hist':
-            z = np.zeros(nn * k * c.nbin)
-            yield from gh('histograms', *((z, z) if noise else (c.node_hist(c.node, nn, feats, w) for w in (c.g, c.h))))
+            z = np.zeros(J * nn * k * c.nbin)
+            yield from gh('histograms', *((z, z) if noise else (_node_hists(c, nn, feats, w) for w in (c.g, c.h))))
         elif noise:
-            yield from gh('left sums', np.zeros(nn * k * (1 + mb)), np.zeros(nn * k * (1 + mb)))
+            yield from gh('left sums', np.zeros(J * nn * k * (1 + mb)), np.zeros(J * nn * k * (1 + mb)))
         else:
             thr = yield from ctx.recv('split candidates', S)  # one random candidate per node and feature
-            x = c._X[:, feats]
-            parts = [x < thr[c.node]] + ([np.isnan(x)] if mb else [])  # left rows (and the missing rows' sums)
-            GH = [[[np.bincount(c.node, w * p[:, i], nn) for i in range(k)] for p in parts] for w in (c.g, c.h)]
-            yield from gh('left sums', *(np.transpose(s, (2, 1, 0)) for s in GH))  # (nodes, k, parts)
+            yield from gh('left sums', *_left_sums(c, feats, thr, nn, mb))
         if not noise:
             fl, tl, *dl = yield from ctx.recv('splits', S)
-            x = c._X[np.arange(len(c.node)), fl[c.node]]
-            c.node = 2 * c.node + goes_right(x, tl[c.node], dl[0][c.node] if dl else None)
+            i, rows = (c.node, np.arange(len(c.node))) if J == 1 else (c.node + nn * np.arange(J), np.c_[: len(c.node)])
+            x = c._X[rows, fl[i]]
+            c.node = 2 * c.node + goes_right(x, tl[i], dl[0][i] if dl else None)
     if not noise:
         c.leaf = c.node
+
+# %% ../nbs/31a_dpgbdt_programs.ipynb #mc5lev01
+def _node_hists(c, nn, feats, w):
+    "The level's histograms of `w`, (nodes, k, bins); K class trees ((n, K) `w`): their nodes stacked class by class."
+    if w.ndim == 1:
+        return c.node_hist(c.node, nn, feats, w)
+    return np.concatenate([c.node_hist(c.node[:, j], nn, feats, w[:, j]) for j in range(w.shape[1])])
+
+
+def _left_sums(c, feats, thr, nn, mb):
+    """PR: per node and feature, the sums of g and of h over the rows left of the node's random candidate (and over the
+    missing rows, with `mb`), as two (nodes, k, parts) arrays; K class trees stacked class by class."""
+    x, k = c._X[:, feats], len(feats)
+    classes = (
+        [(c.node, c.g, c.h, thr)]
+        if c.g.ndim == 1
+        else [(c.node[:, j], c.g[:, j], c.h[:, j], thr[j * nn : (j + 1) * nn]) for j in range(c.g.shape[1])]
+    )
+    out = [[], []]
+    for node, g, h, t in classes:
+        parts = [x < t[node]] + ([np.isnan(x)] if mb else [])  # left rows (and the missing rows' sums)
+        for o, w in zip(out, (g, h)):
+            o.append(np.transpose([[np.bincount(node, w * p[:, i], nn) for i in range(k)] for p in parts], (2, 1, 0)))
+    return [np.concatenate(o) for o in out]
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f6d767ee
 def _server_sum(ctx, cfg, component, shape=None, queries=1, size=None):
@@ -270,8 +303,14 @@ def dpgbdt_server(
         for p in cfg['parties']:
             ctx.send(p, 'public keys', {o: v for o, v in pub.items() if o != p})
     cand, T, L = np.array(cfg['candidates'], float), cfg['T'], 2 ** cfg['max_depth']
-    out = dict(features=np.zeros((T, L - 1), np.intp), thresholds=np.zeros((T, L - 1)), leaves=np.zeros((T, L)))
-    out |= {'default_left': np.ones((T, L - 1), bool), 'cover': np.zeros((T, L)), 'impute': None}
+    J = cfg.get('n_outputs', 1)  # trees per round: round t's tree of class j is tree t J + j
+    out = dict(features=np.zeros((T * J, L - 1), np.intp), thresholds=np.zeros((T * J, L - 1)))
+    out |= {
+        'leaves': np.zeros((T * J, L)),
+        'default_left': np.ones((T * J, L - 1), bool),
+        'cover': np.zeros((T * J, L)),
+    }
+    out['impute'] = None
     if cfg.get('missing') == 'impute':
         out['impute'] = yield from _server_means(ctx, cfg)
     B, ihs = cfg['B'], {}
@@ -282,9 +321,15 @@ def dpgbdt_server(
         f, thr, dl, G, H = yield from _server_tree(ctx, cfg, cand, feats)
         w = leaf_values(G, H, cfg['weight_update'], cfg['reg_lambda'], cfg['leaf_clip'], cfg['task'])
         w = w / T if cfg['weight_update'] == 'averaging' else w * cfg['learning_rate'] / min(B, T - (t // B) * B)
-        out['features'][t], out['thresholds'][t], out['leaves'][t] = f, thr, w
-        out['default_left'][t], out['cover'][t] = dl, H
-        _to_clients(ctx, cfg, 'leaf values', w)
+        r = slice(t * J, (t + 1) * J)
+        out['features'][r], out['thresholds'][r], out['leaves'][r], out['default_left'][r], out['cover'][r] = (
+            f,
+            thr,
+            w,
+            dl,
+            H,
+        )
+        _to_clients(ctx, cfg, 'leaf values', w.ravel())  # K classes: flat on the wire
     return dict(out, candidates=cand, releases=ctx.releases, dropped=ctx.dropped)
 
 
@@ -331,18 +376,19 @@ def _ih_replace(ctx, cfg, cand, feats, hists, ihs):
 
 def _server_tree(ctx, cfg, cand, feats):
     "Generator: one tree by the split method: (features, thresholds, default sides, noisy G, noisy H of the leaves)."
-    d = cfg['max_depth']
+    d, J = cfg['max_depth'], cfg.get('n_outputs', 1)
     if cfg['split_method'] != 'totally_random':
         return (yield from _server_levels(ctx, cfg, cand, feats))
-    f, j = random_tree_splits(cand, list(feats), d, ctx.rng)
+    trees = [random_tree_splits(cand, list(feats), d, ctx.rng) for _ in range(J)]  # K classes: one random tree each
+    f, j = trees[0] if J == 1 else (np.stack(a) for a in zip(*trees))
     thr = np.where(j >= 0, cand[f, np.maximum(j, 0)], np.inf)
     if cfg.get('missing') in ('learn', 'probabilistic'):  # default sides as random as the splits (public)
-        dl = (ctx.rng.random(len(f)) < 0.5) | (j < 0)
-        _to_clients(ctx, cfg, 'tree', (f, thr, dl))
+        dl = (ctx.rng.random(f.shape) < 0.5) | (j < 0)
+        _to_clients(ctx, cfg, 'tree', (f.ravel(), thr.ravel(), dl.ravel()))  # K classes: flat on the wire
     else:
-        dl = np.ones(len(f), bool)
-        _to_clients(ctx, cfg, 'tree', (f, thr))
-    G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,), cfg.get('gh_queries', 2))
+        dl = np.ones(f.shape, bool)
+        _to_clients(ctx, cfg, 'tree', (f.ravel(), thr.ravel()))
+    G, H = yield from _server_sum(ctx, cfg, 'leaves', (2**d,) if J == 1 else (J, 2**d), cfg.get('gh_queries', 2))
     return f, thr, dl, G, H
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #8811ada3
@@ -373,30 +419,35 @@ def _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins):
 # %% ../nbs/31a_dpgbdt_programs.ipynb #f294e165
 def _server_levels(ctx, cfg, cand, feats):
     "Generator: hist or PR, level by level; (features, thresholds, default sides, noisy G, noisy H) of the leaves."
-    d, mb = cfg['max_depth'], cfg.get('missing') in ('learn', 'probabilistic')
-    nfin = np.isfinite(cand[feats]).sum(1)
-    f_all, thr_all, dl_all = np.zeros(2**d - 1, np.intp), np.zeros(2**d - 1), np.ones(2**d - 1, bool)
+    d, mb, J = cfg['max_depth'], cfg.get('missing') in ('learn', 'probabilistic'), cfg.get('n_outputs', 1)
+    nfin = np.isfinite(cand[feats]).sum(1)  # J class trees grown together: their nodes stacked class by class
+    f_all, thr_all, dl_all = np.zeros((J, 2**d - 1), np.intp), np.zeros((J, 2**d - 1)), np.ones((J, 2**d - 1), bool)
     tot = None
     if cfg['split_method'] == 'partially_random':
-        G0, H0 = yield from _server_sum(ctx, cfg, 'root', (1,), cfg.get('gh_queries', 2))
+        G0, H0 = yield from _server_sum(ctx, cfg, 'root', (J,), cfg.get('gh_queries', 2))
         tot = np.stack([G0, H0], -1)  # (nodes, 2)
-    stop = np.zeros(1, bool)
-    bins = (np.zeros((1, len(feats)), np.intp), nfin[None, :].copy())  # the path's bins of each node (hist)
-    bins += (np.ones((1, len(feats)), bool),) if mb else ()  # and whether its missing bin may hold rows
+    stop = np.zeros(J, bool)
+    bins = (np.zeros((J, len(feats)), np.intp), np.tile(nfin, (J, 1)))  # the path's bins of each node (hist)
+    bins += (np.ones((J, len(feats)), bool),) if mb else ()  # and whether its missing bin may hold rows
     for lev in range(d):
         nn = 2**lev
-        fs, js, Ls, Rs, gain, dl, tot = yield from _server_level(ctx, cfg, cand, feats, nn, nfin, tot, bins)
+        fs, js, Ls, Rs, gain, dl, tot = yield from _server_level(ctx, cfg, cand, feats, J * nn, nfin, tot, bins)
         stop = stop | ~(gain > 0)
         dl = dl | stop  # a node that does not split sends every row left
         bins = child_bins(bins, fs, js, stop, dl)
         Ls, Rs = np.where(stop[:, None], tot, Ls), np.where(stop[:, None], 0.0, Rs)
         ids = np.arange(nn) + nn - 1
-        f_all[ids], dl_all[ids] = feats[fs], dl
-        thr_all[ids] = np.where(stop, np.inf, cand[feats[fs], js])
-        tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order
+        f_all[:, ids], dl_all[:, ids] = feats[fs].reshape(J, nn), dl.reshape(J, nn)
+        thr_all[:, ids] = np.where(stop, np.inf, cand[feats[fs], js]).reshape(J, nn)
+        tot = np.stack([Ls, Rs], 1).reshape(-1, 2)  # children sums, in heap order (class by class)
         stop = np.repeat(stop, 2)
-        _to_clients(ctx, cfg, 'splits', (f_all[ids], thr_all[ids]) + ((dl_all[ids],) if mb else ()))
-    return f_all, thr_all, dl_all, tot[:, 0], tot[:, 1]
+        _to_clients(ctx, cfg, 'splits', tuple(a[:, ids].ravel() for a in (f_all, thr_all, dl_all)[: 2 + mb]))
+    G, H = tot[:, 0], tot[:, 1]
+    return (
+        (f_all[0], thr_all[0], dl_all[0], G, H)
+        if J == 1
+        else (f_all, thr_all, dl_all, G.reshape(J, -1), H.reshape(J, -1))
+    )
 
 # %% ../nbs/31a_dpgbdt_programs.ipynb #841847b1
 def tolerates_dropouts(

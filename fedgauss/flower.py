@@ -25,9 +25,9 @@ from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 __all__ = ['MESSAGE_SCHEMAS', 'check_message', 'resume_step', 'save_party_data', 'load_party_data', 'party_result_path',
            'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle', 'node_query',
            'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app',
-           'flower_run', 'flower_simulation', 'fast_send_and_receive', 'node_main', 'deploy_server_app',
-           'stop_processes', 'make_certificates', 'write_job', 'write_app', 'FlowerDeployment', 'supernode_auth_key',
-           'flower_deploy', 'flower_demo', 'pass_timeline']
+           'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive', 'node_main',
+           'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job', 'write_app', 'FlowerDeployment',
+           'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 for _cls in (RingElements, YJFrame, YJAnchors, Tree, Binner, HistLayout, PStableLSH):  # payloads, results, configs
@@ -42,12 +42,13 @@ _RING = OneOf(RingElements, Arr('u', 1))  # ring elements, or bits packed in byt
 _GLOBAL = Map(str, Map(str, OneOf(None, float, Arr('f'))))
 _NFL = {
     'candidate': dict(_TREE, value=Arr('f', 1)), 'tree': dict(_TREE, value=Arr('f', 1)), 'structure': _TREE,
-    'class counts': Arr('i', 1), 'scores': Arr('f', 1), 'base margin': float, 'chosen': int, 'masked': Arr('u'),
+    'class counts': Arr('i', 1), 'scores': Arr('f', 1), 'base margin': OneOf(float, Arr('f', 1)), 'chosen': int,
+    'masked': Arr('u'),
     'public key': int, 'public keys': Map(str, int), 'leaf values': Arr('f', 1), 'nodes': Arr('i', 1),
     'splits': {k: Arr('i', 1) for k in ('nodes', 'feature', 'bin', 'left', 'right')} | {'default_left': Arr('b', 1)},
     'mapped gradients': Arr('f', 2), 'hash values': Arr('i', 2), 'leaf sums': Arr('f', 2), 'leaf weights': Arr('f', 1),
     'similar rows': {'to': int, 'rows': Arr('i', 1)}, 'hash key share': Arr('u', 1),
-    'grid': int,
+    'grid': OneOf(int, Arr('i', 1)),  # K classes: a margin and a grid exponent per class
 }  # fmt: skip
 MESSAGE_SCHEMAS = {
     'securefedyj': {'share': RingElements, 'masked': _RING, 'reveal': _RING, 'dealer': _RING},
@@ -1028,29 +1029,72 @@ def flower_simulation(
     return _yj_flower(clients, names, kw, engine='simulation', seeds=seeds, timeout=timeout)
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
+_HOT, _IDLE_CAP = 2.0, 1.0  # seconds: polls stay within a few ms for _HOT s of quiet, then back off to _IDLE_CAP s
+
+
+def _backoff(wait: float, quiet: float, hot_cap: float) -> float:
+    "The next poll interval: doubling up to `hot_cap` while `quiet` (s without work) < `_HOT`, then up to `_IDLE_CAP`."
+    return min(2 * wait, hot_cap if quiet < _HOT else _IDLE_CAP)
+
+
 class _FastTime:
-    "`time` for flwr's SuperNode loop: an idle wait (3 s) backs off from `poll` to 0.1 s, a reply wait is `poll`."
+    """`time` for flwr's SuperNode loop: its idle wait (3 s) backs off from `poll` to 0.1 s, and to 1 s once the node
+    has been idle for 2 s; a reply wait is `poll`."""
 
     def __init__(self, poll: float):
-        self.poll, self.idle = poll, poll
+        self.poll, self.idle, self.since = poll, poll, None
 
     def sleep(self, s):
         if s >= 1:
+            now = time.monotonic()
+            self.since = now if self.since is None else self.since
             time.sleep(self.idle)
-            self.idle = min(2 * self.idle, 0.1)
+            self.idle = _backoff(self.idle, now - self.since, 0.1)
         else:
-            self.idle = self.poll
+            self.idle, self.since = self.poll, None
             time.sleep(min(s, self.poll))
 
     def __getattr__(self, k):
         return getattr(time, k)
 
+# %% ../nbs/50_flower.ipynb #00cf4fc2062448d78a3bb62db1a84a21
+_FLWR_KNOBS = ('initial_backoff', 'backoff_cap', 'max_tries_per_object')
 
+
+def check_flwr_knobs(
+    sci=None,  # flwr's `flwr.supernode.start_client_internal` module (default: the installed one)
+    fns=None,  # flwr's object-pulling functions whose keyword defaults are tuned (default: the installed ones)
+):
+    """Check that the flwr internals `_speed_up_flwr` tunes are where it expects them: the SuperNode loop sleeps
+    through its module's `time`, and the pulling functions take the keyword defaults it sets. Raises `FlowerRunError`
+    naming what moved (a flwr version other than the pinned one can move them: tuning nothing, silently, would make
+    every pass wait seconds)."""
+    import inspect
+
+    if sci is None:
+        import flwr.supernode.start_client_internal as sci
+    if fns is None:
+        from flwr.supercore.inflatable import inflatable_utils as iu
+
+        fns = (iu.pull_objects, iu.pull_and_inflate_object_from_tree)
+    import flwr
+
+    v = getattr(flwr, '__version__', '?')
+    slept = isinstance(getattr(sci, 'time', None), (type(time), _FastTime))
+    if not slept or 'time.sleep(' not in inspect.getsource(sci):
+        raise FlowerRunError(f"flwr {v}: the SuperNode loop no longer sleeps through {sci.__name__}.time")
+    for fn in fns:
+        miss = [k for k in _FLWR_KNOBS if k not in (fn.__kwdefaults__ or {})]
+        if miss:
+            raise FlowerRunError(f"flwr {v}: {fn.__qualname__} has no keyword argument(s) {miss}")
+
+# %% ../nbs/50_flower.ipynb #46b27525583141bfa0c404cbb6503b62
 def _speed_up_flwr(poll: float = 0.005):
     "Cap flwr's fixed waits in this process: the SuperNode's sleeps, the 1 s back-off for an object not stored yet."
     import flwr.supernode.start_client_internal as sci
     from flwr.supercore.inflatable import inflatable_utils as iu
 
+    check_flwr_knobs(sci, (iu.pull_objects, iu.pull_and_inflate_object_from_tree))
     sci.time = _FastTime(poll)
     for fn in (iu.pull_objects, iu.pull_and_inflate_object_from_tree):
         fn.__kwdefaults__.update(initial_backoff=poll, backoff_cap=10 * poll, max_tries_per_object=10**7)
@@ -1097,11 +1141,12 @@ def _serve_clientapps(address: str, poll: float = 0.005):
         )
 
     app, acquire, wait = client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec')), poll
+    since = time.monotonic()
     while True:
         res = acquire.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
         if not (res.HasField('task') and res.token):
             time.sleep(wait)
-            wait = min(2 * wait, 0.05)
+            wait = _backoff(wait, time.monotonic() - since, 0.05)  # 50 ms within a run; 1 s once idle for 2 s
             continue
         wait = poll
         c = client(
@@ -1113,6 +1158,7 @@ def _serve_clientapps(address: str, poll: float = 0.005):
             push_task_output(c, ctx, SubStatus.COMPLETED, '')
         finally:
             c.close()
+            since = time.monotonic()
 
 # %% ../nbs/50_flower.ipynb #8763a12b2bbd4a93a75aff182afb95dc
 def node_main(

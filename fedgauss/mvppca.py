@@ -20,11 +20,12 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['ALPHA_MAX', 'SPREAD_FLOOR', 'SIGMA2_FLOOR', 'MVPPCA_HISTORY', 'MVPPCA', 'WAIC_VAR_LIMIT', 'SCENARIOS', 'CenterStats',
            'penalised_loglik', 'update_mu', 'posterior_x', 'e_step', 'expected_loglik', 'update_W', 'update_sigma2',
-           'em_iteration', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step', 'MVPPCACenter',
-           'MVPPCAMaster', 'mvppca_center_program', 'mvppca_master_program', 'mvppca_programs', 'FedMVPPCA',
-           'mvppca_config', 'mvppca_party_rngs', 'mvppca_party', 'mvppca_server', 'mvppca_check', 'draw_global',
-           'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic', 'scenario_iid', 'scenario_g',
-           'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center', 'p_waic_of_mu_draws', 'p_waic_block']
+           'em_iteration', 'local_em_centers', 'local_em', 'inv_digamma', 'fit_inverse_gamma', 'master_step',
+           'MVPPCACenter', 'MVPPCAMaster', 'LocalEMPool', 'mvppca_center_program', 'mvppca_master_program',
+           'mvppca_programs', 'FedMVPPCA', 'mvppca_config', 'mvppca_party_rngs', 'mvppca_party', 'mvppca_server',
+           'mvppca_check', 'draw_global', 'pointwise_loglik', 'waic_from_loglik', 'waic', 'make_multiview_synthetic',
+           'scenario_iid', 'scenario_g', 'scenario_k', 'scenario_gk', 'make_scenario', 'minmax_center',
+           'p_waic_of_mu_draws', 'p_waic_block']
 
 # %% ../nbs/40_mvppca.ipynb #fdf9f12d
 @dataclass
@@ -269,55 +270,99 @@ def _stack_priors(stats, priors, q):
     return pvec, mt, Wt, sW, a, b
 
 # %% ../nbs/40_mvppca.ipynb #8dd0d8092fe74a7c96281538738b07e2
-def _local_em_step(stats, W, mu, s2, P, vid, starts, dk):
-    "One MAP-EM iteration on stacked arrays; P = _stack_priors(...). Returns (W, mu, s2)."
-    pvec, mt, Wt, sW, a, b = P
-    N, D, q = stats.n, stats.dim, W.shape[1]
-    lam = 1 / s2[vid]
-    if pvec.any():
-        C = W @ W.T
-        C[np.diag_indices(D)] += 1 / lam
-        mu = np.linalg.solve(N * np.eye(D) + C * pvec, N * stats.mean + C @ (pvec * mt))
+def _T(A):
+    "The transpose of each matrix of a stack (..., m, n)."
+    return np.swapaxes(A, -1, -2)
+
+
+def _local_em_step(st, W, mu, s2, P, lay):
+    "One MAP-EM iteration of a stack of centers (leading axis), same views and kinds of priors: (W, mu, s2)."
+    N, mean, scatter, dS = st  # (C,), (C, D), (C, D, D), (C, D): the centers' statistics
+    pvec, mt, Wt, sW, a, b = P  # `_stack_priors` of each center, stacked
+    vid, starts, dk, has_mu, wv, wsl = lay  # view of each coordinate, view starts and sizes, which priors exist
+    C, D, q = W.shape
+    eye = np.eye(q)
+    lam = 1 / s2[:, vid]
+    LW = lam[:, :, None] * W
+    A = eye + _T(W) @ LW  # the E-step's M = A^-1
+    if has_mu:  # mu = mean + x: Woodbury on Delta + W (PW)', Delta = N I + P Psi
+        pdl = pvec * (mt - mean)
+        r = (W @ (_T(W) @ pdl[:, :, None]))[:, :, 0] + pdl / lam  # C P (mt - mean)
+        dinv = 1 / (N[:, None] + pvec / lam)
+        PW = (pvec * dinv)[:, :, None] * W
+        KM = np.linalg.inv(np.stack([eye + _T(PW) @ W, A], 1))
+        M = KM[:, 1]
+        mu = mean + dinv * (r - (W @ (KM[:, 0] @ (_T(PW) @ r[:, :, None])))[:, :, 0])
     else:
-        mu = stats.mean
-    e = stats.mean - mu
-    S = stats.scatter + N * np.outer(e, e)
-    LW = lam[:, None] * W
-    M = np.linalg.inv(np.eye(q) + W.T @ LW)
-    M = (M + M.T) / 2
-    G = S @ LW @ M
-    Sxx = N * M + G.T @ LW @ M
-    Sxx = (Sxx + Sxx.T) / 2
-    has_W = np.isfinite(sW)
-    Wn = np.linalg.solve(Sxx, G.T).T if not has_W.all() else np.empty_like(G)
-    for i in np.flatnonzero(has_W):
-        sl, r = stats.slices[stats.views[i]], s2[i] / sW[i]
-        Wn[sl] = np.linalg.solve(Sxx + r * np.eye(q), (G[sl] + r * Wt[sl]).T).T
-    Sk = np.add.reduceat(
-        np.diag(stats.scatter) + N * e * e - 2 * np.sum(Wn * G, 1) + np.sum((Wn @ Sxx) * Wn, 1), starts
-    )
-    return Wn, mu, (np.maximum(Sk, 0) + 2 * b) / (N * dk + 2 * (a + 1))
+        mu, M = mean, np.linalg.inv(A)
+    e = mean - mu
+    M = (M + _T(M)) / 2
+    G = (scatter @ LW + (N[:, None] * e)[:, :, None] * (e[:, None, :] @ LW)) @ M  # S(mu) Λ W M
+    Sxx = N[:, None, None] * M + (_T(G) @ LW) @ M
+    Sxx = (Sxx + _T(Sxx)) / 2
+    r = s2[:, wv] / sW[:, wv]  # the ridge sigma2 / s_W of each view with a prior on W
+    plain = [Sxx[:, None]] if len(wv) < len(starts) else []
+    inv = np.linalg.inv(np.concatenate(plain + [Sxx[:, None] + r[:, :, None, None] * eye], 1))
+    Wn = G @ inv[:, 0] if plain else np.empty_like(G)
+    for j, sl in enumerate(wsl):
+        Wn[:, sl] = (G[:, sl] + r[:, j, None, None] * Wt[:, sl]) @ inv[:, j + len(plain)]
+    Sk = np.add.reduceat(dS + N[:, None] * e * e, starts, 1)
+    Sk += np.add.reduceat((Wn * (Wn @ Sxx - 2 * G)).reshape(C, D * q), starts * q, 1)
+    return Wn, mu, (np.maximum(Sk, 0) + 2 * b) / (N[:, None] * dk + 2 * (a + 1))
 
 # %% ../nbs/40_mvppca.ipynb #8edb47106e1a46a883d545849b8ab81b
+def _local_em_group(stats, params, Ps, n_iter):
+    "`n_iter` iterations of centers with the same views and kinds of priors (`Ps`: their `_stack_priors`), stacked."
+    s0, views = stats[0], stats[0].views
+    dk = np.array([s0.slices[v].stop - s0.slices[v].start for v in views])
+    P = tuple(np.stack(x) for x in zip(*Ps))
+    wv = np.flatnonzero(np.isfinite(P[3][0]))
+    lay = (np.repeat(np.arange(len(views)), dk), np.cumsum(dk) - dk, dk, bool(P[0].any()), wv)
+    lay += ([s0.slices[views[k]] for k in wv],)
+    scatter = np.stack([s.scatter for s in stats])
+    st = (np.array([s.n for s in stats], dtype=float), np.stack([s.mean for s in stats]), scatter)
+    st += (np.diagonal(scatter, axis1=1, axis2=2).copy(),)
+    W, mu, _, s2 = (np.stack(x) for x in zip(*(_stack(s, p) for s, p in zip(stats, params))))
+    for _ in range(n_iter):
+        W, mu, s2 = _local_em_step(st, W, mu, s2, P, lay)
+    return [
+        {
+            v: dict(mu=mu[c, s0.slices[v]].copy(), W=W[c, s0.slices[v]].copy(), sigma2=float(s2[c, k]))
+            for k, v in enumerate(views)
+        }
+        for c in range(len(stats))
+    ]
+
+# %% ../nbs/40_mvppca.ipynb #5d7c1e2a9b3f4a6c8e0d2f4b6a8c0e12
+def local_em_centers(
+    stats: list,  # each center's sufficient statistics (`CenterStats`)
+    params: list,  # each center's starting parameters: view -> dict(mu, W, sigma2)
+    priors: list,  # each center's global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta), or None (plain EM)
+    n_iter: int = 1,  # number of MAP-EM iterations
+) -> list:  # each center's parameters after `n_iter` iterations
+    "`n_iter` local MAP-EM iterations of many centers at once (the updates of `em_iteration`), each on its own data."
+    groups = {}
+    for i, (s, p, pr) in enumerate(zip(stats, params, priors)):
+        P = _stack_priors(s, pr, p[s.views[0]]['W'].shape[1])
+        layout = tuple((v, s.slices[v].stop - s.slices[v].start) for v in s.views), P[2].shape[1]
+        groups.setdefault((layout, bool(P[0].any()), tuple(np.isfinite(P[3]))), []).append((i, P))
+    out = [None] * len(stats)
+    for members in groups.values():
+        idx = [i for i, _ in members]
+        fitted = _local_em_group([stats[i] for i in idx], [params[i] for i in idx], [P for _, P in members], n_iter)
+        for i, p in zip(idx, fitted):
+            out[i] = p
+    return out
+
+
 def local_em(
     stats: CenterStats,  # a center's sufficient statistics (`CenterStats`)
     params: dict,  # the center's parameters: view -> dict(mu, W, sigma2)
     priors: dict | None = None,  # global priors, view -> dict(mu, s_mu, W, s_W, alpha, beta); None: plain EM
     n_iter: int = 1,  # number of MAP-EM iterations
 ) -> dict:
-    "`n_iter` local MAP-EM iterations (the same updates as `em_iteration`), on stacked arrays."
-    views = stats.views
-    W, mu, _, s2 = _stack(stats, params)
-    starts = np.array([stats.slices[v].start for v in views])
-    dk = np.array([stats.slices[v].stop - stats.slices[v].start for v in views])
-    vid = np.repeat(np.arange(len(views)), dk)
-    P = _stack_priors(stats, priors, W.shape[1])
-    for _ in range(n_iter):
-        W, mu, s2 = _local_em_step(stats, W, mu, s2, P, vid, starts, dk)
-    return {
-        v: dict(mu=mu[stats.slices[v]].copy(), W=W[stats.slices[v]].copy(), sigma2=float(s2[i]))
-        for i, v in enumerate(views)
-    }
+    "`n_iter` local MAP-EM iterations of one center: `local_em_centers` of a stack of one."
+    return local_em_centers([stats], [params], [priors], n_iter)[0]
 
 # %% ../nbs/40_mvppca.ipynb #0a1319c7
 def inv_digamma(
@@ -437,7 +482,10 @@ class MVPPCACenter(Party):
     ):
         super().__init__(name, channel)
         self._views = views
-        self._stats = CenterStats.from_views(views)
+        self._stats = st = CenterStats.from_views(views)
+        self._view_var = {  # each view's mean feature variance (the guard of `_start_from_global`)
+            v: max(np.trace(st.scatter[sl, sl]) / (st.n * (sl.stop - sl.start)), 1e-300) for v, sl in st.slices.items()
+        }
         self.n_components, self._rng, self._dp = n_components, as_rng(rng), dp
         self._params = None
 
@@ -456,12 +504,36 @@ def _start_from_global(self: MVPPCACenter, g):
     priors = {v: g[v] for v in self.views}
     params = {v: _draw_from_global(priors[v], self._rng) for v in self.views}
     for v in self.views:  # numerical guard: a drawn noise variance stays within [1e-6, 1] x the view's own variance
-        sl = self._stats.slices[v]
-        var = max(np.trace(self._stats.scatter[sl, sl]) / (self.n_rows * (sl.stop - sl.start)), 1e-300)
-        params[v]['sigma2'] = float(np.clip(params[v]['sigma2'], 1e-6 * var, var))
+        var = self._view_var[v]
+        params[v]['sigma2'] = float(min(max(params[v]['sigma2'], 1e-6 * var), var))
     return priors, params
 
 # %% ../nbs/40_mvppca.ipynb #938c804e27f84196a10c8828c723f798
+@patch
+def start_round(
+    self: MVPPCACenter,
+    g: dict | None,  # the global distribution of its views; None in round 1 (plain EM from a random start)
+) -> tuple:  # (priors, starting parameters) of the round's local MAP-EM
+    "A local round's priors and starting point: none and a random point in round 1, else drawn from `g`."
+    if g is None:
+        return None, _init_params(self._stats, self.n_components, self._rng)
+    return self._start_from_global(g)
+
+
+@patch
+def finish_round(
+    self: MVPPCACenter,
+    params: dict,  # the round's local parameters (after local MAP-EM)
+    priors: dict | None,  # the round's priors (None in round 1)
+) -> dict:  # the message to send: per view mu, W, sigma2 (DP-released if the center has a release)
+    "Keep the round's local parameters; the message to send."
+    self._params = params
+    payload = _params_payload(params)
+    return (
+        payload if self._dp is None else self._dp.privatize(payload, priors, secret_rng(self._rng))
+    )  # DP noise: secret
+
+
 @patch
 def update(
     self: MVPPCACenter,
@@ -469,15 +541,8 @@ def update(
     n_iter: int,  # local (MAP-)EM iterations
 ) -> dict:  # the message to send: per view mu, W, sigma2 (DP-released if the center has a release)
     "One local round: starting parameters from `g`, `n_iter` local iterations, and the message to send."
-    if g is None:
-        priors, params = None, _init_params(self._stats, self.n_components, self._rng)
-    else:
-        priors, params = self._start_from_global(g)
-    self._params = local_em(self._stats, params, priors, n_iter)
-    payload = _params_payload(self._params)
-    return (
-        payload if self._dp is None else self._dp.privatize(payload, priors, secret_rng(self._rng))
-    )  # DP noise: secret
+    priors, params = self.start_round(g)
+    return self.finish_round(local_em(self._stats, params, priors, n_iter), priors)
 
 # %% ../nbs/40_mvppca.ipynb #c00c568b
 @patch
@@ -552,6 +617,39 @@ def send_global(
     for c in centers:
         self.send(c, 'global', self.global_for(c.name))
 
+# %% ../nbs/40_mvppca.ipynb #9d4a3f6b8e0c4d2f1a5b7c9e1f3d4a56
+class LocalEMPool:
+    "The centers' local MAP-EM of one in-process run, done together: each submits its own job, collects its own result."
+
+    def __init__(self):
+        self.jobs, self.results, self.calls = {}, {}, 0
+
+    def submit(
+        self,
+        name: str,  # the center's name
+        stats: CenterStats,  # its sufficient statistics
+        params: dict,  # its starting parameters: view -> dict(mu, W, sigma2)
+        priors: dict | None,  # its priors this round (None: plain EM)
+        n_iter: int,  # its number of local iterations
+    ):
+        "Queue center `name`'s local MAP-EM."
+        self.jobs[name] = (stats, params, priors, n_iter)
+
+    def collect(
+        self,
+        name: str,  # the center's name
+    ) -> dict:  # its parameters after local MAP-EM
+        "Center `name`'s result; the first collect after submissions runs every queued job (`local_em_centers`)."
+        if name not in self.results:
+            by_iter = {}
+            for n, job in self.jobs.items():
+                by_iter.setdefault(job[3], []).append((n, job))
+            for n_iter, jobs in by_iter.items():
+                fitted = local_em_centers(*([j[k] for _, j in jobs] for k in range(3)), n_iter)
+                self.results.update(zip([n for n, _ in jobs], fitted))
+            self.jobs, self.calls = {}, self.calls + 1
+        return self.results.pop(name)
+
 # %% ../nbs/40_mvppca.ipynb #26a5f31a
 def mvppca_center_program(
     ctx: PartySMC,  # this center's mailbox, rng and phase (no secret sharing is used)
@@ -562,6 +660,7 @@ def mvppca_center_program(
     n_local_iter: int = 15,  # local MAP-EM iterations in later rounds
     dp=None,  # its DP release (`CenterDP` from `fedgauss.mvppca_dp`), or None
     master: str = 'master',  # the master's name
+    pool: LocalEMPool | None = None,  # in one process: the pool that runs the centers' local EM together
 ):
     "Generator, a center's program: it holds only its views, rng and parameters; returns its last local parameters."
     center = MVPPCACenter(ctx.me, None, views, n_components, rng=ctx.rng, dp=dp)
@@ -570,7 +669,15 @@ def mvppca_center_program(
         if r:
             ctx.phase = ('round', r + 1)
             g = yield from ctx.recv('global', master)
-        ctx.send(master, 'local_params', center.update(g, n_local_iter if r else n_init_iter))
+        priors, params = center.start_round(g)
+        n_iter = n_local_iter if r else n_init_iter
+        if pool is None:
+            params = local_em(center._stats, params, priors, n_iter)
+        else:
+            pool.submit(ctx.me, center._stats, params, priors, n_iter)
+            yield from ctx.pause()  # every center submits in one pass; the first to collect runs them all
+            params = pool.collect(ctx.me)
+        ctx.send(master, 'local_params', center.finish_round(params, priors))
     return center._params
 
 # %% ../nbs/40_mvppca.ipynb #eadbba44
@@ -607,16 +714,16 @@ def mvppca_programs(
     n_local_iter: int = 15,  # local MAP-EM iterations in later rounds
     rng=None,  # a numpy Generator, a seed, or None: each center gets a generator spawned from it
     dps: list | None = None,  # each center's DP release (`CenterDP`), or None
+    pool: LocalEMPool | None = None,  # a `LocalEMPool` shared by the centers (one process), or None
 ) -> list:  # `Program`s 'center0', 'center1', ... and 'master' (last), for `run_programs(..., dealer='master')`
     "The per-party programs of one Fed-mv-PPCA run."
     names = [f'center{c}' for c in range(len(centers))]
     dps = [None] * len(centers) if dps is None else dps
+    its = (n_init_iter, n_local_iter)
     progs = []
     for n, cc, r, dp in zip(names, centers, as_rng(rng).spawn(len(centers)), dps):
         ctx = PartySMC(n, names, 'master', rng=r)
-        progs.append(
-            Program(n, ctx, mvppca_center_program(ctx, cc, n_components, n_rounds, n_init_iter, n_local_iter, dp))
-        )
+        progs.append(Program(n, ctx, mvppca_center_program(ctx, cc, n_components, n_rounds, *its, dp, pool=pool)))
     ctx = PartySMC('master', names, 'master', rng=0)  # the master draws nothing
     return progs + [Program('master', ctx, mvppca_master_program(ctx, names, n_rounds))]
 
@@ -757,7 +864,8 @@ def fit(
     q, R, it0, it, centers, dims = self._check_fit(centers)
     dp, dps = _center_releases(self.dp, centers, dims, R, q)
     channel = Channel()
-    res, _ = run_programs(mvppca_programs(centers, q, R, it0, it, self.rng, dps), channel, dealer='master')
+    progs = mvppca_programs(centers, q, R, it0, it, self.rng, dps, pool=LocalEMPool())  # one process: pool the EM
+    res, _ = run_programs(progs, channel, dealer='master')
     g = res['master']['global_']
     self.views_, self.n_features_views_, self.global_ = list(dims), dict(dims), g
     for k in ('mu', 'W', 'sigma2', 's_mu', 's_W', 'alpha', 'beta'):

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 from scipy.optimize import linprog
-from scipy.special import expit, ndtr
+from scipy.special import expit, ndtr, softmax
 from fastcore.basics import patch
 from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -22,9 +22,11 @@ from fedgauss.gbdt import (
     GBDTClassifier,
     LocalHistograms,
     LogisticLoss,
+    SoftmaxLoss,
     Tree,
     check_boosting_params,
     grow_tree,
+    grow_trees,
     forest_margin,
     newton_weight,
     numeric_features,
@@ -33,11 +35,11 @@ from .smc import ProtocolSpec, run_protocol
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'tree_message',
+__all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'class_blocks', 'tree_message',
            'tree_from_message', 'hash_rows', 'joint_lsh', 'LSHCollapseWarning', 'FederBoostClassifier', 'tree_schedule',
-           'SimFLClassifier', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'TFLClassifier',
-           'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts', 'invert_hashes',
-           'feature_correlation', 'linear_inversion']
+           'SimFLClassifier', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'dp_trees',
+           'TFLClassifier', 'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts',
+           'invert_hashes', 'feature_correlation', 'linear_inversion', 'class_skew_split', 'tree0_class_counts']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -160,19 +162,22 @@ def most_similar(
 
 # %% ../nbs/34_nflgbdt.ipynb #28d3efd5258a48a79c179ea5c6759f01
 class DataOwner(Party):
-    "A party holding rows `X` (binned by a public `Binner`), binary labels `y` in {0, 1} and its margins."
+    """A party holding rows `X` (binned by a public `Binner`), labels `y` (0/1, or class codes 0 .. K-1) and its
+    margins ((n,), or (n, K) with K >= 3 classes: the softmax loss)."""
 
     def __init__(
         self,
         name: str,  # the party name on the channel
         channel: Channel | None,  # the channel it talks through (None: a program's, which talks through its context)
         X,  # its rows (n, d), never sent
-        y,  # its binary labels in {0, 1}
+        y,  # its labels: 0/1, or class codes 0 .. n_classes - 1
         binner: Binner,  # the public candidates (a fitted Binner)
+        n_classes: int = 2,  # K: 2 (logistic loss) or more (softmax loss, K trees per round)
     ):
         super().__init__(name, channel, X, y)
-        self.binner, self._codes = binner, None
-        self.loss, self.margin, self._provider = LogisticLoss(), None, None
+        self.binner, self._codes, self.n_classes = binner, None, int(n_classes)
+        self.loss = LogisticLoss() if self.n_classes == 2 else SoftmaxLoss(self.n_classes)
+        self.margin, self._provider = None, None
 
     @property
     def codes(self) -> np.ndarray:
@@ -182,14 +187,15 @@ class DataOwner(Party):
         return self._codes
 
     def gradients(self) -> np.ndarray:
-        "Per-row (g, h) of the logistic loss at the current margins."
+        "Per-row (g, h) at the current margins: (n, 2) for two classes, (n, K, 2) for K >= 3 (class k's in column k)."
         return self.loss.gradients(self._y, self.margin)
 
     @property
     def provider(self) -> LocalHistograms:
-        "Histograms over this party's rows (built once)."
+        "Histograms over this party's rows (built once); with K >= 3 classes its rows tiled K times, one block a class."
         if self._provider is None:
-            self._provider = LocalHistograms(self.codes, self.binner.layout_)
+            K = self.n_classes
+            self._provider = LocalHistograms(self.codes if K == 2 else np.tile(self.codes, (K, 1)), self.binner.layout_)
         return self._provider
 
 # %% ../nbs/34_nflgbdt.ipynb #0e382214b5f147d187d36a2058b9c724
@@ -207,11 +213,14 @@ def leaf_sums(
     self: DataOwner,
     tree: Tree,  # a tree on the public candidates
     leaf=None,  # the rows' leaves, if known (None: routed here)
+    k: int | None = None,  # the tree's class (K >= 3 classes); None with two
+    gh=None,  # the rows' gradients, if known (None: computed here)
 ) -> np.ndarray:
     """(G, H) of this party's rows in each leaf of `tree` (`leaf`: their leaves, if known), leaves in node order:
-    (n_leaves, 2)."""
+    (n_leaves, 2); with K >= 3 classes, of class `k`'s gradients."""
     leaf = self.leaves(tree) if leaf is None else leaf
-    gh = self.gradients()
+    gh = self.gradients() if gh is None else gh
+    gh = gh if k is None else gh[:, k]
     s = np.stack([np.bincount(leaf, gh[:, c], minlength=tree.n_nodes) for c in (0, 1)], axis=1)
     return s[tree.is_leaf]
 
@@ -221,9 +230,23 @@ def add_tree(
     self: DataOwner,
     tree: Tree,  # a tree with leaf values
     leaf=None,  # the rows' leaves, if known (None: routed here)
+    k: int | None = None,  # the tree's class (K >= 3 classes: its margins' column); None with two
 ):
-    "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known)."
-    self.margin = self.margin + tree.value[self.leaves(tree) if leaf is None else leaf]
+    "Add the tree's values to this party's margins (`leaf`: the rows' leaves, if known; `k`: the class's column)."
+    v = tree.value[self.leaves(tree) if leaf is None else leaf]
+    if k is None:
+        self.margin = self.margin + v
+    else:
+        self.margin = self.margin.copy()
+        self.margin[:, k] += v
+
+
+def class_blocks(
+    gh,  # (n, K, 2) per-row, per-class (g, h)
+) -> np.ndarray:
+    "(K n, 2): block k the rows' (g, h) of class k, as `LocalHistograms.start_trees` takes them (one tree per class)."
+    gh = np.asarray(gh, float)
+    return gh.transpose(1, 0, 2).reshape(-1, 2)
 
 # %% ../nbs/34_nflgbdt.ipynb #4f0537a0
 _TREE_FIELDS = dict(feature=np.int32, bin=np.int32, default_left=bool, left=np.int32, right=np.int32, depth=np.uint8)
@@ -364,19 +387,26 @@ def _validate_X(est, X):
 
 
 def _decision_function(self, X) -> np.ndarray:
-    "Margin (log-odds): base margin plus the sum of the trees."
+    """Margins: (n,) log-odds for two classes, (n, K) softmax margins for K >= 3 (tree t K + k is class k's): the base
+    margin plus the sum of the trees."""
     X = _validate_X(self, X)
+    if np.ndim(self.base_margin_) == 1:
+        K = len(self.base_margin_)
+        return self.base_margin_ + np.column_stack([forest_margin(self.trees_[k::K], X) for k in range(K)])
     return self.base_margin_ + forest_margin(self.trees_, X)
 
 
 def _predict_proba(self, X) -> np.ndarray:
-    p = expit(self.decision_function(X))
+    d = self.decision_function(X)
+    if d.ndim == 2:
+        return softmax(d, axis=1)
+    p = expit(d)
     return np.column_stack([1 - p, p])
 
 
 def _predict(self, X) -> np.ndarray:
     d = self.decision_function(X)  # NotFittedError before fit
-    return self.classes_[(d > 0).astype(int)]
+    return self.classes_[np.argmax(d, axis=1) if d.ndim == 2 else (d > 0).astype(int)]
 
 
 _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decision_function, _predict_proba, _predict)
@@ -384,7 +414,7 @@ _FedGBDT.decision_function, _FedGBDT.predict_proba, _FedGBDT.predict = (_decisio
 # %% ../nbs/34_nflgbdt.ipynb #a50416e276a0479cbe66534ed1713a40
 @patch
 def _prepare(self: _FedGBDT, clients) -> tuple:
-    "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1)."
+    "Checks, the public configuration `cfg`, and each party's data {'X', 'y'} (labels 0/1, or class codes 0 .. K-1)."
     self.__dict__.pop('feature_names_in_', None)  # a fit on arrays after one on DataFrames has no column names
     check_boosting_params(self)
     Xs, ys, names, self.categories_ = _check_clients(clients, self._allow_nan)
@@ -392,15 +422,19 @@ def _prepare(self: _FedGBDT, clients) -> tuple:
         self.classes_ = np.unique(np.concatenate(ys))
     except TypeError:  # numpy cannot order text and numbers together
         raise ValueError("the labels mix types (e.g. text and numbers): give every client's labels one type") from None
-    if len(self.classes_) != 2:
-        raise ValueError(f"binary classification needs 2 classes over all clients; got {len(self.classes_)}")
+    if len(self.classes_) < 2:
+        raise ValueError(f"classification needs 2 classes or more over all clients; got {len(self.classes_)}")
     self.n_features_in_ = Xs[0].shape[1]
     if names is not None:
         self.feature_names_in_ = np.asarray(names, dtype=object)
     self.binner_ = Binner(max_bins=self.max_bins).fit(np.vstack(Xs))  # public candidates (see the table above)
     self._rng = as_rng(self.rng)
     parties = [f'party{k}' for k in range(len(Xs))]
-    datas = {n: {'X': X, 'y': (y == self.classes_[1]).astype(float)} for n, X, y in zip(parties, Xs, ys)}
+    K = len(self.classes_)
+    code = lambda y: (
+        (y == self.classes_[1]).astype(float) if K == 2 else np.searchsorted(self.classes_, y).astype(float)
+    )
+    datas = {n: {'X': X, 'y': code(y)} for n, X, y in zip(parties, Xs, ys)}
     cfg = dict(
         parties=parties,
         binner=self.binner_,
@@ -408,6 +442,7 @@ def _prepare(self: _FedGBDT, clients) -> tuple:
         n_trees=self.n_estimators,
         grow=self._grow_kw(),
         allow_nan=self._allow_nan,
+        n_classes=K,
     )
     return datas, cfg
 
@@ -436,15 +471,25 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
     t0 = time.perf_counter()
     res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(self.party_rngs_))
     self.timings_ = {'protocol': time.perf_counter() - t0}
-    self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_) for n, d in datas.items()]
+    K = cfg['n_classes']
+    self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_, K) for n, d in datas.items()]
     self.aggregator_ = Party('aggregator', self.channel_)
     self.base_margin_ = res[cfg['parties'][0]]['base_margin']
     return res
 
 
-def _built_trees(res: dict, parties: list, builders) -> list:
-    "Tree t as its builder holds it (with its node statistics), from the parties' results."
-    return [res[parties[b]]['trees'][t] for t, b in enumerate(builders)]
+def _built_trees(res: dict, parties: list, builders, K: int = 1) -> list:
+    """Tree t as its builder holds it (with its node statistics), from the parties' results; with `K` trees a round
+    (one per class), round t's K trees."""
+    return [res[parties[b]]['trees'][t * K + k] for t, b in enumerate(builders) for k in range(K)]
+
+
+def trees_per_round(
+    cfg: dict,  # the public configuration (its `n_classes`)
+) -> int:
+    "Trees grown in one round: 1 for two classes (logistic loss), K for K >= 3 (softmax loss, one tree per class)."
+    K = cfg.get('n_classes', 2)
+    return 1 if K == 2 else K
 
 # %% ../nbs/34_nflgbdt.ipynb #d6ca27006b894b04b6fc8b79396e2797
 def _lsh_bounds(est, datas: dict) -> tuple:
@@ -719,7 +764,7 @@ def fit(
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
-    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_, trees_per_round(cfg))
     _lsh_fitted(self, res, cfg)
     return self
 
@@ -820,7 +865,7 @@ def fit(
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.arange(self.n_estimators) % len(datas)
-    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_, trees_per_round(cfg))
     _lsh_fitted(self, res, cfg)
     return self
 
@@ -841,12 +886,35 @@ def dp_tree(
         own.binner.layout_,
         **dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0)),
     )
+    return _laplace_leaves(tree, grow, eps_tree, rng)
+
+
+def _laplace_leaves(tree: Tree, grow: dict, eps_tree: float, rng) -> Tree:
+    "The tree with Laplace noise of scale (1/(1+lambda))/eps_tree on each leaf, shrunk by the learning rate."
     leaf = tree.is_leaf
     v = np.zeros(tree.n_nodes)
     v[leaf] = grow['learning_rate'] * laplace_mechanism(
         tree.value[leaf], 1.0 / (1.0 + grow['reg_lambda']), eps_tree, rng
     )
     return replace(tree, value=v)
+
+
+def dp_trees(
+    own: DataOwner,  # the party that grows the trees on its own rows
+    grow: dict,  # the boosting parameters (max_depth, learning_rate, reg_lambda, gamma, min_child_weight)
+    eps_tree: float,  # the privacy budget of each tree's leaves
+    rng,  # the party's secret generator (the Laplace noise)
+) -> list:
+    """One round's DP trees: `[dp_tree(...)]` for two classes; for K >= 3, one tree per class grown together on class
+    k's gradients (Hessians 1), each tree's leaves noised as `dp_tree`'s at `eps_tree` (in class order)."""
+    K = own.n_classes
+    if K == 2:
+        return [dp_tree(own, grow, eps_tree, rng)]
+    gh = own.gradients()
+    gh[:, :, 1] = 1.0
+    own.provider.start_trees(class_blocks(gh), K)
+    kw = dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0))
+    return [_laplace_leaves(t, grow, eps_tree, rng) for t in grow_trees(own.provider, own.binner.layout_, K, **kw)]
 
 
 def _check_eps(e):
@@ -900,8 +968,8 @@ def fit(
     spec, datas, cfg = self.protocol_inputs(clients)
     res = self._run(spec, datas, cfg)
     self.builders_ = np.array(cfg['builders'])
-    self.epsilon_per_tree_ = self.epsilon / np.bincount(self.builders_, minlength=len(datas))
-    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.epsilon_per_tree_ = self.epsilon / np.bincount(self.builders_, minlength=len(datas)) / trees_per_round(cfg)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_, trees_per_round(cfg))
     self.timings_['boosting'] = self.timings_['protocol']
     return self
 
@@ -937,7 +1005,8 @@ def protocol_inputs(
     from fedgauss.nflgbdt_programs import FGBDTG
 
     _check_eps(self.epsilon)
-    return self._inputs(FGBDTG, clients, lambda datas, cfg: dict(eps_tree=self.epsilon / self.n_estimators))
+    eps = lambda datas, cfg: dict(eps_tree=self.epsilon / self.n_estimators / trees_per_round(cfg))  # K trees a round
+    return self._inputs(FGBDTG, clients, eps)
 
 
 @patch
@@ -951,7 +1020,7 @@ def fit(
     res = self._run(spec, datas, cfg)
     self.epsilon_per_tree_ = np.full(len(datas), cfg['eps_tree'])
     self.builders_ = np.array(res['aggregator']['chosen'], dtype=int)
-    self.trees_ = _built_trees(res, cfg['parties'], self.builders_)
+    self.trees_ = _built_trees(res, cfg['parties'], self.builders_, trees_per_round(cfg))
     self.timings_['boosting'] = self.timings_['protocol']
     return self
 
@@ -1091,6 +1160,58 @@ def linear_inversion(
     P[0, 0] = 0.0
     W = np.linalg.lstsq(Hk.T @ Hk + P, Hk.T @ Xk, rcond=None)[0]  # least squares: k = 1 leaves it singular
     return np.column_stack([np.ones(len(H)), H]) @ W
+
+# %% ../nbs/34_nflgbdt.ipynb #mcnfl2
+def class_skew_split(
+    X,  # the rows to split: array or DataFrame, (n, d)
+    y,  # class labels, (n,): two classes or more
+    n_clients: int = 2,  # number of clients D (at least 2)
+    theta: float = 0.8,  # share of each class's rows given to its owner, in [0, 1]
+    rng=None,  # a numpy Generator, a seed, or None (fresh entropy)
+) -> list:  # the clients' (X_k, y_k), rows in their original order
+    """Label skew with K classes: class j (in sorted order) is owned by client j mod D; a share `theta` of its rows goes
+    to its owner, the rest evenly to the other clients."""
+    yv = np.asarray(y).ravel()
+    n = len(yv)
+    if len(X) != n:
+        raise ValueError(f"X has {len(X)} rows but y has {n}")
+    if isinstance(n_clients, bool) or not isinstance(n_clients, numbers.Integral) or not 2 <= n_clients <= n:
+        raise ValueError(f"n_clients must be an integer in [2, {n}]; got {n_clients!r}")
+    if isinstance(theta, bool) or not isinstance(theta, numbers.Real) or not 0 <= theta <= 1:
+        raise ValueError(f"theta must be a number in [0, 1]; got {theta!r}")
+    classes = np.unique(yv)
+    if len(classes) < 2:
+        raise ValueError(f"class_skew_split needs 2 classes or more in y; got {len(classes)}")
+    rng, D = as_rng(rng), int(n_clients)
+    parts = [[] for _ in range(D)]
+    for j, c in enumerate(classes):
+        idx = rng.permutation(np.flatnonzero(yv == c))
+        m, owner = int(round(theta * len(idx))), j % D
+        parts[owner].append(idx[:m])
+        for k, p in zip([k for k in range(D) if k != owner], np.array_split(idx[m:], D - 1)):
+            parts[k].append(p)
+    parts = [np.sort(np.concatenate(p)) for p in parts]
+    empty = [k for k, p in enumerate(parts) if len(p) == 0]
+    if empty:
+        raise ValueError(f"class_skew_split left clients {empty} empty: too few rows for n_clients={D}, theta={theta}")
+    take = lambda A, p: A.iloc[p] if hasattr(A, 'iloc') else np.asarray(A)[p]
+    return [(take(X, p), take(y, p)) for p in parts]
+
+# %% ../nbs/34_nflgbdt.ipynb #mcleakexp
+def tree0_class_counts(
+    mapped,  # (n_b, 2K): the per-row sums (G_k, H_k), class k in columns 2k, 2k+1, one party sent the builder at tree 0
+    base_margin,  # the K starting margins (the broadcast base margin)
+) -> tuple:  # (the sender's rows mapped to each builder row (n_b,), how many of each class (n_b, K)): integer arrays
+    "K classes: $c=H_0/(2p_0(1-p_0))$ rows, $c\\,p_k-G_k$ of class k, $p=\\mathrm{softmax}(m_0)$."
+    m0 = np.asarray(base_margin, float)
+    if m0.ndim != 1 or len(m0) < 3 or not np.isfinite(m0).all():
+        raise ValueError(f"base_margin must be K >= 3 finite margins; got {base_margin!r}")
+    mapped = np.asarray(mapped, float)
+    if mapped.ndim != 2 or mapped.shape[1] != 2 * len(m0):
+        raise ValueError(f"mapped must be an (n, {2 * len(m0)}) array of (G_k, H_k); got shape {mapped.shape}")
+    p, G = softmax(m0), mapped[:, 0::2]
+    c = mapped[:, 1] / (2 * p[0] * (1 - p[0]))
+    return np.rint(c).astype(np.intp), np.rint(c[:, None] * p - G).astype(np.intp)
 
 # %% ../nbs/34_nflgbdt.ipynb #2b45d38b
 def __getattr__(name: str):

@@ -11,10 +11,11 @@ import numpy as np
 
 from .entropy import secret_bytes
 from .federation import name_list
-from .gbdt import LogisticLoss, grid_exponent, grow_tree, snap_to_grid
+from .gbdt import LogisticLoss, SoftmaxLoss, grid_exponent, grow_tree, grow_trees, snap_to_grid
 from fedgauss.nflgbdt import (
     DataOwner,
-    dp_tree,
+    class_blocks,
+    dp_trees,
     global_leaf_weights,
     hash_rows,
     joint_lsh,
@@ -22,6 +23,7 @@ from fedgauss.nflgbdt import (
     similar_counts,
     tree_from_message,
     tree_message,
+    trees_per_round,
 )
 from .secagg import DropoutError, secagg_config, secagg_party, secagg_server
 from .smc import ProtocolSpec, register_protocol, secure_sum_party, secure_sum_server
@@ -33,30 +35,39 @@ __all__ = ['FEDERBOOST', 'SIMFL', 'NFLGBDT', 'TFL', 'FGBDTG', 'federboost_party'
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #1944c39560714e6e80c856f20744a8e5
 def _owner_start(ctx, data: dict, cfg: dict, state: dict | None = None):
-    """Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator (with dropouts: into the
-    fit's first secure sum, `state`), the base margin back; (None, None) if it dropped there."""
-    own = DataOwner(cfg['me'], None, data['X'], data['y'], cfg['binner'])
-    counts = np.array([own.n_rows, int(own._y.sum())])
+    """Generator: a data owner's first round — its `DataOwner`, class counts to the aggregator ([rows, positives]; with
+    K >= 3 classes [rows, count of each class]; with dropouts: into the fit's first secure sum, `state`), the base
+    margin back; (None, None) if it dropped there."""
+    K = cfg.get('n_classes', 2)
+    own = DataOwner(cfg['me'], None, data['X'], data['y'], cfg['binner'], K)
+    if K == 2:
+        counts = np.array([own.n_rows, int(own._y.sum())])
+    else:
+        counts = np.concatenate([[own.n_rows], np.bincount(own._y.astype(np.intp), minlength=K)])
     if state is None:
         ctx.send('aggregator', 'class counts', counts)
     elif not (yield from owner_sum(ctx, counts, cfg, state, 0)):
         return None, None
     base = yield from ctx.recv('base margin', 'aggregator')
-    own.margin = np.full(own.n_rows, base)
+    own.margin = np.full(own.n_rows, base) if K == 2 else np.tile(np.asarray(base, float), (own.n_rows, 1))
     return own, base
 
 
 def _aggregator_start(ctx, cfg: dict, state: dict | None = None):
     """Generator: the aggregator's first round — the base margin from the parties' class counts (with dropouts: their
-    secure sum only, `state`); returns (the counts, the base margin)."""
+    secure sum only, `state`); returns (the counts, the base margin: a number, or K with K >= 3 classes)."""
+    K = cfg.get('n_classes', 2)
     if state is None:
         counts = []
         for p in cfg['parties']:
             counts.append((yield from ctx.recv('class counts', p)))
     else:
-        counts = [(yield from aggregator_sum(ctx, (2,), cfg, state, 0, 'class counts'))]
-    n, pos = sum(counts)
-    margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
+        counts = [(yield from aggregator_sum(ctx, (2 if K == 2 else K + 1,), cfg, state, 0, 'class counts'))]
+    if K == 2:
+        n, pos = sum(counts)
+        margin = LogisticLoss().init_margin(np.array([0.0, 1.0]), np.array([n - pos, pos]))
+    else:  # the core's softmax start: the centred logs of the class frequencies
+        margin = SoftmaxLoss(K).init_margin(np.arange(K), np.asarray(sum(counts)[1:], float))
     for p in cfg['parties'] if state is None else state['live']:
         ctx.send(p, 'base margin', margin)
     return counts, margin
@@ -72,8 +83,9 @@ def _owner_check(data: dict, cfg: dict):
         raise ValueError(f"{me} has no rows")
     if len(X) != n or y.shape != (len(X),):
         raise ValueError(f"{me}: {len(X)} rows and {y.shape} labels; the configuration says {n} rows")
-    if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError(f"{me}: labels must be 0 or 1")
+    K = cfg.get('n_classes', 2)
+    if not np.isin(y, np.arange(K, dtype=float)).all():
+        raise ValueError(f"{me}: labels must be 0 or 1" if K == 2 else f"{me}: labels must be class codes 0 .. {K - 1}")
     if np.isinf(X).any() or (not cfg['allow_nan'] and np.isnan(X).any()):
         raise ValueError(f"{me}: X contains {'infinity' if cfg['allow_nan'] else 'NaN or infinity'}")
 
@@ -183,6 +195,27 @@ def _threaded(fn, handlers: dict):
         raise a
     return a
 
+# %% ../nbs/34a_nflgbdt_programs.ipynb #mcnodecls
+def node_classes(
+    cls,  # each node's class so far (the roots 0 .. K-1 are class 0 .. K-1)
+    msg: dict,  # a level's splits: `nodes` and their children `left`, `right`
+) -> np.ndarray:
+    "Each node's class after a level of splits of K trees grown together: children inherit their parent's class."
+    nodes, left, right = (np.asarray(msg[k], np.intp) for k in ('nodes', 'left', 'right'))
+    out = np.zeros(max(len(cls), int(left.max(initial=-1)) + 1, int(right.max(initial=-1)) + 1), np.intp)
+    out[: len(cls)] = cls
+    out[left], out[right] = cls[nodes], cls[nodes]
+    return out
+
+
+def node_exponents(
+    k,  # the grid exponent (two classes), or one per class (K >= 3)
+    cls,  # each node's class
+    nodes,  # the nodes whose histograms are summed
+):
+    "The grid exponent of each node's histogram: `k` itself for two classes, its class's for K >= 3 (broadcastable)."
+    return k if np.ndim(k) == 0 else np.asarray(k)[np.asarray(cls)[np.asarray(nodes, np.intp)]][:, None, None]
+
 # %% ../nbs/34a_nflgbdt_programs.ipynb #015066fb96f841e5be1e03a9eaadc3b6
 def _recv_any(ctx, kinds: tuple, sender: str):
     "Generator: (kind, payload) of the oldest message from `sender` of any of `kinds`, waiting until there is one."
@@ -200,7 +233,8 @@ class TreeRestart(Exception):
 
 def _aggregator_provider(ctx, cfg: dict, state: dict) -> dict:
     """The aggregator's histogram provider as message exchanges: each level's histograms a secure sum (a new round) — of
-    integers on the grid $2^{-k}$, k = `state['k']`, or of `frac_bits`' fixed point if k is None —, splits broadcast."""
+    integers on the grid $2^{-k}$, k = `state['k']` (with K >= 3 classes, each node on its class's), or of `frac_bits`'
+    fixed point if k is None —, splits broadcast (each node's class tracked in `state['cls']`)."""
     names = lambda: state['live'] if 'live' in state else cfg['parties']  # the owners still in the fit
 
     def histograms(nodes):
@@ -213,10 +247,11 @@ def _aggregator_provider(ctx, cfg: dict, state: dict) -> dict:
         s = yield from aggregator_sum(ctx, shape, cfg, state, cfg['frac_bits'] if k is None else 0, what)
         if names() != live:  # an owner left mid-tree: the tree starts again from its root on the survivors' rows
             raise TreeRestart(f"{what}: {name_list(sorted(set(live) - set(names())))} dropped")
-        return s if k is None else np.ldexp(s, -k)  # integers below 2^50: exact
+        return s if k is None else np.ldexp(s, -node_exponents(k, state['cls'], nodes))  # integers below 2^50: exact
 
     def split(nodes, feature, bin, default_left, left, right):
         msg = dict(nodes=nodes, feature=feature, bin=bin, default_left=default_left, left=left, right=right)
+        state['cls'] = node_classes(state['cls'], msg)
         for p in names():
             ctx.send(p, 'splits', {k: np.asarray(v) for k, v in msg.items()})
         return None
@@ -284,43 +319,56 @@ def aggregator_sum(ctx, shape, cfg: dict, state: dict, frac_bits: int, what: str
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #05066bce
 def _owner_grid(ctx, own: DataOwner, cfg: dict, t: int, state: dict):
-    """Generator: a data owner's (g, h) for tree `t` and the grid exponent k — its (sum |g|, sum h) into a secure sum, k
-    back, its (g, h) snapped on 2^-k; with `frac_bits` (the paper's fixed point) its (g, h) as they are and k None;
-    (None, None) if it dropped in the sum."""
-    gh = own.gradients()
+    """Generator: a data owner's (g, h) for round `t` and the grid exponent k — its (sum |g|, sum h) into a secure sum, k
+    back, its (g, h) snapped on 2^-k; with K >= 3 classes one (sum |g|, sum h) and one k per class, the (g, h) as
+    `class_blocks`; with `frac_bits` (the paper's fixed point) its (g, h) as they are and k None; (None, None) if it
+    dropped in the sum."""
+    gh, K = own.gradients(), trees_per_round(cfg)
     if cfg['frac_bits'] is not None:
-        return gh, None
+        return (gh if K == 1 else class_blocks(gh)), None
     ctx.phase = ('grid', t)
     scale = np.abs(gh).sum(axis=0)
     if not (yield from owner_sum(ctx, scale, cfg, state, cfg['scale_bits'])):
         return None, None
-    k = int((yield from ctx.recv('grid', 'aggregator')))
-    gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1], k)
-    return gh, k
+    k = yield from ctx.recv('grid', 'aggregator')
+    if K == 1:
+        k = int(k)
+        gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1], k)
+        return gh, k
+    k = np.asarray(k, np.intp)
+    for c in range(K):  # each class on its own grid, as the core's softmax
+        gh[:, c, 0], gh[:, c, 1], _ = snap_to_grid(gh[:, c, 0], gh[:, c, 1], int(k[c]))
+    return class_blocks(gh), k
 
 
 def _aggregator_grid(ctx, cfg: dict, t: int, state: dict):
-    "Generator: the grid exponent of tree `t` from the owners' secure sum, sent to every owner (None with `frac_bits`)."
+    """Generator: the grid exponent of round `t` (one per class with K >= 3) from the owners' secure sum, sent to every
+    owner (None with `frac_bits`)."""
     if cfg['frac_bits'] is not None:
         return None
     yield from ctx.pause()  # what it sent before stays in its round
-    ctx.phase = ('grid', t)
-    s = yield from aggregator_sum(ctx, (2,), cfg, state, cfg['scale_bits'], f'tree {t} grid')
-    k = grid_exponent(float(s.max()), cfg['n_rows'])
+    ctx.phase, K = ('grid', t), trees_per_round(cfg)
+    s = yield from aggregator_sum(ctx, (2,) if K == 1 else (K, 2), cfg, state, cfg['scale_bits'], f'tree {t} grid')
+    if K == 1:
+        k = grid_exponent(float(s.max()), cfg['n_rows'])
+        msg = np.int32(k)
+    else:
+        k = np.array([grid_exponent(float(r.max()), cfg['n_rows']) for r in s])
+        msg = k.astype(np.int32)
     for p in state.get('live', cfg['parties']):
-        ctx.send(p, 'grid', np.int32(k))
+        ctx.send(p, 'grid', msg)
     return k
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #c9b8d5e6
 def federboost_party(
     ctx,  # this party's `PartySMC` (mailbox, rng: its Diffie-Hellman secrets)
-    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1}
+    data: dict,  # its own rows and labels: {'X': (n, d), 'y': 0/1 or class codes}
     cfg: dict,  # the public configuration (`FederBoostClassifier.fit` makes it)
 ):
-    """A data owner's whole FederBoost program (a generator): first round, then for each tree the grid, its histograms
+    """A data owner's whole FederBoost program (a generator): first round, then for each round the grid, its histograms
     of the asked nodes into secure sums (integers on the grid, or `frac_bits`' fixed point), the splits, and the leaf
-    values. Returns the base margin (the model is the aggregator's)."""
-    state = owner_state(cfg)
+    values (K >= 3 classes: of the K trees grown together). Returns the base margin (the model is the aggregator's)."""
+    state, K = owner_state(cfg), trees_per_round(cfg)
     own, base = yield from _owner_start(ctx, data, cfg, state)
     for t in range(cfg['n_trees']):
         if own is None:  # it dropped out (a testing `drop`): the fit goes on without its rows
@@ -328,21 +376,26 @@ def federboost_party(
         gh, k = yield from _owner_grid(ctx, own, cfg, t, state)
         if gh is None:
             break
-        own.provider.start_tree(gh)
+        own.provider.start_trees(gh, K)
+        cls = np.arange(K)  # each node's class (its root's)
         while True:
             kind, msg = yield from _recv_any(ctx, ('nodes', 'splits', 'leaf values', 'restart'), 'aggregator')
             if kind == 'nodes':
                 hist = own.provider.histograms(np.asarray(msg, np.intp))
-                x, fb = (hist, cfg['frac_bits']) if k is None else (np.ldexp(hist, k), 0)  # integers < 2^50: exact
+                # integers < 2^50: exact
+                x, fb = (hist, cfg['frac_bits']) if k is None else (np.ldexp(hist, node_exponents(k, cls, msg)), 0)
                 if not (yield from owner_sum(ctx, x, cfg, state, fb)):
                     own = None
                     break
             elif kind == 'splits':
                 own.provider.split(**msg)
+                cls = node_classes(cls, msg)
             elif kind == 'restart':  # another owner left mid-tree: the same (g, h), the tree from its root again
-                own.provider.start_tree(gh)
+                own.provider.start_trees(gh, K)
+                cls = np.arange(K)
             else:
-                own.margin = own.margin + own.provider.row_values(msg)
+                v = own.provider.row_values(msg)
+                own.margin = own.margin + (v if K == 1 else v.reshape(K, own.n_rows).T)
                 break
     return dict(base_margin=base)
 
@@ -351,24 +404,35 @@ def federboost_server(
     ctx,  # the aggregator's `PartySMC`
     cfg: dict,  # the public configuration
 ):
-    """The aggregator's FederBoost program (no data): base margin, then for every tree the grid and the tree grown on
-    securely summed histograms (one round per level); it broadcasts the leaf values. Returns the trees."""
+    """The aggregator's FederBoost program (no data): base margin, then for every round the grid and the tree (K >= 3
+    classes: K trees grown together, as the core's softmax) grown on securely summed histograms (one round per level);
+    it broadcasts the leaf values. Returns the trees (round t's K trees at t K .. t K + K - 1)."""
     state = {'level': 0, 'k': None, 'tree': -1, **aggregator_state(cfg)}
     _, base = yield from _aggregator_start(ctx, cfg, state if cfg['dropout_tolerance'] else None)
     trees = []
     provider = _aggregator_provider(ctx, cfg, state)
+    K, lay = trees_per_round(cfg), cfg['binner'].layout_
+    grow = lambda prov: grow_tree(prov, lay, **cfg['grow']) if K == 1 else grow_trees(prov, lay, K, **cfg['grow'])
     for t in range(cfg['n_trees']):
         state['k'], state['tree'] = (yield from _aggregator_grid(ctx, cfg, t, state)), t
-        grow = lambda prov: grow_tree(prov, cfg['binner'].layout_, **cfg['grow'])
         while True:
+            state['cls'] = np.arange(K)  # each node's class (its root's)
             try:
-                trees.append((yield from _threaded(grow, provider)))
+                got = yield from _threaded(grow, provider)
                 break
             except TreeRestart:
                 for p in state['live']:
                     ctx.send(p, 'restart', None)
+        if K == 1:
+            trees.append(got)
+            values = got.value
+        else:  # the K trees' values in the numbering of the nodes grown together (tree c: the nodes of class c)
+            trees.extend(got)
+            values = np.zeros(len(state['cls']))
+            for c in range(K):
+                values[state['cls'] == c] = got[c].value
         for p in state.get('live', cfg['parties']):
-            ctx.send(p, 'leaf values', trees[-1].value)
+            ctx.send(p, 'leaf values', values)
     out = dict(trees=trees, base_margin=base)
     return out if 'live' not in state else dict(out, dropped=state['dropped'], sums=state['sums'])
 
@@ -384,30 +448,43 @@ FEDERBOOST = _register('federboost', federboost_party, federboost_server, dropou
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
-    """Generator: SimFL tree `t` at builder `b` — the others send their gradients summed onto the builder's rows; the
-    tree is broadcast."""
-    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    """Generator: SimFL round `t` at builder `b` — the others send their gradients summed onto the builder's rows (with
+    K >= 3 classes, (n_b, 2K): class k's (G, H) in columns 2k, 2k+1); the tree (K trees) is broadcast. Returns the
+    round's trees."""
+    names, lay, me, K = cfg['parties'], cfg['binner'].layout_, cfg['me'], trees_per_round(cfg)
     if me != names[b]:
         ctx.phase = ('tree', t)
         gh, to = own.gradients(), own.maps[b]
-        n_b = cfg['sizes'][b]
-        ctx.send(names[b], 'mapped gradients', np.stack([np.bincount(to, gh[:, c], minlength=n_b) for c in (0, 1)], 1))
-        tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
-        own.add_tree(tree)
-        return tree
+        G, n_b = gh.reshape(len(gh), -1), cfg['sizes'][b]
+        ctx.send(names[b], 'mapped gradients', np.stack([np.bincount(to, c, minlength=n_b) for c in G.T], 1))
+        trees = []
+        for k in range(K):
+            trees.append(tree_from_message((yield from ctx.recv('tree', names[b])), lay))
+            own.add_tree(trees[-1], k=None if K == 1 else k)
+        return trees
     got = []
     for p in names:
         if p != me:
             got.append((yield from ctx.recv('mapped gradients', p)))
     ctx.phase = ('tree', t)
-    own.provider.start_tree(own.gradients() + sum(got))
-    tree = grow_tree(own.provider, lay, **cfg['grow'])
-    msg = tree_message(tree)
-    for p in names:
-        if p != me:
-            ctx.send(p, 'tree', msg)
-    own.margin = own.margin + own.provider.row_values(tree.value)
-    return tree
+    gh = own.gradients()
+    if K == 1:
+        own.provider.start_tree(gh + sum(got))
+        trees = [grow_tree(own.provider, lay, **cfg['grow'])]
+    else:
+        own.provider.start_trees(class_blocks(gh + sum(got).reshape(gh.shape)), K)
+        trees = grow_trees(own.provider, lay, K, **cfg['grow'])
+    for tree in trees:
+        msg = tree_message(tree)
+        for p in names:
+            if p != me:
+                ctx.send(p, 'tree', msg)
+    if K == 1:
+        own.margin = own.margin + own.provider.row_values(trees[0].value)
+    else:
+        for k, tree in enumerate(trees):
+            own.add_tree(tree, k=k)
+    return trees
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #47b7c048
 def simfl_party(
@@ -416,7 +493,8 @@ def simfl_party(
     cfg: dict,  # the public configuration (`SimFLClassifier.fit` makes it)
 ):
     """A data owner's whole SimFL program (a generator): first round, hashing, then every tree by `cfg['builders']`.
-    Returns its trees (those it built with their node statistics), the base margin, its hashing time and functions."""
+    Returns its trees (those it built with their node statistics; round t's K trees at t K .. t K + K - 1), the base
+    margin, its hashing time and functions."""
     me = cfg['parties'].index(cfg['me'])
     own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
@@ -424,7 +502,7 @@ def simfl_party(
     for t, b in enumerate(cfg['builders']):
         if t and cfg['builders'][t - 1] == me != b:
             yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
-        trees.append((yield from _simfl_step(ctx, own, cfg, t, b)))
+        trees.extend((yield from _simfl_step(ctx, own, cfg, t, b)))
     return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
 
 
@@ -443,32 +521,46 @@ SIMFL = _register('simfl', simfl_party, simfl_server)
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #4e2f5dc9
 def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
-    """Generator: a later nFL-GBDT tree `t` — builder `b` grows the structure on its rows; the aggregator sets the leaf
-    weights."""
-    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    """Generator: a later nFL-GBDT round `t` — builder `b` grows the structure (K >= 3 classes: K structures, grown
+    together) on its rows; the aggregator sets the leaf weights (all K trees' leaves in one vector). Returns the round's
+    trees."""
+    names, lay, me, K = cfg['parties'], cfg['binner'].layout_, cfg['me'], trees_per_round(cfg)
+    gh = own.gradients()
     if me == names[b]:
         ctx.phase = ('tree', t)
-        own.provider.start_tree(own.gradients())
-        tree = grow_tree(own.provider, lay, **cfg['grow'])
-        msg = tree_message(tree, values=False)
-        for p in names:
-            if p != me:
-                ctx.send(p, 'structure', msg)
-        leaf = own.provider.node  # the builder knows its rows' leaves
+        if K == 1:
+            own.provider.start_tree(gh)
+            trees, leaves = [grow_tree(own.provider, lay, **cfg['grow'])], [own.provider.node]  # its rows' leaves
+        else:
+            own.provider.start_trees(class_blocks(gh), K)
+            trees = grow_trees(own.provider, lay, K, **cfg['grow'])
+            leaves = [own.leaves(tree) for tree in trees]
+        for tree in trees:
+            msg = tree_message(tree, values=False)
+            for p in names:
+                if p != me:
+                    ctx.send(p, 'structure', msg)
     else:
-        tree = tree_from_message((yield from ctx.recv('structure', names[b])), lay)
-        leaf = own.leaves(tree)
-    ctx.send('aggregator', 'leaf sums', own.leaf_sums(tree, leaf))
-    v = np.zeros(tree.n_nodes)
-    v[tree.is_leaf] = yield from ctx.recv('leaf weights', 'aggregator')
-    tree = replace(tree, value=v)
-    own.add_tree(tree, leaf)
-    return tree
+        trees = []
+        for k in range(K):
+            trees.append(tree_from_message((yield from ctx.recv('structure', names[b])), lay))
+        leaves = [own.leaves(tree) for tree in trees]
+    cls = lambda k: None if K == 1 else k
+    sums = [own.leaf_sums(tree, leaf, cls(k), gh) for k, (tree, leaf) in enumerate(zip(trees, leaves))]
+    ctx.send('aggregator', 'leaf sums', sums[0] if K == 1 else np.concatenate(sums))
+    w, at, out = (yield from ctx.recv('leaf weights', 'aggregator')), 0, []
+    for k, (tree, leaf) in enumerate(zip(trees, leaves)):
+        v = np.zeros(tree.n_nodes)
+        v[tree.is_leaf] = w[at : at + tree.n_leaves]
+        at += tree.n_leaves
+        out.append(replace(tree, value=v))
+        own.add_tree(out[-1], leaf, cls(k))
+    return out
 
 
 def _aggregator_nfl_step(ctx, cfg: dict, w):
-    """Generator: the aggregator's part of a later tree — global leaf weights from the parties' leaf sums, weighted by
-    `w`."""
+    """Generator: the aggregator's part of a later round — global leaf weights from the parties' leaf sums (of all the
+    round's trees), weighted by `w`."""
     got = []
     for p in cfg['parties']:
         got.append((yield from ctx.recv('leaf sums', p)))
@@ -487,9 +579,9 @@ def nflgbdt_party(
     time and functions."""
     own, base, H, lsh, took = yield from _owner_lsh_start(ctx, data, cfg)
     yield from _owner_hash(ctx, own, cfg, H)
-    trees = [(yield from _simfl_step(ctx, own, cfg, 0, 0))]
+    trees = list((yield from _simfl_step(ctx, own, cfg, 0, 0)))
     for t in range(1, cfg['n_trees']):
-        trees.append((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
+        trees.extend((yield from _nfl_step(ctx, own, cfg, t, t % len(cfg['parties']))))
     return dict(trees=trees, base_margin=base, timings={'hashing': took}, lsh=lsh)
 
 
@@ -520,22 +612,26 @@ def tfl_party(
     turns (`cfg['builders']`); the builder's otherwise. Returns its trees and the base margin."""
     own, base = yield from _owner_start(ctx, data, cfg)
     names, lay, B = cfg['parties'], cfg['binner'].layout_, cfg['builders']
-    me, trees = names.index(cfg['me']), []
-    eps_tree = cfg['epsilon'] / np.bincount(B, minlength=len(names))[me]
+    me, trees, K = names.index(cfg['me']), [], trees_per_round(cfg)
+    eps_tree = cfg['epsilon'] / np.bincount(B, minlength=len(names))[me] / K  # K trees a round on the same rows
     for t, b in enumerate(B):
         if b != me:
-            tree = tree_from_message((yield from ctx.recv('tree', names[b])), lay)
+            got = []
+            for _ in range(K):
+                got.append(tree_from_message((yield from ctx.recv('tree', names[b])), lay))
         else:
             if t and B[t - 1] == me:
                 yield from ctx.pause()  # its tree t - 1 leaves in round t - 1
             ctx.phase = ('tree', t)
-            tree = dp_tree(own, cfg['grow'], eps_tree, ctx.rng)
-            msg = tree_message(tree)
-            for p in names:
-                if p != cfg['me']:
-                    ctx.send(p, 'tree', msg)
-        own.add_tree(tree)
-        trees.append(tree)
+            got = dp_trees(own, cfg['grow'], eps_tree, ctx.rng)
+            for tree in got:
+                msg = tree_message(tree)
+                for p in names:
+                    if p != cfg['me']:
+                        ctx.send(p, 'tree', msg)
+        for k, tree in enumerate(got):
+            own.add_tree(tree, k=None if K == 1 else k)
+        trees.extend(got)
     return dict(trees=trees, base_margin=base)
 
 
@@ -549,23 +645,35 @@ TFL = _register('tfl', tfl_party, _aggregator_setup_only)
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
 def _fgbdtg_step(ctx, own: DataOwner, cfg: dict, t: int):
-    """Generator: a party's F-GBDT-G round `t` — its DP candidate to the others, scores of all candidates to the
-    aggregator, the chosen one added."""
-    names, lay, me = cfg['parties'], cfg['binner'].layout_, cfg['me']
+    """Generator: a party's F-GBDT-G round `t` — its DP candidate (K >= 3 classes: K trees) to the others, scores of
+    all candidates to the aggregator (summed over a candidate's trees), the chosen one added."""
+    names, lay, me, K = cfg['parties'], cfg['binner'].layout_, cfg['me'], trees_per_round(cfg)
     ctx.phase = ('tree', t)
-    c = dp_tree(own, cfg['grow'], cfg['eps_tree'], ctx.rng)
-    msg = tree_message(c)
-    for p in names:
-        if p != me:
-            ctx.send(p, 'candidate', msg)
+    c = dp_trees(own, cfg['grow'], cfg['eps_tree'], ctx.rng)
+    for tree in c:
+        msg = tree_message(tree)
+        for p in names:
+            if p != me:
+                ctx.send(p, 'candidate', msg)
     cand = []
     for p in names:
-        cand.append(c if p == me else tree_from_message((yield from ctx.recv('candidate', p)), lay))
+        if p == me:
+            cand.append(c)
+            continue
+        got = []
+        for _ in range(K):
+            got.append(tree_from_message((yield from ctx.recv('candidate', p)), lay))
+        cand.append(got)
     gh = own.gradients()
-    v = np.stack([tr.value[own.leaves(tr)] for tr in cand])
-    ctx.send('aggregator', 'scores', v @ gh[:, 0] + 0.5 * (v * v) @ gh[:, 1])
+    for k in range(K):  # class k's trees scored on class k's (g, h)
+        g = gh if K == 1 else gh[:, k]
+        v = np.stack([tr[k].value[own.leaves(tr[k])] for tr in cand])
+        s = v @ g[:, 0] + 0.5 * (v * v) @ g[:, 1]
+        score = s if k == 0 else score + s
+    ctx.send('aggregator', 'scores', score)
     best = int((yield from ctx.recv('chosen', 'aggregator')))
-    own.add_tree(cand[best])
+    for k, tree in enumerate(cand[best]):
+        own.add_tree(tree, k=None if K == 1 else k)
     return cand[best]
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #903197826d2e44dfa0208e8f97c69327
@@ -579,7 +687,7 @@ def fgbdtg_party(
     own, base = yield from _owner_start(ctx, data, cfg)
     trees = []
     for t in range(cfg['n_trees']):
-        trees.append((yield from _fgbdtg_step(ctx, own, cfg, t)))
+        trees.extend((yield from _fgbdtg_step(ctx, own, cfg, t)))
     return dict(trees=trees, base_margin=base)
 
 

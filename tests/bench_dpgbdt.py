@@ -31,6 +31,13 @@ test rows (only the models that keep missing values can):
 
     FEDGAUSS_DATA=/work/shared/datasets python tests/bench_dpgbdt.py --missing [--seeds 1 4 100 333 1002] \
         [--out nbs/91_repro_dpgbdt_missing.csv]
+
+With `--multiclass`, the cost of K classes (issue 29): nb30's synthetic 7-class set (20 000 rows, 20 features), 10
+clients, epsilon = 1, DP-TR Newton IH (T = 50) and the hist method (T = 10), depth 4; the 7-class fit (7 trees per
+round, grown together) against the same fit on a binary label of the same rows, and against the authors' way of meeting
+K classes (7 one-vs-all binary fits): seconds (CPU, best of --repeat) and bytes per client, per round and per tree:
+
+    python tests/bench_dpgbdt.py --multiclass [--repeat 3] [--out nbs/31_multiclass_cost.csv]
 """
 
 import argparse, importlib.util, sys, time
@@ -237,6 +244,54 @@ def missing_study(seeds=(1, 4, 100, 333, 1002), out=None):
     return tab
 
 
+def seven_classes(n, seed=0):
+    "nb30's synthetic 7-class set: 20 features (12 informative), rounded to multiples of 1/4."
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n, n_features=20, n_informative=12, n_redundant=4, n_classes=7, random_state=seed)
+    return np.round(X * 4) / 4, y
+
+
+def _multiclass_arm(X, y, name, kw, arm, K=7):
+    "The fits of one arm: the K-class fit, the binary fit on the same rows, or K one-vs-all binary fits at ε/K each."
+    est = lambda **e: dpgbdt.DPGBDTClassifier.preset(name, **(kw | {'max_rows': len(X)} | e))
+    if arm == '7 classes':
+        return [est().fit(X, y)]
+    if arm == 'binary':
+        return [est().fit(X, y % 2)]
+    return [est(epsilon=kw['epsilon'] / K, delta=1 / (K * len(X))).fit(X, y == c) for c in range(K)]
+
+
+def multiclass_cost(repeat=3, out=None):
+    "Cost per round and per tree of K = 7 classes against binary (same rows) and against 7 one-vs-all binary fits."
+    X, y = seven_classes(20_000)
+    rows = []
+    for name, T in (('DP-TR Newton IH', 50), ('FEVERLESS', 10)):
+        kw = {'epsilon': 1.0, 'n_estimators': T, 'max_depth': 4, 'n_clients': 10, 'rng': 1, 'feature_bounds': (-24, 24)}
+        for arm in ('7 classes', 'binary', 'one-vs-all'):
+            cpu = np.inf
+            for _ in range(repeat):
+                c0 = time.process_time()
+                ms = _multiclass_arm(X, y, name, kw, arm)
+                cpu = min(cpu, time.process_time() - c0)
+            sent = lambda t: t[t.sender.str.startswith('client')].bytes.sum()
+            kib = sum(sent(m.channel_.transcript) for m in ms) / 10 / 1024  # per client
+            trees = sum(len(m.tree_leaves_) for m in ms)
+            rows.append({'method': name, 'arm': arm, 'rounds': T, 'trees': trees, 'cpu_s': cpu, 'client_KiB': kib})
+    tab = pd.DataFrame(rows)
+    tab['cpu_ms_per_tree'] = 1000 * tab.cpu_s / tab.trees
+    tab['client_KiB_per_tree'] = tab.client_KiB / tab.trees
+    for col in ('cpu_s', 'client_KiB', 'cpu_ms_per_tree', 'client_KiB_per_tree'):
+        base = tab[tab.arm == 'binary'].set_index('method')[col]
+        tab[f'{col}/binary'] = tab[col] / tab.method.map(base)
+    print(f"synthetic 7-class set ({len(X)} rows, 20 features), 10 clients, epsilon = 1, depth 4, all in one process; "
+          f"CPU seconds: best of {repeat} (every party's work)")  # fmt: skip
+    print(tab.round(3).to_string(index=False))
+    if out:
+        tab.to_csv(out, index=False)
+    return tab
+
+
 def main(repeat=3):
     Xtr, Xte, ytr, yte = adult()
     dp = lambda: dp_fit(dpgbdt, Xtr, ytr)
@@ -266,10 +321,15 @@ if __name__ == '__main__':
     p.add_argument('--crypto-cost', action='store_true', help='paired CPU time: secret generators against PCG64')
     p.add_argument('--dropouts', action='store_true', help='the cost of dropout_tolerance 0 / 0.1 / 0.3, and dropouts')
     p.add_argument('--missing', action='store_true', help="Adult with its missing values kept, against rows dropped")
+    p.add_argument('--multiclass', action='store_true', help='K = 7 classes against binary and one-vs-all')
     p.add_argument('--seeds', type=int, nargs='+', default=[1, 4, 100, 333, 1002], help='with --missing: the splits')
-    p.add_argument('--out', default=None, help='with --dropouts or --missing: write the table to this CSV')
+    p.add_argument(
+        '--out', default=None, help='with --dropouts, --missing or --multiclass: write the table to this CSV'
+    )
     a = p.parse_args()
-    if a.dropouts:
+    if a.multiclass:
+        multiclass_cost(a.repeat, a.out)
+    elif a.dropouts:
         dropouts(a.repeat, a.out)
     elif a.missing:
         missing_study(a.seeds, a.out)

@@ -13,6 +13,14 @@ floor(rho K) owners dropping (each at a different sum, before its masked input),
 process, and whether each model is the survivors' (the pooled core when nobody drops):
 
     python tests/bench_nflgbdt.py --dropouts --parties 10 --trees 10 --depth 4
+
+`--multiclass` instead measures the multi-class fits (issue 29) on the synthetic 7-class set
+(`fedgauss.data.make_seven_classes`, `--rows` rows, 75/25 split), `--parties` owners with `class_skew_split` theta = 0.8:
+seconds of nFL-GBDT, SimFL and FederBoost (K = 7 trees a round) as ratios to the pooled core (`GBDTClassifier`, softmax)
+and to XGBoost's `multi:softprob` (hist, one thread), with test accuracies and bytes; and whether FederBoost is the pooled
+core to the bit:
+
+    python tests/bench_nflgbdt.py --multiclass --rows 20000 --parties 4 --trees 30 --depth 6
 """
 
 import argparse, os, time
@@ -42,9 +50,13 @@ def main():
     ap.add_argument('--repeat', type=int, default=1)
     ap.add_argument('--dropouts', action='store_true', help="FederBoost's dropout-tolerant sums (see above)")
     ap.add_argument('--rho', type=float, default=0.2)
+    ap.add_argument('--multiclass', action='store_true', help='the synthetic 7-class set (see above)')
+    ap.add_argument('--rows', type=int, default=20000)
     a = ap.parse_args()
     if a.dropouts:
         return dropouts(a)
+    if a.multiclass:
+        return multiclass(a)
     X, y = load_libsvm('a9a')
     X, y = X.to_numpy(), y.to_numpy()
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
@@ -142,6 +154,53 @@ def dropouts(a):
     print(f"a9a train {len(Xtr)} rows, {K} owners (theta=0.8), FederBoost {a.trees} trees of depth {a.depth}")
     print(tab.to_string())
     return tab
+
+
+def multiclass(a):
+    "Seven classes: the federated fits against the pooled core and XGBoost's softprob, seconds as ratios."
+    from fedgauss.data import make_seven_classes
+    from fedgauss.nflgbdt import FederBoostClassifier, SimFLClassifier, class_skew_split
+
+    X, y = make_seven_classes(a.rows)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    clients = class_skew_split(Xtr, ytr, a.parties, 0.8, rng=0)
+    kw = dict(n_estimators=a.trees, max_depth=a.depth, max_bins=256)
+    acc = lambda m: float(np.mean(m.predict(Xte) == yte))
+    fits = {
+        'pooled core': lambda: GBDTClassifier(**kw).fit(Xtr, ytr),
+        'nFL-GBDT': lambda: NFLGBDTClassifier(rng=0, lsh_scale='standard', **kw).fit(clients),
+        'SimFL': lambda: SimFLClassifier(rng=0, lsh_scale='standard', **kw).fit(clients),
+        'FederBoost': lambda: FederBoostClassifier(rng=0, **kw).fit(clients),
+    }
+    try:
+        import xgboost as xgb
+
+        fits['xgboost softprob (1 thread)'] = lambda: xgb.XGBClassifier(
+            n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3, max_bin=256, tree_method='hist', n_jobs=1
+        ).fit(Xtr, ytr)
+    except ImportError:
+        pass
+    rows, models = {}, {}
+    for name, f in fits.items():
+        best = None
+        for _ in range(a.repeat):
+            t0 = time.perf_counter()
+            m = f()
+            t = time.perf_counter() - t0
+            best = (t, m) if best is None or t < best[0] else best
+        models[name] = best[1]
+        ch = getattr(best[1], 'channel_', None)
+        rows[name] = dict(seconds=best[0], accuracy=acc(best[1]), bytes=int(ch.transcript['bytes'].sum()) if ch else 0)
+    tab = pd.DataFrame(rows).T
+    tab['ratio_to_pooled_core'] = tab['seconds'] / tab.loc['pooled core', 'seconds']
+    if 'xgboost softprob (1 thread)' in tab.index:
+        tab['ratio_to_xgboost'] = tab['seconds'] / tab.loc['xgboost softprob (1 thread)', 'seconds']
+    same = np.array_equal(models['FederBoost'].decision_function(Xte), models['pooled core'].decision_function(Xte))
+    print(
+        f"7-class train {len(Xtr)} rows, {a.parties} parties (theta=0.8), {a.trees} rounds x 7 trees, depth {a.depth}"
+    )
+    print(tab.round(4).to_string())
+    print(f"FederBoost is the pooled core to the bit: {same}")
 
 
 if __name__ == '__main__':

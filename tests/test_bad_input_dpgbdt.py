@@ -127,9 +127,10 @@ def test_features_at_1e308_issue_31():
         (label.astype(bool), lambda p: p.dtype == bool),
         (np.array(['a', 1] * 20, dtype=object), r"Unknown label type: y mixes \['int', 'str'\]"),
         (np.r_[np.nan, label[1:]], 'y contains NaN'),
-        (np.arange(40) % 3, 'Only binary classification'),
+        (np.arange(40) % 3, lambda p: set(p) <= {0, 1, 2}),  # K = 3: the softmax loss
+        (np.array(['a', 'b', 'c', 'd'] * 10), lambda p: set(p) <= set('abcd')),
         (np.zeros(40), 'only one class'),
-        (label + 0.5 * np.arange(40), 'Only binary classification'),
+        (label + 0.5 * np.arange(40), 'Unknown label type: continuous'),
         (label[:39], 'X has 40 rows but y has 39 labels'),
         (pd.array(np.r_[[None], label[1:]], dtype='Int64'), 'y contains NaN'),
     ],

@@ -109,3 +109,20 @@ def test_tampered_local_file_is_refused(tmp_path):
     (tmp_path / 'adult.test').write_bytes(raw.replace(b'Private', b'Privat3', 1))
     with pytest.raises(ChecksumError, match='sha256'):
         load_adult('test', data_home=tmp_path)
+
+
+def test_make_seven_classes():
+    "The synthetic 7-class set (issue 29): reproducible, 7 classes, values on multiples of 1/4, NaN where asked."
+    from fedgauss.data import make_seven_classes
+
+    X, y = make_seven_classes(700, seed=2)
+    assert X.shape == (700, 20) and sorted(set(y)) == list(range(7))
+    np.testing.assert_array_equal(X * 4, np.round(X * 4))
+    np.testing.assert_array_equal(make_seven_classes(700, seed=2)[0], X)
+    Xn, yn = make_seven_classes(700, seed=2, nan_frac=0.2, nan_seed=5)
+    np.testing.assert_array_equal(yn, y)
+    assert 0.15 < np.isnan(Xn).mean() < 0.25
+    np.testing.assert_array_equal(Xn[~np.isnan(Xn)], X[~np.isnan(Xn)])
+    for bad in (dict(n=6), dict(n=100, nan_frac=-0.1), dict(n=100, nan_frac=True), dict(n=7.5)):
+        with pytest.raises(ValueError):
+            make_seven_classes(**bad)

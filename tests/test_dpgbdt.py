@@ -275,8 +275,8 @@ def test_bad_input(data):
         DPGBDTClassifier().fit([(X[:10], y[:10]), (X[:0], y[:0])])
     with pytest.raises(ValueError, match='columns'):
         DPGBDTClassifier().fit([(X[:10], y[:10]), (X[10:20, :3], y[10:20])])
-    with pytest.raises(ValueError, match='binary'):
-        DPGBDTClassifier().fit(X, np.arange(len(y)) % 3)
+    with pytest.raises(ValueError, match='Unknown label type: continuous'):
+        DPGBDTClassifier().fit(X, np.arange(len(y)) * 0.5)
     with pytest.raises(ValueError, match='2 clients'):
         DPGBDTClassifier().fit([(X, y)])
     with pytest.raises(ValueError, match='feature_bounds'):
@@ -297,9 +297,9 @@ def test_bad_input(data):
     ids=['classifier', 'regressor'],
 )
 def test_check_estimator(est):
-    """Every scikit-learn check passes. Two tags say what cannot hold: the classifier is binary-only
-    (`multi_class=False`: the multiclass checks get binary labels, and multiclass input must raise), and both
-    have `poor_score=True` (DP noise: no accuracy threshold on the checks' tiny data sets at epsilon = 1)."""
+    """Every scikit-learn check passes, the classifier's multiclass checks included (softmax for K >= 3). One tag says
+    what cannot hold: both have `poor_score=True` (DP noise: no accuracy threshold on the checks' tiny data sets at
+    epsilon = 1)."""
     check_estimator(est)
 
 
@@ -694,3 +694,24 @@ def test_the_missing_bin_keeps_each_histogram_one_query_of_the_same_sensitivity(
         assert (nz[:, 0] == node[r]).all() and sorted(nz[:, 1]) == [0, 1, 2]  # its node; one bin per feature
         for n, f, b in nz:
             assert diff[n, f, b] == pytest.approx(w[r]) and (b == 9) == bool(np.isnan(X[r, f]))
+
+
+def test_regression_clips_each_row_as_the_authors_code_does():
+    """Maddock et al.'s code (PrivacyAccountant, task 'regression'): each row's g = clip(yhat - y, +-c), h = 1, so
+    (Δg, Δh) = (c, 1), before any sum; DPGBDTRegressor does the same, and its noise is calibrated to (c, 1)."""
+    from fedgauss.dpgbdt import DPGBDTClient, gh_sensitivity, initial_candidates
+
+    yr = np.random.default_rng(0).normal(0, 50, 400)
+    c = DPGBDTClient('c', Channel(), np.zeros((400, 2)), yr)
+    c.setup(initial_candidates('uniform', np.zeros(2), np.ones(2), 4), 'squared', 20.0, 1.0, 'newton', 20.0)
+    c.gradients()
+    np.testing.assert_array_equal(c.g, np.clip(-yr, -20, 20))
+    assert (c.h == 1).all() and gh_sensitivity('newton', 'regression', 20.0) == (20.0, 1.0)
+    X, y = make_regression(300, 3, random_state=0)
+    m = DPGBDTRegressor(grad_clip=20.0, n_estimators=3, n_clients=3, rng=0, feature_bounds=(-5, 5), max_rows=300)
+    with pytest.warns(UserWarning):  # y beyond what the clipped leaves can reach: the estimator says so
+        m.fit(X, y)
+    f = 2.0**m.frac_bits_
+    assert m._dz['g'] == pytest.approx(f * 20 + math.sqrt(m._dmax)) and m._dz['h'] == pytest.approx(
+        f + math.sqrt(m._dmax)
+    )

@@ -156,3 +156,38 @@ def test_the_relay_goes_on_without_a_silent_client(tmp_path, fault):
     datas, cfg = _inputs(split_method='partially_random')
     with pytest.raises(FlowerRunError, match=rf'{who} \(node \d+\) did not answer'):
         run(dict(cfg))
+
+
+# ---- K classes (issue 29) ----
+y3 = np.digitize(X[:, 0] + X[:, 1], [-0.7, 0.7])  # three classes
+
+
+def _inputs3(**kw):
+    est = DPGBDTClassifier(
+        n_estimators=3, max_depth=3, n_clients=3, n_candidates=8, rng=0, feature_bounds=(-6, 6), max_rows=300, **kw
+    )
+    datas, cfg, _ = est.protocol_inputs(X, y3, predrawn=False)
+    assert cfg['n_outputs'] == 3
+    return datas, cfg
+
+
+@pytest.mark.skipif(importlib.util.find_spec('cryptography') is None, reason='needs cryptography')
+@pytest.mark.parametrize('split_method', ['totally_random', 'hist', 'partially_random'])
+def test_three_classes_over_the_relay_without_flower(tmp_path, split_method):
+    "The K class trees of a round travel flat (the schemas of nb50 unchanged): the relay's fit is the simulator's."
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
+
+    datas, cfg = _inputs3(split_method=split_method)
+    ncs, kw = local_nodes(str(tmp_path), {p: datas[p] for p in cfg['parties']}, test_seeds=True)
+    fl = Relay(LocalGrid(ncs, forget=False), len(ncs), **kw).run('dpgbdt', cfg, seeds=_seeds(cfg))
+    _check_equal(fl, datas, cfg)
+    assert fl['results']['server']['leaves'].shape == (3 * 3, 8)  # T rounds of K = 3 trees, 2^3 leaves
+
+
+@needs_flower
+def test_three_classes_over_flower_simulation_engine():
+    datas, cfg = _inputs3(split_method='hist')
+    fl = _flower_run('dpgbdt', datas, cfg, seeds=_seeds(cfg), timeout=180)
+    _check_equal(fl, datas, cfg)
+    up = {m.kind for m in fl['channel'].messages if m.receiver == 'server' and m.kind.startswith('noisy ')}
+    assert up == {'noisy histograms', 'noisy hessian histogram'}

@@ -167,3 +167,31 @@ def test_parties_with_private_streams_over_flower_simulation(cls, setup):
     _, rounds, ch = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(m.party_rngs_), bsp=True)
     pd.testing.assert_frame_equal(out['channel'].transcript[COLS], ch.transcript[COLS])
     assert out['rounds'] == rounds
+
+
+@pytest.mark.parametrize(
+    'cls', [FederBoostClassifier, NFLGBDTClassifier, SimFLClassifier, TFLClassifier, FGBDTGClassifier]
+)
+def test_three_classes_on_the_relay(cls):
+    """Three classes through the Flower relay's code on in-process nodes (typed messages checked against the schemas),
+    each node seeded as the estimator seeds its party: the estimator's model and the same messages by kind."""
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
+    from fedgauss.nflgbdt import class_skew_split
+
+    X, y = make_classification(300, 5, n_informative=3, n_classes=3, random_state=0)
+    clients = class_skew_split(X, y, 3, 0.8, rng=0)
+    lsh = {'lsh_scale': 'standard'} if cls in (NFLGBDTClassifier, SimFLClassifier) else {}
+    est = cls(**KW, **lsh).fit(clients)
+    spec, datas, cfg = cls(**KW, **lsh).protocol_inputs(clients)
+    ncs, kw = local_nodes(tempfile.mkdtemp(), {p: datas[p] for p in cfg['parties']}, 'aggregator', test_seeds=True)
+    out = Relay(LocalGrid(ncs, forget=False), 3, **kw).run(spec, cfg, seeds=est.party_rngs_)
+    res, lay = out['results'], est.binner_.layout_
+    trees = res['aggregator']['trees'] if cls is FederBoostClassifier else res['party2']['trees']
+    trees = [tree_from_message(as_message(t), lay) for t in trees]
+    assert len(trees) == len(est.trees_) == 3 * KW['n_estimators']
+    margin = np.column_stack([forest_margin(trees[k::3], X) for k in range(3)]) + res['party2']['base_margin']
+    np.testing.assert_array_equal(margin, est.decision_function(X))
+    a, b = by_kind(out['channel'].transcript), by_kind(est.channel_.transcript)
+    pd.testing.assert_series_equal(a['size'], b['size'])
+    drawn = a.index.isin(['public key', 'public keys'])  # a key with leading zero bytes is shorter
+    pd.testing.assert_series_equal(a['sum'][~drawn], b['sum'][~drawn])

@@ -9,6 +9,7 @@ import pytest
 from sklearn.datasets import load_digits, load_iris, load_wine, make_classification
 from sklearn.utils.estimator_checks import check_estimator
 
+from fedgauss.data import make_seven_classes
 from fedgauss.gbdt import (
     Binner,
     GBDTClassifier,
@@ -24,10 +25,17 @@ from fedgauss.gbdt import (
 xgb = pytest.importorskip('xgboost')
 
 
-def seven_classes(n, seed=0):
-    "The synthetic 7-class set of nb30: 20 features (12 informative), rounded to multiples of 1/4 (<= 256 values)."
-    X, y = make_classification(n, n_features=20, n_informative=12, n_redundant=4, n_classes=7, random_state=seed)
-    return np.round(X * 4) / 4, y
+seven_classes = make_seven_classes  # the synthetic 7-class set of nb30, now `fedgauss.data` (bench_gbdt.py imports it)
+
+
+def test_make_seven_classes_is_nb30s_helper():
+    "`fedgauss.data.make_seven_classes` gives nb30's helper's rows and labels, and `with_nan`'s missing entries."
+    for n, seed in ((3000, 0), (500, 3)):
+        X, y = make_classification(n, n_features=20, n_informative=12, n_redundant=4, n_classes=7, random_state=seed)
+        X7, y7 = make_seven_classes(n, seed)
+        np.testing.assert_array_equal(X7, np.round(X * 4) / 4)
+        np.testing.assert_array_equal(y7, y)
+        np.testing.assert_array_equal(make_seven_classes(n, seed, nan_frac=0.1)[0], with_nan(X7))
 
 
 def with_nan(X, frac=0.1, seed=0):

@@ -589,7 +589,7 @@ def test_fit_runs_the_protocol_specification(data, eps):
 def test_each_program_holds_only_its_own_party_and_errors_name_the_center(data, monkeypatch):
     """A center's program starts with its own views only; the master's with names alone; a center's error is raised as is."""
     from fedgauss.federation import Channel
-    from fedgauss.mvppca import MVPPCACenter, mvppca_programs
+    from fedgauss.mvppca import LocalEMPool, MVPPCACenter, mvppca_programs
     from fedgauss.smc import run_programs
 
     centers = data[2]
@@ -601,13 +601,92 @@ def test_each_program_holds_only_its_own_party_and_errors_name_the_center(data, 
         assert not any(v is o for v in f.values() for k, o in enumerate(centers) if k != c)
     master = progs[-1].gen.gi_frame.f_locals
     assert not any(isinstance(v, (dict, np.ndarray)) for v in master.values())
-    update = MVPPCACenter.update
+    start = MVPPCACenter.start_round
 
-    def failing(self, g, n_iter):
+    def failing(self, g):
         if self.name == 'center1' and g is not None:
             raise np.linalg.LinAlgError('center1: singular')
-        return update(self, g, n_iter)
+        return start(self, g)
 
-    monkeypatch.setattr(MVPPCACenter, 'update', failing)
-    with pytest.raises(np.linalg.LinAlgError, match='center1'):
-        run_programs(mvppca_programs(centers, 2, 3, 2, 2, rng=0), Channel(), 'master')
+    monkeypatch.setattr(MVPPCACenter, 'start_round', failing)
+    for pool in (None, LocalEMPool()):
+        with pytest.raises(np.linalg.LinAlgError, match='center1'):
+            run_programs(mvppca_programs(centers, 2, 3, 2, 2, rng=0, pool=pool), Channel(), 'master')
+
+
+# ---------------------------------------------------------------- many centers at once (issue 32)
+# tests/data/mvppca_reference.json: fits saved from main at 02edfd2 (`local_em` one center at a time, the mu update a
+# D x D solve), before the centers' local EM was stacked (`local_em_centers`: mu by Woodbury, batched q x q inverses).
+def reference_configs():
+    "The five fits of the reference file: IID, K and G/K scenarios, a single center (no priors), DP."
+    V, g = make_multiview_synthetic(n=360, n_shifted=180, rng=0)
+    for name, scen, C, kw in [
+        ('iid', 'IID', 6, {}),
+        ('k', 'K', 9, {}),
+        ('gk', 'G/K', 6, {}),
+        ('one', 'IID', 1, {}),
+        ('dp', 'IID', 6, dict(dp=dict(epsilon=10.0, delta=1e-5))),
+    ]:
+        centers = [minmax_center(c) for c in make_scenario(scen, V, g, C, rng=1)[0]]
+        yield name, centers, dict(n_components=3, n_rounds=6, n_local_iter=5, n_init_iter=8, rng=7, **kw)
+
+
+@pytest.mark.parametrize('name', ['iid', 'k', 'gk', 'one', 'dp'])
+def test_stacked_fit_equals_the_one_center_at_a_time_fit_of_main(name):
+    """The fit with the centers' local EM stacked gives the parameters main gave (to rounding: the mu update is now a
+    Woodbury solve) and the same transcript, message by message: round, sender, receiver, kind, bytes."""
+    import json
+    from pathlib import Path
+
+    ref = json.loads((Path(__file__).parent / 'data' / 'mvppca_reference.json').read_text())[name]
+    centers, kw = next((c, k) for n, c, k in reference_configs() if n == name)
+    m = FedMVPPCA(**kw).fit(centers)
+    assert m.channel_.transcript.values.tolist() == ref['transcript']
+    for v, gv in ref['global_'].items():
+        for k, x in gv.items():
+            if x is None:  # a view with no spread to estimate (a single center): no prior
+                assert m.global_[v][k] is None
+            else:
+                np.testing.assert_allclose(m.global_[v][k], x, rtol=1e-9, atol=1e-12, err_msg=f'{v} {k}')
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31))
+def test_local_em_centers_gives_each_center_what_it_gets_alone(seed):
+    """Centers with different views, sizes and priors (none, some, all), run in one stack, get bit for bit what each
+    gets from `local_em` alone; and to rounding what `em_iteration` gives."""
+    from fedgauss.mvppca import local_em_centers
+
+    rng = np.random.default_rng(seed)
+    dims, q = {'a': 5, 'b': 3, 'c': 4}, 2
+    stats_, starts, pris = [], [], []
+    for _ in range(int(rng.integers(2, 9))):
+        has = [v for v in dims if v == 'a' or rng.random() < 0.6]
+        n = int(rng.integers(10, 60))
+        stats_.append(CenterStats.from_views({v: rng.normal(size=(n, dims[v])) * (1 + rng.random()) for v in has}))
+        starts.append(_init_params(stats_[-1], q, rng))
+        which = [(), ('mu',), ('W',), ('sigma2',), ('mu', 'W', 'sigma2')][int(rng.integers(5))]
+        pris.append(random_priors(rng, {v: dims[v] for v in has}, q, which) if which else None)
+    together = local_em_centers(stats_, starts, pris, 7)
+    for s_, p0, pr, got in zip(stats_, starts, pris, together):
+        np.testing.assert_equal(got, local_em(s_, p0, pr, 7))
+        by_iteration = p0
+        for _ in range(7):
+            by_iteration = em_iteration(s_, by_iteration, pr)
+        for v in got:
+            for k in ('mu', 'W', 'sigma2'):
+                np.testing.assert_allclose(got[v][k], by_iteration[v][k], rtol=1e-8, atol=1e-10)
+
+
+def test_the_pool_runs_one_stacked_call_per_round(data):
+    """`fit` hands the centers' local EM to one `LocalEMPool`: one call per round, whatever the number of centers."""
+    from fedgauss.mvppca import LocalEMPool, mvppca_programs
+    from fedgauss.smc import run_programs
+    from fedgauss.federation import Channel
+
+    V, g, _, _ = data
+    centers = [minmax_center(c) for c in scenario_iid(V, g, 12, rng=3)[0]]
+    pool, ch = LocalEMPool(), Channel()
+    run_programs(mvppca_programs(centers, 3, 4, 5, 5, rng=0, pool=pool), ch, 'master')
+    assert pool.calls == 4 and not pool.jobs and not pool.results
+    assert ch.transcript.equals(FedMVPPCA(3, 4, 5, 5, rng=0).fit(centers).channel_.transcript)
