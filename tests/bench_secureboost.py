@@ -167,15 +167,16 @@ def ab(old, a):
 
 def multiclass_data(name, n):
     "(train X, train y, test X, test y) of the 7-class synthetic set or digits."
-    from sklearn.datasets import load_digits, make_classification
+    from sklearn.datasets import load_digits
+
+    from fedgauss.data import make_seven_classes
 
     if name == 'digits':
         X, y = load_digits(return_X_y=True)
         idx = np.random.default_rng(0).permutation(len(y))
         tr, te = idx[: 2 * len(y) // 3], idx[2 * len(y) // 3 :]
         return X[tr], y[tr], X[te], y[te]
-    X, y = make_classification(n + 2000, n_features=20, n_informative=12, n_redundant=4, n_classes=7, random_state=0)
-    X = np.round(X * 4) / 4  # as `seven_classes` in 30_gbdt
+    X, y = make_seven_classes(n + 2000)
     return X[:n], y[:n], X[n:], y[n:]
 
 
