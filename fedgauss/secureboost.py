@@ -1153,6 +1153,8 @@ def active_party_view(
     leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
     feature (the `n_bins` message)."""
     model._check_fitted()
+    if model._class_config().get('multi_output'):
+        raise ValueError("active_party_view reads one (G, H) a row: a multi-output model packs K classes a row")
     if passive not in [p.name for p in model.parties_ if p is not model.active_]:
         raise ValueError(f"{passive!r} is not a passive party of this model: {[p.name for p in model.parties_]}")
     a, n, q = model.active_, int(model.active_.pk.n), model.active_.q

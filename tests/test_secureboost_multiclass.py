@@ -216,3 +216,14 @@ def test_multi_output_on_two_processes_sends_the_serial_runs_messages():
     for t, u in zip(one.trees_, two.trees_):
         for att in ATTS:
             np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+
+
+def test_the_binary_attacks_refuse_a_multi_output_model_clearly():
+    from fedgauss.secureboost import active_party_view, label_inference_attack
+
+    X, y = toy(200, seed=11)
+    mo = SecureBoostClassifier(**FAST, n_estimators=1, max_depth=2, multi_output=True).fit(vertical_split(X, GROUPS, y))
+    with pytest.raises(ValueError, match='multi-output model packs K classes'):
+        active_party_view(mo, 'passive1')
+    with pytest.raises(ValueError, match='binary'):
+        label_inference_attack(mo, y)
