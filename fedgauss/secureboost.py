@@ -4,19 +4,19 @@
 
 # %% ../nbs/33_secureboost.ipynb #1669008c
 from __future__ import annotations
-import itertools, numbers
+import itertools, numbers, os, time
 
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError
 
 from .entropy import derive_key, party_rngs
 from .federation import Channel, Party, as_rng
 from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, Tree, build_histograms
-from .gbdt import newton_weight, snap_to_grid
+from .gbdt import HistLayout, PlainHistograms, SoftmaxLoss, Splits, newton_weight, snap_to_grid, structure_score
 from .paillier import PaillierPublicKey, generate_paillier_keypair, parallel_map
 from .psi import Alignment, id_array, id_type_of, psi_config
 from .smc import run_protocol
@@ -28,10 +28,12 @@ except ImportError:
 
 # %% auto #0
 __all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'unpack_gh', 'bins_per_ciphertext', 'unpack_bins',
-           'numeric_block', 'PassiveParty', 'ActiveParty', 'align_rows', 'SecureBoostClassifier',
-           'SecureBoostRegressor', 'impute_array', 'lookup_arrays', 'tree_arrays', 'part_model', 'leaf_purity',
-           'weight_identity_error', 'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack',
-           'passive_leaves', 'label_inference_attack']
+           'numeric_block', 'cpu_seconds', 'PassiveParty', 'ActiveParty', 'align_rows', 'SecureBoostClassifier',
+           'SecureBoostRegressor', 'impute_array', 'lookup_arrays', 'tree_arrays', 'part_model', 'snap_classes',
+           'class_chunks', 'pack_classes', 'multi_output_splits', 'grow_multi_output_tree', 'MultiOutputHistograms',
+           'multi_output_boost', 'multi_output_margin', 'round_costs', 'leaf_purity', 'weight_identity_error',
+           'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves',
+           'label_inference_attack']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -157,6 +159,12 @@ def numeric_block(
     return X
 
 # %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
+def cpu_seconds() -> float:
+    "CPU seconds of this process and of its finished worker processes (`parallel_map`'s pools)."
+    t = os.times()  # its children's; this process's from the finer clock
+    return time.process_time() + t.children_user + t.children_system
+
+
 class _SBParty(Party):
     "What every SecureBoost party does with its own columns: impute (optionally), bin, and route rows by its lookup table."
 
@@ -174,6 +182,8 @@ class _SBParty(Party):
         self.slots = self.layout.slots(self.codes)
         self.lookup = []  # records: (feature, threshold, default_left); thresholds never leave the party
         self.workers = 1  # processes for Paillier and the encrypted sums (the programs set it: `n_jobs`)
+        self.widths = [1]  # classes packed in each of a row's ciphertexts (multi-output trees: `class_chunks`)
+        self.seconds_ = dict(encrypt=0.0, histograms=0.0, decrypt=0.0)  # CPU seconds of the Paillier work
         return self
 
 # %% ../nbs/33_secureboost.ipynb #10946b36
@@ -192,15 +202,18 @@ class PassiveParty(_SBParty):
         self.q = bins_per_ciphertext(self.pk.n)
 
     def start_tree(self):
-        self.cts = [_mpz(c) for c in self.receive('gh')]  # E(G_i 2^s + H_i), one per row
+        cts, C = [_mpz(c) for c in self.receive('gh')], len(self.widths)  # E(G_i 2^s + H_i): C per row, row by row
+        self.cts = [cts[j::C] for j in range(C)]  # chunk j of every row (one chunk but with multi-output trees)
         self.node = np.zeros(len(self.codes), np.intp)
 
 # %% ../nbs/33_secureboost.ipynb #cc9adb56
 @patch
 def answer_histograms(self: PassiveParty):
-    "Encrypted, compressed histograms of the requested nodes: (K, ceil(S/q)) ciphertexts."
+    """Encrypted, compressed histograms of the requested nodes: (K, ceil(S/q)) ciphertexts; with multi-output trees,
+    the blocks of each chunk of classes side by side (a chunk of w classes: q // w bins per ciphertext)."""
+    c0 = cpu_seconds()
     nodes = np.asarray(self.receive('hist_request'), np.intp)
-    K, S, q = len(nodes), self.layout.n_slots, self.q
+    K, S = len(nodes), self.layout.n_slots
     pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1)
     pos[nodes] = np.arange(K)
     rows = np.flatnonzero(pos[self.node] >= 0)
@@ -208,16 +221,24 @@ def answer_histograms(self: PassiveParty):
     order = np.argsort(out_slot, kind='stable')
     src = np.repeat(rows, self.slots.shape[1])[order]
     edges = np.searchsorted(out_slot[order], np.arange(K * S + 1))  # slot s sums the rows src[edges[s]:edges[s + 1]]
-    per = -(-S // q)
-    shared = (self.pk, q, S, per, self.cts, src.tolist(), edges.tolist())
-    jobs = _block_jobs(np.diff(edges), K, S, q, self.workers)
-    flat = [c for part in parallel_map(_packed_blocks, shared, jobs, self.workers) for c in part]
-    self.send('active', 'hist', np.array([flat[j * per : (j + 1) * per] for j in range(K)], dtype=object))
+    src, cuts, parts = src.tolist(), edges.tolist(), []
+    for cts, w in zip(self.cts, self.widths):
+        q = self.q // w
+        per = -(-S // q)
+        jobs = _block_jobs(np.diff(edges), K, S, q, self.workers)
+        flat = [
+            c
+            for part in parallel_map(_packed_blocks, (self.pk, q, S, per, cts, src, cuts, w), jobs, self.workers)
+            for c in part
+        ]
+        parts.append(np.array([flat[j * per : (j + 1) * per] for j in range(K)], dtype=object))
+    self.send('active', 'hist', parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1))
+    self.seconds_['histograms'] += cpu_seconds() - c0
 
 # %% ../nbs/33_secureboost.ipynb #9c858fdc
-def _compress(pk: PaillierPublicKey, block: list) -> int:
-    "Cipher compression of one block of bins: $c \\leftarrow c^{2^W} E(B_j)$ from the last bin down."
-    acc, shift, n2 = block[-1], 1 << BIN_BITS, pk.nsquare
+def _compress(pk: PaillierPublicKey, block: list, w: int = 1) -> int:
+    "Cipher compression of a block of bins (`w` classes each): $c \\leftarrow c^{2^{wW}} E(B_j)$, last bin first."
+    acc, shift, n2 = block[-1], 1 << (w * BIN_BITS), pk.nsquare
     for c in reversed(block[:-1]):
         acc = pk.mul_plain(acc, shift) * c % n2
     return int(acc)
@@ -225,7 +246,7 @@ def _compress(pk: PaillierPublicKey, block: list) -> int:
 
 def _packed_blocks(shared: tuple, lo: int, hi: int) -> list:
     "Compressed ciphertexts `lo` to `hi - 1` (block b of node j is number j per + b): its bins' products, compressed."
-    pk, q, S, per, cts, src, edges = shared
+    pk, q, S, per, cts, src, edges, w = shared
     n2, out = pk.nsquare, []
     for blk in range(lo, hi):
         j, b = divmod(blk, per)
@@ -236,7 +257,7 @@ def _packed_blocks(shared: tuple, lo: int, hi: int) -> list:
             for t in src[a + 1 : e]:
                 acc = acc * cts[t] % n2
             bins.append(acc)
-        out.append(_compress(pk, bins))
+        out.append(_compress(pk, bins, w))
     return out
 
 
@@ -300,7 +321,9 @@ class ActiveParty(_SBParty):
         rng=None,  # the party's secret generator for the obfuscators (None: the OS)
     ):
         "Snap (g, h) to the grid, encrypt $G_i 2^s + H_i$ and send the ciphertexts to every passive party."
+        c0 = cpu_seconds()
         g, h, self.k = snap_to_grid(gh[:, 0], gh[:, 1])
+        self.ks = np.array([self.k])  # the grid exponent of each class in a ciphertext
         gh[:, 0], gh[:, 1] = g, h
         self.gh = gh
         self.node = np.zeros(len(gh), np.intp)
@@ -311,6 +334,7 @@ class ActiveParty(_SBParty):
         cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
         for p in passives:
             self.send(p, 'gh', cts)
+        self.seconds_['encrypt'] += cpu_seconds() - c0
 
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch
@@ -332,14 +356,21 @@ def decrypt_histograms(
     K: int,  # number of nodes
     S: int,  # histogram slots of that party
 ) -> np.ndarray:
-    "Decrypt a passive party's compressed histograms and unpack them into (K, S, 2) floats: $2^{-k}$ times the integer sums."
-    per = -(-S // self.q)
+    """Decrypt a passive party's compressed histograms and unpack them into (K, S, 2) floats, $2^{-k}$ times the integer
+    sums; with C classes packed (multi-output trees) (K, S, 2C), class c's (G, H) in columns 2c and 2c + 1."""
+    c0 = cpu_seconds()
     vals = self.sk.decrypt_many([int(c) for c in np.asarray(payload, dtype=object).ravel()], workers=self.workers)
-    out = np.empty((K, S, 2))
-    for j in range(K):
-        bins = [b for v in vals[j * per : (j + 1) * per] for b in unpack_bins(v, self.pk.n, self.q)][:S]
-        out[j] = [unpack_gh(b) for b in bins]
-    return np.ldexp(out, -self.k)
+    vals, C = np.array(vals, dtype=object).reshape(K, -1), sum(self.widths)
+    out, at, c = np.empty((K, S, C, 2)), 0, 0
+    for w in self.widths:
+        q = self.q // w
+        per = -(-S // q)
+        for j in range(K):
+            bins = [b for v in vals[j, at : at + per] for b in unpack_bins(v, self.pk.n, q * w)][: S * w]
+            out[j, :, c : c + w] = np.reshape([unpack_gh(b) for b in bins], (S, w, 2))
+        at, c = at + per, c + w
+    self.seconds_['decrypt'] += cpu_seconds() - c0
+    return np.ldexp(out, -self.ks[:, None]).reshape(K, S, 2 * C)
 
 # %% ../nbs/33_secureboost.ipynb #160bbddd
 def _ids_of(X, name: str, id_column):
@@ -417,23 +448,28 @@ class _SecureBoost(BaseEstimator):
         id_column=None,  # a row-ID column every party's DataFrame holds (None: DataFrames align on their index)
         psi: bool = False,  # align the parties on the IDs they share by private set intersection (`32a_psi`) first
         n_jobs: int | None = None,  # processes per party for Paillier and its sums (None: 1; -1: every core, forked)
+        multi_output: bool = False,  # K >= 3 classes: one multi-output tree a round (SBT-MO), not one tree per class
     ):
         self.n_estimators, self.max_depth, self.learning_rate = n_estimators, max_depth, learning_rate
         self.reg_lambda, self.gamma, self.min_child_weight = reg_lambda, gamma, min_child_weight
         self.max_bins, self.key_size, self.rl_trees, self.missing = max_bins, key_size, rl_trees, missing
         self.base_score, self.unsafe, self.rng, self.id_column = base_score, unsafe, rng, id_column
-        self.psi, self.n_jobs = psi, n_jobs
+        self.psi, self.n_jobs, self.multi_output = psi, n_jobs, multi_output
 
 # %% ../nbs/33_secureboost.ipynb #ab277a05
 class SecureBoostClassifier(ClassifierMixin, _SecureBoost):
-    "Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms."
+    """Vertical federated XGBoost (SecureBoost): lossless, with Paillier-encrypted gradient histograms; K >= 3
+    classes by softmax, a tree per class a round (lossless against `GBDTClassifier`) or a multi-output tree."""
 
     _loss = LogisticLoss()
 
     def _encode_y(self, y):
         self.classes_, yi = np.unique(y, return_inverse=True)
-        if len(self.classes_) != 2:
-            raise ValueError(f"binary classification needs two classes; y has {len(self.classes_)}")
+        if len(self.classes_) < 2:
+            raise ValueError(f"classification needs two classes; y has {len(self.classes_)}")
+        self.__dict__.pop('_loss', None)  # the class's logistic loss, unless K >= 3
+        if len(self.classes_) > 2:
+            self._loss = SoftmaxLoss(len(self.classes_))
         return yi.astype(float)
 
 
@@ -521,8 +557,11 @@ def _check_params(self: _SecureBoost):
         raise ValueError(f"max_bins must be an integer in [2, 65535]; got {self.max_bins!r}")
     if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer (-1: every core) or None; got {self.n_jobs!r}")
-    if not isinstance(self.psi, (bool, np.bool_)):
-        raise ValueError(f"psi must be True or False; got {self.psi!r}")
+    for name in ('psi', 'multi_output'):
+        if not isinstance(getattr(self, name), (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
+    if self.multi_output and isinstance(self._loss, SquaredLoss):
+        raise ValueError("multi_output=True is for a classifier with 3 classes or more; a regressor has one output")
     if self.missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}; got {self.missing!r}")
     if self.key_size % 2:
@@ -540,18 +579,28 @@ def protocol_config(
     n_features: list,  # each party's number of columns
     n_rows: int | None,  # the rows every party holds (None with PSI: each party's own, declared in `cfg['psi']`)
     active: str = 'active',  # the party with the labels
+    n_classes: int | None = None,  # classes of the labels (None: the fitted `classes_`; 2 if not fitted)
 ) -> dict:
     "The public configuration of the `secureboost` programs for this estimator's parameters (plain data)."
     keys = ('n_estimators', 'max_depth', 'learning_rate', 'reg_lambda', 'gamma', 'min_child_weight', 'max_bins')
     keys += ('key_size', 'rl_trees', 'missing', 'base_score', 'unsafe', 'n_jobs')
     return dict(
         {k: getattr(self, k) for k in keys},
-        objective=self._loss.name,
+        objective=self._loss.name,  # 'multi:softprob' with K >= 3 classes (`_class_config`)
         parties=list(parties),
         active=active,
         n_features=[int(f) for f in n_features],
         n_rows=None if n_rows is None else int(n_rows),
-    )
+    ) | self._class_config(n_classes)
+
+
+@patch
+def _class_config(self: _SecureBoost, n_classes: int | None = None) -> dict:
+    "With K >= 3 classes: the softmax objective, K and `multi_output` (nothing for two classes or a regressor)."
+    K = len(getattr(self, 'classes_', ())) if n_classes is None else int(n_classes)
+    if K <= 2 or isinstance(self._loss, SquaredLoss):
+        return {}
+    return dict(objective='multi:softprob', n_classes=K, multi_output=bool(self.multi_output))
 
 
 @patch
@@ -675,6 +724,12 @@ def model_parts(self: _SecureBoost) -> dict:
     return out
 
 # %% ../nbs/33_secureboost.ipynb #f7fdfdd0650444cfabd711c5d013a195
+def _base(b):
+    "A base margin: a float (one output) or an array of K (K >= 3 classes)."
+    b = np.asarray(b, np.float64)
+    return float(b) if b.ndim == 0 else b
+
+
 def part_model(
     part: dict,  # one party's arrays, as `model_parts` gives them (or a node loads them from its `.npz`)
 ) -> dict:
@@ -691,7 +746,7 @@ def part_model(
     trees = [Tree(**{k: v[j] for k, v in cols.items()}) for j in range(len(cut) + 1)]
     split = lambda k: np.split(np.asarray(part[k]), cut)
     return dict(
-        trees=trees, owners=split('tree_owner'), records=split('tree_record'), base_margin=float(part['base_margin'])
+        trees=trees, owners=split('tree_owner'), records=split('tree_record'), base_margin=_base(part['base_margin'])
     )
 
 # %% ../nbs/33_secureboost.ipynb #6b38b45500584d5d8705f6308d7e030c
@@ -724,7 +779,7 @@ def _inputs(self: _SecureBoost, blocks: list, ids: list | None = None) -> tuple:
         cfg['psi'] = self.psi_config(names, ids, self.active_.name)
         for n, i in zip(names, ids):
             datas[n]['ids'] = i
-    return datas, dict(cfg, n_records=n_rec, missing=self.missing)
+    return datas, dict(cfg, n_records=n_rec, missing=self.missing, **self._class_config())
 
 
 @patch
@@ -753,7 +808,11 @@ def _margin(self: _SecureBoost, X_parts):
     if ids is not None:
         name = index.name if self.id_column is None else self.id_column  # the active party's IDs' name
         index = pd.Index(ids[self.parties_.index(self.active_)][r['psi_rows']], name=name)
-    return r['margin'] if index is None else pd.Series(r['margin'], index=index, name='margin')
+    if index is None:
+        return r['margin']
+    if np.ndim(r['margin']) == 2:  # K >= 3 classes: a margin per class
+        return pd.DataFrame(r['margin'], index=index, columns=self.classes_)
+    return pd.Series(r['margin'], index=index, name='margin')
 
 
 @patch
@@ -761,8 +820,8 @@ def decision_function(
     self: SecureBoostClassifier,
     X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
 ):
-    """Margins by federated inference, in the active party's row order (a Series with its index if the blocks are
-    DataFrames; with `psi` the rows of the common IDs only, indexed by the active party's IDs)."""
+    """Margins by federated inference, in the active party's row order, `(n,)` log-odds or `(n, K)` for K >= 3 classes
+    (pandas with the active party's index if the blocks are DataFrames; with `psi` the rows of the common IDs only)."""
     return self._margin(X_parts)
 
 # %% ../nbs/33_secureboost.ipynb #2868a188
@@ -771,11 +830,14 @@ def predict_proba(
     self: SecureBoostClassifier,
     X_parts,  # one feature block per party, in the order of fit (DataFrames: aligned on their IDs, as at fit)
 ):
-    "Class probabilities `(n, 2)` by federated inference (a DataFrame, columns `classes_`, for DataFrame blocks)."
+    "Class probabilities `(n, K)` by federated inference (a DataFrame, columns `classes_`, for DataFrame blocks)."
     m = self.decision_function(X_parts)
-    p = expit(np.asarray(m))
-    p = np.column_stack([1 - p, p])
-    return p if not isinstance(m, pd.Series) else pd.DataFrame(p, index=m.index, columns=self.classes_)
+    if np.ndim(m) == 2:
+        p = softmax(np.asarray(m), axis=1)
+    else:
+        p = expit(np.asarray(m))
+        p = np.column_stack([1 - p, p])
+    return p if not isinstance(m, (pd.Series, pd.DataFrame)) else pd.DataFrame(p, index=m.index, columns=self.classes_)
 
 
 @patch
@@ -785,8 +847,8 @@ def predict(
 ):
     "Predicted labels by federated inference (a Series with the active party's index if the blocks are DataFrames)."
     m = self.decision_function(X_parts)
-    y = self.classes_[(np.asarray(m) > 0).astype(int)]
-    return y if not isinstance(m, pd.Series) else pd.Series(y, index=m.index, name='prediction')
+    y = self.classes_[np.argmax(m, axis=1) if np.ndim(m) == 2 else (np.asarray(m) > 0).astype(int)]
+    return y if not isinstance(m, (pd.Series, pd.DataFrame)) else pd.Series(y, index=m.index, name='prediction')
 
 
 @patch
@@ -797,6 +859,245 @@ def predict(
     "Predicted values by federated inference: base margin plus the trees (a Series for DataFrame blocks)."
     m = self._margin(X_parts)
     return m if not isinstance(m, pd.Series) else m.rename('prediction')
+
+# %% ../nbs/33_secureboost.ipynb #5d8aa904
+def snap_classes(
+    gh,  # `(n, K, 2)` per-row, per-class (g, h); snapped in place
+) -> np.ndarray:
+    "Snap each class's (g, h) to its own grid, in place (as the core's softmax does); returns the K grid exponents."
+    ks = np.empty(gh.shape[1], np.int64)
+    for c in range(gh.shape[1]):
+        gh[:, c, 0], gh[:, c, 1], ks[c] = snap_to_grid(gh[:, c, 0], gh[:, c, 1])
+    return ks
+
+
+def class_chunks(
+    n_classes: int,  # K
+    q: int,  # W-bit digits a plaintext holds (`bins_per_ciphertext`)
+) -> list:
+    "Classes in each of a row's ciphertexts: all K in one if they fit, else q at a time (the rest in the last)."
+    if not isinstance(n_classes, numbers.Integral) or n_classes < 1 or not isinstance(q, numbers.Integral) or q < 1:
+        raise ValueError(f"n_classes and q are positive integers; got {n_classes!r} and {q!r}")
+    return [q] * (n_classes // q) + ([n_classes % q] if n_classes % q else [])
+
+
+def pack_classes(
+    G,  # `(n, K)` integer gradients, class c on its grid
+    H,  # `(n, K)` integer Hessians (>= 0)
+    widths: list,  # classes per plaintext (`class_chunks`)
+) -> list:
+    "Per row, a plaintext per chunk of classes, $\\sum_c (G_c 2^s + H_c) 2^{cW}$, row after row (signed: reduce mod n)."
+    G, H = np.asarray(G), np.asarray(H)
+    if G.ndim != 2 or G.shape != H.shape or sum(widths) != G.shape[1]:
+        raise ValueError(f"G and H must be (n, K) with K = sum(widths) = {sum(widths)}; got {G.shape} and {H.shape}")
+    B = [pack_gh(G[:, c], H[:, c]) for c in range(G.shape[1])]
+    cuts = np.cumsum([0] + list(widths)).tolist()
+    out = []
+    for i in range(len(G)):
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            out.append(sum(B[c][i] << ((c - a) * BIN_BITS) for c in range(a, b)))
+    return out
+
+# %% ../nbs/33_secureboost.ipynb #5a8a9896
+@patch
+def encrypt_classes(
+    self: ActiveParty,
+    gh,  # `(n, K, 2)` per-row, per-class (g, h); snapped to the grids in place
+    passives,  # the passive parties to send the ciphertexts to
+    rng=None,  # the party's secret generator for the obfuscators (None: the OS)
+):
+    "Multi-output trees: snap each class to its grid, encrypt every row's K classes in `widths` chunks, send them."
+    c0 = cpu_seconds()
+    n, K, _ = gh.shape
+    self.ks = snap_classes(gh)
+    self.gh, self.node = gh.reshape(n, 2 * K), np.zeros(n, np.intp)  # class c's (g, h) in columns 2c, 2c + 1
+    if passives:
+        G, H = (np.ldexp(gh[:, :, j], self.ks).astype(np.int64) for j in (0, 1))
+        ms = [m % int(self.pk.n) for m in pack_classes(G, H, self.widths)]
+        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
+        for p in passives:
+            self.send(p, 'gh', cts)
+    self.seconds_['encrypt'] += cpu_seconds() - c0
+
+# %% ../nbs/33_secureboost.ipynb #bc813d12
+def _class_scores(GH, reg_lambda: float):
+    "$\\sum_k G_k^2/(H_k+\\lambda)$ of sums `GH` (..., 2K), class k's (G, H) in columns 2k, 2k + 1."
+    return structure_score(GH[..., 0::2], GH[..., 1::2], reg_lambda).sum(-1)
+
+
+def _candidates(hist, layout: HistLayout):
+    "Left sums (m, 2V, 2K) of the forward then backward candidates of every node, and which backward ones exist."
+    C = hist.copy()
+    seg = np.add.reduceat(C, layout.ptr[:-1], axis=1)
+    C[:, layout.ptr[1:-1]] -= seg[:, :-1]  # each feature's running sum starts again from 0: exact on the grid
+    np.cumsum(C, axis=1, out=C)
+    v = np.flatnonzero(layout.is_value)
+    miss = hist[:, layout.missing_slot]  # (m, F, 2K)
+    back = C[:, v] - hist[:, v] + miss[:, layout.feature[v]]  # bins < b and the missing rows go left
+    has = (miss[..., 1::2].sum(-1) > 0)[:, layout.feature[v]]  # (m, V): the node has missing rows for the feature
+    return np.concatenate([C[:, v], back], axis=1), np.concatenate([np.ones_like(has), has], axis=1)
+
+
+def multi_output_splits(
+    hist,  # (m, S, 2K) the nodes' histograms, class k's (G, H) in columns 2k, 2k + 1
+    layout: HistLayout,  # the slot layout of the histograms
+    totals,  # (m, 2K) the nodes' sums
+    reg_lambda: float = 1.0,  # L2 regularisation λ
+    min_child_weight: float = 1.0,  # smallest cover (Hessian summed over the classes) of a child
+    rtol: float = 1e-10,  # gains within rtol of the terms' magnitude are ties (the first candidate wins)
+) -> Splits:
+    "The best multi-output split of each node: the most gain summed over the classes."
+    hist, totals = np.asarray(hist, float), np.asarray(totals, float)
+    v = np.flatnonzero(layout.is_value)
+    feat, bins = np.tile(layout.feature[v], 2), np.concatenate([layout.bin[v], layout.bin[v] - 1])
+    dleft = np.repeat([False, True], len(v))
+    out = []
+    step = max(1, 2**22 // max(1, 2 * len(v) * hist.shape[2]))  # nodes per pass: bounds the temporaries
+    for a in range(0, len(hist), step):
+        L, ok = _candidates(hist[a : a + step], layout)
+        T = totals[a : a + step, None]
+        R = T - L
+        with np.errstate(divide='ignore', invalid='ignore'):
+            g = _class_scores(L, reg_lambda) + _class_scores(R, reg_lambda)
+        ok &= (L[..., 1::2].sum(-1) >= min_child_weight) & (R[..., 1::2].sum(-1) >= min_child_weight)
+        g = np.where(ok, g, -np.inf)
+        root = _class_scores(T[:, 0], reg_lambda)
+        top = g.max(axis=1)
+        j = np.argmax(g >= (top - rtol * (np.abs(root) + np.abs(top)))[:, None], axis=1)
+        Lj = L[np.arange(len(j)), j]
+        out.append((top - root, feat[j], bins[j], dleft[j], Lj, T[:, 0] - Lj))
+    return Splits(*(np.concatenate(x) for x in zip(*out)))
+
+# %% ../nbs/33_secureboost.ipynb #0a6ffa05
+def grow_multi_output_tree(
+    provider,  # `histograms(nodes)` -> (m, S, 2K) and `split(...)`, as for `grow_tree`
+    layout: HistLayout,  # the slot layout of the provider's histograms
+    *,
+    max_depth: int = 6,  # levels of splits at most
+    learning_rate: float = 0.3,  # η, multiplies the leaf weights
+    reg_lambda: float = 1.0,  # L2 regularisation λ
+    gamma: float = 0.0,  # smallest gain of a kept split
+    min_child_weight: float = 1.0,  # smallest cover of a child (Hessians summed over the classes)
+    gain_floor: float = 1e-6,  # a kept split's gain exceeds it
+) -> Tree:
+    "A multi-output tree, level by level: each split maximises the gain summed over the classes; a leaf holds K weights."
+    level, hist = np.array([0]), np.asarray(provider.histograms(np.array([0])), float)
+    totals = hist[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
+    n_nodes, parts, sums, depth = 1, [], [totals], [0]
+    cover = lambda s: s[:, 1::2].sum(1)
+    for d in range(max_depth):
+        s = multi_output_splits(hist, layout, totals, reg_lambda, min_child_weight)
+        ok = (s.gain >= gamma) if gamma > gain_floor else (s.gain > gain_floor)
+        idx = np.flatnonzero(ok & (np.minimum(cover(s.left_sum), cover(s.right_sum)) > 0))
+        m = len(idx)
+        if m == 0:
+            break
+        lids = np.arange(n_nodes, n_nodes + 2 * m, 2)
+        sel = [a[idx] for a in (s.feature, s.bin, s.default_left)]
+        parts.append((level[idx], *sel, s.gain[idx], lids))
+        totals = np.stack((s.left_sum[idx], s.right_sum[idx]), axis=1).reshape(2 * m, -1)
+        sums.append(totals)
+        depth += [d + 1] * (2 * m)
+        n_nodes += 2 * m
+        counts = provider.split(level[idx], *sel, lids, lids + 1)
+        if d + 1 >= max_depth:
+            break
+        level = np.arange(lids[0], n_nodes)
+        small = (counts[1] < counts[0]) if counts is not None else cover(s.right_sum[idx]) < cover(s.left_sum[idx])
+        at = np.arange(0, 2 * m, 2) + small
+        new = np.empty((2 * m,) + hist.shape[1:])
+        new[at] = np.asarray(provider.histograms(lids + small), float)
+        new[at ^ 1] = hist[idx] - new[at]  # the sibling: the parent minus the child built (exact on the grids)
+        hist = new
+    args = (reg_lambda, min_child_weight, learning_rate)
+    return _multi_output_tree(layout, n_nodes, parts, np.concatenate(sums), depth, *args)
+
+# %% ../nbs/33_secureboost.ipynb #74e9982d
+def _multi_output_tree(layout, n_nodes, parts, sums, depth, reg_lambda, min_child_weight, learning_rate) -> Tree:
+    "The `Tree` of the kept splits; values `(n_nodes, K)`: the classes' Newton weights, 0 below `min_child_weight`."
+    feat, binv, left = (np.full(n_nodes, -1, np.intp) for _ in range(3))
+    dleft, gain = np.zeros(n_nodes, bool), np.zeros(n_nodes)
+    if parts:
+        nodes, f_, b_, dl_, g_, l_ = (np.concatenate(a) for a in zip(*parts))
+        feat[nodes], binv[nodes], dleft[nodes], gain[nodes], left[nodes] = f_, b_, dl_, g_, l_
+    G, H = sums[:, 0::2], sums[:, 1::2]
+    w = np.where((H.sum(1) >= min_child_weight)[:, None], newton_weight(G, H, reg_lambda, 0.0), 0.0)
+    thr = np.where(feat >= 0, layout.split_threshold(np.maximum(feat, 0), binv), np.nan)
+    right = np.where(left >= 0, left + 1, -1)
+    return Tree(feat, thr, binv, dleft, left, right, w * learning_rate, gain, G, H, np.array(depth, np.intp))
+
+# %% ../nbs/33_secureboost.ipynb #aa1aed37
+class MultiOutputHistograms(PlainHistograms):
+    "The plaintext provider of multi-output trees: every row's K classes' (g, h) as 2K columns; routing as the core's."
+
+    def start_tree(
+        self,
+        gh,  # `(n, 2K)` per-row (g, h) of every class, class k in columns 2k, 2k + 1
+    ):
+        self.gh = np.asarray(gh, float)
+        if self.gh.ndim != 2 or len(self.gh) != len(self.codes) or self.gh.shape[1] % 2:
+            raise ValueError(f"gh must be (n, 2K) with n = {len(self.codes)}; got {self.gh.shape}")
+        self.node = np.zeros(len(self.codes), np.intp)
+
+
+def multi_output_boost(
+    X,  # `(n, F)` pooled features, NaN for missing
+    y,  # labels 0 .. K-1 (K >= 3)
+    n_estimators: int = 100,  # rounds (one tree each)
+    max_depth: int = 6,  # levels of splits
+    learning_rate: float = 0.3,  # shrinkage
+    reg_lambda: float = 1.0,  # L2 penalty on leaf weights
+    gamma: float = 0.0,  # minimum gain of a split
+    min_child_weight: float = 1.0,  # minimum cover of a child
+    max_bins: int = 256,  # candidate bins per feature
+) -> dict:
+    "Multi-output boosting on pooled rows in plaintext: (trees, base_margin, train_margin, binner)."
+    X, y = np.asarray(X, float), np.asarray(y, np.intp)
+    K = int(y.max()) + 1
+    loss, binner = SoftmaxLoss(K), Binner(max_bins=max_bins).fit(X)
+    codes, layout = binner.transform(X), binner.layout_
+    base = loss.init_margin(y)
+    margin, prov, trees = np.tile(base, (len(y), 1)), MultiOutputHistograms(codes, layout), []
+    kw = dict(max_depth=max_depth, learning_rate=learning_rate, reg_lambda=reg_lambda, gamma=float(gamma))
+    for _ in range(n_estimators):
+        gh = loss.gradients(y, margin)
+        snap_classes(gh)
+        prov.start_tree(gh.reshape(len(y), 2 * K))
+        tree = grow_multi_output_tree(prov, layout, min_child_weight=min_child_weight, **kw)
+        margin += tree.value[prov.node]
+        trees.append(tree)
+    return dict(trees=trees, base_margin=base, train_margin=margin, binner=binner)
+
+
+def multi_output_margin(
+    trees: list,  # multi-output trees
+    base_margin,  # `(K,)` starting margins
+    X,  # `(n, F)` rows, NaN for missing
+) -> np.ndarray:
+    "`(n, K)` margins of rows: the base plus every tree's leaf vector."
+    return base_margin + sum(t.value[t.apply(np.asarray(X, float))] for t in trees)
+
+# %% ../nbs/33_secureboost.ipynb #560af3f8
+def round_costs(
+    model,  # a fitted `SecureBoostClassifier` or `SecureBoostRegressor`
+) -> dict:
+    """Per round of the fit: CPU seconds of the active party's encryption and decryption and of the passive parties'
+    encrypted histograms; ciphertexts and megabytes of the gradients (`gh`) and histograms (`hist`) sent; the tree nodes
+    grown, and those whose histograms the passive parties built (`hist_request`)."""
+    model._check_fitted()
+    R, a = model.n_estimators, model.active_
+    out = dict(
+        encrypt_s=a.seconds_['encrypt'] / R,
+        histograms_s=sum(p.seconds_['histograms'] for p in model.parties_ if p is not a) / R,
+        decrypt_s=a.seconds_['decrypt'] / R,
+        nodes=sum(t.n_nodes for t in model.trees_) / R,
+        hist_nodes=sum(len(m.payload) for m in model.channel_.messages if m.kind == 'hist_request') / R,
+    )
+    for kind in ('gh', 'hist'):
+        msgs = [m for m in model.channel_.messages if m.kind == kind]
+        out[f'{kind}_ciphertexts'] = sum(int(np.size(m.payload)) for m in msgs) / R
+        out[f'{kind}_MB'] = sum(int(m.nbytes) for m in msgs) / R / 1e6
+    return out
 
 # %% ../nbs/33_secureboost.ipynb #62c262c9
 def _binary_labels(y, leaf_of_row) -> tuple:
@@ -852,6 +1153,8 @@ def active_party_view(
     leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
     feature (the `n_bins` message)."""
     model._check_fitted()
+    if model._class_config().get('multi_output'):
+        raise ValueError("active_party_view reads one (G, H) a row: a multi-output model packs K classes a row")
     if passive not in [p.name for p in model.parties_ if p is not model.active_]:
         raise ValueError(f"{passive!r} is not a passive party of this model: {[p.name for p in model.parties_]}")
     a, n, q = model.active_, int(model.active_.pk.n), model.active_.q

@@ -9,13 +9,15 @@ import os, queue, threading, time
 import numpy as np
 from fastcore.basics import patch
 
-from .gbdt import GBDTRegressor, HistLayout, LogisticLoss, SquaredLoss, Tree, grow_tree
+from .gbdt import GBDTRegressor, HistLayout, LogisticLoss, SoftmaxLoss, SquaredLoss, Tree, grow_tree
 from .paillier import n_workers
 from .psi import PSI_MESSAGES, psi_check, psi_party
 from fedgauss.secureboost import (
     LOOKUP_FIELDS,
     TREE_FIELDS,
     ActiveParty,
+    class_chunks,
+    grow_multi_output_tree,
     PassiveParty,
     impute_array,
     lookup_arrays,
@@ -161,6 +163,16 @@ class _Mailbox:
         return self.got.pop(kind)
 
 # %% ../nbs/33a_secureboost_programs.ipynb #7623eae2785240b9bd12b16a66d81610
+def _multi_output(cfg: dict) -> bool:
+    "Whether the fit grows multi-output trees (K >= 3 classes and `multi_output`)."
+    return cfg.get('n_classes', 2) > 2 and bool(cfg.get('multi_output'))
+
+
+def _widths(cfg: dict, q: int) -> list:
+    "Classes in each of a row's ciphertexts: [1] (one (g, h) a row), or the K classes in chunks of at most q."
+    return class_chunks(cfg['n_classes'], q) if _multi_output(cfg) else [1]
+
+
 def _active_setup(ctx, data: dict, cfg: dict):
     """Generator: the active party bins its columns, makes the keys, sends the public key and learns the passive
     parties' bins per feature; returns (party, passive names)."""
@@ -169,6 +181,7 @@ def _active_setup(ctx, data: dict, cfg: dict):
     a.setup(cfg['missing'], cfg['max_bins'])
     a.workers = n_workers(cfg.get('n_jobs', 1))  # processes on this party's machine
     a.make_keys(cfg['key_size'], cfg['unsafe'], ctx.key_rng)
+    a.widths = _widths(cfg, a.q)
     passives = [p for p in cfg['parties'] if p != ctx.me]
     for p in passives:
         a.send(p, 'public_key', int(a.pk.n))
@@ -189,7 +202,8 @@ def _grow(a: ActiveParty, prov, rl: bool, cfg: dict, units: dict) -> tuple:
     (tree, owners, records). `units`: the gain's `gamma` and `gain_floor` in the units y is fitted in."""
     kw = dict({k: cfg[k] for k in ('max_depth', 'learning_rate', 'reg_lambda', 'min_child_weight')}, **units)
     a.record_ = np.full(2 ** (cfg['max_depth'] + 1), -1, np.intp)
-    tree = grow_tree(prov, a.layout if rl else a.global_layout, **kw)
+    grow = grow_multi_output_tree if _multi_output(cfg) else grow_tree
+    tree = grow(prov, a.layout if rl else a.global_layout, **kw)
     inner = ~tree.is_leaf
     if rl:
         tree.feature[inner] += a.feature_offset[a.feature_owner == a.index][0]
@@ -233,6 +247,10 @@ def _cpu_seconds() -> float:
 # %% ../nbs/33a_secureboost_programs.ipynb #f7c2153b
 def _objective(y, cfg: dict, me: str) -> tuple:
     "(loss, y in its unit, e, the gain's units for `_grow`, base margin in the unit) of the fit's objective."
+    if cfg.get('objective') == 'multi:softprob':  # K >= 3 classes: the core's softmax, gains in their own units
+        loss = SoftmaxLoss(cfg['n_classes'])
+        base = loss.init_margin(y) if cfg['base_score'] is None else loss.base_margin(cfg['base_score'])
+        return loss, y, 0, dict(gamma=float(cfg['gamma']), gain_floor=1e-6), base
     if cfg.get('objective', 'binary:logistic') == 'binary:logistic':
         if len(np.unique(y)) < 2:  # after PSI the common rows may hold one class
             raise ValueError(f"{me}: the rows to train on hold labels of one class only")
@@ -259,6 +277,8 @@ def _active_program(ctx, data: dict, cfg: dict):
     "Generator: the active party's program; returns the model (trees, owners, records, margins)."
     a, passives = yield from _active_setup(ctx, data, cfg)
     loss, y, e, units, base = _objective(a._y, cfg, ctx.me)
+    if cfg.get('n_classes', 2) > 2:
+        return (yield from _active_multiclass(ctx, a, passives, (loss, y, units, base), cfg))
     margin, gh = np.full(len(y), base), np.empty((len(y), 2))
     out = dict(base_margin=float(np.ldexp(base, e)), trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
     for t in range(cfg['n_estimators']):
@@ -280,6 +300,43 @@ def _active_program(ctx, data: dict, cfg: dict):
         out['train_leaves'].append(a.node.astype(np.int32))
         out['tree_seconds'].append((time.perf_counter() - t0, _cpu_seconds() - c0))
     out['train_margin'], out['impute'] = np.ldexp(margin, e), impute_array(a)
+    for p in passives if cfg.get('end_message') else []:
+        ctx.send(p, 'end', 0)
+    return dict(out, party=a) if cfg.get('keep_parties') else out
+
+# %% ../nbs/33a_secureboost_programs.ipynb #c92421de
+def _active_multiclass(ctx, a: ActiveParty, passives: list, fit: tuple, cfg: dict):
+    """Generator: the active party's boosting with K >= 3 classes (softmax): each round the K classes' (g, h), then K
+    trees (one per class, each the binary protocol) or one multi-output tree; returns the model."""
+    (loss, y, units, base), K, mo = fit, cfg['n_classes'], _multi_output(cfg)
+    margin = np.tile(base, (len(y), 1))
+    out = dict(base_margin=np.array(base), trees=[], owners=[], records=[], train_leaves=[], tree_seconds=[])
+    for t in range(cfg['n_estimators']):
+        gh, rl, step = loss.gradients(y, margin), t < cfg['rl_trees'], np.zeros_like(margin)
+        for k in [None] if mo else range(K):
+            if cfg.get('pause', True):
+                yield from ctx.pause()  # each tree's messages in its own round
+            t0, c0 = time.perf_counter(), _cpu_seconds()
+            ctx.phase = ('tree', len(out['trees']))
+            if mo:
+                a.encrypt_classes(gh, [] if rl else passives, ctx.obf_rng)
+            else:
+                a.encrypt_gradients(gh[:, k].copy(), [] if rl else passives, ctx.obf_rng)
+            if rl:
+                tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg, units)
+            else:
+                prov = lambda wait: FederatedHistograms(a, passives, cfg['parties'], ctx, wait)
+                tree, owner, record = yield from _in_thread(lambda wait: _grow(a, prov(wait), False, cfg, units))
+            if mo:
+                step += tree.value[a.node]
+            else:
+                step[:, k] = tree.value[a.node]
+            for key, v in zip(('trees', 'owners', 'records'), (tree, owner, record)):
+                out[key].append(v)
+            out['train_leaves'].append(a.node.astype(np.int32))
+            out['tree_seconds'].append((time.perf_counter() - t0, _cpu_seconds() - c0))
+        margin += step  # the round's trees all fitted to the same margins, as the core's softmax
+    out['train_margin'], out['impute'] = margin, impute_array(a)
     for p in passives if cfg.get('end_message') else []:
         ctx.send(p, 'end', 0)
     return dict(out, party=a) if cfg.get('keep_parties') else out
@@ -311,6 +368,7 @@ def _passive_program(ctx, data: dict, cfg: dict):
     p.send(active, 'n_bins', p.layout.n_bins)
     p.channel.put('public_key', (yield from ctx.recv('public_key', active)))
     p.receive_key()
+    p.widths = _widths(cfg, p.q)
     act = dict(route=p.apply_route, gh=p.start_tree, hist_request=p.answer_histograms, split=p.answer_split)
     try:
         while (got := (yield from _recv_first(ctx, _REQUESTS, active)))[0] != 'end':
@@ -372,7 +430,7 @@ def _check_ids(data: dict, cfg: dict, me: str, n: int):
     if len(data['ids']) != n:
         raise ValueError(f"{me} has {len(data['ids'])} IDs for {n} rows: one ID per row")
 
-
+# %% ../nbs/33a_secureboost_programs.ipynb #7931390c
 def secureboost_check(
     data: dict,  # a party's own arrays
     cfg: dict,  # the public configuration, `cfg['me']` its name
@@ -391,7 +449,11 @@ def secureboost_check(
             raise ValueError(f"{me} is a passive party: it holds no labels")
         return
     y = np.asarray(data.get('y', np.zeros(0)), np.float64).ravel()
-    if cfg.get('objective', 'binary:logistic') == 'binary:logistic':
+    if cfg.get('objective') == 'multi:softprob':
+        K = cfg.get('n_classes')
+        if not isinstance(K, int) or K < 3 or len(y) != len(X) or not np.isin(y, np.arange(K)).all():
+            raise ValueError(f"{me}: the labels 'y' must be classes 0 .. n_classes - 1 (n_classes >= 3), one per row")
+    elif cfg.get('objective', 'binary:logistic') == 'binary:logistic':
         if len(y) != len(X) or not np.isin(y, (0.0, 1.0)).all():
             raise ValueError(f"{me}: the labels 'y' must be 0/1, one per row")
     elif len(y) != len(X) or not np.isfinite(y).all():
@@ -486,8 +548,9 @@ def _own_directions(trees, owners, node, X, me: int, off: int) -> tuple:
     return go, inner
 
 # %% ../nbs/33a_secureboost_programs.ipynb #14f5cff190484322a29c10c261c39526
-def _routed_margin(ctx, m: dict, X, me: int, off: int, passives: list):
-    "Generator: the sum of the trees' leaf values, the rows routed level by level (passive nodes by their owners)."
+def _routed_margin(ctx, m: dict, X, me: int, off: int, passives: list, per_class: int = 0):
+    """Generator: the sum of the trees' leaf values, the rows routed level by level (passive nodes by their owners);
+    with `per_class` K trees a round, one per class: `(n, K)` sums."""
     trees, owners, records = m['trees'], m['owners'], m['records']
     node = np.zeros((len(X), len(trees)), np.intp)
     for _ in range(max(t.max_depth for t in trees)):
@@ -505,6 +568,8 @@ def _routed_margin(ctx, m: dict, X, me: int, off: int, passives: list):
         for j, t in enumerate(trees):
             nd = node[:, j]
             node[:, j] = np.where(inner[:, j], np.where(go[:, j], t.left[nd], t.right[nd]), nd)
+    if per_class:  # tree j is class j % K's
+        return np.stack([t.value[node[:, j]] for j, t in enumerate(trees)], 1).reshape(len(X), -1, per_class).sum(1)
     return sum(t.value[node[:, j]] for j, t in enumerate(trees))
 
 # %% ../nbs/33a_secureboost_programs.ipynb #c0132a3cbf664ea7b1cd7ba8e1401f35
@@ -550,19 +615,23 @@ def _expectation(t: Tree, go, miss, buf: dict) -> np.ndarray:
     return W[:, leaves] @ t.value[leaves]
 
 
-def _expected_margin(ctx, m: dict, X, me: int, off: int, passives: list):
+def _expected_margin(ctx, m: dict, X, me: int, off: int, passives: list, per_class: int = 0):
     "Generator: probabilistic prediction; every query of every tree leaves at once (none depends on an answer)."
     asked = [
         _ask_tree(ctx, t, own, rec, len(X), passives) for t, own, rec in zip(m['trees'], m['owners'], m['records'])
     ]
     shape = (len(X), max(t.n_nodes for t in m['trees']))
     buf = dict(go=np.empty(shape, bool), miss=np.empty(shape, bool), W=np.empty(shape))
-    out = np.zeros(len(X))
-    for t, own, q in zip(m['trees'], m['owners'], asked):
+    K = per_class or np.shape(m['trees'][0].value)[1:]  # K margins a row, or one
+    out = np.zeros((len(X), K) if per_class else (len(X), *K))
+    for j, (t, own, q) in enumerate(zip(m['trees'], m['owners'], asked)):
         go, miss = _own_flags(t, own, X, me, off, buf)
         for p, rows, cols in q:
             go[rows, cols], miss[rows, cols] = _bits((yield from ctx.recv('answer', p)), len(rows), True)
-        out += _expectation(t, go, miss, buf)
+        if per_class:
+            out[:, j % per_class] += _expectation(t, go, miss, buf)
+        else:
+            out += _expectation(t, go, miss, buf)
     return out
 
 # %% ../nbs/33a_secureboost_programs.ipynb #9d37a546261c4fccaccbf6d7fdcabc2d
@@ -572,7 +641,9 @@ def _predict_active(ctx, data: dict, cfg: dict):
     off = int(sum(cfg['n_features'][:me]))  # the active party's first column in the global feature order
     passives = [(i, p) for i, p in enumerate(cfg['parties']) if p != ctx.me]
     margins = _expected_margin if cfg['missing'] == 'probabilistic' else _routed_margin
-    return dict(margin=m['base_margin'] + (yield from margins(ctx, m, X, me, off, passives)))
+    K = cfg.get('n_classes', 2)
+    per_class = K if K > 2 and not _multi_output(cfg) else 0
+    return dict(margin=m['base_margin'] + (yield from margins(ctx, m, X, me, off, passives, per_class)))
 
 # %% ../nbs/33a_secureboost_programs.ipynb #ef9842c46adc473fb9d158d96fb9736f
 def _check_passive_part(data: dict, cfg: dict, me: str, F: int):
@@ -603,7 +674,7 @@ def _check_active_part(data: dict, cfg: dict, me: str, F: int):
     nn = np.asarray(data['tree_n_nodes'])
     tid = np.repeat(np.arange(len(nn)), np.maximum(nn, 0))
     nodes = [k for k in need if k.startswith('tree_') and k != 'tree_n_nodes']
-    if len(nn) == 0 or (nn < 1).any() or any(np.shape(data[k]) != tid.shape for k in nodes):
+    if len(nn) == 0 or (nn < 1).any() or any(np.shape(data[k])[:1] != tid.shape for k in nodes):
         raise ValueError(f"{me}: its trees' node arrays must hold {len(tid)} nodes ({nn.tolist()} per tree)")
     own, rec, thr = (np.asarray(data[f'tree_{k}']) for k in ('owner', 'record', 'threshold'))
     kids = np.concatenate([np.asarray(data['tree_left']), np.asarray(data['tree_right'])])

@@ -9,6 +9,14 @@ predicts on 16 cores; bytes per party per tree (from the transcript) and test AU
 
     python tests/bench_secureboost.py [--trees 2] [--key 2048] [--repeat 1]
     python tests/bench_secureboost.py --ab OLD_SRC [--n 4000] [--pairs 6] [--trees 2] [--key 1024] [--depth 5]
+    python tests/bench_secureboost.py --multiclass [--data seven|digits] [--n 3000] [--trees 10] [--key 1024]
+
+`--multiclass` (issue 29): K classes two ways, one tree per class a round against one multi-output tree a round
+(SBT-MO, the K classes of a row packed into one ciphertext, or several when the key holds fewer than K): per round the
+CPU seconds of encryption (active party), encrypted histograms (passive party) and decryption (active party), the
+ciphertexts and megabytes of gradients and histograms from the transcript, and held-out accuracy next to the core's
+softprob (`GBDTClassifier`). Data: the synthetic 7-class set of `30_gbdt` (the first `--n` rows to train, the next
+2,000 held out) or scikit-learn's digits (10 classes, 1,797 rows: two thirds to train); the features split in two halves.
 
 `--ab OLD_SRC` (issue 17): paired CPU time of one fit (the first `--n` rows, fixed seed) with the fedgauss package
 found in folder OLD_SRC (e.g. `git archive 4a56a6b fedgauss | tar -x -C /tmp/old`: the single driver) against this
@@ -157,6 +165,62 @@ def ab(old, a):
     print(f"median CPU ratio new/old over {a.pairs} pairs: {np.median(ratios):.3f}")
 
 
+def multiclass_data(name, n):
+    "(train X, train y, test X, test y) of the 7-class synthetic set or digits."
+    from sklearn.datasets import load_digits
+
+    from fedgauss.data import make_seven_classes
+
+    if name == 'digits':
+        X, y = load_digits(return_X_y=True)
+        idx = np.random.default_rng(0).permutation(len(y))
+        tr, te = idx[: 2 * len(y) // 3], idx[2 * len(y) // 3 :]
+        return X[tr], y[tr], X[te], y[te]
+    X, y = make_seven_classes(n + 2000)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def multiclass(a):
+    "One tree per class against multi-output trees: cost per round and accuracy (issue 29)."
+    from fedgauss.secureboost import bins_per_ciphertext, class_chunks, round_costs
+
+    X, y, Xt, yt = multiclass_data(a.data, a.n)
+    K, F = len(np.unique(y)), X.shape[1]
+    groups = [list(range(F // 2)), list(range(F // 2, F))]
+    kw = dict(n_estimators=a.trees, max_depth=a.depth, max_bins=a.bins)
+    core = GBDTClassifier(**kw).fit(X, y)
+    rows = {'core softprob (GBDTClassifier)': dict(accuracy=(core.predict(Xt) == yt).mean())}
+    for name, mo in (('one tree per class', False), ('multi-output', True)):
+        m = SecureBoostClassifier(key_size=a.key, unsafe=a.key < 1024, rng=0, multi_output=mo, **kw)
+        t0, c0 = time.perf_counter(), _cpu()
+        m.fit(vertical_split(X, groups, y))
+        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        acc = (m.predict([Xt[:, g] for g in groups]) == yt).mean()
+        rows[name] = dict(round_costs(m), fit_wall_s_per_round=wall / a.trees, fit_cpu_s_per_round=cpu / a.trees)
+        rows[name]['accuracy'] = acc
+    q = bins_per_ciphertext(2 ** (a.key - 1) + 1)
+    print(
+        f"{a.data}: {len(X):,} rows to train, {len(Xt):,} held out, {F} features (two parties, {F // 2} each), {K} "
+        f"classes; {a.trees} rounds, depth {a.depth}, {a.bins} bins; {a.key}-bit keys: {q} classes a ciphertext, a "
+        f"row's classes in chunks {class_chunks(K, q)}; load average {os.getloadavg()[0]:.1f} at the end\n"
+    )
+    t = pd.DataFrame(rows).T
+    print(t.round(4).to_string())
+    per, mo = t.loc['one tree per class'], t.loc['multi-output']
+    cols = [
+        'nodes',
+        'hist_nodes',
+        'encrypt_s',
+        'histograms_s',
+        'decrypt_s',
+        'gh_ciphertexts',
+        'hist_ciphertexts',
+        'fit_cpu_s_per_round',
+    ]
+    print("\nratio one tree per class / multi-output, per round:")
+    print((per[cols] / mo[cols]).round(2).to_string())
+
+
 def main():
     from fedgauss.paillier import n_workers
 
@@ -169,9 +233,13 @@ def main():
     ap.add_argument('--depth', type=int, default=6)
     ap.add_argument('--bins', type=int, default=32)
     ap.add_argument('--repeat', type=int, default=1)
+    ap.add_argument('--multiclass', action='store_true', help='one tree per class against multi-output trees')
+    ap.add_argument('--data', choices=('seven', 'digits'), default='seven', help='with --multiclass')
     a = ap.parse_args()
     if a.ab:
         return ab(a.ab, a)
+    if a.multiclass:
+        return multiclass(a)
     X, y, Xt, yt = data()
     cores, rows, peer = n_workers(-1), {}, {}
     for rep in range(a.repeat):

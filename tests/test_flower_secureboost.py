@@ -319,3 +319,29 @@ def test_regressor_on_the_relay_in_process_equals_the_estimator():
     np.testing.assert_array_equal(fl['results']['active']['train_margin'], est.train_margin_)
     rows = lambda ch: sorted(map(tuple, ch.transcript[COLS].values.tolist()))
     assert rows(fl['channel']) == rows(est.channel_)
+
+
+@pytest.mark.parametrize('multi_output', [False, True])
+def test_multiclass_on_the_relay_in_process_equals_the_estimator(multi_output):
+    """K = 3 classes over Flower's relay (issue 29): one tree per class a round, or one multi-output tree with the three
+    classes of a row packed in one ciphertext: the estimator's trees, margins and transcript."""
+    from sklearn.datasets import load_wine
+    from fedgauss.flower import LocalGrid, Relay, local_nodes
+
+    X, y = load_wine(return_X_y=True)
+    names, groups = ['active', 'passive1'], [list(range(7)), list(range(7, 13))]
+    datas = {'active': dict(X=X[:, :7], y=y.astype(float)), 'passive1': dict(X=X[:, 7:])}
+    est = SecureBoostClassifier(rng=0, multi_output=multi_output, **PARAMS)
+    cfg = est.protocol_config(names, [7, 6], len(y), n_classes=3)
+    assert cfg['objective'] == 'multi:softprob' and cfg['multi_output'] is multi_output
+    est.fit(vertical_split(X, groups, y, label_party=0))
+    with tempfile.TemporaryDirectory() as d:
+        ncs, kw = local_nodes(d, datas, test_seeds=True)
+        fl = Relay(LocalGrid(ncs, forget=False), len(names), **kw).run('secureboost', cfg, seeds={'active': 0})
+    assert len(fl['results']['active']['trees']) == len(est.trees_) == (2 if multi_output else 6)
+    for t, u in zip(fl['results']['active']['trees'], est.trees_):
+        for att in ('feature', 'bin', 'default_left', 'value', 'gain', 'sum_grad', 'sum_hess'):
+            np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
+    np.testing.assert_array_equal(fl['results']['active']['train_margin'], est.train_margin_)
+    rows = lambda ch: sorted(map(tuple, ch.transcript[COLS].values.tolist()))
+    assert rows(fl['channel']) == rows(est.channel_)
