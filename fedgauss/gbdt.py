@@ -885,9 +885,10 @@ def to_text(
     feature_names=None,  # names of the features (default: the tree's, else f0, f1, ...)
     precision: int = 6,  # significant digits of the numbers
 ) -> str:
-    "XGBoost-style dump: one line per node, children indented under their parent."
+    "XGBoost-style dump: one line per node, children indented under their parent (multi-output: `leaf=[w1,...]`)."
     names = feature_names or self.feature_names
-    fmt = lambda v: f"{v:.{precision}g}"
+    num = lambda v: f"{v:.{precision}g}"
+    fmt = lambda v: '[' + ','.join(map(num, v)) + ']' if np.ndim(v) else num(v)  # multi-output leaves: K values
     lines, stack = [], [0]
     while stack:
         j = stack.pop()

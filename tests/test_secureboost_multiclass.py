@@ -227,3 +227,17 @@ def test_the_binary_attacks_refuse_a_multi_output_model_clearly():
         active_party_view(mo, 'passive1')
     with pytest.raises(ValueError, match='binary'):
         label_inference_attack(mo, y)
+
+
+def test_a_multi_output_tree_prints_its_leaf_vectors():
+    "`str(tree)` of a multi-output tree: each leaf line holds the K weights, XGBoost's `leaf=[...]`."
+    X, y = toy(200, K=3, seed=2)
+    sb = SecureBoostClassifier(**FAST, multi_output=True, n_estimators=1, max_depth=2, max_bins=8)
+    sb.fit(vertical_split(X, GROUPS, y, label_party=0))
+    t = sb.trees_[0]
+    leaves = [line for line in str(t).splitlines() if ':leaf=' in line]
+    assert len(leaves) == int(t.is_leaf.sum())
+    for line in leaves:
+        j = int(line.strip().split(':')[0])
+        got = [float(v) for v in line.split('leaf=[')[1].split(']')[0].split(',')]
+        np.testing.assert_allclose(got, t.value[j], rtol=1e-5)
