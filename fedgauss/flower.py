@@ -1583,7 +1583,7 @@ def flower_deploy(
 
 # %% ../nbs/50_flower.ipynb #8309879909854d7188b41380fd92a7c3
 def flower_demo(
-    t_max: int = 4,  # search steps at most (235 relay passes for 4; 128 converges but takes ~1,560 passes)
+    t_max: int = 4,  # search steps at most (119 relay passes for 4; 128 converges in about 527 passes)
     insecure: bool = False,  # no TLS and no SuperNode authentication (said so in what it prints)
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error
     rng=None,  # seed of the split (None: a fresh one); the parties and the dealer always draw their own secrets
