@@ -1029,29 +1029,18 @@ def flower_simulation(
     return _yj_flower(clients, names, kw, engine='simulation', seeds=seeds, timeout=timeout)
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
-_HOT, _IDLE_CAP = 2.0, 1.0  # seconds: polls stay within a few ms for _HOT s of quiet, then back off to _IDLE_CAP s
-
-
-def _backoff(wait: float, quiet: float, hot_cap: float) -> float:
-    "The next poll interval: doubling up to `hot_cap` while `quiet` (s without work) < `_HOT`, then up to `_IDLE_CAP`."
-    return min(2 * wait, hot_cap if quiet < _HOT else _IDLE_CAP)
-
-
 class _FastTime:
-    """`time` for flwr's SuperNode loop: its idle wait (3 s) backs off from `poll` to 0.1 s, and to 1 s once the node
-    has been idle for 2 s; a reply wait is `poll`."""
+    "`time` for flwr's SuperNode loop: an idle wait (3 s) backs off from `poll` to 0.1 s, a reply wait is `poll`."
 
     def __init__(self, poll: float):
-        self.poll, self.idle, self.since = poll, poll, None
+        self.poll, self.idle = poll, poll
 
     def sleep(self, s):
         if s >= 1:
-            now = time.monotonic()
-            self.since = now if self.since is None else self.since
             time.sleep(self.idle)
-            self.idle = _backoff(self.idle, now - self.since, 0.1)
+            self.idle = min(2 * self.idle, 0.1)
         else:
-            self.idle, self.since = self.poll, None
+            self.idle = self.poll
             time.sleep(min(s, self.poll))
 
     def __getattr__(self, k):
@@ -1141,12 +1130,11 @@ def _serve_clientapps(address: str, poll: float = 0.005):
         )
 
     app, acquire, wait = client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec')), poll
-    since = time.monotonic()
     while True:
         res = acquire.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
         if not (res.HasField('task') and res.token):
             time.sleep(wait)
-            wait = _backoff(wait, time.monotonic() - since, 0.05)  # 50 ms within a run; 1 s once idle for 2 s
+            wait = min(2 * wait, 0.05)
             continue
         wait = poll
         c = client(
@@ -1158,7 +1146,6 @@ def _serve_clientapps(address: str, poll: float = 0.005):
             push_task_output(c, ctx, SubStatus.COMPLETED, '')
         finally:
             c.close()
-            since = time.monotonic()
 
 # %% ../nbs/50_flower.ipynb #8763a12b2bbd4a93a75aff182afb95dc
 def node_main(
