@@ -901,7 +901,7 @@ def yj_server(
     kw = {k: cfg[k] for k in ('envelope_bits', 'bounds', 'max_rows')}
     return yj_dealer_program(ctx, len(cfg['names']), cfg['f'], comparison=cfg.get('comparison', 'tables'), **kw)
 
-
+# %% ../nbs/12_securefedyj.ipynb #12240245
 def yj_check(
     data: dict,  # a client's data: {'X': its rows}
     cfg: dict,  # the public configuration, with `me`
