@@ -16,8 +16,8 @@ from .smc import FixedPointOverflow
 
 # %% auto #0
 __all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'n_workers',
-           'chunk_bounds', 'parallel_map', 'FixedBase', 'ObfuscatorTable', 'FixedPoint', 'slots_per_plaintext',
-           'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
+           'chunk_bounds', 'parallel_map', 'FixedBase', 'fixed_base_window', 'ObfuscatorTable', 'obfuscator_table',
+           'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -466,13 +466,25 @@ class FixedBase:
         for x in xs:
             if not 0 <= x < top:  # its high digits would be dropped
                 raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {x!r:.40}")
-            acc = self.table[0][0]
+            acc = None  # the first digit's entry is taken as it is: one product fewer
             for row in self.table:
                 if x & mask:
-                    acc = acc * row[x & mask] % m
+                    acc = row[x & mask] if acc is None else acc * row[x & mask] % m
                 x >>= w
-            out.append(acc)
+            out.append(self.table[0][0] if acc is None else acc)
         return out
+
+# %% ../nbs/32_paillier.ipynb #ca61bb5d
+def fixed_base_window(
+    exponent_bits: int,  # largest exponent length, bits
+    draws: int,  # powers the table will make
+    max_entries: int = 2**18,  # the most entries a table may hold (memory: entries times the modulus's bytes)
+) -> int:
+    "The window w (1 to 16) of least (2^w + draws) ceil(bits / w) among tables of at most `max_entries` entries."
+    b, d = _check_int(exponent_bits, 'exponent_bits', 1), _check_int(draws, 'draws')
+    rows = lambda w: -(-b // w)
+    cost = {w: ((1 << w) + d) * rows(w) for w in range(1, 17) if w == 1 or rows(w) << w <= max_entries}
+    return min(cost, key=lambda w: (cost[w], w))
 
 # %% ../nbs/32_paillier.ipynb #3feb8fa5
 class ObfuscatorTable:
@@ -484,12 +496,14 @@ class ObfuscatorTable:
         key,  # a `PaillierPublicKey`, or a `PaillierPrivateKey` (then through the CRT)
         rng=None,  # None: the OS; a seed (tests) or a secret generator (`fedgauss.entropy.secret_rng`)
         exponent_bits: int | None = None,  # bits of x (default: half of n's, as DJN)
-        window: int = 8,  # bits per table row
+        window: int | None = None,  # bits per table row (default: `fixed_base_window` for `draws` powers)
+        draws: int = 4096,  # obfuscators the table is expected to make (sets the default window)
     ):
         pk = getattr(key, 'public_key', key)
         self.key, self.pk = key, pk
         self.exponent_bits = exponent_bits or -(-pk.n.bit_length() // 2)
         h = pk.obfuscator(_secret(rng))
+        window = window or fixed_base_window(self.exponent_bits, draws)
         if key is pk:
             self.tables = [FixedBase(h, pk.nsquare, self.exponent_bits, window)]
         else:
@@ -527,7 +541,7 @@ def _crt_combine(self: PaillierPrivateKey, xp: list, xq: list) -> list:
     return [b + qs * ((a - b) * inv % ps) for a, b in zip(xp, xq)]
 
 # %% ../nbs/32_paillier.ipynb #70cc3e94
-def _table_for(key, rng) -> tuple:
+def _table_for(key, rng, draws: int = 4096) -> tuple:
     "(the key's `ObfuscatorTable` for this source of randomness, the generator of the exponents): see above."
     if rng is None or is_secret_rng(rng):
         token, table_rng, draw_rng = ('os' if rng is None else 'generator'), rng, rng
@@ -536,8 +550,17 @@ def _table_for(key, rng) -> tuple:
         table_rng = secret_rng(rng, 'fedgauss.paillier', 'obfuscator table')
     held = getattr(key, '_table', None)
     if held is None or held[0] != token:
-        key._table = held = (token, ObfuscatorTable(key, table_rng))
+        key._table = held = (token, ObfuscatorTable(key, table_rng, draws=draws))
     return held[1], draw_rng
+
+
+def obfuscator_table(
+    key,  # a `PaillierPublicKey`, or a `PaillierPrivateKey` (then through the CRT)
+    rng=None,  # the source the obfuscators will come from (as `obfuscators`)
+    draws: int = 4096,  # obfuscators expected from it (its window: `fixed_base_window`)
+) -> ObfuscatorTable:
+    "The key's table for the source `rng`, built now if the key holds none for it: a party builds it as it sets up."
+    return _table_for(key, rng, max(_check_int(draws, 'draws'), 1))[0]
 
 # %% ../nbs/32_paillier.ipynb #8f57fe59
 def _powmod_many(bases: list, e, m, pow_) -> list:
@@ -558,7 +581,7 @@ def obfuscators(
     "`k` fresh obfuscators for this key."
     k = _check_int(k, 'k')
     if fast:
-        table, rng = _table_for(self, rng)
+        table, rng = _table_for(self, rng, max(k, 4096))
         return table.draw(k, rng, workers)
     rng = _secret(rng)
     rs = [self._mpz(self._unit(rng)) for _ in range(k)]
@@ -585,7 +608,7 @@ def obfuscators(
     pk = self.public_key
     k = _check_int(k, 'k')
     if fast:
-        table, rng = _table_for(self, rng)
+        table, rng = _table_for(self, rng, max(k, 4096))
         return table.draw(k, rng, workers)
     rng = _secret(rng)
     rs = [pk._mpz(pk._unit(rng)) for _ in range(k)]

@@ -17,7 +17,7 @@ from .entropy import derive_key, party_rngs
 from .federation import Channel, Party, as_rng
 from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, Tree, build_histograms
 from .gbdt import HistLayout, PlainHistograms, SoftmaxLoss, Splits, newton_weight, snap_to_grid, structure_score
-from .paillier import PaillierPublicKey, generate_paillier_keypair, parallel_map
+from .paillier import PaillierPublicKey, generate_paillier_keypair, obfuscator_table, parallel_map
 from .psi import Alignment, id_array, id_type_of, psi_config
 from .smc import run_protocol
 
@@ -240,7 +240,7 @@ def _compress(pk: PaillierPublicKey, block: list, w: int = 1) -> int:
     "Cipher compression of a block of bins (`w` classes each): $c \\leftarrow c^{2^{wW}} E(B_j)$, last bin first."
     acc, shift, n2 = block[-1], 1 << (w * BIN_BITS), pk.nsquare
     for c in reversed(block[:-1]):
-        acc = pk.mul_plain(acc, shift) * c % n2
+        acc = c if acc == 1 else pk.mul_plain(acc, shift) * c % n2  # 1^(2^W) = 1: empty top bins cost nothing
     return int(acc)
 
 
@@ -335,6 +335,16 @@ class ActiveParty(_SBParty):
         for p in passives:
             self.send(p, 'gh', cts)
         self.seconds_['encrypt'] += cpu_seconds() - c0
+
+# %% ../nbs/33_secureboost.ipynb #290a4bcc
+@patch
+def prepare_obfuscators(
+    self: ActiveParty,
+    rng,  # the party's secret generator for the obfuscators (as `encrypt_gradients`), or None: the OS
+    draws: int,  # obfuscators the fit will draw: rows times trees
+):
+    "Build the key's obfuscator table now, as the party sets up, its window sized for `draws` (`fixed_base_window`)."
+    obfuscator_table(self.sk, rng, draws)
 
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch

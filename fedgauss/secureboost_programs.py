@@ -174,8 +174,8 @@ def _widths(cfg: dict, q: int) -> list:
 
 
 def _active_setup(ctx, data: dict, cfg: dict):
-    """Generator: the active party bins its columns, makes the keys, sends the public key and learns the passive
-    parties' bins per feature; returns (party, passive names)."""
+    """Generator: the active party bins its columns, makes the keys (and the obfuscators' table), sends the public key
+    and learns the passive parties' bins per feature; returns (party, passive names)."""
     a = ActiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     a.index, a._y = cfg['parties'].index(ctx.me), np.asarray(data['y'], np.float64)
     a.setup(cfg['missing'], cfg['max_bins'])
@@ -185,6 +185,9 @@ def _active_setup(ctx, data: dict, cfg: dict):
     passives = [p for p in cfg['parties'] if p != ctx.me]
     for p in passives:
         a.send(p, 'public_key', int(a.pk.n))
+    K, trees = cfg.get('n_classes', 2), max(0, cfg['n_estimators'] - cfg.get('rl_trees', 0))
+    if passives and trees:  # the obfuscators' table, for the whole fit: rows x trees x ciphertexts a row
+        a.prepare_obfuscators(ctx.obf_rng, len(a._y) * trees * (len(a.widths) if _multi_output(cfg) else K - (K == 2)))
     nb = {}
     for p in passives:
         nb[p] = np.asarray((yield from ctx.recv('n_bins', p)))
