@@ -434,6 +434,14 @@ def parallel_map(
         del _SHARED[key]
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
+def _digits(xs: list, rows: int, w: int) -> np.ndarray:
+    "The `rows` base-2^w digits of each x (< 2^(rows w)), lowest first: an array (len(xs), rows), by bytes and bits."
+    nb = -(-rows * w // 8)
+    raw = np.frombuffer(b''.join(x.to_bytes(nb, 'little') for x in xs), np.uint8).reshape(len(xs), nb)
+    bits = np.unpackbits(raw, axis=1, bitorder='little')[:, : rows * w].reshape(len(xs), rows, w)
+    return bits.astype(np.int64) @ (1 << np.arange(w, dtype=np.int64))
+
+
 class FixedBase:
     "Powers h^x mod `modulus` for many x from one table: row i holds h^(j 2^(w i)), j < 2^w; a power is one product per row."
 
@@ -461,18 +469,15 @@ class FixedBase:
         self,
         xs,  # exponents, each 0 <= x < 2^exponent_bits
     ) -> list:
-        "h^x mod modulus for each x in `xs` (0 <= x < 2^exponent_bits)."
-        m, w, mask, out, top = self.modulus, self.window, (1 << self.window) - 1, [], 1 << self.exponent_bits
-        for x in xs:
-            if not 0 <= x < top:  # its high digits would be dropped
-                raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {x!r:.40}")
-            acc = None  # the first digit's entry is taken as it is: one product fewer
-            for row in self.table:
-                if x & mask:
-                    acc = row[x & mask] if acc is None else acc * row[x & mask] % m
-                x >>= w
-            out.append(self.table[0][0] if acc is None else acc)
-        return out
+        "h^x mod modulus for each x in `xs`: row by row over the batch, each row's entries used while in cache."
+        xs, top = [int(x) for x in xs], 1 << self.exponent_bits
+        bad = next((x for x in xs if not 0 <= x < top), None)
+        if bad is not None:  # its high digits would be dropped
+            raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {bad!r:.40}")
+        m, accs = self.modulus, [self.table[0][0]] * len(xs)
+        for row, col in zip(self.table, _digits(xs, len(self.table), self.window).T.tolist()):
+            accs = [a * row[d] % m if d else a for a, d in zip(accs, col)]  # 1 * row[d] % m = row[d]: as before
+        return accs
 
 # %% ../nbs/32_paillier.ipynb #ca61bb5d
 def fixed_base_window(

@@ -10,6 +10,13 @@ predicts on 16 cores; bytes per party per tree (from the transcript) and test AU
     python tests/bench_secureboost.py [--trees 2] [--key 2048] [--repeat 1]
     python tests/bench_secureboost.py --ab OLD_SRC [--n 4000] [--pairs 6] [--trees 2] [--key 1024] [--depth 5]
     python tests/bench_secureboost.py --multiclass [--data seven|digits] [--n 3000] [--trees 10] [--key 1024]
+    python tests/bench_secureboost.py --phases [--n 10000] [--trees 1] [--key 2048]
+
+`--phases` (issue 32): one serial fit (one process), its CPU seconds per tree by phase — the obfuscators, the rest of
+the encryption, the encrypted sums, their compression, the decryptions, the rest — with the modular operations each
+phase performed (counted as they run) and the floor those operations cost at gmpy2's speed on this machine (each kind
+timed alone, here, on operands of the key's size): what is above the floor is our overhead, the floor itself the key
+size's arithmetic.
 
 `--multiclass` (issue 29): K classes two ways, one tree per class a round against one multi-output tree a round
 (SBT-MO, the K classes of a row packed into one ciphertext, or several when the key holds fewer than K): per round the
@@ -221,6 +228,101 @@ def multiclass(a):
     print((per[cols] / mo[cols]).round(2).to_string())
 
 
+def _op_seconds(pk, sk, W):
+    "CPU seconds of one modular operation of each kind on this key, timed alone (median of 5 runs of 200)."
+    import gmpy2
+
+    r = np.random.default_rng(0)
+    big = lambda m: [gmpy2.mpz(int.from_bytes(r.bytes(m.bit_length() // 8 + 8), 'little')) % m for _ in range(201)]
+    n2, p2 = big(pk.nsquare), big(sk.psquare)
+    ops = dict(
+        mul_n2=lambda: [a * b % pk.nsquare for a, b in zip(n2, n2[1:])],
+        mul_p2=lambda: [a * b % sk.psquare for a, b in zip(p2, p2[1:])],
+        shift=lambda: [gmpy2.powmod(a, 1 << W, pk.nsquare) for a in n2[:200]],
+        decrypt=lambda: [gmpy2.powmod(a, sk.p - 1, sk.psquare) for a in p2[:200]],  # half of one (CRT: p and q)
+    )
+    out = {}
+    for k, f in ops.items():
+        ts = []
+        for _ in range(5):
+            c = time.process_time()
+            f()
+            ts.append((time.process_time() - c) / 200)
+        out[k] = float(np.median(ts))
+    out['decrypt'] *= 2
+    return out
+
+
+def phases(a):
+    "Per-phase CPU of a serial fit, operations counted, and their floor at gmpy2's speed (issue 32)."
+    import fedgauss.paillier as P
+    import fedgauss.secureboost as SB
+
+    cpu, ops = dict.fromkeys(('obfuscators', 'encrypt', 'sums', 'compression', 'decrypt', 'fit'), 0.0), {}
+    saved = {}
+
+    def timed(owner, name, phase, count=None):
+        f = saved.setdefault((owner, name), getattr(owner, name))
+
+        def g(*args, **kw):
+            c = time.process_time()
+            try:
+                return f(*args, **kw)
+            finally:
+                cpu[phase] += time.process_time() - c
+                if count:
+                    k, v = count(*args)
+                    ops[k] = ops.get(k, 0) + v
+
+        setattr(owner, name, g)
+
+    def table_products(table, xs):  # one product per non-zero digit but the first, per table
+        w = table.tables[0].window
+        digits = sum(sum(1 for i in range(0, table.exponent_bits, w) if (x >> i) & ((1 << w) - 1)) - 1 for x in xs)
+        return 'mul_p2', digits * len(table.tables)
+
+    def block_products(shared, lo, hi):  # one product per row of a bin but its first, then one per bin into Horner
+        q, S, per, edges = shared[1], shared[2], shared[3], shared[6]
+        k = 0
+        for blk in range(lo, hi):
+            j, b = divmod(blk, per)
+            e = [edges[s + 1] - edges[s] for s in range(j * S + b * q, j * S + min(b * q + q, S))]
+            k += sum(max(0, v - 1) for v in e) + len(e) - 1
+        return 'mul_n2', k
+
+    timed(P, '_table_powers', 'obfuscators', table_products)
+    timed(SB.ActiveParty, 'encrypt_gradients', 'encrypt')
+    timed(SB, '_packed_blocks', 'sums', block_products)
+    timed(P.PaillierPublicKey, 'mul_plain', 'compression', lambda *args: ('shift', 1))
+    timed(P, '_decrypt_batch', 'decrypt', lambda sk, cs: ('decrypt', len(cs)))
+    try:
+        X, y, _, _ = data(a.n)
+        m = SecureBoostClassifier(n_estimators=a.trees, max_depth=a.depth, max_bins=a.bins, key_size=a.key,
+                                  learning_rate=0.3, n_jobs=1, unsafe=a.key < 1024, rng=0)  # fmt: skip
+        m.fit(vertical_split(X, 2, y))
+    finally:
+        for (owner, name), f in saved.items():
+            setattr(owner, name, f)
+    T = a.trees
+    cpu['fit'] = np.array(m.tree_seconds_)[:, 1].sum()
+    cpu['encrypt'] -= cpu['obfuscators']  # snapping, packing, the ciphertexts (1 + m n) r
+    cpu['sums'] -= cpu['compression']
+    cpu['rest'] = cpu['fit'] - sum(cpu[k] for k in ('obfuscators', 'encrypt', 'sums', 'compression', 'decrypt'))
+    sk = m.active_.sk
+    per = _op_seconds(sk.public_key, sk, SB.BIN_BITS)
+    kinds = dict(obfuscators='mul_p2', sums='mul_n2', compression='shift', decrypt='decrypt')
+    rows = {}
+    for k in ('obfuscators', 'encrypt', 'sums', 'compression', 'decrypt', 'rest', 'fit'):
+        op = kinds.get(k)
+        floor = ops.get(op, 0) * per[op] / T if op else np.nan
+        rows[k] = dict(cpu_s=cpu[k] / T, operations=ops.get(op, 0) / T if op else np.nan, op=op or '',
+                       us_per_op=per[op] * 1e6 if op else np.nan, floor_s=floor, over_floor=cpu[k] / T / floor if op else np.nan)  # fmt: skip
+    print(f"{a.n:,} x 20 synthetic, depth {a.depth}, {a.bins} bins, {a.key}-bit keys, one process, {T} tree(s); "
+          f"load average {os.getloadavg()[0]:.1f}. CPU seconds per tree by phase, the modular operations each did, "
+          f"and their floor at gmpy2's speed here:\n")  # fmt: skip
+    print(pd.DataFrame(rows).T.to_string(float_format=lambda v: f'{v:,.3f}'))
+
+
 def main():
     from fedgauss.paillier import n_workers
 
@@ -235,7 +337,10 @@ def main():
     ap.add_argument('--repeat', type=int, default=1)
     ap.add_argument('--multiclass', action='store_true', help='one tree per class against multi-output trees')
     ap.add_argument('--data', choices=('seven', 'digits'), default='seven', help='with --multiclass')
+    ap.add_argument('--phases', action='store_true', help='per-phase CPU of a serial fit against its arithmetic floor')
     a = ap.parse_args()
+    if a.phases:
+        return phases(a)
     if a.ab:
         return ab(a.ab, a)
     if a.multiclass:
