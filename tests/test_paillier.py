@@ -192,3 +192,31 @@ def test_a_ciphertext_under_another_key_is_caught_when_it_can_be():
     assert big  # a larger key's ciphertexts mostly fall outside (0, n1^2)
     with pytest.raises(ValueError, match='another key'):
         sk1.decrypt_many(big[:1])
+
+
+# ---- fixed-base tables sized for their draws (issue 32) ----
+def test_fixed_base_window_is_the_cheapest_table_within_memory():
+    "The window minimizes (2^w + draws) ceil(bits / w) products among tables of at most max_entries entries."
+    cost = lambda b, w, d: ((1 << w) + d) * -(-b // w)
+    for b in (64, 256, 1024, 2048):
+        for d in (0, 1, 100, 4096, 20_000, 10**7):
+            w = pl.fixed_base_window(b, d)
+            allowed = [v for v in range(1, 17) if v == 1 or -(-b // v) << v <= 2**18]
+            assert w in allowed and cost(b, w, d) == min(cost(b, v, d) for v in allowed)
+    assert pl.fixed_base_window(1024, 20_000) == 11 and pl.fixed_base_window(1024, 20_000, max_entries=2**16) == 9
+    with pytest.raises(ValueError, match='draws'):
+        pl.fixed_base_window(1024, -1)
+
+
+def test_table_powers_are_the_same_whatever_the_window_and_batch(keys):
+    "Row-by-row products over a batch give h^x exactly, for any window; a key's obfuscators do not depend on it."
+    pk, sk = keys
+    h, r = int(pk.obfuscator(rng=1)), np.random.default_rng(0)
+    xs = [0, 1, 2**300 - 1] + [int.from_bytes(r.bytes(38), 'little') for _ in range(20)]
+    want = [pow(h, x, int(pk.nsquare)) for x in xs]
+    for w in (1, 5, 8, 11):
+        assert [int(v) for v in FixedBase(pk._mpz(h), pk.nsquare, 304, window=w).powers(xs)] == want
+    draws = {w: ObfuscatorTable(sk, rng=4, window=w).draw(6, rng=pl.secret_rng(9)) for w in (3, 8, 12)}
+    assert draws[3] == draws[8] == draws[12]
+    t = pl.obfuscator_table(sk, pl.secret_rng(5), draws=50_000)
+    assert t.tables[0].window == pl.fixed_base_window(t.exponent_bits, 50_000)

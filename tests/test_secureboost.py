@@ -945,3 +945,27 @@ def test_every_core_gives_the_serial_runs_messages_and_trees():
     np.testing.assert_array_equal(one.train_margin_, two.train_margin_)
     blocks = [X[:200, g] for g in ([0, 1, 2], [3, 4], [5, 6])]
     np.testing.assert_array_equal(one.decision_function(blocks), two.decision_function(blocks))
+
+
+# ---- the obfuscator table built as the active party sets up (issue 32) ----
+def test_the_obfuscator_table_built_at_setup_changes_no_message(monkeypatch):
+    """The active party builds its Damgard-Jurik-Nielsen table as it sets up, its window sized for rows x trees; the
+    table takes its base from the same generator first, so every ciphertext, message and tree is that of a table built
+    at the first encryption (with the window for that one batch)."""
+    from fedgauss.paillier import fixed_base_window
+    from fedgauss.secureboost import ActiveParty
+
+    X, y = _toy7(800)
+    parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
+    kw = dict(n_estimators=2, max_depth=3, max_bins=16, **FAST)
+    ahead = SecureBoostClassifier(**kw).fit(parts)
+    monkeypatch.setattr(ActiveParty, 'prepare_obfuscators', lambda self, rng, draws: None)
+    late = SecureBoostClassifier(**kw).fit(parts)
+    windows = [m.active_.sk._table[1].tables[0].window for m in (ahead, late)]
+    assert windows == [fixed_base_window(256, 800 * 2), fixed_base_window(256, 4096)] and windows[0] != windows[1]
+    assert len(ahead.channel_.messages) == len(late.channel_.messages)
+    for a, b in zip(ahead.channel_.messages, late.channel_.messages):
+        assert (a.round, a.sender, a.receiver, a.kind, a.nbytes) == (b.round, b.sender, b.receiver, b.kind, b.nbytes)
+        if a.kind in ('gh', 'hist'):
+            assert np.asarray(a.payload).tolist() == np.asarray(b.payload).tolist()
+    assert_same_model(ahead, late)
