@@ -508,7 +508,7 @@ class ObfuscatorTable:
         self.key, self.pk = key, pk
         self.exponent_bits = exponent_bits or -(-pk.n.bit_length() // 2)
         h = pk.obfuscator(_secret(rng))
-        window = window or fixed_base_window(self.exponent_bits, draws)
+        window = fixed_base_window(self.exponent_bits, draws) if window is None else window
         if key is pk:
             self.tables = [FixedBase(h, pk.nsquare, self.exponent_bits, window)]
         else:
