@@ -574,6 +574,17 @@ def _tiles(r, m, values=TILE_VALUES):
     q = max(1, min(r // 2, -(-r * m // max(values, 1))))
     return [slice(i * r // q, (i + 1) * r // q) for i in range(q)]
 
+
+@patch
+def _buffers(self: YJData, k, m, count):
+    "`count` contiguous k x m work buffers: views of flat arrays kept between passes (no fresh pages at every pass)."
+    pool = self._pool
+    pool += [np.empty(0)] * (count - len(pool))
+    for i in range(count):
+        if pool[i].size < k * m:
+            pool[i] = np.empty(k * m)
+    return [p[: k * m].reshape(k, m) for p in pool[:count]]
+
 # %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
 @patch
 def _block_d(self: YJData, Xb, t, aa, rr, nn):
@@ -641,6 +652,7 @@ def _init_caches(self: YJData, P123):
     self._cache_lo = np.zeros(G, bool)
     self._cache_base = np.zeros((4, G))
     self._cache_mom = np.zeros((2, K1 + 2, G))
+    self._pool = []  # work buffers of the passes (`_buffers`)
     self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
 
 # %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
@@ -658,24 +670,27 @@ def _need_lo(self: YJData, rows):
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
 @patch
 def _need_P(self: YJData, rows):
-    "Power moments P_4 .. P_{K0+1} of groups `rows` (of d/rho), computed once (one pass)."
+    "Power moments P_4 .. P_{K0+1} of groups `rows` (of d/rho), computed once (one pass, by blocks and tiles)."
     rows = rows[~self._P_ready[rows]]
     if not len(rows):
         return
     ch = self._chunk(len(rows))
     P = np.zeros((K0 + 2, len(rows)))
     for s0 in range(0, self.n_rows, ch):
-        d = self.D_hi[rows, s0 : s0 + ch]
-        if self._scaled:
-            d = d * self._irho[rows, None]
-        p = d * d
-        for k in range(3, K0 + 2):
-            p *= d
-            P[k] += p.sum(1)
+        m = min(ch, self.n_rows - s0)
+        for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
+            d, p = self._buffers(t.stop - t.start, m, 2)
+            d[...] = self.D_hi[rows[t], s0 : s0 + m]
+            if self._scaled:
+                d *= self._irho[rows[t], None]
+            np.multiply(d, d, out=p)
+            for k in range(3, K0 + 2):
+                p *= d
+                P[k, t] += p.sum(1)
     self.P[4:, rows] = P[4:]
     self._P_ready[rows] = True
 
-# %% ../nbs/10_yeojohnson.ipynb #b58dbb04873e49baa0bf28e21765a84e
+# %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
 def _add_sums(out, d, ls, A, B, C):
     "Add one tile's sums of e, e^2, t and e t at z = ls d to `out` (4 x groups); leaves E = e^z in `B` (A, B, C: buffers)."
     np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
@@ -718,7 +733,7 @@ def _fresh(
     if lo_frame:
         self._need_lo(rows)
     src = self.D_lo if lo_frame else self.D_hi
-    ch, bufs = self._chunk(r), {}
+    ch = self._chunk(r)
     tiles = _tiles(r, ch, values)
     run = r == 1 or bool((np.diff(rows) == 1).all())  # consecutive groups: d is a view, not a copy
     irho = self._irho[rows, None] if moments and self._scaled else None  # the moments of d/rho
@@ -726,13 +741,11 @@ def _fresh(
         m = min(ch, n - s0)
         for t in tiles:
             k = t.stop - t.start
-            if (k, m) not in bufs:
-                bufs[k, m] = [np.empty((k, m)) for _ in range(4 if moments else 3)]  # contiguous work buffers
-            A, B, C = bufs[k, m][:3]
+            A, B, C, *Dm = self._buffers(k, m, 4 if moments else 3)
             d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
             _add_sums(out[:, t], d, ls[t, None], A, B, C)
             if moments:
-                dm = d if irho is None else np.multiply(d, irho[t], out=bufs[k, m][3])
+                dm = d if irho is None else np.multiply(d, irho[t], out=Dm[0])
                 _add_moments(mom[:, :, t], B, dm, A, C)
     return out, mom
 
