@@ -560,10 +560,10 @@ def test_exact_lambda_at_every_scale(scale, kind):
 
 
 # ------------------------------------------------------------------ tiles change no bit (issue 32)
-import fedgauss.yeojohnson as _yjmod  # noqa: E402
-from fedgauss.data import make_skewed_features  # noqa: E402
-from fedgauss.testing import adversarial_inputs  # noqa: E402
-from fedgauss.yeojohnson import K1, YJData  # noqa: E402
+import fedgauss.yeojohnson as _yjmod
+from fedgauss.data import make_skewed_features
+from fedgauss.testing import adversarial_inputs
+from fedgauss.yeojohnson import K1
 
 
 def _untiled_fresh(h, rows, lo_frame, ls, moments):
