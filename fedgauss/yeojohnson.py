@@ -588,7 +588,7 @@ def _buffers(self: YJData, k, m, count):
 # %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
 @patch
 def _block_d(self: YJData, Xb, t, aa, rr, nn):
-    "Fill `aa` with d of the block `Xb` (columns of X.T) for the groups of tile `t` (buffers `rr`, `nn`); returns membership."
+    "Fill `aa` with d of block `Xb` (columns of X.T) for the groups of tile `t` (buffers rr, nn); returns membership."
     aa[...] = Xb[self.g_col[t]]
     mm = ~np.isnan(aa)
     mixed = slice(max(self.n_one - t.start, 0), len(aa))  # mixed features: a row belongs to the group of its sign
@@ -610,7 +610,7 @@ def _block_d(self: YJData, Xb, t, aa, rr, nn):
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, by blocks and tiles; returns P_1..P_3 (in group units)."
+    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by blocks and tiles; returns P_1..P_3 (group units)."
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
@@ -692,7 +692,7 @@ def _need_P(self: YJData, rows):
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
 def _add_sums(out, d, ls, A, B, C):
-    "Add one tile's sums of e, e^2, t and e t at z = ls d to `out` (4 x groups); leaves E = e^z in `B` (A, B, C: buffers)."
+    "Add one tile's sums of e, e^2, t, e t at z = ls d to `out` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
     np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
     np.exp(A, out=B)  # E
     np.subtract(B, 1, out=C)  # e
