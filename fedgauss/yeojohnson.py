@@ -18,13 +18,13 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g', 'yeo_johnson',
-           'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame', 'yj_frame',
-           'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame', 'yj_moments_from_sums',
-           'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums', 'yj_log_likelihood',
-           'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds',
-           'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_yj_search',
-           'column_names', 'check_numeric_frame', 'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin',
+__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g',
+           'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame',
+           'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
+           'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums',
+           'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_search_unit',
+           'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search',
+           'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin',
            'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
@@ -521,7 +521,7 @@ class YJData:
         if X.ndim != 2:
             raise ValueError(f"X must be 1-D or 2-D; got {X.ndim} dimensions")
         self.n_rows, self.d = X.shape
-        XT = np.ascontiguousarray(X.T)
+        XT = X.T  # a view: the blocks below gather their columns from it, no transposed copy of X
         self.anchors = self._agree(anchors, YJAnchors.from_columns(XT))
         self._group_table()
         self._init_caches(self._log_distances(XT))
@@ -560,56 +560,80 @@ def _group_table(self: YJData):
     self._irho, self._scaled = 1 / self.g_rho, bool((self.g_rho != 1).any())
 
 # %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
+TILE_VALUES = 16384  # values per tile of groups (128 kB buffers that stay in cache); results do not depend on it
+
+
 @patch
 def _chunk(self: YJData, r):
     "Rows per block when `r` groups are processed together (about 128k values per block)."
     return max(512, min(max(self.n_rows, 1), 131072 // max(r, 1)))
 
+
+def _tiles(r, m, values=TILE_VALUES):
+    "Slices of the `r` groups into tiles of about `values` values of `m` rows, each of at least 2 groups (1 if r = 1)."
+    q = max(1, min(r // 2, -(-r * m // max(values, 1))))
+    return [slice(i * r // q, (i + 1) * r // q) for i in range(q)]
+
+
+@patch
+def _buffers(self: YJData, k, m, count):
+    "`count` contiguous k x m work buffers: views of flat arrays kept between passes (no fresh pages at every pass)."
+    pool = self._pool
+    pool += [np.empty(0)] * (count - len(pool))
+    for i in range(count):
+        if pool[i].size < k * m:
+            pool[i] = np.empty(k * m)
+    return [p[: k * m].reshape(k, m) for p in pool[:count]]
+
 # %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
 @patch
-def _block_d(self: YJData, Xb, aa, rr, nn):
-    "Fill `aa` with d of the block `Xb` (columns of X.T) for every group (buffers `rr`, `nn`); returns membership."
-    np.take(Xb, self.g_col, axis=0, out=aa)
+def _block_d(self: YJData, Xb, t, aa, rr, nn):
+    "Fill `aa` with d of block `Xb` (columns of X.T) for the groups of tile `t` (buffers rr, nn); returns membership."
+    aa[...] = Xb[self.g_col[t]]
     mm = ~np.isnan(aa)
-    if len(self.g_col) > self.n_one:  # mixed features: a row belongs to the group of its sign
-        mrows = slice(self.n_one, len(self.g_col))
+    mixed = slice(max(self.n_one - t.start, 0), len(aa))  # mixed features: a row belongs to the group of its sign
+    if mixed.start < mixed.stop:
         with np.errstate(invalid='ignore'):
-            mm[mrows] &= np.where(self.g_s[mrows, None] > 0, aa[mrows] >= 0, aa[mrows] < 0)
+            mm[mixed] &= np.where(self.g_s[t][mixed, None] > 0, aa[mixed] >= 0, aa[mixed] < 0)
+    hi = self.g_hi[t, None]
     np.abs(aa, out=aa)
-    np.subtract(aa, self.g_hi[:, None], out=rr)
-    rr *= 1 / (1 + self.g_hi[:, None])  # (|x| - a)/(1 + a)
+    np.subtract(aa, hi, out=rr)
+    rr *= 1 / (1 + hi)  # (|x| - a)/(1 + a)
     np.greater(rr, -0.5, out=nn)
     np.copyto(aa, rr, where=nn)
     with np.errstate(invalid='ignore'):
         np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-    np.subtract(aa, self.g_chi[:, None], out=aa, where=~nn)  # ... minus c far from it
+    np.subtract(aa, self.g_chi[t, None], out=aa, where=np.logical_not(nn, out=nn))  # ... minus c far from it
     np.copyto(aa, 0.0, where=~mm)  # neutral rows
     return mm
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi and n (rows per feature) from X.T, by blocks; returns P_1..P_3 (in group units)."
+    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by blocks and tiles; returns P_1..P_3 (group units)."
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
     P123, gn, bufs = np.zeros((3, G)), np.zeros(G), {}
     ch = self._chunk(G)
-    for s0 in range(0, n, ch):  # blocks of rows, all features at once
+    tiles = _tiles(G, ch)
+    for s0 in range(0, n, ch):  # blocks of rows ...
         m = min(ch, n - s0)
-        if m not in bufs:
-            bufs[m] = (np.empty((G, m)), np.empty((G, m)), np.empty((G, m), bool))  # contiguous work buffers
-        aa, rr, nn = bufs[m]
-        mm = self._block_d(XT[:, s0 : s0 + m], aa, rr, nn)
-        D[:, s0 : s0 + m] = aa
-        memb[:, s0 : s0 + m] = mm
-        gn += mm.sum(1)
-        if self._scaled:  # the moments in each group's unit (d itself is kept as is)
-            aa *= self._irho[:, None]
-        P123[0] += aa.sum(1)
-        np.multiply(aa, aa, out=rr)
-        P123[1] += rr.sum(1)
-        P123[2] += np.einsum('ij,ij->i', rr, aa)
+        for t in tiles:  # ... and tiles of groups
+            k = t.stop - t.start
+            if (k, m) not in bufs:
+                bufs[k, m] = (np.empty((k, m)), np.empty((k, m)), np.empty((k, m), bool))  # contiguous work buffers
+            aa, rr, nn = bufs[k, m]
+            mm = self._block_d(XT[:, s0 : s0 + m], t, aa, rr, nn)
+            D[t, s0 : s0 + m] = aa
+            memb[t, s0 : s0 + m] = mm
+            gn[t] += mm.sum(1)
+            if self._scaled:  # the moments in each group's unit (d itself is kept as is)
+                aa *= self._irho[t, None]
+            P123[0, t] += aa.sum(1)
+            np.multiply(aa, aa, out=rr)
+            P123[1, t] += rr.sum(1)
+            P123[2, t] += np.einsum('ij,ij->i', rr, aa)
     self.g_n, self.g_sd_hi = gn, P123[0]
     self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
     return P123
@@ -628,36 +652,56 @@ def _init_caches(self: YJData, P123):
     self._cache_lo = np.zeros(G, bool)
     self._cache_base = np.zeros((4, G))
     self._cache_mom = np.zeros((2, K1 + 2, G))
+    self._pool = []  # work buffers of the passes (`_buffers`)
     self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
 
 # %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
 @patch
 def _need_lo(self: YJData, rows):
-    "D_lo (d anchored at the smallest |x|) of groups `rows`, computed once."
+    "D_lo (d anchored at the smallest |x|) of groups `rows`, computed once (one group at a time: no G x n temporaries)."
     rows = rows[~self._lo_ready[rows]]
-    if len(rows):
-        self.D_lo[rows] = np.where(self.memb[rows], np.maximum(self.D_hi[rows] + self.g_R[rows, None], 0.0), 0.0)
-        self._lo_ready[rows] = True
+    for i in rows:
+        lo = self.D_lo[i]
+        np.add(self.D_hi[i], self.g_R[i], out=lo)
+        np.maximum(lo, 0.0, out=lo)
+        np.copyto(lo, 0.0, where=~self.memb[i])
+    self._lo_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
 @patch
 def _need_P(self: YJData, rows):
-    "Power moments P_4 .. P_{K0+1} of groups `rows` (of d/rho), computed once (one pass)."
+    "Power moments P_4 .. P_{K0+1} of groups `rows` (of d/rho), computed once (one pass, by blocks and tiles)."
     rows = rows[~self._P_ready[rows]]
     if not len(rows):
         return
     ch = self._chunk(len(rows))
     P = np.zeros((K0 + 2, len(rows)))
     for s0 in range(0, self.n_rows, ch):
-        d = self.D_hi[rows, s0 : s0 + ch]
-        if self._scaled:
-            d = d * self._irho[rows, None]
-        p = d * d
-        for k in range(3, K0 + 2):
-            p *= d
-            P[k] += p.sum(1)
+        m = min(ch, self.n_rows - s0)
+        for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
+            d, p = self._buffers(t.stop - t.start, m, 2)
+            d[...] = self.D_hi[rows[t], s0 : s0 + m]
+            if self._scaled:
+                d *= self._irho[rows[t], None]
+            np.multiply(d, d, out=p)
+            for k in range(3, K0 + 2):
+                p *= d
+                P[k, t] += p.sum(1)
     self.P[4:, rows] = P[4:]
     self._P_ready[rows] = True
+
+# %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
+def _add_sums(out, d, ls, A, B, C):
+    "Add one tile's sums of e, e^2, t, e t at z = ls d to `out` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
+    np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
+    np.exp(A, out=B)  # E
+    np.subtract(B, 1, out=C)  # e
+    A *= B
+    A -= C  # t = z E - e
+    out[0] += C.sum(1)
+    out[1] += np.einsum('ij,ij->i', C, C)
+    out[2] += A.sum(1)
+    out[3] += np.einsum('ij,ij->i', C, A)
 
 # %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
 def _add_moments(mom, EE, d, pp, EE2):
@@ -674,7 +718,14 @@ def _add_moments(mom, EE, d, pp, EE2):
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
-def _fresh(self: YJData, rows, lo_frame, ls, moments):
+def _fresh(
+    self: YJData,
+    rows,  # the groups (increasing)
+    lo_frame,  # use d anchored at the smallest |x| (D_lo)
+    ls,  # lambda_s of each group
+    moments,  # also collect the expansion moments (of d/rho)
+    values: int = TILE_VALUES,  # values per tile (the results do not depend on it)
+):
     "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments, of d/rho)."
     r, n = len(rows), self.n_rows
     out = np.zeros((4, r))
@@ -682,25 +733,20 @@ def _fresh(self: YJData, rows, lo_frame, ls, moments):
     if lo_frame:
         self._need_lo(rows)
     src = self.D_lo if lo_frame else self.D_hi
-    ch, lsc, bufs = self._chunk(r), ls[:, None], {}
+    ch = self._chunk(r)
+    tiles = _tiles(r, ch, values)
+    run = r == 1 or bool((np.diff(rows) == 1).all())  # consecutive groups: d is a view, not a copy
     irho = self._irho[rows, None] if moments and self._scaled else None  # the moments of d/rho
     for s0 in range(0, n, ch):
         m = min(ch, n - s0)
-        if m not in bufs:
-            bufs[m] = [np.empty((r, m)) for _ in range(6 if moments else 4)]  # contiguous work buffers
-        zz, EE, ee, tt = bufs[m][:4]
-        d = src[rows, s0 : s0 + m]
-        np.multiply(d, lsc, out=zz)  # z = lambda_s d <= 0
-        np.exp(zz, out=EE)
-        np.subtract(EE, 1, out=ee)
-        np.multiply(zz, EE, out=tt)
-        np.subtract(tt, ee, out=tt)
-        out[0] += ee.sum(1)
-        out[1] += np.einsum('ij,ij->i', ee, ee)
-        out[2] += tt.sum(1)
-        out[3] += np.einsum('ij,ij->i', ee, tt)
-        if moments:
-            _add_moments(mom, EE, d if irho is None else d * irho, *bufs[m][4:])
+        for t in tiles:
+            k = t.stop - t.start
+            A, B, C, *Dm = self._buffers(k, m, 4 if moments else 3)
+            d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
+            _add_sums(out[:, t], d, ls[t, None], A, B, C)
+            if moments:
+                dm = d if irho is None else np.multiply(d, irho[t], out=Dm[0])
+                _add_moments(mom[:, :, t], B, dm, A, C)
     return out, mom
 
 # %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8

@@ -3,14 +3,16 @@
     python tests/bench_yeojohnson.py                 # 100,000 x 50 skewed features: time ratio + lambda accuracy vs mpmath
     python tests/bench_yeojohnson.py --accuracy      # also: breast cancer + adversarial inputs, counts of peer failures
     python tests/bench_yeojohnson.py --n 20000 --d 20 --repeat 5 --ref-features 50
+    python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
 
-Timings are wall-clock on whatever machine runs this (shared machines are noisy): the two fits run in one process,
-alternately, and the ratio of the medians is reported. Accuracy is relative error to the maximum-likelihood lambda
+Timings are wall-clock and CPU on whatever machine runs this (shared machines are noisy): the two fits run in one process,
+alternately, and the ratio of the medians is reported (issue 32: ExpYJ at most 0.15x scikit-learn's time). `--digest` is
+the guard of a change made for speed: ExpYJ's lambdas, means and variances must keep their bits. Accuracy is relative error to the maximum-likelihood lambda
 computed with mpmath (fedgauss.testing), on `--ref-features` of the benchmark's features (about 40 s each at
 100,000 rows) and on every breast-cancer feature and adversarial input with --accuracy.
 """
 
-import argparse, sys, time, warnings
+import argparse, hashlib, sys, time, warnings
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +39,33 @@ def timed(f):
     return time.perf_counter() - t, out
 
 
+def cpu_timed(f):
+    "(wall s, CPU s, result)."
+    t, c = time.perf_counter(), time.process_time()
+    out = f()
+    return time.perf_counter() - t, time.process_time() - c, out
+
+
+def digest(args):
+    "SHA-256 of ExpYJ's (lambdas, mean, var) on the benchmark data and on breast cancer: equal digests, equal bits."
+    from fedgauss.data import load_breast_cancer
+
+    X = skewed_features(args.n, args.d, args.seed)
+    B = load_breast_cancer()[0].to_numpy()
+    for name, A in ((f'{args.n:,} x {args.d} skewed (seed {args.seed})', X), ('breast cancer', B)):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            r = exp_yj(A, full_output=True)
+        h = hashlib.sha256(
+            b''.join(np.ascontiguousarray(v, dtype=np.float64).tobytes() for v in (r.lambdas, r.mean, r.var))
+        )
+        print(f"SHA-256 of ExpYJ's lambda, mean, var on {name}: {h.hexdigest()[:32]}")
+
+
 def bench(args):
     X = skewed_features(args.n, args.d, args.seed)
     print(f"data: {args.n:,} x {args.d} skewed features ({', '.join(FAMILIES)}), seed {args.seed}")
-    ours, theirs = [], []
+    ours, theirs, cpu = [], [], {'ours': [], 'sk': []}
     for r in range(args.repeat):
         pair = [
             ('ours', lambda: YeoJohnsonTransformer().fit(X)),
@@ -51,8 +76,9 @@ def bench(args):
         for name, f in pair:
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')
-                dt, est = timed(f)
+                dt, dc, est = cpu_timed(f)
             (ours if name == 'ours' else theirs).append(dt)
+            cpu[name].append(dc)
             if name == 'ours':
                 yt = est
             else:
@@ -66,6 +92,11 @@ def bench(args):
         f"{'fit, all runs (s)':28s}ExpYJ {' '.join(f'{v:.2f}' for v in ours)};  scikit-learn {' '.join(f'{v:.2f}' for v in theirs)}"
     )
     print(f"{'transform (s)':28s}{dt_o:18.3f}{dt_s:16.3f}{dt_s / dt_o:8.1f}x")
+    co, cs = np.median(cpu['ours']), np.median(cpu['sk'])
+    print(
+        f"fit time ExpYJ / scikit-learn: {to / ts:.3f}x (wall), {co / cs:.3f}x (CPU: {co:.3f} s / {cs:.3f} s)   "
+        f"[goal, issue 32: <= 0.15x]"
+    )
     lo, ls = yt.lambdas_, pt.lambdas_
     d = np.abs(lo - ls) / np.abs(lo)
     print(
@@ -173,6 +204,9 @@ if __name__ == '__main__':
     ap.add_argument('--accuracy', action='store_true', help='also report breast cancer and adversarial inputs')
     ap.add_argument('--no-bench', action='store_true')
     ap.add_argument(
+        '--digest', action='store_true', help="SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)"
+    )
+    ap.add_argument(
         '--no-screen',
         action='store_true',
         help='skip the mpmath check of the features where ExpYJ and scikit-learn disagree',
@@ -182,3 +216,5 @@ if __name__ == '__main__':
         bench(args)
     if args.accuracy:
         accuracy()
+    if args.digest:
+        digest(args)

@@ -557,3 +557,111 @@ def test_exact_lambda_at_every_scale(scale, kind):
         psi = yeo_johnson(x, res.lambdas[0])
         np.testing.assert_allclose(res.mean[0], psi.mean(), rtol=1e-9, atol=1e-12 * np.abs(psi).max())
         np.testing.assert_allclose(res.var[0], psi.var(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ tiles change no bit (issue 32)
+import fedgauss.yeojohnson as _yjmod
+from fedgauss.data import make_skewed_features
+from fedgauss.testing import adversarial_inputs
+from fedgauss.yeojohnson import K1
+
+
+def _untiled_fresh(h, rows, lo_frame, ls, moments):
+    "A fresh pass as before the tiles (main at d6fdfff): all groups of a block at once, new buffers; the reference."
+    r, n = len(rows), h.n_rows
+    out, mom = np.zeros((4, r)), np.zeros((2, K1 + 2, r))
+    if lo_frame:
+        h._need_lo(rows)
+    src = h.D_lo if lo_frame else h.D_hi
+    ch = h._chunk(r)
+    for s0 in range(0, n, ch):
+        d = src[rows, s0 : s0 + ch]
+        zz = d * ls[:, None]
+        EE = np.exp(zz)
+        ee = EE - 1
+        tt = zz * EE
+        tt = tt - ee
+        out += [ee.sum(1), np.einsum('ij,ij->i', ee, ee), tt.sum(1), np.einsum('ij,ij->i', ee, tt)]
+        if moments:
+            dm = d * h._irho[rows, None] if h._scaled else d
+            mom[0, 0] += EE.sum(1)
+            mom[1, 0] += (EE * EE).sum(1)
+            pp = EE * dm
+            for k in range(1, K1 + 2):
+                mom[0, k] += pp.sum(1)
+                mom[1, k] += np.einsum('ij,ij->i', pp, EE)
+                pp = pp * dm
+    return out, mom if moments else None
+
+
+def _untiled_log_distances(h, X):
+    "D_hi, the membership and P_1..P_3 as before the tiles (a contiguous copy of X.T, all groups of a block at once)."
+    XT = np.ascontiguousarray(np.asarray(X, dtype=np.float64).reshape(h.n_rows, -1).T)
+    G, n = len(h.g_col), h.n_rows
+    D, memb, P = np.empty((G, n)), np.empty((G, n), bool), np.zeros((3, G))
+    ch = h._chunk(G)
+    for s0 in range(0, n, ch):
+        aa = XT[h.g_col, s0 : s0 + ch]
+        mm = ~np.isnan(aa)
+        mx = slice(h.n_one, G)
+        with np.errstate(invalid='ignore'):
+            mm[mx] &= np.where(h.g_s[mx, None] > 0, aa[mx] >= 0, aa[mx] < 0)
+            a = np.abs(aa)
+            rr = (a - h.g_hi[:, None]) * (1 / (1 + h.g_hi[:, None]))
+            nn = rr > -0.5
+            a = np.log1p(np.where(nn, rr, a))
+        a = np.where(nn, a, a - h.g_chi[:, None])
+        a[~mm] = 0.0
+        D[:, s0 : s0 + ch], memb[:, s0 : s0 + ch] = a, mm
+        a = a * h._irho[:, None] if h._scaled else a
+        P += [a.sum(1), (a * a).sum(1), np.einsum('ij,ij->i', a * a, a)]
+    return D, memb, P
+
+
+def _tile_inputs():
+    "Data sets with one-signed, negative, mixed, tiny-scale (group units rho != 1) and NaN features, and one feature alone."
+    g = np.random.default_rng(32)
+    X = make_skewed_features(20_000, 20, rng=1)
+    X[g.random(X.shape) < 0.02] = np.nan
+    adv = adversarial_inputs()
+    return {
+        'skewed 20,000 x 20 with NaN': X,
+        'breast cancer': load_breast_cancer()[0].to_numpy(),
+        'tiny scales': np.c_[1e-20 * g.lognormal(size=(5000, 3)), 1e-200 * g.normal(size=5000), g.lognormal(size=5000)],
+        **{f'adversarial: {k}': v for k, v in list(adv.items())[::3]},
+    }
+
+
+@pytest.mark.parametrize('name', list(_tile_inputs()))
+def test_tiled_passes_are_bit_identical(name):
+    "The tiled passes (any tile size) give the very bits of the untiled ones: log-distances, moments, fresh sums."
+    X = _tile_inputs()[name]
+    h = YJData(X)
+    D, memb, P = _untiled_log_distances(h, X)
+    assert np.array_equal(h.D_hi, D) and np.array_equal(h.memb, memb) and np.array_equal(h.P[1:4], P)
+    g = np.random.default_rng(0)
+    G = len(h.g_col)
+    subsets = [np.arange(G), np.sort(g.choice(G, max(1, G // 3), replace=False)), np.r_[G - 1], np.arange(G)[1::2]]
+    for rows in subsets:
+        if not len(rows):
+            continue
+        for lo_frame, lam in ((False, 0.7), (False, 3.0), (True, -0.4), (True, -2.5)):
+            ls = np.full(len(rows), lam)
+            ref = _untiled_fresh(h, rows, lo_frame, ls, True)
+            for values in (1, 4096, _yjmod.TILE_VALUES, 10**12):
+                S, mom = h._fresh(rows, lo_frame, ls, True, values=values)
+                assert np.array_equal(S, ref[0], equal_nan=True) and np.array_equal(mom, ref[1], equal_nan=True)
+            S, mom = h._fresh(rows, lo_frame, ls, False)
+            assert mom is None and np.array_equal(S, ref[0], equal_nan=True)
+
+
+@pytest.mark.parametrize('values', [1, 10**12])
+def test_exp_yj_does_not_depend_on_the_tiles(values, monkeypatch):
+    "ExpYJ's lambdas, means, variances and signs are the same bits with tiles of 2 groups, or one tile per block."
+    X = np.c_[make_skewed_features(30_000, 20, rng=3), load_breast_cancer()[0].to_numpy()[np.arange(30_000) % 569, :6]]
+    ref = exp_yj(X, full_output=True)
+    tiles = _yjmod._tiles
+    monkeypatch.setattr(_yjmod, '_tiles', lambda r, m, v=None: tiles(r, m, values))
+    res = exp_yj(X, full_output=True)
+    for k in ('lambdas', 'mean', 'var', 'signs'):
+        assert np.array_equal(getattr(res, k), getattr(ref, k)), k
