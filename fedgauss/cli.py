@@ -183,8 +183,8 @@ def _cmd_demo(args) -> int:
         arg(
             '--branching',
             type=int,
-            default=6,
-            help='search steps per round, their 2**b - 1 tree points compared at once (default 6; 1: one step a round)',
+            default=5,
+            help='search steps per round, their 2**b - 1 tree points compared at once (default 5; 1: one step a round)',
         ),
         arg(
             '--insecure',

@@ -1022,7 +1022,7 @@ def flower_simulation(
     names: list | None = None,  # public column names
     timeout: float = 120.0,  # seconds a pass may take before the run stops
     seeds: dict | None = None,  # testing only: party and server name -> seed (e.g. `yj_party_rngs`)
-    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, ...; `rng`: the dealer's seed
+    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, branching, ...; `rng`: the dealer's seed
 ) -> dict:
     """SecureFedYJ on Flower's simulation engine (Ray): one virtual SuperNode per client. Returns client0's result
     with `channel`, `rounds`, `wire_bytes`, `round_trips`, `ring_bits`, `seconds`."""
@@ -1560,7 +1560,7 @@ def flower_deploy(
     on_started=None,  # called with {'superlink': Popen, 'nodes': [Popen]} once every process runs (tests kill one)
     seeds: dict | None = None,  # testing only: party and server name -> seed (e.g. `yj_party_rngs`)
     auth: bool = True,  # Flower's SuperNode authentication
-    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, ...; `rng`: the dealer's seed
+    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, branching, ...; `rng`: the dealer's seed
 ) -> dict:
     """SecureFedYJ on a real Flower deployment on this machine (`flower_run(..., engine='deployment')`): a
     `flower-superlink` and one SuperNode per client on 127.0.0.1. Returns client0's result with the transcript,
@@ -1575,7 +1575,7 @@ def flower_demo(
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error
     rng=None,  # seed of the split (None: a fresh one); the parties and the dealer always draw their own secrets
     file=None,  # where to print (default: stdout)
-    branching: int = 6,  # b: search steps per round (2**b - 1 tree points compared at once; same lambdas)
+    branching: int = 5,  # b: search steps per round (2**b - 1 tree points compared at once; same lambdas)
 ) -> dict:
     """`fedgauss flower-demo`: breast cancer across 3 SuperNodes of a real Flower deployment on 127.0.0.1 (TLS and
     SuperNode authentication on), SecureFedYJ over it, compared with the in-process simulator."""
