@@ -1165,8 +1165,8 @@ def exp_tree(
     depth: int,  # levels of the tree (b: the steps it covers)
     const=None,  # features whose sign is 0 by definition (constant), or None
 ) -> list:
-    """The 2**depth - 1 states today's search can reach in its next depth - 1 steps, in heap order: node i's children are
-    2i+1 (its sign -1) and 2i+2 (+1), per feature (a `const` feature's children take sign 0)."""
+    """The 2**depth - 1 states today's search can reach in its next depth - 1 steps, in heap order: node i's
+    children are 2i+1 (its sign -1) and 2i+2 (+1), per feature (a `const` feature's children take sign 0)."""
     d = len(state.lmbda)
     fixed = np.zeros(d, bool) if const is None else np.asarray(const, bool)
     down, up = (np.where(fixed, 0, s).astype(np.int8) for s in (-1, 1))
@@ -1227,7 +1227,7 @@ def implied_signs(
 # %% ../nbs/10_yeojohnson.ipynb #702f6ca3ead34a1194ec7ae11f474ea8
 @patch
 def cache_state(self: YJData) -> dict:
-    "A copy of the caches `sums` keeps between calls (its `_cache*` attributes; the once-computed powers are not needed)."
+    "A copy of the caches `sums` keeps between calls (its `_cache*` attributes; not the once-computed powers)."
     return {k: np.array(v, copy=True) for k, v in vars(self).items() if k.startswith('_cache')}
 
 
@@ -1256,7 +1256,7 @@ def tree_sums(
     at=None,  # what to evaluate at a node: at(data, state) (default: `data.sums(state.lmbda, state.bracket)`)
 ) -> tuple:
     """`at` at every node of the tree, each with `data`'s cache as today's search would have it there (after the node's
-    ancestors): (values, cache states after each node) — give those to `restore_cache` with the replay's last picks."""
+    ancestors): (values, cache states after each node), for `restore_cache` with the replay's last picks."""
     at = at or (lambda dt, s: dt.sums(s.lmbda, s.bracket))
     if len(nodes) == 1:  # one step: today's search, untouched
         return [at(data, nodes[0])], None
