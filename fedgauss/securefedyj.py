@@ -1003,7 +1003,8 @@ def _run_quietly(progs: list, ch: Channel, bar_total=None):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=bar_total, desc='SecureFedYJ', unit='step', file=sys.stderr)
-    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
+    # a round of the search starts at step ph[1] (b steps a round: the bar moves by b)
+    step = lambda ph: bar.update(ph[1] + 1 - bar.n) if bar is not None and ph[0] == 'search' else None
     with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         try:
