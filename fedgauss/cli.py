@@ -179,7 +179,13 @@ def _cmd_demo(args) -> int:
     'SecureFedYJ on breast cancer over a real Flower deployment on this machine '
     '(a SuperLink and 3 SuperNodes as processes), compared with the simulator.',
     [
-        arg('--t-max', type=int, default=4, help='search steps at most (default 4: 119 relay passes; 128 converges)'),
+        arg('--t-max', type=int, default=128, help='search steps at most (default 128; breast cancer converges in 55)'),
+        arg(
+            '--branching',
+            type=int,
+            default=5,
+            help='search steps per round, their 2**b - 1 tree points compared at once (default 5; 1: one step a round)',
+        ),
         arg(
             '--insecure',
             action='store_true',
@@ -204,8 +210,11 @@ def _cmd_flower_demo(args) -> int:
 
     if any(importlib.util.find_spec(m) is None for m in ('flwr', 'cryptography')):
         raise CLIError("the flower extra is not installed: pip install 'fedgauss[flower]'")
-    if args.t_max < 0 or args.timeout <= 0:
-        raise CLIError(f"--t-max must be non-negative and --timeout positive; got {args.t_max}, {args.timeout}")
+    if args.t_max < 0 or args.timeout <= 0 or not 1 <= args.branching <= 16:
+        raise CLIError(
+            f"--t-max must be non-negative, --timeout positive and --branching in 1..16; "
+            f"got {args.t_max}, {args.timeout}, {args.branching}"
+        )
     from fedgauss.flower import FlowerRunError, flower_demo
 
     def on_term(sig, frame):
@@ -213,7 +222,7 @@ def _cmd_flower_demo(args) -> int:
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        flower_demo(t_max=args.t_max, insecure=args.insecure, timeout=args.timeout, rng=args.seed)
+        flower_demo(args.t_max, args.insecure, args.timeout, args.seed, branching=args.branching)
     except FlowerRunError as e:
         raise CLIError(str(e), code=1) from None
     finally:

@@ -1022,7 +1022,7 @@ def flower_simulation(
     names: list | None = None,  # public column names
     timeout: float = 120.0,  # seconds a pass may take before the run stops
     seeds: dict | None = None,  # testing only: party and server name -> seed (e.g. `yj_party_rngs`)
-    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, ...; `rng`: the dealer's seed
+    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, branching, ...; `rng`: the dealer's seed
 ) -> dict:
     """SecureFedYJ on Flower's simulation engine (Ray): one virtual SuperNode per client. Returns client0's result
     with `channel`, `rounds`, `wire_bytes`, `round_trips`, `ring_bits`, `seconds`."""
@@ -1560,7 +1560,7 @@ def flower_deploy(
     on_started=None,  # called with {'superlink': Popen, 'nodes': [Popen]} once every process runs (tests kill one)
     seeds: dict | None = None,  # testing only: party and server name -> seed (e.g. `yj_party_rngs`)
     auth: bool = True,  # Flower's SuperNode authentication
-    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, ...; `rng`: the dealer's seed
+    **kw,  # SecureFedYJ options (`securefedyj_config`): t_max, f, branching, ...; `rng`: the dealer's seed
 ) -> dict:
     """SecureFedYJ on a real Flower deployment on this machine (`flower_run(..., engine='deployment')`): a
     `flower-superlink` and one SuperNode per client on 127.0.0.1. Returns client0's result with the transcript,
@@ -1570,17 +1570,19 @@ def flower_deploy(
 
 # %% ../nbs/50_flower.ipynb #8309879909854d7188b41380fd92a7c3
 def flower_demo(
-    t_max: int = 4,  # search steps at most (119 relay passes for 4; 128 converges in about 527 passes)
+    t_max: int = 128,  # search steps at most (breast cancer converges in 55)
     insecure: bool = False,  # no TLS and no SuperNode authentication (said so in what it prints)
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error
     rng=None,  # seed of the split (None: a fresh one); the parties and the dealer always draw their own secrets
     file=None,  # where to print (default: stdout)
+    branching: int = 5,  # b: search steps per round (2**b - 1 tree points compared at once; same lambdas)
 ) -> dict:
     """`fedgauss flower-demo`: breast cancer across 3 SuperNodes of a real Flower deployment on 127.0.0.1 (TLS and
     SuperNode authentication on), SecureFedYJ over it, compared with the in-process simulator."""
     import sys
     from fedgauss.yjcli import breast_cancer_split
     from fedgauss.securefedyj import SecureFedYJ
+    from fedgauss.yeojohnson import exp_yj
 
     file = file or sys.stdout
     X, splits = breast_cancer_split(3, 0.8, rng, 'SuperNode', file)
@@ -1588,14 +1590,24 @@ def flower_demo(
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', YeoJohnsonWarning)
         t0 = time.perf_counter()
-        sim = SecureFedYJ(t_max=t_max, precision=96).fit(clients)
+        sim = SecureFedYJ(t_max=t_max, precision=96, branching=branching).fit(clients)
         t_sim = time.perf_counter() - t0
         how = 'INSECURE: no TLS, no SuperNode authentication' if insecure else 'TLS, SuperNode authentication'
-        print(f"starting a SuperLink and 3 SuperNodes on 127.0.0.1 ({how}); t_max={t_max}", file=file)
-        kw = dict(tls=not insecure, auth=not insecure, timeout=timeout, t_max=t_max, f=96)
+        print(
+            f"starting a SuperLink and 3 SuperNodes on 127.0.0.1 ({how}); t_max={t_max}, branching={branching}",
+            file=file,
+        )
+        kw = dict(tls=not insecure, auth=not insecure, timeout=timeout, t_max=t_max, f=96, branching=branching)
         fl = flower_deploy(clients, names=list(X.columns), **kw)
     _print_flower_report(fl, sim, list(X.columns), t_sim, file)
-    return dict(fl, simulator=sim)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        pooled = exp_yj(np.vstack(clients), t_max=t_max)
+    conv, same = fl['converged'], fl['lambdas'] == pooled
+    print(
+        f"converged: {int(conv.sum())} of {len(conv)} lambdas; identical to pooled exp_yj: {int(same.sum())}", file=file
+    )
+    return dict(fl, simulator=sim, pooled=pooled)
 
 # %% ../nbs/50_flower.ipynb #3ed186c9a28b402fb0bc4494df01f08d
 def _print_flower_report(fl, sim, names, t_sim, file):

@@ -55,6 +55,10 @@ from fedgauss.yeojohnson import (
     column_names,
     final_lambdas,
     ExpYJResult,
+    check_branching,
+    exp_replay,
+    search_depth,
+    tree_sums,
 )
 
 # %% auto #0
@@ -62,9 +66,10 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'STEP_MONOMIALS', 'SECUREFEDYJ
            'anchors_from_envelope', 'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums',
            'statistic_exponents', 'normalization', 'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for',
            'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max', 'yj_setup_program',
-           'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_client_program', 'yj_final_program',
-           'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server',
-           'yj_check', 'revealed_values', 'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
+           'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_tree_step', 'yj_client_program',
+           'yj_final_program', 'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs', 'yj_context', 'yj_party',
+           'yj_server', 'yj_check', 'revealed_values', 'mask_prediction_attack', 'communication_table',
+           'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -568,6 +573,7 @@ class SecureFedYJ(BaseEstimator):
         ring_bits: int | None = None,  # ring size (default: `ring_bits_for`)
         rng=None,  # None: every party's secrets from the OS; a seed or Generator: the experimenter's (reproducible)
         progress: bool = False,  # progress bar on stderr
+        branching: int = 1,  # b: search steps per round, their 2**b - 1 tree points compared at once (same lambdas)
     ):
         self.t_max, self.precision, self.envelope_bits, self.bounds, self.max_rows = (
             t_max,
@@ -577,8 +583,10 @@ class SecureFedYJ(BaseEstimator):
             max_rows,
         )
         self.ymax, self.stat_bits, self.ring_bits, self.rng, self.progress = ymax, stat_bits, ring_bits, rng, progress
+        self.branching = branching
 
     def _check_params(self):
+        check_branching(self.branching)
         for name in ('t_max', 'precision', 'envelope_bits', 'max_rows'):
             v = getattr(self, name)
             if name == 'precision' and v == 'auto':
@@ -725,6 +733,41 @@ def _precision_error(names: list, bad, state, f: int) -> FixedPointPrecisionErro
         f"precision {f}; raise precision (at most 190), raise envelope_bits, or publish tighter bounds"
     )
 
+# %% ../nbs/12_securefedyj.ipynb #482fac749524454a8e990ee0868a7202
+def yj_tree_step(
+    smc: PartySMC,  # this client's `PartySMC`
+    client,  # its `YJClient` (prepared)
+    A: YJAnchors,  # the public anchors
+    tree: list,  # the round's tree of search states (`search_depth`; one node: one step)
+    const,  # constant features (public bits)
+    names: list,  # column names
+    f: int,  # precision f: fractional bits of the fixed point
+    max_rows: int,  # public bound on a client's row count
+    comparison: str = 'tables',  # the secure step's comparison (`party_secure_step`)
+):
+    """Generator, a client's round of the search: its statistics at every node of the `tree` (its cache as today's
+    search would have it there), all compared in one secure step (the openings of one step), then today's steps replayed
+    from the opened signs. Returns (states, the signs the steps read, every opened sign (nodes, d))."""
+    K, d, m = len(smc.parties), len(names), len(tree)
+
+    def stats(data, s):
+        pf, norm = public_frame(s.lmbda, A)
+        return client.statistics(s.lmbda, pf, f, norm, s.bracket)
+
+    vals, caches = tree_sums(client.data, tree, stats)
+    S = party_shared_totals(smc, np.concatenate(vals, axis=1), m * d, f, max_rows, smc.me)
+    sg, guard = yield from party_secure_step(smc, S, K, f, comparison)
+    sg, guard = sg.reshape(m, d), guard.reshape(m, d)
+    sg[:, const] = 0
+    states, picks = exp_replay(tree, sg, np.broadcast_to(const, (m, d)))
+    for s, k in zip(states, picks):  # the first step whose variance the fixed point cannot resolve, as today
+        bad = guard[k, np.arange(d)] & ~const
+        if bad.any():
+            raise _precision_error(names, np.flatnonzero(bad), s, f)
+    if caches is not None:
+        client.data.restore_cache(caches, picks[-1])
+    return states, [sg[k, np.arange(d)] for k in picks], sg
+
 # %% ../nbs/12_securefedyj.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def yj_client_program(
     smc: PartySMC,  # this party's `PartySMC`
@@ -738,6 +781,7 @@ def yj_client_program(
     ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
     resume: dict | None = None,  # a checkpoint state to go on from (None: start)
     comparison: str = 'tables',  # the secure step's comparison (`party_secure_step`)
+    branching: int = 1,  # b: search steps per round, their 2**b - 1 tree points compared at once (`yj_tree_step`)
 ):
     "Generator, a SecureFedYJ client's whole program: it holds only its rows `X`, its shares and its state (saved with `smc.save` at each phase; `resume`: go on from such a state); returns the public result."
     K, d, me = len(smc.parties), len(names), smc.me
@@ -746,26 +790,25 @@ def yj_client_program(
         smc.phase = ('setup',)
         A, const = yield from _client_setup(smc, client, names, envelope_bits, bounds)
         state = ExpSearchState.start(d, *yj_lambda_bounds(A, ymax), yj_search_unit(A))
-        path, signs = [state.lmbda], []
+        path, signs, opened = [state.lmbda], [], []
     else:
         A, const, state, path, signs = (resume[k] for k in ('A', 'const', 'state', 'path', 'signs'))
+        opened = list(resume.get('opened', []))
     client.prepare(A, names)
     while state.t < t_max and not (state.converged() | const).all():
-        smc.phase = ('search', state.t)
-        smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
-        pf, norm = public_frame(state.lmbda, A)
-        S = party_shared_totals(smc, client.statistics(state.lmbda, pf, f, norm, state.bracket), d, f, max_rows, me)
-        sg, guard = yield from party_secure_step(smc, S, K, f, comparison)
-        if (guard & ~const).any():
-            raise _precision_error(names, np.flatnonzero(guard & ~const), state, f)
-        sg[const] = 0
-        state = state.update(sg)
-        path.append(state.lmbda)
-        signs.append(sg)
+        tree = search_depth(state, branching, t_max, const)  # one node (b = 1): today's step
+        smc.phase = ('search', state.t) if len(tree) == 1 else ('search', state.t, len(tree))
+        smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs), opened=list(opened)))
+        states, read, sg = yield from yj_tree_step(smc, client, A, tree, const, names, f, max_rows, comparison)
+        state = states[-1]
+        path += [s.lmbda for s in states[1:]]
+        signs += read
+        opened.append(sg)
     smc.phase = ('final',)
-    smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs)))
+    smc.save(dict(A=A, const=const, state=state, path=list(path), signs=list(signs), opened=list(opened)))
     res = yield from yj_final_program(smc, client, A, state, const, names, f, max_rows, ymax, bounds is None)
     res.update(signs=np.array(signs, dtype=np.int8).reshape(-1, d), path=np.array(path), anchors=A, constant=const)
+    res.update(opened=opened)
     return res
 
 # %% ../nbs/12_securefedyj.ipynb #20ebfa66
@@ -828,7 +871,8 @@ def yj_dealer_program(
         phase = yield from smc.wait_phase()
         if phase == 'done':
             return None
-        S = party_shared_totals(smc, None, d, f, max_rows)
+        m = phase[2] if phase[0] == 'search' and len(phase) > 2 else 1  # the round's tree nodes
+        S = party_shared_totals(smc, None, m * d, f, max_rows)
         if phase[0] == 'search':
             yield from party_secure_step(smc, S, K, f, comparison)
         else:
@@ -847,13 +891,16 @@ def securefedyj_config(
     stat_bits: int = 40,  # statistical security of the masks, bits
     ring_bits: int | None = None,  # ring size (default: `ring_bits_for`)
     comparison: str = 'tables',  # the search step's comparison: 'tables' (8 relay passes) or 'bits' (26)
+    branching: int = 1,  # b: search steps per round (their 2**b - 1 tree points compared in one secure step)
 ) -> dict:
     "The public configuration of a SecureFedYJ run: plain data, the same at every party."
+    check_branching(branching)
     if comparison not in ('tables', 'bits'):
         raise ValueError(f"comparison must be 'tables' or 'bits'; got {comparison!r}")
     L = ring_bits or ring_bits_for(len(parties), max_rows, f, stat_bits)
     kw = dict(envelope_bits=envelope_bits, bounds=bounds, max_rows=max_rows, ymax=ymax, stat_bits=stat_bits)
-    return dict(parties=list(parties), names=list(names), f=f, t_max=t_max, L=L, comparison=comparison, **kw)
+    kw.update(comparison=comparison, branching=branching)
+    return dict(parties=list(parties), names=list(names), f=f, t_max=t_max, L=L, **kw)
 
 
 def yj_party_rngs(
@@ -889,6 +936,7 @@ def yj_party(
         cfg['t_max'],
         resume=cfg.get('resume'),
         comparison=cfg.get('comparison', 'tables'),
+        branching=cfg.get('branching', 1),
         **kw,
     )
 
@@ -955,7 +1003,8 @@ def _run_quietly(progs: list, ch: Channel, bar_total=None):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=bar_total, desc='SecureFedYJ', unit='step', file=sys.stderr)
-    step = lambda ph: bar.update(1) if bar is not None and ph[0] == 'search' else None
+    # a round of the search starts at step ph[1] (b steps a round: the bar moves by b)
+    step = lambda ph: bar.update(ph[1] + 1 - bar.n) if bar is not None and ph[0] == 'search' else None
     with np.errstate(all='ignore'), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         try:
@@ -986,6 +1035,7 @@ def _run(self: SecureFedYJ, Xs: list, names: list, f: int):
         self.ymax,
         self.stat_bits,
         self.ring_bits,
+        branching=self.branching,
     )
     datas = {p: {'X': X} for p, X in zip(parties, Xs)}
     progs = protocol_programs(SECUREFEDYJ, datas, cfg, yj_party_rngs(self.rng, parties))

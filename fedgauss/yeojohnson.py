@@ -24,7 +24,8 @@ __all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAM
            'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums',
            'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_search_unit',
            'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search',
-           'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin',
+           'exp_tree', 'exp_replay', 'implied_signs', 'tree_sums', 'search_depth', 'check_branching', 'exp_yj_search',
+           'column_names', 'check_numeric_frame', 'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin',
            'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
@@ -1204,6 +1205,115 @@ def check_search(
         f"Rescale the feature (e.g. divide it by its standard deviation) before fitting"
     )
 
+# %% ../nbs/10_yeojohnson.ipynb #24635f9c6e094ee1b7e2ba7e09658a3c
+def exp_tree(
+    state: ExpSearchState,  # the search's current state: the root
+    depth: int,  # levels of the tree (b: the steps it covers)
+    const=None,  # features whose sign is 0 by definition (constant), or None
+) -> list:
+    """The 2**depth - 1 states today's search can reach in its next depth - 1 steps, in heap order: node i's
+    children are 2i+1 (its sign -1) and 2i+2 (+1), per feature (a `const` feature's children take sign 0)."""
+    d = len(state.lmbda)
+    fixed = np.zeros(d, bool) if const is None else np.asarray(const, bool)
+    down, up = (np.where(fixed, 0, s).astype(np.int8) for s in (-1, 1))
+    nodes = [state]
+    for i in range(2 ** (depth - 1) - 1):
+        nodes += [nodes[i].update(down), nodes[i].update(up)]
+    return nodes
+
+# %% ../nbs/10_yeojohnson.ipynb #277eae6e29d7481bbea839da1e218a9f
+def exp_replay(
+    nodes: list,  # the tree (`exp_tree`)
+    signs,  # (len(nodes), d) the sign at every node
+    done=None,  # (len(nodes), d) features finished before the step at each node besides convergence (const, failed)
+) -> tuple:
+    """Today's search replayed through the tree: (states, picks), states[0] the root and states[j + 1] the state after
+    sub-step j, which read feature f's sign at node picks[j][f]. Stops where today's loop would (every feature converged
+    or `done`), at the tree's depth, or at a state the tree did not lay out (a sign 0 not given by `done`)."""
+    signs = np.asarray(signs)
+    m, d = signs.shape
+    ar, k = np.arange(d), np.zeros(d, np.int64)
+    lam, lo, hi = (np.array([getattr(s, a) for s in nodes]) for a in ('lmbda', 'lo', 'hi'))
+    state, states, picks = nodes[0], [nodes[0]], []
+    while (k < m).all():
+        here = (lam[k, ar], lo[k, ar], hi[k, ar])
+        if not all(np.array_equal(a, b) for a, b in zip(here, (state.lmbda, state.lo, state.hi))):
+            break  # a sign 0 closed a bracket the tree did not lay out
+        if (state.converged() | (False if done is None else np.asarray(done)[k, ar])).all():
+            break
+        sg = signs[k, ar].astype(np.int8)
+        state = state.update(sg)
+        states.append(state)
+        picks.append(k)
+        k = 2 * k + np.where(sg > 0, 2, 1)
+    return states, picks
+
+# %% ../nbs/10_yeojohnson.ipynb #711b45ec152b4410a6518766a7ff2ab0
+def implied_signs(
+    signs,  # (len(tree), d) the signs at the tree's nodes (only the path's are read)
+    picks: list,  # the nodes the replay read, per sub-step and feature (`exp_replay`)
+) -> np.ndarray:
+    """The signs at every node determined by the path's alone (concavity): the path's own, and at each node off the
+    path the sign where the path left its branch; 0 where the path says nothing (below the replay's end)."""
+    signs = np.asarray(signs)
+    m, d = signs.shape
+    ar, out = np.arange(d), np.zeros((m, d), np.int8)
+    for k in picks:
+        out[k, ar] = signs[k, ar]
+        s = signs[k, ar]
+        off = 2 * k + np.where(s > 0, 1, 2)  # the child the path did not take
+        todo = [(off, s)]
+        while todo:
+            nd, s = todo.pop()
+            ok = nd < m
+            out[nd[ok], ar[ok]] = s[ok]
+            todo += [(2 * nd + 1, np.where(ok, s, 0)), (2 * nd + 2, np.where(ok, s, 0))] if ok.any() else []
+    return out
+
+# %% ../nbs/10_yeojohnson.ipynb #702f6ca3ead34a1194ec7ae11f474ea8
+@patch
+def cache_state(self: YJData) -> dict:
+    "A copy of the caches `sums` keeps between calls (its `_cache*` attributes; not the once-computed powers)."
+    return {k: np.array(v, copy=True) for k, v in vars(self).items() if k.startswith('_cache')}
+
+
+@patch
+def restore_cache(
+    self: YJData,
+    states: list,  # cache states (`cache_state`)
+    pick=None,  # per feature, the state to restore its groups from (None: all from `states[0]`)
+):
+    "Put cached states back: feature j's groups from `states[pick[j]]`."
+    for k in states[0]:
+        if pick is None:
+            setattr(self, k, states[0][k].copy())
+        else:
+            g = np.arange(len(self.g_col))  # the groups of the features, each from its own node
+            setattr(
+                self,
+                k,
+                np.moveaxis(np.stack([s[k] for s in states])[np.asarray(pick)[self.g_col], ..., g], 0, -1).copy(),
+            )
+
+# %% ../nbs/10_yeojohnson.ipynb #d3ec685b255c48d6828e38c33ab2e889
+def tree_sums(
+    data: YJData,  # a data holder's prepared rows
+    nodes: list,  # the tree (`exp_tree`)
+    at=None,  # what to evaluate at a node: at(data, state) (default: `data.sums(state.lmbda, state.bracket)`)
+) -> tuple:
+    """`at` at every node of the tree, each with `data`'s cache as today's search would have it there (after the node's
+    ancestors): (values, cache states after each node), for `restore_cache` with the replay's last picks."""
+    at = at or (lambda dt, s: dt.sums(s.lmbda, s.bracket))
+    if len(nodes) == 1:  # one step: today's search, untouched
+        return [at(data, nodes[0])], None
+    vals, caches = [], []
+    for i, s in enumerate(nodes):
+        if i:
+            data.restore_cache([caches[(i - 1) // 2]])
+        vals.append(at(data, s))
+        caches.append(data.cache_state())
+    return vals, caches
+
 # %% ../nbs/10_yeojohnson.ipynb #8c55fba33aa346cf939c9cd632996673
 def _check_holders(holders, t_max, names):
     "The holders as a list, their common anchors and the feature names; ValueError naming what is wrong."
@@ -1222,21 +1332,61 @@ def _check_holders(holders, t_max, names):
         raise ValueError(f"{_names(names, j)} ha{'s' if len(j) == 1 else 've'} no finite value")
     return holders, anchors, names
 
+# %% ../nbs/10_yeojohnson.ipynb #53e650b1b62b48569f5e8adef3085a6d
+def search_depth(
+    state: ExpSearchState,  # the search's current state
+    branching: int,  # b: steps per round
+    t_max: int,  # steps at most
+    done,  # features finished besides convergence (const)
+) -> list:
+    "The tree of the next b-step: min(b, t_max - t) levels, without the last levels on which every node has converged."
+    tree = exp_tree(state, max(1, min(branching, t_max - state.t)), done)
+    depth = int(np.log2(len(tree) + 1))
+    while depth > 1 and all((s.converged() | done).all() for s in tree[2 ** (depth - 1) - 1 : 2**depth - 1]):
+        depth -= 1
+    return tree[: 2**depth - 1]
+
+# %% ../nbs/10_yeojohnson.ipynb #17ef8694166440d0bf24a602d41398b2
+def check_branching(
+    branching,  # b, as given
+):
+    "ValueError unless `branching` is a positive integer (at most 16: the tree has 2**b - 1 nodes)."
+    if not isinstance(branching, numbers.Integral) or isinstance(branching, bool) or not 1 <= branching <= 16:
+        raise ValueError(f"branching must be a positive integer (at most 16); got {branching!r}")
+
+# %% ../nbs/10_yeojohnson.ipynb #50c7bfb1433840eba3b618aa2c664560
+def _tree_signs(holders, tree, const, failed, accelerate):
+    "Per node: the sign (0 where constant or failed), the failures there, and the holders' caches after it."
+    runs = [tree_sums(h, tree, lambda dt, s: dt.sums(s.lmbda, s.bracket, accelerate)) for h in holders]
+    m, d = len(tree), len(const)
+    sg, bad, prior = np.zeros((m, d), np.int8), np.zeros((m, d), bool), np.zeros((m, d), bool)
+    for i in range(m):
+        S = sum(r[0][i] for r in runs)
+        prior[i] = failed if i == 0 else prior[(i - 1) // 2] | bad[(i - 1) // 2]  # failed before this node
+        bad[i] = sign_failures(S, const) & ~prior[i]
+        sg[i] = np.where(const | prior[i] | bad[i], 0, np.nan_to_num(yj_sign_from_sums(S)))
+    return sg, bad, prior, [r[1] for r in runs]
+
 # %% ../nbs/10_yeojohnson.ipynb #47d658866ccb404681cf21a4419000da
-def _search(holders, state, const, t_max, accelerate):
+def _search(holders, state, const, t_max, accelerate, branching=1):
     "Run ExpYJ from `state` until every feature converged (or t_max): (state, failed, lambda at failure, path, signs)."
     d = len(const)
     failed, at = np.zeros(d, bool), np.zeros(d)
     path, signs = [state.lmbda], []
     with np.errstate(all='ignore'):  # a sum that overflows is caught by `sign_failures`, not printed
         while state.t < t_max and not (state.converged() | const | failed).all():
-            S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
-            bad = sign_failures(S, const) & ~failed
-            at[bad], failed = state.lmbda[bad], failed | bad
-            sg = np.where(const | failed, 0, np.nan_to_num(yj_sign_from_sums(S))).astype(np.int8)
-            state = state.update(sg)
-            path.append(state.lmbda)
-            signs.append(sg)
+            tree = search_depth(state, branching, t_max, const)
+            sg, bad, prior, caches = _tree_signs(holders, tree, const, failed, accelerate)
+            states, picks = exp_replay(tree, sg, const | prior)
+            for s, k in zip(states, picks):
+                b = bad[k, np.arange(d)] & ~failed
+                at[b], failed = s.lmbda[b], failed | b
+            for h, c in zip(holders, caches):
+                if c is not None:
+                    h.restore_cache(c, picks[-1])
+            state = states[-1]
+            path += [s.lmbda for s in states[1:]]
+            signs += [sg[k, np.arange(d)] for k in picks]
     return state, failed, at, path, signs
 
 # %% ../nbs/10_yeojohnson.ipynb #5d973992396c4b758db40b17e80dc1fc
@@ -1246,8 +1396,10 @@ def exp_yj_search(
     ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
     accelerate: bool = True,  # evaluate the sums with the bracket-aware fast path
     names=None,  # feature names for messages
+    branching: int = 1,  # b: steps per round, at the 2**b - 1 points of their tree (1: one step; same result)
 ) -> ExpYJResult:
-    "ExpYJ (Algorithm 1) over data holders: their sums are added at every step."
+    "ExpYJ (Algorithm 1) over data holders: their sums are added at every step (at every tree point with `branching`)."
+    check_branching(branching)
     holders, anchors, names = _check_holders(holders, t_max, names)
     lb, ub = yj_lambda_bounds(anchors, ymax)
     const = anchors.constant
@@ -1261,7 +1413,7 @@ def exp_yj_search(
             stacklevel=2,
         )
     start = ExpSearchState.start(len(const), lb, ub, yj_search_unit(anchors))
-    state, failed, at, path, signs = _search(holders, start, const, t_max, accelerate)
+    state, failed, at, path, signs = _search(holders, start, const, t_max, accelerate, branching)
     check_search(failed, at, anchors, names)
     lam, bounded, conv = final_lambdas(state, lb, ub, const, names, ymax)
     with np.errstate(all='ignore'):
@@ -1368,10 +1520,11 @@ def exp_yj(
     ymax: float = YMAX,  # largest |Psi| the fitted transform may produce
     accelerate: bool = True,  # evaluate the sums with the bracket-aware fast path
     full_output: bool = False,  # return the whole `ExpYJResult` instead of the lambdas
+    branching: int = 1,  # b: search steps per round, at the 2**b - 1 points of their tree (the same lambdas)
 ):
     "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input), or the whole `ExpYJResult`."
     A, one, names = _as_2d_float(X)
-    res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names)
+    res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names, branching=branching)
     if full_output:
         return res
     return float(res.lambdas[0]) if one else res.lambdas

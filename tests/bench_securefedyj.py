@@ -23,6 +23,13 @@ the passes per search step, and whether the lambdas are identical (issue 32: at 
 
     python tests/bench_securefedyj.py --passes
 
+`--branching B` (main benchmark): the SecureFedYJ fits take B search steps per round (issue 32; default 1: the
+protocol whose SHA-256 guard is printed). `--rounds`: on the Flower demo's split, to convergence, for b = 1..6: relay
+passes, search rounds, MiB and seconds in-process (bulk-synchronous), and whether path and lambdas equal b = 1's.
+
+    python tests/bench_securefedyj.py --branching 4 --repeat 1
+    python tests/bench_securefedyj.py --rounds
+
 `--step`: the CPU time of one secure search step alone (5 clients, 30 features, random totals), bitwise comparison
 against dealer tables: what the fewer passes cost in one process.
 
@@ -63,7 +70,7 @@ def payload_digest(channel) -> str:
     return h.hexdigest()
 
 
-def where_the_time_goes(clients, t_max):
+def where_the_time_goes(clients, t_max, branching=1):
     "One protocol run with its phases timed (wall seconds): local float sums, exact maps to the public frame, and the rest (SMC)."
     T = defaultdict(float)
     import fedgauss.smc as smc
@@ -89,7 +96,7 @@ def where_the_time_goes(clients, t_max):
 
         setattr(obj, attr, wrap)
     try:
-        w, _, fed = timed(lambda: S.SecureFedYJ(t_max=t_max, rng=0).fit(clients))
+        w, _, fed = timed(lambda: S.SecureFedYJ(t_max=t_max, rng=0, branching=branching).fit(clients))
     finally:
         for name, (obj, attr) in orig.items():
             setattr(obj, attr, saved[name])
@@ -236,6 +243,34 @@ def passes():
         )
 
 
+def rounds_table(bs=range(1, 7)):
+    "Passes, rounds, MiB and seconds to convergence for b steps per round, on the Flower demo's split (in-process)."
+    import io
+    from fedgauss.smc import run_protocol
+    from fedgauss.yjcli import breast_cancer_split
+
+    warnings.simplefilter('ignore', YeoJohnsonWarning)
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    datas = {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}
+    print(
+        f"{'b':>2s}{'passes':>8s}{'rounds':>8s}{'steps':>7s}{'MiB':>8s}{'seconds':>9s}   same path and lambdas as b = 1"
+    )
+    for b in bs:
+        cfg = S.securefedyj_config(list(X.columns), parties, 96, 128, branching=b)
+        w, _, (res, rounds, ch) = timed(
+            lambda: run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(0, parties), bsp=True)
+        )
+        r = res['client0']
+        if b == 1:
+            one = r
+        same = np.array_equal(r['path'], one['path']) and np.array_equal(r['lambdas'], one['lambdas'])
+        print(
+            f"{b:2d}{rounds['passes'][0]:8d}{len(rounds['search']):8d}{len(r['signs']):7d}"
+            f"{ch.summary()['total_bytes'] / 2**20:8.1f}{w:9.1f}   {same}"
+        )
+
+
 def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
     "Best CPU seconds of one search step (`party_secure_step`) on random totals, for each comparison."
     from fedgauss.federation import Channel
@@ -276,6 +311,8 @@ def main():
         return step_cpu()
     if sys.argv[1:2] == ['--passes']:
         return passes()
+    if sys.argv[1:2] == ['--rounds']:
+        return rounds_table()
     if sys.argv[1:2] == ['--worker']:
         return worker(sys.argv[2])
     ap = data_arguments(__doc__, t_max=32)
@@ -284,19 +321,20 @@ def main():
     ap.add_argument('--pairs', type=int, default=7)
     ap.add_argument('--old-ref', default=OLD_REF)
     ap.add_argument('--old-dir', default=None)
+    ap.add_argument('--branching', type=int, default=1, help='SecureFedYJ search steps per round (default 1)')
     args = ap.parse_args()
     if args.ab:
         return ab(args, benchmark_data(args)[2])
     X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
-        f"(IID, {len(parts[0]):,} rows each), t_max = {args.t_max}"
+        f"(IID, {len(parts[0]):,} rows each), t_max = {args.t_max}, branching = {args.branching}"
     )
     res = {'pooled ExpYJ': [], 'SecureFedYJ': []}
     for r in range(args.repeat):
         order = [
             ('pooled ExpYJ', lambda: exp_yj(X, t_max=args.t_max, full_output=True)),
-            ('SecureFedYJ', lambda: S.SecureFedYJ(t_max=args.t_max, rng=r).fit(clients)),
+            ('SecureFedYJ', lambda: S.SecureFedYJ(t_max=args.t_max, rng=r, branching=args.branching).fit(clients)),
         ]
         if r % 2:
             order.reverse()
@@ -334,7 +372,7 @@ def main():
         f"  per client in total: {(cl['total sent'] + cl['total received']).mean() / 2**20:.1f} MiB sent + received; "
         f"the server (dealer) sent {c.loc['server', 'total sent'] / 2**20:.1f} MiB and received {c.loc['server', 'total received']}"
     )
-    w, T = where_the_time_goes(clients, args.t_max)
+    w, T = where_the_time_goes(clients, args.t_max, args.branching)
     print(f"\nwhere the protocol's time goes (one run, {w:.2f} s wall):")
     for k, v in T.items():
         print(f"  {k:58s}{v:7.2f} s  {100 * v / w:4.0f} %")

@@ -22,6 +22,7 @@ from fedgauss.smc import run_protocol
 from fedgauss.yeojohnson import YeoJohnsonWarning
 
 T_DEPLOY = 1  # search steps: 95 relay passes on breast cancer in 3 parts (~0.7-3 s each on a shared 2-core machine)
+T_DEPLOY_PASSES = 95  # round trips (the hello included) of one search round, whatever its steps (`branching`)
 PARTIES = ['client0', 'client1', 'client2']
 
 
@@ -96,6 +97,30 @@ def test_securefedyj_deployment_equals_the_simulator(dep, parts):
         np.testing.assert_array_equal(fl['results'][p]['lambdas'], ref.lambdas_)
     assert by_kind(fl['channel'].transcript).equals(by_kind(ref.channel_.transcript))
     pd.testing.assert_frame_equal(in_order(fl['channel'].transcript), in_order(ref.channel_.transcript))
+
+
+def test_securefedyj_deployment_with_branching_equals_the_simulator(dep, parts):
+    """Three search steps in one round (branching=3: the 7 points of their tree compared at once, issue 32): the
+    simulator's transcript, and the lambdas and path of three rounds of one step; 94 passes, as one step costs."""
+    cfg = securefedyj_config([f'x{j}' for j in range(30)], PARTIES, f=96, t_max=3, branching=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        ref = SecureFedYJ(t_max=3, precision=96, rng=0, branching=3).fit(parts)
+        one = SecureFedYJ(t_max=3, precision=96, rng=0).fit(parts)
+        fl = dep.run(SECUREFEDYJ, dict(zip(PARTIES, [{'X': X} for X in parts])), cfg, yj_party_rngs(0, PARTIES))
+    for p in PARTIES:
+        np.testing.assert_array_equal(fl['results'][p]['lambdas'], one.lambdas_)
+        np.testing.assert_array_equal(fl['results'][p]['path'], one.path_)
+    pd.testing.assert_frame_equal(in_order(fl['channel'].transcript), in_order(ref.channel_.transcript))
+    assert fl['round_trips'] == T_DEPLOY_PASSES  # one round of the search, whatever b
+
+
+def test_flower_demo_refuses_a_bad_branching_before_starting_anything(capsys):
+    from fedgauss.cli import main
+
+    assert main(['flower-demo', '--branching', '0']) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and '--branching' in err[0]
 
 
 def test_mvppca_deployment_equals_the_simulator(dep, centers):

@@ -401,3 +401,84 @@ def test_pooled_lambda_at_every_scale(scale):
         assert p.signs_.shape[0] <= 60  # the search starts from the public unit (at 1e-20, from 1: 112 steps)
     np.testing.assert_allclose(ft.transform(X), pt.transform(X), atol=1e-9)
     np.testing.assert_allclose(ft.inverse_transform(ft.transform(X)), X, rtol=1e-9)
+
+
+# ------------------------------------------------------------------ b search steps per round (issue 32)
+def _run_b(parts, branching, t_max=128, names=None):
+    "SecureFedYJ's programs (rng=0, precision 96) as a relay runs them, `branching` steps per round."
+    from fedgauss.securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
+    from fedgauss.smc import run_protocol
+
+    parties = [f'client{k}' for k in range(len(parts))]
+    names = names or [f'x{j}' for j in range(parts[0].shape[1])]
+    cfg = securefedyj_config(names, parties, 96, t_max, branching=branching)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        res, rounds, ch = run_protocol(
+            SECUREFEDYJ, {p: {'X': X} for p, X in zip(parties, parts)}, cfg, rngs=yj_party_rngs(0, parties), bsp=True
+        )
+    return res['client0'], rounds, ch
+
+
+def test_branching_is_today_search_in_fewer_passes(datasets):
+    """b steps per round: lambdas, path, signs and moments of b = 1 bit for bit, every feature converged; a round costs
+    the 8 passes of a step (breast cancer in 3 parts: 526 passes at b = 1, 198 at b = 4)."""
+    X, _ = datasets['breast cancer']
+    parts = np.array_split(X, 3)
+    one, r1, c1 = _run_b(parts, 1)
+    four, r4, c4 = _run_b(parts, 4)
+    for k in ('lambdas', 'path', 'signs', 'mean', 'var', 'converged'):
+        np.testing.assert_array_equal(four[k], one[k], err_msg=k)
+    assert one['converged'].all() and len(one['signs']) == 55
+    setup_final = r1['passes'][0] - 8 * len(r1['search'])
+    assert r4['passes'][0] == setup_final + 8 * len(r4['search'])
+    assert (r1['passes'][0], r4['passes'][0], len(r4['search'])) == (526, 198, 14)
+    assert not (c4.transcript.receiver == 'server').any()  # the dealer still receives nothing
+
+
+@pytest.mark.parametrize('t_max', [13, 128])
+def test_branching_with_constant_features_mixed_signs_and_scales(datasets, t_max):
+    "Constant and mixed-signed features of every scale, a t_max that is no multiple of b: the search of b = 1."
+    Xs, _ = datasets['skewed']
+    X = np.c_[Xs[:300], np.full(300, 2.5)]
+    parts = [X[:40], X[40:170], X[170:]]
+    one, _, _ = _run_b(parts, 1, t_max)
+    for b in (3, 5):
+        got, _, _ = _run_b(parts, b, t_max)
+        for k in ('lambdas', 'path', 'signs', 'mean', 'var', 'converged', 'constant'):
+            np.testing.assert_array_equal(got[k], one[k], err_msg=f'{k} at b={b}')
+    assert len(one['signs']) <= t_max and one['constant'][-1] and one['lambdas'][-1] == 1
+
+
+def test_branching_opens_what_the_path_implies(datasets):
+    """The signs opened at every tree point, replayed from the start, give the path; off the path they equal the
+    signs the path implies by concavity (`implied_signs`), wherever the bracket is wider than 1e-11 relative."""
+    from fedgauss.yeojohnson import ExpSearchState, exp_replay, exp_tree, implied_signs
+    from fedgauss.yeojohnson import yj_lambda_bounds, yj_search_unit
+
+    X, _ = datasets['breast cancer']
+    res, rounds, _ = _run_b(np.array_split(X, 3), 4)
+    A, const, d = res['anchors'], res['constant'], X.shape[1]
+    state = ExpSearchState.start(d, *yj_lambda_bounds(A), yj_search_unit(A))
+    path, covered = [state.lmbda], 0
+    for sg in res['opened']:
+        tree = exp_tree(state, int(np.log2(len(sg) + 1)), const)
+        states, picks = exp_replay(tree, sg, np.broadcast_to(const, sg.shape))
+        imp = implied_signs(sg, picks)
+        wide = (state.hi - state.lo > 1e-11 * np.maximum(1, np.abs(state.lmbda)))[None, :] & (imp != 0)
+        np.testing.assert_array_equal(imp[wide], sg[wide])
+        covered += wide.sum()
+        path += [s.lmbda for s in states[1:]]
+        state = states[-1]
+    np.testing.assert_array_equal(np.array(path), res['path'])
+    assert len(res['opened']) == len(rounds['search']) == 14 and covered >= 10 * 15 * d
+
+
+@pytest.mark.parametrize('b', [0, -2, 2.5, True, '3', 17])
+def test_branching_must_be_a_positive_integer(b):
+    from fedgauss.securefedyj import securefedyj_config
+
+    with pytest.raises(ValueError, match='branching must be a positive integer'):
+        SecureFedYJ(branching=b).fit([np.ones((3, 2)) + np.arange(3)[:, None], np.ones((2, 2))])
+    with pytest.raises(ValueError, match='branching'):
+        securefedyj_config(['a'], ['c0', 'c1'], branching=b)

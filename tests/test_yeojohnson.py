@@ -665,3 +665,75 @@ def test_exp_yj_does_not_depend_on_the_tiles(values, monkeypatch):
     res = exp_yj(X, full_output=True)
     for k in ('lambdas', 'mean', 'var', 'signs'):
         assert np.array_equal(getattr(res, k), getattr(ref, k)), k
+
+
+# ------------------------------------------------------------------ b steps per round (issue 32)
+def _branching_cases():
+    "Data sets for the b-step: breast cancer, constant and NaN columns, the overflow bounds, mixed signs, tiny scales."
+    r = np.random.default_rng(32)
+    X, _ = load_breast_cancer()
+    mixed = np.c_[r.normal(size=200), r.lognormal(size=200) - 1.0, np.r_[r.lognormal(size=199), np.nan]]
+    bounds = np.c_[np.r_[r.normal(size=30), 1e300], -np.r_[r.lognormal(size=30), 1e250], np.full(31, 7.0)]
+    tiny = np.c_[r.lognormal(size=60), -r.lognormal(size=60)] * 1e-200
+    return {'breast cancer': X.to_numpy(), 'mixed and NaN': mixed, 'bounds and constant': bounds, 'tiny': tiny}
+
+
+@pytest.mark.parametrize('name', list(_branching_cases()))
+@pytest.mark.parametrize('t_max', [128, 13])
+def test_branching_is_today_search_bit_for_bit(name, t_max):
+    "b steps per round: lambda, path, signs, bracket and moments equal to b = 1, also at a t_max that is no multiple of b."
+    X = _branching_cases()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        one = exp_yj_search([YJData(X)], t_max=t_max)
+        for b in (2, 3, 5, 6):
+            got = exp_yj_search([YJData(X)], t_max=t_max, branching=b)
+            for k in ('lambdas', 'path', 'signs', 'mean', 'var', 'converged', 'bounded', 'constant'):
+                np.testing.assert_array_equal(getattr(got, k), getattr(one, k), err_msg=f'{k} at b={b}')
+    assert len(one.signs) <= t_max
+
+
+def test_branching_over_several_holders_is_bit_for_bit():
+    "Holders' sums added at every tree point, each holder's cache put back per feature: the same as b = 1."
+    X, _ = load_breast_cancer()
+    X = X.to_numpy()
+    parts = lambda: [YJData(P) for P in np.array_split(X, 4)]
+    anchors = YJAnchors.from_data(X)
+    parts = lambda: [YJData(P, anchors) for P in np.array_split(X, 4)]
+    one = exp_yj_search(parts())
+    four = exp_yj_search(parts(), branching=4)
+    np.testing.assert_array_equal(four.path, one.path)
+    np.testing.assert_array_equal(four.lambdas, one.lambdas)
+
+
+def test_branching_reveals_what_the_path_implies():
+    """The signs at every tree point, recomputed from the path's signs alone (concavity), equal the evaluated ones,
+    round after round (breast cancer, b = 4) — wherever the bracket is wider than 1e-11 relative: in the last rounds the
+    rounding of the sums decides the sign, and an off-path sign there can differ (it reveals that rounding)."""
+    from fedgauss.yeojohnson import exp_replay, implied_signs, search_depth, tree_sums, yj_lambda_bounds, yj_search_unit
+
+    X, _ = load_breast_cancer()
+    data = YJData(X.to_numpy())
+    const = data.anchors.constant
+    state = ExpSearchState.start(X.shape[1], *yj_lambda_bounds(data.anchors), yj_search_unit(data.anchors))
+    rounds = covered = 0
+    while not (state.converged() | const).all():
+        tree = search_depth(state, 4, 128, const)
+        vals, caches = tree_sums(data, tree)
+        sg = np.array([yj_sign_from_sums(S) for S in vals]).astype(np.int8)
+        states, picks = exp_replay(tree, sg)
+        imp = implied_signs(sg, picks)
+        wide = (state.hi - state.lo > 1e-11 * np.maximum(1, np.abs(state.lmbda)))[None, :] & (imp != 0)
+        np.testing.assert_array_equal(imp[wide], sg[wide])
+        covered += wide.sum()
+        if caches is not None:
+            data.restore_cache(caches, picks[-1])
+        state, rounds = states[-1], rounds + 1
+    assert rounds >= 14 and covered >= 10 * 15 * X.shape[1]  # ten rounds of 15 signs per feature at least
+
+
+@pytest.mark.parametrize('b', [0, -1, 1.5, True, '2', 17, None])
+def test_branching_must_be_a_positive_integer(b):
+    X, _ = load_breast_cancer()
+    with pytest.raises(ValueError, match='branching must be a positive integer'):
+        exp_yj(X.iloc[:, :2], branching=b)
