@@ -241,8 +241,9 @@ def _row_update(D, i0: int, j0: int, best, arg):
 
 
 def _col_update(D, i0: int, j0: int, best, arg, sub: int = 32):
-    """Column maxima of `D` (a multiple of `sub` rows), earliest row on ties: maxima over sub-blocks of `sub` rows, then
-    the first row of the first sub-block that reaches the maximum; into `best`, `arg` (indexed by byte) where they beat them."""
+    """Column maxima of `D` (a multiple of `sub` rows), earliest row on ties: maxima over sub-blocks of `sub` rows,
+    then the first row of the first sub-block that reaches the maximum; into `best`, `arg` (by byte) where they beat
+    them."""
     G = D.reshape(-1, sub, D.shape[1]).max(1)
     cm = G.max(0)
     at = slice(4 * j0, 4 * j0 + D.shape[1])
