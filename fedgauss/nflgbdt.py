@@ -354,6 +354,20 @@ class DataOwner(Party):
             self._provider = LocalHistograms(self.codes if K == 2 else np.tile(self.codes, (K, 1)), self.binner.layout_)
         return self._provider
 
+# %% ../nbs/34_nflgbdt.ipynb #54fc53b4f71d44ca97155b83a36a737b
+def _route_codes(tree: Tree, codes, n_bins) -> np.ndarray:
+    "`tree.apply_binned(codes, n_bins)` without casting `codes`: each level gathers one code a row from the flat matrix."
+    codes = np.ascontiguousarray(codes)
+    n, F = codes.shape
+    flat, at, node = codes.reshape(-1), np.arange(n) * F, np.zeros(n, np.intp)
+    n_bins, leaf = np.asarray(n_bins), tree.is_leaf
+    for _ in range(tree.max_depth):
+        f = np.maximum(tree.feature[node], 0)
+        c = flat[at + f]
+        go_left = np.where(c == n_bins[f], tree.default_left[node], c <= tree.bin[node])
+        node = np.where(leaf[node], node, np.where(go_left, tree.left[node], tree.right[node]))
+    return node
+
 # %% ../nbs/34_nflgbdt.ipynb #0e382214b5f147d187d36a2058b9c724
 @patch
 def leaves(
@@ -361,7 +375,7 @@ def leaves(
     tree: Tree,  # a tree on the public candidates
 ) -> np.ndarray:
     "Each row's leaf in `tree` (routed on its own binned codes)."
-    return tree.apply_binned(self.codes, self.binner.n_bins_)
+    return _route_codes(tree, self.codes, self.binner.n_bins_)
 
 
 @patch
