@@ -356,7 +356,7 @@ class DataOwner(Party):
 
 # %% ../nbs/34_nflgbdt.ipynb #54fc53b4f71d44ca97155b83a36a737b
 def _route_codes(tree: Tree, codes, n_bins) -> np.ndarray:
-    "`tree.apply_binned(codes, n_bins)` without casting `codes`: each level gathers one code a row from the flat matrix."
+    "`tree.apply_binned(codes, n_bins)` without casting `codes`: each level gathers a row's code from the flat matrix."
     codes = np.ascontiguousarray(codes)
     n, F = codes.shape
     flat, at, node = codes.reshape(-1), np.arange(n) * F, np.zeros(n, np.intp)
