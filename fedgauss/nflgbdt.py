@@ -35,11 +35,12 @@ from .smc import ProtocolSpec, run_protocol
 from .dp import laplace_mechanism
 
 # %% auto #0
-__all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_similar', 'DataOwner', 'class_blocks', 'tree_message',
-           'tree_from_message', 'hash_rows', 'joint_lsh', 'LSHCollapseWarning', 'FederBoostClassifier', 'tree_schedule',
-           'SimFLClassifier', 'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'dp_trees',
-           'TFLClassifier', 'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts',
-           'invert_hashes', 'feature_correlation', 'linear_inversion', 'class_skew_split', 'tree0_class_counts']
+__all__ = ['COLLAPSE_SHARE', 'collision_probability', 'PStableLSH', 'most_similar', 'table_cells', 'signature_ids',
+           'similarity_maps', 'DataOwner', 'class_blocks', 'tree_message', 'tree_from_message', 'hash_rows',
+           'joint_lsh', 'LSHCollapseWarning', 'FederBoostClassifier', 'tree_schedule', 'SimFLClassifier',
+           'similar_counts', 'global_leaf_weights', 'NFLGBDTClassifier', 'dp_tree', 'dp_trees', 'TFLClassifier',
+           'FGBDTGClassifier', 'pooled', 'individual_errors', 'communication', 'tree0_label_counts', 'invert_hashes',
+           'feature_correlation', 'linear_inversion', 'class_skew_split', 'tree0_class_counts']
 
 # %% ../nbs/34_nflgbdt.ipynb #6d6bf86c
 def collision_probability(
@@ -144,7 +145,8 @@ def most_similar(
     Hr,  # hash values (m, L) of the reference rows (the same L functions)
     block_rows: int = 2048,  # rows per block (memory: block_rows^2 floats)
 ) -> tuple[np.ndarray, np.ndarray]:
-    "For each query row, the reference row sharing the most hash values (ties: smallest index), and how many it shares."
+    """For each query row, the reference row sharing the most hash values (ties: smallest index), and how many it shares
+    (the plain version; `similarity_maps`, below, gives the same for many pairs of parties, faster)."""
     Hq, Hr = np.asarray(Hq), np.asarray(Hr)
     if Hq.ndim != 2 or Hr.ndim != 2 or Hq.shape[1] != Hr.shape[1]:
         raise ValueError(f"hash matrices must be (n, L) and (m, L); got {Hq.shape} and {Hr.shape}")
@@ -159,6 +161,160 @@ def most_similar(
     first = np.sort(first)
     a, c = _most_similar(Uq, Hr[first], block_rows)
     return first[a][qinv.ravel()], c[qinv.ravel()]
+
+# %% ../nbs/34_nflgbdt.ipynb #8369ec90a9c84262b9aa617712bdea2e
+def table_cells(
+    H,  # hash values (N, L) of all the rows, integers
+) -> tuple[np.ndarray, np.ndarray]:  # (N, L) cell ids 0 .. K - 1 (table l's after table l - 1's), cells per table (L,)
+    """Each (table, bucket) that occurs becomes one cell id: a counting sort when the values of each table span little
+    (at most 2**22 in all), else a sort per table."""
+    H = np.asarray(H)
+    N, L = H.shape
+    if L and N and np.can_cast(H.dtype, np.int64):
+        H64 = H.astype(np.int64)
+        lo, span = H64.min(0), H64.max(0) - H64.min(0) + 1
+        if float(span.sum()) <= 2**22:
+            start = np.cumsum(span) - span  # table l's values from start[l] on
+            key = H64 - lo + start
+            occ = np.bincount(key.ravel(), minlength=int(span.sum())) > 0
+            return np.cumsum(occ)[key] - 1, np.add.reduceat(occ.astype(np.intp), start)
+    C, sizes = np.empty((N, L), np.intp), np.zeros(L, np.intp)
+    for l in range(L):
+        u, inv = np.unique(H[:, l], return_inverse=True)
+        C[:, l], sizes[l] = inv.ravel() + sizes[:l].sum(), len(u)
+    return C, sizes
+
+# %% ../nbs/34_nflgbdt.ipynb #23483c9f12a84167ab080842126637ab
+def signature_ids(
+    C,  # cell ids (N, L), as `table_cells` returns them
+    sizes,  # cells per table (L,)
+) -> np.ndarray:  # (N,) ids 0 .. U - 1, equal exactly for equal rows
+    "Equal signatures found by sorting: each row's table codes packed into 64-bit words (mixed radix), words lexsorted."
+    sizes = np.asarray(sizes, np.intp)
+    C = np.asarray(C) - (np.cumsum(sizes) - sizes)  # each table's codes from 0
+    words, w, used = [], np.zeros(len(C), np.uint64), 0
+    for l, s in enumerate(sizes):
+        b = max(1, int(s - 1).bit_length())
+        if used + b > 64:
+            words.append(w)
+            w, used = np.zeros(len(C), np.uint64), 0
+        w |= C[:, l].astype(np.uint64) << np.uint64(used)
+        used += b
+    words.append(w)
+    order = np.lexsort(words[::-1])
+    W = np.stack(words, 1)[order]
+    new = np.r_[True, (W[1:] != W[:-1]).any(1)] if len(W) else np.zeros(0, bool)
+    ids = np.empty(len(C), np.intp)
+    ids[order] = np.cumsum(new) - 1
+    return ids
+
+# %% ../nbs/34_nflgbdt.ipynb #5b9eea93be1c49dcb48f18624b866f94
+def _first_order(ids):
+    "The distinct values of `ids` in the order of their first rows: those rows (ascending), and each row's position."
+    _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    pos = np.empty(len(order), np.intp)
+    pos[order] = np.arange(len(order))
+    return first[order], pos[inv.ravel()]
+
+# %% ../nbs/34_nflgbdt.ipynb #2b4827f87c2a4b9c8b0e553bf8b85507
+def _onehot(C, K: int, pack: bool = False) -> np.ndarray:
+    """Rows of cell ids as 0/1 float32 rows over K cells, padded with empty rows to a multiple of 32; `pack`: three
+    rows a column with weights 1, 2**8, 2**16, transposed (K, ceil(n / 3))."""
+    n = len(C)
+    M = np.zeros((-(-n // 96) * 96 if pack else -(-n // 32) * 32, K), np.float32)
+    M.reshape(-1)[(np.arange(n) * K)[:, None] + C] = 1
+    if not pack:
+        return M
+    M = M.reshape(-1, 3, K)
+    return np.ascontiguousarray((M[:, 0] + 256 * M[:, 1] + 65536 * M[:, 2]).T)
+
+# %% ../nbs/34_nflgbdt.ipynb #67ae2c23eec046c59f7677d759d80a14
+def _row_update(D, i0: int, j0: int, best, arg):
+    """Row maxima of a block of byte counts `D` (rows i0.., bytes 4c + t for reference row 3 (j0 + c) + t), earliest on
+    ties, into the running `best` and `arg` where they beat them."""
+    j = D.argmax(1)
+    v = D[np.arange(len(D)), j]
+    up = v > best[i0 : i0 + len(D)]
+    best[i0 : i0 + len(D)][up] = v[up]
+    arg[i0 : i0 + len(D)][up] = 3 * j0 + 3 * (j[up] >> 2) + (j[up] & 3)
+
+
+def _col_update(D, i0: int, j0: int, best, arg, sub: int = 32):
+    """Column maxima of `D` (a multiple of `sub` rows), earliest row on ties: maxima over sub-blocks of `sub` rows,
+    then the first row of the first sub-block that reaches the maximum; into `best`, `arg` (by byte) where they beat
+    them."""
+    G = D.reshape(-1, sub, D.shape[1]).max(1)
+    cm = G.max(0)
+    at = slice(4 * j0, 4 * j0 + D.shape[1])
+    c = np.flatnonzero(cm > best[at])
+    if len(c):
+        s = (G[:, c] == cm[c]).argmax(0)
+        r = s * sub + np.arange(sub)[:, None]
+        best[at][c] = cm[c]
+        arg[at][c] = i0 + r[(D[r, c] == cm[c]).argmax(0), np.arange(len(c))]
+
+# %% ../nbs/34_nflgbdt.ipynb #f8242db84ba241c1bada048202e5399c
+def _pair_maxima(CA, CB, K: int, rows: bool = True, cols: bool = True, block: tuple = (512, 1024)) -> tuple:
+    """Both maps of one pair of distinct-signature sets from one packed product: for each row of `CA` its best row of
+    `CB` (`rows`), for each row of `CB` its best row of `CA` (`cols`), with the counts; ties to the smallest index."""
+    a, b = len(CA), len(CB)
+    PB = _onehot(CB, K, pack=True)  # (K, ceil(b / 3))
+    nn, mb = block
+    bA, aA = np.full(a + nn, -1, np.int16), np.zeros(a + nn, np.intp)
+    bB, aB = np.full(4 * PB.shape[1], -1, np.int16), np.zeros(4 * PB.shape[1], np.intp)
+    buf = np.empty(nn * mb, '<i4')  # little-endian: byte t of a word is count t
+    for i0 in range(0, a, nn):
+        QA = _onehot(CA[i0 : i0 + nn], K)
+        for j0 in range(0, PB.shape[1], mb):
+            S = QA @ PB[:, j0 : j0 + mb]
+            Si = buf[: S.size].reshape(S.shape)
+            np.copyto(Si, S, casting='unsafe')  # exact: integers below 2**24
+            D = Si.view(np.uint8)
+            if rows:
+                _row_update(D, i0, j0, bA, aA)
+            if cols:
+                _col_update(D, i0, j0, bB, aB)
+    byte = 4 * (np.arange(b) // 3) + np.arange(b) % 3
+    return (aA[:a], bA[:a].astype(np.intp)), (aB[byte], bB[byte].astype(np.intp))
+
+# %% ../nbs/34_nflgbdt.ipynb #44931edad8cd4a0ca68b547a3fc705b2
+def similarity_maps(
+    H: list,  # each party's hash values (n_p, L) by the same L functions, integers
+    pairs,  # ordered pairs (j, m) of party indices: map party j's rows onto party m's
+) -> tuple[dict, int]:  # ({(j, m): (m's row for each row of j, how many values it shares)}, distinct signatures)
+    """`most_similar` for many pairs of parties at once, with the same rows and counts: each party's distinct
+    signatures found once by sorting, one packed product per unordered pair for both directions."""
+    H = [np.asarray(h) for h in H]
+    if not H or any(h.ndim != 2 or h.shape[1] != H[0].shape[1] for h in H):
+        raise ValueError(f"hash matrices must be (n_p, L) with one L; got {[h.shape for h in H]}")
+    if not all(np.issubdtype(h.dtype, np.integer) for h in H):
+        raise ValueError(f"hash values must be integers; got {[str(h.dtype) for h in H]}")
+    pairs = [(int(j), int(m)) for j, m in pairs]
+    for j, m in pairs:
+        if not (0 <= j < len(H) and 0 <= m < len(H)):
+            raise ValueError(f"pair ({j}, {m}) names a party beyond the {len(H)} given")
+        if len(H[m]) == 0:
+            raise ValueError(f"no reference rows: party {m} has none to map party {j}'s onto")
+    L, cut = H[0].shape[1], np.cumsum([0] + [len(h) for h in H])
+    if L == 0:
+        raise ValueError("hash matrices have no columns: at least one hash function is needed")
+    C, sizes = table_cells(np.vstack(H))
+    ids = signature_ids(C, sizes)
+    first, pos = zip(*(_first_order(ids[cut[p] : cut[p + 1]]) for p in range(len(H))))
+    distinct = [C[cut[p] + first[p]] for p in range(len(H))]
+    maps = {}
+    for j, m in dict.fromkeys((min(p), max(p)) for p in pairs):
+        rows, cols = (j, m) in pairs, (m, j) in pairs and m != j
+        ways = ((j, m, rows), (m, j, cols))
+        if L > 255:  # counts beyond a byte: the dense kernel
+            got = [_most_similar(distinct[x], distinct[y], 2048) if w else None for x, y, w in ways]
+        else:
+            got = _pair_maxima(distinct[j], distinct[m], int(sizes.sum()), rows, cols)
+        for (x, y, w), res in zip(ways, got):
+            if w:
+                maps[x, y] = (first[y][res[0]][pos[x]], res[1][pos[x]])
+    return maps, int(ids.max()) + 1 if len(ids) else 0
 
 # %% ../nbs/34_nflgbdt.ipynb #28d3efd5258a48a79c179ea5c6759f01
 class DataOwner(Party):
@@ -198,6 +354,20 @@ class DataOwner(Party):
             self._provider = LocalHistograms(self.codes if K == 2 else np.tile(self.codes, (K, 1)), self.binner.layout_)
         return self._provider
 
+# %% ../nbs/34_nflgbdt.ipynb #54fc53b4f71d44ca97155b83a36a737b
+def _route_codes(tree: Tree, codes, n_bins) -> np.ndarray:
+    "`tree.apply_binned(codes, n_bins)` without casting `codes`: each level gathers a row's code from the flat matrix."
+    codes = np.ascontiguousarray(codes)
+    n, F = codes.shape
+    flat, at, node = codes.reshape(-1), np.arange(n) * F, np.zeros(n, np.intp)
+    n_bins, leaf = np.asarray(n_bins), tree.is_leaf
+    for _ in range(tree.max_depth):
+        f = np.maximum(tree.feature[node], 0)
+        c = flat[at + f]
+        go_left = np.where(c == n_bins[f], tree.default_left[node], c <= tree.bin[node])
+        node = np.where(leaf[node], node, np.where(go_left, tree.left[node], tree.right[node]))
+    return node
+
 # %% ../nbs/34_nflgbdt.ipynb #0e382214b5f147d187d36a2058b9c724
 @patch
 def leaves(
@@ -205,7 +375,7 @@ def leaves(
     tree: Tree,  # a tree on the public candidates
 ) -> np.ndarray:
     "Each row's leaf in `tree` (routed on its own binned codes)."
-    return tree.apply_binned(self.codes, self.binner.n_bins_)
+    return _route_codes(tree, self.codes, self.binner.n_bins_)
 
 
 @patch

@@ -19,8 +19,8 @@ from fedgauss.nflgbdt import (
     global_leaf_weights,
     hash_rows,
     joint_lsh,
-    most_similar,
     similar_counts,
+    similarity_maps,
     tree_from_message,
     tree_message,
     trees_per_round,
@@ -152,10 +152,11 @@ def _aggregator_hash(ctx, cfg: dict):
     for p in cfg['parties']:
         H.append((yield from ctx.recv('hash values', p)))
     t0 = time.perf_counter()
-    maps = {(j, m): most_similar(H[j], H[m])[0] for j, m in cfg['pairs']}
+    found, signatures = similarity_maps(H, cfg['pairs'])  # the same maps as `most_similar`, pair by pair
+    maps = {pair: found[pair][0] for pair in cfg['pairs']}
     for j, m in cfg['send']:
         ctx.send(cfg['parties'][j], 'similar rows', {'to': np.int32(m), 'rows': maps[j, m].astype(np.int32)})
-    return maps, time.perf_counter() - t0, len(np.unique(np.vstack(H), axis=0))
+    return maps, time.perf_counter() - t0, signatures
 
 # %% ../nbs/34a_nflgbdt_programs.ipynb #431b1146
 def _threaded(fn, handlers: dict):

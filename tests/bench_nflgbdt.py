@@ -3,7 +3,11 @@ skew theta = 0.8, 100 trees of depth 6, 256 bins — seconds (hashing, similarit
 and received per party from the channel transcript, next to the pooled core (fedgauss.gbdt.GBDTClassifier) and XGBoost
 (hist, one thread) on the same pooled rows, in one process. Test errors are printed too. The default fit, with hash
 functions drawn jointly from the owners' secret generators (`lsh_secret=True`, issues 26 and 28), is timed against the
-same fit with the papers' public functions (`lsh_secret=False`; `ratio_to_public_functions`).
+same fit with the papers' public functions (`lsh_secret=False`; `ratio_to_public_functions`). The aggregator's
+similarity maps (issue 32) are timed before and after in the same run: the default fit again with the maps computed pair
+by pair by the plain kernel (`most_similar`, the aggregator's code before `similarity_maps`), its trees checked equal to
+the default fit's, and both kernels alone on the fit's hash values; with what the a9a signatures look like (cells per
+table, exact duplicates, values shared by an average pair and by the most similar one).
 
     python tests/bench_nflgbdt.py [--parties 4] [--trees 100] [--depth 6] [--repeat 1]
 
@@ -36,10 +40,61 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+import fedgauss.nflgbdt_programs as programs
 from fedgauss.data import load_libsvm
 from fedgauss.federation import label_skew_split
 from fedgauss.gbdt import GBDTClassifier
-from fedgauss.nflgbdt import NFLGBDTClassifier
+from fedgauss.nflgbdt import NFLGBDTClassifier, most_similar, similarity_maps, table_cells
+
+
+def pair_by_pair(H, pairs):
+    "The maps as the aggregator computed them before `similarity_maps`: the plain kernel `most_similar`, pair by pair."
+    return {(j, m): most_similar(H[j], H[m]) for j, m in pairs}, len(np.unique(np.vstack(H), axis=0))
+
+
+def tree_digest(m):
+    "SHA-256 of every tree's node arrays (structure and values)."
+    import hashlib
+    from dataclasses import fields
+
+    h = hashlib.sha256()
+    for tree in m.trees_:
+        for f in fields(tree):
+            h.update(np.ascontiguousarray(getattr(tree, f.name)).tobytes())
+    return h.hexdigest()[:16]
+
+
+def similarity_section(m, t, t_before, m_before, pooled):
+    "Both kernels on the default fit's hash values, the whole fits before and after, and the signatures' shape."
+    H = [msg.payload for msg in m.channel_.messages if msg.kind == 'hash values']
+    pairs = [(j, k) for j in range(len(H)) for k in range(len(H)) if j != k]
+    t0 = time.perf_counter()
+    old, _ = pair_by_pair(H, pairs)
+    t_old = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    new, sig = similarity_maps(H, pairs)
+    t_new = time.perf_counter() - t0
+    same = all(np.array_equal(old[p][0], new[p][0]) and np.array_equal(old[p][1], new[p][1]) for p in pairs)
+    print(
+        f"\nsimilarity maps, {len(pairs)} pairs on the default fit's hash values: pair by pair (most_similar) "
+        f"{t_old:.3f} s, similarity_maps {t_new:.3f} s ({t_old / t_new:.1f}x); rows and counts equal: {same}"
+    )
+    print(
+        f"whole fit: before {t_before:.2f} s (similarity {m_before.timings_['similarity']:.3f} s), after {t:.2f} s "
+        f"(similarity {m.timings_['similarity']:.3f} s); ratio to the pooled core {t_before / pooled:.2f} -> "
+        f"{t / pooled:.2f}; trees identical: {tree_digest(m) == tree_digest(m_before)}"
+    )
+    C, sizes = table_cells(np.vstack(H))
+    L, K, cut = C.shape[1], int(sizes.sum()), np.cumsum([0] + [len(h) for h in H])
+    big = [np.bincount(C[:, l]).max() / len(C) for l in range(L)]
+    per = [np.bincount(C[cut[p] : cut[p + 1]].ravel(), minlength=K) for p in range(len(H))]
+    shared = [per[j] @ per[k] / (len(H[j]) * len(H[k])) for j, k in pairs]  # values an average pair of rows shares
+    print(
+        f"signatures: {sig} distinct of {len(C)} rows; {L} tables of {np.median(sizes):.0f} cells (median), the "
+        f"largest holding {np.median(big):.0%} of the rows (median); rows with an exact duplicate in the other party "
+        f"{np.mean([np.mean(new[p][1] == L) for p in pairs]):.1%}; values shared by an average pair of rows "
+        f"{np.mean(shared):.1f}, by a row and its most similar {np.mean([new[p][1].mean() for p in pairs]):.1f} of {L}"
+    )
 
 
 def main():
@@ -77,8 +132,14 @@ def main():
 
     tp, mp = fastest(lsh_secret=False)
     t, m = fastest()  # the default: the owners' secret hash functions
+    programs.similarity_maps = pair_by_pair  # the same fit, its maps by the plain kernel pair by pair
+    try:
+        tb, mb = fastest()
+    finally:
+        programs.similarity_maps = similarity_maps
     rows['nFL-GBDT'] = dict(seconds=t, **m.timings_, test_error=err(m))
     rows['nFL-GBDT, public hash functions'] = dict(seconds=tp, **mp.timings_, test_error=err(mp))
+    rows['nFL-GBDT, maps pair by pair (before)'] = dict(seconds=tb, **mb.timings_, test_error=err(mb))
     t0 = time.perf_counter()
     core = GBDTClassifier(**kw).fit(Xtr, ytr)
     rows['pooled core'] = dict(seconds=time.perf_counter() - t0, test_error=err(core))
@@ -99,6 +160,7 @@ def main():
     tab['ratio_to_public_functions'] = tab['seconds'] / tab.loc['nFL-GBDT, public hash functions', 'seconds']
     print(f"a9a train {len(Xtr)} rows, {a.parties} parties (theta=0.8), {a.trees} trees, depth {a.depth}")
     print(tab.round(4).to_string())
+    similarity_section(m, t, tb, mb, tab.loc['pooled core', 'seconds'])
     per = m.channel_.bytes_by_party()
     per['rows'] = pd.Series({p.name: p.n_rows for p in m.parties_})
     print('\nbytes per party (nFL-GBDT transcript):')
