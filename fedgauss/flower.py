@@ -22,10 +22,10 @@ from .wire import register_type, sign_run_key, unseal, verify_run_keys, write_fe
 from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 
 # %% auto #0
-__all__ = ['MESSAGE_SCHEMAS', 'check_message', 'resume_step', 'save_party_data', 'load_party_data', 'party_result_path',
-           'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle', 'node_query',
-           'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app',
-           'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive', 'node_main',
+__all__ = ['MESSAGE_SCHEMAS', 'CLIENTAPP_DIED', 'check_message', 'resume_step', 'save_party_data', 'load_party_data',
+           'party_result_path', 'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle',
+           'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes',
+           'server_app', 'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive', 'node_main',
            'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job', 'write_app', 'FlowerDeployment',
            'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
 
@@ -192,9 +192,9 @@ class NodeStopped(Exception):
 
 
 def _fault(me: str, n: int, fault: str | None = None, in_process: bool = False):
-    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (or `:die`;
-    several, comma-separated) makes that party hang (or its process exit) at its n-th step; a node in this process
-    (`in_process`, `LocalGrid`) raises `NodeStopped` instead."""
+    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (`:die`,
+    `:crash`; several, comma-separated) makes that party hang (its process exit, its ClientApp thread end) at its
+    n-th step; a node in this process (`in_process`, `LocalGrid`) raises `NodeStopped` instead."""
     for f in (fault or os.environ.get('FEDGAUSS_FLOWER_FAULT', '')).split(','):
         spec = f.strip().split(':')
         if len(spec) == 3 and spec[0] == me and int(spec[1]) == n:
@@ -202,6 +202,8 @@ def _fault(me: str, n: int, fault: str | None = None, in_process: bool = False):
                 raise NodeStopped(f"{me} stops at its step {n} ({spec[2]}: a test's fault)")
             if spec[2] == 'die':
                 os._exit(1)
+            if spec[2] == 'crash':  # `SystemExit` ends a thread silently: the node's ClientApp thread, here
+                raise SystemExit(f"{me} crashes its ClientApp thread at its step {n} (a test's fault)")
             time.sleep(3600)
 
 # %% ../nbs/50_flower.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
@@ -1030,24 +1032,32 @@ def flower_simulation(
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
-    "`time` for flwr's SuperNode loop: an idle wait (3 s) backs off from `poll` to 0.1 s, a reply wait is `poll`."
+    """`time` for flwr's SuperNode loop. Its idle wait (3 s: nothing to pull) pulls again after `poll` s, doubling up
+    to `cap` while a run is active (a message within `active` s) and up to `idle_cap` after; its wait for the
+    ClientApp's reply (0.5 s) blocks on `reply`, an event the ClientApp thread sets when it has pushed one."""
 
-    def __init__(self, poll: float):
-        self.poll, self.idle = poll, poll
+    def __init__(self, poll: float, cap: float = 0.02, idle_cap: float = 1.0, active: float = 10.0, reply=None):
+        import threading
+
+        self.poll, self.cap, self.idle_cap, self.active = poll, cap, idle_cap, active
+        self.reply = reply if reply is not None else threading.Event()
+        self.wait, self.last = poll, time.monotonic()
 
     def sleep(self, s):
-        if s >= 1:
-            time.sleep(self.idle)
-            self.idle = min(2 * self.idle, 0.1)
-        else:
-            self.idle = self.poll
-            time.sleep(min(s, self.poll))
+        if s >= 1:  # the SuperLink had nothing for this node
+            time.sleep(self.wait)
+            cap = self.cap if time.monotonic() - self.last < self.active else self.idle_cap
+            self.wait = min(2 * self.wait, max(cap, self.poll))
+        else:  # a message came: its reply is awaited (woken by the ClientApp thread; 0.1 s at most, in any case)
+            self.last, self.wait = time.monotonic(), self.poll
+            self.reply.wait(min(s, 0.1))
 
     def __getattr__(self, k):
         return getattr(time, k)
 
 # %% ../nbs/50_flower.ipynb #00cf4fc2062448d78a3bb62db1a84a21
 _FLWR_KNOBS = ('initial_backoff', 'backoff_cap', 'max_tries_per_object')
+_FLWR_LOOP = ('run_id = _pull_and_store_message(', 'if run_id is None:', 'time.sleep(3)', 'time.sleep(0.5)')
 
 
 def check_flwr_knobs(
@@ -1055,9 +1065,10 @@ def check_flwr_knobs(
     fns=None,  # flwr's object-pulling functions whose keyword defaults are tuned (default: the installed ones)
 ):
     """Check that the flwr internals `_speed_up_flwr` tunes are where it expects them: the SuperNode loop sleeps
-    through its module's `time`, and the pulling functions take the keyword defaults it sets. Raises `FlowerRunError`
-    naming what moved (a flwr version other than the pinned one can move them: tuning nothing, silently, would make
-    every pass wait seconds)."""
+    through its module's `time` (3 s when idle, 0.5 s at a time for a reply) and gets each message from the module's
+    `_pull_and_store_message` (a run id, or None); the pulling functions take the keyword defaults it sets. Raises
+    `FlowerRunError` naming what moved (a flwr version other than the pinned one can move them: tuning nothing,
+    silently, would make every pass wait seconds, or a node's ClientApp never hear of its task)."""
     import inspect
 
     if sci is None:
@@ -1069,29 +1080,50 @@ def check_flwr_knobs(
     import flwr
 
     v = getattr(flwr, '__version__', '?')
-    slept = isinstance(getattr(sci, 'time', None), (type(time), _FastTime))
-    if not slept or 'time.sleep(' not in inspect.getsource(sci):
+    if not isinstance(getattr(sci, 'time', None), (type(time), _FastTime)):
         raise FlowerRunError(f"flwr {v}: the SuperNode loop no longer sleeps through {sci.__name__}.time")
+    if not callable(getattr(sci, '_pull_and_store_message', None)):
+        raise FlowerRunError(f"flwr {v}: {sci.__name__} no longer has _pull_and_store_message")
+    if miss := [s for s in _FLWR_LOOP if s not in inspect.getsource(sci)]:
+        raise FlowerRunError(f"flwr {v}: the SuperNode loop in {sci.__name__} no longer reads {miss}")
     for fn in fns:
         miss = [k for k in _FLWR_KNOBS if k not in (fn.__kwdefaults__ or {})]
         if miss:
             raise FlowerRunError(f"flwr {v}: {fn.__qualname__} has no keyword argument(s) {miss}")
 
 # %% ../nbs/50_flower.ipynb #46b27525583141bfa0c404cbb6503b62
-def _speed_up_flwr(poll: float = 0.005):
-    "Cap flwr's fixed waits in this process: the SuperNode's sleeps, the 1 s back-off for an object not stored yet."
+def _speed_up_flwr(
+    poll: float = 0.005,  # first wait (s) of every poll flwr makes here
+    node: dict | None = None,  # in a SuperNode: the events {'task', 'reply'} shared with its ClientApp thread
+    cap: float = 0.02,  # in a SuperNode: its longest wait between pulls while a run is active (s)
+):
+    """Cap flwr's fixed waits in this process: the 1 s back-off for an object not stored yet; in a SuperNode, its
+    sleeps (`_FastTime`), and every message it stores sets `node['task']` (waking the ClientApp thread) after
+    clearing `node['reply']` (which the ClientApp thread sets when it has pushed the reply)."""
     import flwr.supernode.start_client_internal as sci
     from flwr.supercore.inflatable import inflatable_utils as iu
 
     check_flwr_knobs(sci, (iu.pull_objects, iu.pull_and_inflate_object_from_tree))
-    sci.time = _FastTime(poll)
     for fn in (iu.pull_objects, iu.pull_and_inflate_object_from_tree):
         fn.__kwdefaults__.update(initial_backoff=poll, backoff_cap=10 * poll, max_tries_per_object=10**7)
+    if node is None:
+        return
+    sci.time, pull = _FastTime(poll, cap, reply=node['reply']), sci._pull_and_store_message
+
+    def pull_and_signal(*args, **kwargs):
+        run_id = pull(*args, **kwargs)
+        if run_id is not None:
+            node['reply'].clear()
+            node['task'].set()
+        return run_id
+
+    sci._pull_and_store_message = pull_and_signal
 
 # %% ../nbs/50_flower.ipynb #8edb47106e1a46a883d545849b8ab81b
 def fast_send_and_receive(
     grid,  # a Flower `Grid`
-    poll: float = 0.002,  # first wait between polls (s); doubles up to 50 ms while nothing comes
+    poll: float = 0.002,  # first wait between polls (s); doubles up to `cap` while nothing comes
+    cap: float = 0.02,  # the longest wait between polls (s)
 ):
     "A `grid.send_and_receive` that polls for replies every few ms instead of every 3 s (same arguments and result)."
 
@@ -1102,65 +1134,117 @@ def fast_send_and_receive(
             got = list(grid.pull_messages(ids))
             out += got
             ids -= {m.metadata.reply_to_message_id for m in got}
-            wait = poll if got else min(2 * wait, 0.05)
+            wait = poll if got else min(2 * wait, cap)
             if ids:
                 time.sleep(wait)
         return out
 
     return send_and_receive
 
+# %% ../nbs/50_flower.ipynb #d70a9d3fcae146609748568081c2c41c
+def _run_clientapp_task(
+    c,  # the task's Runtime API client (with its token)
+    app,  # the ClientApp
+) -> tuple:
+    """One task: pull its message and context, run `app`, push the reply — Flower's error reply, naming the exception,
+    if `app` raised one, so that the relay stops the run naming the node. Returns (context, sub-status, details)."""
+    import traceback
+    from flwr.app import Error, Message
+    from flwr.common.constant import ErrorCode, SubStatus
+    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message
+
+    msg, ctx, _, _ = pull_task_input(c)
+    try:
+        reply, status, details = app(message=msg, context=ctx), SubStatus.COMPLETED, ''
+    except Exception as e:
+        traceback.print_exc()
+        status, details = SubStatus.FAILED, f"the ClientApp raised {type(e).__name__}: {e}"
+        reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details), reply_to=msg)
+    push_message(c, reply, ctx)
+    return ctx, status, details
+
 # %% ../nbs/50_flower.ipynb #10185d26023b46108eb7d9f57d49d2b3
-def _serve_clientapps(address: str, poll: float = 0.005):
-    "The node's long-lived ClientApp: each task from the Runtime API at `address` runs `client_app()` here."
-    from flwr.common.constant import SubStatus
+def _serve_clientapps(
+    address: str,  # the node's Runtime API (host:port)
+    node: dict,  # the events {'task', 'reply'} shared with the node's loop (`_speed_up_flwr`)
+    app=None,  # the ClientApp (default: `client_app()`)
+    idle: float = 1.0,  # seconds between asks when no task was announced (a missed signal costs this, at most)
+):
+    """The node's long-lived ClientApp: it blocks until the node announces a task (`node['task']`), then takes every
+    task from the Runtime API at `address`, runs `app` on it, pushes its reply (an error reply if `app` raised) and sets
+    `node['reply']`. A failure of the Runtime API itself is logged and raised: `_watch_clientapps` ends the node."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
     from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.runtime import RuntimeHttpClient
-    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
+    from flwr.supernode.runtime.run_clientapp import push_task_output
 
     def client(*interceptors):
         return RuntimeHttpClient.from_server_address(
-            server_address=address,
-            insecure=True,
-            root_certificates=None,
-            interceptors=list(interceptors),
+            server_address=address, insecure=True, root_certificates=None, interceptors=list(interceptors),
             retry_invoker=make_simple_http_retry_invoker(),
-        )
+        )  # fmt: skip
 
-    app, acquire, wait = client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec')), poll
+    app, acquire = app or client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))
+    ask = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     while True:
-        res = acquire.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
-        if not (res.HasField('task') and res.token):
-            time.sleep(wait)
-            wait = min(2 * wait, 0.05)
-            continue
-        wait = poll
-        c = client(
-            RuntimeVersionHttpInterceptor(component_name='flwr-clientapp'), RuntimeTokenHttpInterceptor(res.token)
-        )
-        try:
-            msg, ctx, _, _ = pull_task_input(c)
-            push_message(c, app(message=msg, context=ctx), ctx)
-            push_task_output(c, ctx, SubStatus.COMPLETED, '')
-        finally:
-            c.close()
+        node['task'].wait(idle)  # blocking: no CPU until the node has stored a message
+        node['task'].clear()
+        while (res := acquire.AcquireTask(ask)).HasField('task') and res.token:
+            token = RuntimeTokenHttpInterceptor(res.token)
+            c = client(RuntimeVersionHttpInterceptor(component_name='flwr-clientapp'), token)
+            try:
+                ctx, status, details = _run_clientapp_task(c, app)
+                node['reply'].set()
+                push_task_output(c, ctx, status, details)
+            finally:
+                c.close()
+
+# %% ../nbs/50_flower.ipynb #247ca316f5f04cb49fc8f66320fa9cce
+CLIENTAPP_DIED = 70  # the exit code of a SuperNode launcher whose ClientApp thread died (`_watch_clientapps`)
+
+
+def _watch_clientapps(
+    serve,  # the node's ClientApp loop (`_serve_clientapps` with its arguments)
+    name: str,  # the node, as its operator knows it (its `--node-config`)
+    end=os._exit,  # ends the process with an exit code
+):
+    """Run `serve` in the node's ClientApp thread; should it ever end (an exception, even one a thread swallows
+    silently, such as `SystemExit`), print why, naming the node, and end the node's process with `CLIENTAPP_DIED`:
+    a node that can no longer answer must not leave the run waiting for its timeout."""
+    import sys, traceback
+
+    try:
+        serve()
+        why = 'it returned'
+    except BaseException as e:
+        traceback.print_exc()
+        why = f"{type(e).__name__}: {e}"
+    print(
+        f"fedgauss: the ClientApp thread of SuperNode {name} died ({why}); the node stops", file=sys.stderr, flush=True
+    )
+    end(CLIENTAPP_DIED)
 
 # %% ../nbs/50_flower.ipynb #8763a12b2bbd4a93a75aff182afb95dc
 def node_main(
     argv: list | None = None,  # `flower-supernode` arguments (default: sys.argv[1:]); must include `--port`
 ):
-    """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits capped at
-    `FEDGAUSS_FLOWER_POLL` s (default 0.005), with a long-lived ClientApp thread. Run as
-    `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
-    import sys, threading
+    """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits capped (first
+    `FEDGAUSS_FLOWER_POLL` s, default 0.005, doubling up to `FEDGAUSS_FLOWER_CAP`, default 0.02, during a run; 1 s
+    when idle), with a long-lived ClientApp thread woken by the node's loop (`_serve_clientapps`), watched
+    (`_watch_clientapps`). Run as `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
+    import functools, re, sys, threading
 
     argv = list(sys.argv[1:] if argv is None else argv)
     poll = float(os.environ.get('FEDGAUSS_FLOWER_POLL', '0.005'))
-    _speed_up_flwr(poll)
+    node = {'task': threading.Event(), 'reply': threading.Event()}
+    _speed_up_flwr(poll, node, float(os.environ.get('FEDGAUSS_FLOWER_CAP', '0.02')))
     port = argv[argv.index('--port') + 1]
-    threading.Thread(target=_serve_clientapps, args=(f'127.0.0.1:{port}', poll), daemon=True).start()
+    nc = argv[argv.index('--node-config') + 1] if '--node-config' in argv else ''
+    name = ' '.join(re.findall(r'(?:partition-id|party)=\S+', nc)) or f'on port {port}'
+    serve = functools.partial(_serve_clientapps, f'127.0.0.1:{port}', node)
+    threading.Thread(target=_watch_clientapps, args=(serve, name), daemon=True).start()
     from flwr.supernode.cli import flower_supernode
 
     sys.argv = ['flower-supernode', *argv, '--isolation', 'process']
@@ -1364,6 +1448,11 @@ def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str
     while not os.path.exists(path + '.out'):
         if dead := [p for p in procs[:1] if p.poll() is not None]:
             raise FlowerRunError(f"the SuperLink (pid {dead[0].pid}) ended with code {dead[0].returncode}")
+        if died := [k for k, p in enumerate(procs[1:]) if p.poll() == CLIENTAPP_DIED]:  # the node said why in its log
+            k, log = died[0], os.path.join(tmp, f'node{died[0]}.log')
+            why = [ln for ln in open(log, errors='replace') if 'ClientApp thread' in ln] if os.path.exists(log) else []
+            party, why = ((job['cfg'].get('parties') or [])[k : k + 1] or ['?'])[0], ''.join(why[-1:]).strip()
+            raise FlowerRunError(f"SuperNode {k} ({party}, pid {procs[1 + k].pid}) stopped: {why} (see {log})")
         alive = os.path.getmtime(path + '.alive') if os.path.exists(path + '.alive') else None
         if alive is None and time.time() - t_sub > start_limit:
             raise FlowerRunError(f"the ServerApp did not finish its first pass within {start_limit:g} s of `flwr run`")
@@ -1467,7 +1556,7 @@ def start(self: FlowerDeployment):
     port, tmp = _free_port(), self.tmp
     self.env = env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
     if self.fast:
-        env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.05'
+        env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.25'  # the SuperLink's: once per run
     link, node_tls, ca = ['--insecure'], ['--insecure'], None
     if self.tls:
         c = make_certificates(os.path.join(tmp, 'certs'))
@@ -1521,7 +1610,7 @@ def run(
     seeds: dict | None = None,  # testing only (nodes started with `test_seeds`): party (and server) name -> seed
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error naming the node
     results: list | None = None,  # the parties whose results come back to the server (None: all)
-    fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
+    fault: str | None = None,  # testing only: 'party:step:die' (':hang', ':crash') stops that party's node at that step
     keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
     """One run on the deployment: each party's data to its node's folder, the federation's configuration (party k

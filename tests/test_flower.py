@@ -1,7 +1,8 @@
 """fedgauss.flower: registered protocols (SecureFedYJ, Fed-mv-PPCA and DP-Fed-mv-PPCA) over Flower give the simulator's
 results and transcript with the same seeds — on Flower's simulation engine and on a real deployment (a SuperLink and one
 SuperNode per party as processes on 127.0.0.1); a node with bad data stops the run before any message, a killed
-SuperNode stops it with an error naming the node and the round, and every process started is ended. Skipped when the
+SuperNode stops it with an error naming the node and the round, a node whose ClientApp thread dies stops it at
+once naming the node, and every process started is ended. Skipped when the
 `flower` extra (flwr[simulation], cryptography) is not installed."""
 
 import importlib.util, shutil, warnings
@@ -129,3 +130,21 @@ def test_a_killed_supernode_stops_the_run_naming_node_and_round(dep, centers):  
     assert dep.procs[2].poll() is not None  # node 1 (center1) is gone
     dep.close()
     assert all(p.poll() is not None for p in dep.procs)
+
+
+def test_a_dead_clientapp_thread_stops_the_run_naming_the_node(centers):
+    """center1's ClientApp thread ends at its 2nd step (`SystemExit`, which a thread swallows silently): its node says
+    so and exits (`_watch_clientapps`), and the run stops on that at once, naming the node and its party — not after
+    the pass's `timeout` with "did not answer"."""
+    if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
+        pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
+    from fedgauss.flower import CLIENTAPP_DIED, FlowerDeployment, FlowerRunError
+
+    cfg = mv_cfg()
+    with FlowerDeployment(3, test_seeds=True) as d:
+        with pytest.raises(FlowerRunError) as e:
+            d.run('mvppca', dict(zip(cfg['parties'], centers)), cfg, timeout=120, fault='center1:2:crash')
+        assert d.procs[2].poll() == CLIENTAPP_DIED  # node 1's process, ended by its watchdog
+    msg = str(e.value)
+    assert msg.startswith('SuperNode 1 (center1, pid ') and 'did not answer' not in msg
+    assert 'the ClientApp thread of SuperNode partition-id=1 died (SystemExit: center1 crashes' in msg
