@@ -1032,25 +1032,39 @@ def flower_simulation(
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
-    """`time` for flwr's SuperNode loop. Its idle wait (3 s: nothing to pull) pulls again after `poll` s, doubling up
-    to `cap` while a run is active (a message within `active` s) and up to `idle_cap` after; its wait for the
-    ClientApp's reply (0.5 s) blocks on `reply`, an event the ClientApp thread sets when it has pushed one."""
+    """`time` for flwr's SuperNode loop. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after
+    `poll` s, doubling up to `cap` while a run is active (a message within `active` s), up to `idle_cap` after; but
+    the first wait after a reply sleeps `learn` × the shortest of the last gaps between a reply and the next message
+    (none comes sooner, as a rule: the relay is waiting for the other nodes). Its wait for the ClientApp's reply
+    (0.5 s) blocks on `reply`, an event the ClientApp thread sets when it has pushed one."""
 
-    def __init__(self, poll: float, cap: float = 0.02, idle_cap: float = 1.0, active: float = 10.0, reply=None):
-        import threading
+    def __init__(self, poll: float, cap=0.02, idle_cap=1.0, active=10.0, learn=0.5, reply=None):
+        import collections, threading
 
-        self.poll, self.cap, self.idle_cap, self.active = poll, cap, idle_cap, active
+        self.poll, self.cap, self.idle_cap, self.active, self.learn = poll, cap, idle_cap, active, learn
         self.reply = reply if reply is not None else threading.Event()
-        self.wait, self.last = poll, time.monotonic()
+        self.wait, self.last, self.gaps = poll, time.monotonic(), collections.deque(maxlen=8)
+        self.replied = False  # when the last reply went out (None: a message came since; False: none yet)
+
+    def got_message(self):
+        "The node stored a message (called by `_speed_up_flwr`'s hook)."
+        now = time.monotonic()
+        if self.replied:
+            self.gaps.append(now - self.replied)
+        self.replied, self.last, self.wait = None, now, self.poll
 
     def sleep(self, s):
-        if s >= 1:  # the SuperLink had nothing for this node
-            time.sleep(self.wait)
-            cap = self.cap if time.monotonic() - self.last < self.active else self.idle_cap
-            self.wait = min(2 * self.wait, max(cap, self.poll))
-        else:  # a message came: its reply is awaited (woken by the ClientApp thread; 0.1 s at most, in any case)
-            self.last, self.wait = time.monotonic(), self.poll
+        if s < 1:  # a message came: its reply is awaited (woken by the ClientApp thread; 0.1 s at most, in any case)
             self.reply.wait(min(s, 0.1))
+            return
+        now = time.monotonic()
+        if self.replied is None:  # the first pull after a reply found nothing
+            self.replied = now
+            if self.gaps:
+                time.sleep(min(self.learn * min(self.gaps), self.idle_cap))
+                return
+        time.sleep(self.wait)
+        self.wait = min(2 * self.wait, max(self.cap if now - self.last < self.active else self.idle_cap, self.poll))
 
     def __getattr__(self, k):
         return getattr(time, k)
@@ -1113,6 +1127,7 @@ def _speed_up_flwr(
     def pull_and_signal(*args, **kwargs):
         run_id = pull(*args, **kwargs)
         if run_id is not None:
+            sci.time.got_message()
             node['reply'].clear()
             node['task'].set()
         return run_id
@@ -1124,12 +1139,19 @@ def fast_send_and_receive(
     grid,  # a Flower `Grid`
     poll: float = 0.002,  # first wait between polls (s); doubles up to `cap` while nothing comes
     cap: float = 0.02,  # the longest wait between polls (s)
+    learn: float = 0.5,  # the first poll waits this × the shortest of the last 8 exchanges' waits for every reply
 ):
-    "A `grid.send_and_receive` that polls for replies every few ms instead of every 3 s (same arguments and result)."
+    """A `grid.send_and_receive` that polls for replies every few ms instead of every 3 s (same arguments and result),
+    not polling at all for the first half of what the last exchanges took."""
+    import collections
+
+    took = collections.deque(maxlen=8)
 
     def send_and_receive(messages, *, timeout=None):
-        ids, out = set(grid.push_messages(messages)), []
-        end, wait = time.time() + (timeout or 0), poll
+        ids, out, t0 = set(grid.push_messages(messages)), [], time.time()
+        end, wait = t0 + (timeout or 0), poll
+        if took and ids:
+            time.sleep(min(learn * min(took), timeout or 1.0))
         while ids and (timeout is None or time.time() < end):
             got = list(grid.pull_messages(ids))
             out += got
@@ -1137,6 +1159,8 @@ def fast_send_and_receive(
             wait = poll if got else min(2 * wait, cap)
             if ids:
                 time.sleep(wait)
+        if not ids:
+            took.append(time.time() - t0)
         return out
 
     return send_and_receive
