@@ -1192,11 +1192,12 @@ def _serve_clientapps(
     address: str,  # the node's Runtime API (host:port)
     node: dict,  # the events {'task', 'reply'} shared with the node's loop (`_speed_up_flwr`)
     app=None,  # the ClientApp (default: `client_app()`)
-    idle: float = 1.0,  # seconds between asks when no task was announced (a missed signal costs this, at most)
 ):
-    """The node's long-lived ClientApp: it blocks until the node announces a task (`node['task']`), then takes every
-    task from the Runtime API at `address`, runs `app` on it, pushes its reply (an error reply if `app` raised) and sets
-    `node['reply']`. A failure of the Runtime API itself is logged and raised: `_watch_clientapps` ends the node."""
+    """The node's long-lived ClientApp: it blocks until the node has stored a message (`node['task']`), then takes
+    every task from the Runtime API at `address`, runs `app` on it, pushes its reply (an error reply if `app` raised)
+    and sets `node['reply']`. It never asks before the message is stored: flwr creates the task first, and a task
+    taken in between has no message yet (`pull_task_input` raises). A failure of the Runtime API itself is raised:
+    `_watch_clientapps` ends the node."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
@@ -1213,7 +1214,7 @@ def _serve_clientapps(
     app, acquire = app or client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))
     ask = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     while True:
-        node['task'].wait(idle)  # blocking: no CPU until the node has stored a message
+        node['task'].wait()  # blocking: no CPU until the node has stored a message
         node['task'].clear()
         while (res := acquire.AcquireTask(ask)).HasField('task') and res.token:
             token = RuntimeTokenHttpInterceptor(res.token)

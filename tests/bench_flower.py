@@ -107,7 +107,14 @@ def _cpu(pid: int) -> tuple:
     return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK'), cmd
 
 
-_KINDS = ('superlink', 'superexec', 'serverapp', 'node_main', 'flower-supernode', 'clientapp')
+_KINDS = (
+    'node_main',
+    'flower-supernode',
+    'serverapp',
+    'superexec',
+    'clientapp',
+    'superlink',
+)  # a node names its superlink
 
 
 class CPUMeter:
@@ -253,6 +260,11 @@ def main():
         return
     if args.stall:
         rows = stall_runs(args.stall, args.load, args.logs, args.t_max)
+        if args.json:
+            import json
+
+            with open(args.json, 'a') as fh:
+                fh.writelines(json.dumps(r) + '\n' for r in rows)
         print(f"{sum(r['ok'] for r in rows)} of {len(rows)} runs finished under {args.load} busy loops")
         return
     if args.secagg:
