@@ -1033,17 +1033,17 @@ def flower_simulation(
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
     """`time` for flwr's SuperNode loop. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after
-    `poll` s, doubling up to `cap` while a run is active (a message within `active` s), up to `idle_cap` after; but
-    the first wait after a reply sleeps `learn` × the shortest of the last gaps between a reply and the next message
-    (none comes sooner, as a rule: the relay is waiting for the other nodes). Its wait for the ClientApp's reply
-    (0.5 s) blocks on `reply`, an event the ClientApp thread sets when it has pushed one."""
+    a tenth of the time waited since the node's last reply (`frac`), from `poll` s up to `idle_cap`: a message is
+    seen at most 10 % late, and a long wait takes few pulls. The first wait after a reply sleeps `learn` × the
+    shortest of the last gaps between a reply and the next message (none comes sooner, as a rule: the relay is
+    waiting for the other nodes). Its wait for a reply (0.5 s; the hook `_speed_up_flwr` puts on the loop makes it
+    rare) is 0.1 s."""
 
-    def __init__(self, poll: float, cap=0.02, idle_cap=1.0, active=10.0, learn=0.5, reply=None):
-        import collections, threading
+    def __init__(self, poll: float, frac=0.1, idle_cap=1.0, learn=0.5):
+        import collections
 
-        self.poll, self.cap, self.idle_cap, self.active, self.learn = poll, cap, idle_cap, active, learn
-        self.reply = reply if reply is not None else threading.Event()
-        self.wait, self.last, self.gaps = poll, time.monotonic(), collections.deque(maxlen=8)
+        self.poll, self.frac, self.idle_cap, self.learn = poll, frac, idle_cap, learn
+        self.since, self.gaps = time.monotonic(), collections.deque(maxlen=8)
         self.replied = False  # when the last reply went out (None: a message came since; False: none yet)
 
     def got_message(self):
@@ -1051,27 +1051,30 @@ class _FastTime:
         now = time.monotonic()
         if self.replied:
             self.gaps.append(now - self.replied)
-        self.replied, self.last, self.wait = None, now, self.poll
+        self.replied = None
 
     def sleep(self, s):
-        if s < 1:  # a message came: its reply is awaited (woken by the ClientApp thread; 0.1 s at most, in any case)
-            self.reply.wait(min(s, 0.1))
+        if s < 1:  # a message came and its reply is not stored yet
+            time.sleep(min(s, 0.1))
             return
         now = time.monotonic()
         if self.replied is None:  # the first pull after a reply found nothing
-            self.replied = now
+            self.replied = self.since = now
             if self.gaps:
                 time.sleep(min(self.learn * min(self.gaps), self.idle_cap))
                 return
-        time.sleep(self.wait)
-        self.wait = min(2 * self.wait, max(self.cap if now - self.last < self.active else self.idle_cap, self.poll))
+        time.sleep(self.wait_at(now))
+
+    def wait_at(self, now: float) -> float:
+        "The wait before the next pull at `now` (monotonic s): a tenth of the time waited so far, within bounds."
+        return min(max(self.frac * (now - self.since), self.poll), self.idle_cap)
 
     def __getattr__(self, k):
         return getattr(time, k)
 
 # %% ../nbs/50_flower.ipynb #00cf4fc2062448d78a3bb62db1a84a21
 _FLWR_KNOBS = ('initial_backoff', 'backoff_cap', 'max_tries_per_object')
-_FLWR_LOOP = ('run_id = _pull_and_store_message(', 'if run_id is None:', 'time.sleep(3)', 'time.sleep(0.5)')
+_FLWR_LOOP = ('run_id = _pull_and_store_message(', 'if run_id is None:', 'time.sleep(3)', '_push_messages(')
 
 
 def check_flwr_knobs(
@@ -1079,10 +1082,10 @@ def check_flwr_knobs(
     fns=None,  # flwr's object-pulling functions whose keyword defaults are tuned (default: the installed ones)
 ):
     """Check that the flwr internals `_speed_up_flwr` tunes are where it expects them: the SuperNode loop sleeps
-    through its module's `time` (3 s when idle, 0.5 s at a time for a reply) and gets each message from the module's
-    `_pull_and_store_message` (a run id, or None); the pulling functions take the keyword defaults it sets. Raises
-    `FlowerRunError` naming what moved (a flwr version other than the pinned one can move them: tuning nothing,
-    silently, would make every pass wait seconds, or a node's ClientApp never hear of its task)."""
+    through its module's `time` (3 s when idle), gets each message from the module's `_pull_and_store_message`
+    (a run id, or None) and sends the replies with its `_push_messages`; the pulling functions take the keyword
+    defaults it sets. Raises `FlowerRunError` naming what moved (a flwr version other than the pinned one can move
+    them: tuning nothing, silently, would make every pass wait seconds, or a node's ClientApp never hear of its task)."""
     import inspect
 
     if sci is None:
@@ -1096,8 +1099,8 @@ def check_flwr_knobs(
     v = getattr(flwr, '__version__', '?')
     if not isinstance(getattr(sci, 'time', None), (type(time), _FastTime)):
         raise FlowerRunError(f"flwr {v}: the SuperNode loop no longer sleeps through {sci.__name__}.time")
-    if not callable(getattr(sci, '_pull_and_store_message', None)):
-        raise FlowerRunError(f"flwr {v}: {sci.__name__} no longer has _pull_and_store_message")
+    if miss := [f for f in ('_pull_and_store_message', '_push_messages') if not callable(getattr(sci, f, None))]:
+        raise FlowerRunError(f"flwr {v}: {sci.__name__} no longer has {' or '.join(miss)}")
     if miss := [s for s in _FLWR_LOOP if s not in inspect.getsource(sci)]:
         raise FlowerRunError(f"flwr {v}: the SuperNode loop in {sci.__name__} no longer reads {miss}")
     for fn in fns:
@@ -1109,11 +1112,12 @@ def check_flwr_knobs(
 def _speed_up_flwr(
     poll: float = 0.005,  # first wait (s) of every poll flwr makes here
     node: dict | None = None,  # in a SuperNode: the events {'task', 'reply'} shared with its ClientApp thread
-    cap: float = 0.02,  # in a SuperNode: its longest wait between pulls while a run is active (s)
 ):
     """Cap flwr's fixed waits in this process: the 1 s back-off for an object not stored yet; in a SuperNode, its
-    sleeps (`_FastTime`), and every message it stores sets `node['task']` (waking the ClientApp thread) after
-    clearing `node['reply']` (which the ClientApp thread sets when it has pushed the reply)."""
+    sleeps (`_FastTime`); every message it stores clears `node['reply']` and sets `node['task']` (waking the ClientApp
+    thread), and it sends the reply only once `node['reply']` is set: the ClientApp thread has pushed the reply and
+    all its objects (flwr's loop would take the reply as soon as it is stored, objects still coming, and delete them
+    under the thread's feet once sent)."""
     import flwr.supernode.start_client_internal as sci
     from flwr.supercore.inflatable import inflatable_utils as iu
 
@@ -1122,7 +1126,7 @@ def _speed_up_flwr(
         fn.__kwdefaults__.update(initial_backoff=poll, backoff_cap=10 * poll, max_tries_per_object=10**7)
     if node is None:
         return
-    sci.time, pull = _FastTime(poll, cap, reply=node['reply']), sci._pull_and_store_message
+    sci.time, pull, push = _FastTime(poll), sci._pull_and_store_message, sci._push_messages
 
     def pull_and_signal(*args, **kwargs):
         run_id = pull(*args, **kwargs)
@@ -1132,33 +1136,37 @@ def _speed_up_flwr(
             node['task'].set()
         return run_id
 
-    sci._pull_and_store_message = pull_and_signal
+    def wait_and_push(*args, **kwargs):
+        node['reply'].wait()  # set by the ClientApp thread (which, should it die, ends the process)
+        return push(*args, **kwargs)
+
+    sci._pull_and_store_message, sci._push_messages = pull_and_signal, wait_and_push
 
 # %% ../nbs/50_flower.ipynb #8edb47106e1a46a883d545849b8ab81b
 def fast_send_and_receive(
     grid,  # a Flower `Grid`
-    poll: float = 0.002,  # first wait between polls (s); doubles up to `cap` while nothing comes
-    cap: float = 0.02,  # the longest wait between polls (s)
+    poll: float = 0.002,  # the shortest wait between polls (s)
+    frac: float = 0.1,  # each wait is this × the time waited so far (a reply is seen at most 10 % late)
+    cap: float = 0.25,  # the longest wait between polls (s)
     learn: float = 0.5,  # the first poll waits this × the shortest of the last 8 exchanges' waits for every reply
 ):
-    """A `grid.send_and_receive` that polls for replies every few ms instead of every 3 s (same arguments and result),
-    not polling at all for the first half of what the last exchanges took."""
+    """A `grid.send_and_receive` that polls for replies after a tenth of the time waited so far instead of every 3 s
+    (same arguments and result), not polling at all for the first half of what the last exchanges took."""
     import collections
 
     took = collections.deque(maxlen=8)
 
     def send_and_receive(messages, *, timeout=None):
         ids, out, t0 = set(grid.push_messages(messages)), [], time.time()
-        end, wait = t0 + (timeout or 0), poll
+        end = t0 + (timeout or 0)
         if took and ids:
             time.sleep(min(learn * min(took), timeout or 1.0))
         while ids and (timeout is None or time.time() < end):
             got = list(grid.pull_messages(ids))
             out += got
             ids -= {m.metadata.reply_to_message_id for m in got}
-            wait = poll if got else min(2 * wait, cap)
             if ids:
-                time.sleep(wait)
+                time.sleep(min(max(frac * (time.time() - t0), poll), cap))
         if not ids:
             took.append(time.time() - t0)
         return out
@@ -1255,16 +1263,16 @@ def _watch_clientapps(
 def node_main(
     argv: list | None = None,  # `flower-supernode` arguments (default: sys.argv[1:]); must include `--port`
 ):
-    """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits capped (first
-    `FEDGAUSS_FLOWER_POLL` s, default 0.005, doubling up to `FEDGAUSS_FLOWER_CAP`, default 0.02, during a run; 1 s
-    when idle), with a long-lived ClientApp thread woken by the node's loop (`_serve_clientapps`), watched
-    (`_watch_clientapps`). Run as `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
+    """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits shortened (`_FastTime`:
+    at least `FEDGAUSS_FLOWER_POLL` s, default 0.005), with a long-lived ClientApp thread that its loop wakes
+    (`_serve_clientapps`), watched (`_watch_clientapps`). Run as
+    `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
     import functools, re, sys, threading
 
     argv = list(sys.argv[1:] if argv is None else argv)
     poll = float(os.environ.get('FEDGAUSS_FLOWER_POLL', '0.005'))
     node = {'task': threading.Event(), 'reply': threading.Event()}
-    _speed_up_flwr(poll, node, float(os.environ.get('FEDGAUSS_FLOWER_CAP', '0.02')))
+    _speed_up_flwr(poll, node)
     port = argv[argv.index('--port') + 1]
     nc = argv[argv.index('--node-config') + 1] if '--node-config' in argv else ''
     name = ' '.join(re.findall(r'(?:partition-id|party)=\S+', nc)) or f'on port {port}'
