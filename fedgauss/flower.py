@@ -1085,7 +1085,8 @@ def check_flwr_knobs(
     through its module's `time` (3 s when idle), gets each message from the module's `_pull_and_store_message`
     (a run id, or None) and sends the replies with its `_push_messages`; the pulling functions take the keyword
     defaults it sets. Raises `FlowerRunError` naming what moved (a flwr version other than the pinned one can move
-    them: tuning nothing, silently, would make every pass wait seconds, or a node's ClientApp never hear of its task)."""
+    them: tuning nothing, silently, would make every pass wait seconds, or a node's ClientApp never hear of its
+    task)."""
     import inspect
 
     if sci is None:
