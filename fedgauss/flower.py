@@ -22,10 +22,10 @@ from .wire import register_type, sign_run_key, unseal, verify_run_keys, write_fe
 from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 
 # %% auto #0
-__all__ = ['MESSAGE_SCHEMAS', 'check_message', 'resume_step', 'save_party_data', 'load_party_data', 'party_result_path',
-           'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle', 'node_query',
-           'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes', 'server_app',
-           'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive', 'node_main',
+__all__ = ['MESSAGE_SCHEMAS', 'CLIENTAPP_DIED', 'check_message', 'resume_step', 'save_party_data', 'load_party_data',
+           'party_result_path', 'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle',
+           'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes',
+           'server_app', 'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive', 'node_main',
            'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job', 'write_app', 'FlowerDeployment',
            'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
 
@@ -192,9 +192,9 @@ class NodeStopped(Exception):
 
 
 def _fault(me: str, n: int, fault: str | None = None, in_process: bool = False):
-    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (or `:die`;
-    several, comma-separated) makes that party hang (or its process exit) at its n-th step; a node in this process
-    (`in_process`, `LocalGrid`) raises `NodeStopped` instead."""
+    """Fault injection for tests: `fault` (a run's option) or `FEDGAUSS_FLOWER_FAULT` = 'client1:20:hang' (`:die`,
+    `:crash`; several, comma-separated) makes that party hang (its process exit, its ClientApp thread end) at its
+    n-th step; a node in this process (`in_process`, `LocalGrid`) raises `NodeStopped` instead."""
     for f in (fault or os.environ.get('FEDGAUSS_FLOWER_FAULT', '')).split(','):
         spec = f.strip().split(':')
         if len(spec) == 3 and spec[0] == me and int(spec[1]) == n:
@@ -202,6 +202,8 @@ def _fault(me: str, n: int, fault: str | None = None, in_process: bool = False):
                 raise NodeStopped(f"{me} stops at its step {n} ({spec[2]}: a test's fault)")
             if spec[2] == 'die':
                 os._exit(1)
+            if spec[2] == 'crash':  # `SystemExit` ends a thread silently: the node's ClientApp thread, here
+                raise SystemExit(f"{me} crashes its ClientApp thread at its step {n} (a test's fault)")
             time.sleep(3600)
 
 # %% ../nbs/50_flower.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
@@ -1030,24 +1032,49 @@ def flower_simulation(
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
-    "`time` for flwr's SuperNode loop: an idle wait (3 s) backs off from `poll` to 0.1 s, a reply wait is `poll`."
+    """`time` for flwr's SuperNode loop. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after
+    a tenth of the time waited since the node's last reply (`frac`), from `poll` s up to `idle_cap`: a message is
+    seen at most 10 % late, and a long wait takes few pulls. The first wait after a reply sleeps `learn` × the
+    shortest of the last gaps between a reply and the next message (none comes sooner, as a rule: the relay is
+    waiting for the other nodes). Its wait for a reply (0.5 s; the hook `_speed_up_flwr` puts on the loop makes it
+    rare) is 0.1 s."""
 
-    def __init__(self, poll: float):
-        self.poll, self.idle = poll, poll
+    def __init__(self, poll: float, frac=0.1, idle_cap=1.0, learn=0.5):
+        import collections
+
+        self.poll, self.frac, self.idle_cap, self.learn = poll, frac, idle_cap, learn
+        self.since, self.gaps = time.monotonic(), collections.deque(maxlen=8)
+        self.replied = False  # when the last reply went out (None: a message came since; False: none yet)
+
+    def got_message(self):
+        "The node stored a message (called by `_speed_up_flwr`'s hook)."
+        now = time.monotonic()
+        if self.replied:
+            self.gaps.append(now - self.replied)
+        self.replied = None
 
     def sleep(self, s):
-        if s >= 1:
-            time.sleep(self.idle)
-            self.idle = min(2 * self.idle, 0.1)
-        else:
-            self.idle = self.poll
-            time.sleep(min(s, self.poll))
+        if s < 1:  # a message came and its reply is not stored yet
+            time.sleep(min(s, 0.1))
+            return
+        now = time.monotonic()
+        if self.replied is None:  # the first pull after a reply found nothing
+            self.replied = self.since = now
+            if self.gaps:
+                time.sleep(min(self.learn * min(self.gaps), self.idle_cap))
+                return
+        time.sleep(self.wait_at(now))
+
+    def wait_at(self, now: float) -> float:
+        "The wait before the next pull at `now` (monotonic s): a tenth of the time waited so far, within bounds."
+        return min(max(self.frac * (now - self.since), self.poll), self.idle_cap)
 
     def __getattr__(self, k):
         return getattr(time, k)
 
 # %% ../nbs/50_flower.ipynb #00cf4fc2062448d78a3bb62db1a84a21
 _FLWR_KNOBS = ('initial_backoff', 'backoff_cap', 'max_tries_per_object')
+_FLWR_LOOP = ('run_id = _pull_and_store_message(', 'if run_id is None:', 'time.sleep(3)', '_push_messages(')
 
 
 def check_flwr_knobs(
@@ -1055,9 +1082,11 @@ def check_flwr_knobs(
     fns=None,  # flwr's object-pulling functions whose keyword defaults are tuned (default: the installed ones)
 ):
     """Check that the flwr internals `_speed_up_flwr` tunes are where it expects them: the SuperNode loop sleeps
-    through its module's `time`, and the pulling functions take the keyword defaults it sets. Raises `FlowerRunError`
-    naming what moved (a flwr version other than the pinned one can move them: tuning nothing, silently, would make
-    every pass wait seconds)."""
+    through its module's `time` (3 s when idle), gets each message from the module's `_pull_and_store_message`
+    (a run id, or None) and sends the replies with its `_push_messages`; the pulling functions take the keyword
+    defaults it sets. Raises `FlowerRunError` naming what moved (a flwr version other than the pinned one can move
+    them: tuning nothing, silently, would make every pass wait seconds, or a node's ClientApp never hear of its
+    task)."""
     import inspect
 
     if sci is None:
@@ -1069,98 +1098,187 @@ def check_flwr_knobs(
     import flwr
 
     v = getattr(flwr, '__version__', '?')
-    slept = isinstance(getattr(sci, 'time', None), (type(time), _FastTime))
-    if not slept or 'time.sleep(' not in inspect.getsource(sci):
+    if not isinstance(getattr(sci, 'time', None), (type(time), _FastTime)):
         raise FlowerRunError(f"flwr {v}: the SuperNode loop no longer sleeps through {sci.__name__}.time")
+    if miss := [f for f in ('_pull_and_store_message', '_push_messages') if not callable(getattr(sci, f, None))]:
+        raise FlowerRunError(f"flwr {v}: {sci.__name__} no longer has {' or '.join(miss)}")
+    if miss := [s for s in _FLWR_LOOP if s not in inspect.getsource(sci)]:
+        raise FlowerRunError(f"flwr {v}: the SuperNode loop in {sci.__name__} no longer reads {miss}")
     for fn in fns:
         miss = [k for k in _FLWR_KNOBS if k not in (fn.__kwdefaults__ or {})]
         if miss:
             raise FlowerRunError(f"flwr {v}: {fn.__qualname__} has no keyword argument(s) {miss}")
 
 # %% ../nbs/50_flower.ipynb #46b27525583141bfa0c404cbb6503b62
-def _speed_up_flwr(poll: float = 0.005):
-    "Cap flwr's fixed waits in this process: the SuperNode's sleeps, the 1 s back-off for an object not stored yet."
+def _speed_up_flwr(
+    poll: float = 0.005,  # first wait (s) of every poll flwr makes here
+    node: dict | None = None,  # in a SuperNode: the events {'task', 'reply'} shared with its ClientApp thread
+):
+    """Cap flwr's fixed waits in this process: the 1 s back-off for an object not stored yet; in a SuperNode, its
+    sleeps (`_FastTime`); every message it stores clears `node['reply']` and sets `node['task']` (waking the ClientApp
+    thread), and it sends the reply only once `node['reply']` is set: the ClientApp thread has pushed the reply and
+    all its objects (flwr's loop would take the reply as soon as it is stored, objects still coming, and delete them
+    under the thread's feet once sent)."""
     import flwr.supernode.start_client_internal as sci
     from flwr.supercore.inflatable import inflatable_utils as iu
 
     check_flwr_knobs(sci, (iu.pull_objects, iu.pull_and_inflate_object_from_tree))
-    sci.time = _FastTime(poll)
     for fn in (iu.pull_objects, iu.pull_and_inflate_object_from_tree):
         fn.__kwdefaults__.update(initial_backoff=poll, backoff_cap=10 * poll, max_tries_per_object=10**7)
+    if node is None:
+        return
+    sci.time, pull, push = _FastTime(poll), sci._pull_and_store_message, sci._push_messages
+
+    def pull_and_signal(*args, **kwargs):
+        run_id = pull(*args, **kwargs)
+        if run_id is not None:
+            sci.time.got_message()
+            node['reply'].clear()
+            node['task'].set()
+        return run_id
+
+    def wait_and_push(*args, **kwargs):
+        node['reply'].wait()  # set by the ClientApp thread (which, should it die, ends the process)
+        return push(*args, **kwargs)
+
+    sci._pull_and_store_message, sci._push_messages = pull_and_signal, wait_and_push
 
 # %% ../nbs/50_flower.ipynb #8edb47106e1a46a883d545849b8ab81b
 def fast_send_and_receive(
     grid,  # a Flower `Grid`
-    poll: float = 0.002,  # first wait between polls (s); doubles up to 50 ms while nothing comes
+    poll: float = 0.002,  # the shortest wait between polls (s)
+    frac: float = 0.1,  # each wait is this × the time waited so far (a reply is seen at most 10 % late)
+    cap: float = 0.25,  # the longest wait between polls (s)
+    learn: float = 0.5,  # the first poll waits this × the shortest of the last 8 exchanges' waits for every reply
 ):
-    "A `grid.send_and_receive` that polls for replies every few ms instead of every 3 s (same arguments and result)."
+    """A `grid.send_and_receive` that polls for replies after a tenth of the time waited so far instead of every 3 s
+    (same arguments and result), not polling at all for the first half of what the last exchanges took."""
+    import collections
+
+    took = collections.deque(maxlen=8)
 
     def send_and_receive(messages, *, timeout=None):
-        ids, out = set(grid.push_messages(messages)), []
-        end, wait = time.time() + (timeout or 0), poll
+        ids, out, t0 = set(grid.push_messages(messages)), [], time.time()
+        end = t0 + (timeout or 0)
+        if took and ids:
+            time.sleep(min(learn * min(took), timeout or 1.0))
         while ids and (timeout is None or time.time() < end):
             got = list(grid.pull_messages(ids))
             out += got
             ids -= {m.metadata.reply_to_message_id for m in got}
-            wait = poll if got else min(2 * wait, 0.05)
             if ids:
-                time.sleep(wait)
+                time.sleep(min(max(frac * (time.time() - t0), poll), cap))
+        if not ids:
+            took.append(time.time() - t0)
         return out
 
     return send_and_receive
 
+# %% ../nbs/50_flower.ipynb #d70a9d3fcae146609748568081c2c41c
+def _run_clientapp_task(
+    c,  # the task's Runtime API client (with its token)
+    app,  # the ClientApp
+) -> tuple:
+    """One task: pull its message and context, run `app`, push the reply — Flower's error reply, naming the exception,
+    if `app` raised one, so that the relay stops the run naming the node. Returns (context, sub-status, details)."""
+    import traceback
+    from flwr.app import Error, Message
+    from flwr.common.constant import ErrorCode, SubStatus
+    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message
+
+    msg, ctx, _, _ = pull_task_input(c)
+    try:
+        reply, status, details = app(message=msg, context=ctx), SubStatus.COMPLETED, ''
+    except Exception as e:
+        traceback.print_exc()
+        status, details = SubStatus.FAILED, f"the ClientApp raised {type(e).__name__}: {e}"
+        reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details), reply_to=msg)
+    push_message(c, reply, ctx)
+    return ctx, status, details
+
 # %% ../nbs/50_flower.ipynb #10185d26023b46108eb7d9f57d49d2b3
-def _serve_clientapps(address: str, poll: float = 0.005):
-    "The node's long-lived ClientApp: each task from the Runtime API at `address` runs `client_app()` here."
-    from flwr.common.constant import SubStatus
+def _serve_clientapps(
+    address: str,  # the node's Runtime API (host:port)
+    node: dict,  # the events {'task', 'reply'} shared with the node's loop (`_speed_up_flwr`)
+    app=None,  # the ClientApp (default: `client_app()`)
+):
+    """The node's long-lived ClientApp: it blocks until the node has stored a message (`node['task']`), then takes
+    every task from the Runtime API at `address`, runs `app` on it, pushes its reply (an error reply if `app` raised)
+    and sets `node['reply']`. It never asks before the message is stored: flwr creates the task first, and a task
+    taken in between has no message yet (`pull_task_input` raises). A failure of the Runtime API itself is raised:
+    `_watch_clientapps` ends the node."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
     from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.runtime import RuntimeHttpClient
-    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
+    from flwr.supernode.runtime.run_clientapp import push_task_output
 
     def client(*interceptors):
         return RuntimeHttpClient.from_server_address(
-            server_address=address,
-            insecure=True,
-            root_certificates=None,
-            interceptors=list(interceptors),
+            server_address=address, insecure=True, root_certificates=None, interceptors=list(interceptors),
             retry_invoker=make_simple_http_retry_invoker(),
-        )
+        )  # fmt: skip
 
-    app, acquire, wait = client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec')), poll
+    app, acquire = app or client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))
+    ask = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     while True:
-        res = acquire.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
-        if not (res.HasField('task') and res.token):
-            time.sleep(wait)
-            wait = min(2 * wait, 0.05)
-            continue
-        wait = poll
-        c = client(
-            RuntimeVersionHttpInterceptor(component_name='flwr-clientapp'), RuntimeTokenHttpInterceptor(res.token)
-        )
-        try:
-            msg, ctx, _, _ = pull_task_input(c)
-            push_message(c, app(message=msg, context=ctx), ctx)
-            push_task_output(c, ctx, SubStatus.COMPLETED, '')
-        finally:
-            c.close()
+        node['task'].wait()  # blocking: no CPU until the node has stored a message
+        node['task'].clear()
+        while (res := acquire.AcquireTask(ask)).HasField('task') and res.token:
+            token = RuntimeTokenHttpInterceptor(res.token)
+            c = client(RuntimeVersionHttpInterceptor(component_name='flwr-clientapp'), token)
+            try:
+                ctx, status, details = _run_clientapp_task(c, app)
+                node['reply'].set()
+                push_task_output(c, ctx, status, details)
+            finally:
+                c.close()
+
+# %% ../nbs/50_flower.ipynb #247ca316f5f04cb49fc8f66320fa9cce
+CLIENTAPP_DIED = 70  # the exit code of a SuperNode launcher whose ClientApp thread died (`_watch_clientapps`)
+
+
+def _watch_clientapps(
+    serve,  # the node's ClientApp loop (`_serve_clientapps` with its arguments)
+    name: str,  # the node, as its operator knows it (its `--node-config`)
+    end=os._exit,  # ends the process with an exit code
+):
+    """Run `serve` in the node's ClientApp thread; should it ever end (an exception, even one a thread swallows
+    silently, such as `SystemExit`), print why, naming the node, and end the node's process with `CLIENTAPP_DIED`:
+    a node that can no longer answer must not leave the run waiting for its timeout."""
+    import sys, traceback
+
+    try:
+        serve()
+        why = 'it returned'
+    except BaseException as e:
+        traceback.print_exc()
+        why = f"{type(e).__name__}: {e}"
+    print(
+        f"fedgauss: the ClientApp thread of SuperNode {name} died ({why}); the node stops", file=sys.stderr, flush=True
+    )
+    end(CLIENTAPP_DIED)
 
 # %% ../nbs/50_flower.ipynb #8763a12b2bbd4a93a75aff182afb95dc
 def node_main(
     argv: list | None = None,  # `flower-supernode` arguments (default: sys.argv[1:]); must include `--port`
 ):
-    """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits capped at
-    `FEDGAUSS_FLOWER_POLL` s (default 0.005), with a long-lived ClientApp thread. Run as
+    """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits shortened (`_FastTime`:
+    at least `FEDGAUSS_FLOWER_POLL` s, default 0.005), with a long-lived ClientApp thread that its loop wakes
+    (`_serve_clientapps`), watched (`_watch_clientapps`). Run as
     `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
-    import sys, threading
+    import functools, re, sys, threading
 
     argv = list(sys.argv[1:] if argv is None else argv)
     poll = float(os.environ.get('FEDGAUSS_FLOWER_POLL', '0.005'))
-    _speed_up_flwr(poll)
+    node = {'task': threading.Event(), 'reply': threading.Event()}
+    _speed_up_flwr(poll, node)
     port = argv[argv.index('--port') + 1]
-    threading.Thread(target=_serve_clientapps, args=(f'127.0.0.1:{port}', poll), daemon=True).start()
+    nc = argv[argv.index('--node-config') + 1] if '--node-config' in argv else ''
+    name = ' '.join(re.findall(r'(?:partition-id|party)=\S+', nc)) or f'on port {port}'
+    serve = functools.partial(_serve_clientapps, f'127.0.0.1:{port}', node)
+    threading.Thread(target=_watch_clientapps, args=(serve, name), daemon=True).start()
     from flwr.supernode.cli import flower_supernode
 
     sys.argv = ['flower-supernode', *argv, '--isolation', 'process']
@@ -1364,6 +1482,11 @@ def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str
     while not os.path.exists(path + '.out'):
         if dead := [p for p in procs[:1] if p.poll() is not None]:
             raise FlowerRunError(f"the SuperLink (pid {dead[0].pid}) ended with code {dead[0].returncode}")
+        if died := [k for k, p in enumerate(procs[1:]) if p.poll() == CLIENTAPP_DIED]:  # the node said why in its log
+            k, log = died[0], os.path.join(tmp, f'node{died[0]}.log')
+            why = [ln for ln in open(log, errors='replace') if 'ClientApp thread' in ln] if os.path.exists(log) else []
+            party, why = ((job['cfg'].get('parties') or [])[k : k + 1] or ['?'])[0], ''.join(why[-1:]).strip()
+            raise FlowerRunError(f"SuperNode {k} ({party}, pid {procs[1 + k].pid}) stopped: {why} (see {log})")
         alive = os.path.getmtime(path + '.alive') if os.path.exists(path + '.alive') else None
         if alive is None and time.time() - t_sub > start_limit:
             raise FlowerRunError(f"the ServerApp did not finish its first pass within {start_limit:g} s of `flwr run`")
@@ -1467,7 +1590,7 @@ def start(self: FlowerDeployment):
     port, tmp = _free_port(), self.tmp
     self.env = env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
     if self.fast:
-        env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.05'
+        env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.25'  # the SuperLink's: once per run
     link, node_tls, ca = ['--insecure'], ['--insecure'], None
     if self.tls:
         c = make_certificates(os.path.join(tmp, 'certs'))
@@ -1521,7 +1644,7 @@ def run(
     seeds: dict | None = None,  # testing only (nodes started with `test_seeds`): party (and server) name -> seed
     timeout: float = 60.0,  # seconds a relay pass may take before the run stops with an error naming the node
     results: list | None = None,  # the parties whose results come back to the server (None: all)
-    fault: str | None = None,  # testing only: 'party:step:die' (or ':hang') makes that party's node exit at that step
+    fault: str | None = None,  # testing only: 'party:step:die' (':hang', ':crash') stops that party's node at that step
     keep: bool = False,  # each node writes its program's whole result next to its data (`load_party_result`)
 ) -> dict:
     """One run on the deployment: each party's data to its node's folder, the federation's configuration (party k

@@ -15,6 +15,17 @@ against the in-process simulator (`run_protocol`, the same programs, the same cl
 
     python tests/bench_flower.py --secagg [--nodes 10] [--length 10000] [--drops 0,1,3] [--repeat 3]
 
+`--passes`: where a relay pass waits and what the deployment burns, on `fedgauss flower-demo`'s data (breast cancer in
+3 parts, θ = 0.8, TLS and SuperNode authentication, `--t-max` 1): per run, the medians of `pass_timeline`'s split of a
+pass (until the first node answered, the spread between the nodes, until the relay had every reply, its own work),
+the CPU seconds per pass of every process (from /proc: the SuperLink, its SuperExec and ServerApp, the SuperNodes),
+and the CPU share each burns while the deployment idles (`--idle` s, measured `--settle` s after it started).
+`--stall N`: N back-to-back runs (fresh deployments) while `--load` busy loops load the CPU; every run's outcome and
+the logs of a failed one (kept under `--logs`).
+
+    python tests/bench_flower.py --passes [--repeat 3] [--json out.jsonl]
+    python tests/bench_flower.py --stall 20 [--load 2] [--logs /tmp/fedgauss-stall]
+
 Needs the flower extra: pip install 'fedgauss[flower]'.
 """
 
@@ -84,6 +95,141 @@ def print_secagg(rows: list, nodes: int, length: int):
         )
 
 
+def _cpu(pid: int) -> tuple:
+    "CPU seconds (user + system) of `pid` and what it runs, from /proc; (None, '') once it is gone."
+    try:
+        with open(f'/proc/{pid}/stat') as fh:
+            f = fh.read().rsplit(')', 1)[1].split()
+        with open(f'/proc/{pid}/cmdline', 'rb') as fh:
+            cmd = fh.read().replace(b'\0', b' ').decode()
+    except OSError:
+        return None, ''
+    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK'), cmd
+
+
+_KINDS = (
+    'node_main',
+    'flower-supernode',
+    'serverapp',
+    'superexec',
+    'clientapp',
+    'superlink',
+)  # a node names its superlink
+
+
+class CPUMeter:
+    "CPU seconds of every process under `roots`, by kind (SuperLink, SuperExec, ServerApp, SuperNode), sampled."
+
+    def __init__(self, roots: list):
+        self.roots, self.kind, self.total = roots, {}, {}
+
+    def sample(self) -> dict:
+        from fedgauss.flower import _tree
+
+        for q in [q for r in self.roots for q in _tree(r)]:
+            c, cmd = _cpu(q)
+            if c is not None and cmd:
+                self.kind.setdefault(q, next((k for k in _KINDS if k in cmd), 'other'))
+                self.total[q] = c
+        out = {}
+        for q, c in self.total.items():
+            out[self.kind[q]] = out.get(self.kind[q], 0.0) + c
+        return out
+
+
+def demo_clients(seed: int = 0) -> tuple:
+    "`fedgauss flower-demo`'s data: breast cancer in 3 parts (label skew 0.8); (column names, clients)."
+    import io
+    from fedgauss.yjcli import breast_cancer_split
+
+    X, splits = breast_cancer_split(3, 0.8, seed, 'SuperNode', io.StringIO())
+    return list(X.columns), [np.asarray(Xk, dtype=np.float64) for Xk, _ in splits]
+
+
+def pass_run(t_max: int = 1, idle: float = 10.0, settle: float = 15.0, timeout: float = 60.0, **kw) -> dict:
+    """One SecureFedYJ run on a fresh deployment: idle CPU shares by process kind (`idle` s, `settle` s after the
+    processes started), then the run's timeline medians and CPU seconds per pass by kind."""
+    import threading, warnings
+    from fedgauss.flower import pass_timeline
+
+    names, clients = demo_clients()
+    info, stop = {}, threading.Event()
+
+    def started(p):
+        m = CPUMeter([p['superlink'].pid] + [q.pid for q in p['nodes']])
+        time.sleep(settle)
+        a, t = m.sample(), time.time()
+        time.sleep(idle)
+        b, dt = m.sample(), time.time() - t
+        info['idle'] = {k: (b[k] - a.get(k, 0.0)) / dt for k in b}
+        info['meter'], info['start'] = m, m.sample()
+
+        def sample():
+            while not stop.wait(0.05):
+                info['end'] = m.sample()
+
+        threading.Thread(target=sample, daemon=True).start()
+
+    load = os.getloadavg()[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        fl = flower_deploy(clients, names=names, t_max=t_max, f=96, rng=0, timeout=timeout, on_started=started, **kw)
+    stop.set()
+    tl = pass_timeline(fl)
+    st = tl[tl['what'] == 'protocol step'].groupby('pass')
+    per = st.agg(s=('sent', 'first'), a=('answered', 'min'), b=('answered', 'max'), d=('done', 'first'))
+    per['n'] = st['next_sent'].first()
+    n = fl['round_trips']
+    split = {'first': per['a'] - per['s'], 'spread': per['b'] - per['a'], 'back': per['d'] - per['b']}
+    split.update(own=per['n'] - per['d'], passs=per['n'] - per['s'])
+    run_cpu = {k: (v - info['start'].get(k, 0.0)) / n for k, v in info['end'].items()}
+    return dict(load=load, passes=n, seconds=fl['seconds'], **{k: float(v.median()) for k, v in split.items()},
+                idle=info['idle'], cpu_per_pass=run_cpu)  # fmt: skip
+
+
+def print_passes(rows: list):
+    "Each run: the split of a pass (medians, ms), CPU ms per pass and idle CPU share by process kind."
+    kinds = sorted({k for r in rows for k in r['cpu_per_pass']} | {k for r in rows for k in r['idle']})
+    print(f"{'load':>5s}{'passes':>7s}{'pass ms':>8s}{'first':>7s}{'spread':>7s}{'back':>6s}{'own':>5s}", end='')
+    print(f"{'CPU ms/pass':>12s}", ' '.join(f"{k[:9]:>9s}" for k in kinds), f"{'idle %':>7s}", ' '.join(kinds))
+    for r in rows:
+        ms = [r[k] * 1e3 for k in ('passs', 'first', 'spread', 'back', 'own')]
+        print(f"{r['load']:5.1f}{r['passes']:7d}{ms[0]:8.0f}{ms[1]:7.0f}{ms[2]:7.0f}{ms[3]:6.0f}{ms[4]:5.0f}", end='')
+        print(f"{sum(r['cpu_per_pass'].values()) * 1e3:12.0f}", end=' ')
+        print(' '.join(f"{r['cpu_per_pass'].get(k, 0) * 1e3:9.0f}" for k in kinds), end=' ')
+        print(f"{sum(r['idle'].values()) * 100:7.1f}", ' '.join(f"{r['idle'].get(k, 0) * 100:.1f}" for k in kinds))
+
+
+def stall_runs(n: int, load: int, logs: str, t_max: int = 1, timeout: float = 60.0) -> list:
+    """`n` runs back to back, each on a fresh deployment (its logs under `logs/run<k>`, removed when it succeeds),
+    while `load` busy loops run; one row per run: ok, seconds, passes, or the error."""
+    import shutil, subprocess, sys, warnings
+
+    busy = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(load)]
+    names, clients, out = *demo_clients(), []
+    try:
+        for k in range(n):
+            wd = os.path.join(logs, f'run{k}')
+            os.makedirs(wd, exist_ok=True)
+            t = time.time()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter('ignore')
+                    fl = flower_deploy(clients, names=names, t_max=t_max, f=96, rng=0, timeout=timeout, workdir=wd)
+                out.append(
+                    dict(run=k, ok=True, seconds=time.time() - t, passes=fl['round_trips'], load=os.getloadavg()[0])
+                )
+                shutil.rmtree(wd, ignore_errors=True)
+            except Exception as e:
+                out.append(dict(run=k, ok=False, seconds=time.time() - t, error=f'{type(e).__name__}: {e}'[:300]))
+            print(out[-1], flush=True)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    return out
+
+
 def main():
     ap = data_arguments(__doc__, t_max=1)
     ap.add_argument('--engine', choices=['deployment', 'simulation'], default='deployment')
@@ -93,7 +239,34 @@ def main():
     ap.add_argument('--length', type=int, default=10_000)
     ap.add_argument('--drops', default='0,1,3')
     ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument(
+        '--passes', action='store_true', help="where a pass waits; CPU per pass and idle (flower-demo data)"
+    )
+    ap.add_argument('--idle', type=float, default=10.0)
+    ap.add_argument('--settle', type=float, default=15.0)
+    ap.add_argument('--json', default=None, help='append each --passes run as a JSON line to this file')
+    ap.add_argument('--stall', type=int, default=0, help='this many back-to-back runs under load')
+    ap.add_argument('--load', type=int, default=2)
+    ap.add_argument('--logs', default='/tmp/fedgauss-stall')
     args = ap.parse_args()
+    if args.passes:
+        rows = [pass_run(args.t_max, args.idle, args.settle) for _ in range(args.repeat)]
+        if args.json:
+            import json
+
+            with open(args.json, 'a') as fh:
+                fh.writelines(json.dumps(r) + '\n' for r in rows)
+        print_passes(rows)
+        return
+    if args.stall:
+        rows = stall_runs(args.stall, args.load, args.logs, args.t_max)
+        if args.json:
+            import json
+
+            with open(args.json, 'a') as fh:
+                fh.writelines(json.dumps(r) + '\n' for r in rows)
+        print(f"{sum(r['ok'] for r in rows)} of {len(rows)} runs finished under {args.load} busy loops")
+        return
     if args.secagg:
         drops = [int(v) for v in args.drops.split(',')]
         print_secagg(secagg_runs(args.nodes, args.length, drops, args.repeat, args.seed), args.nodes, args.length)

@@ -1,7 +1,9 @@
 """fedgauss.flower: registered protocols (SecureFedYJ, Fed-mv-PPCA and DP-Fed-mv-PPCA) over Flower give the simulator's
 results and transcript with the same seeds — on Flower's simulation engine and on a real deployment (a SuperLink and one
 SuperNode per party as processes on 127.0.0.1); a node with bad data stops the run before any message, a killed
-SuperNode stops it with an error naming the node and the round, and every process started is ended. Skipped when the
+SuperNode stops it with an error naming the node and the round, a node whose ClientApp thread dies stops it at
+once naming the node, a task taken before its message is stored no longer stalls it (issue 32), and every process
+started is ended. Skipped when the
 `flower` extra (flwr[simulation], cryptography) is not installed."""
 
 import importlib.util, shutil, warnings
@@ -154,3 +156,61 @@ def test_a_killed_supernode_stops_the_run_naming_node_and_round(dep, centers):  
     assert dep.procs[2].poll() is not None  # node 1 (center1) is gone
     dep.close()
     assert all(p.poll() is not None for p in dep.procs)
+
+
+def test_a_dead_clientapp_thread_stops_the_run_naming_the_node(centers):
+    """center1's ClientApp thread ends at its 2nd step (`SystemExit`, which a thread swallows silently): its node says
+    so and exits (`_watch_clientapps`), and the run stops on that at once, naming the node and its party — not after
+    the pass's `timeout` with "did not answer"."""
+    if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
+        pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
+    from fedgauss.flower import CLIENTAPP_DIED, FlowerDeployment, FlowerRunError
+
+    cfg = mv_cfg()
+    with FlowerDeployment(3, test_seeds=True) as d:
+        with pytest.raises(FlowerRunError) as e:
+            d.run('mvppca', dict(zip(cfg['parties'], centers)), cfg, timeout=120, fault='center1:2:crash')
+        assert d.procs[2].poll() == CLIENTAPP_DIED  # node 1's process, ended by its watchdog
+    msg = str(e.value)
+    assert msg.startswith('SuperNode 1 (center1, pid ') and 'did not answer' not in msg
+    assert 'the ClientApp thread of SuperNode partition-id=1 died (SystemExit: center1 crashes' in msg
+
+
+SLOW_STORE = '''import os
+if os.environ.get('FG_SLOW_STORE'):  # widen a SuperNode's window between creating a task and storing its message
+    import time
+    from flwr.supernode.nodestate import in_memory_nodestate as m
+
+    _store = m.InMemoryNodeState.store_message
+
+    def store_message(self, message):
+        if not message.metadata.reply_to_message_id:
+            time.sleep(float(os.environ['FG_SLOW_STORE']))
+        return _store(self, message)
+
+    m.InMemoryNodeState.store_message = store_message
+'''
+
+
+def test_a_task_taken_before_its_message_is_stored_does_not_stall_the_run(centers, tmp_path, monkeypatch):
+    """flwr's SuperNode creates a message's task before it stores the message. A ClientApp thread that asks for tasks
+    on its own clock (the launcher's polling loop before issue 32) could take the task in between, find no message
+    (`pull_task_input`: "No messages received from Runtime API") and die silently, its node never answering again:
+    the stall ("client1 did not answer within 60 s") seen under load. With the window widened to 0.1 s in every node,
+    the run still finishes: the thread asks only once its node has stored the message."""
+    if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
+        pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
+    import os
+    from fedgauss.flower import FlowerDeployment
+
+    (tmp_path / 'sitecustomize.py').write_text(SLOW_STORE)
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
+    monkeypatch.setenv('FG_SLOW_STORE', '0.1')
+    cfg = mv_cfg()
+    datas = dict(zip(cfg['parties'], centers))
+    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
+    with FlowerDeployment(3, test_seeds=True, workdir=str(tmp_path / 'dep')) as d:
+        fl = d.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']), timeout=30)
+        logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
+    assert fl['rounds'] == sim_rounds
+    assert 'No messages received' not in logs and 'Traceback' not in logs
