@@ -175,7 +175,9 @@ def old_core(rev):
     path = rev
     if not os.path.isfile(rev):
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
-        src = subprocess.run(['git', '-C', root, 'show', f'{rev}:fedgauss/gbdt.py'], capture_output=True, check=True).stdout
+        src = subprocess.run(
+            ['git', '-C', root, 'show', f'{rev}:fedgauss/gbdt.py'], capture_output=True, check=True
+        ).stdout
         path = os.path.join(tempfile.mkdtemp(), 'gbdt_old.py')
         with open(path, 'wb') as f:
             f.write(src)
