@@ -1158,6 +1158,7 @@ class LocalHistograms:
         self,
         codes,  # `(n, F)` bin codes of the rows
         layout: HistLayout,  # the slot layout of the codes
+        exact_sums: bool = False,  # the (g, h) will be on a grid (`snap_to_grid`): short rows may skip common slots
     ):
         codes = np.ascontiguousarray(codes)
         n, F = codes.shape
@@ -1174,6 +1175,7 @@ class LocalHistograms:
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
         self._common = self._root = None  # the root's matrix (`_root_matrix`), built at the first root
         self._pad = self._pad_indptr = None  # the rows' other slots, padded (`_padded_slots`), if short
+        self.exact_sums = bool(exact_sums)  # only then may a child's common slot be its total minus the rest
         self._blocks, self._tiled = 1, 1  # blocks of rows (trees grown together), rows tiled that often
         self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
         self.gh, self._lut, self._touched = None, None, []
@@ -1241,7 +1243,7 @@ def _root_histograms(self: LocalHistograms, nodes):
     S, m = self.layout.n_slots, self.n // B
     if self._root is None or self._root.shape[1] != m:  # built at the first root (of one block)
         self._common, self._root, keep = _root_matrix(self.slots[:m], self.layout)
-        self._pad = _padded_slots(self.slots[:m], keep, S)
+        self._pad = _padded_slots(self.slots[:m], keep, S) if self.exact_sums else None
         if self._pad is not None:  # every block's rows
             self._pad = np.tile(self._pad, (B, 1))
             w = self._pad.shape[1]
@@ -1723,7 +1725,7 @@ def _fit(self: _GBDT, X, y, sample_weight):
     kw.update(max_depth=self.max_depth, gamma=gamma, gain_floor=floor, feature_names=names)
     margin = np.full(len(y), base)
     gh = np.empty((len(y), 2))
-    provider = LocalHistograms(codes, layout)
+    provider = LocalHistograms(codes, layout, exact_sums=True)  # the gradients are snapped below
     self.trees_ = []
     for _ in range(self.n_estimators):
         loss.gradients(y, margin, sw, out=gh)
@@ -1751,7 +1753,7 @@ def _fit_softmax(self: _GBDT, X, y, sw):
     args = (self.max_depth, self.learning_rate, self.reg_lambda, float(self.gamma), self.min_child_weight, 1e-6)
     margin = np.tile(base, (n, 1))
     gh, ghc = np.empty((n, K, 2)), np.empty((K, n, 2))
-    provider = LocalHistograms(np.tile(codes, (K, 1)), layout)  # block k of the rows: class k
+    provider = LocalHistograms(np.tile(codes, (K, 1)), layout, exact_sums=True)  # block k of the rows: class k
     self.trees_ = []
     for _ in range(self.n_estimators):
         loss.gradients(y, margin, sw, out=gh)

@@ -668,7 +668,8 @@ def test_short_rows_histograms_equal_the_plain_ones(n_trees):
         g, h, _ = snap_to_grid(*LogisticLoss().gradients(y, rng.normal(size=n)).T)
         ghs.append(np.column_stack([g, h]))
     gh = np.concatenate(ghs)
-    fast, plain = LocalHistograms(np.tile(codes, (n_trees, 1)), L), PlainHistograms(np.tile(codes, (n_trees, 1)), L)
+    fast = LocalHistograms(np.tile(codes, (n_trees, 1)), L, exact_sums=True)
+    plain = PlainHistograms(np.tile(codes, (n_trees, 1)), L)
 
     class Spy:  # asks both providers, checks that they agree, answers with the plain one
         def histograms(self, nodes):
@@ -686,6 +687,10 @@ def test_short_rows_histograms_equal_the_plain_ones(n_trees):
     kw = dict(max_depth=6, reg_lambda=0.5, min_child_weight=0.0)
     trees = grow_trees(Spy(), L, n_trees, **kw)
     assert fast._pad is not None and fast._pad.shape[1] < F // 2  # the short-rows path was taken
+    unsure = LocalHistograms(codes, L)  # by default (gradients maybe off the grid) the children's sums stay direct
+    unsure.start_tree(ghs[0])
+    unsure.histograms(np.array([0]))
+    assert unsure._pad is None
     assert max(t.max_depth for t in trees) >= 4
     for k, t in enumerate(trees):  # each tree is the one grown alone from its own rows
         alone = PlainHistograms(codes, L)
