@@ -17,10 +17,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-try:  # the C loop behind `csc_matrix @ vector`, without the per-call constructor checks
-    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
+try:  # the C loops behind `csc_matrix @ vector` and `csr_matrix @ vector`, without the per-call constructor checks
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec, csr_matvec as _csr_matvec
 except ImportError:  # pragma: no cover - private scipy API; fall back to the public product
-    _csc_matvec = None
+    _csc_matvec = _csr_matvec = None
 
 # %% auto #0
 __all__ = ['GRID_BITS', 'MISSING', 'Y_MAX', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
@@ -1038,7 +1038,7 @@ def _grow_levels(provider, layout, roots, max_depth, gamma, gain_floor, split_fi
             break
         lids = np.arange(n_nodes, n_nodes + 2 * m, 2)  # children in creation order: breadth first
         split_parts.append((nodes, s.feature, s.bin, s.default_left, s.gain, lids))
-        totals = np.stack((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)  # children's (G, H), as XGBoost
+        totals = np.concatenate((s.left_sum, s.right_sum), axis=1).reshape(2 * m, 2)  # children's (G, H), as XGBoost
         sums.append(totals)
         sizes.append(2 * m)
         n_nodes += 2 * m
@@ -1104,7 +1104,8 @@ def _scatter_add(indices, indptr, X, n_out, ones):
 
 # %% ../nbs/30_gbdt.ipynb #fa4ed6a1
 def _root_matrix(slots, layout):
-    "Each feature's most frequent slot, and the CSC matrix of the rows' other slots (shape `(n_slots, n)`)."
+    """Each feature's most frequent slot, the CSR matrix (slot-major: the rows holding each slot) of the rows' other
+    slots (shape `(n_slots, n)`), and `keep`, which entries of `slots` it holds."""
     counts = np.bincount(slots.ravel(), minlength=layout.n_slots)
     seg_max = np.maximum.reduceat(counts, layout.ptr[:-1])
     F = layout.n_features
@@ -1117,7 +1118,36 @@ def _root_matrix(slots, layout):
     root = sp.csc_matrix(
         (np.ones(int(rptr[-1])), slots[keep], rptr.astype(slots.dtype)), shape=(layout.n_slots, len(slots))
     )
-    return common, root
+    return common, root.tocsr(), keep
+
+
+def _gather_add(indptr, indices, X, ones):
+    """`A @ X` for the 0/1 CSR matrix A = (indptr, indices) and X (m, 2): row s of the result sums the rows of X that
+    hold slot s, in row order, each (g, h) pair as one complex number; `ones` (complex) bound the entries per call."""
+    X = np.ascontiguousarray(X, dtype=float)
+    n_out, nnz = len(indptr) - 1, int(indptr[-1])
+    if _csr_matvec is None or indices.dtype != indptr.dtype:
+        return sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n_out, len(X))) @ X
+    out = np.zeros(n_out, complex)
+    Xc = X.view(complex).ravel()
+    for p0 in range(0, nnz, len(ones)):  # blocks of entries; a slot cut by a block goes on summing in the next
+        p1 = min(p0 + len(ones), nnz)
+        ptr = (np.clip(indptr, p0, p1) - p0).astype(indptr.dtype)
+        _csr_matvec(n_out, len(X), ptr, indices[p0:p1], ones[: p1 - p0], Xc, out)
+    return out.view(float).reshape(n_out, 2)
+
+
+def _padded_slots(slots, keep, n_slots):
+    """Each row's slots other than the common ones, after a first entry `n_slots` (the row's total) and padded with
+    `n_slots + 1` (a slot nobody reads) to the longest row: `(n, P + 1)`, or None when P + 1 exceeds half the features
+    (then the full slots cost about as much)."""
+    P = int(keep.sum(axis=1).max(initial=0))
+    if 2 * (P + 1) > slots.shape[1]:
+        return None
+    pad = np.full((len(slots), P + 1), n_slots + 1, slots.dtype)
+    pad[:, 0] = n_slots
+    pad[np.nonzero(keep)[0], np.cumsum(keep, axis=1)[keep]] = slots[keep]  # row-major order, as slots[keep]
+    return pad
 
 # %% ../nbs/30_gbdt.ipynb #81de7b2f
 class LocalHistograms:
@@ -1128,6 +1158,7 @@ class LocalHistograms:
         self,
         codes,  # `(n, F)` bin codes of the rows
         layout: HistLayout,  # the slot layout of the codes
+        exact_sums: bool = False,  # the (g, h) will be on a grid (`snap_to_grid`): short rows may skip common slots
     ):
         codes = np.ascontiguousarray(codes)
         n, F = codes.shape
@@ -1143,6 +1174,8 @@ class LocalHistograms:
         self._onesc = np.ones(min(n * F, max(F, 2**20)), complex)  # matrix entries for `_scatter_add`
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
         self._common = self._root = None  # the root's matrix (`_root_matrix`), built at the first root
+        self._pad = self._pad_indptr = None  # the rows' other slots, padded (`_padded_slots`), if short
+        self.exact_sums = bool(exact_sums)  # only then may a child's common slot be its total minus the rest
         self._blocks, self._tiled = 1, 1  # blocks of rows (trees grown together), rows tiled that often
         self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
         self.gh, self._lut, self._touched = None, None, []
@@ -1209,10 +1242,15 @@ def _root_histograms(self: LocalHistograms, nodes):
         raise ValueError(f"before any split only the roots (nodes 0 .. {B - 1}) exist")
     S, m = self.layout.n_slots, self.n // B
     if self._root is None or self._root.shape[1] != m:  # built at the first root (of one block)
-        self._common, self._root = _root_matrix(self.slots[:m], self.layout)
+        self._common, self._root, keep = _root_matrix(self.slots[:m], self.layout)
+        self._pad = _padded_slots(self.slots[:m], keep, S) if self.exact_sums else None
+        if self._pad is not None:  # every block's rows
+            self._pad = np.tile(self._pad, (B, 1))
+            w = self._pad.shape[1]
+            self._pad_indptr = np.arange(0, self.n * w + 1, w, dtype=self._indptr.dtype)
     r = self._root
     if B == 1:
-        h = _scatter_add(r.indices, r.indptr, self.gh, S, self._onesc)
+        h = _gather_add(r.indptr, r.indices, self.gh, self._onesc)
         total = self._ones @ self.gh
     else:
         gh = self.gh.reshape(B, m, 2).transpose(1, 0, 2).reshape(m, 2 * B)
@@ -1234,19 +1272,25 @@ def histograms(
     nodes = np.asarray(nodes, np.intp)
     if self._at_root:
         return self._root_histograms(nodes)
-    cm, K = self.cmax, len(nodes)
+    cm, K, pad = self.cmax, len(nodes), self._pad
+    W = S if pad is None else S + 2  # with `pad`: each node's slots, its total, a slot nobody reads
     want = np.zeros(self.n_nodes * cm, bool)
     want[nodes * cm] = True
     rows = np.flatnonzero(np.take(want, self._key, mode='clip'))
-    idx = np.take(self.slots, rows, axis=0, mode='clip')
-    if K > 1:  # node k's slots are offset by k * S
+    idx = np.take(self.slots if pad is None else pad, rows, axis=0, mode='clip')
+    if K > 1:  # node k's slots are offset by k * W
         pos = np.zeros(self.n_nodes * cm, idx.dtype)
-        pos[nodes * cm] = np.arange(K) * S
+        pos[nodes * cm] = np.arange(K) * W
         off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
         idx += off[:, None]
-    return _scatter_add(
-        idx.ravel(), self._indptr[: len(rows) + 1], np.take(self.gh, rows, axis=0, mode='clip'), K * S, self._onesc
-    ).reshape(K, S, 2)
+    ptr = self._indptr if pad is None else self._pad_indptr
+    gh = np.take(self.gh, rows, axis=0, mode='clip')
+    h = _scatter_add(idx.ravel(), ptr[: len(rows) + 1], gh, K * W, self._onesc).reshape(K, W, 2)
+    if pad is None:
+        return h
+    h, total = h[:, :S], h[:, S]  # each feature's most frequent slot: the node's total minus the other slots
+    h[:, self._common] = total[:, None] - np.add.reduceat(h, self.layout.ptr[:-1], axis=1)
+    return np.ascontiguousarray(h)
 
 # %% ../nbs/30_gbdt.ipynb #4d11e4d3
 @patch
@@ -1408,6 +1452,20 @@ def snap_to_grid(
         raise ValueError(f"k must be an integer grid exponent; got {k!r}")
     k = int(k)
     return np.ldexp(np.rint(np.ldexp(g, k)), -k), np.ldexp(np.rint(np.ldexp(h, k)), -k), k
+
+# %% ../nbs/30_gbdt.ipynb #cf5nap02
+def _snap_rows(gh):
+    "`snap_to_grid` of the (g, h) columns of a C-contiguous `(n, 2)` array, in place: the same bits in fewer passes."
+    s = max(float(np.abs(gh[:, 0]).sum()), float(np.abs(gh[:, 1]).sum()))  # as `snap_to_grid`: the same k
+    if not np.isfinite(s):  # a NaN or an infinity: snap_to_grid's error
+        snap_to_grid(gh[:, 0], gh[:, 1])
+    if s == 0:
+        return gh
+    k = grid_exponent(s, len(gh))
+    gh *= 2.0**k
+    np.rint(gh, out=gh)
+    gh *= 2.0**-k
+    return gh
 
 # %% ../nbs/30_gbdt.ipynb #8a4d4043
 def _frame_categories(X) -> dict:
@@ -1667,11 +1725,11 @@ def _fit(self: _GBDT, X, y, sample_weight):
     kw.update(max_depth=self.max_depth, gamma=gamma, gain_floor=floor, feature_names=names)
     margin = np.full(len(y), base)
     gh = np.empty((len(y), 2))
-    provider = LocalHistograms(codes, layout)
+    provider = LocalHistograms(codes, layout, exact_sums=True)  # the gradients are snapped below
     self.trees_ = []
     for _ in range(self.n_estimators):
         loss.gradients(y, margin, sw, out=gh)
-        gh[:, 0], gh[:, 1], _ = snap_to_grid(gh[:, 0], gh[:, 1])  # exact sums in any order (see above)
+        _snap_rows(gh)  # exact sums in any order (see above)
         provider.start_tree(gh)
         tree = grow_tree(provider, layout, **kw)
         margin += provider.row_values(tree.value)
@@ -1695,7 +1753,7 @@ def _fit_softmax(self: _GBDT, X, y, sw):
     args = (self.max_depth, self.learning_rate, self.reg_lambda, float(self.gamma), self.min_child_weight, 1e-6)
     margin = np.tile(base, (n, 1))
     gh, ghc = np.empty((n, K, 2)), np.empty((K, n, 2))
-    provider = LocalHistograms(np.tile(codes, (K, 1)), layout)  # block k of the rows: class k
+    provider = LocalHistograms(np.tile(codes, (K, 1)), layout, exact_sums=True)  # block k of the rows: class k
     self.trees_ = []
     for _ in range(self.n_estimators):
         loss.gradients(y, margin, sw, out=gh)

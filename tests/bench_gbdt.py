@@ -9,6 +9,13 @@ the best of `--repeat` interleaved fits, each ratio to XGBoost; `--out FILE.csv`
 
     python tests/bench_gbdt.py [--repeat 3] [--trees 100]
     python tests/bench_gbdt.py --multiclass [--repeat 3] [--rows 100000] [--out nbs/30_gbdt_multiclass_bench.csv]
+
+With `--ab REV` (a git revision, e.g. `main`, or the path of an older `gbdt.py`): the core before and after, on Adult
+and a9a (LIBSVM, 32,561 rows x 123 binary features), each next to XGBoost (`n_jobs=1`) in the same run: CPU seconds
+as the best of `--repeat` interleaved fits, the ratios to XGBoost, and whether the old and new trees are identical
+(`--out FILE.csv` keeps the table; nb30 prints it).
+
+    python tests/bench_gbdt.py --ab main [--repeat 5] [--out nbs/30_gbdt_speed.csv]
 """
 
 import argparse, os, time
@@ -27,7 +34,7 @@ from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
 import fedgauss.gbdt as G
-from fedgauss.data import load_adult
+from fedgauss.data import load_adult, load_libsvm
 
 
 def numeric(X):
@@ -161,11 +168,69 @@ def multiclass(a):
         df.to_csv(a.out, index=False)
 
 
+def old_core(rev):
+    "The module `fedgauss.gbdt` as it was at git revision `rev` (or in the file `rev`), imported under another name."
+    import importlib.util, subprocess, sys, tempfile
+
+    path = rev
+    if not os.path.isfile(rev):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+        src = subprocess.run(
+            ['git', '-C', root, 'show', f'{rev}:fedgauss/gbdt.py'], capture_output=True, check=True
+        ).stdout
+        path = os.path.join(tempfile.mkdtemp(), 'gbdt_old.py')
+        with open(path, 'wb') as f:
+            f.write(src)
+    spec = importlib.util.spec_from_file_location('fedgauss_gbdt_old', path)
+    mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tree_arrays(m):
+    "Every array of every tree of a fitted model, for an exact comparison."
+    atts = ('feature', 'threshold', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad', 'sum_hess')
+    return [getattr(t, a) for t in m.trees_ for a in atts]
+
+
+def ab(a):
+    "The core at `a.ab` (before) and now (after) on Adult and a9a, each next to XGBoost in the same run (CPU s)."
+    import xgboost as xgb
+
+    old = old_core(a.ab)
+    X, y = load_adult('train')
+    Xa, ya = load_libsvm('a9a')
+    tasks = {'Adult': (numeric(X), y.to_numpy()), 'a9a': (Xa.to_numpy(float), ya.to_numpy())}
+    p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3, base_score=0.5)
+    rows = []
+    with threadpool_limits(1):
+        for task, (Xt, yt) in tasks.items():
+            fitted = {}
+            fits = {
+                'before': lambda: fitted.__setitem__('before', old.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)),
+                'after': lambda: fitted.__setitem__('after', G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)),
+                'xgboost': lambda: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xt, yt),
+            }
+            t = best_cpu(fits, a.repeat)
+            same = all(np.array_equal(u, v, equal_nan=True) for u, v in zip(*map(tree_arrays, fitted.values())))
+            rows.append(dict(data=task, rows=len(yt), features=Xt.shape[1], xgboost_cpu_s=t['xgboost']))
+            rows[-1].update(before_cpu_s=t['before'], after_cpu_s=t['after'])
+            rows[-1].update(before_ratio=t['before'] / t['xgboost'], after_ratio=t['after'] / t['xgboost'])
+            rows[-1]['trees_identical'] = same
+    df = pd.DataFrame(rows)
+    print(f"{a.trees} trees of depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits;")
+    print(f"before: fedgauss.gbdt at {a.ab}; after: this tree's; ratios to XGBoost hist (n_jobs=1) in the same run")
+    print(df.round(3).to_string(index=False))
+    if a.out:
+        df.to_csv(a.out, index=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--multiclass', action='store_true', help='binary and 7-class fits against XGBoost, as ratios')
+    ap.add_argument('--ab', default=None, help='git revision (or gbdt.py file) of the core to compare with')
     ap.add_argument('--rows', type=int, default=100_000, help='rows of the synthetic 7-class set (--multiclass)')
-    ap.add_argument('--out', default=None, help='CSV file for the --multiclass table')
+    ap.add_argument('--out', default=None, help='CSV file for the --multiclass or --ab table')
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--trees', type=int, default=100)
     ap.add_argument('--depth', type=int, default=6)
@@ -173,6 +238,8 @@ def main():
     a = ap.parse_args()
     if a.multiclass:
         return multiclass(a)
+    if a.ab:
+        return ab(a)
     X, y = load_adult('train')
     Xt, yt = load_adult('test')
     A, At = numeric(X), numeric(Xt)

@@ -628,5 +628,73 @@ def test_public_sparse_product_fallback(monkeypatch):
     y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
     fast = GBDTClassifier(n_estimators=5).fit(X, y).predict_proba(X)
     monkeypatch.setattr(G, '_csc_matvec', None)
+    monkeypatch.setattr(G, '_csr_matvec', None)
     slow = GBDTClassifier(n_estimators=5).fit(X, y).predict_proba(X)
     np.testing.assert_allclose(fast, slow, atol=1e-12)
+
+
+def test_root_gather_in_blocks_equals_the_sparse_product():
+    "The root's slot-major gather, cut into blocks of entries (a slot's sum carried across blocks), is `A @ gh`."
+    import fedgauss.gbdt as G
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 6, (400, 5))
+    L = HistLayout(np.full(5, 6))
+    common, root, keep = G._root_matrix(L.slots(codes), L)
+    gh = rng.normal(size=(400, 2))
+    want = root @ gh
+    for step in (1, 7, 100, root.nnz, 10**6):
+        got = G._gather_add(root.indptr, root.indices, gh, np.ones(min(step, 10**6), complex))
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    assert keep.sum() == root.nnz
+
+
+@pytest.mark.parametrize('n_trees', [1, 3])
+def test_short_rows_histograms_equal_the_plain_ones(n_trees):
+    """On one-hot rows (a9a-like: 40 binary features, a few ones per row) the fast provider builds the children's
+    histograms from each row's uncommon slots only, the common slot as node total minus the rest: on grid gradients the
+    histograms of every level and the trees equal `PlainHistograms`' bit for bit, one tree or several grown together."""
+    from fedgauss.gbdt import grow_trees
+
+    rng = np.random.default_rng(7)
+    n, F = 900, 40
+    X = (rng.random((n, F)) < rng.uniform(0.02, 0.2, F)).astype(float)
+    X[:, 0] = rng.integers(0, 2, n)
+    b = Binner(max_bins=16).fit(X)
+    codes, L = b.transform(X), b.layout_
+    ghs = []
+    for k in range(n_trees):
+        y = (X[:, k] + X[:, k + 1] + rng.normal(scale=0.3, size=n) > 0.5).astype(float)
+        g, h, _ = snap_to_grid(*LogisticLoss().gradients(y, rng.normal(size=n)).T)
+        ghs.append(np.column_stack([g, h]))
+    gh = np.concatenate(ghs)
+    fast = LocalHistograms(np.tile(codes, (n_trees, 1)), L, exact_sums=True)
+    plain = PlainHistograms(np.tile(codes, (n_trees, 1)), L)
+
+    class Spy:  # asks both providers, checks that they agree, answers with the plain one
+        def histograms(self, nodes):
+            hf, hp = fast.histograms(nodes), plain.histograms(nodes)
+            np.testing.assert_array_equal(hf, hp)
+            return hp
+
+        def split(self, *a):
+            fast.split(*a)
+            plain.split(*a)
+
+    fast.start_trees(gh, n_trees)
+    plain.start_tree(gh)
+    plain.node = np.repeat(np.arange(n_trees), n)  # block k of the rows starts at root k
+    kw = dict(max_depth=6, reg_lambda=0.5, min_child_weight=0.0)
+    trees = grow_trees(Spy(), L, n_trees, **kw)
+    assert fast._pad is not None and fast._pad.shape[1] < F // 2  # the short-rows path was taken
+    unsure = LocalHistograms(codes, L)  # by default (gradients maybe off the grid) the children's sums stay direct
+    unsure.start_tree(ghs[0])
+    unsure.histograms(np.array([0]))
+    assert unsure._pad is None
+    assert max(t.max_depth for t in trees) >= 4
+    for k, t in enumerate(trees):  # each tree is the one grown alone from its own rows
+        alone = PlainHistograms(codes, L)
+        alone.start_tree(ghs[k])
+        ta = grow_tree(alone, L, **kw)
+        for a in ('feature', 'bin', 'default_left', 'left', 'value', 'gain', 'sum_grad', 'sum_hess'):
+            np.testing.assert_array_equal(getattr(t, a), getattr(ta, a))
