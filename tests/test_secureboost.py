@@ -660,6 +660,15 @@ def framed():
     return dict(A=A, B=B, y=y, kw=kw, ref=SecureBoostClassifier(**kw).fit([(A, y), (B, None)]))
 
 
+def assert_same_messages(a, b):
+    "The two fits sent the same messages (round, sender, receiver, kind, bytes) and the same gh and hist ciphertexts."
+    assert len(a.channel_.messages) == len(b.channel_.messages)
+    for m, n in zip(a.channel_.messages, b.channel_.messages):
+        assert (m.round, m.sender, m.receiver, m.kind, m.nbytes) == (n.round, n.sender, n.receiver, n.kind, n.nbytes)
+        if m.kind in ('gh', 'hist'):
+            assert np.asarray(m.payload).tolist() == np.asarray(n.payload).tolist()
+
+
 def assert_same_model(a, b):
     for t, u in zip(a.trees_, b.trees_):
         for att in ('feature', 'bin', 'default_left', 'left', 'right', 'value', 'gain', 'sum_grad', 'sum_hess'):
@@ -936,11 +945,7 @@ def test_every_core_gives_the_serial_runs_messages_and_trees():
     k0 = next(paillier._KEYS)
     two = SecureBoostClassifier(n_jobs=2, **kw).fit(parts)
     assert next(paillier._KEYS) - k0 - 1 > 0  # batches did go to worker processes
-    assert len(one.channel_.messages) == len(two.channel_.messages)
-    for a, b in zip(one.channel_.messages, two.channel_.messages):
-        assert (a.round, a.sender, a.receiver, a.kind, a.nbytes) == (b.round, b.sender, b.receiver, b.kind, b.nbytes)
-        if a.kind in ('gh', 'hist'):
-            assert np.asarray(a.payload).tolist() == np.asarray(b.payload).tolist()
+    assert_same_messages(one, two)
     assert_same_model(one, two)
     np.testing.assert_array_equal(one.train_margin_, two.train_margin_)
     blocks = [X[:200, g] for g in ([0, 1, 2], [3, 4], [5, 6])]
@@ -963,9 +968,5 @@ def test_the_obfuscator_table_built_at_setup_changes_no_message(monkeypatch):
     late = SecureBoostClassifier(**kw).fit(parts)
     windows = [m.active_.sk._table[1].tables[0].window for m in (ahead, late)]
     assert windows == [fixed_base_window(256, 800 * 2), fixed_base_window(256, 4096)] and windows[0] != windows[1]
-    assert len(ahead.channel_.messages) == len(late.channel_.messages)
-    for a, b in zip(ahead.channel_.messages, late.channel_.messages):
-        assert (a.round, a.sender, a.receiver, a.kind, a.nbytes) == (b.round, b.sender, b.receiver, b.kind, b.nbytes)
-        if a.kind in ('gh', 'hist'):
-            assert np.asarray(a.payload).tolist() == np.asarray(b.payload).tolist()
+    assert_same_messages(ahead, late)
     assert_same_model(ahead, late)
