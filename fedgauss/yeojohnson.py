@@ -211,11 +211,15 @@ def from_columns(
         neg_lo, neg_hi = np.full(d, np.nan), np.full(d, np.nan)
         slow = np.flatnonzero(mn < 0)  # features with a negative value: split by sign
         if len(slow):
+            neg_hi[slow] = -mn[slow]  # the largest |x| over x < 0 is -min x
+            pos_hi[slow] = np.where(mx[slow] >= 0, mx[slow], np.nan)
             S = XT[slow]
-            P = np.where(S >= 0, S, np.nan)
-            N = np.where(S < 0, -S, np.nan)
-            pos_lo[slow], pos_hi[slow] = np.nanmin(P, 1), np.nanmax(P, 1)
-            neg_lo[slow], neg_hi[slow] = np.nanmin(N, 1), np.nanmax(N, 1)
+            T = np.where(S >= 0, S, np.inf)
+            lo = T.min(1)  # the smallest x >= 0 (inf: none)
+            pos_lo[slow] = np.where(np.isinf(lo), np.nan, lo)
+            np.copyto(T, S)
+            np.copyto(T, -np.inf, where=~(S < 0))
+            neg_lo[slow] = -T.max(1)  # the smallest |x| over x < 0 is -(the largest x < 0)
     return cls(pos_lo, pos_hi, neg_lo, neg_hi)
 
 # %% ../nbs/10_yeojohnson.ipynb #72c31777baf4441b988909d29205560c
@@ -600,7 +604,8 @@ def _buffers(self: YJData, k, m, count):
 def _block_d(self: YJData, Xb, t, aa, rr, nn):
     "Fill `aa` with d of block `Xb` (columns of X.T) for the groups of tile `t` (buffers rr, nn); returns membership."
     aa[...] = Xb[self.g_col[t]]
-    mm = ~np.isnan(aa)
+    mm = np.isnan(aa)
+    np.logical_not(mm, out=mm)
     mixed = slice(max(self.n_one - t.start, 0), len(aa))  # mixed features: a row belongs to the group of its sign
     if mixed.start < mixed.stop:
         with np.errstate(invalid='ignore'):
@@ -613,8 +618,10 @@ def _block_d(self: YJData, Xb, t, aa, rr, nn):
     np.copyto(aa, rr, where=nn)
     with np.errstate(invalid='ignore'):
         np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-    np.subtract(aa, self.g_chi[t, None], out=aa, where=np.logical_not(nn, out=nn))  # ... minus c far from it
-    np.copyto(aa, 0.0, where=~mm)  # neutral rows
+    np.multiply(self.g_chi[t, None], np.logical_not(nn, out=nn), out=rr)  # c far from the anchor, 0 near it
+    aa -= rr  # ... minus c far from it (minus 0 near it: the same float)
+    if not mm.all():
+        np.copyto(aa, 0.0, where=~mm)  # neutral rows
     return mm
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
