@@ -682,7 +682,7 @@ def _need_lo(self: YJData, rows):
         lo = self.D_lo[i]
         np.add(self.D_hi[i], self.g_R[i], out=lo)
         np.maximum(lo, 0.0, out=lo)
-        np.copyto(lo, 0.0, where=~self.memb[i])
+        lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
     self._lo_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
