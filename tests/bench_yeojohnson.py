@@ -5,6 +5,7 @@
     python tests/bench_yeojohnson.py --n 20000 --d 20 --repeat 5 --ref-features 50
     python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
     python tests/bench_yeojohnson.py --profile --no-bench # where one fit's time goes: steps x passes x cost per pass
+    python tests/bench_yeojohnson.py --ab /work/main --no-bench --repeat 7  # A/B: another checkout's ExpYJ, alternating
 
 Timings are wall-clock and CPU on whatever machine runs this (shared machines are noisy): the two fits run in one process,
 alternately, and the ratio of the medians is reported (issue 32: ExpYJ at most 0.15x scikit-learn's time). `--digest` is
@@ -135,6 +136,46 @@ def profile(args):
     for s in sorted({s for s, *_ in log}):
         parts = [f"{'build' if m else 'fresh'}{' lo' if lo else ''} {r}" for t, r, lo, m, _ in log if t == s]
         print(f"    step {s - 1:3d}: {', '.join(parts)}")
+
+
+def ab(args):
+    "A/B in one process: the ExpYJ of another checkout (`--ab DIR`) and this one, alternating with scikit-learn."
+    import importlib.util, os
+
+    spec = importlib.util.spec_from_file_location(
+        'fedgauss.yeojohnson_ab', os.path.join(args.ab, 'fedgauss', 'yeojohnson.py')
+    )
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other
+    spec.loader.exec_module(other)
+    X = skewed_features(args.n, args.d, args.seed)
+    fits = {
+        'A (' + args.ab + ')': lambda: other.YeoJohnsonTransformer().fit(X),
+        'B (this checkout)': lambda: YeoJohnsonTransformer().fit(X),
+        'scikit-learn': lambda: PowerTransformer(method='yeo-johnson').fit(X),
+    }
+    wall, cpu, est = {k: [] for k in fits}, {k: [] for k in fits}, {}
+    for r in range(args.repeat):
+        for k in list(fits) if r % 2 == 0 else list(fits)[::-1]:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                dt, dc, est[k] = cpu_timed(fits[k])
+            wall[k].append(dt)
+            cpu[k].append(dc)
+    (a, b, sk) = fits
+    print(f"A/B, {args.n:,} x {args.d}, {args.repeat} rounds alternating (best / median of wall s, median of CPU s):")
+    for k in fits:
+        print(f"  {k:40s} {min(wall[k]):7.3f} {np.median(wall[k]):7.3f}   CPU {np.median(cpu[k]):7.3f}")
+    for k in (a, b):
+        print(
+            f"  {k:40s} / scikit-learn: best {min(wall[k]) / min(wall[sk]):.3f}x, median {np.median(wall[k]) / np.median(wall[sk]):.3f}x"
+            f" (wall), {np.median(cpu[k]) / np.median(cpu[sk]):.3f}x (CPU)"
+        )
+    print(
+        f"  B / A: best {min(wall[b]) / min(wall[a]):.3f}, median {np.median(wall[b]) / np.median(wall[a]):.3f} (wall)"
+    )
+    same = all(np.array_equal(getattr(est[a], f), getattr(est[b], f)) for f in ('lambdas_', 'mean_', 'scale_'))
+    print(f"  lambdas, means and scales identical bit for bit: {same}")
 
 
 def bench(args):
@@ -281,6 +322,7 @@ if __name__ == '__main__':
     ap.add_argument(
         '--digest', action='store_true', help="SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)"
     )
+    ap.add_argument('--ab', metavar='DIR', help="A/B against the ExpYJ of another checkout (e.g. /work/main)")
     ap.add_argument('--profile', action='store_true', help="where one fit's time goes: steps, passes, cost per pass")
     ap.add_argument(
         '--no-screen',
@@ -296,3 +338,5 @@ if __name__ == '__main__':
         digest(args)
     if args.profile:
         profile(args)
+    if args.ab:
+        ab(args)
