@@ -1141,10 +1141,11 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
         rng=None,  # None: every party's secrets from the OS; a seed or Generator: the experimenter's (reproducible)
         progress: bool = False,  # progress bar on stderr
         copy: bool = True,  # False: `transform` overwrites a float64 array in place
+        branching: int = 1,  # b: search steps per secure round, as in `SecureFedYJ` (same lambdas)
     ):
         self.standardize, self.t_max, self.precision = standardize, t_max, precision
         self.envelope_bits, self.bounds, self.max_rows, self.ymax = envelope_bits, bounds, max_rows, ymax
-        self.rng, self.progress, self.copy = rng, progress, copy
+        self.rng, self.progress, self.copy, self.branching = rng, progress, copy, branching
 
 # %% ../nbs/12_securefedyj.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 @patch
@@ -1164,6 +1165,7 @@ def fit(
         ymax=self.ymax,
         rng=self.rng,
         progress=self.progress,
+        branching=self.branching,
     ).fit(clients)
     self.protocol_ = p
     self.n_features_in_ = p.n_features_in_
