@@ -171,13 +171,10 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
             "protocol supports; rescale the feature (e.g. divide it by its standard deviation)"
         )
     m, e = np.frexp(x)
-    M, k = (
-        (m * 2.0**53).astype(np.int64).ravel().tolist(),
-        (e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)).ravel().tolist(),
-    )
-    out = np.empty(x.shape, dtype=object)
-    out.flat = [(a << s) if s >= 0 else (a >> -s if a >= 0 else -(-a >> -s)) for a, s in zip(M, k)]
-    return out
+    M = (m * 2.0**53).astype(np.int64)  # the integer mantissa, |M| < 2**53
+    k = np.broadcast_to(e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64), x.shape)
+    small = np.sign(M) * (np.abs(M) >> np.clip(-k, 0, 63))  # right shifts toward zero, in int64 (exact)
+    return small.astype(object) << np.maximum(k, 0).astype(object)  # left shifts on Python ints, in numpy's loop
 
 
 def _rshift_round(v, k) -> np.ndarray:
@@ -296,8 +293,7 @@ def public_frame_sums(
     shift = np.log2(data.g_rho / pf.unit[data.g_col]).astype(np.int64)
     U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
     p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
-    N = np.array([int(t) for t in data.g_n], dtype=object)
-    S = np.array([int(t) for t in data.g_s], dtype=object)
+    N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))  # counts and signs: exact integers
     stats_ = [
         N,  # n            (scale 0)
         S * (sdr + N * k),  # S_phi        (f)
@@ -307,8 +303,7 @@ def public_frame_sums(
         S * (k * q + rw + b * k * p + b * w + ((be * p + N * b * be) << f)),
     ]  # S_psi_dpsi   (3f)
     out = np.zeros((6, data.d), dtype=object)
-    for i, v in enumerate(stats_):
-        np.add.at(out[i], data.g_col, v)
+    np.add.at(out, (slice(None), data.g_col), np.array(stats_))  # the groups of each feature, added up
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d

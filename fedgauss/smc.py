@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from fastcore.basics import patch
 
 from fedgauss.entropy import (
+    derive_key,
     experiment_key,
     party_rngs,
     prg,
@@ -1884,8 +1886,11 @@ def table_share(
     n_add: int,  # bytes shared additively (modulo 256)
     n_xor: int,  # bytes shared by XOR
 ) -> np.ndarray:
-    "A party's share of the comparison tables, expanded from the dealer's seed (ChaCha20 keyed by it, `prg`)."
-    return secret_bytes(prg(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor)
+    """A party's share of the comparison tables, expanded from the dealer's seed: `secret_bytes(prg(seed, 'comparison
+    tables'), n_add + n_xor)`, read from the ChaCha20 keystream directly (no generator object: the same bytes)."""
+    n, key = n_add + n_xor, derive_key(bytes(np.asarray(seed, np.uint8)), 'comparison tables')  # `prg`'s key
+    chacha = lambda k, size: Cipher(algorithms.ChaCha20(k, bytes(16)), mode=None).encryptor().update(bytes(size))
+    return np.frombuffer(chacha(key, n) if n <= 256 else chacha(chacha(key, 32), n), np.uint8)  # as `secret_bytes`
 
 
 def comparison_tables(
