@@ -172,9 +172,10 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
         )
     m, e = np.frexp(x)
     M = (m * 2.0**53).astype(np.int64)  # the integer mantissa, |M| < 2**53
-    k = np.broadcast_to(e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64), x.shape)
-    small = np.sign(M) * (np.abs(M) >> np.clip(-k, 0, 63))  # right shifts toward zero, in int64 (exact)
-    return small.astype(object) << np.maximum(k, 0).astype(object)  # left shifts on Python ints, in numpy's loop
+    k = e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)
+    if (k < 0).any():  # right shifts toward zero, in int64 (exact)
+        M, k = np.sign(M) * (np.abs(M) >> np.clip(-k, 0, 63)), np.maximum(k, 0)
+    return M.astype(object) << k.astype(object)  # left shifts on Python ints, in numpy's loop
 
 
 def _rshift_round(v, k) -> np.ndarray:
