@@ -1861,6 +1861,21 @@ def _digits(bits, b: int, n: int) -> np.ndarray:
         out |= B[..., i].astype(np.int64) << i
     return out
 
+
+def _int_digits(
+    v,  # non-negative integers (object array)
+    m: int,  # low bits used
+    b: int,  # bits per digit
+    n: int,  # digits
+) -> np.ndarray:
+    "`_digits(_int_bits(v, m), b, n)`, shape (v.size, n): with b = 4 read straight from the bytes (two digits a byte)."
+    if b != 4:
+        return _digits(_int_bits(v, m), b, n).reshape(-1, n)
+    nb, lo = -(-n // 2), (1 << m) - 1
+    raw = b''.join(map(int.to_bytes, map(lo.__and__, np.ravel(v).tolist()), repeat(nb), repeat('little')))
+    B = np.frombuffer(raw, np.uint8).reshape(-1, nb)
+    return np.stack([B & 15, B >> 4], axis=-1).reshape(len(B), 2 * nb)[:, :n].astype(np.int64)
+
 # %% ../nbs/11_smc.ipynb #bf320122
 @patch
 def open_bytes(
@@ -1903,7 +1918,7 @@ def comparison_tables(
     """The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for
     all but the last party, the last party's share in full."""
     N, (b, n) = len(r_lo), table_layout(m)
-    rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
+    rd = _int_digits(r_lo, m, b, n)[..., None]  # (N, n, 1): the digits of r
     s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
     add = np.concatenate([(np.arange(1 << b) == rd).astype(np.uint8).ravel(), s.ravel()])  # r_j one-hot, s_j
     H = np.zeros((N, n, 32), np.uint8)  # s_j one-hot among 256, packed (bit 7 - s % 8 of byte s // 8)
@@ -1947,7 +1962,7 @@ def ltz_tables(
     if self.is_king:
         c += 1 << m
     c = yield from self.open(c & self.mask)  # as in `ltz`
-    cd = _digits(_int_bits(c, m), b, n)  # (N, n): the digits of c_lo, public
+    cd = _int_digits(c, m, b, n)  # (N, n): the digits of c_lo, public
     e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
     pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
     ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
@@ -1961,7 +1976,7 @@ def ltz_tables(
     t = H.reshape(-1)[(row << 5) + (v >> 3)] >> (7 - (v & 7)) & 1
     u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
     if self.is_king:
-        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
+        u ^= ((c >> m) & 1).astype(np.uint8) ^ 1  # the parity of c_hi
     return u.reshape(x.shape)
 
 # %% ../nbs/11_smc.ipynb #5f0c44a0
