@@ -1787,7 +1787,8 @@ def _product_plan(
 ) -> tuple:
     """`_expansion`'s terms with each product computed once: the public factors (products of opened rows) level by
     level, each from a shorter one (`levels`: pairs of row indices); the distinct products public factor x mask row
-    (`pc`, `pa`); and the rows of [those products, mask rows, public factors] each monomial adds up (`idx`, `starts`)."""
+    (`pc`, `pa`); and the rows of [those products, mask rows, public factors] each monomial adds up (`idx`,
+    `starts`)."""
     keys = _mask_products(monos)
     arow = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)}
     terms, starts = [], []
