@@ -429,3 +429,17 @@ def test_mul_monomials_and_ltz_tables_send_the_messages_they_sent():
     want = np.stack([prod(monos[0]) - prod(monos[1]), prod(monos[2]) - prod(monos[3])]) < 0
     assert res['p0'].astype(bool).tolist() == want.tolist()
     assert payload_digest(ch) == '97bc821ac08a479ee015c94fc9079c57a45b72bba762272b11d9abe9ef480fbb'
+
+
+def test_ltz_tables_with_wide_chunks():
+    """Beyond 508 bits the chunks are wider than 4 bits (`table_layout`): the digits go through the bits
+    (`_int_digits`' other path) and the flat gathers use 2**b entries per chunk; the signs are still exact."""
+    from fedgauss.smc import table_layout
+
+    bound = 2**620
+    g = np.random.default_rng(4)
+    x = [0, 1, -1, bound, -bound, bound - 1, 1 - bound]
+    x = np.array(x + [int.from_bytes(g.bytes(80), 'little') % (2 * bound + 1) - bound for _ in range(25)], dtype=object)
+    res, _, _ = _party_run(_sign_prog, 3, L=768, x=x, bound=bound, tables=True)
+    assert table_layout(621)[0] > 4
+    assert res['p0'].tolist() == (x < 0).astype(np.uint8).tolist()
