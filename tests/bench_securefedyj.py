@@ -42,6 +42,12 @@ and pooled and both ratios to pooled; every pair must have the same SHA-256 of t
 digests recorded on main before the speed-up (d20c3ad).
 
     python tests/bench_securefedyj.py --digest
+
+`--parts [--fits 6]`: where a fit's CPU goes, by a CPU-time sampler (SIGPROF): (a) the clients' local sums and
+anchors (`YJData`), (b) the per-step public work (frame, exact statistics, replay), (c1) the SMC's ring arithmetic,
+tables and openings, (c2) secret randomness (ChaCha20), (d) the channel and the programs' routing, (e) the rest.
+
+    python tests/bench_securefedyj.py --parts
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -344,6 +350,63 @@ def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
         )
 
 
+PARTS = [  # (part, functions whose presence on the stack puts a sample there), in this order
+    ('a local sums and local anchors (YJData)', {'_group_sums', 'YJData.__init__', '_log_distances', 'from_columns'}),
+    (
+        'b per-step public work (frame, exact statistics, replay)',
+        {'public_frame_sums', 'public_frame', 'exp_replay', '_check_stat_bounds', 'tree_sums', 'frame_coefficients'},
+    ),
+    ('c2 secret randomness (ChaCha20 draws, table expansion)', {'entropy.py', 'table_share'}),
+]
+
+
+def cpu_parts(clients, t_max: int, fits: int = 6):
+    "The CPU of `fits` fits split into parts (`PARTS`, then SMC arithmetic, routing, rest) by SIGPROF samples."
+    import signal
+
+    counts, on = defaultdict(int), [False]
+
+    def part(frame):
+        names, leaf = set(), None
+        while frame is not None:
+            co, fn = frame.f_code, os.path.basename(frame.f_code.co_filename)
+            names |= {fn, co.co_qualname if hasattr(co, 'co_qualname') else co.co_name, co.co_name}
+            if leaf is None and fn in ('smc.py', 'securefedyj.py', 'federation.py', 'yeojohnson.py'):
+                leaf = (fn, co.co_name)
+            frame = frame.f_back
+        for name, marks in PARTS:
+            if names & marks:
+                return name
+        if leaf and (leaf[0] == 'federation.py' or leaf[1] in ('run_programs', 'step', 'recv', 'send', '_next_phase')):
+            return 'd channel and program routing'
+        return (
+            'c1 SMC arithmetic (ring, tables, openings)' if leaf and leaf[0] == 'smc.py' else 'e setup, final, checks'
+        )
+
+    def sample(sig, frame):
+        if on[0]:
+            counts[part(frame)] += 1
+
+    S.SecureFedYJ(t_max=t_max, rng=0).fit(clients)  # warm-up
+    old = signal.signal(signal.SIGPROF, sample)
+    signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+    cpu = 0.0
+    try:
+        for r in range(fits):
+            getattr(S, '_FRAMES', {}).clear()
+            on[0] = True
+            cpu += timed(lambda: S.SecureFedYJ(t_max=t_max, rng=r).fit(clients))[1]
+            on[0] = False
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, old)
+    n = sum(counts.values())
+    print(f"CPU per fit by part (mean of {fits} fits, {n} samples):")
+    for k in sorted(counts):
+        print(f"  {k:58s}{cpu / fits * counts[k] / n:7.3f} s {100 * counts[k] / n:5.1f} %")
+    print(f"  {'total':58s}{cpu / fits:7.3f} s")
+
+
 def main():
     if sys.argv[1:2] == ['--step']:
         return step_cpu()
@@ -361,12 +424,16 @@ def main():
     ap.add_argument('--old-dir', default=None)
     ap.add_argument('--branching', type=int, default=1, help='SecureFedYJ search steps per round (default 1)')
     ap.add_argument('--digest', action='store_true', help='payload digests at b = 1 and 5 against main d20c3ad')
+    ap.add_argument('--parts', action='store_true', help="a fit's CPU by part (a CPU-time sampler)")
+    ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts')
     args = ap.parse_args()
     if args.ab:
         X, _, clients = benchmark_data(args)
         return ab(args, clients, X)
     if args.digest:
         return digests(benchmark_data(args)[2])
+    if args.parts:
+        return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits)
     X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
