@@ -48,6 +48,12 @@ anchors (`YJData`), (b) the per-step public work (frame, exact statistics, repla
 tables and openings, (c2) secret randomness (ChaCha20), (d) the channel and the programs' routing, (e) the rest.
 
     python tests/bench_securefedyj.py --parts
+
+`--local`: the clients' local sums against pooled ExpYJ's on the same lambdas and brackets (those of the pooled
+search): `YJData` built and `_group_sums` called for the pooled rows and for each client's, and for clients of 200 rows
+(what a call costs whatever its rows), best of 5 CPU seconds.
+
+    python tests/bench_securefedyj.py --local
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -407,6 +413,33 @@ def cpu_parts(clients, t_max: int, fits: int = 6):
     print(f"  {'total':58s}{cpu / fits:7.3f} s")
 
 
+def local_sums(X, clients, t_max: int, repeat: int = 5):
+    "Best CPU seconds of `YJData` and of its `_group_sums` at the pooled search's lambdas: pooled rows against clients'."
+    from fedgauss.yeojohnson import YJAnchors
+
+    calls, f0 = [], YJData._group_sums
+
+    def record(self, lam, bracket=None, accelerate=True):
+        calls.append((np.array(lam), None if bracket is None else tuple(np.array(b) for b in bracket)))
+        return f0(self, lam, bracket, accelerate)
+
+    YJData._group_sums = record
+    try:
+        exp_yj(X, t_max=t_max, full_output=True)
+    finally:
+        YJData._group_sums = f0
+    A, T = YJAnchors.from_data(X), defaultdict(list)
+    for _ in range(repeat):
+        for name, parts in (('pooled', [X]), ('clients', clients), ('clients of 200 rows', [c[:200] for c in clients])):
+            w, c, ds = timed(lambda: [YJData(x, A) for x in parts])
+            T[f'{name}: YJData'].append(c)
+            T[f'{name}: _group_sums'].append(timed(lambda: [d._group_sums(*a) for a in calls for d in ds])[1])
+        T["clients: their own anchors (YJClient)"].append(timed(lambda: [YJAnchors.from_data(x) for x in clients])[1])
+    print(f"{len(calls)} calls of _group_sums per holder (the pooled search's lambdas); best of {repeat} CPU s:")
+    for k, v in T.items():
+        print(f"  {k:42s}{min(v):7.3f}")
+
+
 def main():
     if sys.argv[1:2] == ['--step']:
         return step_cpu()
@@ -426,12 +459,16 @@ def main():
     ap.add_argument('--digest', action='store_true', help='payload digests at b = 1 and 5 against main d20c3ad')
     ap.add_argument('--parts', action='store_true', help="a fit's CPU by part (a CPU-time sampler)")
     ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts')
+    ap.add_argument('--local', action='store_true', help="the clients' local sums against pooled ExpYJ's")
     args = ap.parse_args()
     if args.ab:
         X, _, clients = benchmark_data(args)
         return ab(args, clients, X)
     if args.digest:
         return digests(benchmark_data(args)[2])
+    if args.local:
+        X, _, clients = benchmark_data(args)
+        return local_sums(X, clients, args.t_max)
     if args.parts:
         return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits)
     X, parts, clients = benchmark_data(args)
