@@ -295,14 +295,15 @@ def public_frame_sums(
     U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
     p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
     N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))  # counts and signs: exact integers
+    t1, t2 = p + N * b, k * p + w  # shared by the statistics below (the same integers, fewer products)
     stats_ = [
         N,  # n            (scale 0)
         S * (sdr + N * k),  # S_phi        (f)
-        S * (p + N * b),  # S_psi        (f)
-        q + 2 * b * p + N * b * b,  # S_psi2       (2f)
-        k * p + w + ((N * be) << f),  # S_dpsi       (2f)
-        S * (k * q + rw + b * k * p + b * w + ((be * p + N * b * be) << f)),
-    ]  # S_psi_dpsi   (3f)
+        S * t1,  # S_psi        (f)
+        q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
+        t2 + ((N * be) << f),  # S_dpsi       (2f)
+        S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
+    ]
     out = np.zeros((6, data.d), dtype=object)
     np.add.at(out, (slice(None), data.g_col), np.array(stats_))  # the groups of each feature, added up
     return out

@@ -1919,9 +1919,11 @@ def comparison_tables(
     """The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for
     all but the last party, the last party's share in full."""
     N, (b, n) = len(r_lo), table_layout(m)
-    rd = _int_digits(r_lo, m, b, n)[..., None]  # (N, n, 1): the digits of r
+    rd = _int_digits(r_lo, m, b, n).ravel()  # the digits of r, chunk by chunk
     s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
-    add = np.concatenate([(np.arange(1 << b) == rd).astype(np.uint8).ravel(), s.ravel()])  # r_j one-hot, s_j
+    E = np.zeros(N * n << b, np.uint8)
+    E[(np.arange(N * n) << b) + rd] = 1  # r_j one-hot among the 2**b chunk values
+    add = np.concatenate([E, s.ravel()])  # r_j one-hot, s_j
     H = np.zeros((N, n, 32), np.uint8)  # s_j one-hot among 256, packed (bit 7 - s % 8 of byte s // 8)
     H.reshape(-1)[(np.arange(N * n) << 5) + (s.ravel() >> 3)] = 128 >> (s.ravel() & 7)
     full = np.concatenate([add, H.ravel(), np.packbits(np.asarray(r_par, np.uint8).ravel())])
