@@ -171,13 +171,11 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
             "protocol supports; rescale the feature (e.g. divide it by its standard deviation)"
         )
     m, e = np.frexp(x)
-    M, k = (
-        (m * 2.0**53).astype(np.int64).ravel().tolist(),
-        (e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)).ravel().tolist(),
-    )
-    out = np.empty(x.shape, dtype=object)
-    out.flat = [(a << s) if s >= 0 else (a >> -s if a >= 0 else -(-a >> -s)) for a, s in zip(M, k)]
-    return out
+    M = (m * 2.0**53).astype(np.int64)  # the integer mantissa, |M| < 2**53
+    k = e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)
+    if (k < 0).any():  # right shifts toward zero, in int64 (exact)
+        M, k = np.sign(M) * (np.abs(M) >> np.clip(-k, 0, 63)), np.maximum(k, 0)
+    return M.astype(object) << k.astype(object)  # left shifts on Python ints, in numpy's loop
 
 
 def _rshift_round(v, k) -> np.ndarray:
@@ -296,19 +294,18 @@ def public_frame_sums(
     shift = np.log2(data.g_rho / pf.unit[data.g_col]).astype(np.int64)
     U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
     p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
-    N = np.array([int(t) for t in data.g_n], dtype=object)
-    S = np.array([int(t) for t in data.g_s], dtype=object)
+    N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))  # counts and signs: exact integers
+    t1, t2 = p + N * b, k * p + w  # shared by the statistics below (the same integers, fewer products)
     stats_ = [
         N,  # n            (scale 0)
         S * (sdr + N * k),  # S_phi        (f)
-        S * (p + N * b),  # S_psi        (f)
-        q + 2 * b * p + N * b * b,  # S_psi2       (2f)
-        k * p + w + ((N * be) << f),  # S_dpsi       (2f)
-        S * (k * q + rw + b * k * p + b * w + ((be * p + N * b * be) << f)),
-    ]  # S_psi_dpsi   (3f)
+        S * t1,  # S_psi        (f)
+        q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
+        t2 + ((N * be) << f),  # S_dpsi       (2f)
+        S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
+    ]
     out = np.zeros((6, data.d), dtype=object)
-    for i, v in enumerate(stats_):
-        np.add.at(out[i], data.g_col, v)
+    np.add.at(out, (slice(None), data.g_col), np.array(stats_))  # the groups of each feature, added up
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from fastcore.basics import patch
 
 from fedgauss.entropy import (
+    derive_key,
     experiment_key,
     party_rngs,
     prg,
@@ -1761,6 +1763,53 @@ def _expansion(
                 A.append(row[tuple(sorted(m[p] for p in pos))])
     return np.array(D).T, np.array(A), np.array(starts)
 
+# %% ../nbs/11_smc.ipynb #5d6d545b
+def _row_products(
+    a,  # rows (k, n) of ring elements
+    keys: tuple,  # sorted tuples of row positions
+    mask: int,  # 2**L - 1
+) -> list:
+    "The product modulo 2**L of the rows of `a` named by each tuple of `keys`, each from its prefix (computed once)."
+    got = {(i,): a[i] for i in range(len(a))}
+    for size in range(2, max(map(len, keys), default=1) + 1):
+        new = list(dict.fromkeys(t[:size] for t in keys if len(t) >= size))
+        if new:
+            P = np.stack([got[t[:-1]] for t in new]) * a[[t[-1] for t in new]] & mask
+            got.update(zip(new, P))
+    return [got[t] for t in keys]
+
+
+@functools.lru_cache(maxsize=64)
+def _product_plan(
+    monos: tuple,  # monomials: tuples of operand positions
+    k: int,  # number of operands
+    king: bool,  # the king's plan: it also adds the terms whose mask factor is its public 1
+) -> tuple:
+    """`_expansion`'s terms with each product computed once: the public factors (products of opened rows) level by
+    level, each from a shorter one (`levels`: pairs of row indices); the distinct products public factor x mask row
+    (`pc`, `pa`); and the rows of [those products, mask rows, public factors] each monomial adds up (`idx`,
+    `starts`)."""
+    keys = _mask_products(monos)
+    arow = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)}
+    terms, starts = [], []
+    for m in monos:
+        starts.append(len(terms))
+        for size in range(0 if king else 1, len(m) + 1):  # S empty: the mask factor is the king's public 1
+            for pos in combinations(range(len(m)), size):
+                rest = tuple(sorted(m[p] for p in range(len(m)) if p not in pos))
+                terms.append((rest, tuple(sorted(m[p] for p in pos))))
+    need = {r[:j] for r, _ in terms for j in range(2, len(r) + 1)}
+    pub, levels = {(i,): i for i in range(k)}, []
+    for size in range(2, max(map(len, need), default=1) + 1):
+        new, base = sorted(t for t in need if len(t) == size), len(pub)
+        pub.update({t: base + j for j, t in enumerate(new)})
+        levels.append((np.array([pub[t[:-1]] for t in new]), np.array([t[-1] for t in new])))
+    prods = list(dict.fromkeys((pub[r], arow[s]) for r, s in terms if r and s))
+    at, A0, C0 = {p: i for i, p in enumerate(prods)}, len(prods), len(prods) + len(arow)
+    idx = [at[pub[r], arow[s]] if r and s else (A0 + arow[s] if s else C0 + pub[r]) for r, s in terms]
+    pc, pa = (np.array([p[i] for p in prods], dtype=np.intp) for i in (0, 1))
+    return tuple(levels), pc, pa, np.array(idx), np.array(starts)
+
 # %% ../nbs/11_smc.ipynb #9a8a101c
 @patch
 def mul_monomials(
@@ -1781,18 +1830,18 @@ def mul_monomials(
 
     def make():  # the masks a_i (a row per operand), then each product of masks (a row each)
         a = secret_ints(self.rng, (k, n), self.L)
-        prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)])[None] for t in keys]
-        return [np.concatenate([a] + prods)]
+        return [np.concatenate([a] + [p[None] for p in _row_products(a, keys, self.mask)])]
 
     (AP,) = yield from self.deal(make, None, 1)
     if self.is_dealer:
         return [PartyShare(None, s, b, shape) for s, b in out]
     d = yield from self.open(np.stack([u.v.reshape(n) for u in ops]) - AP[:k] & self.mask)
-    D, A, starts = _expansion(monos, k)
-    Dp = np.concatenate([d, np.ones((1, n), dtype=object)])  # row k: a factor 1
-    coef = functools.reduce(lambda u, v: u * v & self.mask, Dp[D])  # the public factor of every term
-    Ap = np.concatenate([AP, np.full((1, n), int(self.is_king), dtype=object)])  # the king's public 1
-    z = np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask  # [x...] = sum over S, per monomial
+    levels, pc, pa, idx, starts = _product_plan(monos, k, self.is_king)
+    C = d  # the public factors: the d rows, then their products (each from a shorter one), all modulo 2**L
+    for left, right in levels:
+        C = np.concatenate([C, C[left] * d[right] & self.mask])
+    Z = np.concatenate([C[pc] * AP[pa], AP, C])  # every distinct term, each mask row, each public factor (king)
+    z = np.add.reduceat(Z[idx], starts, axis=0) & self.mask  # [x...] = sum over S, per monomial
     return [PartyShare(v.reshape(shape), s, b) for v, (s, b) in zip(z, out)]
 
 # %% ../nbs/11_smc.ipynb #35195d25
@@ -1807,8 +1856,26 @@ def table_layout(
 def _digits(bits, b: int, n: int) -> np.ndarray:
     "Base-2**b digits (int64, least significant first) of bits (last axis, bit i = 2**i), zero-padded to n*b bits."
     pad = np.zeros(bits.shape[:-1] + (n * b - bits.shape[-1],), np.uint8)
-    B = np.concatenate([bits, pad], axis=-1).reshape(bits.shape[:-1] + (n, b)).astype(np.int64)
-    return B @ (1 << np.arange(b))
+    B = np.concatenate([bits, pad], axis=-1).reshape(bits.shape[:-1] + (n, b))
+    out = B[..., 0].astype(np.int64)
+    for i in range(1, b):  # b shifts of whole arrays (an integer matmul is slower)
+        out |= B[..., i].astype(np.int64) << i
+    return out
+
+
+def _int_digits(
+    v,  # non-negative integers (object array)
+    m: int,  # low bits used
+    b: int,  # bits per digit
+    n: int,  # digits
+) -> np.ndarray:
+    "`_digits(_int_bits(v, m), b, n)`, shape (v.size, n): with b = 4 read straight from the bytes (two digits a byte)."
+    if b != 4:
+        return _digits(_int_bits(v, m), b, n).reshape(-1, n)
+    nb, lo = -(-n // 2), (1 << m) - 1
+    raw = b''.join(map(int.to_bytes, map(lo.__and__, np.ravel(v).tolist()), repeat(nb), repeat('little')))
+    B = np.frombuffer(raw, np.uint8).reshape(-1, nb)
+    return np.stack([B & 15, B >> 4], axis=-1).reshape(len(B), 2 * nb)[:, :n].astype(np.int64)
 
 # %% ../nbs/11_smc.ipynb #bf320122
 @patch
@@ -1835,8 +1902,11 @@ def table_share(
     n_add: int,  # bytes shared additively (modulo 256)
     n_xor: int,  # bytes shared by XOR
 ) -> np.ndarray:
-    "A party's share of the comparison tables, expanded from the dealer's seed (ChaCha20 keyed by it, `prg`)."
-    return secret_bytes(prg(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor)
+    """A party's share of the comparison tables, expanded from the dealer's seed: `secret_bytes(prg(seed, 'comparison
+    tables'), n_add + n_xor)`, read from the ChaCha20 keystream directly (no generator object: the same bytes)."""
+    n, key = n_add + n_xor, derive_key(bytes(np.asarray(seed, np.uint8)), 'comparison tables')  # `prg`'s key
+    chacha = lambda k, size: Cipher(algorithms.ChaCha20(k, bytes(16)), mode=None).encryptor().update(bytes(size))
+    return np.frombuffer(chacha(key, n) if n <= 256 else chacha(chacha(key, 32), n), np.uint8)  # as `secret_bytes`
 
 
 def comparison_tables(
@@ -1849,11 +1919,13 @@ def comparison_tables(
     """The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for
     all but the last party, the last party's share in full."""
     N, (b, n) = len(r_lo), table_layout(m)
-    rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
+    rd = _int_digits(r_lo, m, b, n).ravel()  # the digits of r, chunk by chunk
     s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
-    add = np.concatenate([(np.arange(1 << b) == rd).astype(np.uint8).ravel(), s.ravel()])  # r_j one-hot, s_j
+    E = np.zeros(N * n << b, np.uint8)
+    E[(np.arange(N * n) << b) + rd] = 1  # r_j one-hot among the 2**b chunk values
+    add = np.concatenate([E, s.ravel()])  # r_j one-hot, s_j
     H = np.zeros((N, n, 32), np.uint8)  # s_j one-hot among 256, packed (bit 7 - s % 8 of byte s // 8)
-    np.put_along_axis(H, (s >> 3).astype(np.int64), (128 >> (s & 7)).astype(np.uint8), axis=2)
+    H.reshape(-1)[(np.arange(N * n) << 5) + (s.ravel() >> 3)] = 128 >> (s.ravel() & 7)
     full = np.concatenate([add, H.ravel(), np.packbits(np.asarray(r_par, np.uint8).ravel())])
     seeds = [secret_bytes(rng, 32) for _ in range(K - 1)]
     for sd in seeds:  # the last share: the tables minus (XOR) the others
@@ -1893,19 +1965,21 @@ def ltz_tables(
     if self.is_king:
         c += 1 << m
     c = yield from self.open(c & self.mask)  # as in `ltz`
-    cd = _digits(_int_bits(c, m), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
+    cd = _int_digits(c, m, b, n)  # (N, n): the digits of c_lo, public
     e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
-    ge = np.take_along_axis(np.cumsum(e, axis=2, dtype=np.uint8), cd, axis=2)[..., 0]  # [c_j >= r_j]
-    ne = -np.take_along_axis(e, cd, axis=2)[..., 0]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
+    pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
+    ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
+    row = np.arange(N * n).reshape(N, n)  # flat positions below: one gather each
+    ne = -T[(row << b) + cd]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
     if self.is_king:
         ne += 1
     z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
     v = yield from self.open_bytes(2 * z + ge + T[N * n << b : na].reshape(N, n))  # y_j + s_j: uniform bytes
     H = T[na : na + N * n * 32].reshape(N, n, 32)
-    t = np.take_along_axis(H, (v >> 3)[..., None].astype(np.int64), axis=2)[..., 0] >> (7 - (v & 7)) & 1
+    t = H.reshape(-1)[(row << 5) + (v >> 3)] >> (7 - (v & 7)) & 1
     u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
     if self.is_king:
-        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
+        u ^= ((c >> m) & 1).astype(np.uint8) ^ 1  # the parity of c_hi
     return u.reshape(x.shape)
 
 # %% ../nbs/11_smc.ipynb #5f0c44a0
