@@ -483,3 +483,61 @@ def test_branching_must_be_a_positive_integer(b):
         SecureFedYJ(branching=b).fit([np.ones((3, 2)) + np.arange(3)[:, None], np.ones((2, 2))])
     with pytest.raises(ValueError, match='branching'):
         securefedyj_config(['a'], ['c0', 'c1'], branching=b)
+
+
+# ------------------------------------------------------------------ one-pass setup and final round (issue 32) ------
+def test_setup_and_final_in_few_passes_open_what_they_did():
+    """On the Flower demo's split: setup 8 and final round 8 relay passes (24 and 62 before); the search rounds'
+    transcript (round, sender, receiver, kind, bytes) and opened signs as on main before the change (SHA-256, b = 1
+    and 5); the setup opens the same envelope and constancy bits as the setup through the king (comparison='bits'),
+    the final round the same mean and variance to the fixed point; no one but the clients receives an opening."""
+    import hashlib
+    import io
+
+    from fedgauss.securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
+    from fedgauss.smc import run_protocol
+    from fedgauss.yjcli import breast_cancer_split
+
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    datas = {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}
+    run = lambda **kw: run_protocol(
+        SECUREFEDYJ,
+        datas,
+        securefedyj_config(list(X.columns), parties, 96, **kw),
+        rngs=yj_party_rngs(0, parties),
+        bsp=True,
+    )
+    digest = {1: ('e235262a7a7f312f', '0278938053587740'), 5: ('c17e4d2994c62f2a', '00e968ff723b5f62')}  # main, d20c3ad
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        (_, r0, _), (_, rb0, _) = run(t_max=0), run(t_max=0, comparison='bits')
+        assert (r0['passes'][0], rb0['passes'][0]) == (
+            16,
+            130,
+        )  # setup + final (86 on main; 130 with bitwise comparisons)
+        for b, (meta, signs) in digest.items():
+            res, rounds, ch = run(t_max=128, branching=b)
+            t = ch.transcript
+            s = t[t['round'].isin(rounds['search'])]
+            rows = list(zip(s['round'] - rounds['search'][0], s.sender, s.receiver, s.kind, s.bytes))
+            assert hashlib.sha256(repr(rows).encode()).hexdigest()[:16] == meta
+            opened = repr([o.tolist() for o in res['client0']['opened']]).encode()
+            assert hashlib.sha256(opened).hexdigest()[:16] == signs
+        old, rb, chb = run(t_max=128, comparison='bits')
+    new, old, d = res['client0'], old['client0'], X.shape[1]
+    L = securefedyj_config(list(X.columns), parties)['L']
+    opened = lambda c, rr: [(k, v) for r, k, v in revealed_values(c, 3, L) if r in rr]
+    (k1, E1), (k2, c1) = opened(ch, rounds['setup'])
+    (_, E2), (_, c2) = opened(chb, rb['setup'])
+    assert (k1, k2) == ('ring', 'bits') and E1.tolist() == E2.tolist()  # the envelope, bit for bit
+    np.testing.assert_array_equal(c1[:d], c2[:d])  # the constancy bits
+    assert new['anchors'] == old['anchors']
+    for k in ('lambdas', 'constant', 'path'):
+        np.testing.assert_array_equal(new[k], old[k])
+    np.testing.assert_allclose(new['mean_t'], old['mean_t'], rtol=1e-15, atol=2.0**-80)
+    np.testing.assert_allclose(new['var_t'], old['var_t'], rtol=1e-12)
+    t = ch.transcript
+    sf = t[t['round'].isin(rounds['setup'] + rounds['final'])]
+    assert set(sf.kind) == {'dealer', 'masked', 'reveal'} and not (sf.receiver == 'server').any()
+    assert set(sf.loc[sf.kind == 'masked', 'sender']) == set(parties) == set(sf.loc[sf.kind == 'masked', 'receiver'])
