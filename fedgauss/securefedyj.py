@@ -656,7 +656,7 @@ def yj_setup_program(
         return None, None
     return (anchors_from_envelope(E) if env else anchors_from_bounds(bounds)), c.astype(bool)
 
-
+# %% ../nbs/12_securefedyj.ipynb #fad33aa9
 def setup_openings(
     smc: PartySMC,  # this party's `PartySMC`
     E,  # its share of the envelope to reveal (None: bounds are published)

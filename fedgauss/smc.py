@@ -1955,7 +1955,8 @@ def input_own(
     bound: float,  # public bound on |x|
     encoded: bool = False,  # x are already the integers x * 2**scale
 ) -> list:
-    "Every computing party's own input as a sharing with NO message: its owner holds it, the others 0. Only masked openings of it may leave (`open_all`)."
+    """Every computing party's own input as a sharing with NO message: its owner holds it, the others 0. Only
+    masked openings of it may leave (`open_all`)."""
     mine = self.input_sum(x, shape, scale, bound, encoded)
     zero = None if self.is_dealer else np.zeros(shape, dtype=object)
     return [PartyShare(mine.v if p == self.me else zero, scale, float(bound), shape) for p in self.parties]
@@ -1968,7 +1969,8 @@ def tables_deal(
     bound: float,  # public bound on their |x|
     scale: int,  # their scale
 ) -> dict:
-    "Generator: the dealer's mask r and comparison tables for [x < 0] (as `ltz_tables`); returns this party's state for the stages (the dealer's: empty)."
+    """Generator: the dealer's mask r and comparison tables for [x < 0] (as `ltz_tables`); returns this party's
+    state for the stages (the dealer's: empty)."""
     m, N = self._bits_for(bound, scale) - 1, math.prod(shape)
     b, n = table_layout(m)
     st = dict(m=m, N=N, b=b, n=n, shape=tuple(shape))
@@ -1988,7 +1990,7 @@ def tables_deal(
     st['T'] = T if self.me == self.parties[-1] else table_share(T, st['na'], nx)
     return st
 
-
+# %% ../nbs/11_smc.ipynb #167bd296
 @patch
 def tables_masked(
     self: PartySMC,
@@ -2152,7 +2154,8 @@ def trunc_deal(
     scale: int,  # their scale
     k: int,  # bits to drop
 ) -> dict:
-    "Generator: the dealer's r = r_hi 2**k + r_lo of a probabilistic truncation (as `truncate`'s); returns the state (the dealer's holds its r_hi, `hi`)."
+    """Generator: the dealer's r = r_hi 2**k + r_lo of a probabilistic truncation (as `truncate`'s); returns the
+    state (the dealer's holds its r_hi, `hi`)."""
     st = dict(k=k, ell=self._bits_for(bound, scale))
 
     def make():
@@ -2211,7 +2214,9 @@ def _quartic_steps(p: int, n_max: int, scale: int) -> int:
 
 @patch
 def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
-    "This party's share of z_1 = sum_j n**j (gamma_0j + sum_k g_k (gamma_kj - gamma_k-1,j)) at the series' scale, n = d + a, g_k = (1 - o_k) + (2 o_k - 1) s_k, from its rows R: a, S1, S2 masks, a**2..a**(p-1), a**i s_k."
+    """This party's share of z_1 = sum_j n**j (gamma_0j + sum_k g_k (gamma_kj - gamma_k-1,j)) at the series'
+    scale, n = d + a, g_k = (1 - o_k) + (2 o_k - 1) s_k, from its rows R: masks of n, S1, S2, a**2..a**(p-1),
+    a**i s_k."""
     M, N = self.mask, len(d)
     Dl = G[1:] - G[:-1]  # (kmax, p)
     gam = G[0][:, None] + np.dot(Dl.T, 1 - o)  # (p, N)
@@ -2252,21 +2257,11 @@ def ratio_moments_fits(
         return False
     return kmax >= 1 and (sp - 30) // (kmax + 1) >= 4 and s2.scale == 2 * f
 
-# %% ../nbs/11_smc.ipynb #d0c13766
+# %% ../nbs/11_smc.ipynb #021457a1
 @patch
-def ratio_moments(
-    self: PartySMC,
-    n: PartyShare,  # shared counts (scale 0), 1 <= n <= n_max, one dimension
-    s1: PartyShare,  # shared sums S_1 (scale f)
-    s2: PartyShare,  # shared sums of squares S_2 (scale 2f)
-    n_max: int,  # public bound on n
-    scale: int = 64,  # fractional bits of 1/n
-) -> tuple:
-    "Generator: [S_1/n] and [(n S_2 - S_1**2)/n**2], both at scale f, in six openings of one pass each."
-    N, f, M = n.shape[0], s1.scale, self.mask
-    kmax, sp = int(n_max).bit_length() - 1, self.L - self.kappa - 8
-    p = min(12, (sp - 30) // (kmax + 1))
-    G, ks = reciprocal_series(kmax, p, sp), 2.0 ** np.arange(1, kmax + 1)
+def _ratio_deal(self: PartySMC, n, s1, s2, n_max: int, scale: int, kmax: int, sp: int, p: int) -> dict:
+    "Generator: what `ratio_moments` needs dealt, in order (comparisons, daBits, masks and products, truncations)."
+    N, f, M, ks = n.shape[0], s1.scale, self.mask, 2.0 ** np.arange(1, kmax + 1)
     big = self.add_public(self.stack([n] * kmax), -ks[:, None])  # n - 2**k < 0: not in segment k or above
     ct = yield from self.tables_deal((kmax, N), big.bound, 0)
     dl = {}
@@ -2284,16 +2279,32 @@ def ratio_moments(
     T = [(yield from self.trunc_deal(N, 2.0, sp, sp - scale))]
     Q = []
     for _ in range(_quartic_steps(p, n_max, scale)):
-        Q.append(
-            (yield from self.deal(lambda: [self.mask_products(np.stack([dl['a'][0], T[-1]['hi']]), QUARTIC)], None, 1))[
-                0
-            ]
-        )
+        qm = lambda: [self.mask_products(np.stack([dl['a'][0], T[-1]['hi']]), QUARTIC)]  # with the last r_hi
+        Q.append((yield from self.deal(qm, None, 1))[0])
         T.append((yield from self.trunc_deal(N, 2.0, 4 * scale, 3 * scale)))
     mom = lambda: [self.mask_products(np.stack([*dl['a'], T[-1]['hi']]), MOMENTS)]
     (AM,) = yield from self.deal(mom, None, 1)
     tm = yield from self.trunc_deal(N, s1.bound, f + scale, scale)
     tv = yield from self.trunc_deal(N, n_max * s2.bound + s1.bound**2, 2 * f + 2 * scale, f + 2 * scale)
+    return dict(big=big, ct=ct, Sb=Sb, AP=AP, T=T, Q=Q, AM=AM, tm=tm, tv=tv)
+
+# %% ../nbs/11_smc.ipynb #d0c13766
+@patch
+def ratio_moments(
+    self: PartySMC,
+    n: PartyShare,  # shared counts (scale 0), 1 <= n <= n_max, one dimension
+    s1: PartyShare,  # shared sums S_1 (scale f)
+    s2: PartyShare,  # shared sums of squares S_2 (scale 2f)
+    n_max: int,  # public bound on n
+    scale: int = 64,  # fractional bits of 1/n
+) -> tuple:
+    "Generator: [S_1/n] and [(n S_2 - S_1**2)/n**2], both at scale f, in six openings of one pass each."
+    N, f, M = n.shape[0], s1.scale, self.mask
+    kmax, sp = int(n_max).bit_length() - 1, self.L - self.kappa - 8
+    p = min(12, (sp - 30) // (kmax + 1))
+    G = reciprocal_series(kmax, p, sp)
+    dd = yield from self._ratio_deal(n, s1, s2, n_max, scale, kmax, sp, p)
+    big, ct, Sb, AP, T, Q, AM, tm, tv = (dd[k] for k in ('big', 'ct', 'Sb', 'AP', 'T', 'Q', 'AM', 'tm', 'tv'))
     if self.is_dealer:
         return PartyShare(None, f, s1.bound, n.shape), PartyShare(None, f, s2.bound, n.shape)
     X = np.stack([n.v, s1.v, s2.v])

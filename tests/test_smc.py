@@ -477,8 +477,8 @@ def test_ratio_moments_within_the_fixed_point_bound_against_exact_rationals():
 
 
 def _stages_prog(smc, k, x, bound):
-    X = smc.input_sum(None if k is None else (x if k == 0 else 0 * x), x.shape, 0, bound, encoded=True)
-    st = yield from smc.tables_deal(x.shape, X.bound, 0)
+    X = smc.input_own(None if k is None else x, x.shape, 0, bound, encoded=True)[0]  # p0's x
+    st = yield from smc.tables_deal(X.shape, float(bound), 0)
     if k is None:
         return None
     c = (yield from smc.open_all(ring=smc.tables_masked(st, X)))[0]
