@@ -30,6 +30,13 @@ passes, search rounds, MiB and seconds in-process (bulk-synchronous), and whethe
     python tests/bench_securefedyj.py --branching 4 --repeat 1
     python tests/bench_securefedyj.py --rounds
 
+`--phases [--old-ref d20c3ad]`: on the Flower demo's split (b = 5, to convergence), relay passes, MiB and in-process
+seconds per phase (setup, search, final), for this checkout and for `--old-ref` (default: main before the one-pass setup
+and final round; run from a `git worktree` of it, made under the system's temp folder if absent, or `--old-dir`).
+The setup's passes are those of the setup programs alone; the final round's, those of a run with t_max = 0 minus them.
+
+    python tests/bench_securefedyj.py --phases
+
 `--step`: the CPU time of one secure search step alone (5 clients, 30 features, random totals), bitwise comparison
 against dealer tables: what the fewer passes cost in one process.
 
@@ -321,6 +328,65 @@ def rounds_table(bs=range(1, 7)):
         )
 
 
+PHASES_REF = 'd20c3ad'  # main before the one-pass setup and final round (issue 32)
+
+
+def demo_split():
+    "The Flower demo's data: breast cancer in 3 label-skewed parts; (columns, {client: data}, clients)."
+    import io
+    from fedgauss.yjcli import breast_cancer_split
+
+    warnings.simplefilter('ignore', YeoJohnsonWarning)
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    return list(X.columns), {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}, parties
+
+
+def phase_counts(b: int = 5) -> dict:
+    "{phase: (passes, MiB)} and the seconds of a whole fit, for the code this process imports (the demo's split)."
+    from fedgauss.federation import Channel
+    from fedgauss.smc import Program, run_programs, run_protocol
+
+    names, datas, parties = demo_split()
+    cfg = S.securefedyj_config(names, parties, 96, 128, branching=b)
+    rngs = S.yj_party_rngs(0, parties)
+    progs = []
+    for p in parties + ['server']:
+        ctx = S.yj_context(p, cfg, rngs[p])
+        client = S.YJClient(p, None, datas[p]['X']) if p != 'server' else None
+        progs.append(Program(p, ctx, S.yj_setup_program(ctx, client, len(names), 3, None)))
+    _, r = run_programs(progs, Channel(), dealer='server', bsp=True)
+    setup = r['passes'][0]
+    _, r0, _ = run_protocol(S.SECUREFEDYJ, datas, dict(cfg, t_max=0), rngs=S.yj_party_rngs(0, parties), bsp=True)
+    w, _, (res, rounds, ch) = timed(
+        lambda: run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(0, parties), bsp=True)
+    )
+    t = ch.transcript
+    phase = t['round'].map({x: k for k, v in rounds.items() if k != 'passes' for x in v})
+    mib = (t.groupby(phase)['bytes'].sum() / 2**20).to_dict()
+    total, sf = rounds['passes'][0], r0['passes'][0]
+    out = {'setup': (setup, mib['setup']), 'search': (total - sf, mib['search']), 'final': (sf - setup, mib['final'])}
+    out['total'] = (total, sum(mib.values()))
+    return dict(phases=out, seconds=w, mean=res['client0']['mean'].tolist(), var=res['client0']['var'].tolist())
+
+
+def phases(ref: str, where: str | None):
+    "The per-phase table for `ref` (in a worker process importing it) and for this checkout."
+    old = old_checkout(ref, where)
+    env = dict(os.environ, PYTHONPATH=str(old), OMP_NUM_THREADS='1')
+    cmd = [sys.executable, str(Path(__file__).resolve()), '--phases-json']
+    got = {ref: json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)}
+    got['this checkout'] = phase_counts()
+    print(f"{'':16s}{'phase':>8s}{'passes':>8s}{'MiB':>8s}")
+    for who, g in got.items():
+        for k, (n, m) in g['phases'].items():
+            print(f"{who:16s}{k:>8s}{n:8d}{m:8.2f}")
+        print(f"{who:16s}{'seconds':>8s}{g['seconds']:16.2f}   (in-process, bulk-synchronous, b = 5)")
+    a, b = got[ref], got['this checkout']
+    rel = lambda k: max(abs(x - y) / abs(x) for x, y in zip(a[k], b[k]))
+    print(f"largest relative difference of the fitted mean / variance: {rel('mean'):.1e} / {rel('var'):.1e}")
+
+
 def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
     "Best CPU seconds of one search step (`party_secure_step`) on random totals, for each comparison."
     from fedgauss.federation import Channel
@@ -447,6 +513,15 @@ def main():
         return passes()
     if sys.argv[1:2] == ['--rounds']:
         return rounds_table()
+    if sys.argv[1:2] == ['--phases-json']:
+        return print(json.dumps(phase_counts()))
+    if sys.argv[1:2] == ['--phases']:
+        ap = argparse.ArgumentParser()
+        ap.add_argument('--phases', action='store_true')
+        ap.add_argument('--old-ref', default=PHASES_REF)
+        ap.add_argument('--old-dir', default=None)
+        a = ap.parse_args()
+        return phases(a.old_ref, a.old_dir)
     if sys.argv[1:2] == ['--worker']:
         return worker(sys.argv[2])
     ap = data_arguments(__doc__, t_max=32)
