@@ -13,7 +13,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 # %% auto #0
 __all__ = ['untemper_mt19937', 'clone_mt19937', 'mt19937_words', 'predict_mt19937', 'derive_key', 'is_secret_rng', 'secret_rng',
-           'experiment_key', 'party_rngs', 'prg', 'secret_bytes', 'secret_bits', 'secret_uint64', 'secret_ints']
+           'experiment_key', 'party_rngs', 'prg', 'secret_bytes', 'secret_bits', 'secret_uint64', 'secret_ints',
+           'prg_bytes']
 
 # %% ../nbs/04_entropy.ipynb #9df57f2b
 def _unshift_right(z, s):
@@ -217,3 +218,14 @@ def secret_ints(
     out = np.empty(n, dtype=object)
     out[:] = list(map(int.from_bytes, a.view(f'S{nb}').ravel().tolist(), repeat('little')))
     return out.reshape(shape)
+
+# %% ../nbs/04_entropy.ipynb #45aea98a
+def prg_bytes(
+    shared,  # the agreed secret (as for `prg`)
+    label: str,  # what the stream is for
+    n: int,  # how many bytes
+) -> np.ndarray:
+    """`secret_bytes(prg(shared, label), n)`, read from the ChaCha20 keystream directly: the same bytes without a
+    generator object (a party expanding a short seed many times, e.g. the comparison tables' shares)."""
+    key, n = derive_key(shared, label), int(n)
+    return np.frombuffer(_keystream(key, n) if n <= 256 else _keystream(bytes(_keystream(key, 32)), n), np.uint8)

@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from fastcore.basics import patch
 
 from fedgauss.entropy import (
-    derive_key,
     experiment_key,
     party_rngs,
     prg,
+    prg_bytes,
     secret_bits,
     secret_bytes,
     secret_ints,
@@ -1903,10 +1902,8 @@ def table_share(
     n_xor: int,  # bytes shared by XOR
 ) -> np.ndarray:
     """A party's share of the comparison tables, expanded from the dealer's seed: `secret_bytes(prg(seed, 'comparison
-    tables'), n_add + n_xor)`, read from the ChaCha20 keystream directly (no generator object: the same bytes)."""
-    n, key = n_add + n_xor, derive_key(bytes(np.asarray(seed, np.uint8)), 'comparison tables')  # `prg`'s key
-    chacha = lambda k, size: Cipher(algorithms.ChaCha20(k, bytes(16)), mode=None).encryptor().update(bytes(size))
-    return np.frombuffer(chacha(key, n) if n <= 256 else chacha(chacha(key, 32), n), np.uint8)  # as `secret_bytes`
+    tables'), n_add + n_xor)`, by `prg_bytes` (no generator object: the same bytes)."""
+    return prg_bytes(bytes(np.asarray(seed, np.uint8)), 'comparison tables', n_add + n_xor)
 
 
 def comparison_tables(
@@ -1934,6 +1931,54 @@ def comparison_tables(
         full[add.size :] ^= sh[add.size :]
     return seeds + [full]
 
+# %% ../nbs/11_smc.ipynb #92ae20d9
+def _deal_tables(smc, shape, bound: float, scale: int):
+    """Generator: the dealer's mask r and comparison tables for [x < 0] (`ltz_tables`, `tables_deal`); returns this
+    party's state (the dealer's: empty)."""
+    m, N = smc._bits_for(bound, scale) - 1, math.prod(shape)
+    b, n = table_layout(m)
+    st = dict(m=m, N=N, b=b, n=n, shape=tuple(shape))
+
+    def make():
+        st['lo'], st['hi'] = secret_ints(smc.rng, N, m), secret_ints(smc.rng, N, smc.kappa + 1)
+        return [(st['hi'] << m) + st['lo']]
+
+    (st['R'],) = yield from smc.deal(make, (N,), 1)
+    if smc.is_dealer:
+        par = np.array([h & 1 for h in st['hi']], dtype=np.uint8)
+        for p, t in zip(smc.parties, comparison_tables(smc.rng, st['lo'], par, m, len(smc.parties))):
+            smc.send(p, 'dealer', t)
+        return {}
+    st['na'], nx = (N * n << b) + N * n, N * n * 32 + -(-N // 8)
+    T = yield from smc.recv('dealer', smc.dealer)
+    st['T'] = T if smc.me == smc.parties[-1] else table_share(T, st['na'], nx)
+    return st
+
+
+def _table_octets(st: dict, c, king: bool) -> np.ndarray:
+    "A party's shares of the masked bytes y_j + s_j (the second opening), from its tables and the opened c (N values)."
+    N, b, n, T = st['N'], st['b'], st['n'], st['T']
+    cd = _int_digits(np.asarray(c).reshape(N), st['m'], b, n)  # (N, n): the digits of c_lo, public
+    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
+    pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
+    ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
+    ne = -T[(np.arange(N * n).reshape(N, n) << b) + cd]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
+    if king:
+        ne += 1
+    z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
+    return 2 * z + ge + T[N * n << b : st['na']].reshape(N, n)  # y_j + s_j: uniform bytes
+
+
+def _table_bits(st: dict, c, v, king: bool) -> np.ndarray:
+    "A party's XOR share of [x < 0] (in the values' shape), from its tables, the opened c and the opened bytes v."
+    N, n, na, T = st['N'], st['n'], st['na'], st['T']
+    H = T[na : na + N * n * 32].reshape(-1)  # the s_j one-hot among 256, packed
+    t = H[(np.arange(N * n).reshape(N, n) << 5) + (v >> 3)] >> (7 - (v & 7)) & 1
+    u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
+    if king:
+        u ^= ((np.asarray(c).reshape(N) >> st['m']) & 1).astype(np.uint8) ^ 1  # the parity of c_hi
+    return u.reshape(st['shape'])
+
 # %% ../nbs/11_smc.ipynb #0741ad3d
 @patch
 def ltz_tables(
@@ -1942,45 +1987,15 @@ def ltz_tables(
 ):
     """Generator: this party's XOR share of [x < 0] (None for the dealer), in two openings whatever the width: c = x + r,
     then the masked chunk counts."""
-    ell = self._bits_for(x.bound, x.scale)
-    m, N = ell - 1, math.prod(x.shape)
-    b, n = table_layout(m)
-    st = {}
-
-    def make():
-        st['lo'], st['hi'] = secret_ints(self.rng, N, m), secret_ints(self.rng, N, self.kappa + 1)
-        return [(st['hi'] << m) + st['lo']]
-
-    (R,) = yield from self.deal(make, (N,), 1)
+    st = yield from _deal_tables(self, x.shape, x.bound, x.scale)
     if self.is_dealer:
-        par = np.array([h & 1 for h in st['hi']], dtype=np.uint8)
-        for p, t in zip(self.parties, comparison_tables(self.rng, st['lo'], par, m, len(self.parties))):
-            self.send(p, 'dealer', t)
         return None
-    na, nx = (N * n << b) + N * n, N * n * 32 + -(-N // 8)
-    T = yield from self.recv('dealer', self.dealer)
-    if self.me != self.parties[-1]:
-        T = table_share(T, na, nx)
-    c = x.v.reshape(N) + R
+    c = x.v.reshape(st['N']) + st['R']
     if self.is_king:
-        c += 1 << m
+        c += 1 << st['m']
     c = yield from self.open(c & self.mask)  # as in `ltz`
-    cd = _int_digits(c, m, b, n)  # (N, n): the digits of c_lo, public
-    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
-    pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
-    ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
-    row = np.arange(N * n).reshape(N, n)  # flat positions below: one gather each
-    ne = -T[(row << b) + cd]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
-    if self.is_king:
-        ne += 1
-    z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
-    v = yield from self.open_bytes(2 * z + ge + T[N * n << b : na].reshape(N, n))  # y_j + s_j: uniform bytes
-    H = T[na : na + N * n * 32].reshape(N, n, 32)
-    t = H.reshape(-1)[(row << 5) + (v >> 3)] >> (7 - (v & 7)) & 1
-    u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
-    if self.is_king:
-        u ^= ((c >> m) & 1).astype(np.uint8) ^ 1  # the parity of c_hi
-    return u.reshape(x.shape)
+    v = yield from self.open_bytes(_table_octets(st, c, self.is_king))
+    return _table_bits(st, c, v, self.is_king)
 
 # %% ../nbs/11_smc.ipynb #e2c01895
 @patch
@@ -2045,24 +2060,7 @@ def tables_deal(
 ) -> dict:
     """Generator: the dealer's mask r and comparison tables for [x < 0] (as `ltz_tables`); returns this party's
     state for the stages (the dealer's: empty)."""
-    m, N = self._bits_for(bound, scale) - 1, math.prod(shape)
-    b, n = table_layout(m)
-    st = dict(m=m, N=N, b=b, n=n, shape=tuple(shape))
-
-    def make():
-        st['lo'], st['hi'] = secret_ints(self.rng, N, m), secret_ints(self.rng, N, self.kappa + 1)
-        return [(st['hi'] << m) + st['lo']]
-
-    (st['R'],) = yield from self.deal(make, (N,), 1)
-    if self.is_dealer:
-        par = np.array([h & 1 for h in st['hi']], dtype=np.uint8)
-        for p, t in zip(self.parties, comparison_tables(self.rng, st['lo'], par, m, len(self.parties))):
-            self.send(p, 'dealer', t)
-        return {}
-    st['na'], nx = (N * n << b) + N * n, N * n * 32 + -(-N // 8)
-    T = yield from self.recv('dealer', self.dealer)
-    st['T'] = T if self.me == self.parties[-1] else table_share(T, st['na'], nx)
-    return st
+    return (yield from _deal_tables(self, shape, bound, scale))
 
 # %% ../nbs/11_smc.ipynb #167bd296
 @patch
@@ -2085,15 +2083,7 @@ def tables_octets(
     c,  # the opened c
 ):
     "This party's shares of the masked bytes y_j + s_j (to open), from the opened c."
-    N, b, n, T = st['N'], st['b'], st['n'], st['T']
-    cd = _digits(_int_bits(c, st['m']), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
-    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
-    ge = np.take_along_axis(np.cumsum(e, axis=2, dtype=np.uint8), cd, axis=2)[..., 0]  # [c_j >= r_j]
-    ne = -np.take_along_axis(e, cd, axis=2)[..., 0]  # [c_j != r_j] (the king adds the 1)
-    if self.is_king:
-        ne += 1
-    z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
-    return 2 * z + ge + T[N * n << b : st['na']].reshape(N, n)
+    return _table_octets(st, c, self.is_king)
 
 
 @patch
@@ -2104,13 +2094,7 @@ def tables_bits(
     v,  # the opened bytes
 ):
     "This party's XOR share of [x < 0], from the opened c and bytes."
-    N, n, na, T = st['N'], st['n'], st['na'], st['T']
-    H = T[na : na + N * n * 32].reshape(N, n, 32)
-    t = np.take_along_axis(H, (v >> 3)[..., None].astype(np.int64), axis=2)[..., 0] >> (7 - (v & 7)) & 1
-    u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
-    if self.is_king:
-        u ^= _int_bits(c >> st['m'], 1)[..., 0] ^ 1
-    return u.reshape(st['shape'])
+    return _table_bits(st, c, v, self.is_king)
 
 # %% ../nbs/11_smc.ipynb #a57c3ae6
 @functools.lru_cache(maxsize=64)
