@@ -33,6 +33,13 @@ pass summed over every process (and by kind), MiB on the wire and in the transcr
 
     python tests/bench_flower.py --demo [--repeat 2] [--json out.jsonl]
 
+`--micro`: each piece a payload goes through, per MiB (milliseconds, median of `--repeat` 5+ runs, in this process):
+our codec on a 1 MiB share (448-bit ring elements, as SecureFedYJ sends them), sealing and opening it, pickling a node
+state of that size, and flwr's side of one message carrying it (its object tree: serialising every object and its
+SHA-256, as a push does) and of one context (to and from protobuf, as the Runtime API ships it).
+
+    python tests/bench_flower.py --micro
+
 Needs the flower extra: pip install 'fedgauss[flower]'.
 """
 
@@ -240,6 +247,61 @@ def print_demo(rows: list):
         print(f"{r['wire_mib']:9.1f}{r['transcript_mib']:15.1f}{r['converged']:10d}")
 
 
+def micro(repeat: int = 5) -> dict:
+    "Milliseconds per MiB of each piece a 1 MiB payload goes through (median of `repeat` runs)."
+    import pickle, statistics
+    from fedgauss.entropy import secret_ints, secret_rng
+    from fedgauss.smc import RingElements
+    from fedgauss.wire import decode, encode, pair_key, new_keypair, seal, unseal
+
+    def ms(f):
+        f()
+        out = []
+        for _ in range(max(repeat, 5)):
+            t = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t)
+        return statistics.median(out) * 1e3
+
+    share = RingElements(secret_ints(secret_rng(0), (2**20 // 56,), 448), 448)  # 1 MiB of 448-bit elements
+    blob = encode(share)
+    mib = len(blob) / 2**20
+    priv, pub = new_keypair()
+    key = pair_key(priv, new_keypair()[1], 'a', 'b')
+    sealed = seal(key, share, 'run', 'a', 'b', 'share', 0)
+    state = {'party': {'log': [[('a', 'share', share)]]}}
+    out = {
+        'encode (codec)': ms(lambda: encode(share)) / mib,
+        'decode (codec)': ms(lambda: decode(blob)) / mib,
+        'seal (codec + AES-GCM)': ms(lambda: seal(key, share, 'run', 'a', 'b', 'share', 0)) / mib,
+        'unseal (AES-GCM + codec)': ms(lambda: unseal(key, sealed, 'run', 'a', 'b', 'share', 0)) / mib,
+        'pickle.dumps of a node state': ms(lambda: pickle.dumps(state, protocol=5)) / mib,
+        'pickle.loads of a node state': ms(lambda: pickle.loads(pickle.dumps(state, protocol=5))) / mib,
+    }
+    try:
+        from flwr.app import ConfigRecord, Context, Message, RecordDict
+        from flwr.common.serde import context_from_proto, context_to_proto
+        from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
+        from flwr.supercore.task_identity import TaskIdentity
+    except ImportError:
+        return out
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    st = pickle.dumps(state, protocol=5)
+
+    def push():  # what a push serialises and hashes: every object of the message, once
+        m = Message(RecordDict({'fedgauss': ConfigRecord({'blob': sealed})}), dst_node_id=1, message_type='query')
+        with no_object_id_recompute():
+            return {k: v.deflate() for k, v in get_all_nested_objects(m).items()}
+
+    ctx = Context(
+        run_id=1, node_id=1, node_config={}, state=RecordDict({'f': ConfigRecord({'state': st})}), run_config={}
+    )
+    out['flwr: a message\'s objects (serialise + SHA-256)'] = ms(push) / mib
+    out['flwr: context to protobuf + bytes'] = ms(lambda: context_to_proto(ctx).SerializeToString()) / mib
+    out['flwr: context from protobuf'] = ms(lambda: context_from_proto(context_to_proto(ctx))) / mib
+    return out
+
+
 def print_passes(rows: list):
     "Each run: the split of a pass (medians, ms), CPU ms per pass and idle CPU share by process kind."
     kinds = sorted({k for r in rows for k in r['cpu_per_pass']} | {k for r in rows for k in r['idle']})
@@ -295,6 +357,7 @@ def main():
     ap.add_argument(
         '--passes', action='store_true', help="where a pass waits; CPU per pass and idle (flower-demo data)"
     )
+    ap.add_argument('--micro', action='store_true', help='ms per MiB of each piece a payload goes through')
     ap.add_argument('--demo', action='store_true', help="fedgauss flower-demo's run: s/pass, CPU/pass, MiB")
     ap.add_argument('--branching', type=int, default=5)
     ap.add_argument('--idle', type=float, default=10.0)
@@ -304,6 +367,10 @@ def main():
     ap.add_argument('--load', type=int, default=2)
     ap.add_argument('--logs', default='/tmp/fedgauss-stall')
     args = ap.parse_args()
+    if args.micro:
+        for k, v in micro(args.repeat).items():
+            print(f"{k:48s}{v:8.1f} ms/MiB")
+        return
     if args.demo:
         import sys, fedgauss
 
