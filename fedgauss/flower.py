@@ -1598,11 +1598,17 @@ def supernode_auth_key(
 @patch
 def start(self: FlowerDeployment):
     """Start the SuperLink (TLS, SuperNode authentication), register each node's key, start the SuperNodes (node k:
-    `partition-id=k`, `data-dir=<tmp>/node<k>`, its identity key and its copy of the pinned keys)."""
+    `partition-id=k`, `data-dir=<tmp>/node<k>`, its identity key and its copy of the pinned keys). Every process runs
+    the `fedgauss` this one runs (a source tree first on their path), not one in the folder it was started from."""
     import subprocess, sys
+    import fedgauss, site
 
     port, tmp = _free_port(), self.tmp
     self.env = env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
+    root, pre = os.path.dirname(os.path.dirname(os.path.abspath(fedgauss.__file__))), ''
+    if root not in site.getsitepackages() + [site.getusersitepackages()]:  # a source tree: before the current folder
+        env['PYTHONPATH'] = os.pathsep.join([root] + [p for p in [os.environ.get('PYTHONPATH')] if p])
+        pre = f'import sys; sys.path.insert(0, {root!r}); '
     if self.fast:
         env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.25'  # the SuperLink's: once per run
     link, node_tls, ca = ['--insecure'], ['--insecure'], None
@@ -1622,7 +1628,7 @@ def start(self: FlowerDeployment):
     _wait_port(port, start(cmd + ['--enable-supernode-auth'] * self.auth, 'superlink.log'))
     self.server_key, self.ids = os.path.join(tmp, 'server.key'), {}
     self.server_pub = write_identity(self.server_key)  # the server's program's identity (the dealer's, ...)
-    launcher = [sys.executable, '-c', 'from fedgauss.flower import node_main; node_main()']
+    launcher = [sys.executable, '-c', pre + 'from fedgauss.flower import node_main; node_main()']
     for k in range(self.n_nodes):
         os.makedirs(folder := os.path.join(tmp, f'node{k}'), exist_ok=True)
         self.ids[k] = write_identity(os.path.join(folder, 'identity.key'))

@@ -3,7 +3,8 @@ results and transcript with the same seeds — on Flower's simulation engine and
 SuperNode per party as processes on 127.0.0.1); a node with bad data stops the run before any message, a killed
 SuperNode stops it with an error naming the node and the round, a node whose ClientApp thread dies stops it at
 once naming the node, a task taken before its message is stored no longer stalls it (issue 32), the launchers keep
-a node's state out of Flower's context (issue 32), and every process started is ended. Skipped when the
+a node's state out of Flower's context and run the starting process's `fedgauss` (issue 32), and every process
+started is ended. Skipped when the
 `flower` extra (flwr[simulation], cryptography) is not installed."""
 
 import importlib.util, shutil, warnings
@@ -255,3 +256,25 @@ def test_the_launchers_keep_the_node_state_out_of_flowers_context(centers, tmp_p
     sizes = [int(v) for f in log.iterdir() for v in f.read_text().split()]
     assert len(sizes) >= fl['round_trips']  # every node's every message: at least one a pass
     assert max(sizes) < 1024, f"a context of {max(sizes):,} bytes: the node's state went through Flower's context"
+
+
+def test_the_nodes_run_the_fedgauss_of_the_process_that_starts_them(centers, tmp_path, monkeypatch):
+    """A SuperNode launcher is `python -c ...`, which puts the current folder first on its path: started from a folder
+    holding another `fedgauss` (another checkout: a benchmark comparing two trees), the nodes imported that one while
+    the ServerApp ran this one (issue 32: an A/B with main's tree on the path measured this tree's nodes). The nodes now
+    run the `fedgauss` of the process that starts them: here the folder's one cannot even be imported."""
+    if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
+        pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
+    from fedgauss.flower import FlowerDeployment
+
+    (tmp_path / 'fedgauss').mkdir()
+    (tmp_path / 'fedgauss' / '__init__.py').write_text("raise ImportError('the fedgauss of the current folder')\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = mv_cfg()
+    datas = dict(zip(cfg['parties'], centers))
+    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
+    with FlowerDeployment(3, test_seeds=True, workdir=str(tmp_path / 'dep')) as d:
+        fl = d.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']), timeout=60)
+        logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
+    assert fl['rounds'] == sim_rounds
+    assert 'the fedgauss of the current folder' not in logs
