@@ -66,10 +66,10 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'STEP_MONOMIALS', 'SECUREFEDYJ
            'anchors_from_envelope', 'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums',
            'statistic_exponents', 'normalization', 'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for',
            'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max', 'yj_setup_program',
-           'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_tree_step', 'yj_client_program',
-           'yj_final_program', 'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs', 'yj_context', 'yj_party',
-           'yj_server', 'yj_check', 'revealed_values', 'mask_prediction_attack', 'communication_table',
-           'FedYeoJohnsonTransformer']
+           'setup_openings', 'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_tree_step',
+           'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs',
+           'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values', 'mask_prediction_attack',
+           'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -171,13 +171,11 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
             "protocol supports; rescale the feature (e.g. divide it by its standard deviation)"
         )
     m, e = np.frexp(x)
-    M, k = (
-        (m * 2.0**53).astype(np.int64).ravel().tolist(),
-        (e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)).ravel().tolist(),
-    )
-    out = np.empty(x.shape, dtype=object)
-    out.flat = [(a << s) if s >= 0 else (a >> -s if a >= 0 else -(-a >> -s)) for a, s in zip(M, k)]
-    return out
+    M = (m * 2.0**53).astype(np.int64)  # the integer mantissa, |M| < 2**53
+    k = e.astype(np.int64) - 53 + np.asarray(W, dtype=np.int64)
+    if (k < 0).any():  # right shifts toward zero, in int64 (exact)
+        M, k = np.sign(M) * (np.abs(M) >> np.clip(-k, 0, 63)), np.maximum(k, 0)
+    return M.astype(object) << k.astype(object)  # left shifts on Python ints, in numpy's loop
 
 
 def _rshift_round(v, k) -> np.ndarray:
@@ -296,19 +294,18 @@ def public_frame_sums(
     shift = np.log2(data.g_rho / pf.unit[data.g_col]).astype(np.int64)
     U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
     p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
-    N = np.array([int(t) for t in data.g_n], dtype=object)
-    S = np.array([int(t) for t in data.g_s], dtype=object)
+    N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))  # counts and signs: exact integers
+    t1, t2 = p + N * b, k * p + w  # shared by the statistics below (the same integers, fewer products)
     stats_ = [
         N,  # n            (scale 0)
         S * (sdr + N * k),  # S_phi        (f)
-        S * (p + N * b),  # S_psi        (f)
-        q + 2 * b * p + N * b * b,  # S_psi2       (2f)
-        k * p + w + ((N * be) << f),  # S_dpsi       (2f)
-        S * (k * q + rw + b * k * p + b * w + ((be * p + N * b * be) << f)),
-    ]  # S_psi_dpsi   (3f)
+        S * t1,  # S_psi        (f)
+        q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
+        t2 + ((N * be) << f),  # S_dpsi       (2f)
+        S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
+    ]
     out = np.zeros((6, data.d), dtype=object)
-    for i, v in enumerate(stats_):
-        np.add.at(out[i], data.g_col, v)
+    np.add.at(out, (slice(None), data.g_col), np.array(stats_))  # the groups of each feature, added up
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
@@ -612,8 +609,17 @@ def party_tree_max(
     smc: PartySMC,  # this party's `PartySMC`
     items: list,  # its shares of the arrays to compare, one per client
 ):
-    "Generator: elementwise maximum of shared arrays, pairwise in ceil(log2 K) batched rounds."
+    """Generator: elementwise maximum of shared arrays. With the dealer's tables: groups of at most 5 at once
+    (`maximum_many`: three one-pass openings per level); else pairwise in ceil(log2 K) batched rounds."""
     while len(items) > 1:
+        if smc.tables:
+            ng = -(-len(items) // 5)
+            g = -(-len(items) // ng)
+            groups = [items[i * g : (i + 1) * g] for i in range(ng)]
+            groups = [grp + grp[:1] * (g - len(grp)) for grp in groups]  # a repeated item changes no maximum
+            m = yield from smc.maximum_many([smc.stack([grp[j] for grp in groups]) for j in range(g)])
+            items = [m.rows(i) for i in range(ng)]
+            continue
         h = len(items) // 2
         m = yield from smc.maximum(smc.stack(items[:h]), smc.stack(items[h : 2 * h]))
         items = [m.rows(i) for i in range(h)] + items[2 * h :]
@@ -630,19 +636,37 @@ def yj_setup_program(
     "Generator, one party's setup: the secure maximum of the envelope and range codes, the public anchors and the constancy bits (None, None for the dealer)."
     env = bounds is None
     x = None if client is None else client.setup_inputs(envelope_bits if env else None)
-    items = yield from smc.input_all(x, ((6 if env else 2), d), 0, 2.0**63)
+    shape = ((6 if env else 2), d)
+    if smc.tables:  # each client's input is its own sharing, no message: only masked openings of it leave
+        items = smc.input_own(x, shape, 0, 2.0**63)
+    else:
+        items = yield from smc.input_all(x, shape, 0, 2.0**63)
     M = yield from party_tree_max(smc, items)
-    A = None
-    if env:
-        E = yield from smc.reveal(M.rows(slice(0, 4)), exact=True)
-        if E is not None:
-            A = anchors_from_envelope(E)
-    elif client is not None:
-        A = anchors_from_bounds(bounds)
     k = 4 if env else 0
-    spread = smc.add(M.rows(k), M.rows(k + 1))
-    c = yield from smc.reveal_bits((yield from smc.compare(smc.add_public(spread, -1.0))))
-    return A, (None if c is None else c.astype(bool))
+    spread = smc.add_public(smc.add(M.rows(k), M.rows(k + 1)), -1.0)
+    if smc.tables:
+        E, c = yield from setup_openings(smc, M.rows(slice(0, 4)) if env else None, spread)
+    else:
+        E = (yield from smc.reveal(M.rows(slice(0, 4)), exact=True)) if env else None
+        c = yield from smc.reveal_bits((yield from smc.compare(spread)))
+    if client is None:
+        return None, None
+    return (anchors_from_envelope(E) if env else anchors_from_bounds(bounds)), c.astype(bool)
+
+# %% ../nbs/12_securefedyj.ipynb #fad33aa9
+def setup_openings(
+    smc: PartySMC,  # this party's `PartySMC`
+    E,  # its share of the envelope to reveal (None: bounds are published)
+    spread,  # its share of max - min - 1 per feature
+):
+    """Generator: the constancy bits [spread < 0] by the dealer's tables in two one-pass openings, the envelope revealed
+    in the first of them, the bits revealed: (E, bits); (None, None) for the dealer."""
+    st = yield from smc.tables_deal(spread.shape, spread.bound, spread.scale)
+    if smc.is_dealer:
+        return None, None
+    c, _, _, Ev = yield from smc.open_all(ring=smc.tables_masked(st, spread), reveal=None if E is None else E.v)
+    v = (yield from smc.open_all(octets=smc.tables_octets(st, c)))[1]
+    return Ev, (yield from smc.reveal_bits(smc.tables_bits(st, c, v)))
 
 # %% ../nbs/12_securefedyj.ipynb #34e5e16b
 STEP_MONOMIALS = ((0, 3), (2, 2), (1, 0, 3), (1, 2, 2), (0, 0, 5), (0, 2, 4))  # of (n, S_phi, S_psi, S_psi2, ...)
@@ -842,11 +866,14 @@ def yj_final_program(
         pf, norm = public_frame(lam, A)
         ints = client.statistics(lam, pf, f, norm, state.bracket)
     n, _, psi, psi2, _, _ = party_shared_totals(smc, ints, d, f, max_rows, smc.me)
-    r = yield from smc.reciprocal(n, n_max=K * max_rows, scale=64)
-    P = yield from smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
-    Dn = yield from smc.truncate((yield from smc.mul(smc.sub(P[0], P[1]), r)), 64)
-    mt = yield from smc.truncate(P[2], 64)
-    vt = yield from smc.truncate((yield from smc.mul(Dn, r)), 64 + f)
+    if smc.tables and smc.ratio_moments_fits(K * max_rows, psi, psi2):  # six one-pass openings
+        mt, vt = yield from smc.ratio_moments(n, psi, psi2, K * max_rows)
+    else:  # Newton from a power of two, through the king
+        r = yield from smc.reciprocal(n, n_max=K * max_rows, scale=64)
+        P = yield from smc.mul_many([(n, psi2), (psi, psi), (psi, r)])
+        Dn = yield from smc.truncate((yield from smc.mul(smc.sub(P[0], P[1]), r)), 64)
+        mt = yield from smc.truncate(P[2], 64)
+        vt = yield from smc.truncate((yield from smc.mul(Dn, r)), 64 + f)
     mv = yield from smc.reveal(smc.stack([mt, vt]))
     if client is None:
         return None
@@ -1141,10 +1168,11 @@ class FedYeoJohnsonTransformer(YJTransformerMixin):
         rng=None,  # None: every party's secrets from the OS; a seed or Generator: the experimenter's (reproducible)
         progress: bool = False,  # progress bar on stderr
         copy: bool = True,  # False: `transform` overwrites a float64 array in place
+        branching: int = 1,  # b: search steps per secure round, as in `SecureFedYJ` (same lambdas)
     ):
         self.standardize, self.t_max, self.precision = standardize, t_max, precision
         self.envelope_bits, self.bounds, self.max_rows, self.ymax = envelope_bits, bounds, max_rows, ymax
-        self.rng, self.progress, self.copy = rng, progress, copy
+        self.rng, self.progress, self.copy, self.branching = rng, progress, copy, branching
 
 # %% ../nbs/12_securefedyj.ipynb #35ffc1ce1c7b4df9ace1bc936b8b1dc2
 @patch
@@ -1164,6 +1192,7 @@ def fit(
         ymax=self.ymax,
         rng=self.rng,
         progress=self.progress,
+        branching=self.branching,
     ).fit(clients)
     self.protocol_ = p
     self.n_features_in_ = p.n_features_in_

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from fastcore.basics import patch
 
 from fedgauss.entropy import (
+    derive_key,
     experiment_key,
     party_rngs,
     prg,
@@ -28,8 +30,8 @@ from .federation import Channel
 __all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'encode', 'to_signed', 'decode', 'share', 'reconstruct', 'Shared',
            'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare', 'PartySMC', 'Program',
            'ProtocolStalled', 'PeerFinished', 'run_programs', 'table_layout', 'table_share', 'comparison_tables',
-           'ProtocolSpec', 'register_protocol', 'protocol_context', 'protocol_programs', 'run_protocol',
-           'secure_sum_party', 'secure_sum_server']
+           'monomial_terms', 'reciprocal_series', 'ProtocolSpec', 'register_protocol', 'protocol_context',
+           'protocol_programs', 'run_protocol', 'secure_sum_party', 'secure_sum_server']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1761,6 +1763,53 @@ def _expansion(
                 A.append(row[tuple(sorted(m[p] for p in pos))])
     return np.array(D).T, np.array(A), np.array(starts)
 
+# %% ../nbs/11_smc.ipynb #5d6d545b
+def _row_products(
+    a,  # rows (k, n) of ring elements
+    keys: tuple,  # sorted tuples of row positions
+    mask: int,  # 2**L - 1
+) -> list:
+    "The product modulo 2**L of the rows of `a` named by each tuple of `keys`, each from its prefix (computed once)."
+    got = {(i,): a[i] for i in range(len(a))}
+    for size in range(2, max(map(len, keys), default=1) + 1):
+        new = list(dict.fromkeys(t[:size] for t in keys if len(t) >= size))
+        if new:
+            P = np.stack([got[t[:-1]] for t in new]) * a[[t[-1] for t in new]] & mask
+            got.update(zip(new, P))
+    return [got[t] for t in keys]
+
+
+@functools.lru_cache(maxsize=64)
+def _product_plan(
+    monos: tuple,  # monomials: tuples of operand positions
+    k: int,  # number of operands
+    king: bool,  # the king's plan: it also adds the terms whose mask factor is its public 1
+) -> tuple:
+    """`_expansion`'s terms with each product computed once: the public factors (products of opened rows) level by
+    level, each from a shorter one (`levels`: pairs of row indices); the distinct products public factor x mask row
+    (`pc`, `pa`); and the rows of [those products, mask rows, public factors] each monomial adds up (`idx`,
+    `starts`)."""
+    keys = _mask_products(monos)
+    arow = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)}
+    terms, starts = [], []
+    for m in monos:
+        starts.append(len(terms))
+        for size in range(0 if king else 1, len(m) + 1):  # S empty: the mask factor is the king's public 1
+            for pos in combinations(range(len(m)), size):
+                rest = tuple(sorted(m[p] for p in range(len(m)) if p not in pos))
+                terms.append((rest, tuple(sorted(m[p] for p in pos))))
+    need = {r[:j] for r, _ in terms for j in range(2, len(r) + 1)}
+    pub, levels = {(i,): i for i in range(k)}, []
+    for size in range(2, max(map(len, need), default=1) + 1):
+        new, base = sorted(t for t in need if len(t) == size), len(pub)
+        pub.update({t: base + j for j, t in enumerate(new)})
+        levels.append((np.array([pub[t[:-1]] for t in new]), np.array([t[-1] for t in new])))
+    prods = list(dict.fromkeys((pub[r], arow[s]) for r, s in terms if r and s))
+    at, A0, C0 = {p: i for i, p in enumerate(prods)}, len(prods), len(prods) + len(arow)
+    idx = [at[pub[r], arow[s]] if r and s else (A0 + arow[s] if s else C0 + pub[r]) for r, s in terms]
+    pc, pa = (np.array([p[i] for p in prods], dtype=np.intp) for i in (0, 1))
+    return tuple(levels), pc, pa, np.array(idx), np.array(starts)
+
 # %% ../nbs/11_smc.ipynb #9a8a101c
 @patch
 def mul_monomials(
@@ -1781,18 +1830,18 @@ def mul_monomials(
 
     def make():  # the masks a_i (a row per operand), then each product of masks (a row each)
         a = secret_ints(self.rng, (k, n), self.L)
-        prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)])[None] for t in keys]
-        return [np.concatenate([a] + prods)]
+        return [np.concatenate([a] + [p[None] for p in _row_products(a, keys, self.mask)])]
 
     (AP,) = yield from self.deal(make, None, 1)
     if self.is_dealer:
         return [PartyShare(None, s, b, shape) for s, b in out]
     d = yield from self.open(np.stack([u.v.reshape(n) for u in ops]) - AP[:k] & self.mask)
-    D, A, starts = _expansion(monos, k)
-    Dp = np.concatenate([d, np.ones((1, n), dtype=object)])  # row k: a factor 1
-    coef = functools.reduce(lambda u, v: u * v & self.mask, Dp[D])  # the public factor of every term
-    Ap = np.concatenate([AP, np.full((1, n), int(self.is_king), dtype=object)])  # the king's public 1
-    z = np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask  # [x...] = sum over S, per monomial
+    levels, pc, pa, idx, starts = _product_plan(monos, k, self.is_king)
+    C = d  # the public factors: the d rows, then their products (each from a shorter one), all modulo 2**L
+    for left, right in levels:
+        C = np.concatenate([C, C[left] * d[right] & self.mask])
+    Z = np.concatenate([C[pc] * AP[pa], AP, C])  # every distinct term, each mask row, each public factor (king)
+    z = np.add.reduceat(Z[idx], starts, axis=0) & self.mask  # [x...] = sum over S, per monomial
     return [PartyShare(v.reshape(shape), s, b) for v, (s, b) in zip(z, out)]
 
 # %% ../nbs/11_smc.ipynb #35195d25
@@ -1807,8 +1856,26 @@ def table_layout(
 def _digits(bits, b: int, n: int) -> np.ndarray:
     "Base-2**b digits (int64, least significant first) of bits (last axis, bit i = 2**i), zero-padded to n*b bits."
     pad = np.zeros(bits.shape[:-1] + (n * b - bits.shape[-1],), np.uint8)
-    B = np.concatenate([bits, pad], axis=-1).reshape(bits.shape[:-1] + (n, b)).astype(np.int64)
-    return B @ (1 << np.arange(b))
+    B = np.concatenate([bits, pad], axis=-1).reshape(bits.shape[:-1] + (n, b))
+    out = B[..., 0].astype(np.int64)
+    for i in range(1, b):  # b shifts of whole arrays (an integer matmul is slower)
+        out |= B[..., i].astype(np.int64) << i
+    return out
+
+
+def _int_digits(
+    v,  # non-negative integers (object array)
+    m: int,  # low bits used
+    b: int,  # bits per digit
+    n: int,  # digits
+) -> np.ndarray:
+    "`_digits(_int_bits(v, m), b, n)`, shape (v.size, n): with b = 4 read straight from the bytes (two digits a byte)."
+    if b != 4:
+        return _digits(_int_bits(v, m), b, n).reshape(-1, n)
+    nb, lo = -(-n // 2), (1 << m) - 1
+    raw = b''.join(map(int.to_bytes, map(lo.__and__, np.ravel(v).tolist()), repeat(nb), repeat('little')))
+    B = np.frombuffer(raw, np.uint8).reshape(-1, nb)
+    return np.stack([B & 15, B >> 4], axis=-1).reshape(len(B), 2 * nb)[:, :n].astype(np.int64)
 
 # %% ../nbs/11_smc.ipynb #bf320122
 @patch
@@ -1835,8 +1902,11 @@ def table_share(
     n_add: int,  # bytes shared additively (modulo 256)
     n_xor: int,  # bytes shared by XOR
 ) -> np.ndarray:
-    "A party's share of the comparison tables, expanded from the dealer's seed (ChaCha20 keyed by it, `prg`)."
-    return secret_bytes(prg(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor)
+    """A party's share of the comparison tables, expanded from the dealer's seed: `secret_bytes(prg(seed, 'comparison
+    tables'), n_add + n_xor)`, read from the ChaCha20 keystream directly (no generator object: the same bytes)."""
+    n, key = n_add + n_xor, derive_key(bytes(np.asarray(seed, np.uint8)), 'comparison tables')  # `prg`'s key
+    chacha = lambda k, size: Cipher(algorithms.ChaCha20(k, bytes(16)), mode=None).encryptor().update(bytes(size))
+    return np.frombuffer(chacha(key, n) if n <= 256 else chacha(chacha(key, 32), n), np.uint8)  # as `secret_bytes`
 
 
 def comparison_tables(
@@ -1849,11 +1919,13 @@ def comparison_tables(
     """The dealer's tables for [c < r_lo] (`ltz_tables`), one uint8 message per party: a 32-byte seed of its share for
     all but the last party, the last party's share in full."""
     N, (b, n) = len(r_lo), table_layout(m)
-    rd = _digits(_int_bits(r_lo, m), b, n)[..., None]  # (N, n, 1): the digits of r
+    rd = _int_digits(r_lo, m, b, n).ravel()  # the digits of r, chunk by chunk
     s = secret_bytes(rng, N * n).reshape(N, n, 1)  # a uniform byte per chunk masks its count
-    add = np.concatenate([(np.arange(1 << b) == rd).astype(np.uint8).ravel(), s.ravel()])  # r_j one-hot, s_j
+    E = np.zeros(N * n << b, np.uint8)
+    E[(np.arange(N * n) << b) + rd] = 1  # r_j one-hot among the 2**b chunk values
+    add = np.concatenate([E, s.ravel()])  # r_j one-hot, s_j
     H = np.zeros((N, n, 32), np.uint8)  # s_j one-hot among 256, packed (bit 7 - s % 8 of byte s // 8)
-    np.put_along_axis(H, (s >> 3).astype(np.int64), (128 >> (s & 7)).astype(np.uint8), axis=2)
+    H.reshape(-1)[(np.arange(N * n) << 5) + (s.ravel() >> 3)] = 128 >> (s.ravel() & 7)
     full = np.concatenate([add, H.ravel(), np.packbits(np.asarray(r_par, np.uint8).ravel())])
     seeds = [secret_bytes(rng, 32) for _ in range(K - 1)]
     for sd in seeds:  # the last share: the tables minus (XOR) the others
@@ -1893,20 +1965,441 @@ def ltz_tables(
     if self.is_king:
         c += 1 << m
     c = yield from self.open(c & self.mask)  # as in `ltz`
-    cd = _digits(_int_bits(c, m), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
+    cd = _int_digits(c, m, b, n)  # (N, n): the digits of c_lo, public
     e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
-    ge = np.take_along_axis(np.cumsum(e, axis=2, dtype=np.uint8), cd, axis=2)[..., 0]  # [c_j >= r_j]
-    ne = -np.take_along_axis(e, cd, axis=2)[..., 0]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
+    pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
+    ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
+    row = np.arange(N * n).reshape(N, n)  # flat positions below: one gather each
+    ne = -T[(row << b) + cd]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
     if self.is_king:
         ne += 1
     z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
     v = yield from self.open_bytes(2 * z + ge + T[N * n << b : na].reshape(N, n))  # y_j + s_j: uniform bytes
     H = T[na : na + N * n * 32].reshape(N, n, 32)
+    t = H.reshape(-1)[(row << 5) + (v >> 3)] >> (7 - (v & 7)) & 1
+    u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
+    if self.is_king:
+        u ^= ((c >> m) & 1).astype(np.uint8) ^ 1  # the parity of c_hi
+    return u.reshape(x.shape)
+
+# %% ../nbs/11_smc.ipynb #e2c01895
+@patch
+def open_all(
+    self: PartySMC,
+    ring=None,  # this party's shares of masked ring values (object array), or None
+    octets=None,  # its shares modulo 256 of masked bytes (uint8 array), or None
+    bits=None,  # its XOR shares of masked bits (uint8 array), or None
+    reveal=None,  # its ring shares of a value to *reveal* in the same pass (kind 'reveal'), or None
+    kind: str = 'masked',  # message kind of the masked values
+) -> tuple:
+    """Generator: open masked values to every computing party in ONE pass, each party sending its shares to every other
+    (through the king: two passes); returns (ring, octets, bits, revealed signed ints), None where nothing was given."""
+    given = [(i, x) for i, x in enumerate((ring, octets, bits, reveal)) if x is not None]
+    wire = (lambda x: RingElements(x, self.L), lambda x: np.ascontiguousarray(x, np.uint8).ravel(), _pack)
+    wire += (wire[0],)
+    others = [p for p in self.parties if p != self.me]
+    for p in others:
+        for i, x in given:
+            self.send(p, 'reveal' if i == 3 else kind, wire[i](x))
+    out = [None] * 4
+    for i, x in given:
+        out[i] = np.array(x, dtype=np.uint8 if i in (1, 2) else object)
+    for p in others:
+        for i, x in given:
+            got = yield from self.recv('reveal' if i == 3 else kind, p)
+            if i in (0, 3):
+                out[i] = out[i] + got.values
+            elif i == 1:
+                out[1] += got.reshape(out[1].shape)
+            else:
+                out[2] ^= _unpack(got, out[2].shape)
+    if ring is not None:
+        out[0] = out[0] & self.mask
+    if reveal is not None:
+        out[3] = to_signed(out[3], self.L)
+    return tuple(out)
+
+
+@patch
+def input_own(
+    self: PartySMC,
+    x,  # this party's values (None for the dealer)
+    shape,  # shape of every party's values (public)
+    scale: int,  # fractional bits of the fixed point
+    bound: float,  # public bound on |x|
+    encoded: bool = False,  # x are already the integers x * 2**scale
+) -> list:
+    """Every computing party's own input as a sharing with NO message: its owner holds it, the others 0. Only
+    masked openings of it may leave (`open_all`)."""
+    mine = self.input_sum(x, shape, scale, bound, encoded)
+    zero = None if self.is_dealer else np.zeros(shape, dtype=object)
+    return [PartyShare(mine.v if p == self.me else zero, scale, float(bound), shape) for p in self.parties]
+
+# %% ../nbs/11_smc.ipynb #a95b0ffb
+@patch
+def tables_deal(
+    self: PartySMC,
+    shape,  # shape of the values to compare with 0 (public)
+    bound: float,  # public bound on their |x|
+    scale: int,  # their scale
+) -> dict:
+    """Generator: the dealer's mask r and comparison tables for [x < 0] (as `ltz_tables`); returns this party's
+    state for the stages (the dealer's: empty)."""
+    m, N = self._bits_for(bound, scale) - 1, math.prod(shape)
+    b, n = table_layout(m)
+    st = dict(m=m, N=N, b=b, n=n, shape=tuple(shape))
+
+    def make():
+        st['lo'], st['hi'] = secret_ints(self.rng, N, m), secret_ints(self.rng, N, self.kappa + 1)
+        return [(st['hi'] << m) + st['lo']]
+
+    (st['R'],) = yield from self.deal(make, (N,), 1)
+    if self.is_dealer:
+        par = np.array([h & 1 for h in st['hi']], dtype=np.uint8)
+        for p, t in zip(self.parties, comparison_tables(self.rng, st['lo'], par, m, len(self.parties))):
+            self.send(p, 'dealer', t)
+        return {}
+    st['na'], nx = (N * n << b) + N * n, N * n * 32 + -(-N // 8)
+    T = yield from self.recv('dealer', self.dealer)
+    st['T'] = T if self.me == self.parties[-1] else table_share(T, st['na'], nx)
+    return st
+
+# %% ../nbs/11_smc.ipynb #167bd296
+@patch
+def tables_masked(
+    self: PartySMC,
+    st: dict,  # the state from `tables_deal`
+    x: PartyShare,  # the shared values to compare with 0
+):
+    "This party's share of c = x + r (+ 2**m by the king), to open."
+    c = x.v.reshape(st['N']) + st['R']
+    if self.is_king:
+        c += 1 << st['m']
+    return c & self.mask
+
+
+@patch
+def tables_octets(
+    self: PartySMC,
+    st: dict,  # the state from `tables_deal`
+    c,  # the opened c
+):
+    "This party's shares of the masked bytes y_j + s_j (to open), from the opened c."
+    N, b, n, T = st['N'], st['b'], st['n'], st['T']
+    cd = _digits(_int_bits(c, st['m']), b, n)[..., None]  # (N, n, 1): the digits of c_lo, public
+    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
+    ge = np.take_along_axis(np.cumsum(e, axis=2, dtype=np.uint8), cd, axis=2)[..., 0]  # [c_j >= r_j]
+    ne = -np.take_along_axis(e, cd, axis=2)[..., 0]  # [c_j != r_j] (the king adds the 1)
+    if self.is_king:
+        ne += 1
+    z = np.cumsum(ne[:, ::-1], axis=1, dtype=np.uint8)[:, ::-1] - ne  # chunks above j that differ
+    return 2 * z + ge + T[N * n << b : st['na']].reshape(N, n)
+
+
+@patch
+def tables_bits(
+    self: PartySMC,
+    st: dict,  # the state from `tables_deal`
+    c,  # the opened c
+    v,  # the opened bytes
+):
+    "This party's XOR share of [x < 0], from the opened c and bytes."
+    N, n, na, T = st['N'], st['n'], st['na'], st['T']
+    H = T[na : na + N * n * 32].reshape(N, n, 32)
     t = np.take_along_axis(H, (v >> 3)[..., None].astype(np.int64), axis=2)[..., 0] >> (7 - (v & 7)) & 1
     u = np.bitwise_xor.reduce(t, axis=1) ^ np.unpackbits(T[na + N * n * 32 :], count=N)  # XOR lsb(r_hi)
     if self.is_king:
-        u ^= _int_bits(c >> m, 1)[..., 0] ^ 1
-    return u.reshape(x.shape)
+        u ^= _int_bits(c >> st['m'], 1)[..., 0] ^ 1
+    return u.reshape(st['shape'])
+
+# %% ../nbs/11_smc.ipynb #a57c3ae6
+@functools.lru_cache(maxsize=64)
+def monomial_terms(
+    monos: tuple,  # monomials: tuples of operand positions (a position may repeat)
+    k: int,  # number of operands
+) -> tuple:
+    """The terms of every monomial as index arrays: the rows of its public factors P (complement of T, padded with row
+    k: ones) and of its multipliers beta (T, padded), its row of masks (T; the last row: the king's 1), where each
+    monomial's terms start."""
+    keys = _mask_products(monos)
+    row = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)} | {(): k + len(keys)}
+    deg = max(map(len, monos))
+    Dc, Ds, A, starts = [], [], [], []
+    for m in monos:
+        starts.append(len(A))
+        for size in range(len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                sub = [m[p] for p in pos]
+                rest = [m[p] for p in range(len(m)) if p not in pos]
+                Dc.append(rest + [k] * (deg - len(rest)))
+                Ds.append(sub + [k] * (deg - len(sub)))
+                A.append(row[tuple(sorted(sub))])
+    return np.array(Dc).T, np.array(Ds).T, np.array(A), np.array(starts)
+
+
+@patch
+def mask_products(
+    self: PartySMC,
+    a,  # the dealer's masks, one row per operand (object array (k, N))
+    monos: tuple,  # the monomials the parties will evaluate
+) -> np.ndarray:
+    "The dealer's rows to deal for `masked_monomials`: the masks, then the products of masks the monomials need."
+    prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)]) for t in _mask_products(monos)]
+    return np.stack(list(a) + prods)
+
+
+@patch
+def masked_monomials(
+    self: PartySMC,
+    P,  # public parts, one row per operand (object array (k, N))
+    B,  # public multipliers of the masks, same shape
+    AP,  # this party's shares of the rows `mask_products` dealt
+    monos: tuple,  # the monomials: tuples of operand positions
+) -> list:
+    "This party's shares of every monomial of the operands x_i = P_i + B_i a_i: no message."
+    k, N = len(P), P.shape[1]
+    Dc, Ds, A, starts = monomial_terms(tuple(map(tuple, monos)), k)
+    one = np.ones((1, N), dtype=object)
+    mul = lambda u, v: u * v & self.mask
+    coef = mul(functools.reduce(mul, np.concatenate([P, one])[Dc]), functools.reduce(mul, np.concatenate([B, one])[Ds]))
+    Ap = np.concatenate([AP, np.full((1, N), int(self.is_king), dtype=object)])  # the king's public 1
+    return list(np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask)
+
+# %% ../nbs/11_smc.ipynb #fa535364
+@patch
+def maximum_many(
+    self: PartySMC,
+    items: list,  # shares of one shape, one per contender (2 to 5 of them)
+) -> PartyShare:
+    "Generator: [max(items)] elementwise in three openings of one pass each (every pairwise comparison at once)."
+    K, shape = len(items), items[0].shape
+    N, s = math.prod(shape), max(t.scale for t in items)
+    items = [self.lift(t, s) for t in items]
+    pairs = list(combinations(range(K), 2))
+    P, bound = len(pairs), max(t.bound for t in items)
+    d = self.stack([self.sub(items[i], items[j]) for i, j in pairs])  # [x_i < x_j]: i loses
+    st = yield from self.tables_deal(d.shape, d.bound, d.scale)
+    dab = {}
+    (Sb,) = yield from self.deal_bits(lambda: [dab.setdefault('s', secret_bits(self.rng, (P * N,)))], [(P * N,)])
+    # operands: the K items, the P bits l_p, then the P bits 1 - l_p; item i's monomial: x_i times its wins
+    monos = tuple(
+        (i,) + tuple(K + p + (P if i == a else 0) for p, (a, b) in enumerate(pairs) if i in (a, b)) for i in range(K)
+    )
+
+    def make():
+        S = dab['s'].reshape(P, N).astype(object)
+        return [self.mask_products(np.concatenate([secret_ints(self.rng, (K, N), self.L), S, S]), monos)]
+
+    (AP,) = yield from self.deal(make, None, 1)
+    if self.is_dealer:
+        return PartyShare(None, s, bound, shape)
+    X = np.stack([np.broadcast_to(t.v, shape).reshape(N) for t in items])
+    c = (
+        yield from self.open_all(ring=np.concatenate([self.tables_masked(st, d), ((X - AP[:K]) & self.mask).ravel()]))
+    )[0]
+    c, dx = c[: P * N], c[P * N :].reshape(K, N)
+    v = (yield from self.open_all(octets=self.tables_octets(st, c)))[1]
+    lt = self.tables_bits(st, c, v).reshape(P * N)
+    o = (yield from self.open_all(bits=lt ^ Sb))[2].reshape(P, N).astype(object)
+    one = np.ones((K, N), dtype=object)
+    Z = self.masked_monomials(np.concatenate([dx, o, 1 - o]), np.concatenate([one, 1 - 2 * o, 2 * o - 1]), AP, monos)
+    return PartyShare((functools.reduce(operator.add, Z) & self.mask).reshape(shape), s, bound)
+
+# %% ../nbs/11_smc.ipynb #7891f63d
+def reciprocal_series(
+    kmax: int,  # segments k = 0..kmax: 2**k <= n < 2**(k+1)
+    p: int,  # terms of the series
+    scale: int,  # fractional bits of the coefficients
+) -> np.ndarray:
+    "(kmax + 1, p) integers round(gamma_kj 2**scale): on segment k, sum_j gamma_kj n**j = 1/n (1 - e**p), |e| <= 1/3."
+    out = np.empty((kmax + 1, p), dtype=object)
+    for k in range(kmax + 1):
+        c = Fraction(3 * 2**k, 2)
+        for j in range(p):
+            out[k, j] = round((-1) ** j * math.comb(p, j + 1) / c ** (j + 1) * 2**scale)
+    return out
+
+# %% ../nbs/11_smc.ipynb #83babeed
+@patch
+def trunc_deal(
+    self: PartySMC,
+    N: int,  # number of values
+    bound: float,  # public bound on their |x|
+    scale: int,  # their scale
+    k: int,  # bits to drop
+) -> dict:
+    """Generator: the dealer's r = r_hi 2**k + r_lo of a probabilistic truncation (as `truncate`'s); returns the
+    state (the dealer's holds its r_hi, `hi`)."""
+    st = dict(k=k, ell=self._bits_for(bound, scale))
+
+    def make():
+        st['hi'] = secret_ints(self.rng, N, st['ell'] + self.kappa - k)
+        return [(st['hi'] << k) + secret_ints(self.rng, N, k), st['hi']]
+
+    st['R'], st['Rhi'] = yield from self.deal(make, (N,), 2)
+    return st
+
+
+@patch
+def trunc_masked(
+    self: PartySMC,
+    st: dict,  # the state from `trunc_deal`
+    v,  # this party's shares of the values (at their scale)
+):
+    "This party's share of c = x + r + 2**(ell-1) (the king adds the offset), to open."
+    c = v + st['R']
+    if self.is_king:
+        c += 1 << (st['ell'] - 1)
+    return c & self.mask
+
+
+@patch
+def trunc_public(
+    self: PartySMC,
+    st: dict,  # the state from `trunc_deal`
+    c,  # the opened c
+):
+    "The public P of the truncated value P - r_hi."
+    return ((c >> st['k']) - (1 << (st['ell'] - 1 - st['k']))) & self.mask
+
+
+@patch
+def trunc_share(
+    self: PartySMC,
+    st: dict,  # the state from `trunc_deal`
+    P,  # the public part from `trunc_public`
+) -> PartyShare:
+    "This party's ring share of the truncated value P - r_hi (the king holds P)."
+    return ((P if self.is_king else 0) - st['Rhi']) & self.mask
+
+# %% ../nbs/11_smc.ipynb #d9edbb70
+QUARTIC = ((1,), (0, 1, 1), (0, 0, 1, 1, 1), (0, 0, 0, 1, 1, 1, 1))  # z, n z^2, n^2 z^3, n^3 z^4 of operands (n, z)
+QUARTIC_COEF = (4, -6, 4, -1)  # z (1 + e + e^2 + e^3), e = 1 - n z
+MOMENTS = ((1, 3), (0, 2, 3, 3), (1, 1, 3, 3))  # S1 z, n S2 z^2, S1^2 z^2 of operands (n, S1, S2, z)
+
+
+def _quartic_steps(p: int, n_max: int, scale: int) -> int:
+    "Quartic steps from the series' 3**-p (plus the truncation's n_max 2**(1-scale)) to below 2**-(scale+4)."
+    err, q = math.log2(3.0**-p + n_max * 2.0 ** (1 - scale)), 0
+    while err > -(scale + 4):
+        err, q = 4 * err + 2, q + 1
+    return q
+
+
+@patch
+def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
+    """This party's share of z_1 = sum_j n**j (gamma_0j + sum_k g_k (gamma_kj - gamma_k-1,j)) at the series'
+    scale, n = d + a, g_k = (1 - o_k) + (2 o_k - 1) s_k, from its rows R: masks of n, S1, S2, a**2..a**(p-1),
+    a**i s_k."""
+    M, N = self.mask, len(d)
+    Dl = G[1:] - G[:-1]  # (kmax, p)
+    gam = G[0][:, None] + np.dot(Dl.T, 1 - o)  # (p, N)
+    dlt = (2 * o - 1)[:, None, :] * Dl[:, :, None]  # (kmax, p, N): the factor of s_k
+    dp = [np.ones(N, dtype=object)]
+    for _ in range(p - 1):
+        dp.append(dp[-1] * d & M)
+    E = np.zeros((p, p, N), dtype=object)  # E_ij = C(j, i) d**(j-i): n**j = sum_i E_ij a**i
+    for j in range(p):
+        for i in range(j + 1):
+            E[i, j] = math.comb(j, i) * dp[j - i]
+    U = (E * gam[None]).sum(axis=1) & M  # (p, N): the factor of a**i
+    V = (E[None] * dlt[:, None]).sum(axis=2) & M  # (kmax, p, N): the factor of a**i s_k
+    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])
+    AS = R[p + 1 :].reshape(p, kmax, N)
+    return ((apow * U).sum(axis=0) + (AS * V.transpose(1, 0, 2)).sum(axis=(0, 1))) & M
+
+# %% ../nbs/11_smc.ipynb #19be82dd
+@patch
+def ratio_moments_fits(
+    self: PartySMC,
+    n_max: int,  # public bound on n
+    s1: PartyShare,  # the shared S_1 (scale f)
+    s2: PartyShare,  # the shared S_2 (scale 2f)
+    scale: int = 64,  # fractional bits of 1/n
+) -> bool:
+    "Whether `ratio_moments` fits the ring (else `reciprocal` and products, as before)."
+    kmax, sp, f = int(n_max).bit_length() - 1, self.L - self.kappa - 8, s1.scale
+    try:
+        for b, sc in (
+            (2.0, sp),
+            (2.0, 4 * scale),
+            (s1.bound, f + scale),
+            (n_max * s2.bound + s1.bound**2, 2 * f + 2 * scale),
+        ):
+            self._bits_for(b, sc)
+    except FixedPointOverflow:
+        return False
+    return kmax >= 1 and (sp - 30) // (kmax + 1) >= 4 and s2.scale == 2 * f
+
+# %% ../nbs/11_smc.ipynb #021457a1
+@patch
+def _ratio_deal(self: PartySMC, n, s1, s2, n_max: int, scale: int, kmax: int, sp: int, p: int) -> dict:
+    "Generator: what `ratio_moments` needs dealt, in order (comparisons, daBits, masks and products, truncations)."
+    N, f, M, ks = n.shape[0], s1.scale, self.mask, 2.0 ** np.arange(1, kmax + 1)
+    big = self.add_public(self.stack([n] * kmax), -ks[:, None])  # n - 2**k < 0: not in segment k or above
+    ct = yield from self.tables_deal((kmax, N), big.bound, 0)
+    dl = {}
+    (Sb,) = yield from self.deal_bits(lambda: [dl.setdefault('s', secret_bits(self.rng, (kmax * N,)))], [(kmax * N,)])
+
+    def make():  # masks of n, S1, S2; a**2..a**(p-1); a**i s_k
+        a = dl['a'] = secret_ints(self.rng, (3, N), self.L)
+        pw = [np.ones(N, dtype=object), a[0]]
+        for _ in range(p - 2):
+            pw.append(pw[-1] * a[0] & M)
+        S = dl['s'].reshape(kmax, N).astype(object)
+        return [np.concatenate([a, np.stack(pw[2:]), (np.stack(pw)[:, None] * S[None]).reshape(-1, N) & M])]
+
+    (AP,) = yield from self.deal(make, None, 1)
+    T = [(yield from self.trunc_deal(N, 2.0, sp, sp - scale))]
+    Q = []
+    for _ in range(_quartic_steps(p, n_max, scale)):
+        qm = lambda: [self.mask_products(np.stack([dl['a'][0], T[-1]['hi']]), QUARTIC)]  # with the last r_hi
+        Q.append((yield from self.deal(qm, None, 1))[0])
+        T.append((yield from self.trunc_deal(N, 2.0, 4 * scale, 3 * scale)))
+    mom = lambda: [self.mask_products(np.stack([*dl['a'], T[-1]['hi']]), MOMENTS)]
+    (AM,) = yield from self.deal(mom, None, 1)
+    tm = yield from self.trunc_deal(N, s1.bound, f + scale, scale)
+    tv = yield from self.trunc_deal(N, n_max * s2.bound + s1.bound**2, 2 * f + 2 * scale, f + 2 * scale)
+    return dict(big=big, ct=ct, Sb=Sb, AP=AP, T=T, Q=Q, AM=AM, tm=tm, tv=tv)
+
+# %% ../nbs/11_smc.ipynb #d0c13766
+@patch
+def ratio_moments(
+    self: PartySMC,
+    n: PartyShare,  # shared counts (scale 0), 1 <= n <= n_max, one dimension
+    s1: PartyShare,  # shared sums S_1 (scale f)
+    s2: PartyShare,  # shared sums of squares S_2 (scale 2f)
+    n_max: int,  # public bound on n
+    scale: int = 64,  # fractional bits of 1/n
+) -> tuple:
+    "Generator: [S_1/n] and [(n S_2 - S_1**2)/n**2], both at scale f, in six openings of one pass each."
+    N, f, M = n.shape[0], s1.scale, self.mask
+    kmax, sp = int(n_max).bit_length() - 1, self.L - self.kappa - 8
+    p = min(12, (sp - 30) // (kmax + 1))
+    G = reciprocal_series(kmax, p, sp)
+    dd = yield from self._ratio_deal(n, s1, s2, n_max, scale, kmax, sp, p)
+    big, ct, Sb, AP, T, Q, AM, tm, tv = (dd[k] for k in ('big', 'ct', 'Sb', 'AP', 'T', 'Q', 'AM', 'tm', 'tv'))
+    if self.is_dealer:
+        return PartyShare(None, f, s1.bound, n.shape), PartyShare(None, f, s2.bound, n.shape)
+    X = np.stack([n.v, s1.v, s2.v])
+    c = (yield from self.open_all(ring=np.concatenate([self.tables_masked(ct, big), ((X - AP[:3]) & M).ravel()])))[0]
+    c, dX = c[: kmax * N], c[kmax * N :].reshape(3, N)
+    v = (yield from self.open_all(octets=self.tables_octets(ct, c)))[1]
+    o = (yield from self.open_all(bits=self.tables_bits(ct, c, v).ravel() ^ Sb))[2].reshape(kmax, N).astype(object)
+    z = self._series_share(G, o, dX[0], AP, p, kmax)  # 1/n to 3**-p, at scale sp
+    one = np.ones(N, dtype=object)
+    for t, A in zip(T, Q + [AM]):
+        Pz = self.trunc_public(t, (yield from self.open_all(ring=self.trunc_masked(t, z)))[0])
+        if A is AM:
+            break
+        Z = self.masked_monomials(np.stack([dX[0], Pz]), np.stack([one, -one]), A, QUARTIC)
+        z = sum((w << (3 - l) * scale) * Z[l] for l, w in enumerate(QUARTIC_COEF)) & M  # scale 4 * scale
+    Z = self.masked_monomials(np.stack([*dX, Pz]), np.stack([one, one, one, -one]), AM, MOMENTS)
+    c = (
+        yield from self.open_all(ring=np.concatenate([self.trunc_masked(tm, Z[0]), self.trunc_masked(tv, Z[1] - Z[2])]))
+    )[0]
+    mean, var = self.trunc_share(tm, self.trunc_public(tm, c[:N])), self.trunc_share(tv, self.trunc_public(tv, c[N:]))
+    return PartyShare(mean, f, s1.bound), PartyShare(var, f, s2.bound)
 
 # %% ../nbs/11_smc.ipynb #5f0c44a0
 @dataclass

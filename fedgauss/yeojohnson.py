@@ -21,12 +21,12 @@ from .federation import name_list
 __all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g',
            'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame',
            'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
-           'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData', 'yj_sums',
-           'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_search_unit',
-           'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search',
-           'exp_tree', 'exp_replay', 'implied_signs', 'tree_sums', 'search_depth', 'check_branching', 'exp_yj_search',
-           'column_names', 'check_numeric_frame', 'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin',
-           'YeoJohnsonTransformer']
+           'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData',
+           'expansion_coefficients', 'expand_sums', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
+           'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
+           'final_lambdas', 'sign_failures', 'check_search', 'exp_tree', 'exp_replay', 'implied_signs', 'tree_sums',
+           'search_depth', 'check_branching', 'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj',
+           'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -211,11 +211,15 @@ def from_columns(
         neg_lo, neg_hi = np.full(d, np.nan), np.full(d, np.nan)
         slow = np.flatnonzero(mn < 0)  # features with a negative value: split by sign
         if len(slow):
+            neg_hi[slow] = -mn[slow]  # the largest |x| over x < 0 is -min x
+            pos_hi[slow] = np.where(mx[slow] >= 0, mx[slow], np.nan)
             S = XT[slow]
-            P = np.where(S >= 0, S, np.nan)
-            N = np.where(S < 0, -S, np.nan)
-            pos_lo[slow], pos_hi[slow] = np.nanmin(P, 1), np.nanmax(P, 1)
-            neg_lo[slow], neg_hi[slow] = np.nanmin(N, 1), np.nanmax(N, 1)
+            T = np.where(S >= 0, S, np.inf)
+            lo = T.min(1)  # the smallest x >= 0 (inf: none)
+            pos_lo[slow] = np.where(np.isinf(lo), np.nan, lo)
+            np.copyto(T, S)
+            np.copyto(T, -np.inf, where=~(S < 0))
+            neg_lo[slow] = -T.max(1)  # the smallest |x| over x < 0 is -(the largest x < 0)
     return cls(pos_lo, pos_hi, neg_lo, neg_hi)
 
 # %% ../nbs/10_yeojohnson.ipynb #72c31777baf4441b988909d29205560c
@@ -347,28 +351,37 @@ def phi_shift(self: YJFrame):
     "kappa in phi^ = (phi - kappa)/unit"
     return np.where(self.mixed, 0.0, self.sign * self.c)
 
+# %% ../nbs/10_yeojohnson.ipynb #3b24b3151c5443aca10a797b84e318b8
+def _frame_constants(anchors: YJAnchors):
+    "What a frame takes from the anchors alone (kind, group ends, spread, sign, log1p of the extremes, unit), once."
+    fc = anchors.__dict__.get('_frame_constants')  # kept on the (frozen) anchors: the search asks at every step
+    if fc is None:
+        k = anchors.kind
+        lo, hi = anchors.group_anchors()
+        lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
+        fc = (k, lo, hi, np.nan_to_num(anchors.spread[0]), np.where(k == 0, 0.0, k.astype(np.float64)), lp, ln)
+        fc += (yj_unit(anchors.extent),)
+        object.__setattr__(anchors, '_frame_constants', fc)
+    return fc
+
 # %% ../nbs/10_yeojohnson.ipynb #f68f0888c55a4478ace3eac39384dff4
 def yj_frame(
     lmbda,  # lambda of each feature (array of d), or one for all
     anchors: YJAnchors,  # the agreed anchors
 ) -> YJFrame:
     "The frame of each feature at `lmbda` given the agreed `anchors`."
-    k = anchors.kind
+    k, lo, hi, Rp, s, lp, ln, unit = _frame_constants(anchors)
     d = len(k)
     lam = np.asarray(lmbda, dtype=np.float64)
     if lam.size not in (1, d):
         raise ValueError(f"{lam.size} lambdas for {d} features: give one lambda, or one per feature")
     lam = np.broadcast_to(lam.reshape(-1) if lam.size == d else lam.reshape(()), (d,)).copy()
-    lo, hi = anchors.group_anchors()
-    Rp = np.nan_to_num(anchors.spread[0])
-    s = np.where(k == 0, 0.0, k.astype(np.float64))
     lam_s = np.where(k > 0, lam, np.where(k < 0, 2 - lam, np.nan))
     with np.errstate(invalid='ignore'):
         use_lo = (k != 0) & ~(np.abs(lam_s) * Rp < TAU0) & (lam_s < 0)
     anchor = np.where(k == 0, np.nan, np.where(use_lo, lo, hi))
-    lp, ln = np.log1p(np.nan_to_num(anchors.pos_hi)), np.log1p(np.nan_to_num(anchors.neg_hi))
     M = np.where(k == 0, np.maximum(0, np.maximum(lam * lp, (2 - lam) * ln)), 0.0)
-    return YJFrame(lam, k == 0, s, lam_s, anchor, np.log1p(anchor), M, yj_unit(anchors.extent))
+    return YJFrame(lam, k == 0, s.copy(), lam_s, anchor, np.log1p(anchor), M, unit.copy())
 
 # %% ../nbs/10_yeojohnson.ipynb #f94f5a17fa734d288763e7d9a3758173
 @dataclass
@@ -591,7 +604,8 @@ def _buffers(self: YJData, k, m, count):
 def _block_d(self: YJData, Xb, t, aa, rr, nn):
     "Fill `aa` with d of block `Xb` (columns of X.T) for the groups of tile `t` (buffers rr, nn); returns membership."
     aa[...] = Xb[self.g_col[t]]
-    mm = ~np.isnan(aa)
+    mm = np.isnan(aa)
+    np.logical_not(mm, out=mm)
     mixed = slice(max(self.n_one - t.start, 0), len(aa))  # mixed features: a row belongs to the group of its sign
     if mixed.start < mixed.stop:
         with np.errstate(invalid='ignore'):
@@ -604,8 +618,10 @@ def _block_d(self: YJData, Xb, t, aa, rr, nn):
     np.copyto(aa, rr, where=nn)
     with np.errstate(invalid='ignore'):
         np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-    np.subtract(aa, self.g_chi[t, None], out=aa, where=np.logical_not(nn, out=nn))  # ... minus c far from it
-    np.copyto(aa, 0.0, where=~mm)  # neutral rows
+    np.multiply(self.g_chi[t, None], np.logical_not(nn, out=nn), out=rr)  # c far from the anchor, 0 near it
+    aa -= rr  # ... minus c far from it (minus 0 near it: the same float)
+    if not mm.all():
+        np.copyto(aa, 0.0, where=~mm)  # neutral rows
     return mm
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
@@ -642,7 +658,7 @@ def _log_distances(self: YJData, XT):
 # %% ../nbs/10_yeojohnson.ipynb #4dd4641cc4064e0191573fe9c69df29b
 @patch
 def _init_caches(self: YJData, P123):
-    "Empty caches for D_lo, the power moments P_k (P_1..P_3 known) and the Taylor expansion; zero counters."
+    "Empty caches for D_lo, the power moments P_k (P_1..P_3 known), the Taylor expansion; zero counters."
     G = len(self.g_col)
     self.D_lo = np.empty_like(self.D_hi)
     self._lo_ready = np.zeros(G, bool)
@@ -653,6 +669,7 @@ def _init_caches(self: YJData, P123):
     self._cache_lo = np.zeros(G, bool)
     self._cache_base = np.zeros((4, G))
     self._cache_mom = np.zeros((2, K1 + 2, G))
+    self._cache_coef = np.zeros((4, K1, G))  # the expansion's coefficients (`expansion_coefficients`)
     self._pool = []  # work buffers of the passes (`_buffers`)
     self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
 
@@ -665,7 +682,7 @@ def _need_lo(self: YJData, rows):
         lo = self.D_lo[i]
         np.add(self.D_hi[i], self.g_R[i], out=lo)
         np.maximum(lo, 0.0, out=lo)
-        np.copyto(lo, 0.0, where=~self.memb[i])
+        lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
     self._lo_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
@@ -766,6 +783,36 @@ def _expand(self: YJData, mom, base, lr, h):
     ).sum(0)
     return np.array([S1, S2, S3, S4])
 
+# %% ../nbs/10_yeojohnson.ipynb #ed4fcf6e28df446b8d68a4fd0ab5311a
+_K1_POWERS = np.arange(1, K1 + 1)[:, None]  # k = 1 .. K1, as a column
+
+
+def expansion_coefficients(
+    mom,  # the expansion moments (A_k, C_k), shape (2, K1 + 2, groups)
+    lr,  # lambda_s at which they were taken (in each group's unit)
+) -> np.ndarray:
+    "Coefficients of h^k/k!, k = 1..K1, in the four e/t sums at lambda_s = lr + h: shape (4, K1, groups)."
+    A, C = mom
+    k, two = _K1_POWERS, 2.0**_K1_POWERS
+    return np.array(
+        [
+            A[1 : K1 + 1],
+            two * C[1 : K1 + 1] - 2 * A[1 : K1 + 1],
+            lr * A[2 : K1 + 2] + (k - 1) * A[1 : K1 + 1],
+            lr * two * C[2 : K1 + 2] - lr * A[2 : K1 + 2] + (k - 2) * (two / 2 * C[1 : K1 + 1] - A[1 : K1 + 1]),
+        ]
+    )
+
+
+def expand_sums(
+    coef,  # `expansion_coefficients`, shape (4, K1, groups)
+    base,  # the four e/t sums at lambda_r, shape (4, groups)
+    h,  # lambda_s - lambda_r of each group (in its unit)
+) -> np.ndarray:
+    "The four e/t sums at lambda_r + h from the cached coefficients (the same floats as `YJData._expand`)."
+    hk = h[None, :] ** _K1_POWERS * _IFACT[1 : K1 + 1, None]
+    return np.array([base[j] + (hk * coef[j]).sum(0) for j in range(4)])
+
 # %% ../nbs/10_yeojohnson.ipynb #0e382214b5f147d187d36a2058b9c724
 @patch
 def _series(self: YJData, P, h):
@@ -809,7 +856,7 @@ def _cached_groups(self: YJData, U, ls, lo_frame, eligible):
     i = np.flatnonzero(cached)
     if len(i):
         lr, rho = self._cache_ls[i], self.g_rho[i]
-        U[:, i] = self._expand(self._cache_mom[:, :, i], self._cache_base[:, i], lr * rho, (ls[i] - lr) * rho)
+        U[:, i] = expand_sums(self._cache_coef[:, :, i], self._cache_base[:, i], (ls[i] - lr) * rho)
         U[:, i] /= _u_scale(ls[i] * rho)
         self.counts['cached'] += len(i)
     return cached
@@ -833,6 +880,7 @@ def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket):
             if mom:
                 self._cache_ls[i], self._cache_lo[i] = ls[i], lof
                 self._cache_base[:, i], self._cache_mom[:, :, i] = S, Mo
+                self._cache_coef[:, :, i] = expansion_coefficients(Mo, ls[i] * self.g_rho[i])
             self.counts['built' if mom else 'fresh'] += len(i)
             U[:, i] = S / _u_scale(ls[i] * self.g_rho[i])
 
@@ -1375,6 +1423,15 @@ def _search(holders, state, const, t_max, accelerate, branching=1):
     path, signs = [state.lmbda], []
     with np.errstate(all='ignore'):  # a sum that overflows is caught by `sign_failures`, not printed
         while state.t < t_max and not (state.converged() | const | failed).all():
+            if branching == 1:  # one step: the tree of one node and its replay, without building them
+                S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
+                bad = sign_failures(S, const) & ~failed
+                sg = np.where(const | failed | bad, 0, np.nan_to_num(yj_sign_from_sums(S))).astype(np.int8)
+                at[bad], failed = state.lmbda[bad], failed | bad
+                state = state.update(sg)
+                path.append(state.lmbda)
+                signs.append(sg)
+                continue
             tree = search_depth(state, branching, t_max, const)
             sg, bad, prior, caches = _tree_signs(holders, tree, const, failed, accelerate)
             states, picks = exp_replay(tree, sg, const | prior)

@@ -30,10 +30,37 @@ passes, search rounds, MiB and seconds in-process (bulk-synchronous), and whethe
     python tests/bench_securefedyj.py --branching 4 --repeat 1
     python tests/bench_securefedyj.py --rounds
 
+`--phases [--old-ref d20c3ad]`: on the Flower demo's split (b = 5, to convergence), relay passes, MiB and in-process
+seconds per phase (setup, search, final), for this checkout and for `--old-ref` (default: main before the one-pass setup
+and final round; run from a `git worktree` of it, made under the system's temp folder if absent, or `--old-dir`).
+The setup's passes are those of the setup programs alone; the final round's, those of a run with t_max = 0 minus them.
+
+    python tests/bench_securefedyj.py --phases
+
 `--step`: the CPU time of one secure search step alone (5 clients, 30 features, random totals), bitwise comparison
 against dealer tables: what the fewer passes cost in one process.
 
     python tests/bench_securefedyj.py --step
+
+`--ab --old-ref d20c3ad --pairs 5` (issue 32, speed without a protocol change): the same paired A/B against main before the
+speed-up; each pair also fits pooled `exp_yj` in this process, so the table gives the best-of CPU seconds of old, new
+and pooled and both ratios to pooled; every pair must have the same SHA-256 of the payloads (`payload_digest`).
+`--digest`: the SHA-256 of the payloads of seeded fits (rng=0) at b = 1 and b = 5 on the default data, against the
+digests recorded on main before the speed-up (d20c3ad).
+
+    python tests/bench_securefedyj.py --digest
+
+`--parts [--fits 6]`: where a fit's CPU goes, by a CPU-time sampler (SIGPROF): (a) the clients' local sums and
+anchors (`YJData`), (b) the per-step public work (frame, exact statistics, replay), (c1) the SMC's ring arithmetic,
+tables and openings, (c2) secret randomness (ChaCha20), (d) the channel and the programs' routing, (e) the rest.
+
+    python tests/bench_securefedyj.py --parts
+
+`--local`: the clients' local sums against pooled ExpYJ's on the same lambdas and brackets (those of the pooled
+search): `YJData` built and `_group_sums` called for the pooled rows and for each client's, and for clients of 200 rows
+(what a call costs whatever its rows), best of 5 CPU seconds.
+
+    python tests/bench_securefedyj.py --local
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -154,7 +181,8 @@ def worker(data: str):
         t = fed.channel_.transcript
         kinds = {k: [int(n), int(b)] for k, (n, b) in t.groupby('kind')['bytes'].agg(['size', 'sum']).iterrows()}
         lam = hashlib.sha256(np.ascontiguousarray(fed.lambdas_).tobytes()).hexdigest()[:16]
-        print(json.dumps(dict(wall=w, cpu=c, lambdas=lam, kinds=kinds, rounds=len(fed.rounds_['search']))), flush=True)
+        out = dict(wall=w, cpu=c, lambdas=lam, kinds=kinds, rounds=len(fed.rounds_['search']))
+        print(json.dumps(out | dict(digest=payload_digest(fed.channel_))), flush=True)
 
 
 def start_worker(src: Path, data: str) -> subprocess.Popen:
@@ -177,9 +205,10 @@ def ask(p: subprocess.Popen, rng: int) -> dict:
     return json.loads(p.stdout.readline())
 
 
-def ab(args, clients):
-    "Paired A/B: the old single driver against the per-party programs, alternating, in two worker processes."
+def ab(args, clients, X):
+    "Paired A/B: an older checkout (`--old-ref`) against this one, alternating, in two worker processes; pooled ExpYJ too."
     old = old_checkout(args.old_ref, args.old_dir)
+    pooled = []
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, 'data.npz')
         np.savez(data, k=len(clients), t_max=args.t_max, **{f'c{k}': c for k, c in enumerate(clients)})
@@ -191,6 +220,7 @@ def ab(args, clients):
             for i in range(args.pairs):
                 order = ['old', 'new'] if i % 2 == 0 else ['new', 'old']
                 r = {k: ask(W[k], i) for k in order}
+                pooled.append(timed(lambda: exp_yj(X, t_max=args.t_max, full_output=True))[1])
                 rows.append(r)
                 o, n = r['old'], r['new']
                 print(
@@ -210,9 +240,45 @@ def ab(args, clients):
         f"{'old (' + args.old_ref + ')':34s}{med('old', lambda x: x['cpu']):8.3f}{med('old', lambda x: x['wall']):8.3f}"
     )
     print(f"{'new (this checkout)':34s}{med('new', lambda x: x['cpu']):8.3f}{med('new', lambda x: x['wall']):8.3f}")
-    print(f"median paired ratio new/old: {rc:.3f} (CPU), {rw:.3f} (wall)   [goal: <= 1.10]")
+    goal = (
+        '   [goal: <= 1.10]' if args.old_ref == OLD_REF else ''
+    )  # issue 17's A/B: the restructure at most 10 % slower
+    print(f"median paired ratio new/old: {rc:.3f} (CPU), {rw:.3f} (wall){goal}")
     same = all(r['old'][k] == r['new'][k] for r in rows for k in ('lambdas', 'kinds', 'rounds'))
     print(f"same lambdas, search rounds, and message count and bytes by kind (every pair): {same}")
+    same = all(r['old']['digest'] == r['new']['digest'] for r in rows)
+    print(f"same SHA-256 of every payload (every pair, rng = 0..{args.pairs - 1}): {same}")
+    best = {k: min(r[k]['cpu'] for r in rows) for k in ('old', 'new')} | {'pooled': min(pooled)}
+    print(
+        f"best of {args.pairs} CPU s: old {best['old']:.3f}, new {best['new']:.3f}, pooled ExpYJ {best['pooled']:.3f}"
+    )
+    print(
+        f"ratio to pooled (best of each): old {best['old'] / best['pooled']:.2f}, new {best['new'] / best['pooled']:.2f}"
+        f"   [goal: <= 1.5]; new/old {best['new'] / best['old']:.3f}"
+    )
+
+
+# `payload_digest` of SecureFedYJ(t_max=32, rng=0, branching=b) on the default data: on main d20c3ad (before issue 32's
+# speed-ups), then on the one-pass setup and final round (branch yjpass, which changed those rounds' messages)
+DIGESTS = {
+    1: 'c829e056da8c936bd66b83b024c352638e156c123bc79120a686b7e8adae134c',
+    5: 'e10e44761c42ea9d729411a896fc8d1419c8ea4666497b4a7957e99131af637a',
+}
+DIGESTS_ONE_PASS = {
+    1: '5bcbcce3e66cc7fda040440a976351673640a282c0c99fea90129f51cbd3d910',
+    5: 'af93908d47e82aca1b5bdab851ea206741f16b905ce567777a632e7782f74611',
+}
+
+
+def digests(clients):
+    "The payload digests of seeded fits at b = 1 and b = 5 against the ones recorded before the speed-ups."
+    for b, want in DIGESTS_ONE_PASS.items():
+        fed = S.SecureFedYJ(t_max=32, rng=0, branching=b).fit(clients)
+        got = payload_digest(fed.channel_)
+        print(
+            f"b = {b}: {got[:32]}...  same as the one-pass setup's (yjpass): {got == want}; "
+            f"as main d20c3ad's (the old setup): {got == DIGESTS[b]}"
+        )
 
 
 def passes():
@@ -271,6 +337,65 @@ def rounds_table(bs=range(1, 7)):
         )
 
 
+PHASES_REF = 'd20c3ad'  # main before the one-pass setup and final round (issue 32)
+
+
+def demo_split():
+    "The Flower demo's data: breast cancer in 3 label-skewed parts; (columns, {client: data}, clients)."
+    import io
+    from fedgauss.yjcli import breast_cancer_split
+
+    warnings.simplefilter('ignore', YeoJohnsonWarning)
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    return list(X.columns), {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}, parties
+
+
+def phase_counts(b: int = 5) -> dict:
+    "{phase: (passes, MiB)} and the seconds of a whole fit, for the code this process imports (the demo's split)."
+    from fedgauss.federation import Channel
+    from fedgauss.smc import Program, run_programs, run_protocol
+
+    names, datas, parties = demo_split()
+    cfg = S.securefedyj_config(names, parties, 96, 128, branching=b)
+    rngs = S.yj_party_rngs(0, parties)
+    progs = []
+    for p in parties + ['server']:
+        ctx = S.yj_context(p, cfg, rngs[p])
+        client = S.YJClient(p, None, datas[p]['X']) if p != 'server' else None
+        progs.append(Program(p, ctx, S.yj_setup_program(ctx, client, len(names), 3, None)))
+    _, r = run_programs(progs, Channel(), dealer='server', bsp=True)
+    setup = r['passes'][0]
+    _, r0, _ = run_protocol(S.SECUREFEDYJ, datas, dict(cfg, t_max=0), rngs=S.yj_party_rngs(0, parties), bsp=True)
+    w, _, (res, rounds, ch) = timed(
+        lambda: run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(0, parties), bsp=True)
+    )
+    t = ch.transcript
+    phase = t['round'].map({x: k for k, v in rounds.items() if k != 'passes' for x in v})
+    mib = (t.groupby(phase)['bytes'].sum() / 2**20).to_dict()
+    total, sf = rounds['passes'][0], r0['passes'][0]
+    out = {'setup': (setup, mib['setup']), 'search': (total - sf, mib['search']), 'final': (sf - setup, mib['final'])}
+    out['total'] = (total, sum(mib.values()))
+    return dict(phases=out, seconds=w, mean=res['client0']['mean'].tolist(), var=res['client0']['var'].tolist())
+
+
+def phases(ref: str, where: str | None):
+    "The per-phase table for `ref` (in a worker process importing it) and for this checkout."
+    old = old_checkout(ref, where)
+    env = dict(os.environ, PYTHONPATH=str(old), OMP_NUM_THREADS='1')
+    cmd = [sys.executable, str(Path(__file__).resolve()), '--phases-json']
+    got = {ref: json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)}
+    got['this checkout'] = phase_counts()
+    print(f"{'':16s}{'phase':>8s}{'passes':>8s}{'MiB':>8s}")
+    for who, g in got.items():
+        for k, (n, m) in g['phases'].items():
+            print(f"{who:16s}{k:>8s}{n:8d}{m:8.2f}")
+        print(f"{who:16s}{'seconds':>8s}{g['seconds']:16.2f}   (in-process, bulk-synchronous, b = 5)")
+    a, b = got[ref], got['this checkout']
+    rel = lambda k: max(abs(x - y) / abs(x) for x, y in zip(a[k], b[k]))
+    print(f"largest relative difference of the fitted mean / variance: {rel('mean'):.1e} / {rel('var'):.1e}")
+
+
 def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
     "Best CPU seconds of one search step (`party_secure_step`) on random totals, for each comparison."
     from fedgauss.federation import Channel
@@ -306,6 +431,90 @@ def step_cpu(K=5, d=30, f=96, max_rows=2**20, repeat=7):
         )
 
 
+PARTS = [  # (part, functions whose presence on the stack puts a sample there), in this order
+    ('a local sums and local anchors (YJData)', {'_group_sums', 'YJData.__init__', '_log_distances', 'from_columns'}),
+    (
+        'b per-step public work (frame, exact statistics, replay)',
+        {'public_frame_sums', 'public_frame', 'exp_replay', '_check_stat_bounds', 'tree_sums', 'frame_coefficients'},
+    ),
+    ('c2 secret randomness (ChaCha20 draws, table expansion)', {'entropy.py', 'table_share'}),
+]
+
+
+def cpu_parts(clients, t_max: int, fits: int = 6):
+    "The CPU of `fits` fits split into parts (`PARTS`, then SMC arithmetic, routing, rest) by SIGPROF samples."
+    import signal
+
+    counts, on = defaultdict(int), [False]
+
+    def part(frame):
+        names, leaf = set(), None
+        while frame is not None:
+            co, fn = frame.f_code, os.path.basename(frame.f_code.co_filename)
+            names |= {fn, co.co_qualname if hasattr(co, 'co_qualname') else co.co_name, co.co_name}
+            if leaf is None and fn in ('smc.py', 'securefedyj.py', 'federation.py', 'yeojohnson.py'):
+                leaf = (fn, co.co_name)
+            frame = frame.f_back
+        for name, marks in PARTS:
+            if names & marks:
+                return name
+        if leaf and (leaf[0] == 'federation.py' or leaf[1] in ('run_programs', 'step', 'recv', 'send', '_next_phase')):
+            return 'd channel and program routing'
+        return (
+            'c1 SMC arithmetic (ring, tables, openings)' if leaf and leaf[0] == 'smc.py' else 'e setup, final, checks'
+        )
+
+    def sample(sig, frame):
+        if on[0]:
+            counts[part(frame)] += 1
+
+    S.SecureFedYJ(t_max=t_max, rng=0).fit(clients)  # warm-up
+    old = signal.signal(signal.SIGPROF, sample)
+    signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+    cpu = 0.0
+    try:
+        for r in range(fits):
+            getattr(S, '_FRAMES', {}).clear()
+            on[0] = True
+            cpu += timed(lambda: S.SecureFedYJ(t_max=t_max, rng=r).fit(clients))[1]
+            on[0] = False
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, old)
+    n = sum(counts.values())
+    print(f"CPU per fit by part (mean of {fits} fits, {n} samples):")
+    for k in sorted(counts):
+        print(f"  {k:58s}{cpu / fits * counts[k] / n:7.3f} s {100 * counts[k] / n:5.1f} %")
+    print(f"  {'total':58s}{cpu / fits:7.3f} s")
+
+
+def local_sums(X, clients, t_max: int, repeat: int = 5):
+    "Best CPU seconds of `YJData` and of its `_group_sums` at the pooled search's lambdas: pooled rows against clients'."
+    from fedgauss.yeojohnson import YJAnchors
+
+    calls, f0 = [], YJData._group_sums
+
+    def record(self, lam, bracket=None, accelerate=True):
+        calls.append((np.array(lam), None if bracket is None else tuple(np.array(b) for b in bracket)))
+        return f0(self, lam, bracket, accelerate)
+
+    YJData._group_sums = record
+    try:
+        exp_yj(X, t_max=t_max, full_output=True)
+    finally:
+        YJData._group_sums = f0
+    A, T = YJAnchors.from_data(X), defaultdict(list)
+    for _ in range(repeat):
+        for name, parts in (('pooled', [X]), ('clients', clients), ('clients of 200 rows', [c[:200] for c in clients])):
+            w, c, ds = timed(lambda: [YJData(x, A) for x in parts])
+            T[f'{name}: YJData'].append(c)
+            T[f'{name}: _group_sums'].append(timed(lambda: [d._group_sums(*a) for a in calls for d in ds])[1])
+        T["clients: their own anchors (YJClient)"].append(timed(lambda: [YJAnchors.from_data(x) for x in clients])[1])
+    print(f"{len(calls)} calls of _group_sums per holder (the pooled search's lambdas); best of {repeat} CPU s:")
+    for k, v in T.items():
+        print(f"  {k:42s}{min(v):7.3f}")
+
+
 def main():
     if sys.argv[1:2] == ['--step']:
         return step_cpu()
@@ -313,6 +522,15 @@ def main():
         return passes()
     if sys.argv[1:2] == ['--rounds']:
         return rounds_table()
+    if sys.argv[1:2] == ['--phases-json']:
+        return print(json.dumps(phase_counts()))
+    if sys.argv[1:2] == ['--phases']:
+        ap = argparse.ArgumentParser()
+        ap.add_argument('--phases', action='store_true')
+        ap.add_argument('--old-ref', default=PHASES_REF)
+        ap.add_argument('--old-dir', default=None)
+        a = ap.parse_args()
+        return phases(a.old_ref, a.old_dir)
     if sys.argv[1:2] == ['--worker']:
         return worker(sys.argv[2])
     ap = data_arguments(__doc__, t_max=32)
@@ -322,9 +540,21 @@ def main():
     ap.add_argument('--old-ref', default=OLD_REF)
     ap.add_argument('--old-dir', default=None)
     ap.add_argument('--branching', type=int, default=1, help='SecureFedYJ search steps per round (default 1)')
+    ap.add_argument('--digest', action='store_true', help='payload digests at b = 1 and 5 against main d20c3ad')
+    ap.add_argument('--parts', action='store_true', help="a fit's CPU by part (a CPU-time sampler)")
+    ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts')
+    ap.add_argument('--local', action='store_true', help="the clients' local sums against pooled ExpYJ's")
     args = ap.parse_args()
     if args.ab:
-        return ab(args, benchmark_data(args)[2])
+        X, _, clients = benchmark_data(args)
+        return ab(args, clients, X)
+    if args.digest:
+        return digests(benchmark_data(args)[2])
+    if args.local:
+        X, _, clients = benchmark_data(args)
+        return local_sums(X, clients, args.t_max)
+    if args.parts:
+        return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits)
     X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "
@@ -350,7 +580,7 @@ def main():
     for k, (w, c) in med.items():
         print(f"{k:14s}{w:9.3f}{c:9.3f}")
     ratio_w, ratio_c = med['SecureFedYJ'][0] / med['pooled ExpYJ'][0], med['SecureFedYJ'][1] / med['pooled ExpYJ'][1]
-    print(f"ratio SecureFedYJ / pooled: {ratio_w:.2f} (wall), {ratio_c:.2f} (CPU)   [goal: <= 2]")
+    print(f"ratio SecureFedYJ / pooled: {ratio_w:.2f} (wall), {ratio_c:.2f} (CPU)   [goal: <= 1.5, issue 32]")
     same = (fed.signs_ == ref.signs).all()
     print(
         f"same sign sequence as pooled ExpYJ: {same}; max |lambda difference|: {np.max(np.abs(fed.lambdas_ - ref.lambdas)):.1e}; "

@@ -4,6 +4,8 @@
     python tests/bench_yeojohnson.py --accuracy      # also: breast cancer + adversarial inputs, counts of peer failures
     python tests/bench_yeojohnson.py --n 20000 --d 20 --repeat 5 --ref-features 50
     python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
+    python tests/bench_yeojohnson.py --profile --no-bench # where one fit's time goes: steps x passes x cost per pass
+    python tests/bench_yeojohnson.py --ab /work/main --no-bench --repeat 7  # A/B: another checkout's ExpYJ, alternating
 
 Timings are wall-clock and CPU on whatever machine runs this (shared machines are noisy): the two fits run in one process,
 alternately, and the ratio of the medians is reported (issue 32: ExpYJ at most 0.15x scikit-learn's time). `--digest` is
@@ -22,7 +24,7 @@ from fedgauss.testing import adversarial_inputs, mp_yj_mle  # noqa: E402
 
 from scipy import stats  # noqa: E402
 from sklearn.preprocessing import PowerTransformer  # noqa: E402
-from fedgauss.yeojohnson import YeoJohnsonTransformer, exp_yj  # noqa: E402
+from fedgauss.yeojohnson import TILE_VALUES, YJData, YeoJohnsonTransformer, exp_yj, exp_yj_search  # noqa: E402
 from fedgauss.data import SKEWED_FAMILIES, make_skewed_features  # noqa: E402
 
 FAMILIES = SKEWED_FAMILIES
@@ -60,6 +62,120 @@ def digest(args):
             b''.join(np.ascontiguousarray(v, dtype=np.float64).tobytes() for v in (r.lambdas, r.mean, r.var))
         )
         print(f"SHA-256 of ExpYJ's lambda, mean, var on {name}: {h.hexdigest()[:32]}")
+
+
+class _Timed(YJData):
+    "A YJData that records every pass over its rows: (step, groups, D_lo frame, with moments, seconds)."
+
+    def __init__(self, X):
+        self.log, self.step = [], 0
+        super().__init__(X)
+
+    def sums(self, *a, **k):
+        self.step += 1
+        return super().sums(*a, **k)
+
+    def _fresh(self, rows, lo_frame, ls, moments, values=TILE_VALUES):
+        t = time.perf_counter()
+        out = super()._fresh(rows, lo_frame, ls, moments, values)
+        self.log.append((self.step, len(rows), bool(lo_frame), bool(moments), time.perf_counter() - t))
+        return out
+
+
+def best(f, repeat=5):
+    "Best wall time of `repeat` calls of f (s)."
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def profile(args):
+    "One fit taken apart: steps, passes over the data per step, the cost of a pass, and the floor (np.exp alone)."
+    X = skewed_features(args.n, args.d, args.seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        YeoJohnsonTransformer().fit(X)  # warm up
+        t0 = time.perf_counter()
+        A = YeoJohnsonTransformer()._validate(X, reset=True)[0]
+        t1 = time.perf_counter()
+        data = _Timed(A)
+        t2 = time.perf_counter()
+        res = exp_yj_search([data])
+        t3 = time.perf_counter()
+    G, n, steps, log = len(data.g_col), data.n_rows, len(res.signs), list(data.log)
+    fresh = sum(r for _, r, _, m, _ in log if not m)
+    built = sum(r for _, r, _, m, _ in log if m)
+    t_fresh = sum(s for *_, m, s in log if not m)
+    t_built = sum(s for *_, m, s in log if m)
+    rows = np.arange(G)
+    one_pass = best(lambda: data._fresh(rows, False, np.full(G, 0.7), False))
+    one_build = best(lambda: data._fresh(rows, False, np.full(G, 0.7), True), 3)
+    D, out = np.ascontiguousarray(data.D_hi), np.empty(data.D_hi.shape)
+    floor = best(lambda: np.exp(D, out=out))
+    print(f"profile of one fit: {n:,} x {args.d} ({G} sign groups: {G * n:,} values), {steps} search steps")
+    print(
+        f"  input checks {1e3 * (t1 - t0):7.1f} ms;  YJData (anchors, log-distances) {1e3 * (t2 - t1):7.1f} ms;  search {1e3 * (t3 - t2):7.1f} ms"
+    )
+    print(f"  steps with a pass: {len({s for s, *_ in log})} of {steps}; group evaluations: {data.counts}")
+    print(f"  fresh passes (sign only): {fresh / G:5.2f} x all groups, {1e3 * t_fresh:6.1f} ms")
+    print(f"  builds (pass + moments):  {built / G:5.2f} x all groups, {1e3 * t_built:6.1f} ms")
+    print(
+        f"  rest of the search (series, cached expansion, D_lo, P_k, bookkeeping): {1e3 * (t3 - t2 - t_fresh - t_built):6.1f} ms"
+    )
+    print(
+        f"  one fresh pass over all groups {1e3 * one_pass:6.1f} ms ({1e9 * one_pass / (G * n):.2f} ns a value); "
+        f"one build {1e3 * one_build:6.1f} ms ({1e9 * one_build / (G * n):.2f} ns a value)"
+    )
+    print(
+        f"  floor: one np.exp over the same {G * n:,} float64 values {1e3 * floor:6.1f} ms ({1e9 * floor / (G * n):.2f} ns a value)"
+    )
+    print("  per step (groups by a fresh pass / built, lo = the D_lo frame):")
+    for s in sorted({s for s, *_ in log}):
+        parts = [f"{'build' if m else 'fresh'}{' lo' if lo else ''} {r}" for t, r, lo, m, _ in log if t == s]
+        print(f"    step {s - 1:3d}: {', '.join(parts)}")
+
+
+def ab(args):
+    "A/B in one process: the ExpYJ of another checkout (`--ab DIR`) and this one, alternating with scikit-learn."
+    import importlib.util, os
+
+    spec = importlib.util.spec_from_file_location(
+        'fedgauss.yeojohnson_ab', os.path.join(args.ab, 'fedgauss', 'yeojohnson.py')
+    )
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other
+    spec.loader.exec_module(other)
+    X = skewed_features(args.n, args.d, args.seed)
+    fits = {
+        'A (' + args.ab + ')': lambda: other.YeoJohnsonTransformer().fit(X),
+        'B (this checkout)': lambda: YeoJohnsonTransformer().fit(X),
+        'scikit-learn': lambda: PowerTransformer(method='yeo-johnson').fit(X),
+    }
+    wall, cpu, est = {k: [] for k in fits}, {k: [] for k in fits}, {}
+    for r in range(args.repeat):
+        for k in list(fits) if r % 2 == 0 else list(fits)[::-1]:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                dt, dc, est[k] = cpu_timed(fits[k])
+            wall[k].append(dt)
+            cpu[k].append(dc)
+    (a, b, sk) = fits
+    print(f"A/B, {args.n:,} x {args.d}, {args.repeat} rounds alternating (best / median of wall s, median of CPU s):")
+    for k in fits:
+        print(f"  {k:40s} {min(wall[k]):7.3f} {np.median(wall[k]):7.3f}   CPU {np.median(cpu[k]):7.3f}")
+    for k in (a, b):
+        print(
+            f"  {k:40s} / scikit-learn: best {min(wall[k]) / min(wall[sk]):.3f}x, median {np.median(wall[k]) / np.median(wall[sk]):.3f}x"
+            f" (wall), {np.median(cpu[k]) / np.median(cpu[sk]):.3f}x (CPU)"
+        )
+    print(
+        f"  B / A: best {min(wall[b]) / min(wall[a]):.3f}, median {np.median(wall[b]) / np.median(wall[a]):.3f} (wall)"
+    )
+    same = all(np.array_equal(getattr(est[a], f), getattr(est[b], f)) for f in ('lambdas_', 'mean_', 'scale_'))
+    print(f"  lambdas, means and scales identical bit for bit: {same}")
 
 
 def bench(args):
@@ -206,6 +322,8 @@ if __name__ == '__main__':
     ap.add_argument(
         '--digest', action='store_true', help="SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)"
     )
+    ap.add_argument('--ab', metavar='DIR', help="A/B against the ExpYJ of another checkout (e.g. /work/main)")
+    ap.add_argument('--profile', action='store_true', help="where one fit's time goes: steps, passes, cost per pass")
     ap.add_argument(
         '--no-screen',
         action='store_true',
@@ -218,3 +336,7 @@ if __name__ == '__main__':
         accuracy()
     if args.digest:
         digest(args)
+    if args.profile:
+        profile(args)
+    if args.ab:
+        ab(args)

@@ -178,3 +178,14 @@ def test_cli_tiny_scale_fits(tmp_path):
     Z = pd.read_csv(tmp_path / 'o.csv')
     np.testing.assert_allclose(Z.mean(), 0, atol=1e-9)
     np.testing.assert_allclose(Z.std(ddof=0), 1, rtol=1e-9)
+
+
+# ------------------------------------------------------------------ branching through the transformer
+@pytest.mark.parametrize('b', [0, -1, 2.5, 17, True])
+def test_transformer_refuses_a_bad_branching_before_anything_is_sent(b):
+    "`FedYeoJohnsonTransformer(branching=b)` names the parameter; the clients' data stay untouched."
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    clients = [X[:15].copy(), X[15:].copy()]
+    with pytest.raises(ValueError, match='branching must be a positive integer'):
+        FedYeoJohnsonTransformer(branching=b).fit(clients)
+    np.testing.assert_array_equal(np.vstack(clients), X)

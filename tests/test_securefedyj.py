@@ -422,7 +422,8 @@ def _run_b(parts, branching, t_max=128, names=None):
 
 def test_branching_is_today_search_in_fewer_passes(datasets):
     """b steps per round: lambdas, path, signs and moments of b = 1 bit for bit, every feature converged; a round costs
-    the 8 passes of a step (breast cancer in 3 parts: 526 passes at b = 1, 198 at b = 4)."""
+    the 8 passes of a step (breast cancer in 3 parts: 456 passes at b = 1, 128 at b = 4; 526 and 198 before the
+    one-pass setup and final round)."""
     X, _ = datasets['breast cancer']
     parts = np.array_split(X, 3)
     one, r1, c1 = _run_b(parts, 1)
@@ -432,7 +433,7 @@ def test_branching_is_today_search_in_fewer_passes(datasets):
     assert one['converged'].all() and len(one['signs']) == 55
     setup_final = r1['passes'][0] - 8 * len(r1['search'])
     assert r4['passes'][0] == setup_final + 8 * len(r4['search'])
-    assert (r1['passes'][0], r4['passes'][0], len(r4['search'])) == (526, 198, 14)
+    assert (r1['passes'][0], r4['passes'][0], len(r4['search'])) == (456, 128, 14)
     assert not (c4.transcript.receiver == 'server').any()  # the dealer still receives nothing
 
 
@@ -482,3 +483,93 @@ def test_branching_must_be_a_positive_integer(b):
         SecureFedYJ(branching=b).fit([np.ones((3, 2)) + np.arange(3)[:, None], np.ones((2, 2))])
     with pytest.raises(ValueError, match='branching'):
         securefedyj_config(['a'], ['c0', 'c1'], branching=b)
+
+
+# ---- issue 32: a fit made faster sends the same messages ----
+
+
+@pytest.mark.parametrize(
+    'name, b, digest',
+    [
+        ('breast cancer', 1, 'a7c8bd6fe3d46b4b4a50608675f9f6102c591aef971ceae73ef3157f1dbdcee2'),
+        ('breast cancer', 5, '09a6525acc431ccbfb890c29d0b324cf96e268dc77734fbd7ca5d328c86117f0'),
+        ('skewed', 1, '46fe90dd44edf675dd011c1f724b00ee18094667ecb2f4fb94d57c754f7da3ae'),
+        ('skewed', 5, '6c9886bab18f8a97741f94d81e48d146befd21a89db3215ea4fabf9cb629c50e'),
+    ],
+)
+def test_seeded_fit_sends_the_messages_it_sent(name, b, digest):
+    """The SHA-256 of every message of a seeded fit (`bench_securefedyj.payload_digest`: round, sender, receiver, kind
+    and payload bytes), at b = 1 and b = 5, equals the digest recorded on the protocol of the one-pass setup and final
+    round (branch yjpass, numpy's float64 on x86-64; the speed-ups of issue 32 were checked against main d20c3ad's
+    digests before that protocol change): a change made for speed changes no message. The statistics are exact integers made
+    from float64 sums, so a platform whose libm rounds exp or log1p differently in the last bit may need new digests
+    (recorded with the same code on main), never a protocol change."""
+    from bench_securefedyj import payload_digest
+
+    if name == 'breast cancer':
+        X, _ = load_breast_cancer()
+        parts = np.array_split(X.to_numpy(), 3)
+    else:
+        parts = np.array_split(make_skewed_features(3000, 10, rng=1), 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        fed = SecureFedYJ(t_max=12, rng=0, branching=b).fit(parts)
+    assert payload_digest(fed.channel_) == digest
+
+
+# ------------------------------------------------------------------ one-pass setup and final round (issue 32) ------
+def test_setup_and_final_in_few_passes_open_what_they_did():
+    """On the Flower demo's split: setup 8 and final round 8 relay passes (24 and 62 before); the search rounds'
+    transcript (round, sender, receiver, kind, bytes) and opened signs as on main before the change (SHA-256, b = 1
+    and 5); the setup opens the same envelope and constancy bits as the setup through the king (comparison='bits'),
+    the final round the same mean and variance to the fixed point; no one but the clients receives an opening."""
+    import hashlib
+    import io
+
+    from fedgauss.securefedyj import SECUREFEDYJ, securefedyj_config, yj_party_rngs
+    from fedgauss.smc import run_protocol
+    from fedgauss.yjcli import breast_cancer_split
+
+    X, splits = breast_cancer_split(3, 0.8, 0, 'SuperNode', io.StringIO())
+    parties = [f'client{k}' for k in range(3)]
+    datas = {p: {'X': np.asarray(Xk, dtype=np.float64)} for p, (Xk, _) in zip(parties, splits)}
+    run = lambda **kw: run_protocol(
+        SECUREFEDYJ,
+        datas,
+        securefedyj_config(list(X.columns), parties, 96, **kw),
+        rngs=yj_party_rngs(0, parties),
+        bsp=True,
+    )
+    digest = {1: ('e235262a7a7f312f', '0278938053587740'), 5: ('c17e4d2994c62f2a', '00e968ff723b5f62')}  # main, d20c3ad
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        (_, r0, _), (_, rb0, _) = run(t_max=0), run(t_max=0, comparison='bits')
+        assert (r0['passes'][0], rb0['passes'][0]) == (
+            16,
+            130,
+        )  # setup + final (86 on main; 130 with bitwise comparisons)
+        for b, (meta, signs) in digest.items():
+            res, rounds, ch = run(t_max=128, branching=b)
+            t = ch.transcript
+            s = t[t['round'].isin(rounds['search'])]
+            rows = list(zip(s['round'] - rounds['search'][0], s.sender, s.receiver, s.kind, s.bytes))
+            assert hashlib.sha256(repr(rows).encode()).hexdigest()[:16] == meta
+            opened = repr([o.tolist() for o in res['client0']['opened']]).encode()
+            assert hashlib.sha256(opened).hexdigest()[:16] == signs
+        old, rb, chb = run(t_max=128, comparison='bits')
+    new, old, d = res['client0'], old['client0'], X.shape[1]
+    L = securefedyj_config(list(X.columns), parties)['L']
+    opened = lambda c, rr: [(k, v) for r, k, v in revealed_values(c, 3, L) if r in rr]
+    (k1, E1), (k2, c1) = opened(ch, rounds['setup'])
+    (_, E2), (_, c2) = opened(chb, rb['setup'])
+    assert (k1, k2) == ('ring', 'bits') and E1.tolist() == E2.tolist()  # the envelope, bit for bit
+    np.testing.assert_array_equal(c1[:d], c2[:d])  # the constancy bits
+    assert new['anchors'] == old['anchors']
+    for k in ('lambdas', 'constant', 'path'):
+        np.testing.assert_array_equal(new[k], old[k])
+    np.testing.assert_allclose(new['mean_t'], old['mean_t'], rtol=1e-15, atol=2.0**-80)
+    np.testing.assert_allclose(new['var_t'], old['var_t'], rtol=1e-12)
+    t = ch.transcript
+    sf = t[t['round'].isin(rounds['setup'] + rounds['final'])]
+    assert set(sf.kind) == {'dealer', 'masked', 'reveal'} and not (sf.receiver == 'server').any()
+    assert set(sf.loc[sf.kind == 'masked', 'sender']) == set(parties) == set(sf.loc[sf.kind == 'masked', 'receiver'])

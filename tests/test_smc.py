@@ -401,3 +401,157 @@ def test_ltz_tables_openings_uniform_and_input_free():
         a, b = hist[-(2**39)][which], hist[5][which]
         assert stats.chisquare(a).pvalue > ALPHA and stats.chisquare(b).pvalue > ALPHA
         assert stats.chi2_contingency(np.array([a, b])).pvalue > ALPHA
+
+
+# ---- issue 32: the SMC made faster sends the same messages ----
+
+
+def _monomials_then_sign_prog(smc, k, X, monos):
+    "Products of the shared rows of X (monomials, one opening) and the signs of the first two, by dealer tables."
+    mine = None if k is None else _split(X, len(smc.parties))[k]
+    S = smc.input_sum(mine, X.shape, 0, 2**60, encoded=True)
+    P = yield from smc.mul_monomials([S.rows(i) for i in range(X.shape[0])], monos)
+    u = yield from smc.ltz_tables(smc.stack([smc.sub(P[0], P[1]), smc.sub(P[2], P[3])]))
+    return (yield from smc.reveal_bits(u))
+
+
+def test_mul_monomials_and_ltz_tables_send_the_messages_they_sent():
+    """Every message of a seeded `mul_monomials` (degrees 1 to 3, repeated operands) followed by `ltz_tables`, as
+    the SHA-256 of the payloads (`bench_securefedyj.payload_digest`), equals the digest recorded before the speed-up
+    of issue 32 (main d20c3ad): integers and ChaCha20 only, so the digest does not depend on the platform."""
+    from bench_securefedyj import payload_digest
+
+    g = np.random.default_rng(11)
+    X = np.array([[int(t) for t in g.integers(-(2**40), 2**40, 9)] for _ in range(5)], dtype=object)
+    monos = [(0, 3), (2, 2), (1, 0, 3), (1, 2, 2), (0, 0, 4), (4,), (0, 2, 4)]
+    res, _, ch = _party_run(_monomials_then_sign_prog, 3, seed=3, X=X, monos=monos)
+    prod = lambda m: np.array([math.prod(int(X[i, j]) for i in m) for j in range(9)], dtype=object)
+    want = np.stack([prod(monos[0]) - prod(monos[1]), prod(monos[2]) - prod(monos[3])]) < 0
+    assert res['p0'].astype(bool).tolist() == want.tolist()
+    assert payload_digest(ch) == '97bc821ac08a479ee015c94fc9079c57a45b72bba762272b11d9abe9ef480fbb'
+
+
+def test_ltz_tables_with_wide_chunks():
+    """Beyond 508 bits the chunks are wider than 4 bits (`table_layout`): the digits go through the bits
+    (`_int_digits`' other path) and the flat gathers use 2**b entries per chunk; the signs are still exact."""
+    from fedgauss.smc import table_layout
+
+    bound = 2**620
+    g = np.random.default_rng(4)
+    x = [0, 1, -1, bound, -bound, bound - 1, 1 - bound]
+    x = np.array(x + [int.from_bytes(g.bytes(80), 'little') % (2 * bound + 1) - bound for _ in range(25)], dtype=object)
+    res, _, _ = _party_run(_sign_prog, 3, L=768, x=x, bound=bound, tables=True)
+    assert table_layout(621)[0] > 4
+    assert res['p0'].tolist() == (x < 0).astype(np.uint8).tolist()
+
+
+# ------------------------------------------------------------------ one-pass openings (issue 32) ----------
+def _run_parties(prog, K=3, L=448, **kw):
+    "Run `prog(smc, k, **kw)` at K parties and the dealer (k None), bulk-synchronously: (results, passes, channel)."
+    from fedgauss.smc import PartySMC, Program, run_programs
+
+    names = [f'p{j}' for j in range(K)]
+    progs = [
+        Program(p, c, prog(c, k if k < K else None, **kw))
+        for k, p in enumerate(names + ['dealer'])
+        for c in [PartySMC(p, names, 'dealer', L, 40, 7 + k)]
+    ]
+    ch = Channel()
+    res, rounds = run_programs(progs, ch, dealer='dealer', bsp=True)
+    return res, rounds['passes'][0], ch
+
+
+def _max_prog(smc, k, X):
+    it = smc.input_own(None if k is None else X[k], X.shape[1:], 0, 2.0**63, encoded=True)
+    M = yield from smc.maximum_many(it)
+    return None if k is None else (yield from smc.reveal(M, exact=True))
+
+
+@pytest.mark.parametrize('K', [2, 3, 4, 5])
+def test_maximum_many_equals_the_maximum_in_three_openings(K):
+    "Random values, ties (all equal, some equal) and the range codes' 'no value' marker; 3 one-pass openings."
+    g = np.random.default_rng(K)
+    X = g.integers(-(2**62), 2**62, (K, 50)).astype(object)
+    X[:, :5] = -3
+    X[: K // 2 + 1, 5:10] = X[0, 5:10]
+    X[:, 10] = -(2**63 - 1)
+    res, passes, ch = _run_parties(_max_prog, K, X=X)
+    assert res['p0'].tolist() == X.max(axis=0).tolist()
+    assert passes == 6  # the dealer's, three openings, the reveal, the end
+    t = ch.transcript
+    assert set(t.loc[t.kind == 'masked', 'receiver']) == {f'p{j}' for j in range(K)}
+    assert (t.loc[t.kind == 'masked'].groupby('sender').size() == 3 * (K - 1)).all()  # every party to every other
+
+
+def _ratio_prog(smc, k, n, s1, s2, n_max, f, fast):
+    part = lambda x, sc: smc.input_sum(None if k is None else (x if k == 0 else 0 * x), x.shape, sc, 1e7, encoded=True)
+    n, s1, s2 = part(n, 0), part(s1, f), part(s2, 2 * f)
+    if fast:
+        m, v = yield from smc.ratio_moments(n, s1, s2, n_max)
+    else:  # the final round before issue 32: Newton from a power of two, products and truncations
+        r = yield from smc.reciprocal(n, n_max=n_max, scale=64)
+        P = yield from smc.mul_many([(n, s2), (s1, s1), (s1, r)])
+        Dn = yield from smc.truncate((yield from smc.mul(smc.sub(P[0], P[1]), r)), 64)
+        m = yield from smc.truncate(P[2], 64)
+        v = yield from smc.truncate((yield from smc.mul(Dn, r)), 64 + f)
+    return None if k is None else (yield from smc.reveal(smc.stack([m, v]), exact=True))
+
+
+def test_ratio_moments_within_the_fixed_point_bound_against_exact_rationals():
+    """S1/n and (n S2 - S1^2)/n^2 at scale f against exact fractions: within |S1| 2**-63 + 2**-(f-1) and
+    |D| 2**-62 / n + 2**-(f-1), as the Newton final round it replaces; 9 passes instead of 71."""
+    from fractions import Fraction
+
+    f, g, n_max = 96, np.random.default_rng(11), 3 * 2**20
+    n = np.array([1, 2, 3, 4, 5, 7, 8, 100, 569, 1023, 1024, 2**19 + 3, 2**20, n_max - 1, n_max], dtype=object)
+    x = [g.normal(3, 2, size=int(min(v, 2000))) for v in n]
+    s1 = np.array([int(round(v.sum() * 2**f)) for v in x], dtype=object)
+    s2 = np.array([int(round((v**2).sum() * 2 ** (2 * f))) for v in x], dtype=object)
+    kw = dict(n=n, s1=s1, s2=s2, n_max=n_max, f=f)
+    (new, p_new, _), (old, p_old, _) = [_run_parties(_ratio_prog, 3, **kw, fast=t) for t in (True, False)]
+    assert (p_new, p_old) == (9, 71)
+    for out in (new['p0'], old['p0']):
+        for i, (a, b, c) in enumerate(zip(s1, n, s2)):
+            mean, D = Fraction(int(a), 2**f) / int(b), Fraction(int(b) * int(c) - int(a) ** 2, 2 ** (2 * f))
+            got_m, got_v = Fraction(int(out[0, i]), 2**f), Fraction(int(out[1, i]), 2**f)
+            assert abs(got_m - mean) <= abs(Fraction(int(a), 2**f)) / 2**63 + Fraction(2, 2**f), (i, 'mean')
+            assert abs(got_v - D / int(b) ** 2) <= abs(D) / 2**62 / int(b) + Fraction(2, 2**f), (i, 'var')
+
+
+def _stages_prog(smc, k, x, bound):
+    X = smc.input_own(None if k is None else x, x.shape, 0, bound, encoded=True)[0]  # p0's x
+    st = yield from smc.tables_deal(X.shape, float(bound), 0)
+    if k is None:
+        return None
+    c = (yield from smc.open_all(ring=smc.tables_masked(st, X)))[0]
+    v = (yield from smc.open_all(octets=smc.tables_octets(st, c)))[1]
+    return (yield from smc.reveal_bits(smc.tables_bits(st, c, v)))
+
+
+def test_comparison_stages_open_uniform_values():
+    "The staged comparison: right bits, and what a party receives in its openings is uniform for very different x."
+    hist = {}
+    for x0 in (-(2**39), 5):
+        x = np.full(3000, x0, dtype=object)
+        res, _, ch = _run_parties(_stages_prog, 3, x=x, bound=2**40)
+        assert res['p1'].tolist() == [int(x0 < 0)] * 3000
+        ring = [
+            m.payload
+            for m in ch.messages
+            if m.kind == 'masked' and m.receiver == 'p1' and hasattr(m.payload, 'ring_bits')
+        ]
+        octs = [
+            m.payload
+            for m in ch.messages
+            if m.kind == 'masked' and m.receiver == 'p1' and isinstance(m.payload, np.ndarray)
+        ]
+        hist[x0] = [
+            np.bincount(
+                np.concatenate([np.asarray(p.values).astype(object) & 0xFF for p in ring]).astype(int), minlength=256
+            ),
+            np.bincount(np.concatenate(octs), minlength=256),
+        ]
+    for which in (0, 1):
+        a, b = hist[-(2**39)][which], hist[5][which]
+        assert stats.chisquare(a).pvalue > 1e-4 and stats.chisquare(b).pvalue > 1e-4
+        assert stats.chi2_contingency(np.array([a, b])).pvalue > 1e-4

@@ -737,3 +737,58 @@ def test_branching_must_be_a_positive_integer(b):
     X, _ = load_breast_cancer()
     with pytest.raises(ValueError, match='branching must be a positive integer'):
         exp_yj(X.iloc[:, :2], branching=b)
+
+
+# ---- issue 32: ExpYJ's per-step cost without changing a bit ----
+def test_cached_expansion_from_its_coefficients_is_bit_for_bit_expand():
+    "The expansion's coefficients, computed once at the build, give exactly the floats `_expand` computes per step."
+    from fedgauss.yeojohnson import expand_sums
+
+    X = np.random.default_rng(11).lognormal(size=(5000, 4)) * np.r_[1, -1, 1, 1]
+    X[:, 3] -= 1.5  # a mixed feature: two sign groups
+    data = YJData(X)
+    exp_yj_search([data])  # builds every group's expansion
+    i = np.flatnonzero(~np.isnan(data._cache_ls))
+    assert len(i) == len(data.g_col)
+    lr, rho = data._cache_ls[i], data.g_rho[i]
+    for h in (0.0, 1e-9, -3e-4, 0.02):
+        hh = np.full(len(i), h) * rho
+        old = data._expand(data._cache_mom[:, :, i], data._cache_base[:, i], lr * rho, hh)
+        np.testing.assert_array_equal(expand_sums(data._cache_coef[:, :, i], data._cache_base[:, i], hh), old)
+
+
+def test_frame_constants_are_kept_per_anchors():
+    "yj_frame reads the anchors' constants once per anchors object: equal anchors, equal frames; others, their own."
+    import dataclasses
+
+    X, _ = load_breast_cancer()
+    A = YJAnchors.from_data(X.to_numpy())
+    lam = np.linspace(-3, 3, A.kind.size)
+    f1 = yj_frame(lam, A)
+    assert yj_frame(lam, A) == f1 == yj_frame(lam, dataclasses.replace(A))  # a copy: computed again, the same
+    B = YJAnchors.from_data(-X.to_numpy()[:, :5])
+    fb = yj_frame(lam[:5], B)
+    assert (fb.sign == -1).all() and (f1.sign == 1).all()
+    fb.sign[:] = 0  # a frame's arrays are its own: the kept constants are not changed through them
+    assert (yj_frame(lam[:5], B).sign == -1).all()
+
+
+def test_one_step_rounds_are_the_tree_of_one_node():
+    "branching=1 (a step without a tree) and the tree's replay give the same search on breast cancer, step for step."
+    from fedgauss.yeojohnson import _search, search_depth, yj_lambda_bounds, yj_search_unit
+
+    X, _ = load_breast_cancer()
+    data = YJData(X.to_numpy())
+    A = data.anchors
+    start = ExpSearchState.start(A.kind.size, *yj_lambda_bounds(A), yj_search_unit(A))
+    const = A.constant
+    state, failed, at, path, signs = _search([data], start, const, 128, True, 1)
+    ref, s = [start.lmbda], start
+    data2 = YJData(X.to_numpy())
+    while s.t < 128 and not (s.converged() | const).all():
+        assert len(search_depth(s, 1, 128, const)) == 1
+        sg = np.where(const, 0, yj_sign_from_sums(data2.sums(s.lmbda, s.bracket))).astype(np.int8)
+        s = s.update(sg)
+        ref.append(s.lmbda)
+    np.testing.assert_array_equal(np.array(path), np.array(ref))
+    assert not failed.any() and state.t == s.t
