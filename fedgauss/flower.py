@@ -22,12 +22,12 @@ from .wire import register_type, sign_run_key, unseal, verify_run_keys, write_fe
 from .yeojohnson import YeoJohnsonWarning, YJAnchors, YJFrame
 
 # %% auto #0
-__all__ = ['MESSAGE_SCHEMAS', 'CLIENTAPP_DIED', 'check_message', 'resume_step', 'save_party_data', 'load_party_data',
-           'party_result_path', 'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain', 'party_handle',
-           'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid', 'local_nodes',
-           'server_app', 'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive', 'node_main',
-           'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job', 'write_app', 'FlowerDeployment',
-           'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
+__all__ = ['MESSAGE_SCHEMAS', 'MEMORY_RUNS', 'CLIENTAPP_DIED', 'check_message', 'resume_step', 'save_party_data',
+           'load_party_data', 'party_result_path', 'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain',
+           'party_handle', 'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid',
+           'local_nodes', 'server_app', 'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive',
+           'node_main', 'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job', 'write_app',
+           'FlowerDeployment', 'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 for _cls in (RingElements, YJFrame, YJAnchors, Tree, Binner, HistLayout, PStableLSH):  # payloads, results, configs
@@ -469,11 +469,17 @@ def node_query(
         return encode(dict(error=f"{type(e).__name__}: {e}", party=me)), state
 
 # %% ../nbs/50_flower.ipynb #0e382214b5f147d187d36a2058b9c724
+MEMORY_RUNS = 8  # a long-lived ClientApp keeps the states of this many runs (the latest)
+
+
 def client_app(
     node_configs: dict | None = None,  # simulation: partition-id -> the node config its operator would give it
+    memory: dict | None = None,  # a long-lived ClientApp in the SuperNode's process: run id -> the node's state
 ):
-    """The Flower `ClientApp`: each message is one `node_query` on the node's state (kept in `context.state`, on the
-    node). `node_configs` stands in, on Flower's simulation engine, for what each SuperNode's `--node-config` says."""
+    """The Flower `ClientApp`: each message is one `node_query` on the node's state, kept in `context.state` (pickled;
+    the SuperNode hands it to the ClientApp and takes it back with every message), or, given `memory`, in that dict
+    (`_serve_clientapps`: same process, same lifetime as the SuperNode's own store). `node_configs` stands in, on
+    Flower's simulation engine, for what each SuperNode's `--node-config` says."""
     from flwr.app import ConfigRecord, Message, RecordDict
     from flwr.clientapp import ClientApp
 
@@ -483,9 +489,17 @@ def client_app(
     def query(msg, context):
         nc = dict(context.node_config)
         nc.update(extra.get(int(nc['partition-id']), {}) if 'partition-id' in nc else {})
-        state = pickle.loads(context.state['fedgauss']['state']) if 'fedgauss' in context.state else {}  # node-local
+        if memory is not None:
+            state = memory.get(context.run_id, {})
+        else:  # node-local
+            state = pickle.loads(context.state['fedgauss']['state']) if 'fedgauss' in context.state else {}
         blob, state = node_query(bytes(msg.content['fedgauss']['blob']), state, nc)
-        context.state['fedgauss'] = ConfigRecord({'state': pickle.dumps(state, protocol=5)})
+        if memory is not None:
+            memory[context.run_id] = state  # `party_handle` makes a new state: the old one is never changed
+            while len(memory) > MEMORY_RUNS:
+                memory.pop(next(iter(memory)))
+        else:
+            context.state['fedgauss'] = ConfigRecord({'state': pickle.dumps(state, protocol=5)})
         return Message(RecordDict({'fedgauss': ConfigRecord({'blob': blob})}), reply_to=msg)
 
     return app
@@ -1200,7 +1214,7 @@ def _run_clientapp_task(
 def _serve_clientapps(
     address: str,  # the node's Runtime API (host:port)
     node: dict,  # the events {'task', 'reply'} shared with the node's loop (`_speed_up_flwr`)
-    app=None,  # the ClientApp (default: `client_app()`)
+    app=None,  # the ClientApp (default: `client_app(memory={})`: the node's state stays in this process)
 ):
     """The node's long-lived ClientApp: it blocks until the node has stored a message (`node['task']`), then takes
     every task from the Runtime API at `address`, runs `app` on it, pushes its reply (an error reply if `app` raised)
@@ -1220,7 +1234,7 @@ def _serve_clientapps(
             retry_invoker=make_simple_http_retry_invoker(),
         )  # fmt: skip
 
-    app, acquire = app or client_app(), client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))
+    app, acquire = app or client_app(memory={}), client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))
     ask = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     while True:
         node['task'].wait()  # blocking: no CPU until the node has stored a message
@@ -1584,11 +1598,17 @@ def supernode_auth_key(
 @patch
 def start(self: FlowerDeployment):
     """Start the SuperLink (TLS, SuperNode authentication), register each node's key, start the SuperNodes (node k:
-    `partition-id=k`, `data-dir=<tmp>/node<k>`, its identity key and its copy of the pinned keys)."""
+    `partition-id=k`, `data-dir=<tmp>/node<k>`, its identity key and its copy of the pinned keys). Every process runs
+    the `fedgauss` this one runs (a source tree first on their path), not one in the folder it was started from."""
     import subprocess, sys
+    import fedgauss, site
 
     port, tmp = _free_port(), self.tmp
     self.env = env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
+    root, pre = os.path.dirname(os.path.dirname(os.path.abspath(fedgauss.__file__))), ''
+    if root not in site.getsitepackages() + [site.getusersitepackages()]:  # a source tree: before the current folder
+        env['PYTHONPATH'] = os.pathsep.join([root] + [p for p in [os.environ.get('PYTHONPATH')] if p])
+        pre = f'import sys; sys.path.insert(0, {root!r}); '
     if self.fast:
         env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.25'  # the SuperLink's: once per run
     link, node_tls, ca = ['--insecure'], ['--insecure'], None
@@ -1608,7 +1628,7 @@ def start(self: FlowerDeployment):
     _wait_port(port, start(cmd + ['--enable-supernode-auth'] * self.auth, 'superlink.log'))
     self.server_key, self.ids = os.path.join(tmp, 'server.key'), {}
     self.server_pub = write_identity(self.server_key)  # the server's program's identity (the dealer's, ...)
-    launcher = [sys.executable, '-c', 'from fedgauss.flower import node_main; node_main()']
+    launcher = [sys.executable, '-c', pre + 'from fedgauss.flower import node_main; node_main()']
     for k in range(self.n_nodes):
         os.makedirs(folder := os.path.join(tmp, f'node{k}'), exist_ok=True)
         self.ids[k] = write_identity(os.path.join(folder, 'identity.key'))

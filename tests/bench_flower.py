@@ -26,6 +26,20 @@ the logs of a failed one (kept under `--logs`).
     python tests/bench_flower.py --passes [--repeat 3] [--json out.jsonl]
     python tests/bench_flower.py --stall 20 [--load 2] [--logs /tmp/fedgauss-stall]
 
+`--demo`: `fedgauss flower-demo`'s run itself (`t_max` 128, `branching` 5 unless `--t-max`/`--branching` say
+otherwise; TLS and SuperNode authentication), `--repeat` times on fresh deployments: passes, wall seconds (with the
+start-up, as `flower-demo` prints them) and per pass (the passes alone, from the relay's timeline), CPU seconds per
+pass summed over every process (and by kind), MiB on the wire and in the transcript, the load average before each.
+
+    python tests/bench_flower.py --demo [--repeat 2] [--json out.jsonl]
+
+`--micro`: each piece a payload goes through, per MiB (milliseconds, median of `--repeat` 5+ runs, in this process):
+our codec on a 1 MiB share (448-bit ring elements, as SecureFedYJ sends them), sealing and opening it, pickling a node
+state of that size, and flwr's side of one message carrying it (its object tree: serialising every object and its
+SHA-256, as a push does) and of one context (to and from protobuf, as the Runtime API ships it).
+
+    python tests/bench_flower.py --micro
+
 Needs the flower extra: pip install 'fedgauss[flower]'.
 """
 
@@ -187,6 +201,107 @@ def pass_run(t_max: int = 1, idle: float = 10.0, settle: float = 15.0, timeout: 
                 idle=info['idle'], cpu_per_pass=run_cpu)  # fmt: skip
 
 
+def demo_run(t_max: int = 128, branching: int = 5, timeout: float = 120.0) -> dict:
+    """One `fedgauss flower-demo` run (its data, its defaults) on a fresh deployment: passes, seconds, CPU seconds of
+    every process from the deployment's start to the run's end (by kind), bytes on the wire and in the transcript."""
+    import threading, warnings
+
+    names, clients = demo_clients()
+    info, stop = {}, threading.Event()
+
+    def started(p):
+        m = CPUMeter([p['superlink'].pid] + [q.pid for q in p['nodes']])
+        info['start'] = m.sample()
+
+        def sample():
+            while not stop.wait(0.05):
+                info['end'] = m.sample()
+
+        threading.Thread(target=sample, daemon=True).start()
+
+    load = os.getloadavg()[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        fl = flower_deploy(
+            clients, names=names, t_max=t_max, f=96, branching=branching, timeout=timeout, on_started=started
+        )
+    stop.set()
+    n, tl = fl['round_trips'], fl['timeline']
+    cpu = {k: v - info['start'].get(k, 0.0) for k, v in info['end'].items()}
+    return dict(load=load, passes=n, seconds=fl['seconds'], pass_s=(tl[-1]['done'] - tl[0]['sent']) / n,
+                cpu_per_pass=sum(cpu.values()) / n, cpu_by_kind={k: v / n for k, v in cpu.items()},
+                wire_mib=fl['wire_bytes'] / 2**20, transcript_mib=fl['channel'].summary()['total_bytes'] / 2**20,
+                converged=int(np.sum(fl['converged'])))  # fmt: skip
+
+
+def print_demo(rows: list):
+    "Each demo run: load, passes, wall s, s/pass, CPU s/pass (all processes, then by kind), MiB."
+    kinds = sorted({k for r in rows for k in r['cpu_by_kind']})
+    print(f"{'load':>5s}{'passes':>7s}{'wall s':>8s}{'s/pass':>7s}{'CPU s/pass':>11s}", end=' ')
+    print(' '.join(f"{k[:9]:>9s}" for k in kinds), f"{'wire MiB':>9s}{'transcript MiB':>15s}{'converged':>10s}")
+    for r in rows:
+        print(
+            f"{r['load']:5.1f}{r['passes']:7d}{r['seconds']:8.1f}{r['pass_s']:7.3f}{r['cpu_per_pass']:11.3f}", end=' '
+        )
+        print(' '.join(f"{r['cpu_by_kind'].get(k, 0):9.3f}" for k in kinds), end=' ')
+        print(f"{r['wire_mib']:9.1f}{r['transcript_mib']:15.1f}{r['converged']:10d}")
+
+
+def micro(repeat: int = 5) -> dict:
+    "Milliseconds per MiB of each piece a 1 MiB payload goes through (median of `repeat` runs)."
+    import pickle, statistics
+    from fedgauss.entropy import secret_ints, secret_rng
+    from fedgauss.smc import RingElements
+    from fedgauss.wire import decode, encode, pair_key, new_keypair, seal, unseal
+
+    def ms(f):
+        f()
+        out = []
+        for _ in range(max(repeat, 5)):
+            t = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t)
+        return statistics.median(out) * 1e3
+
+    share = RingElements(secret_ints(secret_rng(0), (2**20 // 56,), 448), 448)  # 1 MiB of 448-bit elements
+    blob = encode(share)
+    mib = len(blob) / 2**20
+    priv, pub = new_keypair()
+    key = pair_key(priv, new_keypair()[1], 'a', 'b')
+    sealed = seal(key, share, 'run', 'a', 'b', 'share', 0)
+    state = {'party': {'log': [[('a', 'share', share)]]}}
+    out = {
+        'encode (codec)': ms(lambda: encode(share)) / mib,
+        'decode (codec)': ms(lambda: decode(blob)) / mib,
+        'seal (codec + AES-GCM)': ms(lambda: seal(key, share, 'run', 'a', 'b', 'share', 0)) / mib,
+        'unseal (AES-GCM + codec)': ms(lambda: unseal(key, sealed, 'run', 'a', 'b', 'share', 0)) / mib,
+        'pickle.dumps of a node state': ms(lambda: pickle.dumps(state, protocol=5)) / mib,
+        'pickle.loads of a node state': ms(lambda: pickle.loads(pickle.dumps(state, protocol=5))) / mib,
+    }
+    try:
+        from flwr.app import ConfigRecord, Context, Message, RecordDict
+        from flwr.common.serde import context_from_proto, context_to_proto
+        from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
+        from flwr.supercore.task_identity import TaskIdentity
+    except ImportError:
+        return out
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    st = pickle.dumps(state, protocol=5)
+
+    def push():  # what a push serialises and hashes: every object of the message, once
+        m = Message(RecordDict({'fedgauss': ConfigRecord({'blob': sealed})}), dst_node_id=1, message_type='query')
+        with no_object_id_recompute():
+            return {k: v.deflate() for k, v in get_all_nested_objects(m).items()}
+
+    ctx = Context(
+        run_id=1, node_id=1, node_config={}, state=RecordDict({'f': ConfigRecord({'state': st})}), run_config={}
+    )
+    out['flwr: a message\'s objects (serialise + SHA-256)'] = ms(push) / mib
+    out['flwr: context to protobuf + bytes'] = ms(lambda: context_to_proto(ctx).SerializeToString()) / mib
+    out['flwr: context from protobuf'] = ms(lambda: context_from_proto(context_to_proto(ctx))) / mib
+    return out
+
+
 def print_passes(rows: list):
     "Each run: the split of a pass (medians, ms), CPU ms per pass and idle CPU share by process kind."
     kinds = sorted({k for r in rows for k in r['cpu_per_pass']} | {k for r in rows for k in r['idle']})
@@ -242,6 +357,9 @@ def main():
     ap.add_argument(
         '--passes', action='store_true', help="where a pass waits; CPU per pass and idle (flower-demo data)"
     )
+    ap.add_argument('--micro', action='store_true', help='ms per MiB of each piece a payload goes through')
+    ap.add_argument('--demo', action='store_true', help="fedgauss flower-demo's run: s/pass, CPU/pass, MiB")
+    ap.add_argument('--branching', type=int, default=5)
     ap.add_argument('--idle', type=float, default=10.0)
     ap.add_argument('--settle', type=float, default=15.0)
     ap.add_argument('--json', default=None, help='append each --passes run as a JSON line to this file')
@@ -249,6 +367,26 @@ def main():
     ap.add_argument('--load', type=int, default=2)
     ap.add_argument('--logs', default='/tmp/fedgauss-stall')
     args = ap.parse_args()
+    if args.micro:
+        for k, v in micro(args.repeat).items():
+            print(f"{k:48s}{v:8.1f} ms/MiB")
+        return
+    if args.demo:
+        import sys, fedgauss
+
+        t_max = args.t_max if '--t-max' in sys.argv else 128  # the demo's default unless --t-max says otherwise
+        rows = []
+        for _ in range(args.repeat):
+            rows.append(demo_run(t_max, args.branching, args.timeout))
+            print_demo(rows[-1:])
+        if args.json:
+            import json
+
+            with open(args.json, 'a') as fh:
+                fh.writelines(
+                    json.dumps(dict(r, tree=os.path.dirname(os.path.dirname(fedgauss.__file__)))) + '\n' for r in rows
+                )
+        return
     if args.passes:
         rows = [pass_run(args.t_max, args.idle, args.settle) for _ in range(args.repeat)]
         if args.json:
