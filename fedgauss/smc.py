@@ -2144,8 +2144,8 @@ def masked_monomials(
     k, N = len(P), P.shape[1]
     Dc, Ds, A, starts = monomial_terms(tuple(map(tuple, monos)), k)
     one = np.ones((1, N), dtype=object)
-    mul = lambda u, v: u * v & self.mask
-    coef = mul(functools.reduce(mul, np.concatenate([P, one])[Dc]), functools.reduce(mul, np.concatenate([B, one])[Ds]))
+    prod = lambda X: functools.reduce(operator.mul, X)  # one reduction modulo 2**L at the end: the same residues
+    coef = prod(np.concatenate([P, one])[Dc]) * prod(np.concatenate([B, one])[Ds]) & self.mask
     Ap = np.concatenate([AP, np.full((1, N), int(self.is_king), dtype=object)])  # the king's public 1
     return list(np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask)
 
@@ -2278,7 +2278,6 @@ def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
     M, N = self.mask, len(d)
     Dl = G[1:] - G[:-1]  # (kmax, p)
     gam = G[0][:, None] + np.dot(Dl.T, 1 - o)  # (p, N)
-    dlt = (2 * o - 1)[:, None, :] * Dl[:, :, None]  # (kmax, p, N): the factor of s_k
     dp = [np.ones(N, dtype=object)]
     for _ in range(p - 1):
         dp.append(dp[-1] * d & M)
@@ -2287,7 +2286,7 @@ def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
         for i in range(j + 1):
             E[i, j] = math.comb(j, i) * dp[j - i]
     U = (E * gam[None]).sum(axis=1) & M  # (p, N): the factor of a**i
-    V = (E[None] * dlt[:, None]).sum(axis=2) & M  # (kmax, p, N): the factor of a**i s_k
+    V = np.tensordot(Dl, E, axes=([1], [1])) * (2 * o - 1)[:, None, :] & M  # (kmax, p, N): the factor of a**i s_k
     apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])
     AS = R[p + 1 :].reshape(p, kmax, N)
     return ((apow * U).sum(axis=0) + (AS * V.transpose(1, 0, 2)).sum(axis=(0, 1))) & M
