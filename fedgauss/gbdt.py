@@ -1132,7 +1132,7 @@ def _gather_add(indptr, indices, X, ones):
     Xc = X.view(complex).ravel()
     for p0 in range(0, nnz, len(ones)):  # blocks of entries; a slot cut by a block goes on summing in the next
         p1 = min(p0 + len(ones), nnz)
-        ptr = (np.clip(indptr, p0, p1) - p0).astype(indptr.dtype)
+        ptr = indptr if p1 == nnz and p0 == 0 else (np.clip(indptr, p0, p1) - p0).astype(indptr.dtype)
         _csr_matvec(n_out, len(X), ptr, indices[p0:p1], ones[: p1 - p0], Xc, out)
     return out.view(float).reshape(n_out, 2)
 
@@ -1178,6 +1178,7 @@ class LocalHistograms:
         self.exact_sums = bool(exact_sums)  # only then may a child's common slot be its total minus the rest
         self._blocks, self._tiled = 1, 1  # blocks of rows (trees grown together), rows tiled that often
         self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
+        self._codes_ar = np.arange(self.cmax)
         self.gh, self._lut, self._touched = None, None, []
 
     # Rows are tracked by key = node * cmax, so that routing a row is two table lookups:
@@ -1215,7 +1216,7 @@ def start_tree(
         self._grow_tables(64)
     elif self._touched:  # nodes that split in the previous tree keep their rows again
         t = np.asarray(self._touched, np.intp) * self.cmax
-        self._lut[(t[:, None] + np.arange(self.cmax)).ravel()] = np.repeat(t, self.cmax)
+        self._lut.reshape(-1, self.cmax)[self._touched] = t[:, None]
         self._fkey[t] = 0
     self._touched = []
 
@@ -1307,13 +1308,14 @@ def split(
     nodes, feature, bin = (np.asarray(nodes, np.intp), np.asarray(feature, np.intp), np.asarray(bin, np.intp))
     left, right, default_left = (np.asarray(left, np.intp), np.asarray(right, np.intp), np.asarray(default_left, bool))
     cm, K = self.cmax, len(nodes)
-    n_nodes = max(self.n_nodes, int(left.max()) + 1, int(right.max()) + 1)
+    n_nodes = max(self.n_nodes, int(max(left.max(), right.max())) + 1)
     if n_nodes * cm > len(self._lut):
         self._grow_tables(max(n_nodes, 2 * len(self._lut) // cm))
     self._fkey[nodes * cm] = feature * self.n
     # the split node's (key + code) -> child's key: bins <= bin go left, the missing code to the default side
-    dest = np.where(np.arange(cm) <= bin[:, None], left[:, None] * cm, right[:, None] * cm)
-    dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, left, right) * cm
+    lc, rc = left * cm, right * cm
+    dest = np.where(self._codes_ar <= bin[:, None], lc[:, None], rc[:, None])
+    dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, lc, rc)
     self._lut.reshape(-1, cm)[nodes] = dest
     self._touched.extend(nodes.tolist())
     if K == 1 or (feature == feature[0]).all():  # one feature (e.g. the root): its codes are a contiguous row
