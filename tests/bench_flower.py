@@ -151,6 +151,17 @@ class CPUMeter:
         return out
 
 
+def sample_until(meter: CPUMeter, stop, info: dict):
+    "Sample `meter` into `info['end']` every 50 ms, in a daemon thread, until the event `stop` is set."
+    import threading
+
+    def sample():
+        while not stop.wait(0.05):
+            info['end'] = meter.sample()
+
+    threading.Thread(target=sample, daemon=True).start()
+
+
 def demo_clients(seed: int = 0) -> tuple:
     "`fedgauss flower-demo`'s data: breast cancer in 3 parts (label skew 0.8); (column names, clients)."
     import io
@@ -177,12 +188,7 @@ def pass_run(t_max: int = 1, idle: float = 10.0, settle: float = 15.0, timeout: 
         b, dt = m.sample(), time.time() - t
         info['idle'] = {k: (b[k] - a.get(k, 0.0)) / dt for k in b}
         info['meter'], info['start'] = m, m.sample()
-
-        def sample():
-            while not stop.wait(0.05):
-                info['end'] = m.sample()
-
-        threading.Thread(target=sample, daemon=True).start()
+        sample_until(m, stop, info)
 
     load = os.getloadavg()[0]
     with warnings.catch_warnings():
@@ -212,12 +218,7 @@ def demo_run(t_max: int = 128, branching: int = 5, timeout: float = 120.0) -> di
     def started(p):
         m = CPUMeter([p['superlink'].pid] + [q.pid for q in p['nodes']])
         info['start'] = m.sample()
-
-        def sample():
-            while not stop.wait(0.05):
-                info['end'] = m.sample()
-
-        threading.Thread(target=sample, daemon=True).start()
+        sample_until(m, stop, info)
 
     load = os.getloadavg()[0]
     with warnings.catch_warnings():

@@ -49,6 +49,19 @@ def mv_cfg(**kw):
     return mvppca_config(['center0', 'center1', 'center2'], {'a': 4, 'b': 3}, 2, 3, 6, 4, **kw)
 
 
+def mvppca_deployment(centers, timeout: float, **deployment) -> tuple:
+    """Fed-mv-PPCA on a fresh 3-node `FlowerDeployment` (test seeds; `deployment`: its other arguments, e.g. `workdir`
+    to keep the logs): the run, and the simulator's rounds on the same data and seeds."""
+    from fedgauss.flower import FlowerDeployment
+
+    cfg = mv_cfg()
+    datas = dict(zip(cfg['parties'], centers))
+    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
+    with FlowerDeployment(3, test_seeds=True, **deployment) as d:
+        fl = d.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']), timeout=timeout)
+    return fl, sim_rounds
+
+
 def by_kind(t):
     return t.groupby('kind')['bytes'].agg(['size', 'sum'])
 
@@ -203,17 +216,12 @@ def test_a_task_taken_before_its_message_is_stored_does_not_stall_the_run(center
     if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
         pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
     import os
-    from fedgauss.flower import FlowerDeployment
 
     (tmp_path / 'sitecustomize.py').write_text(SLOW_STORE)
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
     monkeypatch.setenv('FG_SLOW_STORE', '0.1')
-    cfg = mv_cfg()
-    datas = dict(zip(cfg['parties'], centers))
-    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
-    with FlowerDeployment(3, test_seeds=True, workdir=str(tmp_path / 'dep')) as d:
-        fl = d.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']), timeout=30)
-        logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
+    fl, sim_rounds = mvppca_deployment(centers, 30, workdir=str(tmp_path / 'dep'))
+    logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
     assert fl['rounds'] == sim_rounds
     assert 'No messages received' not in logs and 'Traceback' not in logs
 
@@ -242,17 +250,12 @@ def test_the_launchers_keep_the_node_state_out_of_flowers_context(centers, tmp_p
     if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
         pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
     import os
-    from fedgauss.flower import FlowerDeployment
 
     (tmp_path / 'sitecustomize.py').write_text(CTX_LOG)
     (log := tmp_path / 'ctx').mkdir()
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
     monkeypatch.setenv('FG_CTX_LOG', str(log))
-    cfg = mv_cfg()
-    datas = dict(zip(cfg['parties'], centers))
-    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
-    with FlowerDeployment(3, test_seeds=True) as d:
-        fl = d.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']), timeout=60)
+    fl, sim_rounds = mvppca_deployment(centers, 60)
     assert fl['rounds'] == sim_rounds
     sizes = [int(v) for f in log.iterdir() for v in f.read_text().split()]
     assert len(sizes) >= fl['round_trips']  # every node's every message: at least one a pass
@@ -266,16 +269,11 @@ def test_the_nodes_run_the_fedgauss_of_the_process_that_starts_them(centers, tmp
     run the `fedgauss` of the process that starts them: here the folder's one cannot even be imported."""
     if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
         pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
-    from fedgauss.flower import FlowerDeployment
 
     (tmp_path / 'fedgauss').mkdir()
     (tmp_path / 'fedgauss' / '__init__.py').write_text("raise ImportError('the fedgauss of the current folder')\n")
     monkeypatch.chdir(tmp_path)
-    cfg = mv_cfg()
-    datas = dict(zip(cfg['parties'], centers))
-    _, sim_rounds, _ = run_protocol(MVPPCA, datas, cfg, rngs=mvppca_party_rngs(3, cfg['parties']), bsp=True)
-    with FlowerDeployment(3, test_seeds=True, workdir=str(tmp_path / 'dep')) as d:
-        fl = d.run('mvppca', datas, cfg, seeds=mvppca_party_rngs(3, cfg['parties']), timeout=60)
-        logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
+    fl, sim_rounds = mvppca_deployment(centers, 60, workdir=str(tmp_path / 'dep'))
+    logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
     assert fl['rounds'] == sim_rounds
     assert 'the fedgauss of the current folder' not in logs
