@@ -377,6 +377,8 @@ def _passive_program(ctx, data: dict, cfg: dict):
         while (got := (yield from _recv_first(ctx, _REQUESTS, active)))[0] != 'end':
             p.channel.put(*got)
             act[got[0]]()
+    except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+        raise
     except PeerFinished:  # the active party has finished: training is over
         pass
     out = dict(records=len(p.lookup), part=dict(lookup_arrays(p.lookup), impute=impute_array(p)))  # its part stays here
@@ -524,6 +526,8 @@ def _predict_passive(ctx, data: dict, cfg: dict):
             m = yield from ctx.recv('query', active)
             ctx.send(active, 'answer', _answer(X, f, thr, dl, m))
             answered += 1
+    except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+        raise
     except PeerFinished:  # the active party has its margins
         return dict(queries=answered)
 
