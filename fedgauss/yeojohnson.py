@@ -709,30 +709,38 @@ def _need_P(self: YJData, rows):
     self._P_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
-def _add_sums(out, d, ls, A, B, C):
-    "Add one tile's sums of e, e^2, t, e t at z = ls d to `out` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
+_einsum = getattr(np._core.multiarray, 'c_einsum', np.einsum)  # np.einsum's kernel without its Python wrapper
+
+
+def _add_sums(part, d, ls, A, B, C):
+    "Write one tile's sums of e, e^2, t, e t at z = ls d into `part` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
     np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
     np.exp(A, out=B)  # E
     np.subtract(B, 1, out=C)  # e
     A *= B
     A -= C  # t = z E - e
-    out[0] += C.sum(1)
-    out[1] += np.einsum('ij,ij->i', C, C)
-    out[2] += A.sum(1)
-    out[3] += np.einsum('ij,ij->i', C, A)
+    np.add.reduce(C, 1, out=part[0])  # (what C.sum(1) computes)
+    _einsum('ij,ij->i', C, C, out=part[1])
+    np.add.reduce(A, 1, out=part[2])
+    _einsum('ij,ij->i', C, A, out=part[3])
 
 # %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
-def _add_moments(mom, EE, d, pp, EE2):
-    "Add one block's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) to `mom` (pp, EE2: work buffers)."
+def _add_moments(part, EE, d, pp, EE2):
+    "Write one tile's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) into `part` (pp, EE2: work buffers)."
     np.multiply(EE, EE, out=EE2)
-    mom[0, 0] += EE.sum(1)
-    mom[1, 0] += EE2.sum(1)
+    np.add.reduce(EE, 1, out=part[0, 0])
+    np.add.reduce(EE2, 1, out=part[1, 0])
     np.multiply(EE, d, out=pp)
     for k in range(1, K1 + 2):
-        mom[0, k] += pp.sum(1)
-        mom[1, k] += np.einsum('ij,ij->i', pp, EE)
+        np.add.reduce(pp, 1, out=part[0, k])
+        _einsum('ij,ij->i', pp, EE, out=part[1, k])
         if k < K1 + 1:
             pp *= d
+
+# %% ../nbs/10_yeojohnson.ipynb #756f5da3
+def _running_total(part):
+    "The sums over blocks (axis -2) of per-block sums whose column 0 is 0: ((0 + s_1) + s_2) + ..., in block order."
+    return np.cumsum(part, axis=-2)[..., -1, :]
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
@@ -746,26 +754,26 @@ def _fresh(
 ):
     "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments, of d/rho)."
     r, n = len(rows), self.n_rows
-    out = np.zeros((4, r))
-    mom = np.zeros((2, K1 + 2, r)) if moments else None
     if lo_frame:
         self._need_lo(rows)
     src = self.D_lo if lo_frame else self.D_hi
     ch = self._chunk(r)
-    tiles = _tiles(r, ch, values)
+    tiles, nb = _tiles(r, ch, values), -(-n // ch)
+    part = np.zeros((4, nb + 1, r))  # block b's sums in column b + 1; column 0 stays 0 (see `_running_total`)
+    mpart = np.zeros((2, K1 + 2, nb + 1, r)) if moments else None
     run = r == 1 or bool((np.diff(rows) == 1).all())  # consecutive groups: d is a view, not a copy
     irho = self._irho[rows, None] if moments and self._scaled else None  # the moments of d/rho
-    for s0 in range(0, n, ch):
+    lsc = ls[:, None]
+    for b, s0 in enumerate(range(0, n, ch), 1):
         m = min(ch, n - s0)
         for t in tiles:
-            k = t.stop - t.start
-            A, B, C, *Dm = self._buffers(k, m, 4 if moments else 3)
+            A, B, C, *Dm = self._buffers(t.stop - t.start, m, 4 if moments else 3)
             d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
-            _add_sums(out[:, t], d, ls[t, None], A, B, C)
+            _add_sums(part[:, b, t], d, lsc[t], A, B, C)
             if moments:
                 dm = d if irho is None else np.multiply(d, irho[t], out=Dm[0])
-                _add_moments(mom[:, :, t], B, dm, A, C)
-    return out, mom
+                _add_moments(mpart[:, :, b, t], B, dm, A, C)
+    return _running_total(part), None if mpart is None else _running_total(mpart)
 
 # %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
