@@ -18,9 +18,9 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g',
-           'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame',
-           'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
+__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'SEGMENT_ROWS', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW',
+           'yj_g', 'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors',
+           'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
            'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData',
            'expansion_coefficients', 'expand_sums', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
            'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
@@ -575,6 +575,7 @@ def _group_table(self: YJData):
 
 # %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
 TILE_VALUES = 16384  # values per tile of groups (128 kB buffers that stay in cache); results do not depend on it
+SEGMENT_ROWS = 16384  # rows per segment of the preparation (one transposed copy each); results do not depend on it
 
 
 @patch
@@ -601,16 +602,23 @@ def _buffers(self: YJData, k, m, count):
 
 # %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
 @patch
-def _block_d(self: YJData, Xb, t, aa, rr, nn):
-    "Fill `aa` with d of block `Xb` (columns of X.T) for the groups of tile `t` (buffers rr, nn); returns membership."
-    aa[...] = Xb[self.g_col[t]]
-    mm = np.isnan(aa)
+def _segment_d(
+    self: YJData,
+    g: int,  # the group
+    x,  # a segment of its feature's column of X (any strides)
+    aa,  # d of those rows (output, contiguous: a segment of the group's row of D_hi)
+    mm,  # their membership (output, contiguous)
+    rr,  # work buffer (floats, len(x))
+    nn,  # work buffer (booleans, len(x))
+):
+    "Fill `aa` with d of group `g` over the rows `x` (and `mm` with their membership); one group: plain scalars."
+    np.copyto(aa, x)
+    np.isnan(aa, out=mm)
     np.logical_not(mm, out=mm)
-    mixed = slice(max(self.n_one - t.start, 0), len(aa))  # mixed features: a row belongs to the group of its sign
-    if mixed.start < mixed.stop:
+    if self.g_mixed[g]:  # mixed feature: a row belongs to the group of its sign
         with np.errstate(invalid='ignore'):
-            mm[mixed] &= np.where(self.g_s[t][mixed, None] > 0, aa[mixed] >= 0, aa[mixed] < 0)
-    hi = self.g_hi[t, None]
+            mm &= np.greater_equal(aa, 0, out=nn) if self.g_s[g] > 0 else np.less(aa, 0, out=nn)
+    hi, c = self.g_hi[g], self.g_chi[g]
     np.abs(aa, out=aa)
     np.subtract(aa, hi, out=rr)
     rr *= 1 / (1 + hi)  # (|x| - a)/(1 + a)
@@ -618,40 +626,68 @@ def _block_d(self: YJData, Xb, t, aa, rr, nn):
     np.copyto(aa, rr, where=nn)
     with np.errstate(invalid='ignore'):
         np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-    np.multiply(self.g_chi[t, None], np.logical_not(nn, out=nn), out=rr)  # c far from the anchor, 0 near it
-    aa -= rr  # ... minus c far from it (minus 0 near it: the same float)
+    np.subtract(aa, c, out=aa, where=np.logical_not(nn, out=nn))  # minus c far from the anchor
     if not mm.all():
-        np.copyto(aa, 0.0, where=~mm)  # neutral rows
-    return mm
+        np.copyto(aa, 0.0, where=np.logical_not(mm, out=nn))  # neutral rows
+
+# %% ../nbs/10_yeojohnson.ipynb #756f5da3
+_einsum = getattr(np._core.multiarray, 'c_einsum', np.einsum)  # np.einsum's kernel without its Python wrapper
+
+
+def _running_total(part):
+    "The sums over blocks (axis -2) of per-block sums whose column 0 is 0: ((0 + s_1) + s_2) + ..., in block order."
+    return np.cumsum(part, axis=-2)[..., -1, :]
+
+# %% ../nbs/10_yeojohnson.ipynb #296def5d
+def _power_sums(
+    part,  # output: 3 x (blocks of the segment)
+    a,  # a segment of one group's row: whole blocks of `ch` values, the last one possibly shorter
+    ch: int,  # values per block
+    sq,  # work buffer, len(a)
+    single: bool,  # the group is processed alone (np.einsum's one-row kernel, as for one group's tile)
+):
+    "Write the sums of a, a^2, a^3 over each block of the segment `a` into `part`."
+    full = len(a) // ch * ch
+    for lo, hi, m in ((0, full, ch), (full, len(a), len(a) - full)):  # the whole blocks, then a last partial one
+        if hi == lo:
+            continue
+        x, s = a[lo:hi].reshape(-1, m), sq[lo:hi].reshape(-1, m)
+        p = part[:, lo // ch : lo // ch + len(x)]
+        np.multiply(x, x, out=s)
+        np.add.reduce(x, 1, out=p[0])
+        np.add.reduce(s, 1, out=p[1])
+        if single:  # one row at a time
+            for i in range(len(x)):
+                _einsum('ij,ij->i', s[i : i + 1], x[i : i + 1], out=p[2, i : i + 1])
+        elif len(x) > 1:
+            _einsum('ij,ij->i', s, x, out=p[2])
+        else:  # the kernel for several rows (above 8,192 values a row it adds in another order than for one)
+            p[2] = _einsum('ij,ij->i', np.r_[s, s], np.r_[x, x])[:1]
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by blocks and tiles; returns P_1..P_3 (group units)."
+    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by segments of rows; returns P_1..P_3 (group units)."
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
-    P123, gn, bufs = np.zeros((3, G)), np.zeros(G), {}
-    ch = self._chunk(G)
-    tiles = _tiles(G, ch)
-    for s0 in range(0, n, ch):  # blocks of rows ...
-        m = min(ch, n - s0)
-        for t in tiles:  # ... and tiles of groups
-            k = t.stop - t.start
-            if (k, m) not in bufs:
-                bufs[k, m] = (np.empty((k, m)), np.empty((k, m)), np.empty((k, m), bool))  # contiguous work buffers
-            aa, rr, nn = bufs[k, m]
-            mm = self._block_d(XT[:, s0 : s0 + m], t, aa, rr, nn)
-            D[t, s0 : s0 + m] = aa
-            memb[t, s0 : s0 + m] = mm
-            gn[t] += mm.sum(1)
-            if self._scaled:  # the moments in each group's unit (d itself is kept as is)
-                aa *= self._irho[t, None]
-            P123[0, t] += aa.sum(1)
-            np.multiply(aa, aa, out=rr)
-            P123[1, t] += rr.sum(1)
-            P123[2, t] += np.einsum('ij,ij->i', rr, aa)
-    self.g_n, self.g_sd_hi = gn, P123[0]
+    ch = self._chunk(G)  # the blocks of the moments' sums (as when all groups are processed at once)
+    nb, q = -(-n // ch), max(2, SEGMENT_ROWS // ch)  # blocks, and blocks per segment
+    part = np.zeros((3, nb + 1, G))
+    L = min(q * ch, n)
+    xs, rr, sc, nn = np.empty((self.d, L)), np.empty(L), np.empty(L), np.empty(L, bool)
+    for b0 in range(0, nb, q):
+        s0, s1 = b0 * ch, min(n, (b0 + q) * ch)
+        w = s1 - s0
+        x = xs[:, :w]
+        np.copyto(x, XT[:, s0:s1])  # the segment's columns, each contiguous (one transposing copy)
+        for g, j in enumerate(self.g_col):
+            aa = D[g, s0:s1]
+            self._segment_d(g, x[j], aa, memb[g, s0:s1], rr[:w], nn[:w])
+            a = np.multiply(aa, self._irho[g], out=sc[:w]) if self._scaled else aa  # the moments in the group's unit
+            _power_sums(part[:, b0 + 1 : b0 + 1 + -(-w // ch), g], a, ch, rr[:w], G == 1)
+    gn = memb.sum(1).astype(np.float64)
+    self.g_n, self.g_sd_hi = gn, (P123 := _running_total(part))[0]
     self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
     return P123
 
@@ -709,9 +745,6 @@ def _need_P(self: YJData, rows):
     self._P_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
-_einsum = getattr(np._core.multiarray, 'c_einsum', np.einsum)  # np.einsum's kernel without its Python wrapper
-
-
 def _add_sums(part, d, ls, A, B, C):
     "Write one tile's sums of e, e^2, t, e t at z = ls d into `part` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
     np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
@@ -736,11 +769,6 @@ def _add_moments(part, EE, d, pp, EE2):
         _einsum('ij,ij->i', pp, EE, out=part[1, k])
         if k < K1 + 1:
             pp *= d
-
-# %% ../nbs/10_yeojohnson.ipynb #756f5da3
-def _running_total(part):
-    "The sums over blocks (axis -2) of per-block sums whose column 0 is 0: ((0 + s_1) + s_2) + ..., in block order."
-    return np.cumsum(part, axis=-2)[..., -1, :]
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
