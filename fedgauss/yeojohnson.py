@@ -847,26 +847,28 @@ def expand_sums(
 ) -> np.ndarray:
     "The four e/t sums at lambda_r + h from the cached coefficients (the same floats as `YJData._expand`)."
     hk = h[None, :] ** _K1_POWERS * _IFACT[1 : K1 + 1, None]
-    return np.array([base[j] + (hk * coef[j]).sum(0) for j in range(4)])
+    return base + (hk * coef).sum(1)  # (over k, in order, as the four sums one by one)
 
 # %% ../nbs/10_yeojohnson.ipynb #0e382214b5f147d187d36a2058b9c724
+def _series_table(shift, coef):
+    "k = shift .. K0, the coefficients coef(k)/k! (a column) and the powers k - shift of lambda_s (a column)."
+    kk = np.arange(shift, K0 + 1)
+    return kk, (coef(kk.astype(np.float64)) * _IFACT[kk])[:, None], (kk - shift)[:, None]
+
+
+_SERIES = [  # the four series, tabulated once
+    _series_table(1, lambda k: np.ones_like(k)),
+    _series_table(2, lambda k: 2**k - 2),
+    _series_table(2, lambda k: k - 1),
+    _series_table(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
+]
+
+
 @patch
 def _series(self: YJData, P, h):
     "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
-
-    def ser(shift, coef):
-        kk = np.arange(shift, K0 + 1)
-        c = coef(kk.astype(np.float64)) * _IFACT[kk]
-        return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
-
-    return np.array(
-        [
-            ser(1, lambda k: np.ones_like(k)),
-            ser(2, lambda k: 2**k - 2),
-            ser(2, lambda k: k - 1),
-            ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
-        ]
-    )
+    Pn, hr = np.nan_to_num(P), h[None, :]
+    return np.array([(c * hr**e * Pn[kk]).sum(0) for kk, c, e in _SERIES])
 
 # %% ../nbs/10_yeojohnson.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def _u_scale(ls):
