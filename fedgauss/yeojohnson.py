@@ -18,9 +18,9 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'SEGMENT_ROWS', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW',
-           'yj_g', 'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors',
-           'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
+__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g',
+           'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame',
+           'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
            'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData',
            'expansion_coefficients', 'expand_sums', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
            'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
@@ -575,7 +575,7 @@ def _group_table(self: YJData):
 
 # %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
 TILE_VALUES = 16384  # values per tile of groups (128 kB buffers that stay in cache); results do not depend on it
-SEGMENT_ROWS = 16384  # rows per segment of the preparation (one transposed copy each); results do not depend on it
+_SEGMENT_ROWS = 16384  # rows per segment of the preparation (one transposed copy each); results do not depend on it
 
 
 @patch
@@ -672,7 +672,7 @@ def _log_distances(self: YJData, XT):
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
     ch = self._chunk(G)  # the blocks of the moments' sums (as when all groups are processed at once)
-    nb, q = -(-n // ch), max(2, SEGMENT_ROWS // ch)  # blocks, and blocks per segment
+    nb, q = -(-n // ch), max(2, _SEGMENT_ROWS // ch)  # blocks, and blocks per segment
     part = np.zeros((3, nb + 1, G))
     L = min(q * ch, n)
     xs, rr, sc, nn = np.empty((self.d, L)), np.empty(L), np.empty(L), np.empty(L, bool)
@@ -746,7 +746,7 @@ def _need_P(self: YJData, rows):
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
 def _add_sums(part, d, ls, A, B, C):
-    "Write one tile's sums of e, e^2, t, e t at z = ls d into `part` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
+    "Write one tile's sums of e, e^2, t, e t at z = ls d into `part` (4 x groups); leaves E = e^z in B."
     np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
     np.exp(A, out=B)  # E
     np.subtract(B, 1, out=C)  # e

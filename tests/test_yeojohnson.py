@@ -659,7 +659,7 @@ def test_tiled_passes_are_bit_identical(name):
 def test_preparation_does_not_depend_on_its_segments(rows, monkeypatch):
     """D_hi, the membership and P_1..P_3 are the bits of the untiled reference whatever the segments of the preparation,
     also for one group alone and for blocks of more than 8,192 rows (where np.einsum's one-row kernel adds differently)."""
-    monkeypatch.setattr(_yjmod, 'SEGMENT_ROWS', rows)
+    monkeypatch.setattr(_yjmod, '_SEGMENT_ROWS', rows)
     g = np.random.default_rng(7)
     inputs = {k: _tile_inputs()[k] for k in ('skewed 20,000 x 20 with NaN', 'tiny scales')}
     inputs['one group, 300,000 rows'] = g.lognormal(size=300_000)
