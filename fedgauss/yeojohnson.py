@@ -745,9 +745,8 @@ def _need_P(self: YJData, rows):
     self._P_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
-def _add_sums(part, d, ls, A, B, C):
-    "Write one tile's sums of e, e^2, t, e t at z = ls d into `part` (4 x groups); leaves E = e^z in B."
-    np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
+def _add_sums(part, A, B, C):
+    "Write one tile's sums of e, e^2, t, e t at z = lambda_s d (given in A) into `part` (4 x groups); leaves E in B."
     np.exp(A, out=B)  # E
     np.subtract(B, 1, out=C)  # e
     A *= B
@@ -791,13 +790,18 @@ def _fresh(
     mpart = np.zeros((2, K1 + 2, nb + 1, r)) if moments else None
     run = r == 1 or bool((np.diff(rows) == 1).all())  # consecutive groups: d is a view, not a copy
     irho = self._irho[rows, None] if moments and self._scaled else None  # the moments of d/rho
-    lsc = ls[:, None]
+    lsc, lsl, rl = ls[:, None], ls.tolist(), rows.tolist()
     for b, s0 in enumerate(range(0, n, ch), 1):
         m = min(ch, n - s0)
         for t in tiles:
             A, B, C, *Dm = self._buffers(t.stop - t.start, m, 4 if moments else 3)
-            d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
-            _add_sums(part[:, b, t], d, lsc[t], A, B, C)
+            if run or moments:  # d: a view of consecutive groups, or a copy (the moments read it again)
+                d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
+                np.multiply(d, lsc[t], out=A)  # z = lambda_s d <= 0
+            else:  # z row by row, from the groups' own rows: no copy of d
+                for i in range(t.start, t.stop):
+                    np.multiply(src[rl[i], s0 : s0 + m], lsl[i], out=A[i - t.start])
+            _add_sums(part[:, b, t], A, B, C)
             if moments:
                 dm = d if irho is None else np.multiply(d, irho[t], out=Dm[0])
                 _add_moments(mpart[:, :, b, t], B, dm, A, C)
