@@ -662,7 +662,7 @@ def _power_sums(
         elif len(x) > 1:
             _einsum('ij,ij->i', s, x, out=p[2])
         else:  # the kernel for several rows (above 8,192 values a row it adds in another order than for one)
-            p[2] = _einsum('ij,ij->i', np.r_[s, s], np.r_[x, x])[:1]
+            p[2] = _einsum('ij,ij->i', np.concatenate((s, s)), np.concatenate((x, x)))[:1]
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
