@@ -575,6 +575,7 @@ def _group_table(self: YJData):
 
 # %% ../nbs/10_yeojohnson.ipynb #938c804e27f84196a10c8828c723f798
 TILE_VALUES = 16384  # values per tile of groups (128 kB buffers that stay in cache); results do not depend on it
+_SEGMENT_ROWS = 16384  # rows per segment of the preparation (one transposed copy each); results do not depend on it
 
 
 @patch
@@ -601,16 +602,23 @@ def _buffers(self: YJData, k, m, count):
 
 # %% ../nbs/10_yeojohnson.ipynb #59bbdb311c014d738909a11f9e486628
 @patch
-def _block_d(self: YJData, Xb, t, aa, rr, nn):
-    "Fill `aa` with d of block `Xb` (columns of X.T) for the groups of tile `t` (buffers rr, nn); returns membership."
-    aa[...] = Xb[self.g_col[t]]
-    mm = np.isnan(aa)
+def _segment_d(
+    self: YJData,
+    g: int,  # the group
+    x,  # a segment of its feature's column of X (any strides)
+    aa,  # d of those rows (output, contiguous: a segment of the group's row of D_hi)
+    mm,  # their membership (output, contiguous)
+    rr,  # work buffer (floats, len(x))
+    nn,  # work buffer (booleans, len(x))
+):
+    "Fill `aa` with d of group `g` over the rows `x` (and `mm` with their membership); one group: plain scalars."
+    np.copyto(aa, x)
+    np.isnan(aa, out=mm)
     np.logical_not(mm, out=mm)
-    mixed = slice(max(self.n_one - t.start, 0), len(aa))  # mixed features: a row belongs to the group of its sign
-    if mixed.start < mixed.stop:
+    if self.g_mixed[g]:  # mixed feature: a row belongs to the group of its sign
         with np.errstate(invalid='ignore'):
-            mm[mixed] &= np.where(self.g_s[t][mixed, None] > 0, aa[mixed] >= 0, aa[mixed] < 0)
-    hi = self.g_hi[t, None]
+            mm &= np.greater_equal(aa, 0, out=nn) if self.g_s[g] > 0 else np.less(aa, 0, out=nn)
+    hi, c = self.g_hi[g], self.g_chi[g]
     np.abs(aa, out=aa)
     np.subtract(aa, hi, out=rr)
     rr *= 1 / (1 + hi)  # (|x| - a)/(1 + a)
@@ -618,40 +626,68 @@ def _block_d(self: YJData, Xb, t, aa, rr, nn):
     np.copyto(aa, rr, where=nn)
     with np.errstate(invalid='ignore'):
         np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
-    np.multiply(self.g_chi[t, None], np.logical_not(nn, out=nn), out=rr)  # c far from the anchor, 0 near it
-    aa -= rr  # ... minus c far from it (minus 0 near it: the same float)
+    np.subtract(aa, c, out=aa, where=np.logical_not(nn, out=nn))  # minus c far from the anchor
     if not mm.all():
-        np.copyto(aa, 0.0, where=~mm)  # neutral rows
-    return mm
+        np.copyto(aa, 0.0, where=np.logical_not(mm, out=nn))  # neutral rows
+
+# %% ../nbs/10_yeojohnson.ipynb #756f5da3
+_einsum = getattr(np._core.multiarray, 'c_einsum', np.einsum)  # np.einsum's kernel without its Python wrapper
+
+
+def _running_total(part):
+    "The sums over blocks (axis -2) of per-block sums whose column 0 is 0: ((0 + s_1) + s_2) + ..., in block order."
+    return np.cumsum(part, axis=-2)[..., -1, :]
+
+# %% ../nbs/10_yeojohnson.ipynb #296def5d
+def _power_sums(
+    part,  # output: 3 x (blocks of the segment)
+    a,  # a segment of one group's row: whole blocks of `ch` values, the last one possibly shorter
+    ch: int,  # values per block
+    sq,  # work buffer, len(a)
+    single: bool,  # the group is processed alone (np.einsum's one-row kernel, as for one group's tile)
+):
+    "Write the sums of a, a^2, a^3 over each block of the segment `a` into `part`."
+    full = len(a) // ch * ch
+    for lo, hi, m in ((0, full, ch), (full, len(a), len(a) - full)):  # the whole blocks, then a last partial one
+        if hi == lo:
+            continue
+        x, s = a[lo:hi].reshape(-1, m), sq[lo:hi].reshape(-1, m)
+        p = part[:, lo // ch : lo // ch + len(x)]
+        np.multiply(x, x, out=s)
+        np.add.reduce(x, 1, out=p[0])
+        np.add.reduce(s, 1, out=p[1])
+        if single:  # one row at a time
+            for i in range(len(x)):
+                _einsum('ij,ij->i', s[i : i + 1], x[i : i + 1], out=p[2, i : i + 1])
+        elif len(x) > 1:
+            _einsum('ij,ij->i', s, x, out=p[2])
+        else:  # the kernel for several rows (above 8,192 values a row it adds in another order than for one)
+            p[2] = _einsum('ij,ij->i', np.concatenate((s, s)), np.concatenate((x, x)))[:1]
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by blocks and tiles; returns P_1..P_3 (group units)."
+    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by segments of rows; returns P_1..P_3 (group units)."
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
-    P123, gn, bufs = np.zeros((3, G)), np.zeros(G), {}
-    ch = self._chunk(G)
-    tiles = _tiles(G, ch)
-    for s0 in range(0, n, ch):  # blocks of rows ...
-        m = min(ch, n - s0)
-        for t in tiles:  # ... and tiles of groups
-            k = t.stop - t.start
-            if (k, m) not in bufs:
-                bufs[k, m] = (np.empty((k, m)), np.empty((k, m)), np.empty((k, m), bool))  # contiguous work buffers
-            aa, rr, nn = bufs[k, m]
-            mm = self._block_d(XT[:, s0 : s0 + m], t, aa, rr, nn)
-            D[t, s0 : s0 + m] = aa
-            memb[t, s0 : s0 + m] = mm
-            gn[t] += mm.sum(1)
-            if self._scaled:  # the moments in each group's unit (d itself is kept as is)
-                aa *= self._irho[t, None]
-            P123[0, t] += aa.sum(1)
-            np.multiply(aa, aa, out=rr)
-            P123[1, t] += rr.sum(1)
-            P123[2, t] += np.einsum('ij,ij->i', rr, aa)
-    self.g_n, self.g_sd_hi = gn, P123[0]
+    ch = self._chunk(G)  # the blocks of the moments' sums (as when all groups are processed at once)
+    nb, q = -(-n // ch), max(2, _SEGMENT_ROWS // ch)  # blocks, and blocks per segment
+    part = np.zeros((3, nb + 1, G))
+    L = min(q * ch, n)
+    xs, rr, sc, nn = np.empty((self.d, L)), np.empty(L), np.empty(L), np.empty(L, bool)
+    for b0 in range(0, nb, q):
+        s0, s1 = b0 * ch, min(n, (b0 + q) * ch)
+        w = s1 - s0
+        x = xs[:, :w]
+        np.copyto(x, XT[:, s0:s1])  # the segment's columns, each contiguous (one transposing copy)
+        for g, j in enumerate(self.g_col):
+            aa = D[g, s0:s1]
+            self._segment_d(g, x[j], aa, memb[g, s0:s1], rr[:w], nn[:w])
+            a = np.multiply(aa, self._irho[g], out=sc[:w]) if self._scaled else aa  # the moments in the group's unit
+            _power_sums(part[:, b0 + 1 : b0 + 1 + -(-w // ch), g], a, ch, rr[:w], G == 1)
+    gn = memb.sum(1).astype(np.float64)
+    self.g_n, self.g_sd_hi = gn, (P123 := _running_total(part))[0]
     self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
     return P123
 
@@ -709,28 +745,27 @@ def _need_P(self: YJData, rows):
     self._P_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
-def _add_sums(out, d, ls, A, B, C):
-    "Add one tile's sums of e, e^2, t, e t at z = ls d to `out` (4 x groups); leaves E = e^z in B (A, B, C: buffers)."
-    np.multiply(d, ls, out=A)  # z = lambda_s d <= 0
+def _add_sums(part, A, B, C):
+    "Write one tile's sums of e, e^2, t, e t at z = lambda_s d (given in A) into `part` (4 x groups); leaves E in B."
     np.exp(A, out=B)  # E
     np.subtract(B, 1, out=C)  # e
     A *= B
     A -= C  # t = z E - e
-    out[0] += C.sum(1)
-    out[1] += np.einsum('ij,ij->i', C, C)
-    out[2] += A.sum(1)
-    out[3] += np.einsum('ij,ij->i', C, A)
+    np.add.reduce(C, 1, out=part[0])  # (what C.sum(1) computes)
+    _einsum('ij,ij->i', C, C, out=part[1])
+    np.add.reduce(A, 1, out=part[2])
+    _einsum('ij,ij->i', C, A, out=part[3])
 
 # %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
-def _add_moments(mom, EE, d, pp, EE2):
-    "Add one block's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) to `mom` (pp, EE2: work buffers)."
+def _add_moments(part, EE, d, pp, EE2):
+    "Write one tile's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) into `part` (pp, EE2: work buffers)."
     np.multiply(EE, EE, out=EE2)
-    mom[0, 0] += EE.sum(1)
-    mom[1, 0] += EE2.sum(1)
+    np.add.reduce(EE, 1, out=part[0, 0])
+    np.add.reduce(EE2, 1, out=part[1, 0])
     np.multiply(EE, d, out=pp)
     for k in range(1, K1 + 2):
-        mom[0, k] += pp.sum(1)
-        mom[1, k] += np.einsum('ij,ij->i', pp, EE)
+        np.add.reduce(pp, 1, out=part[0, k])
+        _einsum('ij,ij->i', pp, EE, out=part[1, k])
         if k < K1 + 1:
             pp *= d
 
@@ -746,26 +781,31 @@ def _fresh(
 ):
     "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments, of d/rho)."
     r, n = len(rows), self.n_rows
-    out = np.zeros((4, r))
-    mom = np.zeros((2, K1 + 2, r)) if moments else None
     if lo_frame:
         self._need_lo(rows)
     src = self.D_lo if lo_frame else self.D_hi
     ch = self._chunk(r)
-    tiles = _tiles(r, ch, values)
+    tiles, nb = _tiles(r, ch, values), -(-n // ch)
+    part = np.zeros((4, nb + 1, r))  # block b's sums in column b + 1; column 0 stays 0 (see `_running_total`)
+    mpart = np.zeros((2, K1 + 2, nb + 1, r)) if moments else None
     run = r == 1 or bool((np.diff(rows) == 1).all())  # consecutive groups: d is a view, not a copy
     irho = self._irho[rows, None] if moments and self._scaled else None  # the moments of d/rho
-    for s0 in range(0, n, ch):
+    lsc, lsl, rl = ls[:, None], ls.tolist(), rows.tolist()
+    for b, s0 in enumerate(range(0, n, ch), 1):
         m = min(ch, n - s0)
         for t in tiles:
-            k = t.stop - t.start
-            A, B, C, *Dm = self._buffers(k, m, 4 if moments else 3)
-            d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
-            _add_sums(out[:, t], d, ls[t, None], A, B, C)
+            A, B, C, *Dm = self._buffers(t.stop - t.start, m, 4 if moments else 3)
+            if run or moments:  # d: a view of consecutive groups, or a copy (the moments read it again)
+                d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
+                np.multiply(d, lsc[t], out=A)  # z = lambda_s d <= 0
+            else:  # z row by row, from the groups' own rows: no copy of d
+                for i in range(t.start, t.stop):
+                    np.multiply(src[rl[i], s0 : s0 + m], lsl[i], out=A[i - t.start])
+            _add_sums(part[:, b, t], A, B, C)
             if moments:
                 dm = d if irho is None else np.multiply(d, irho[t], out=Dm[0])
-                _add_moments(mom[:, :, t], B, dm, A, C)
-    return out, mom
+                _add_moments(mpart[:, :, b, t], B, dm, A, C)
+    return _running_total(part), None if mpart is None else _running_total(mpart)
 
 # %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
 @patch
@@ -811,26 +851,28 @@ def expand_sums(
 ) -> np.ndarray:
     "The four e/t sums at lambda_r + h from the cached coefficients (the same floats as `YJData._expand`)."
     hk = h[None, :] ** _K1_POWERS * _IFACT[1 : K1 + 1, None]
-    return np.array([base[j] + (hk * coef[j]).sum(0) for j in range(4)])
+    return base + (hk * coef).sum(1)  # (over k, in order, as the four sums one by one)
 
 # %% ../nbs/10_yeojohnson.ipynb #0e382214b5f147d187d36a2058b9c724
+def _series_table(shift, coef):
+    "k = shift .. K0, the coefficients coef(k)/k! (a column) and the powers k - shift of lambda_s (a column)."
+    kk = np.arange(shift, K0 + 1)
+    return kk, (coef(kk.astype(np.float64)) * _IFACT[kk])[:, None], (kk - shift)[:, None]
+
+
+_SERIES = [  # the four series, tabulated once
+    _series_table(1, lambda k: np.ones_like(k)),
+    _series_table(2, lambda k: 2**k - 2),
+    _series_table(2, lambda k: k - 1),
+    _series_table(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
+]
+
+
 @patch
 def _series(self: YJData, P, h):
     "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
-
-    def ser(shift, coef):
-        kk = np.arange(shift, K0 + 1)
-        c = coef(kk.astype(np.float64)) * _IFACT[kk]
-        return (c[:, None] * h[None, :] ** (kk - shift)[:, None] * np.nan_to_num(P[kk])).sum(0)
-
-    return np.array(
-        [
-            ser(1, lambda k: np.ones_like(k)),
-            ser(2, lambda k: 2**k - 2),
-            ser(2, lambda k: k - 1),
-            ser(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
-        ]
-    )
+    Pn, hr = np.nan_to_num(P), h[None, :]
+    return np.array([(c * hr**e * Pn[kk]).sum(0) for kk, c, e in _SERIES])
 
 # %% ../nbs/10_yeojohnson.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def _u_scale(ls):

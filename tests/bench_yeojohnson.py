@@ -6,6 +6,7 @@
     python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
     python tests/bench_yeojohnson.py --profile --no-bench # where one fit's time goes: steps x passes x cost per pass
     python tests/bench_yeojohnson.py --ab /work/main --no-bench --repeat 7  # A/B: another checkout's ExpYJ, alternating
+    python tests/bench_yeojohnson.py --ab DIR --no-bench --repeat 7 --csv nbs/10_yeojohnson_speed.csv  # nb10's table
 
 Timings are wall-clock and CPU on whatever machine runs this (shared machines are noisy): the two fits run in one process,
 alternately, and the ratio of the medians is reported (issue 32: ExpYJ at most 0.15x scikit-learn's time). `--digest` is
@@ -176,6 +177,30 @@ def ab(args):
     )
     same = all(np.array_equal(getattr(est[a], f), getattr(est[b], f)) for f in ('lambdas_', 'mean_', 'scale_'))
     print(f"  lambdas, means and scales identical bit for bit: {same}")
+    if args.csv:  # the table nb10's speed section shows
+        import csv
+        import subprocess
+
+        ref = subprocess.run(
+            ['git', '-C', args.ab, 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True, check=False
+        )
+        names = {a: f'ExpYJ before ({ref.stdout.strip() or args.ab})', b: 'ExpYJ (this checkout)', sk: 'scikit-learn'}
+        with open(args.csv, 'w', newline='') as f:
+            w = csv.writer(f)
+            w.writerow(['fit', 'best wall s', 'median wall s', 'median CPU s', 'CPU / scikit-learn', 'load'])
+            for k in fits:
+                c = np.median(cpu[k])
+                w.writerow(
+                    [
+                        names[k],
+                        f'{min(wall[k]):.3f}',
+                        f'{np.median(wall[k]):.3f}',
+                        f'{c:.3f}',
+                        f'{c / np.median(cpu[sk]):.3f}',
+                        f'{os.getloadavg()[0]:.2f}',
+                    ]
+                )
+        print(f"  written to {args.csv}")
 
 
 def bench(args):
@@ -323,6 +348,7 @@ if __name__ == '__main__':
         '--digest', action='store_true', help="SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)"
     )
     ap.add_argument('--ab', metavar='DIR', help="A/B against the ExpYJ of another checkout (e.g. /work/main)")
+    ap.add_argument('--csv', metavar='PATH', help="with --ab: write the A/B table there (nbs/10_yeojohnson_speed.csv)")
     ap.add_argument('--profile', action='store_true', help="where one fit's time goes: steps, passes, cost per pass")
     ap.add_argument(
         '--no-screen',

@@ -655,6 +655,21 @@ def test_tiled_passes_are_bit_identical(name):
             assert mom is None and np.array_equal(S, ref[0], equal_nan=True)
 
 
+@pytest.mark.parametrize('rows', [1, 16384, 10**9])
+def test_preparation_does_not_depend_on_its_segments(rows, monkeypatch):
+    """D_hi, the membership and P_1..P_3 are the bits of the untiled reference whatever the segments of the preparation,
+    also for one group alone and for blocks of more than 8,192 rows (where np.einsum's one-row kernel adds differently)."""
+    monkeypatch.setattr(_yjmod, '_SEGMENT_ROWS', rows)
+    g = np.random.default_rng(7)
+    inputs = {k: _tile_inputs()[k] for k in ('skewed 20,000 x 20 with NaN', 'tiny scales')}
+    inputs['one group, 300,000 rows'] = g.lognormal(size=300_000)
+    inputs['two groups, 300,000 rows'] = g.lognormal(size=(300_000, 2)) * [1, -1]
+    for name, X in inputs.items():
+        h = YJData(X)
+        D, memb, P = _untiled_log_distances(h, X)
+        assert np.array_equal(h.D_hi, D) and np.array_equal(h.memb, memb) and np.array_equal(h.P[1:4], P), name
+
+
 @pytest.mark.parametrize('values', [1, 10**12])
 def test_exp_yj_does_not_depend_on_the_tiles(values, monkeypatch):
     "ExpYJ's lambdas, means, variances and signs are the same bits with tiles of 2 groups, or one tile per block."
