@@ -2128,10 +2128,49 @@ def mask_products(
     monos: tuple,  # the monomials the parties will evaluate
 ) -> np.ndarray:
     "The dealer's rows to deal for `masked_monomials`: the masks, then the products of masks the monomials need."
-    prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)]) for t in _mask_products(monos)]
-    return np.stack(list(a) + prods)
+    return np.stack(list(a) + _row_products(a, _mask_products(monos), self.mask))  # each from its prefix
+
+# %% ../nbs/11_smc.ipynb #4119eda0
+def _factor_table(
+    tuples: list,  # sorted tuples of operand rows (the empty tuple: the product 1)
+    k: int,  # number of operands
+) -> tuple:
+    """How to build the product of the rows named by each tuple, each from its prefix: `levels` of (row of the prefix,
+    operand row) appended to [the k operand rows, a row of ones], and the row of each tuple in that table."""
+    need = {t[:j] for t in tuples for j in range(2, len(t) + 1)}
+    at, levels, size = {(): k} | {(i,): i for i in range(k)}, [], k + 1
+    for n in range(2, max(map(len, need), default=1) + 1):
+        new = sorted(t for t in need if len(t) == n)
+        at.update({t: size + j for j, t in enumerate(new)})
+        levels.append((np.array([at[t[:-1]] for t in new], dtype=np.intp), np.array([t[-1] for t in new], np.intp)))
+        size += len(new)
+    return tuple(levels), np.array([at[t] for t in tuples], dtype=np.intp)
 
 
+@functools.lru_cache(maxsize=64)
+def _monomial_plan(
+    monos: tuple,  # monomials: tuples of operand positions (a position may repeat)
+    k: int,  # number of operands
+) -> tuple:
+    """`monomial_terms` with equal terms merged: per distinct term (complement, T) of each monomial its multiplicity;
+    the tables of products of P (`_factor_table` of the complements) and of beta (of the T's); each term's mask row
+    (the last: the king's 1); where each monomial's terms start."""
+    keys = _mask_products(monos)
+    row = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)} | {(): k + len(keys)}
+    terms, starts = {}, []
+    for m in monos:
+        starts.append(len(terms))
+        for size in range(len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                rest = tuple(sorted(m[p] for p in range(len(m)) if p not in pos))
+                key = (len(starts), rest, tuple(sorted(m[p] for p in pos)))
+                terms[key] = terms.get(key, 0) + 1
+    lp, ip = _factor_table([r for _, r, _ in terms], k)
+    lb, ib = _factor_table([s for _, _, s in terms], k)
+    count = np.array(list(terms.values()), dtype=object)
+    return lp, ip, lb, ib, count, np.array([row[s] for _, _, s in terms]), np.array(starts)
+
+# %% ../nbs/11_smc.ipynb #5b30b1be
 @patch
 def masked_monomials(
     self: PartySMC,
@@ -2141,13 +2180,21 @@ def masked_monomials(
     monos: tuple,  # the monomials: tuples of operand positions
 ) -> list:
     "This party's shares of every monomial of the operands x_i = P_i + B_i a_i: no message."
-    k, N = len(P), P.shape[1]
-    Dc, Ds, A, starts = monomial_terms(tuple(map(tuple, monos)), k)
+    k, N, M = len(P), P.shape[1], self.mask
+    lp, ip, lb, ib, count, A, starts = _monomial_plan(tuple(map(tuple, monos)), k)
     one = np.ones((1, N), dtype=object)
-    prod = lambda X: functools.reduce(operator.mul, X)  # one reduction modulo 2**L at the end: the same residues
-    coef = prod(np.concatenate([P, one])[Dc]) * prod(np.concatenate([B, one])[Ds]) & self.mask
+
+    def table(X, levels, mask):  # X's rows, ones, then each product from its prefix
+        T = np.concatenate([X, one])
+        for left, right in levels:
+            T = np.concatenate([T, T[left] * X[right] & mask if mask else T[left] * X[right]])
+        return T
+
+    coef = table(P, lp, M)[ip] * table(B, lb, 0)[ib]  # the multipliers stay small integers (e.g. -1): unreduced
+    if count.max() > 1:
+        coef *= count[:, None]
     Ap = np.concatenate([AP, np.full((1, N), int(self.is_king), dtype=object)])  # the king's public 1
-    return list(np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask)
+    return list(np.add.reduceat((coef & M) * Ap[A], starts, axis=0) & M)
 
 # %% ../nbs/11_smc.ipynb #fa535364
 @patch
@@ -2197,10 +2244,13 @@ def reciprocal_series(
 ) -> np.ndarray:
     "(kmax + 1, p) integers round(gamma_kj 2**scale): on segment k, sum_j gamma_kj n**j = 1/n (1 - e**p), |e| <= 1/3."
     out = np.empty((kmax + 1, p), dtype=object)
-    for k in range(kmax + 1):
-        c = Fraction(3 * 2**k, 2)
-        for j in range(p):
-            out[k, j] = round((-1) ** j * math.comb(p, j + 1) / c ** (j + 1) * 2**scale)
+    for j in range(p):  # gamma_kj 2**scale = (-1)**j C(p, j+1) 2**(scale + (1 - k)(j+1)) / 3**(j+1), in integers
+        num, den = (-1) ** j * math.comb(p, j + 1), 3 ** (j + 1)
+        for k in range(kmax + 1):
+            e = scale + (1 - k) * (j + 1)
+            q, r = divmod(num << e, den) if e >= 0 else divmod(num, den << -e)
+            twice = 2 * r - (den if e >= 0 else den << -e)  # round half to even, as round(Fraction) does
+            out[k, j] = q + (twice > 0 or (twice == 0 and q % 2 == 1))
     return out
 
 # %% ../nbs/11_smc.ipynb #83babeed
