@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from fastcore.basics import patch
 
 from fedgauss.entropy import (
+    derive_key,
     experiment_key,
     party_rngs,
     prg,
@@ -1895,6 +1897,22 @@ def open_bytes(
         self.send(p, kind, tot)
     return tot.reshape(shape)
 
+# %% ../nbs/11_smc.ipynb #9b690091
+_ZEROS = b''  # zeros to encrypt (read-only, grown when a longer stream is asked for)
+
+
+def _chacha20(
+    key: bytes,  # 32-byte ChaCha20 key
+    n: int,  # bytes of keystream
+) -> np.ndarray:
+    "The first `n` bytes of the ChaCha20 keystream under `key` (nonce 0, block 0): zeros encrypted into a new array."
+    global _ZEROS
+    if len(_ZEROS) < n:
+        _ZEROS = bytes(max(n, 1 << 16))
+    out = np.empty(n, np.uint8)
+    Cipher(algorithms.ChaCha20(key, bytes(16)), mode=None).encryptor().update_into(memoryview(_ZEROS)[:n], out)
+    return out
+
 # %% ../nbs/11_smc.ipynb #f0263c9b
 def table_share(
     seed,  # the 32 bytes the dealer sent
@@ -1903,7 +1921,8 @@ def table_share(
 ) -> np.ndarray:
     """A party's share of the comparison tables, expanded from the dealer's seed: `secret_bytes(prg(seed, 'comparison
     tables'), n_add + n_xor)`, by `prg_bytes` (no generator object: the same bytes)."""
-    return prg_bytes(bytes(np.asarray(seed, np.uint8)), 'comparison tables', n_add + n_xor)
+    key, n = derive_key(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor
+    return _chacha20(key, n) if n <= 256 else _chacha20(_chacha20(key, 32).tobytes(), n)  # as `prg_bytes` reads it
 
 
 def comparison_tables(
