@@ -2343,22 +2343,22 @@ def _quartic_steps(p: int, n_max: int, scale: int) -> int:
 def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
     """This party's share of z_1 = sum_j n**j (gamma_0j + sum_k g_k (gamma_kj - gamma_k-1,j)) at the series'
     scale, n = d + a, g_k = (1 - o_k) + (2 o_k - 1) s_k, from its rows R: masks of n, S1, S2, a**2..a**(p-1),
-    a**i s_k."""
+    a**i s_k. With n**j = sum_i C(j, i) d**(j-i) a**i and t = j - i: z_1 = sum_t d**t y_t, each y_t one dot product
+    of public integers with the shares (no term of the zero triangle i > j)."""
     M, N = self.mask, len(d)
     Dl = G[1:] - G[:-1]  # (kmax, p)
     gam = G[0][:, None] + np.dot(Dl.T, 1 - o)  # (p, N)
-    dp = [np.ones(N, dtype=object)]
-    for _ in range(p - 1):
-        dp.append(dp[-1] * d & M)
-    E = np.zeros((p, p, N), dtype=object)  # E_ij = C(j, i) d**(j-i): n**j = sum_i E_ij a**i
-    for j in range(p):
-        for i in range(j + 1):
-            E[i, j] = math.comb(j, i) * dp[j - i]
-    U = (E * gam[None]).sum(axis=1) & M  # (p, N): the factor of a**i
-    V = np.tensordot(Dl, E, axes=([1], [1])) * (2 * o - 1)[:, None, :] & M  # (kmax, p, N): the factor of a**i s_k
-    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])
+    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])  # a**0..a**(p-1)
     AS = R[p + 1 :].reshape(p, kmax, N)
-    return ((apow * U).sum(axis=0) + (AS * V.transpose(1, 0, 2)).sum(axis=(0, 1))) & M
+    AS = np.where(o.astype(bool)[None], AS, -AS)  # a**i s_k (2 o_k - 1)
+    z, dt = 0, np.ones(N, dtype=object)
+    for t in range(p):  # y_t = sum_i C(i+t, i) (gam_(i+t) a**i + sum_k Dl_(k,i+t) (2 o_k - 1) a**i s_k)
+        c = np.array([math.comb(i + t, i) for i in range(p - t)], dtype=object)
+        y = (c[:, None] * gam[t:] * apow[: p - t]).sum(axis=0) + np.dot(
+            (Dl[:, t:] * c).T.ravel(), AS[: p - t].reshape(-1, N)
+        )
+        z, dt = z + dt * (y & M), dt * d & M
+    return z & M
 
 # %% ../nbs/11_smc.ipynb #19be82dd
 @patch
