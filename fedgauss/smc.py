@@ -2325,6 +2325,33 @@ def trunc_share(
     "This party's ring share of the truncated value P - r_hi (the king holds P)."
     return ((P if self.is_king else 0) - st['Rhi']) & self.mask
 
+# %% ../nbs/11_smc.ipynb #cd9705c8
+def _ring_matmul(
+    A,  # (m, Q) ring elements: Python ints in [0, 2**L)
+    X,  # (Q, N) ring elements
+    L: int,  # the ring is Z_(2**L)
+) -> np.ndarray:
+    """`A @ X` modulo 2**L, exactly, by one float64 matrix product: both cut into 16-bit limbs, every product of a limb
+    of A and a limb of X summed over Q (below Q 2**32 < 2**53: exact); the limb pairs below 2**L then added up with
+    their carries, in int64."""
+    (m, Q), N = np.shape(A), np.shape(X)[1]
+    nb = 2 * -(-L // 16)  # bytes per element: whole 16-bit limbs
+    nl = nb // 2
+    if Q >= 2**20:
+        raise ValueError(f"_ring_matmul: {Q} terms per sum would exceed float64's exact integers")
+    limbs = lambda V: np.frombuffer(b''.join(map(int.to_bytes, V, repeat(nb), repeat('little'))), '<u2')
+    Al = limbs(np.ravel(A).tolist()).reshape(m, Q, nl).transpose(0, 2, 1).reshape(m * nl, Q).astype(np.float64)
+    Xl = limbs(np.ravel(X).tolist()).reshape(Q, N * nl).astype(np.float64)
+    Y = (Al @ Xl).astype(np.int64).reshape(m, nl, N, nl)  # [i, a, j, b]: limb a of A's row i, limb b of X's column j
+    S = np.zeros((m, N, nl), np.int64)
+    for a in range(nl):  # limb s = a + b of the result (those from s = nl on are multiples of 2**L)
+        S[:, :, a:] += Y[:, a, :, : nl - a]
+    for s in range(nl - 1):  # carries
+        S[:, :, s + 1] += S[:, :, s] >> 16
+    raw = (S & 0xFFFF).astype('<u2').tobytes()
+    out = list(map(int.from_bytes, (raw[j : j + nb] for j in range(0, len(raw), nb)), repeat('little')))
+    return np.array(out, dtype=object).reshape(m, N) & ((1 << L) - 1)
+
 # %% ../nbs/11_smc.ipynb #d9edbb70
 QUARTIC = ((1,), (0, 1, 1), (0, 0, 1, 1, 1), (0, 0, 0, 1, 1, 1, 1))  # z, n z^2, n^2 z^3, n^3 z^4 of operands (n, z)
 QUARTIC_COEF = (4, -6, 4, -1)  # z (1 + e + e^2 + e^3), e = 1 - n z
@@ -2343,22 +2370,23 @@ def _quartic_steps(p: int, n_max: int, scale: int) -> int:
 def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
     """This party's share of z_1 = sum_j n**j (gamma_0j + sum_k g_k (gamma_kj - gamma_k-1,j)) at the series'
     scale, n = d + a, g_k = (1 - o_k) + (2 o_k - 1) s_k, from its rows R: masks of n, S1, S2, a**2..a**(p-1),
-    a**i s_k. With n**j = sum_i C(j, i) d**(j-i) a**i and t = j - i: z_1 = sum_t d**t y_t, each y_t one dot product
-    of public integers with the shares (no term of the zero triangle i > j)."""
+    a**i s_k. With n**j = sum_i C(j, i) d**(j-i) a**i and t = j - i: z_1 = sum_t d**t y_t, y_t = sum_i C(i+t, i)
+    (gamma_0,i+t a**i + sum_k (gamma_k,i+t - gamma_k-1,i+t) ((1 - o_k) a**i + (2 o_k - 1) a**i s_k)): every y_t is a
+    row of one product of public integers with the shares (`_ring_matmul`)."""
     M, N = self.mask, len(d)
-    Dl = G[1:] - G[:-1]  # (kmax, p)
-    gam = G[0][:, None] + np.dot(Dl.T, 1 - o)  # (p, N)
-    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])  # a**0..a**(p-1)
-    AS = R[p + 1 :].reshape(p, kmax, N)
-    AS = np.where(o.astype(bool)[None], AS, -AS)  # a**i s_k (2 o_k - 1)
-    z, dt = 0, np.ones(N, dtype=object)
-    for t in range(p):  # y_t = sum_i C(i+t, i) (gam_(i+t) a**i + sum_k Dl_(k,i+t) (2 o_k - 1) a**i s_k)
-        c = np.array([math.comb(i + t, i) for i in range(p - t)], dtype=object)
-        y = (c[:, None] * gam[t:] * apow[: p - t]).sum(axis=0) + np.dot(
-            (Dl[:, t:] * c).T.ravel(), AS[: p - t].reshape(-1, N)
-        )
-        z, dt = z + dt * (y & M), dt * d & M
-    return z & M
+    Dl = np.concatenate([G[:1], G[1:] - G[:-1]])  # (kmax + 1, p): gamma_0, then the differences
+    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])[:, None]
+    AS = R[p + 1 :].reshape(p, kmax, N)  # a**i s_k
+    X = np.concatenate([apow, np.where(o.astype(bool)[None], AS, apow - AS)], axis=1) & M  # (p, kmax + 1, N)
+    C = np.zeros((p, p, kmax + 1), dtype=object)  # C_t,i,k = C(i+t, i) Dl_k,i+t (0 for i + t >= p)
+    for t in range(p):
+        for i in range(p - t):
+            C[t, i] = math.comb(i + t, i) * Dl[:, i + t]
+    Y = _ring_matmul(C.reshape(p, -1) & M, X.reshape(-1, N), self.L)
+    z = Y[p - 1]
+    for t in range(p - 2, -1, -1):  # Horner in d
+        z = z * d + Y[t] & M
+    return z
 
 # %% ../nbs/11_smc.ipynb #19be82dd
 @patch
