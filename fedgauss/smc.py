@@ -1978,9 +1978,10 @@ def _table_octets(st: dict, c, king: bool) -> np.ndarray:
     "A party's shares of the masked bytes y_j + s_j (the second opening), from its tables and the opened c (N values)."
     N, b, n, T = st['N'], st['b'], st['n'], st['T']
     cd = _int_digits(np.asarray(c).reshape(N), st['m'], b, n)  # (N, n): the digits of c_lo, public
-    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
-    pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
-    ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
+    E = T[: N * n << b].reshape(N * n, 1 << b).T.copy()  # shares of the one-hot vectors of the r_j, value by value
+    for s in 1 << np.arange(b):  # prefix sums over the chunk values (uint8: modulo 256), in b doubling steps
+        E[s:] = E[s:] + E[:-s]
+    ge = E[cd.ravel(), np.arange(N * n)].reshape(N, n)  # [c_j >= r_j]: the prefix sum at c_j
     ne = -T[(np.arange(N * n).reshape(N, n) << b) + cd]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
     if king:
         ne += 1
