@@ -237,12 +237,15 @@ def frame_coefficients(
     col = data.g_col
     mixed, r = pf.mixed[col], pf.unit[col]
     M, cA = pf.M[col], np.nan_to_num(pf.c[col])
+    V, o, x = np.empty((5, len(col))), np.flatnonzero(~mixed), np.flatnonzero(mixed)
     with np.errstate(all='ignore'):
         delta = c - cA
         dr, cr, lr = delta / r, c / r, ls * r  # log distances in the public unit, lambda_s in its inverse
-        one = (np.exp(ls * delta), yj_g(lr, dr), dr, yj_gmu(lr, dr), dr)
-        mix = (np.exp(ls * c - M), yj_g_scaled(lr, cr, M), cr, yj_gmu_scaled(lr, cr, M), cr)
-    out = _fx(np.where(mixed, np.array(mix), np.array(one)))  # (5, groups), one conversion
+        d, l = dr[o], lr[o]  # each group's own formulas only (elementwise: the same floats as on all groups)
+        V[:, o] = np.exp(ls[o] * delta[o]), yj_g(l, d), d, yj_gmu(l, d), d
+        d, l, Mx = cr[x], lr[x], M[x]
+        V[:, x] = np.exp(ls[x] * c[x] - Mx), yj_g_scaled(l, d, Mx), d, yj_gmu_scaled(l, d, Mx), d
+    out = _fx(V)  # (5, groups), one conversion
     far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO * data.g_R))
     if len(far):
         loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from fastcore.basics import patch
 
 from fedgauss.entropy import (
+    derive_key,
     experiment_key,
     party_rngs,
     prg,
@@ -1895,6 +1897,22 @@ def open_bytes(
         self.send(p, kind, tot)
     return tot.reshape(shape)
 
+# %% ../nbs/11_smc.ipynb #9b690091
+_ZEROS = b''  # zeros to encrypt (read-only, grown when a longer stream is asked for)
+
+
+def _chacha20(
+    key: bytes,  # 32-byte ChaCha20 key
+    n: int,  # bytes of keystream
+) -> np.ndarray:
+    "The first `n` bytes of the ChaCha20 keystream under `key` (nonce 0, block 0): zeros encrypted into a new array."
+    global _ZEROS
+    if len(_ZEROS) < n:
+        _ZEROS = bytes(max(n, 1 << 16))
+    out = np.empty(n, np.uint8)
+    Cipher(algorithms.ChaCha20(key, bytes(16)), mode=None).encryptor().update_into(memoryview(_ZEROS)[:n], out)
+    return out
+
 # %% ../nbs/11_smc.ipynb #f0263c9b
 def table_share(
     seed,  # the 32 bytes the dealer sent
@@ -1903,7 +1921,8 @@ def table_share(
 ) -> np.ndarray:
     """A party's share of the comparison tables, expanded from the dealer's seed: `secret_bytes(prg(seed, 'comparison
     tables'), n_add + n_xor)`, by `prg_bytes` (no generator object: the same bytes)."""
-    return prg_bytes(bytes(np.asarray(seed, np.uint8)), 'comparison tables', n_add + n_xor)
+    key, n = derive_key(bytes(np.asarray(seed, np.uint8)), 'comparison tables'), n_add + n_xor
+    return _chacha20(key, n) if n <= 256 else _chacha20(_chacha20(key, 32).tobytes(), n)  # as `prg_bytes` reads it
 
 
 def comparison_tables(
@@ -1959,9 +1978,10 @@ def _table_octets(st: dict, c, king: bool) -> np.ndarray:
     "A party's shares of the masked bytes y_j + s_j (the second opening), from its tables and the opened c (N values)."
     N, b, n, T = st['N'], st['b'], st['n'], st['T']
     cd = _int_digits(np.asarray(c).reshape(N), st['m'], b, n)  # (N, n): the digits of c_lo, public
-    e = T[: N * n << b].reshape(N, n, 1 << b)  # shares of the one-hot vectors of the r_j
-    pre = np.tril(np.ones((1 << b, 1 << b), np.uint8))[cd]  # (N, n, 2**b): [v <= c_j]
-    ge = np.einsum('ijk,ijk->ij', e, pre)  # [c_j >= r_j]: the prefix sums at c_j (uint8: modulo 256)
+    E = T[: N * n << b].reshape(N * n, 1 << b).T.copy()  # shares of the one-hot vectors of the r_j, value by value
+    for s in 1 << np.arange(b):  # prefix sums over the chunk values (uint8: modulo 256), in b doubling steps
+        E[s:] = E[s:] + E[:-s]
+    ge = E[cd.ravel(), np.arange(N * n)].reshape(N, n)  # [c_j >= r_j]: the prefix sum at c_j
     ne = -T[(np.arange(N * n).reshape(N, n) << b) + cd]  # [c_j != r_j] = 1 - [c_j == r_j] (the king adds the 1)
     if king:
         ne += 1
@@ -2128,10 +2148,49 @@ def mask_products(
     monos: tuple,  # the monomials the parties will evaluate
 ) -> np.ndarray:
     "The dealer's rows to deal for `masked_monomials`: the masks, then the products of masks the monomials need."
-    prods = [functools.reduce(lambda u, v: u * v & self.mask, a[list(t)]) for t in _mask_products(monos)]
-    return np.stack(list(a) + prods)
+    return np.stack(list(a) + _row_products(a, _mask_products(monos), self.mask))  # each from its prefix
+
+# %% ../nbs/11_smc.ipynb #4119eda0
+def _factor_table(
+    tuples: list,  # sorted tuples of operand rows (the empty tuple: the product 1)
+    k: int,  # number of operands
+) -> tuple:
+    """How to build the product of the rows named by each tuple, each from its prefix: `levels` of (row of the prefix,
+    operand row) appended to [the k operand rows, a row of ones], and the row of each tuple in that table."""
+    need = {t[:j] for t in tuples for j in range(2, len(t) + 1)}
+    at, levels, size = {(): k} | {(i,): i for i in range(k)}, [], k + 1
+    for n in range(2, max(map(len, need), default=1) + 1):
+        new = sorted(t for t in need if len(t) == n)
+        at.update({t: size + j for j, t in enumerate(new)})
+        levels.append((np.array([at[t[:-1]] for t in new], dtype=np.intp), np.array([t[-1] for t in new], np.intp)))
+        size += len(new)
+    return tuple(levels), np.array([at[t] for t in tuples], dtype=np.intp)
 
 
+@functools.lru_cache(maxsize=64)
+def _monomial_plan(
+    monos: tuple,  # monomials: tuples of operand positions (a position may repeat)
+    k: int,  # number of operands
+) -> tuple:
+    """`monomial_terms` with equal terms merged: per distinct term (complement, T) of each monomial its multiplicity;
+    the tables of products of P (`_factor_table` of the complements) and of beta (of the T's); each term's mask row
+    (the last: the king's 1); where each monomial's terms start."""
+    keys = _mask_products(monos)
+    row = {(i,): i for i in range(k)} | {t: k + j for j, t in enumerate(keys)} | {(): k + len(keys)}
+    terms, starts = {}, []
+    for m in monos:
+        starts.append(len(terms))
+        for size in range(len(m) + 1):
+            for pos in combinations(range(len(m)), size):
+                rest = tuple(sorted(m[p] for p in range(len(m)) if p not in pos))
+                key = (len(starts), rest, tuple(sorted(m[p] for p in pos)))
+                terms[key] = terms.get(key, 0) + 1
+    lp, ip = _factor_table([r for _, r, _ in terms], k)
+    lb, ib = _factor_table([s for _, _, s in terms], k)
+    count = np.array(list(terms.values()), dtype=object)
+    return lp, ip, lb, ib, count, np.array([row[s] for _, _, s in terms]), np.array(starts)
+
+# %% ../nbs/11_smc.ipynb #5b30b1be
 @patch
 def masked_monomials(
     self: PartySMC,
@@ -2141,13 +2200,21 @@ def masked_monomials(
     monos: tuple,  # the monomials: tuples of operand positions
 ) -> list:
     "This party's shares of every monomial of the operands x_i = P_i + B_i a_i: no message."
-    k, N = len(P), P.shape[1]
-    Dc, Ds, A, starts = monomial_terms(tuple(map(tuple, monos)), k)
+    k, N, M = len(P), P.shape[1], self.mask
+    lp, ip, lb, ib, count, A, starts = _monomial_plan(tuple(map(tuple, monos)), k)
     one = np.ones((1, N), dtype=object)
-    prod = lambda X: functools.reduce(operator.mul, X)  # one reduction modulo 2**L at the end: the same residues
-    coef = prod(np.concatenate([P, one])[Dc]) * prod(np.concatenate([B, one])[Ds]) & self.mask
+
+    def table(X, levels, mask):  # X's rows, ones, then each product from its prefix
+        T = np.concatenate([X, one])
+        for left, right in levels:
+            T = np.concatenate([T, T[left] * X[right] & mask if mask else T[left] * X[right]])
+        return T
+
+    coef = table(P, lp, M)[ip] * table(B, lb, 0)[ib]  # the multipliers stay small integers (e.g. -1): unreduced
+    if count.max() > 1:
+        coef *= count[:, None]
     Ap = np.concatenate([AP, np.full((1, N), int(self.is_king), dtype=object)])  # the king's public 1
-    return list(np.add.reduceat(coef * Ap[A], starts, axis=0) & self.mask)
+    return list(np.add.reduceat((coef & M) * Ap[A], starts, axis=0) & M)
 
 # %% ../nbs/11_smc.ipynb #fa535364
 @patch
@@ -2197,10 +2264,13 @@ def reciprocal_series(
 ) -> np.ndarray:
     "(kmax + 1, p) integers round(gamma_kj 2**scale): on segment k, sum_j gamma_kj n**j = 1/n (1 - e**p), |e| <= 1/3."
     out = np.empty((kmax + 1, p), dtype=object)
-    for k in range(kmax + 1):
-        c = Fraction(3 * 2**k, 2)
-        for j in range(p):
-            out[k, j] = round((-1) ** j * math.comb(p, j + 1) / c ** (j + 1) * 2**scale)
+    for j in range(p):  # gamma_kj 2**scale = (-1)**j C(p, j+1) 2**(scale + (1 - k)(j+1)) / 3**(j+1), in integers
+        num, den = (-1) ** j * math.comb(p, j + 1), 3 ** (j + 1)
+        for k in range(kmax + 1):
+            e = scale + (1 - k) * (j + 1)
+            q, r = divmod(num << e, den) if e >= 0 else divmod(num, den << -e)
+            twice = 2 * r - (den if e >= 0 else den << -e)  # round half to even, as round(Fraction) does
+            out[k, j] = q + (twice > 0 or (twice == 0 and q % 2 == 1))
     return out
 
 # %% ../nbs/11_smc.ipynb #83babeed
@@ -2256,6 +2326,33 @@ def trunc_share(
     "This party's ring share of the truncated value P - r_hi (the king holds P)."
     return ((P if self.is_king else 0) - st['Rhi']) & self.mask
 
+# %% ../nbs/11_smc.ipynb #cd9705c8
+def _ring_matmul(
+    A,  # (m, Q) ring elements: Python ints in [0, 2**L)
+    X,  # (Q, N) ring elements
+    L: int,  # the ring is Z_(2**L)
+) -> np.ndarray:
+    """`A @ X` modulo 2**L, exactly, by one float64 matrix product: both cut into 16-bit limbs, every product of a limb
+    of A and a limb of X summed over Q (below Q 2**32 < 2**53: exact); the limb pairs below 2**L then added up with
+    their carries, in int64."""
+    (m, Q), N = np.shape(A), np.shape(X)[1]
+    nb = 2 * -(-L // 16)  # bytes per element: whole 16-bit limbs
+    nl = nb // 2
+    if Q >= 2**20:
+        raise ValueError(f"_ring_matmul: {Q} terms per sum would exceed float64's exact integers")
+    limbs = lambda V: np.frombuffer(b''.join(map(int.to_bytes, V, repeat(nb), repeat('little'))), '<u2')
+    Al = limbs(np.ravel(A).tolist()).reshape(m, Q, nl).transpose(0, 2, 1).reshape(m * nl, Q).astype(np.float64)
+    Xl = limbs(np.ravel(X).tolist()).reshape(Q, N * nl).astype(np.float64)
+    Y = (Al @ Xl).astype(np.int64).reshape(m, nl, N, nl)  # [i, a, j, b]: limb a of A's row i, limb b of X's column j
+    S = np.zeros((m, N, nl), np.int64)
+    for a in range(nl):  # limb s = a + b of the result (those from s = nl on are multiples of 2**L)
+        S[:, :, a:] += Y[:, a, :, : nl - a]
+    for s in range(nl - 1):  # carries
+        S[:, :, s + 1] += S[:, :, s] >> 16
+    raw = (S & 0xFFFF).astype('<u2').tobytes()
+    out = list(map(int.from_bytes, (raw[j : j + nb] for j in range(0, len(raw), nb)), repeat('little')))
+    return np.array(out, dtype=object).reshape(m, N) & ((1 << L) - 1)
+
 # %% ../nbs/11_smc.ipynb #d9edbb70
 QUARTIC = ((1,), (0, 1, 1), (0, 0, 1, 1, 1), (0, 0, 0, 1, 1, 1, 1))  # z, n z^2, n^2 z^3, n^3 z^4 of operands (n, z)
 QUARTIC_COEF = (4, -6, 4, -1)  # z (1 + e + e^2 + e^3), e = 1 - n z
@@ -2274,22 +2371,23 @@ def _quartic_steps(p: int, n_max: int, scale: int) -> int:
 def _series_share(self: PartySMC, G, o, d, R, p: int, kmax: int):
     """This party's share of z_1 = sum_j n**j (gamma_0j + sum_k g_k (gamma_kj - gamma_k-1,j)) at the series'
     scale, n = d + a, g_k = (1 - o_k) + (2 o_k - 1) s_k, from its rows R: masks of n, S1, S2, a**2..a**(p-1),
-    a**i s_k."""
+    a**i s_k. With n**j = sum_i C(j, i) d**(j-i) a**i and t = j - i: z_1 = sum_t d**t y_t, y_t = sum_i C(i+t, i)
+    (gamma_0,i+t a**i + sum_k (gamma_k,i+t - gamma_k-1,i+t) ((1 - o_k) a**i + (2 o_k - 1) a**i s_k)): every y_t is a
+    row of one product of public integers with the shares (`_ring_matmul`)."""
     M, N = self.mask, len(d)
-    Dl = G[1:] - G[:-1]  # (kmax, p)
-    gam = G[0][:, None] + np.dot(Dl.T, 1 - o)  # (p, N)
-    dp = [np.ones(N, dtype=object)]
-    for _ in range(p - 1):
-        dp.append(dp[-1] * d & M)
-    E = np.zeros((p, p, N), dtype=object)  # E_ij = C(j, i) d**(j-i): n**j = sum_i E_ij a**i
-    for j in range(p):
-        for i in range(j + 1):
-            E[i, j] = math.comb(j, i) * dp[j - i]
-    U = (E * gam[None]).sum(axis=1) & M  # (p, N): the factor of a**i
-    V = np.tensordot(Dl, E, axes=([1], [1])) * (2 * o - 1)[:, None, :] & M  # (kmax, p, N): the factor of a**i s_k
-    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])
-    AS = R[p + 1 :].reshape(p, kmax, N)
-    return ((apow * U).sum(axis=0) + (AS * V.transpose(1, 0, 2)).sum(axis=(0, 1))) & M
+    Dl = np.concatenate([G[:1], G[1:] - G[:-1]])  # (kmax + 1, p): gamma_0, then the differences
+    apow = np.concatenate([np.full((1, N), int(self.is_king), dtype=object), R[:1], R[3 : p + 1]])[:, None]
+    AS = R[p + 1 :].reshape(p, kmax, N)  # a**i s_k
+    X = np.concatenate([apow, np.where(o.astype(bool)[None], AS, apow - AS)], axis=1) & M  # (p, kmax + 1, N)
+    C = np.zeros((p, p, kmax + 1), dtype=object)  # C_t,i,k = C(i+t, i) Dl_k,i+t (0 for i + t >= p)
+    for t in range(p):
+        for i in range(p - t):
+            C[t, i] = math.comb(i + t, i) * Dl[:, i + t]
+    Y = _ring_matmul(C.reshape(p, -1) & M, X.reshape(-1, N), self.L)
+    z = Y[p - 1]
+    for t in range(p - 2, -1, -1):  # Horner in d
+        z = z * d + Y[t] & M
+    return z
 
 # %% ../nbs/11_smc.ipynb #19be82dd
 @patch

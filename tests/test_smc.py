@@ -555,3 +555,77 @@ def test_comparison_stages_open_uniform_values():
         a, b = hist[-(2**39)][which], hist[5][which]
         assert stats.chisquare(a).pvalue > 1e-4 and stats.chisquare(b).pvalue > 1e-4
         assert stats.chi2_contingency(np.array([a, b])).pvalue > 1e-4
+
+
+# ---- issue 32: the SMC kernels made faster give the integers of their plain references ----
+
+
+def _ring(g, shape, L):
+    "Uniform ring elements modulo 2**L (object array), with the extremes 0 and 2**L - 1 at the front."
+    n = math.prod(shape)
+    v = [int.from_bytes(g.bytes(L // 8 + 1), 'little') % 2**L for _ in range(n)]
+    v[:2] = [2**L - 1, 0][: min(n, 2)]
+    return np.array(v, dtype=object).reshape(shape)
+
+
+@pytest.mark.parametrize(
+    'L, m, Q, N', [(448, 12, 276, 30), (64, 3, 5, 2), (200, 4, 7, 3), (128, 1, 1, 1), (512, 2, 600, 4)]
+)
+def test_ring_matmul_is_the_integer_product_modulo_2_L(L, m, Q, N):
+    from fedgauss.smc import _ring_matmul
+
+    g = np.random.default_rng(L + Q)
+    A, X = _ring(g, (m, Q), L), _ring(g, (Q, N), L)
+    got = _ring_matmul(A, X, L)
+    assert got.dtype == object and all(type(v) is int for v in got.ravel())
+    assert got.tolist() == (np.dot(A, X) % 2**L).tolist()
+
+
+@pytest.mark.parametrize('king', [True, False])
+def test_masked_monomials_merge_terms_to_the_plain_expansion(king):
+    "`masked_monomials` (equal terms merged, prefixes shared) against every term of `monomial_terms`, one reduction."
+    import functools
+    import operator
+
+    from fedgauss.smc import PartySMC, _mask_products, monomial_terms
+
+    g, L = np.random.default_rng(9), 448
+    smc = PartySMC('p0' if king else 'p1', ['p0', 'p1'], 'dealer', L)
+    for monos in [
+        ((1,), (0, 1, 1), (0, 0, 1, 1, 1), (0, 0, 0, 1, 1, 1, 1)),
+        ((0, 0), (1,), (0, 1, 2, 2)),
+        ((0, 3, 4),),
+    ]:
+        k = max(map(max, monos)) + 1
+        P, B = _ring(g, (k, 5), L), g.integers(-3, 4, (k, 5)).astype(object)
+        AP = _ring(g, (k + len(_mask_products(monos)), 5), L)
+        Dc, Ds, A, starts = monomial_terms(monos, k)
+        prod = lambda X: functools.reduce(operator.mul, X)
+        one = np.ones((1, 5), dtype=object)
+        coef = prod(np.concatenate([P, one])[Dc]) * prod(np.concatenate([B, one])[Ds])
+        Ap = np.concatenate([AP, np.full((1, 5), int(king), dtype=object)])
+        plain = np.add.reduceat(coef * Ap[A], starts, axis=0) % 2**L
+        assert np.array(smc.masked_monomials(P, B, AP, monos)).tolist() == plain.tolist()
+
+
+def test_reciprocal_series_in_integers_is_the_rounded_fraction():
+    from fractions import Fraction
+
+    from fedgauss.smc import reciprocal_series
+
+    for kmax, p, scale in [(22, 12, 400), (5, 4, 10), (10, 7, 3), (3, 12, 5), (0, 1, 0)]:
+        G = reciprocal_series(kmax, p, scale)
+        for k in range(kmax + 1):
+            c = Fraction(3 * 2**k, 2)
+            for j in range(p):
+                assert G[k, j] == round((-1) ** j * math.comb(p, j + 1) / c ** (j + 1) * 2**scale)
+
+
+def test_table_share_is_the_prg_stream():
+    from fedgauss.entropy import prg, secret_bytes
+    from fedgauss.smc import table_share
+
+    for size in [(100, 50), (256, 0), (0, 257), (90000, 172807)]:
+        seed = bytes(range(7, 39))
+        got = table_share(np.frombuffer(seed, np.uint8), *size)
+        assert got.tobytes() == secret_bytes(prg(seed, 'comparison tables'), sum(size)).tobytes()
