@@ -1046,12 +1046,12 @@ def flower_simulation(
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
-    """`time` for flwr's SuperNode loop. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after
-    a tenth of the time waited since the node's last reply (`frac`), from `poll` s up to `idle_cap`: a message is
-    seen at most 10 % late, and a long wait takes few pulls. The first wait after a reply sleeps `learn` × the
-    shortest of the last gaps between a reply and the next message (none comes sooner, as a rule: the relay is
-    waiting for the other nodes). Its wait for a reply (0.5 s; the hook `_speed_up_flwr` puts on the loop makes it
-    rare) is 0.1 s."""
+    """`time` for flwr's SuperNode loop. Once the node has sent a reply (`sent_reply`, called by the hook
+    `_speed_up_flwr` puts on the loop) it sleeps `learn` × the shortest of the last gaps between a reply and the next
+    message (none comes sooner, as a rule: the relay is waiting for the other nodes) before it pulls again: flwr's loop
+    would pull at once, in vain. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after a tenth
+    of the time waited since the node's last reply (`frac`), from `poll` s up to `idle_cap`: a message is seen at most
+    10 % late, and a long wait takes few pulls. Its wait for a reply (0.5 s; the hook makes it rare) is 0.1 s."""
 
     def __init__(self, poll: float, frac=0.1, idle_cap=1.0, learn=0.5):
         import collections
@@ -1067,16 +1067,18 @@ class _FastTime:
             self.gaps.append(now - self.replied)
         self.replied = None
 
+    def sent_reply(self) -> float:
+        "The node sent its reply: returns the wait before its next pull (`learn` × the shortest recent gap; 0: none)."
+        self.replied = self.since = time.monotonic()
+        return min(self.learn * min(self.gaps), self.idle_cap) if self.gaps else 0.0
+
     def sleep(self, s):
         if s < 1:  # a message came and its reply is not stored yet
             time.sleep(min(s, 0.1))
             return
         now = time.monotonic()
-        if self.replied is None:  # the first pull after a reply found nothing
+        if self.replied is None:  # a message came and no reply was sent (its push failed): wait from now
             self.replied = self.since = now
-            if self.gaps:
-                time.sleep(min(self.learn * min(self.gaps), self.idle_cap))
-                return
         time.sleep(self.wait_at(now))
 
     def wait_at(self, now: float) -> float:
@@ -1152,7 +1154,8 @@ def _speed_up_flwr(
     sleeps (`_FastTime`); every message it stores clears `node['reply']` and sets `node['task']` (waking the ClientApp
     thread), and it sends the reply only once `node['reply']` is set: the ClientApp thread has pushed the reply and
     all its objects (flwr's loop would take the reply as soon as it is stored, objects still coming, and delete them
-    under the thread's feet once sent). The node's state goes to `node['state']` (`NodeRuntime`)."""
+    under the thread's feet once sent); after a reply, it pulls again only after `_FastTime.sent_reply`'s wait.
+    The node's state goes to `node['state']` (`NodeRuntime`)."""
     import flwr.supernode.start_client_internal as sci
     from flwr.supercore.inflatable import inflatable_utils as iu
 
@@ -1174,7 +1177,9 @@ def _speed_up_flwr(
 
     def wait_and_push(*args, **kwargs):
         node['reply'].wait()  # set by the ClientApp thread (which, should it die, ends the process)
-        return push(*args, **kwargs)
+        out = push(*args, **kwargs)
+        time.sleep(sci.time.sent_reply())  # before the loop pulls again (flwr's would at once, in vain)
+        return out
 
     sci._pull_and_store_message, sci._push_messages = pull_and_signal, wait_and_push
 
