@@ -284,12 +284,12 @@ if os.environ.get('FG_REQ_LOG'):  # log the path of every HTTP request this proc
     import sys
     import starlette.applications as sa
 
-    _call = sa.Starlette.__call__
+    _call, _who = sa.Starlette.__call__, 'node ' if sys.argv[0] == '-c' else 'other '  # a launcher: `python -c`
 
     async def call(self, scope, receive, send):
         if scope.get('type') == 'http':
             with open(os.path.join(os.environ['FG_REQ_LOG'], f'{os.getpid()}.txt'), 'a') as fh:
-                fh.write(('node ' if sys.argv[0] == '-c' else 'other ') + scope['path'] + '\\n')
+                fh.write(_who + scope['path'] + '\\n')
         return await _call(self, scope, receive, send)
 
     sa.Starlette.__call__ = call
