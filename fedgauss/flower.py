@@ -1251,7 +1251,11 @@ class NodeRuntime:
     ):
         self.state, self.token = state, token
 
-    def AcquireTask(self, request):
+    def AcquireTask(
+        self,
+        request,  # flwr's `AcquireTaskRequest` (the task types the ClientApp runs)
+    ):
+        "The oldest pending task of a type asked for, and its token (flwr's `AcquireTaskResponse`; empty: none)."
         from flwr.supernode.servicer.runtime import runtime_handlers
 
         return runtime_handlers.acquire_task(request, self.state)
