@@ -26,8 +26,8 @@ __all__ = ['MESSAGE_SCHEMAS', 'MEMORY_RUNS', 'CLIENTAPP_DIED', 'check_message', 
            'load_party_data', 'party_result_path', 'load_party_result', 'find_protocol', 'NodeStopped', 'seed_plain',
            'party_handle', 'node_query', 'client_app', 'FlowerRunError', 'Relay', 'flower_exchange', 'LocalGrid',
            'local_nodes', 'server_app', 'flower_run', 'flower_simulation', 'check_flwr_knobs', 'fast_send_and_receive',
-           'node_main', 'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job', 'write_app',
-           'FlowerDeployment', 'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
+           'NodeRuntime', 'node_main', 'deploy_server_app', 'stop_processes', 'make_certificates', 'write_job',
+           'write_app', 'FlowerDeployment', 'supernode_auth_key', 'flower_deploy', 'flower_demo', 'pass_timeline']
 
 # %% ../nbs/50_flower.ipynb #5e39687c
 for _cls in (RingElements, YJFrame, YJAnchors, Tree, Binner, HistLayout, PStableLSH):  # payloads, results, configs
@@ -1046,12 +1046,12 @@ def flower_simulation(
 
 # %% ../nbs/50_flower.ipynb #72eea5119410473aa328ad9291626812
 class _FastTime:
-    """`time` for flwr's SuperNode loop. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after
-    a tenth of the time waited since the node's last reply (`frac`), from `poll` s up to `idle_cap`: a message is
-    seen at most 10 % late, and a long wait takes few pulls. The first wait after a reply sleeps `learn` × the
-    shortest of the last gaps between a reply and the next message (none comes sooner, as a rule: the relay is
-    waiting for the other nodes). Its wait for a reply (0.5 s; the hook `_speed_up_flwr` puts on the loop makes it
-    rare) is 0.1 s."""
+    """`time` for flwr's SuperNode loop. Once the node has sent a reply (`sent_reply`, called by the hook
+    `_speed_up_flwr` puts on the loop) it sleeps `learn` × the shortest of the last gaps between a reply and the next
+    message (none comes sooner, as a rule: the relay is waiting for the other nodes) before it pulls again: flwr's loop
+    would pull at once, in vain. Its idle wait (3 s: the SuperLink had nothing for the node) pulls again after a tenth
+    of the time waited since the node's last reply (`frac`), from `poll` s up to `idle_cap`: a message is seen at most
+    10 % late, and a long wait takes few pulls. Its wait for a reply (0.5 s; the hook makes it rare) is 0.1 s."""
 
     def __init__(self, poll: float, frac=0.1, idle_cap=1.0, learn=0.5):
         import collections
@@ -1067,16 +1067,18 @@ class _FastTime:
             self.gaps.append(now - self.replied)
         self.replied = None
 
+    def sent_reply(self) -> float:
+        "The node sent its reply: returns the wait before its next pull (`learn` × the shortest recent gap; 0: none)."
+        self.replied = self.since = time.monotonic()
+        return min(self.learn * min(self.gaps), self.idle_cap) if self.gaps else 0.0
+
     def sleep(self, s):
         if s < 1:  # a message came and its reply is not stored yet
             time.sleep(min(s, 0.1))
             return
         now = time.monotonic()
-        if self.replied is None:  # the first pull after a reply found nothing
+        if self.replied is None:  # a message came and no reply was sent (its push failed): wait from now
             self.replied = self.since = now
-            if self.gaps:
-                time.sleep(min(self.learn * min(self.gaps), self.idle_cap))
-                return
         time.sleep(self.wait_at(now))
 
     def wait_at(self, now: float) -> float:
@@ -1088,19 +1090,31 @@ class _FastTime:
 
 # %% ../nbs/50_flower.ipynb #00cf4fc2062448d78a3bb62db1a84a21
 _FLWR_KNOBS = ('initial_backoff', 'backoff_cap', 'max_tries_per_object')
-_FLWR_LOOP = ('run_id = _pull_and_store_message(', 'if run_id is None:', 'time.sleep(3)', '_push_messages(')
+_FLWR_LOOP = (
+    'run_id = _pull_and_store_message(',
+    'state=state,',
+    'if run_id is None:',
+    'time.sleep(3)',
+    '_push_messages(',
+)
+_RUNTIME_CALLS = {  # the Runtime client's calls a ClientApp task makes -> flwr's handler of each on the SuperNode
+    'PullTaskInput': 'pull_task_input', 'PullMessages': 'pull_messages', 'PullObject': 'pull_object',
+    'ConfirmMessageReceived': 'confirm_message_received', 'PushMessages': 'push_messages', 'PushObject': 'push_object',
+    'PushTaskOutput': 'push_task_output',
+}  # fmt: skip
 
 
 def check_flwr_knobs(
     sci=None,  # flwr's `flwr.supernode.start_client_internal` module (default: the installed one)
     fns=None,  # flwr's object-pulling functions whose keyword defaults are tuned (default: the installed ones)
+    handlers=None,  # flwr's SuperNode Runtime API handlers `NodeRuntime` calls (default: the installed ones)
 ):
     """Check that the flwr internals `_speed_up_flwr` tunes are where it expects them: the SuperNode loop sleeps
     through its module's `time` (3 s when idle), gets each message from the module's `_pull_and_store_message`
     (a run id, or None) and sends the replies with its `_push_messages`; the pulling functions take the keyword
-    defaults it sets. Raises `FlowerRunError` naming what moved (a flwr version other than the pinned one can move
-    them: tuning nothing, silently, would make every pass wait seconds, or a node's ClientApp never hear of its
-    task)."""
+    defaults it sets; the SuperNode's Runtime API handlers that `NodeRuntime` calls take (request, state[, task]).
+    Raises `FlowerRunError` naming what moved (a flwr version other than the pinned one can move them: tuning nothing,
+    silently, would make every pass wait seconds, or a node's ClientApp never hear of its task)."""
     import inspect
 
     if sci is None:
@@ -1109,6 +1123,8 @@ def check_flwr_knobs(
         from flwr.supercore.inflatable import inflatable_utils as iu
 
         fns = (iu.pull_objects, iu.pull_and_inflate_object_from_tree)
+    if handlers is None:
+        import flwr.supernode.servicer.runtime.runtime_handlers as handlers
     import flwr
 
     v = getattr(flwr, '__version__', '?')
@@ -1122,6 +1138,12 @@ def check_flwr_knobs(
         miss = [k for k in _FLWR_KNOBS if k not in (fn.__kwdefaults__ or {})]
         if miss:
             raise FlowerRunError(f"flwr {v}: {fn.__qualname__} has no keyword argument(s) {miss}")
+    for f, want in [('acquire_task', ['request', 'state'])] + [
+        (f, ['request', 'state', 'task']) for f in _RUNTIME_CALLS.values()
+    ]:
+        fn = getattr(handlers, f, None)
+        if not callable(fn) or list(inspect.signature(fn).parameters) != want:
+            raise FlowerRunError(f"flwr {v}: the SuperNode's Runtime API handler {f}({', '.join(want)}) moved")
 
 # %% ../nbs/50_flower.ipynb #46b27525583141bfa0c404cbb6503b62
 def _speed_up_flwr(
@@ -1132,7 +1154,8 @@ def _speed_up_flwr(
     sleeps (`_FastTime`); every message it stores clears `node['reply']` and sets `node['task']` (waking the ClientApp
     thread), and it sends the reply only once `node['reply']` is set: the ClientApp thread has pushed the reply and
     all its objects (flwr's loop would take the reply as soon as it is stored, objects still coming, and delete them
-    under the thread's feet once sent)."""
+    under the thread's feet once sent); after a reply, it pulls again only after `_FastTime.sent_reply`'s wait.
+    The node's state goes to `node['state']` (`NodeRuntime`)."""
     import flwr.supernode.start_client_internal as sci
     from flwr.supercore.inflatable import inflatable_utils as iu
 
@@ -1145,6 +1168,7 @@ def _speed_up_flwr(
 
     def pull_and_signal(*args, **kwargs):
         run_id = pull(*args, **kwargs)
+        node['state'] = kwargs['state']  # the node's own state: its Runtime API, called in process (`NodeRuntime`)
         if run_id is not None:
             sci.time.got_message()
             node['reply'].clear()
@@ -1153,7 +1177,9 @@ def _speed_up_flwr(
 
     def wait_and_push(*args, **kwargs):
         node['reply'].wait()  # set by the ClientApp thread (which, should it die, ends the process)
-        return push(*args, **kwargs)
+        out = push(*args, **kwargs)
+        time.sleep(sci.time.sent_reply())  # before the loop pulls again (flwr's would at once, in vain)
+        return out
 
     sci._pull_and_store_message, sci._push_messages = pull_and_signal, wait_and_push
 
@@ -1210,17 +1236,61 @@ def _run_clientapp_task(
     push_message(c, reply, ctx)
     return ctx, status, details
 
+# %% ../nbs/50_flower.ipynb #0310869696a145bf841235dd6c036af8
+class NodeRuntime:
+    """A SuperNode's Runtime API called in its own process, for its long-lived ClientApp thread: each call runs flwr's
+    own handler (`flwr.supernode.servicer.runtime.runtime_handlers`) on the node's state, the task found from its token
+    as flwr's HTTP router finds it (`state.get_task_by_token`). The same calls, answers and state changes as over
+    HTTP, without the 13 HTTP requests a message takes from the ClientApp to its own node. The methods are flwr's
+    Runtime client's: `AcquireTask` and those in `_RUNTIME_CALLS`."""
+
+    def __init__(
+        self,
+        state,  # the SuperNode's `NodeState` (what its loop passes to `_pull_and_store_message`)
+        token: str | None = None,  # the task's token (from `AcquireTask`); None: only `AcquireTask`
+    ):
+        self.state, self.token = state, token
+
+    def AcquireTask(
+        self,
+        request,  # flwr's `AcquireTaskRequest` (the task types the ClientApp runs)
+    ):
+        "The oldest pending task of a type asked for, and its token (flwr's `AcquireTaskResponse`; empty: none)."
+        from flwr.supernode.servicer.runtime import runtime_handlers
+
+        return runtime_handlers.acquire_task(request, self.state)
+
+    def __getattr__(self, name: str):
+        if name not in _RUNTIME_CALLS:
+            raise AttributeError(name)
+        from flwr.supernode.servicer.runtime import runtime_handlers
+
+        handler = getattr(runtime_handlers, _RUNTIME_CALLS[name])
+
+        def call(request):
+            task = self.state.get_task_by_token(self.token) if self.token else None
+            if task is None:
+                raise FlowerRunError(f"the node's Runtime API refused {name}: no task holds this token")
+            return handler(request, self.state, task)
+
+        return call
+
+    def close(self):
+        pass
+
 # %% ../nbs/50_flower.ipynb #10185d26023b46108eb7d9f57d49d2b3
 def _serve_clientapps(
     address: str,  # the node's Runtime API (host:port)
     node: dict,  # the events {'task', 'reply'} shared with the node's loop (`_speed_up_flwr`)
     app=None,  # the ClientApp (default: `client_app(memory={})`: the node's state stays in this process)
+    http: bool = False,  # call the Runtime API over HTTP at `address`, as flwr's ClientApp does (default: in process)
 ):
     """The node's long-lived ClientApp: it blocks until the node has stored a message (`node['task']`), then takes
     every task from the Runtime API at `address`, runs `app` on it, pushes its reply (an error reply if `app` raised)
     and sets `node['reply']`. It never asks before the message is stored: flwr creates the task first, and a task
-    taken in between has no message yet (`pull_task_input` raises). A failure of the Runtime API itself is raised:
-    `_watch_clientapps` ends the node."""
+    taken in between has no message yet (`pull_task_input` raises). The Runtime API is called in this process
+    (`NodeRuntime` on `node['state']`, the same handlers without HTTP) unless `http`. A failure of the Runtime API
+    itself is raised: `_watch_clientapps` ends the node."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
@@ -1228,20 +1298,23 @@ def _serve_clientapps(
     from flwr.supercore.runtime import RuntimeHttpClient
     from flwr.supernode.runtime.run_clientapp import push_task_output
 
-    def client(*interceptors):
+    def client(*interceptors, token=None):
+        if not http:
+            return NodeRuntime(node['state'], token)
+        interceptors += (RuntimeTokenHttpInterceptor(token),) if token else ()
         return RuntimeHttpClient.from_server_address(
             server_address=address, insecure=True, root_certificates=None, interceptors=list(interceptors),
             retry_invoker=make_simple_http_retry_invoker(),
         )  # fmt: skip
 
-    app, acquire = app or client_app(memory={}), client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))
+    app, acquire = app or client_app(memory={}), None
     ask = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
     while True:
         node['task'].wait()  # blocking: no CPU until the node has stored a message
         node['task'].clear()
+        acquire = acquire or client(RuntimeVersionHttpInterceptor(component_name='SuperExec'))  # the state is known
         while (res := acquire.AcquireTask(ask)).HasField('task') and res.token:
-            token = RuntimeTokenHttpInterceptor(res.token)
-            c = client(RuntimeVersionHttpInterceptor(component_name='flwr-clientapp'), token)
+            c = client(RuntimeVersionHttpInterceptor(component_name='flwr-clientapp'), token=res.token)
             try:
                 ctx, status, details = _run_clientapp_task(c, app)
                 node['reply'].set()
@@ -1280,7 +1353,8 @@ def node_main(
 ):
     """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits shortened (`_FastTime`:
     at least `FEDGAUSS_FLOWER_POLL` s, default 0.005), with a long-lived ClientApp thread that its loop wakes
-    (`_serve_clientapps`), watched (`_watch_clientapps`). Run as
+    (`_serve_clientapps`, calling the node's Runtime API in process: `NodeRuntime`; over HTTP if the environment
+    sets `FEDGAUSS_FLOWER_RUNTIME=http`), watched (`_watch_clientapps`). Run as
     `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
     import functools, re, sys, threading
 
@@ -1291,7 +1365,8 @@ def node_main(
     port = argv[argv.index('--port') + 1]
     nc = argv[argv.index('--node-config') + 1] if '--node-config' in argv else ''
     name = ' '.join(re.findall(r'(?:partition-id|party)=\S+', nc)) or f'on port {port}'
-    serve = functools.partial(_serve_clientapps, f'127.0.0.1:{port}', node)
+    http = os.environ.get('FEDGAUSS_FLOWER_RUNTIME') == 'http'  # flwr's way, for comparisons
+    serve = functools.partial(_serve_clientapps, f'127.0.0.1:{port}', node, http=http)
     threading.Thread(target=_watch_clientapps, args=(serve, name), daemon=True).start()
     from flwr.supernode.cli import flower_supernode
 

@@ -33,6 +33,14 @@ pass summed over every process (and by kind), MiB on the wire and in the transcr
 
     python tests/bench_flower.py --demo [--repeat 2] [--json out.jsonl]
 
+`--requests`: the HTTP requests of a `--passes` run, counted where they are served (the SuperLink, and each
+SuperNode's Runtime API), by endpoint, per pass: a test harness only, a `sitecustomize` put on the path of the
+processes it starts that logs every request their ASGI servers serve (path, start, duration). Then the cost of one
+request: the SuperLink's CPU per pass over its requests per pass, and its CPU per request while the deployment idles
+(every request then is an empty poll: the nodes' pulls and the SuperExec's task polls).
+
+    python tests/bench_flower.py --requests [--json out.jsonl]
+
 `--micro`: each piece a payload goes through, per MiB (milliseconds, median of `--repeat` 5+ runs, in this process):
 our codec on a 1 MiB share (448-bit ring elements, as SecureFedYJ sends them), sealing and opening it, pickling a node
 state of that size, and flwr's side of one message carrying it (its object tree: serialising every object and its
@@ -303,6 +311,107 @@ def micro(repeat: int = 5) -> dict:
     return out
 
 
+_REQLOG_HOOK = """import os
+if os.environ.get('FEDGAUSS_REQLOG'):
+    import sys, time
+    import starlette.applications as _sa
+
+    _call0, _log = _sa.Starlette.__call__, os.path.join(os.environ['FEDGAUSS_REQLOG'], f'req-{os.getpid()}.log')
+    _fh = open(_log, 'a', buffering=1)
+    _fh.write('#argv ' + ' '.join(sys.argv)[:300] + '\\n')
+
+    async def _call(self, scope, receive, send):
+        if scope.get('type') != 'http':
+            return await _call0(self, scope, receive, send)
+        t0 = time.time()
+        try:
+            return await _call0(self, scope, receive, send)
+        finally:
+            _fh.write(f"{t0:.6f}\\t{time.time() - t0:.6f}\\t{scope.get('path')}\\n")
+
+    _sa.Starlette.__call__ = _call
+"""
+
+
+def _served(logdir: str, t0: float, t1: float) -> dict:
+    "(server, endpoint) -> [requests, seconds served] between `t0` and `t1`, from the harness's logs."
+    import glob
+
+    out = {}
+    for f in glob.glob(os.path.join(logdir, 'req-*.log')):
+        lines = open(f).read().splitlines()
+        argv = lines[0][6:] if lines and lines[0].startswith('#argv') else ''
+        who = 'node' if argv.startswith('-c') else 'superlink' if 'flower-superlink' in argv else None
+        for ln in lines[1:] if who else []:
+            t, d, path = ln.split('\t')
+            if t0 <= float(t) <= t1:
+                r = out.setdefault((who, '/'.join(path.split('/')[-2:])), [0, 0.0])
+                r[0], r[1] = r[0] + 1, r[1] + float(d)
+    return out
+
+
+def request_run(t_max: int = 1, idle: float = 10.0, settle: float = 15.0) -> dict:
+    """One `--passes` run with every served request logged (a harness on the started processes' path): requests per
+    pass by (server, endpoint), the SuperLink's CPU per pass and per request, and its CPU per empty request (idle)."""
+    import tempfile, threading, warnings
+    from fedgauss.flower import flower_deploy
+
+    names, clients = demo_clients()
+    info, stop = {}, threading.Event()
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, 'sitecustomize.py'), 'w') as fh:
+            fh.write(_REQLOG_HOOK)
+        env = {k: os.environ.get(k) for k in ('FEDGAUSS_REQLOG', 'PYTHONPATH')}
+        os.environ['FEDGAUSS_REQLOG'] = d
+        os.environ['PYTHONPATH'] = os.pathsep.join([d] + [p for p in [env['PYTHONPATH']] if p])
+
+        def started(p):
+            m = CPUMeter([p['superlink'].pid] + [q.pid for q in p['nodes']])
+            time.sleep(settle)
+            a, t = m.sample(), time.time()
+            time.sleep(idle)
+            b, info['idle_window'] = m.sample(), (t, time.time())
+            info['idle_cpu'] = b.get('superlink', 0.0) - a.get('superlink', 0.0)
+            info['start'] = m.sample()
+            sample_until(m, stop, info)
+
+        load = os.getloadavg()[0]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                fl = flower_deploy(clients, names=names, t_max=t_max, f=96, rng=0, timeout=60, on_started=started)
+        finally:
+            stop.set()
+            for k, v in env.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        n, tl = fl['round_trips'], fl['timeline']
+        run = _served(d, tl[0]['sent'], tl[-1]['done'])
+        idle_req = sum(c for (who, _), (c, _) in _served(d, *info['idle_window']).items() if who == 'superlink')
+    link_cpu = (info['end'].get('superlink', 0.0) - info['start'].get('superlink', 0.0)) / n
+    link_req = sum(c for (who, _), (c, _) in run.items() if who == 'superlink') / n
+    return dict(load=load, passes=n, pass_s=(tl[-1]['done'] - tl[0]['sent']) / n,
+                per_pass={f'{w} {e}': c / n for (w, e), (c, _) in run.items()},
+                ms_each={f'{w} {e}': s / c * 1e3 for (w, e), (c, s) in run.items()},
+                link_cpu_per_pass=link_cpu, link_requests_per_pass=link_req,
+                link_cpu_per_request=link_cpu / link_req, idle_requests=idle_req,
+                idle_cpu_per_request=info['idle_cpu'] / max(idle_req, 1))  # fmt: skip
+
+
+def print_requests(r: dict):
+    "Requests per pass by server and endpoint, and the SuperLink's CPU per request."
+    print(f"load {r['load']:.1f}: {r['passes']} passes, {r['pass_s'] * 1e3:.0f} ms a pass")
+    print(f"{'served by':10s}{'endpoint':36s}{'per pass':>9s}{'ms each':>8s}")
+    for k, c in sorted(r['per_pass'].items(), key=lambda kv: (kv[0].split()[0], -kv[1])):
+        who, e = k.split(' ', 1)
+        print(f"{who:10s}{e:36s}{c:9.2f}{r['ms_each'][k]:8.1f}")
+    for who in ('superlink', 'node'):
+        print(f"{who}: {sum(c for k, c in r['per_pass'].items() if k.startswith(who + ' ')):.1f} requests a pass")
+    print(
+        f"SuperLink CPU: {r['link_cpu_per_pass'] * 1e3:.0f} ms a pass, {r['link_cpu_per_request'] * 1e3:.1f} ms a "
+        f"request; idle: {r['idle_cpu_per_request'] * 1e3:.1f} ms per empty request ({r['idle_requests']} requests)"
+    )
+
+
 def print_passes(rows: list):
     "Each run: the split of a pass (medians, ms), CPU ms per pass and idle CPU share by process kind."
     kinds = sorted({k for r in rows for k in r['cpu_per_pass']} | {k for r in rows for k in r['idle']})
@@ -358,6 +467,7 @@ def main():
     ap.add_argument(
         '--passes', action='store_true', help="where a pass waits; CPU per pass and idle (flower-demo data)"
     )
+    ap.add_argument('--requests', action='store_true', help='HTTP requests per pass by endpoint (a harness)')
     ap.add_argument('--micro', action='store_true', help='ms per MiB of each piece a payload goes through')
     ap.add_argument('--demo', action='store_true', help="fedgauss flower-demo's run: s/pass, CPU/pass, MiB")
     ap.add_argument('--branching', type=int, default=5)
@@ -371,6 +481,15 @@ def main():
     if args.micro:
         for k, v in micro(args.repeat).items():
             print(f"{k:48s}{v:8.1f} ms/MiB")
+        return
+    if args.requests:
+        r = request_run(args.t_max, args.idle, args.settle)
+        print_requests(r)
+        if args.json:
+            import json
+
+            with open(args.json, 'a') as fh:
+                fh.write(json.dumps(r) + '\n')
         return
     if args.demo:
         import sys, fedgauss

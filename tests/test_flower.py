@@ -277,3 +277,41 @@ def test_the_nodes_run_the_fedgauss_of_the_process_that_starts_them(centers, tmp
     logs = ''.join((tmp_path / 'dep' / f'node{k}.log').read_text() for k in range(3))
     assert fl['rounds'] == sim_rounds
     assert 'the fedgauss of the current folder' not in logs
+
+
+REQ_LOG = '''import os
+if os.environ.get('FG_REQ_LOG'):  # log the path of every HTTP request this process's ASGI servers serve
+    import sys
+    import starlette.applications as sa
+
+    _call, _who = sa.Starlette.__call__, 'node ' if sys.argv[0] == '-c' else 'other '  # a launcher: `python -c`
+
+    async def call(self, scope, receive, send):
+        if scope.get('type') == 'http':
+            with open(os.path.join(os.environ['FG_REQ_LOG'], f'{os.getpid()}.txt'), 'a') as fh:
+                fh.write(_who + scope['path'] + '\\n')
+        return await _call(self, scope, receive, send)
+
+    sa.Starlette.__call__ = call
+'''
+
+
+def test_a_clientapp_calls_its_nodes_runtime_api_without_http(centers, tmp_path, monkeypatch):
+    """The launchers' ClientApp thread lives in its SuperNode's process and calls the node's Runtime API there
+    (`NodeRuntime`: flwr's own handlers on the node's state). Before issue 32's change each message took 13 HTTP
+    requests from the thread to its own node (take the task, its input, the message, its objects, a confirmation; the
+    reply, its objects, the task's output; one more to find no other task): now none, and the same run."""
+    if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
+        pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
+    import os
+
+    (tmp_path / 'sitecustomize.py').write_text(REQ_LOG)
+    (log := tmp_path / 'req').mkdir()
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
+    monkeypatch.setenv('FG_REQ_LOG', str(log))
+    fl, sim_rounds = mvppca_deployment(centers, 60)
+    assert fl['rounds'] == sim_rounds
+    served = [ln for f in log.iterdir() for ln in f.read_text().splitlines()]
+    assert any(s.startswith('other /v1/fleet/pull-messages') for s in served)  # the log saw the SuperLink's requests
+    node = [s for s in served if s.startswith('node ')]
+    assert node == [], f"{len(node)} HTTP requests to the nodes' Runtime API, e.g. {node[:3]}"
