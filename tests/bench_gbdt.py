@@ -305,13 +305,14 @@ def small_call_us():
 def profile(a):
     "The fit's cost split into the part that grows with the rows and the part that does not, and the calls into C."
     import xgboost as xgb
+
     X, y = load_adult('train')
     A, y = numeric(X), y.to_numpy()
     order = np.random.default_rng(0).permutation(len(y))
     p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3, base_score=0.5)
     ours = lambda Xs, ys: G.GBDTClassifier(max_bins=a.bins, **p).fit(Xs, ys)
     theirs = lambda Xs, ys: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xs, ys)
-    sizes = [2000, 4000, 8000, 16000, len(y)]
+    sizes = [1000, 2000, 4000, 8000, 16000, 24000, len(y)]
     rows = []
     with threadpool_limits(1):
         for m in sizes:
@@ -319,12 +320,9 @@ def profile(a):
             t = best_cpu({'fedgauss': lambda: ours(Xs, ys), 'xgboost': lambda: theirs(Xs, ys)}, a.repeat)
             n_f = sum(tr.n_nodes for tr in ours(Xs, ys).trees_)
             n_x = len(theirs(Xs, ys).get_booster().trees_to_dataframe())
-            rows.append(dict(rows=m, fedgauss_cpu_s=t['fedgauss'], xgboost_cpu_s=t['xgboost'], ratio=t['fedgauss'] / t['xgboost']))
-            rows[-1].update(fedgauss_nodes=n_f, xgboost_nodes=n_x)
+            rows.append(dict(rows=m, fedgauss_nodes=n_f, xgboost_nodes=n_x, fedgauss_cpu_s=t['fedgauss']))
+            rows[-1].update(xgboost_cpu_s=t['xgboost'], ratio=t['fedgauss'] / t['xgboost'])
         scale = pd.DataFrame(rows)
-        line = {k: np.polyfit(scale['rows'], scale[f'{k}_cpu_s'], 1) for k in ('fedgauss', 'xgboost')}
-        c_f, py_f = count_calls(lambda: ours(A, y))
-        c_x, py_x = count_calls(lambda: theirs(A, y))
         sparse = type('sparse', (), {'_csc_matvec': G._csc_matvec, '_csr_matvec': G._csr_matvec})  # scipy's kernels
 
         def ours_timed():  # the module-level names `_csc_matvec` / `_csr_matvec` of fedgauss.gbdt, timed
@@ -340,24 +338,40 @@ def profile(a):
         tot_f, ker_f, k_f = min(ours_timed() for _ in range(a.repeat))
         xmods = [m for m in list(__import__('sys').modules) if m.startswith('xgboost')]
         tot_x, ker_x, k_x = min(timed_kernels(lambda: theirs(A, y), xmods, '_LIB') for _ in range(a.repeat))
+        c_f, py_f = count_calls(lambda: ours(A, y))
+        c_x, py_x = count_calls(lambda: theirs(A, y))
+        small = order[: sizes[0]]
+        c_f0, _ = count_calls(lambda: ours(A[small], y[small]))
         us = small_call_us()
-    print(f"Adult, {a.trees} trees of depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits")
+    print(f"Adult's first rows (fixed shuffle), {a.trees} trees of depth {a.depth}, {a.bins} bins, one thread;")
+    print(f"CPU s, best of {a.repeat} interleaved fits")
     print(scale.round(3).to_string(index=False))
-    n = len(y)
+    n = scale['rows'].iloc[-1]
     summary = []
-    for k, tot, ker, kc, c, py in (('fedgauss', tot_f, ker_f, k_f, c_f, py_f), ('xgboost', tot_x, ker_x, k_x, c_x, py_x)):
-        b, a0 = line[k]
-        summary.append({'library': k, 'fit_cpu_s': tot, 'fixed_s': a0, 'per_row_us': b * 1e6, 'rows_part_s': b * n})
-        summary[-1].update(kernel_s=ker, kernel_calls=kc, other_s=tot - ker, c_calls=c, python_calls=py)
-        summary[-1]['c_calls_x_small_call_s'] = c * us * 1e-6
+    for k, tot, ker, kc, c, py in (
+        ('fedgauss', tot_f, ker_f, k_f, c_f, py_f),
+        ('xgboost', tot_x, ker_x, k_x, c_x, py_x),
+    ):
+        per_row, fixed = np.polyfit(scale['rows'], scale[f'{k}_cpu_s'], 1)  # cpu = fixed + per_row * rows
+        summary.append({'library': k, 'fit_cpu_s': scale[f'{k}_cpu_s'].iloc[-1], 'fixed_s': fixed})
+        summary[-1].update(per_row_us=per_row * 1e6, rows_s=per_row * n, kernel_share=ker / tot, kernel_calls=kc)
+        summary[-1].update(c_calls=c, python_calls=py)
+        summary[-1].update(small_call_us=us, c_calls_x_small_call_s=c * us * 1e-6)
     df = pd.DataFrame(summary).set_index('library')
-    print(f"\nline a + b * rows through the table (a: fixed_s; b: per_row_us); one NumPy call on 8 elements: {us:.2f} us")
-    print(df.round(4).to_string())
+    print("\ncpu = fixed_s + per_row_us * rows (least squares through the table); rows_s: the second term at the full")
+    print(
+        "size; kernel_share: the part of a full fit spent inside the compiled kernels (fedgauss: scipy's sparse products"
+    )
+    print(
+        f"that build the histograms; xgboost: libxgboost); c_calls: Python-to-C calls of one full fit ({c_f0} for fedgauss on"
+    )
+    print(f"{sizes[0]:,} rows); one NumPy call on 8 elements costs {us:.2f} us")
+    print(df.round(4).T.to_string())
     f, x = df.loc['fedgauss'], df.loc['xgboost']
     print(
-        f"\nper-row work: fedgauss {f.per_row_us / x.per_row_us:.2f}x XGBoost's; fixed work: {f.fixed_s:.3f} s against "
-        f"{x.fixed_s:.3f} s; with XGBoost's fixed cost, fedgauss's fit would be "
-        f"{(x.fixed_s + f.rows_part_s) / (x.fixed_s + x.rows_part_s):.2f}x XGBoost's"
+        f"\nper row: fedgauss {f.per_row_us / x.per_row_us:.2f}x XGBoost; fixed: {f.fixed_s:.3f} s against {x.fixed_s:.3f} s; "
+        f"with XGBoost's fixed cost, fedgauss's fit would be {(x.fixed_s + f.rows_s) / (x.fixed_s + x.rows_s):.2f}x "
+        f"XGBoost's (now {f.fit_cpu_s / x.fit_cpu_s:.2f}x)"
     )
     if a.out:
         df.reset_index().to_csv(a.out, index=False)
