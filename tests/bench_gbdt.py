@@ -28,7 +28,7 @@ fixed cost of one small NumPy call. `--out FILE.csv` keeps the summary table (nb
     python tests/bench_gbdt.py --profile [--repeat 3] [--out nbs/30_gbdt_profile.csv]
 """
 
-import argparse, os, time
+import argparse, os, textwrap, time
 from collections import defaultdict
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')  # before numpy / sklearn / lightgbm start their thread pools
@@ -294,7 +294,7 @@ def timed_kernels(fit, modules, attr, names=None):
 
 
 def small_call_us():
-    "CPU microseconds of one NumPy call on 8 elements (a gather, an in-place ufunc, a reduction): the fixed cost per call."
+    "CPU microseconds of one NumPy call on 8 elements (a gather, an in-place ufunc, a reduction): its fixed cost."
     import timeit
 
     a, i, b = np.arange(8.0), np.arange(8), np.ones(8)
@@ -359,21 +359,20 @@ def profile(a):
         summary[-1].update(c_calls=c, python_calls=py)
         summary[-1].update(small_call_us=us, c_calls_x_small_call_s=c * us * 1e-6)
     df = pd.DataFrame(summary).set_index('library')
-    print("\ncpu = fixed_s + per_row_us * rows (least squares through the table); rows_s: the second term at the full")
-    print(
-        "size; kernel_share: the part of a full fit spent inside the compiled kernels (fedgauss: scipy's sparse products"
+    notes = (
+        "cpu = fixed_s + per_row_us * rows (least squares through the table); rows_s: the second term at the full "
+        "size; kernel_share: the part of a full fit spent inside the compiled kernels (fedgauss: scipy's sparse "
+        "products that build the histograms; xgboost: libxgboost); c_calls: Python-to-C calls of one full fit "
+        f"({c_f0} for fedgauss on {sizes[0]:,} rows); one NumPy call on 8 elements costs {us:.2f} CPU us"
     )
-    print(
-        f"that build the histograms; xgboost: libxgboost); c_calls: Python-to-C calls of one full fit ({c_f0} for fedgauss on"
-    )
-    print(f"{sizes[0]:,} rows); one NumPy call on 8 elements costs {us:.2f} us")
+    print('\n' + textwrap.fill(notes, 116))
     print(df.round(4).T.to_string())
     f, x = df.loc['fedgauss'], df.loc['xgboost']
-    print(
-        f"\nper row: fedgauss {f.per_row_us / x.per_row_us:.2f}x XGBoost; fixed: {f.fixed_s:.3f} s against {x.fixed_s:.3f} s; "
-        f"with XGBoost's fixed cost, fedgauss's fit would be {(x.fixed_s + f.rows_s) / (x.fixed_s + x.rows_s):.2f}x "
-        f"XGBoost's (now {f.fit_cpu_s / x.fit_cpu_s:.2f}x)"
-    )
+    as_x = (x.fixed_s + f.rows_s) / (x.fixed_s + x.rows_s)
+    per_row = f.per_row_us / x.per_row_us
+    print(f"\nper row: fedgauss {per_row:.2f}x XGBoost; fixed: {f.fixed_s:.3f} s against {x.fixed_s:.3f} s")
+    now = f.fit_cpu_s / x.fit_cpu_s
+    print(f"with XGBoost's fixed cost, fedgauss's fit would be {as_x:.2f}x XGBoost's (now {now:.2f}x)")
     if a.out:
         df.reset_index().to_csv(a.out, index=False)
         scale.to_csv(a.out.replace('.csv', '_rows.csv'), index=False)
