@@ -343,20 +343,21 @@ def profile(a):
         c_x, py_x = count_calls(lambda: theirs(A, y))
         small = order[: sizes[0]]
         c_f0, _ = count_calls(lambda: ours(A[small], y[small]))
+        c_x0, _ = count_calls(lambda: theirs(A[small], y[small]))
         us = small_call_us()
     print(f"Adult's first rows (fixed shuffle), {a.trees} trees of depth {a.depth}, {a.bins} bins, one thread;")
     print(f"CPU s, best of {a.repeat} interleaved fits")
     print(scale.round(3).to_string(index=False))
     n = scale['rows'].iloc[-1]
     summary = []
-    for k, tot, ker, kc, c, py in (
-        ('fedgauss', tot_f, ker_f, k_f, c_f, py_f),
-        ('xgboost', tot_x, ker_x, k_x, c_x, py_x),
+    for k, tot, ker, kc, c, c0, py in (
+        ('fedgauss', tot_f, ker_f, k_f, c_f, c_f0, py_f),
+        ('xgboost', tot_x, ker_x, k_x, c_x, c_x0, py_x),
     ):
         per_row, fixed = np.polyfit(scale['rows'], scale[f'{k}_cpu_s'], 1)  # cpu = fixed + per_row * rows
         summary.append({'library': k, 'fit_cpu_s': scale[f'{k}_cpu_s'].iloc[-1], 'fixed_s': fixed})
         summary[-1].update(per_row_us=per_row * 1e6, rows_s=per_row * n, kernel_share=ker / tot, kernel_calls=kc)
-        summary[-1].update(c_calls=c, python_calls=py)
+        summary[-1].update({'c_calls': c, f'c_calls_{sizes[0]}_rows': c0, 'python_calls': py})
         summary[-1].update(small_call_us=us, c_calls_x_small_call_s=c * us * 1e-6)
     df = pd.DataFrame(summary).set_index('library')
     notes = (
