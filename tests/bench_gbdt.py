@@ -16,9 +16,19 @@ as the best of `--repeat` interleaved fits, the ratios to XGBoost, and whether t
 (`--out FILE.csv` keeps the table; nb30 prints it).
 
     python tests/bench_gbdt.py --ab main [--repeat 5] [--out nbs/30_gbdt_speed.csv]
+
+With `--profile`: where the gap to XGBoost lies on Adult (fedgauss and XGBoost `n_jobs=1`, 100 trees of depth 6): CPU
+seconds of fits on the first 2,000 ... 32,561 rows (a fixed shuffle) with a least-squares line `a + b * rows` per
+library (`a`: the work that does not grow with the rows; `b`: the work per row); and, for one full fit of each, the
+Python-to-C calls (`sys.setprofile`'s `c_call` events: NumPy/SciPy functions and methods, XGBoost's `ctypes` calls;
+NumPy operators such as `a * b` are not counted), the time inside the compiled kernels that do the per-row work
+(fedgauss: SciPy's sparse products that build the histograms; XGBoost: its `ctypes` calls into libxgboost), and the
+fixed cost of one small NumPy call. `--out FILE.csv` keeps the summary table (nb30 prints it).
+
+    python tests/bench_gbdt.py --profile [--repeat 3] [--out nbs/30_gbdt_profile.csv]
 """
 
-import argparse, os, time
+import argparse, os, textwrap, time
 from collections import defaultdict
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')  # before numpy / sklearn / lightgbm start their thread pools
@@ -225,12 +235,157 @@ def ab(a):
         df.to_csv(a.out, index=False)
 
 
+def count_calls(fit):
+    "Run `fit()` once under `sys.setprofile`: the number of Python-to-C calls and of Python function calls."
+    import sys
+
+    n = defaultdict(int)
+
+    def tracer(frame, event, arg):
+        n[event] += 1
+
+    sys.setprofile(tracer)
+    try:
+        fit()
+    finally:
+        sys.setprofile(None)
+    return n['c_call'], n['call']
+
+
+class _Timed:
+    "Stand-in for an object whose callables (e.g. the `ctypes` functions of a shared library) are timed and counted."
+
+    def __init__(self, obj, names=None):
+        self._obj, self._names, self.spent, self.calls = obj, names, 0.0, 0
+
+    def __getattr__(self, name):
+        f = getattr(self._obj, name)
+        if not callable(f) or (self._names is not None and name not in self._names):
+            return f
+
+        def w(*a, **k):
+            t = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                self.spent += time.process_time() - t
+                self.calls += 1
+
+        return w
+
+
+def timed_kernels(fit, modules, attr, names=None):
+    """CPU seconds of one `fit()`, the part of it inside the callables of `module.<attr>` (for every module given, the
+    same object), and how many calls were made into them."""
+    import sys
+
+    mods = [sys.modules[m] for m in modules if m in sys.modules and hasattr(sys.modules[m], attr)]
+    timed = _Timed(getattr(mods[0], attr), names)
+    for m in mods:
+        setattr(m, attr, timed)
+    try:
+        c = time.process_time()
+        fit()
+        total = time.process_time() - c
+    finally:
+        for m in mods:
+            setattr(m, attr, timed._obj)
+    return total, timed.spent, timed.calls
+
+
+def small_call_us():
+    "CPU microseconds of one NumPy call on 8 elements (a gather, an in-place ufunc, a reduction): its fixed cost."
+    import timeit
+
+    a, i, b = np.arange(8.0), np.arange(8), np.ones(8)
+    stmts = [lambda: np.take(a, i), lambda: np.add(a, b, out=b), lambda: a.max()]
+    cpu = [min(timeit.repeat(s, timer=time.process_time, number=20000, repeat=5)) for s in stmts]
+    return float(np.mean(cpu)) / 20000 * 1e6
+
+
+def profile(a):
+    "The fit's cost split into the part that grows with the rows and the part that does not, and the calls into C."
+    import xgboost as xgb
+
+    X, y = load_adult('train')
+    A, y = numeric(X), y.to_numpy()
+    order = np.random.default_rng(0).permutation(len(y))
+    p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3, base_score=0.5)
+    ours = lambda Xs, ys: G.GBDTClassifier(max_bins=a.bins, **p).fit(Xs, ys)
+    theirs = lambda Xs, ys: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xs, ys)
+    sizes = [1000, 2000, 4000, 8000, 16000, 24000, len(y)]
+    rows = []
+    with threadpool_limits(1):
+        for m in sizes:
+            Xs, ys = A[order[:m]], y[order[:m]]
+            t = best_cpu({'fedgauss': lambda: ours(Xs, ys), 'xgboost': lambda: theirs(Xs, ys)}, a.repeat)
+            n_f = sum(tr.n_nodes for tr in ours(Xs, ys).trees_)
+            n_x = len(theirs(Xs, ys).get_booster().trees_to_dataframe())
+            rows.append(dict(rows=m, fedgauss_nodes=n_f, xgboost_nodes=n_x, fedgauss_cpu_s=t['fedgauss']))
+            rows[-1].update(xgboost_cpu_s=t['xgboost'], ratio=t['fedgauss'] / t['xgboost'])
+        scale = pd.DataFrame(rows)
+        sparse = type('sparse', (), {'_csc_matvec': G._csc_matvec, '_csr_matvec': G._csr_matvec})  # scipy's kernels
+
+        def ours_timed():  # the module-level names `_csc_matvec` / `_csr_matvec` of fedgauss.gbdt, timed
+            t = _Timed(sparse)
+            G._csc_matvec, G._csr_matvec = t._csc_matvec, t._csr_matvec
+            try:
+                c = time.process_time()
+                ours(A, y)
+                return time.process_time() - c, t.spent, t.calls
+            finally:
+                G._csc_matvec, G._csr_matvec = sparse._csc_matvec, sparse._csr_matvec
+
+        tot_f, ker_f, k_f = min(ours_timed() for _ in range(a.repeat))
+        xmods = [m for m in list(__import__('sys').modules) if m.startswith('xgboost')]
+        tot_x, ker_x, k_x = min(timed_kernels(lambda: theirs(A, y), xmods, '_LIB') for _ in range(a.repeat))
+        c_f, py_f = count_calls(lambda: ours(A, y))
+        c_x, py_x = count_calls(lambda: theirs(A, y))
+        small = order[: sizes[0]]
+        c_f0, _ = count_calls(lambda: ours(A[small], y[small]))
+        c_x0, _ = count_calls(lambda: theirs(A[small], y[small]))
+        us = small_call_us()
+    print(f"Adult's first rows (fixed shuffle), {a.trees} trees of depth {a.depth}, {a.bins} bins, one thread;")
+    print(f"CPU s, best of {a.repeat} interleaved fits")
+    print(scale.round(3).to_string(index=False))
+    n = scale['rows'].iloc[-1]
+    summary = []
+    for k, tot, ker, kc, c, c0, py in (
+        ('fedgauss', tot_f, ker_f, k_f, c_f, c_f0, py_f),
+        ('xgboost', tot_x, ker_x, k_x, c_x, c_x0, py_x),
+    ):
+        per_row, fixed = np.polyfit(scale['rows'], scale[f'{k}_cpu_s'], 1)  # cpu = fixed + per_row * rows
+        summary.append({'library': k, 'fit_cpu_s': scale[f'{k}_cpu_s'].iloc[-1], 'fixed_s': fixed})
+        summary[-1].update(per_row_us=per_row * 1e6, rows_s=per_row * n, kernel_share=ker / tot, kernel_calls=kc)
+        summary[-1].update({'c_calls': c, f'c_calls_{sizes[0]}_rows': c0, 'python_calls': py})
+        summary[-1].update(small_call_us=us, c_calls_x_small_call_s=c * us * 1e-6)
+    df = pd.DataFrame(summary).set_index('library')
+    notes = (
+        "cpu = fixed_s + per_row_us * rows (least squares through the table); rows_s: the second term at the full "
+        "size; kernel_share: the part of a full fit spent inside the compiled kernels (fedgauss: scipy's sparse "
+        "products that build the histograms; xgboost: libxgboost); c_calls: Python-to-C calls of one full fit "
+        f"({c_f0} for fedgauss on {sizes[0]:,} rows); one NumPy call on 8 elements costs {us:.2f} CPU us"
+    )
+    print('\n' + textwrap.fill(notes, 116))
+    print(df.round(4).T.to_string())
+    f, x = df.loc['fedgauss'], df.loc['xgboost']
+    as_x = (x.fixed_s + f.rows_s) / (x.fixed_s + x.rows_s)
+    per_row = f.per_row_us / x.per_row_us
+    print(f"\nper row: fedgauss {per_row:.2f}x XGBoost; fixed: {f.fixed_s:.3f} s against {x.fixed_s:.3f} s")
+    now = f.fit_cpu_s / x.fit_cpu_s
+    print(f"with XGBoost's fixed cost, fedgauss's fit would be {as_x:.2f}x XGBoost's (now {now:.2f}x)")
+    if a.out:
+        df.reset_index().to_csv(a.out, index=False)
+        scale.to_csv(a.out.replace('.csv', '_rows.csv'), index=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--multiclass', action='store_true', help='binary and 7-class fits against XGBoost, as ratios')
+    ap.add_argument('--profile', action='store_true', help='fixed and per-row costs against XGBoost, calls into C')
     ap.add_argument('--ab', default=None, help='git revision (or gbdt.py file) of the core to compare with')
     ap.add_argument('--rows', type=int, default=100_000, help='rows of the synthetic 7-class set (--multiclass)')
-    ap.add_argument('--out', default=None, help='CSV file for the --multiclass or --ab table')
+    ap.add_argument('--out', default=None, help='CSV file for the --multiclass, --ab or --profile table')
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--trees', type=int, default=100)
     ap.add_argument('--depth', type=int, default=6)
@@ -238,6 +393,8 @@ def main():
     a = ap.parse_args()
     if a.multiclass:
         return multiclass(a)
+    if a.profile:
+        return profile(a)
     if a.ab:
         return ab(a)
     X, y = load_adult('train')
