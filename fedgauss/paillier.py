@@ -4,7 +4,7 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import itertools, math, multiprocessing, numbers, os, secrets, statistics, time
+import itertools, math, multiprocessing, numbers, os, secrets, statistics, time, weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +16,9 @@ from .smc import FixedPointOverflow
 
 # %% auto #0
 __all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'n_workers',
-           'chunk_bounds', 'parallel_map', 'FixedBase', 'fixed_base_window', 'ObfuscatorTable', 'obfuscator_table',
-           'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
+           'chunk_bounds', 'parallel_map', 'WorkerPool', 'worker_seconds', 'FixedBase', 'fixed_base_window',
+           'ObfuscatorTable', 'obfuscator_table', 'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots',
+           'time_per_op', 'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -400,10 +401,11 @@ def n_workers(
 
 def chunk_bounds(
     n: int,  # items
-    workers: int,  # processes
+    workers: int,  # processes (or a `WorkerPool`)
     min_size: int = 1,  # fewest items worth a job of their own
 ) -> list:
     "(start, stop) of contiguous chunks of `n` items: one without workers, else up to 4 per worker of >= `min_size`."
+    workers = int(workers)
     k = 1 if workers <= 1 else max(1, min(4 * workers, n // max(1, min_size)))
     b = np.linspace(0, n, k + 1).astype(int).tolist()
     return list(zip(b[:-1], b[1:]))
@@ -420,11 +422,13 @@ def parallel_map(
     fn,  # `fn(shared, *job)`, a module-level function (a worker finds it by name)
     shared,  # what every job reads: inherited by the forked workers, never pickled
     jobs: list,  # one tuple of arguments per call
-    workers: int = 1,  # processes (1: here, in order)
+    workers: int = 1,  # processes (1: here, in order), or a `WorkerPool` (below): its processes, kept
 ) -> list:
     "`[fn(shared, *job) for job in jobs]`, in a pool of forked processes when there are several workers and jobs."
-    if workers <= 1 or len(jobs) <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
+    if int(workers) <= 1 or len(jobs) <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
         return [fn(shared, *job) for job in jobs]
+    if isinstance(workers, WorkerPool):
+        return workers.run(fn, shared, jobs)
     key = next(_KEYS)
     _SHARED[key] = shared
     try:
@@ -432,6 +436,84 @@ def parallel_map(
             return pool.starmap(_shared_call, [(fn, key, tuple(job)) for job in jobs])
     finally:
         del _SHARED[key]
+
+# %% ../nbs/32_paillier.ipynb #1f748150
+_LIVE = weakref.WeakSet()  # pools whose processes are running (their CPU: `worker_seconds`)
+
+
+class WorkerPool:
+    """A party's worker processes, forked when a batch reads an object they do not hold and kept for every later batch
+    on the objects they inherited (`parallel_map(..., workers=pool)`)."""
+
+    def __init__(
+        self,
+        workers: int,  # processes (1: none; every batch runs here)
+        keep: int = 2,  # objects the processes hold at most: the least recently used let go when another comes
+    ):
+        self.n, self.keep = _check_int(workers, 'workers', 1), _check_int(keep, 'keep', 1)
+        self.held, self.pool = {}, None  # id(object) -> its key in _SHARED, least recently used first; the processes
+
+    def __int__(self):
+        return self.n
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"WorkerPool({self.n} processes, {'running' if self.pool else 'not started'}, {len(self.held)} held)"
+
+# %% ../nbs/32_paillier.ipynb #08b76f51
+@patch
+def run(
+    self: WorkerPool,
+    fn,  # `fn(shared, *job)`, a module-level function
+    shared,  # what every job reads: held by the processes (forked again, holding it, if they do not)
+    jobs: list,  # one tuple of arguments per call
+) -> list:
+    "`[fn(shared, *job) for job in jobs]` in the pool's processes, in order."
+    if id(shared) not in self.held:
+        self.held[id(shared)] = next(_KEYS)
+        _SHARED[self.held[id(shared)]] = shared
+        while len(self.held) > self.keep:  # let go of the least recently used
+            del _SHARED[self.held.pop(next(iter(self.held)))]
+        self.close(forget=False)  # its processes were forked before `shared` came: they do not have it
+    self.held[id(shared)] = key = self.held.pop(id(shared))  # now the most recently used
+    if self.pool is None:
+        self.pool = multiprocessing.get_context('fork').Pool(self.n)
+        _LIVE.add(self)
+    return self.pool.starmap(_shared_call, [(fn, key, tuple(job)) for job in jobs], chunksize=1)
+
+
+@patch
+def close(
+    self: WorkerPool,
+    forget: bool = True,  # also let go of the held objects (False: the next batch forks processes holding them)
+):
+    "End the processes (their CPU time joins this process's children's)."
+    if self.pool is not None:
+        self.pool.terminate()
+        self.pool.join()
+        self.pool = None
+        _LIVE.discard(self)
+    for key in self.held.values() if forget else ():
+        _SHARED.pop(key, None)
+    self.held = {} if forget else self.held
+
+# %% ../nbs/32_paillier.ipynb #6059e639
+def worker_seconds() -> float:
+    "CPU seconds of the running `WorkerPool`s' processes so far (from /proc on Linux; 0 elsewhere)."
+    tick, total = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100, 0
+    for pool in list(_LIVE):
+        for p in getattr(pool.pool, '_pool', []):
+            try:
+                with open(f'/proc/{p.pid}/stat') as f:
+                    total += sum(int(v) for v in f.read().rsplit(')', 1)[1].split()[11:13])  # utime, stime
+            except OSError:  # no /proc, or the process has just ended
+                pass
+    return total / tick
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 def _digits(xs: list, rows: int, w: int) -> np.ndarray:

@@ -281,12 +281,11 @@ def phases(a):
         digits = sum(sum(1 for i in range(0, table.exponent_bits, w) if (x >> i) & ((1 << w) - 1)) - 1 for x in xs)
         return 'mul_p2', digits * len(table.tables)
 
-    def block_products(shared, lo, hi):  # one product per row of a bin but its first, then one per bin into Horner
-        q, S, per, edges = shared[1], shared[2], shared[3], shared[6]
-        k = 0
+    def block_products(shared, i, q, S, per, w, lo, hi, s0, src, edges):  # a product per row of a bin but its first,
+        k = 0  # then one per bin into Horner
         for blk in range(lo, hi):
             j, b = divmod(blk, per)
-            e = [edges[s + 1] - edges[s] for s in range(j * S + b * q, j * S + min(b * q + q, S))]
+            e = [edges[s + 1] - edges[s] for s in range(j * S + b * q - s0, j * S + min(b * q + q, S) - s0)]
             k += sum(max(0, v - 1) for v in e) + len(e) - 1
         return 'mul_n2', k
 
