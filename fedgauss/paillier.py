@@ -427,7 +427,7 @@ def parallel_map(
     "`[fn(shared, *job) for job in jobs]`, in a pool of forked processes when there are several workers and jobs."
     if int(workers) <= 1 or len(jobs) <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
         return [fn(shared, *job) for job in jobs]
-    if isinstance(workers, WorkerPool):
+    if hasattr(workers, 'run'):  # a `WorkerPool` (below)
         return workers.run(fn, shared, jobs)
     key = next(_KEYS)
     _SHARED[key] = shared
@@ -452,6 +452,7 @@ class WorkerPool:
     ):
         self.n, self.keep = _check_int(workers, 'workers', 1), _check_int(keep, 'keep', 1)
         self.held, self.pool = {}, None  # id(object) -> its key in _SHARED, least recently used first; the processes
+        self.pending = []  # batches running in the background (`submit`)
 
     def __int__(self):
         return self.n
@@ -467,24 +468,48 @@ class WorkerPool:
 
 # %% ../nbs/32_paillier.ipynb #08b76f51
 @patch
-def run(
+def submit(
     self: WorkerPool,
     fn,  # `fn(shared, *job)`, a module-level function
     shared,  # what every job reads: held by the processes (forked again, holding it, if they do not)
     jobs: list,  # one tuple of arguments per call
-) -> list:
-    "`[fn(shared, *job) for job in jobs]` in the pool's processes, in order."
+):
+    "Start `[fn(shared, *job) for job in jobs]` in the pool's processes; returns a function that waits for the list."
+    if self.n <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
+        out = [fn(shared, *job) for job in jobs]
+        return lambda: out
     if id(shared) not in self.held:
-        self.held[id(shared)] = next(_KEYS)
-        _SHARED[self.held[id(shared)]] = shared
-        while len(self.held) > self.keep:  # let go of the least recently used
-            del _SHARED[self.held.pop(next(iter(self.held)))]
-        self.close(forget=False)  # its processes were forked before `shared` came: they do not have it
+        self.hold(shared)
     self.held[id(shared)] = key = self.held.pop(id(shared))  # now the most recently used
     if self.pool is None:
         self.pool = multiprocessing.get_context('fork').Pool(self.n)
         _LIVE.add(self)
-    return self.pool.starmap(_shared_call, [(fn, key, tuple(job)) for job in jobs], chunksize=1)
+    self.pending = [r for r in self.pending if not r.ready()] + [
+        self.pool.starmap_async(_shared_call, [(fn, key, tuple(job)) for job in jobs], chunksize=1)
+    ]
+    return self.pending[-1].get
+
+
+@patch
+def run(self: WorkerPool, fn, shared, jobs: list) -> list:
+    "`[fn(shared, *job) for job in jobs]` in the pool's processes, in order (`submit`, waited for)."
+    return self.submit(fn, shared, jobs)()
+
+
+@patch
+def hold(
+    self: WorkerPool,
+    *objects,  # what the processes inherit from their next fork on
+):
+    "Hold `objects` (processes running without one are ended: the next batch forks them again, holding it)."
+    for o in objects:
+        if id(o) in self.held:
+            continue
+        self.held[id(o)] = next(_KEYS)
+        _SHARED[self.held[id(o)]] = o
+        while len(self.held) > self.keep:  # let go of the least recently used
+            del _SHARED[self.held.pop(next(iter(self.held)))]
+        self.close(forget=False)
 
 
 @patch
@@ -492,7 +517,10 @@ def close(
     self: WorkerPool,
     forget: bool = True,  # also let go of the held objects (False: the next batch forks processes holding them)
 ):
-    "End the processes (their CPU time joins this process's children's)."
+    "End the processes once their batches are done (their CPU time joins this process's children's)."
+    for r in self.pending:
+        r.wait()
+    self.pending = []
     if self.pool is not None:
         self.pool.terminate()
         self.pool.join()
@@ -608,10 +636,28 @@ def draw(
     workers: int = 1,  # processes for the products (`parallel_map`); the exponents are drawn here, first
 ) -> list:
     "`k` obfuscators h^x mod n^2, x uniform on `exponent_bits` bits."
-    rng = _secret(rng)
-    xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()  # one bulk draw
-    jobs = [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64)]
+    jobs = self._jobs(k, rng, workers)
     return [r for part in parallel_map(_table_powers, self, jobs, workers) for r in part]
+
+
+@patch
+def draw_later(
+    self: ObfuscatorTable,
+    k: int,  # how many
+    rng,  # as `draw`'s
+    pool: WorkerPool,  # the processes that compute them, in the background
+):
+    "`draw`, the exponents drawn now and in order, the products in the background: returns a function that waits for them."
+    wait = pool.submit(_table_powers, self, self._jobs(k, rng, pool))
+    return lambda: [r for part in wait() for r in part]
+
+
+@patch
+def _jobs(self: ObfuscatorTable, k: int, rng, workers) -> list:
+    "The exponents of `k` obfuscators in one bulk draw from the secret generator, in chunks for `workers`."
+    rng = _secret(rng)
+    xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()
+    return [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64)]
 
 
 def _table_powers(table: ObfuscatorTable, xs: list) -> list:
@@ -702,6 +748,18 @@ def obfuscators(
     return self._crt_combine(
         _powmod_many(rs, self._en_p, self.psquare, pk._pow), _powmod_many(rs, self._en_q, self.qsquare, pk._pow)
     )
+
+
+@patch
+def obfuscators_later(
+    self: PaillierPrivateKey,
+    k: int,  # how many
+    rng,  # as `obfuscators`'s
+    pool: WorkerPool,  # the processes that compute them, in the background
+):
+    "`obfuscators(k, rng)` (fast), computed in the background: the exponents drawn now; returns a function that waits."
+    table, rng = _table_for(self, rng, max(_check_int(k, 'k'), 4096))
+    return table.draw_later(k, rng, pool)
 
 # %% ../nbs/32_paillier.ipynb #b1570fdd
 def _as_plaintexts(pk: PaillierPublicKey, ms) -> list:

@@ -19,6 +19,7 @@ from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, 
 from .gbdt import HistLayout, PlainHistograms, SoftmaxLoss, Splits, newton_weight, snap_to_grid, structure_score
 from fedgauss.paillier import (
     PaillierPublicKey,
+    WorkerPool,
     generate_paillier_keypair,
     obfuscator_table,
     parallel_map,
@@ -346,7 +347,7 @@ class ActiveParty(_SBParty):
             return
         n = int(self.pk.n)
         ms = [m % n for m in pack_gh(np.ldexp(g, self.k).astype(np.int64), np.ldexp(h, self.k).astype(np.int64))]
-        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
+        cts = np.array([int(c) for c in self._encrypt(ms, rng)], dtype=object)
         for p in passives:
             self.send(p, 'gh', cts)
         self.seconds_['encrypt'] += cpu_seconds() - c0
@@ -360,6 +361,28 @@ def prepare_obfuscators(
 ):
     "Build the key's obfuscator table now, as the party sets up, its window sized for `draws` (`fixed_base_window`)."
     obfuscator_table(self.sk, rng, draws)
+
+
+@patch
+def prefetch_obfuscators(
+    self: ActiveParty,
+    rng,  # the party's secret generator for the obfuscators (as `encrypt_gradients`), or None: the OS
+):
+    """Start the next encryption's obfuscators (as many as the last one's) in the party's `WorkerPool`, in the
+    background, while the tree grows: their exponents are drawn now, so the generator's order is the serial run's."""
+    if isinstance(self.workers, WorkerPool) and self.workers.n > 1 and getattr(self, 'n_encrypted', 0):
+        self._ahead = (self.n_encrypted, self.sk.obfuscators_later(self.n_encrypted, rng, self.workers))
+
+
+@patch
+def _encrypt(self: ActiveParty, ms: list, rng) -> list:
+    "Ciphertexts of the plaintexts `ms`: with the obfuscators started ahead (`prefetch_obfuscators`) if any, else now."
+    (k, ahead), self._ahead, self.n_encrypted = getattr(self, '_ahead', None) or (0, None), None, len(ms)
+    if ahead is None:
+        return self.sk.encrypt_many(ms, rng=rng, workers=self.workers)
+    if k != len(ms):
+        raise RuntimeError(f"{k} obfuscators were drawn ahead for {len(ms)} plaintexts")
+    return self.sk.encrypt_many(ms, obfuscators=ahead())
 
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch
@@ -939,7 +962,7 @@ def encrypt_classes(
     if passives:
         G, H = (np.ldexp(gh[:, :, j], self.ks).astype(np.int64) for j in (0, 1))
         ms = [m % int(self.pk.n) for m in pack_classes(G, H, self.widths)]
-        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
+        cts = np.array([int(c) for c in self._encrypt(ms, rng)], dtype=object)
         for p in passives:
             self.send(p, 'gh', cts)
     self.seconds_['encrypt'] += cpu_seconds() - c0

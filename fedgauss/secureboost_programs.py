@@ -194,6 +194,8 @@ def _active_setup(ctx, data: dict, cfg: dict):
     a.setup(cfg['missing'], cfg['max_bins'])
     a.workers = _workers(cfg)  # processes on this party's machine
     a.make_keys(cfg['key_size'], cfg['unsafe'], ctx.key_rng)
+    if isinstance(a.workers, WorkerPool):
+        a.workers.hold(a.sk)  # its processes fork once, holding the key and (at the first encryption) its table
     a.widths = _widths(cfg, a.q)
     passives = [p for p in cfg['parties'] if p != ctx.me]
     for p in passives:
@@ -313,6 +315,8 @@ def _active_trees(ctx, a: ActiveParty, passives: list, cfg: dict):
         rl = t < cfg['rl_trees']
         loss.gradients(y, margin, out=gh)
         a.encrypt_gradients(gh, [] if rl else passives, ctx.obf_rng)
+        if not rl and t + 1 < cfg['n_estimators']:  # the next tree's obfuscators, while this one grows
+            a.prefetch_obfuscators(ctx.obf_rng)
         if rl:
             tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg, units)
         else:
@@ -346,6 +350,8 @@ def _active_multiclass(ctx, a: ActiveParty, passives: list, fit: tuple, cfg: dic
                 a.encrypt_classes(gh, [] if rl else passives, ctx.obf_rng)
             else:
                 a.encrypt_gradients(gh[:, k].copy(), [] if rl else passives, ctx.obf_rng)
+            if not rl and ((not mo and k + 1 < K) or t + 1 < cfg['n_estimators']):  # another encryption comes
+                a.prefetch_obfuscators(ctx.obf_rng)
             if rl:
                 tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg, units)
             else:
