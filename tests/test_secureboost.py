@@ -970,3 +970,29 @@ def test_the_obfuscator_table_built_at_setup_changes_no_message(monkeypatch):
     assert windows == [fixed_base_window(256, 800 * 2), fixed_base_window(256, 4096)] and windows[0] != windows[1]
     assert_same_messages(ahead, late)
     assert_same_model(ahead, late)
+
+
+# ---- worker processes kept between batches (issue 32) ----
+def test_worker_processes_fork_once_a_fit_at_the_active_party_and_once_a_tree_at_a_passive_one(monkeypatch):
+    """n_jobs=2: the active party's processes are forked once (holding its key and table) and compute each next tree's
+    obfuscators in the background; a passive party's are forked once a tree (holding its ciphertexts). A pool forked per
+    batch (as before) forks a dozen times a tree. Messages and trees are the serial run's; every process has ended."""
+    import multiprocessing
+
+    import fedgauss.paillier as paillier
+    from fedgauss.secureboost import ActiveParty
+
+    X, y = _toy7(1500)
+    parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
+    kw = dict(n_estimators=3, max_depth=4, max_bins=32, **FAST)
+    one = SecureBoostClassifier(n_jobs=1, **kw).fit(parts)
+    fork, forks, ahead = multiprocessing.get_context('fork'), [], []
+    Pool, prefetch = fork.Pool, ActiveParty.prefetch_obfuscators
+    monkeypatch.setattr(fork, 'Pool', lambda *a, **k: forks.append(a) or Pool(*a, **k))
+    monkeypatch.setattr(ActiveParty, 'prefetch_obfuscators', lambda self, rng: ahead.append(1) or prefetch(self, rng))
+    two = SecureBoostClassifier(n_jobs=2, **kw).fit(parts)
+    assert len(forks) == 1 + 2 * 3  # the active party once; each of two passive parties once a tree
+    assert len(ahead) == 2  # the obfuscators of trees 2 and 3, started while trees 1 and 2 grew
+    assert_same_messages(one, two)
+    assert_same_model(one, two)
+    assert not paillier._LIVE and not paillier._SHARED  # every pool closed, nothing held
