@@ -491,12 +491,6 @@ def submit(
 
 
 @patch
-def run(self: WorkerPool, fn, shared, jobs: list) -> list:
-    "`[fn(shared, *job) for job in jobs]` in the pool's processes, in order (`submit`, waited for)."
-    return self.submit(fn, shared, jobs)()
-
-
-@patch
 def hold(
     self: WorkerPool,
     *objects,  # what the processes inherit from their next fork on
@@ -529,6 +523,17 @@ def close(
     for key in self.held.values() if forget else ():
         _SHARED.pop(key, None)
     self.held = {} if forget else self.held
+
+# %% ../nbs/32_paillier.ipynb #b9808a73
+@patch
+def run(
+    self: WorkerPool,
+    fn,  # `fn(shared, *job)`, a module-level function
+    shared,  # what every job reads (as `submit`)
+    jobs: list,  # one tuple of arguments per call
+) -> list:
+    "`[fn(shared, *job) for job in jobs]` in the pool's processes, in order (`submit`, waited for)."
+    return self.submit(fn, shared, jobs)()
 
 # %% ../nbs/32_paillier.ipynb #6059e639
 def worker_seconds() -> float:
@@ -647,7 +652,7 @@ def draw_later(
     rng,  # as `draw`'s
     pool: WorkerPool,  # the processes that compute them, in the background
 ):
-    "`draw`, the exponents drawn now and in order, the products in the background: returns a function that waits for them."
+    "`draw` with the exponents drawn now, in order, and the products in the background: returns a function to wait."
     wait = pool.submit(_table_powers, self, self._jobs(k, rng, pool))
     return lambda: [r for part in wait() for r in part]
 

@@ -252,7 +252,7 @@ def _compress(pk: PaillierPublicKey, block: list, w: int = 1) -> int:
 
 
 def _block_slice(src: list, edges: list, S: int, q: int, per: int, lo: int, hi: int) -> tuple:
-    "(s0, rows, their edges from 0) of blocks `lo` to `hi - 1`: their slots from s0 on sum `rows[e[s - s0]:e[s - s0 + 1]]`."
+    "(s0, rows, edges e from 0) of blocks `lo` to `hi - 1`: their slots from s0 on sum `rows[e[s - s0]:e[s - s0 + 1]]`."
     (j, b), (k, c) = divmod(lo, per), divmod(hi - 1, per)
     s0, s1 = j * S + b * q, k * S + min(c * q + q, S)
     return s0, src[edges[s0] : edges[s1]], [e - edges[s0] for e in edges[s0 : s1 + 1]]
