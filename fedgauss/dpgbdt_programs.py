@@ -122,6 +122,8 @@ def dpgbdt_client(
                 if t % cfg['B'] == 0:
                     c.gradients()
             yield from _client_tree(c, ctx, cfg, np.asarray(cfg['schedule'][t], np.intp), t, sig, noise)
+    except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+        raise
     except _Dropped:
         pass  # it left the federation (the simulator's `drop`): it takes no further part
     return c if cfg.get('keep_party') else None  # the simulator keeps it; a node returns nothing

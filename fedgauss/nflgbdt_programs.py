@@ -302,6 +302,8 @@ def aggregator_sum(ctx, shape, cfg: dict, state: dict, frac_bits: int, what: str
     K, rho = len(cfg['parties']), cfg['dropout_tolerance']
     try:
         res = yield from secagg_server(ctx, sc, clients=state['live'])
+    except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+        raise
     except DropoutError as e:
         before = ', '.join(f'{p} (sum {j}, {s})' for p, (j, s) in state['dropped'].items()) or 'none'
         raise DropoutError(
@@ -421,6 +423,8 @@ def federboost_server(
             try:
                 got = yield from _threaded(grow, provider)
                 break
+            except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+                raise
             except TreeRestart:
                 for p in state['live']:
                     ctx.send(p, 'restart', None)

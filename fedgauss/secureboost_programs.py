@@ -404,6 +404,8 @@ def _passive_program(ctx, data: dict, cfg: dict):
         while (got := (yield from _recv_first(ctx, _REQUESTS, active)))[0] != 'end':
             p.channel.put(*got)
             act[got[0]]()
+    except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+        raise
     except PeerFinished:  # the active party has finished: training is over
         pass
     finally:
@@ -553,6 +555,8 @@ def _predict_passive(ctx, data: dict, cfg: dict):
             m = yield from ctx.recv('query', active)
             ctx.send(active, 'answer', _answer(X, f, thr, dl, m))
             answered += 1
+    except GeneratorExit:  # closed while suspended (at exit, module names may be gone)
+        raise
     except PeerFinished:  # the active party has its margins
         return dict(queries=answered)
 
