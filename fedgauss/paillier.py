@@ -519,8 +519,9 @@ def close(
         self.pool.terminate()
         self.pool.join()
         self.pool = None
-        _LIVE.discard(self)
-    for key in self.held.values() if forget else ():
+        if _LIVE is not None:  # (None at interpreter exit, once the module's names are cleared)
+            _LIVE.discard(self)
+    for key in self.held.values() if forget and _SHARED is not None else ():
         _SHARED.pop(key, None)
     self.held = {} if forget else self.held
 

@@ -200,6 +200,16 @@ def _go_left(self: _SBParty, codes, feature, bin, default_left):
     miss = codes == self.layout.n_bins[feature]
     return np.where(miss, default_left, codes <= bin)
 
+
+@patch
+def end_workers(self: _SBParty):
+    """End the party's worker processes (its `WorkerPool`, if any: after its last batch, or on an error); `workers` is
+    then their number. Builtins only: it runs as a program is closed, even at exit, when module names may be gone."""
+    close = getattr(self.workers, 'close', None)
+    if close is not None:
+        close()
+        self.workers = self.workers.n
+
 # %% ../nbs/33_secureboost.ipynb #c7ceb9f0
 class PassiveParty(_SBParty):
     "A SecureBoost party with features only: encrypted histograms, its own lookup table, its rows' nodes."

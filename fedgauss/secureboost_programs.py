@@ -179,13 +179,6 @@ def _workers(cfg: dict):
     return WorkerPool(n) if n > 1 else 1
 
 
-def _end_workers(party):
-    "End a party's worker processes (after its last batch, or on an error)."
-    if isinstance(party.workers, WorkerPool):
-        party.workers.close()
-        party.workers = party.workers.n
-
-
 def _active_setup(ctx, data: dict, cfg: dict):
     """Generator: the active party bins its columns, makes the keys (and the obfuscators' table), sends the public key
     and learns the passive parties' bins per feature; returns (party, passive names)."""
@@ -297,7 +290,7 @@ def _active_program(ctx, data: dict, cfg: dict):
     try:
         return (yield from _active_trees(ctx, a, passives, cfg))
     finally:
-        _end_workers(a)
+        a.end_workers()
 
 
 def _active_trees(ctx, a: ActiveParty, passives: list, cfg: dict):
@@ -409,7 +402,7 @@ def _passive_program(ctx, data: dict, cfg: dict):
     except PeerFinished:  # the active party has finished: training is over
         pass
     finally:
-        _end_workers(p)
+        p.end_workers()
     out = dict(records=len(p.lookup), part=dict(lookup_arrays(p.lookup), impute=impute_array(p)))  # its part stays here
     return dict(out, party=p) if cfg.get('keep_parties') else out
 
