@@ -4,7 +4,7 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import itertools, math, multiprocessing, numbers, os, secrets, statistics, time, weakref
+import collections, itertools, math, multiprocessing, numbers, os, secrets, statistics, threading, time, weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -453,6 +453,12 @@ class WorkerPool:
         self.n, self.keep = _check_int(workers, 'workers', 1), _check_int(keep, 'keep', 1)
         self.held, self.pool = {}, None  # id(object) -> its key in _SHARED, least recently used first; the processes
         self.pending = []  # batches running in the background (`submit`)
+        self.lock, self.idle, self.busy, self.running = (
+            threading.Lock(),
+            collections.deque(),
+            0,
+            0,
+        )  # `submit(idle=True)`
 
     def __int__(self):
         return self.n
@@ -473,6 +479,7 @@ def submit(
     fn,  # `fn(shared, *job)`, a module-level function
     shared,  # what every job reads: held by the processes (forked again, holding it, if they do not)
     jobs: list,  # one tuple of arguments per call
+    idle: bool = False,  # each job only while no other batch runs: work for processes that would wait
 ):
     "Start `[fn(shared, *job) for job in jobs]` in the pool's processes; returns a function that waits for the list."
     if self.n <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
@@ -484,12 +491,77 @@ def submit(
     if self.pool is None:
         self.pool = multiprocessing.get_context('fork').Pool(self.n)
         _LIVE.add(self)
-    self.pending = [r for r in self.pending if not r.ready()] + [
-        self.pool.starmap_async(_shared_call, [(fn, key, tuple(job)) for job in jobs], chunksize=1)
-    ]
-    return self.pending[-1].get
+    self.pending = [r for r in self.pending if not r.ready()]
+    with self.lock:
+        if idle:
+            batch = _IdleBatch(len(jobs))
+            self.idle.extend((fn, key, tuple(job), batch, i) for i, job in enumerate(jobs))
+        else:
+            self.busy += 1
+            batch = self.pool.starmap_async(
+                _shared_call, [(fn, key, tuple(job)) for job in jobs], 1, self._ended, self._ended
+            )
+        self._feed()
+    self.pending.append(batch)
+    return batch.get
+
+# %% ../nbs/32_paillier.ipynb #e16bf787
+class _IdleBatch:
+    "The results of a batch of idle-time jobs (`submit(idle=True)`), as they come in any order."
+
+    def __init__(self, k: int):
+        self.out, self.left, self.error, self.done = [None] * k, k, None, threading.Event()
+        if k == 0:
+            self.done.set()
+
+    def put(self, i: int, r, error=None):
+        self.out[i], self.left, self.error = r, self.left - 1, self.error or error
+        if self.left == 0 or error is not None:
+            self.done.set()
+
+    def ready(self) -> bool:
+        return self.done.is_set()
+
+    def wait(self):
+        self.done.wait()
+
+    def get(self) -> list:
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.out
 
 
+@patch
+def _feed(self: WorkerPool):
+    "Start idle-time jobs while no batch runs, one per free process (the caller holds the lock)."
+    while self.idle and not self.busy and self.running < self.n:
+        fn, key, job, batch, i = self.idle.popleft()
+        self.running += 1
+        self.pool.apply_async(
+            _shared_call,
+            (fn, key, job),
+            callback=lambda r, b=batch, i=i: self._idle_done(b, i, r),
+            error_callback=lambda e, b=batch, i=i: self._idle_done(b, i, None, e),
+        )
+
+
+@patch
+def _idle_done(self: WorkerPool, batch, i: int, r, error=None):
+    with self.lock:
+        self.running -= 1
+        batch.put(i, r, error)
+        self._feed()
+
+
+@patch
+def _ended(self: WorkerPool, _):
+    "A batch has ended: idle-time jobs may start again."
+    with self.lock:
+        self.busy -= 1
+        self._feed()
+
+# %% ../nbs/32_paillier.ipynb #d4914893
 @patch
 def hold(
     self: WorkerPool,
@@ -653,8 +725,8 @@ def draw_later(
     rng,  # as `draw`'s
     pool: WorkerPool,  # the processes that compute them, in the background
 ):
-    "`draw` with the exponents drawn now, in order, and the products in the background: returns a function to wait."
-    wait = pool.submit(_table_powers, self, self._jobs(k, rng, pool))
+    "`draw`, the exponents drawn now, in order, the products as the processes idle (`submit`): returns a waiter."
+    wait = pool.submit(_table_powers, self, self._jobs(k, rng, 4 * int(pool)), idle=True)  # small jobs, while idle
     return lambda: [r for part in wait() for r in part]
 
 
