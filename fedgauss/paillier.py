@@ -4,7 +4,7 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import itertools, math, multiprocessing, numbers, os, secrets, statistics, time
+import collections, itertools, math, multiprocessing, numbers, os, secrets, statistics, threading, time, weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +16,9 @@ from .smc import FixedPointOverflow
 
 # %% auto #0
 __all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'n_workers',
-           'chunk_bounds', 'parallel_map', 'FixedBase', 'fixed_base_window', 'ObfuscatorTable', 'obfuscator_table',
-           'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
+           'chunk_bounds', 'parallel_map', 'WorkerPool', 'worker_seconds', 'FixedBase', 'fixed_base_window',
+           'ObfuscatorTable', 'obfuscator_table', 'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots',
+           'time_per_op', 'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -400,10 +401,11 @@ def n_workers(
 
 def chunk_bounds(
     n: int,  # items
-    workers: int,  # processes
+    workers: int,  # processes (or a `WorkerPool`)
     min_size: int = 1,  # fewest items worth a job of their own
 ) -> list:
     "(start, stop) of contiguous chunks of `n` items: one without workers, else up to 4 per worker of >= `min_size`."
+    workers = int(workers)
     k = 1 if workers <= 1 else max(1, min(4 * workers, n // max(1, min_size)))
     b = np.linspace(0, n, k + 1).astype(int).tolist()
     return list(zip(b[:-1], b[1:]))
@@ -420,11 +422,13 @@ def parallel_map(
     fn,  # `fn(shared, *job)`, a module-level function (a worker finds it by name)
     shared,  # what every job reads: inherited by the forked workers, never pickled
     jobs: list,  # one tuple of arguments per call
-    workers: int = 1,  # processes (1: here, in order)
+    workers: int = 1,  # processes (1: here, in order), or a `WorkerPool` (below): its processes, kept
 ) -> list:
     "`[fn(shared, *job) for job in jobs]`, in a pool of forked processes when there are several workers and jobs."
-    if workers <= 1 or len(jobs) <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
+    if int(workers) <= 1 or len(jobs) <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
         return [fn(shared, *job) for job in jobs]
+    if hasattr(workers, 'run'):  # a `WorkerPool` (below)
+        return workers.run(fn, shared, jobs)
     key = next(_KEYS)
     _SHARED[key] = shared
     try:
@@ -432,6 +436,190 @@ def parallel_map(
             return pool.starmap(_shared_call, [(fn, key, tuple(job)) for job in jobs])
     finally:
         del _SHARED[key]
+
+# %% ../nbs/32_paillier.ipynb #1f748150
+_LIVE = weakref.WeakSet()  # pools whose processes are running (their CPU: `worker_seconds`)
+
+
+class WorkerPool:
+    """A party's worker processes, forked when a batch reads an object they do not hold and kept for every later batch
+    on the objects they inherited (`parallel_map(..., workers=pool)`)."""
+
+    def __init__(
+        self,
+        workers: int,  # processes (1: none; every batch runs here)
+        keep: int = 2,  # objects the processes hold at most: the least recently used let go when another comes
+    ):
+        self.n, self.keep = _check_int(workers, 'workers', 1), _check_int(keep, 'keep', 1)
+        self.held, self.pool = {}, None  # id(object) -> its key in _SHARED, least recently used first; the processes
+        self.pending = []  # batches running in the background (`submit`)
+        self.lock, self.idle, self.busy, self.running = (
+            threading.Lock(),
+            collections.deque(),
+            0,
+            0,
+        )  # `submit(idle=True)`
+
+    def __int__(self):
+        return self.n
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"WorkerPool({self.n} processes, {'running' if self.pool else 'not started'}, {len(self.held)} held)"
+
+# %% ../nbs/32_paillier.ipynb #08b76f51
+@patch
+def submit(
+    self: WorkerPool,
+    fn,  # `fn(shared, *job)`, a module-level function
+    shared,  # what every job reads: held by the processes (forked again, holding it, if they do not)
+    jobs: list,  # one tuple of arguments per call
+    idle: bool = False,  # each job only while no other batch runs: work for processes that would wait
+):
+    "Start `[fn(shared, *job) for job in jobs]` in the pool's processes; returns a function that waits for the list."
+    if self.n <= 1 or 'fork' not in multiprocessing.get_all_start_methods():
+        out = [fn(shared, *job) for job in jobs]
+        return lambda: out
+    if id(shared) not in self.held:
+        self.hold(shared)
+    self.held[id(shared)] = key = self.held.pop(id(shared))  # now the most recently used
+    if self.pool is None:
+        self.pool = multiprocessing.get_context('fork').Pool(self.n)
+        _LIVE.add(self)
+    self.pending = [r for r in self.pending if not r.ready()]
+    with self.lock:
+        if idle:
+            batch = _IdleBatch(len(jobs))
+            self.idle.extend((fn, key, tuple(job), batch, i) for i, job in enumerate(jobs))
+        else:
+            self.busy += 1
+            batch = self.pool.starmap_async(
+                _shared_call, [(fn, key, tuple(job)) for job in jobs], 1, self._ended, self._ended
+            )
+        self._feed()
+    self.pending.append(batch)
+    return batch.get
+
+# %% ../nbs/32_paillier.ipynb #e16bf787
+class _IdleBatch:
+    "The results of a batch of idle-time jobs (`submit(idle=True)`), as they come in any order."
+
+    def __init__(self, k: int):
+        self.out, self.left, self.error, self.done = [None] * k, k, None, threading.Event()
+        if k == 0:
+            self.done.set()
+
+    def put(self, i: int, r, error=None):
+        self.out[i], self.left, self.error = r, self.left - 1, self.error or error
+        if self.left == 0 or error is not None:
+            self.done.set()
+
+    def ready(self) -> bool:
+        return self.done.is_set()
+
+    def wait(self):
+        self.done.wait()
+
+    def get(self) -> list:
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.out
+
+
+@patch
+def _feed(self: WorkerPool):
+    "Start idle-time jobs while no batch runs, one per free process (the caller holds the lock)."
+    while self.idle and not self.busy and self.running < self.n:
+        fn, key, job, batch, i = self.idle.popleft()
+        self.running += 1
+        self.pool.apply_async(
+            _shared_call,
+            (fn, key, job),
+            callback=lambda r, b=batch, i=i: self._idle_done(b, i, r),
+            error_callback=lambda e, b=batch, i=i: self._idle_done(b, i, None, e),
+        )
+
+
+@patch
+def _idle_done(self: WorkerPool, batch, i: int, r, error=None):
+    with self.lock:
+        self.running -= 1
+        batch.put(i, r, error)
+        self._feed()
+
+
+@patch
+def _ended(self: WorkerPool, _):
+    "A batch has ended: idle-time jobs may start again."
+    with self.lock:
+        self.busy -= 1
+        self._feed()
+
+# %% ../nbs/32_paillier.ipynb #d4914893
+@patch
+def hold(
+    self: WorkerPool,
+    *objects,  # what the processes inherit from their next fork on
+):
+    "Hold `objects` (processes running without one are ended: the next batch forks them again, holding it)."
+    for o in objects:
+        if id(o) in self.held:
+            continue
+        self.held[id(o)] = next(_KEYS)
+        _SHARED[self.held[id(o)]] = o
+        while len(self.held) > self.keep:  # let go of the least recently used
+            del _SHARED[self.held.pop(next(iter(self.held)))]
+        self.close(forget=False)
+
+
+@patch
+def close(
+    self: WorkerPool,
+    forget: bool = True,  # also let go of the held objects (False: the next batch forks processes holding them)
+):
+    "End the processes once their batches are done (their CPU time joins this process's children's)."
+    for r in self.pending:
+        r.wait()
+    self.pending = []
+    if self.pool is not None:
+        self.pool.terminate()
+        self.pool.join()
+        self.pool = None
+        if _LIVE is not None:  # (None at interpreter exit, once the module's names are cleared)
+            _LIVE.discard(self)
+    for key in self.held.values() if forget and _SHARED is not None else ():
+        _SHARED.pop(key, None)
+    self.held = {} if forget else self.held
+
+# %% ../nbs/32_paillier.ipynb #b9808a73
+@patch
+def run(
+    self: WorkerPool,
+    fn,  # `fn(shared, *job)`, a module-level function
+    shared,  # what every job reads (as `submit`)
+    jobs: list,  # one tuple of arguments per call
+) -> list:
+    "`[fn(shared, *job) for job in jobs]` in the pool's processes, in order (`submit`, waited for)."
+    return self.submit(fn, shared, jobs)()
+
+# %% ../nbs/32_paillier.ipynb #6059e639
+def worker_seconds() -> float:
+    "CPU seconds of the running `WorkerPool`s' processes so far (from /proc on Linux; 0 elsewhere)."
+    tick, total = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100, 0
+    for pool in list(_LIVE):
+        for p in getattr(pool.pool, '_pool', []):
+            try:
+                with open(f'/proc/{p.pid}/stat') as f:
+                    total += sum(int(v) for v in f.read().rsplit(')', 1)[1].split()[11:13])  # utime, stime
+            except OSError:  # no /proc, or the process has just ended
+                pass
+    return total / tick
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 def _digits(xs: list, rows: int, w: int) -> np.ndarray:
@@ -526,10 +714,28 @@ def draw(
     workers: int = 1,  # processes for the products (`parallel_map`); the exponents are drawn here, first
 ) -> list:
     "`k` obfuscators h^x mod n^2, x uniform on `exponent_bits` bits."
-    rng = _secret(rng)
-    xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()  # one bulk draw
-    jobs = [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64)]
+    jobs = self._jobs(k, rng, workers)
     return [r for part in parallel_map(_table_powers, self, jobs, workers) for r in part]
+
+
+@patch
+def draw_later(
+    self: ObfuscatorTable,
+    k: int,  # how many
+    rng,  # as `draw`'s
+    pool: WorkerPool,  # the processes that compute them, in the background
+):
+    "`draw`, the exponents drawn now, in order, the products as the processes idle (`submit`): returns a waiter."
+    wait = pool.submit(_table_powers, self, self._jobs(k, rng, 4 * int(pool)), idle=True)  # small jobs, while idle
+    return lambda: [r for part in wait() for r in part]
+
+
+@patch
+def _jobs(self: ObfuscatorTable, k: int, rng, workers) -> list:
+    "The exponents of `k` obfuscators in one bulk draw from the secret generator, in chunks for `workers`."
+    rng = _secret(rng)
+    xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()
+    return [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64)]
 
 
 def _table_powers(table: ObfuscatorTable, xs: list) -> list:
@@ -620,6 +826,18 @@ def obfuscators(
     return self._crt_combine(
         _powmod_many(rs, self._en_p, self.psquare, pk._pow), _powmod_many(rs, self._en_q, self.qsquare, pk._pow)
     )
+
+
+@patch
+def obfuscators_later(
+    self: PaillierPrivateKey,
+    k: int,  # how many
+    rng,  # as `obfuscators`'s
+    pool: WorkerPool,  # the processes that compute them, in the background
+):
+    "`obfuscators(k, rng)` (fast), computed in the background: the exponents drawn now; returns a function that waits."
+    table, rng = _table_for(self, rng, max(_check_int(k, 'k'), 4096))
+    return table.draw_later(k, rng, pool)
 
 # %% ../nbs/32_paillier.ipynb #b1570fdd
 def _as_plaintexts(pk: PaillierPublicKey, ms) -> list:

@@ -17,7 +17,14 @@ from .entropy import derive_key, party_rngs
 from .federation import Channel, Party, as_rng
 from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, Tree, build_histograms
 from .gbdt import HistLayout, PlainHistograms, SoftmaxLoss, Splits, newton_weight, snap_to_grid, structure_score
-from .paillier import PaillierPublicKey, generate_paillier_keypair, obfuscator_table, parallel_map
+from fedgauss.paillier import (
+    PaillierPublicKey,
+    WorkerPool,
+    generate_paillier_keypair,
+    obfuscator_table,
+    parallel_map,
+    worker_seconds,
+)
 from .psi import Alignment, id_array, id_type_of, psi_config
 from .smc import run_protocol
 
@@ -160,9 +167,9 @@ def numeric_block(
 
 # %% ../nbs/33_secureboost.ipynb #8dd0d8092fe74a7c96281538738b07e2
 def cpu_seconds() -> float:
-    "CPU seconds of this process and of its finished worker processes (`parallel_map`'s pools)."
+    "CPU seconds of this process and of its worker processes: finished ones, and a running `WorkerPool`'s so far."
     t = os.times()  # its children's; this process's from the finer clock
-    return time.process_time() + t.children_user + t.children_system
+    return time.process_time() + t.children_user + t.children_system + worker_seconds()
 
 
 class _SBParty(Party):
@@ -181,7 +188,7 @@ class _SBParty(Party):
         self.layout = self.binner.layout_
         self.slots = self.layout.slots(self.codes)
         self.lookup = []  # records: (feature, threshold, default_left); thresholds never leave the party
-        self.workers = 1  # processes for Paillier and the encrypted sums (the programs set it: `n_jobs`)
+        self.workers = 1  # processes for Paillier and the encrypted sums (the programs set a `WorkerPool`: `n_jobs`)
         self.widths = [1]  # classes packed in each of a row's ciphertexts (multi-output trees: `class_chunks`)
         self.seconds_ = dict(encrypt=0.0, histograms=0.0, decrypt=0.0)  # CPU seconds of the Paillier work
         return self
@@ -192,6 +199,16 @@ def _go_left(self: _SBParty, codes, feature, bin, default_left):
     "Rows' direction at splits 'bins <= bin go left' on their own codes; missing codes go the default way."
     miss = codes == self.layout.n_bins[feature]
     return np.where(miss, default_left, codes <= bin)
+
+
+@patch
+def end_workers(self: _SBParty):
+    """End the party's worker processes (its `WorkerPool`, if any: after its last batch, or on an error); `workers` is
+    then their number. Builtins only: it runs as a program is closed, even at exit, when module names may be gone."""
+    close = getattr(self.workers, 'close', None)
+    if close is not None:
+        close()
+        self.workers = self.workers.n
 
 # %% ../nbs/33_secureboost.ipynb #c7ceb9f0
 class PassiveParty(_SBParty):
@@ -204,6 +221,7 @@ class PassiveParty(_SBParty):
     def start_tree(self):
         cts, C = [_mpz(c) for c in self.receive('gh')], len(self.widths)  # E(G_i 2^s + H_i): C per row, row by row
         self.cts = [cts[j::C] for j in range(C)]  # chunk j of every row (one chunk but with multi-output trees)
+        self.shared = (self.pk, self.cts)  # what the workers hold for this tree's histograms
         self.node = np.zeros(len(self.codes), np.intp)
 
 # %% ../nbs/33_secureboost.ipynb #cc9adb56
@@ -222,15 +240,14 @@ def answer_histograms(self: PassiveParty):
     src = np.repeat(rows, self.slots.shape[1])[order]
     edges = np.searchsorted(out_slot[order], np.arange(K * S + 1))  # slot s sums the rows src[edges[s]:edges[s + 1]]
     src, cuts, parts = src.tolist(), edges.tolist(), []
-    for cts, w in zip(self.cts, self.widths):
+    for i, w in enumerate(self.widths):
         q = self.q // w
         per = -(-S // q)
-        jobs = _block_jobs(np.diff(edges), K, S, q, self.workers)
-        flat = [
-            c
-            for part in parallel_map(_packed_blocks, (self.pk, q, S, per, cts, src, cuts, w), jobs, self.workers)
-            for c in part
+        jobs = [
+            (i, q, S, per, w, lo, hi, *_block_slice(src, cuts, S, q, per, lo, hi))
+            for lo, hi in _block_jobs(np.diff(edges), K, S, q, self.workers)
         ]
+        flat = [c for part in parallel_map(_packed_blocks, self.shared, jobs, self.workers) for c in part]
         parts.append(np.array([flat[j * per : (j + 1) * per] for j in range(K)], dtype=object))
     self.send('active', 'hist', parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1))
     self.seconds_['histograms'] += cpu_seconds() - c0
@@ -244,14 +261,22 @@ def _compress(pk: PaillierPublicKey, block: list, w: int = 1) -> int:
     return int(acc)
 
 
-def _packed_blocks(shared: tuple, lo: int, hi: int) -> list:
-    "Compressed ciphertexts `lo` to `hi - 1` (block b of node j is number j per + b): its bins' products, compressed."
-    pk, q, S, per, cts, src, edges, w = shared
+def _block_slice(src: list, edges: list, S: int, q: int, per: int, lo: int, hi: int) -> tuple:
+    "(s0, rows, edges e from 0) of blocks `lo` to `hi - 1`: their slots from s0 on sum `rows[e[s - s0]:e[s - s0 + 1]]`."
+    (j, b), (k, c) = divmod(lo, per), divmod(hi - 1, per)
+    s0, s1 = j * S + b * q, k * S + min(c * q + q, S)
+    return s0, src[edges[s0] : edges[s1]], [e - edges[s0] for e in edges[s0 : s1 + 1]]
+
+
+def _packed_blocks(shared: tuple, i: int, q: int, S: int, per: int, w: int, lo: int, hi: int, s0: int, src, edges):
+    """Compressed ciphertexts `lo` to `hi - 1` of chunk `i` (block b of node j is number j per + b): its bins' products,
+    compressed; `shared` is (the public key, every chunk's ciphertexts), the rest `_block_slice`'s slots and rows."""
+    pk, cts = shared[0], shared[1][i]
     n2, out = pk.nsquare, []
     for blk in range(lo, hi):
         j, b = divmod(blk, per)
         bins = []
-        for s in range(j * S + b * q, j * S + min(b * q + q, S)):
+        for s in range(j * S + b * q - s0, j * S + min(b * q + q, S) - s0):
             a, e = edges[s], edges[s + 1]
             acc = cts[src[a]] if e > a else 1  # 1 = E(0) for an empty bin
             for t in src[a + 1 : e]:
@@ -268,7 +293,8 @@ def _block_jobs(entries, K: int, S: int, q: int, workers: int, power: int = 100)
     slot = np.arange(K * S)
     blk = slot // S * per + slot % S // q
     cost = np.bincount(blk, weights=entries, minlength=K * per) + power * (np.bincount(blk, minlength=K * per) - 1)
-    k = 1 if workers <= 1 else int(min(4 * workers, K * per, cost.sum() // 5000 + 1))
+    workers = int(workers)
+    k = 1 if workers <= 1 else int(min(8 * workers, K * per, cost.sum() // 5000 + 1))
     cut = np.searchsorted(np.cumsum(cost), cost.sum() * np.arange(1, k) / k).tolist()
     b = sorted(set([0] + [c + 1 for c in cut if c + 1 < K * per] + [K * per]))
     return list(zip(b[:-1], b[1:]))
@@ -331,7 +357,7 @@ class ActiveParty(_SBParty):
             return
         n = int(self.pk.n)
         ms = [m % n for m in pack_gh(np.ldexp(g, self.k).astype(np.int64), np.ldexp(h, self.k).astype(np.int64))]
-        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
+        cts = np.array([int(c) for c in self._encrypt(ms, rng)], dtype=object)
         for p in passives:
             self.send(p, 'gh', cts)
         self.seconds_['encrypt'] += cpu_seconds() - c0
@@ -345,6 +371,28 @@ def prepare_obfuscators(
 ):
     "Build the key's obfuscator table now, as the party sets up, its window sized for `draws` (`fixed_base_window`)."
     obfuscator_table(self.sk, rng, draws)
+
+
+@patch
+def prefetch_obfuscators(
+    self: ActiveParty,
+    rng,  # the party's secret generator for the obfuscators (as `encrypt_gradients`), or None: the OS
+):
+    """Start the next encryption's obfuscators (as many as the last one's) in the party's `WorkerPool`, in the
+    background, while the tree grows: their exponents are drawn now, so the generator's order is the serial run's."""
+    if isinstance(self.workers, WorkerPool) and self.workers.n > 1 and getattr(self, 'n_encrypted', 0):
+        self._ahead = (self.n_encrypted, self.sk.obfuscators_later(self.n_encrypted, rng, self.workers))
+
+
+@patch
+def _encrypt(self: ActiveParty, ms: list, rng) -> list:
+    "Ciphertexts of the plaintexts `ms`: with the obfuscators started ahead (`prefetch_obfuscators`) if any, else now."
+    (k, ahead), self._ahead, self.n_encrypted = getattr(self, '_ahead', None) or (0, None), None, len(ms)
+    if ahead is None:
+        return self.sk.encrypt_many(ms, rng=rng, workers=self.workers)
+    if k != len(ms):
+        raise RuntimeError(f"{k} obfuscators were drawn ahead for {len(ms)} plaintexts")
+    return self.sk.encrypt_many(ms, obfuscators=ahead())
 
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch
@@ -924,7 +972,7 @@ def encrypt_classes(
     if passives:
         G, H = (np.ldexp(gh[:, :, j], self.ks).astype(np.int64) for j in (0, 1))
         ms = [m % int(self.pk.n) for m in pack_classes(G, H, self.widths)]
-        cts = np.array([int(c) for c in self.sk.encrypt_many(ms, rng=rng, workers=self.workers)], dtype=object)
+        cts = np.array([int(c) for c in self._encrypt(ms, rng)], dtype=object)
         for p in passives:
             self.send(p, 'gh', cts)
     self.seconds_['encrypt'] += cpu_seconds() - c0

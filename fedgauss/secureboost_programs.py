@@ -10,7 +10,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .gbdt import GBDTRegressor, HistLayout, LogisticLoss, SoftmaxLoss, SquaredLoss, Tree, grow_tree
-from .paillier import n_workers
+from .paillier import WorkerPool, n_workers, worker_seconds
 from .psi import PSI_MESSAGES, psi_check, psi_party
 from fedgauss.secureboost import (
     LOOKUP_FIELDS,
@@ -173,14 +173,22 @@ def _widths(cfg: dict, q: int) -> list:
     return class_chunks(cfg['n_classes'], q) if _multi_output(cfg) else [1]
 
 
+def _workers(cfg: dict):
+    "A party's processes for Paillier and the sums: a `WorkerPool` of `n_jobs` (forked when first used), or 1."
+    n = n_workers(cfg.get('n_jobs', 1))
+    return WorkerPool(n) if n > 1 else 1
+
+
 def _active_setup(ctx, data: dict, cfg: dict):
     """Generator: the active party bins its columns, makes the keys (and the obfuscators' table), sends the public key
     and learns the passive parties' bins per feature; returns (party, passive names)."""
     a = ActiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     a.index, a._y = cfg['parties'].index(ctx.me), np.asarray(data['y'], np.float64)
     a.setup(cfg['missing'], cfg['max_bins'])
-    a.workers = n_workers(cfg.get('n_jobs', 1))  # processes on this party's machine
+    a.workers = _workers(cfg)  # processes on this party's machine
     a.make_keys(cfg['key_size'], cfg['unsafe'], ctx.key_rng)
+    if isinstance(a.workers, WorkerPool):
+        a.workers.hold(a.sk)  # its processes fork once, holding the key and (at the first encryption) its table
     a.widths = _widths(cfg, a.q)
     passives = [p for p in cfg['parties'] if p != ctx.me]
     for p in passives:
@@ -243,9 +251,9 @@ def _counts_from_leaves(tree: Tree, leaf_of_row) -> np.ndarray:
 
 
 def _cpu_seconds() -> float:
-    "CPU seconds of this process and of its finished worker processes (`parallel_map`'s pools)."
+    "CPU seconds of this process and of its worker processes: finished ones, and a running `WorkerPool`'s so far."
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return t.user + t.system + t.children_user + t.children_system + worker_seconds()
 
 # %% ../nbs/33a_secureboost_programs.ipynb #f7c2153b
 def _objective(y, cfg: dict, me: str) -> tuple:
@@ -279,6 +287,14 @@ def _in_units(tree: Tree, e: int) -> Tree:
 def _active_program(ctx, data: dict, cfg: dict):
     "Generator: the active party's program; returns the model (trees, owners, records, margins)."
     a, passives = yield from _active_setup(ctx, data, cfg)
+    try:
+        return (yield from _active_trees(ctx, a, passives, cfg))
+    finally:
+        a.end_workers()
+
+
+def _active_trees(ctx, a: ActiveParty, passives: list, cfg: dict):
+    "Generator: the active party's boosting after its setup; returns the model."
     loss, y, e, units, base = _objective(a._y, cfg, ctx.me)
     if cfg.get('n_classes', 2) > 2:
         return (yield from _active_multiclass(ctx, a, passives, (loss, y, units, base), cfg))
@@ -292,6 +308,8 @@ def _active_program(ctx, data: dict, cfg: dict):
         rl = t < cfg['rl_trees']
         loss.gradients(y, margin, out=gh)
         a.encrypt_gradients(gh, [] if rl else passives, ctx.obf_rng)
+        if not rl and t + 1 < cfg['n_estimators']:  # the next tree's obfuscators, while this one grows
+            a.prefetch_obfuscators(ctx.obf_rng)
         if rl:
             tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg, units)
         else:
@@ -325,6 +343,8 @@ def _active_multiclass(ctx, a: ActiveParty, passives: list, fit: tuple, cfg: dic
                 a.encrypt_classes(gh, [] if rl else passives, ctx.obf_rng)
             else:
                 a.encrypt_gradients(gh[:, k].copy(), [] if rl else passives, ctx.obf_rng)
+            if not rl and ((not mo and k + 1 < K) or t + 1 < cfg['n_estimators']):  # another encryption comes
+                a.prefetch_obfuscators(ctx.obf_rng)
             if rl:
                 tree, owner, record = _grow(a, _OwnHistograms(a), True, cfg, units)
             else:
@@ -367,7 +387,7 @@ def _passive_program(ctx, data: dict, cfg: dict):
     p = PassiveParty(ctx.me, _Mailbox(ctx), np.asarray(data['X'], np.float64))
     p.index = cfg['parties'].index(ctx.me)
     p.setup(cfg['missing'], cfg['max_bins'])
-    p.workers = n_workers(cfg.get('n_jobs', 1))
+    p.workers = _workers(cfg)
     p.send(active, 'n_bins', p.layout.n_bins)
     p.channel.put('public_key', (yield from ctx.recv('public_key', active)))
     p.receive_key()
@@ -381,6 +401,8 @@ def _passive_program(ctx, data: dict, cfg: dict):
         raise
     except PeerFinished:  # the active party has finished: training is over
         pass
+    finally:
+        p.end_workers()
     out = dict(records=len(p.lookup), part=dict(lookup_arrays(p.lookup), impute=impute_array(p)))  # its part stays here
     return dict(out, party=p) if cfg.get('keep_parties') else out
 

@@ -8,7 +8,7 @@ serial tree spent in the work that runs on every core (Paillier and the encrypte
 predicts on 16 cores; bytes per party per tree (from the transcript) and test AUC next to the centralized core.
 
     python tests/bench_secureboost.py [--trees 2] [--key 2048] [--repeat 1]
-    python tests/bench_secureboost.py --ab OLD_SRC [--n 4000] [--pairs 6] [--trees 2] [--key 1024] [--depth 5]
+    python tests/bench_secureboost.py --ab OLD_SRC [--n 4000] [--pairs 6] [--trees 2] [--key 1024] [--depth 5] [--jobs 1]
     python tests/bench_secureboost.py --multiclass [--data seven|digits] [--n 3000] [--trees 10] [--key 1024]
     python tests/bench_secureboost.py --phases [--n 10000] [--trees 1] [--key 2048]
 
@@ -28,6 +28,8 @@ softprob (`GBDTClassifier`). Data: the synthetic 7-class set of `30_gbdt` (the f
 `--ab OLD_SRC` (issue 17): paired CPU time of one fit (the first `--n` rows, fixed seed) with the fedgauss package
 found in folder OLD_SRC (e.g. `git archive 4a56a6b fedgauss | tar -x -C /tmp/old`: the single driver) against this
 checkout's (the per-party programs), each in a fresh process, alternating which runs first; prints the median ratio.
+With `--jobs -1` (issue 32) both fits use every core (`n_jobs`): the CPU seconds then include the worker processes,
+and the median ratio of wall-clock seconds per tree is printed too (the figure `--jobs` changes; load permitting).
 
 FedTree (`apt-get install -y libntl44 && pip install fedtree`) is skipped with a message when it is not installed.
 Its Python wrapper turns X into a sparse matrix, so exact zeros would become missing values: the data has none.
@@ -45,6 +47,7 @@ from sklearn.metrics import roc_auc_score
 
 from fedgauss.federation import vertical_split
 from fedgauss.gbdt import GBDTClassifier
+from fedgauss.paillier import n_workers
 from fedgauss.secureboost import SecureBoostClassifier
 
 
@@ -145,31 +148,40 @@ def fedtree_run(threads, trees, depth, bins):
     return dict(wall_per_tree=w, cpu_per_tree=c, fit_incl_keygen=f, auc=auc)
 
 
-def _fit_cpu(n, trees, key, depth, bins):
-    "CPU seconds of one fit (all threads), for `--ab`."
+def _fit_cpu(n, trees, key, depth, bins, jobs=None):
+    "CPU seconds of one fit (all threads and worker processes) and its wall-clock seconds per tree, for `--ab`."
     X, y, _, _ = data(n)
-    m = SecureBoostClassifier(n_estimators=trees, max_depth=depth, max_bins=bins, key_size=key, rng=0)
-    c0 = time.process_time()
+    m = SecureBoostClassifier(n_estimators=trees, max_depth=depth, max_bins=bins, key_size=key, rng=0, n_jobs=jobs)
+    c0 = _cpu()
     m.fit(vertical_split(X, 2, y))
-    return time.process_time() - c0
+    return _cpu() - c0, float(np.mean(np.array(m.tree_seconds_)[:, 0]))
 
 
 def ab(old, a):
     "Paired runs, old and new package alternately first, each in its own process: the median CPU ratio new/old."
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = f"import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, {os.path.dirname(__file__)!r}); "
-    code += f"import bench_secureboost as b; print(b._fit_cpu({a.n}, {a.trees}, {a.key}, {a.depth}, {a.bins}))"
-    run = lambda src: float(
-        subprocess.run([sys.executable, '-c', code, src], capture_output=True, text=True, check=True).stdout
+    code += (
+        f"import bench_secureboost as b; print(*b._fit_cpu({a.n}, {a.trees}, {a.key}, {a.depth}, {a.bins}, {a.jobs}))"
     )
-    ratios = []
+    run = lambda src: [
+        float(v)
+        for v in subprocess.run(
+            [sys.executable, '-c', code, src], capture_output=True, text=True, check=True
+        ).stdout.split()[-2:]
+    ]
+    ratios, walls = [], []
     for i in range(a.pairs):
         got = {}
         for which in ('old', 'new') if i % 2 else ('new', 'old'):
             got[which] = run(old if which == 'old' else here)
-        ratios.append(got['new'] / got['old'])
-        print(f"pair {i}: old {got['old']:.2f} s, new {got['new']:.2f} s CPU, ratio {ratios[-1]:.3f}", flush=True)
-    print(f"median CPU ratio new/old over {a.pairs} pairs: {np.median(ratios):.3f}")
+        ratios.append(got['new'][0] / got['old'][0])
+        walls.append(got['new'][1] / got['old'][1])
+        print(f"pair {i}: old {got['old'][0]:.2f} s, new {got['new'][0]:.2f} s CPU, ratio {ratios[-1]:.3f}; wall per "
+              f"tree old {got['old'][1]:.2f} s, new {got['new'][1]:.2f} s, ratio {walls[-1]:.3f}; load "
+              f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    print(f"median CPU ratio new/old over {a.pairs} pairs: {np.median(ratios):.3f}; wall per tree: {np.median(walls):.3f}"
+          f" ({n_workers(a.jobs)} process(es) a party)")  # fmt: skip
 
 
 def multiclass_data(name, n):
@@ -281,12 +293,11 @@ def phases(a):
         digits = sum(sum(1 for i in range(0, table.exponent_bits, w) if (x >> i) & ((1 << w) - 1)) - 1 for x in xs)
         return 'mul_p2', digits * len(table.tables)
 
-    def block_products(shared, lo, hi):  # one product per row of a bin but its first, then one per bin into Horner
-        q, S, per, edges = shared[1], shared[2], shared[3], shared[6]
-        k = 0
+    def block_products(shared, i, q, S, per, w, lo, hi, s0, src, edges):  # a product per row of a bin but its first,
+        k = 0  # then one per bin into Horner
         for blk in range(lo, hi):
             j, b = divmod(blk, per)
-            e = [edges[s + 1] - edges[s] for s in range(j * S + b * q, j * S + min(b * q + q, S))]
+            e = [edges[s + 1] - edges[s] for s in range(j * S + b * q - s0, j * S + min(b * q + q, S) - s0)]
             k += sum(max(0, v - 1) for v in e) + len(e) - 1
         return 'mul_n2', k
 
@@ -324,8 +335,6 @@ def phases(a):
 
 
 def main():
-    from fedgauss.paillier import n_workers
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--ab', metavar='OLD_SRC', help='paired CPU ratio against the fedgauss package in OLD_SRC')
     ap.add_argument('--n', type=int, default=4000)
@@ -335,6 +344,7 @@ def main():
     ap.add_argument('--depth', type=int, default=6)
     ap.add_argument('--bins', type=int, default=32)
     ap.add_argument('--repeat', type=int, default=1)
+    ap.add_argument('--jobs', type=int, default=None, help='with --ab: n_jobs of both fits (-1: every core)')
     ap.add_argument('--multiclass', action='store_true', help='one tree per class against multi-output trees')
     ap.add_argument('--data', choices=('seven', 'digits'), default='seven', help='with --multiclass')
     ap.add_argument('--phases', action='store_true', help='per-phase CPU of a serial fit against its arithmetic floor')

@@ -970,3 +970,67 @@ def test_the_obfuscator_table_built_at_setup_changes_no_message(monkeypatch):
     assert windows == [fixed_base_window(256, 800 * 2), fixed_base_window(256, 4096)] and windows[0] != windows[1]
     assert_same_messages(ahead, late)
     assert_same_model(ahead, late)
+
+
+# ---- worker processes kept between batches (issue 32) ----
+def test_worker_processes_fork_once_a_fit_at_the_active_party_and_once_a_tree_at_a_passive_one(monkeypatch):
+    """n_jobs=2: the active party's processes are forked once (holding its key and table) and compute each next tree's
+    obfuscators in the background; a passive party's are forked once a tree (holding its ciphertexts). A pool forked per
+    batch (as before) forks a dozen times a tree. Messages and trees are the serial run's; every process has ended."""
+    import multiprocessing
+
+    import fedgauss.paillier as paillier
+    from fedgauss.secureboost import ActiveParty
+
+    X, y = _toy7(1500)
+    parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
+    kw = dict(n_estimators=3, max_depth=4, max_bins=32, **FAST)
+    one = SecureBoostClassifier(n_jobs=1, **kw).fit(parts)
+    fork, forks, ahead = multiprocessing.get_context('fork'), [], []
+    Pool, prefetch = fork.Pool, ActiveParty.prefetch_obfuscators
+    monkeypatch.setattr(fork, 'Pool', lambda *a, **k: forks.append(a) or Pool(*a, **k))
+    monkeypatch.setattr(ActiveParty, 'prefetch_obfuscators', lambda self, rng: ahead.append(1) or prefetch(self, rng))
+    two = SecureBoostClassifier(n_jobs=2, **kw).fit(parts)
+    assert len(forks) == 1 + 2 * 3  # the active party once; each of two passive parties once a tree
+    assert len(ahead) == 2  # the obfuscators of trees 2 and 3, started while trees 1 and 2 grew
+    assert_same_messages(one, two)
+    assert_same_model(one, two)
+    assert not paillier._LIVE and not paillier._SHARED  # every pool closed, nothing held
+
+
+def test_a_fit_stopped_mid_tree_ends_every_worker_process_when_its_programs_close(monkeypatch):
+    """The run stops while the parties' worker processes run; closing the suspended programs (as at interpreter exit,
+    the modules' names cleared) ends every pool without an error."""
+    import fedgauss.paillier as paillier
+    import fedgauss.secureboost_programs as sbp
+    import fedgauss.smc as smc
+
+    made, calls, pools = [], [0], []
+    init, step = smc.Program.__init__, smc.Program.step
+
+    def record(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+
+    def stop_after_40(self, inbox):
+        calls[0] += 1
+        if calls[0] > 40:
+            pools.extend(paillier._LIVE)
+            raise RuntimeError('the run stops here')
+        return step(self, inbox)
+
+    monkeypatch.setattr(smc.Program, '__init__', record)
+    monkeypatch.setattr(smc.Program, 'step', stop_after_40)
+    X, y = _toy7(1500)
+    parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
+    with pytest.raises(RuntimeError, match='stops here'):
+        SecureBoostClassifier(n_jobs=2, n_estimators=3, max_depth=4, max_bins=32, **FAST).fit(parts)
+    gens = [p.gen for p in made if p.gen.gi_frame is not None and p.gen.gi_code.co_name == 'secureboost_party']
+    assert len(gens) == 3 and len(pools) == 3  # suspended inside a tree, each party's processes running
+    for name in ('WorkerPool', 'PeerFinished', 'n_workers'):
+        monkeypatch.setattr(sbp, name, None)  # what interpreter exit does to the module's names
+    monkeypatch.setattr(paillier, '_LIVE', None)
+    monkeypatch.setattr(paillier, '_SHARED', None)
+    for g in gens:
+        g.close()
+    assert all(p.pool is None for p in pools)
