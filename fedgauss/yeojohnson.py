@@ -132,10 +132,12 @@ _IFACT = np.array([1 / math.factorial(k) for k in range(60)])
 
 def _h_series(z, K=24):
     "h(z) = ((z-1)e^z + 1)/z^2 = sum_{k>=2} (k-1)/k! z^(k-2); accurate for |z| <= 1"
-    acc = np.zeros_like(np.asarray(z, dtype=np.float64))
-    for k in range(K, 1, -1):
-        acc = acc * z + (k - 1) * _IFACT[k]
-    return acc
+    z = np.asarray(z, dtype=np.float64)
+    acc = np.zeros_like(z)
+    for k in range(K, 1, -1):  # Horner in place: the same products and sums, no new arrays per term
+        acc *= z
+        acc += (k - 1) * _IFACT[k]
+    return acc if acc.ndim else acc[()]
 
 # %% ../nbs/10_yeojohnson.ipynb #66dd33dc
 def yj_gmu(
@@ -500,10 +502,10 @@ def yj_g_scaled(
     lam, x, M = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lam, x, M)))
     z = lam * x
     with np.errstate(all='ignore'):
-        small = np.abs(z) < 1
-        ser = x * np.exp(-M) * np.where(z == 0, 1.0, np.expm1(z) / np.where(z == 0, 1, z))
-        big = (np.exp(z - M) - np.exp(-M)) / lam
-    return np.where(small, ser, big)
+        eM, z0 = np.exp(-M), z == 0  # each once: both branches read them
+        ser = x * eM * np.where(z0, 1.0, np.expm1(z) / np.where(z0, 1, z))
+        big = (np.exp(z - M) - eM) / lam
+    return np.where(np.abs(z) < 1, ser, big)
 
 
 def yj_gmu_scaled(
@@ -516,8 +518,9 @@ def yj_gmu_scaled(
     z = lam * x
     with np.errstate(all='ignore'):
         small = np.abs(z) < 1
-        ser = x * x * _h_series(np.where(small, z, 0.0)) * np.exp(-M)
-        big = ((z - 1) * np.exp(z - M) + np.exp(-M)) / lam**2
+        eM = np.exp(-M)
+        ser = x * x * _h_series(np.where(small, z, 0.0)) * eM
+        big = ((z - 1) * np.exp(z - M) + eM) / lam**2
     return np.where(small, ser, big)
 
 # %% ../nbs/10_yeojohnson.ipynb #8edb47106e1a46a883d545849b8ab81b
@@ -1326,8 +1329,8 @@ def exp_replay(
     lam, lo, hi = (np.array([getattr(s, a) for s in nodes]) for a in ('lmbda', 'lo', 'hi'))
     state, states, picks = nodes[0], [nodes[0]], []
     while (k < m).all():
-        here = (lam[k, ar], lo[k, ar], hi[k, ar])
-        if not all(np.array_equal(a, b) for a, b in zip(here, (state.lmbda, state.lo, state.hi))):
+        same = (lam[k, ar] == state.lmbda) & (lo[k, ar] == state.lo) & (hi[k, ar] == state.hi)
+        if not same.all():
             break  # a sign 0 closed a bracket the tree did not lay out
         if (state.converged() | (False if done is None else np.asarray(done)[k, ar])).all():
             break
