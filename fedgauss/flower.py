@@ -1263,15 +1263,14 @@ class NodeRuntime:
     def __getattr__(self, name: str):
         if name not in _RUNTIME_CALLS:
             raise AttributeError(name)
-        from flwr.supernode.servicer.runtime import runtime_handlers
-
-        handler = getattr(runtime_handlers, _RUNTIME_CALLS[name])
 
         def call(request):
             task = self.state.get_task_by_token(self.token) if self.token else None
-            if task is None:
+            if task is None:  # checked first: a stale token is refused whether or not flwr is installed
                 raise FlowerRunError(f"the node's Runtime API refused {name}: no task holds this token")
-            return handler(request, self.state, task)
+            from flwr.supernode.servicer.runtime import runtime_handlers
+
+            return getattr(runtime_handlers, _RUNTIME_CALLS[name])(request, self.state, task)
 
         return call
 
