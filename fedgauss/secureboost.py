@@ -1421,22 +1421,62 @@ def passive_leaves(
             node[rows] = np.where(go, left[pos[node[rows]]], left[pos[node[rows]]] + 1)
     return out
 
+# %% ../nbs/33_secureboost.ipynb #fabde5fe
+def _class_labels(y, classes, n: int):
+    "Labels as class indices 0 .. K-1 of the model's `classes`, one per training row, or an error naming the problem."
+    y = np.asarray(y).ravel()
+    if len(y) != n:
+        raise ValueError(f"{len(y)} labels for {n} training rows")
+    pos = np.searchsorted(classes, y).clip(0, len(classes) - 1)
+    if not (np.asarray(classes)[pos] == y).all():
+        raise ValueError(f"labels outside the model's classes {list(classes)}")
+    return pos
+
+
+def _k_class_inference(leaves: list, y, model, known: float, repeats: int, rng) -> dict:
+    """`label_inference_attack` with K classes: each leaf's known class shares, shrunk to the known base rates a by one
+    row's weight, averaged over the trees in logs; a row gets the class whose mean log share most exceeds log a_k."""
+    n, K = len(y), len(model.classes_)
+    shares = np.bincount(y, minlength=K) / n
+    if not leaves:
+        return dict(accuracy=np.nan, base_rate=float(shares.max()), purity=np.nan)
+    first = leaves[:K] if not model.multi_output else leaves[:1] * K  # the first round's partitions (one a class)
+    purity = np.mean([leaf_purity(f, (y == c).astype(float))['purity'] for c, f in enumerate(first)])
+    acc, k = [], max(K, int(round(known * n)))
+    while len(acc) < repeats:
+        kn = np.zeros(n, bool)
+        kn[rng.choice(n, k, replace=False)] = True
+        a = np.bincount(y[kn], minlength=K) / k
+        if (a == 0).any():
+            continue  # a class none of the known rows holds: draw again
+        S = np.zeros((n, K))
+        for leaf in leaves:
+            m = int(leaf.max()) + 1
+            cnt = np.bincount(leaf[kn] * K + y[kn], minlength=m * K).reshape(m, K)
+            S += np.log((cnt + a) / (cnt.sum(1, keepdims=True) + 1))[leaf]
+        acc.append(np.mean(np.argmax(S[~kn] / len(leaves) - np.log(a), axis=1) == y[~kn]))
+    return dict(accuracy=float(np.mean(acc)), base_rate=float(shares.max()), purity=float(purity))
+
 # %% ../nbs/33_secureboost.ipynb #8785bb32
 def label_inference_attack(
     model,  # a fitted `SecureBoostClassifier`
-    y,  # the true labels (0/1), to score the attack
+    y,  # the true labels (0/1; with K >= 3 classes, the model's classes), to score the attack
     known: float = 0.02,  # share of rows whose labels the passive party knows
     repeats: int = 20,  # draws of the known rows
     rng=0,  # seed or Generator of the draws (statistical randomness)
 ) -> dict:
     """A passive party's label inference from the leaves it rebuilt: accuracy on the rows whose labels it does not know,
-    against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`)."""
+    against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`; with
+    K classes, of class k against the rest in the first round's tree k, averaged over the classes)."""
     model._check_fitted()
-    y = _binary_labels(y, model.train_leaves_[0])[0]
     if not 0 < known < 1 or repeats < 1:
         raise ValueError(f"known is a share in (0, 1) and repeats >= 1; got known={known!r}, repeats={repeats!r}")
     rng = as_rng(rng)
     p = next(p for p in model.parties_ if p is not model.active_)
+    if len(getattr(model, 'classes_', ())) > 2:
+        y = _class_labels(y, model.classes_, len(model.train_leaves_[0]))
+        return _k_class_inference(passive_leaves(model.channel_, p.name, len(y)), y, model, known, repeats, rng)
+    y = _binary_labels(y, model.train_leaves_[0])[0]
     leaves = passive_leaves(model.channel_, p.name, len(y))
     if not leaves:
         return dict(accuracy=np.nan, base_rate=max(y.mean(), 1 - y.mean()), purity=np.nan)
