@@ -1202,6 +1202,28 @@ def weight_identity_error(
     est = a + (a * (1 - a) + reg_lambda / n_j[at]) * w
     return float((n_j[at] * np.abs(est - th[at])).sum() / n_j.sum())
 
+# %% ../nbs/33_secureboost.ipynb #e4ea654a
+def _unpack_rows(pts, n: int, widths: list) -> np.ndarray:
+    "Rows' plaintexts (rows, chunks), chunk i packing `widths[i]` classes' $G 2^s + H$: the (rows, K, 2) integers."
+    out = []
+    for i, w in enumerate(widths):
+        digits = [
+            [int(v) - n if int(v) > n // 2 else int(v)] if w == 1 else unpack_bins(int(v), n, w) for v in pts[:, i]
+        ]
+        out.append(np.array([[unpack_gh(b) for b in row] for row in digits], np.int64))
+    return np.concatenate(out, axis=1)
+
+
+def _unpack_node(vals, n: int, q: int, S: int, widths: list) -> np.ndarray:
+    "One node's decrypted compressed bins, chunk after chunk (`q // w` bins of w classes a plaintext): (K, 2, S)."
+    out, at = [], 0
+    for w in widths:
+        per = -(-S // (q // w))
+        bins = [b for v in vals[at : at + per] for b in unpack_bins(int(v), n, (q // w) * w)][: S * w]
+        out.append(np.array([unpack_gh(b) for b in bins], np.int64).reshape(S, w, 2).transpose(1, 2, 0))
+        at += per
+    return np.concatenate(out, axis=0)
+
 # %% ../nbs/33_secureboost.ipynb #3d3e5ee6
 def active_party_view(
     model,  # a fitted `SecureBoostClassifier` (its channel recorded the payloads)
@@ -1209,31 +1231,36 @@ def active_party_view(
 ) -> tuple:
     """What the active party holds about `passive`'s features: per tree it took part in, the rows' integer (G, H), their
     leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
-    feature (the `n_bins` message)."""
+    feature (the `n_bins` message). A multi-output tree packs K classes a row: it gives K entries, one a class (its
+    (G, H) and bin sums; the same tree, leaves and rows)."""
     model._check_fitted()
-    if model._class_config().get('multi_output'):
-        raise ValueError("active_party_view reads one (G, H) a row: a multi-output model packs K classes a row")
     if passive not in [p.name for p in model.parties_ if p is not model.active_]:
         raise ValueError(f"{passive!r} is not a passive party of this model: {[p.name for p in model.parties_]}")
-    a, n, q = model.active_, int(model.active_.pk.n), model.active_.q
+    a, n, q, widths = model.active_, int(model.active_.pk.n), model.active_.q, list(model.active_.widths)
     msgs = [m for m in model.channel_.messages if passive in (m.sender, m.receiver)]
     n_bins = np.asarray(next(m.payload for m in msgs if m.kind == 'n_bins'))
-    S = int((n_bins + 1).sum())
-    centred = lambda vals: [int(v) - n if int(v) > n // 2 else int(v) for v in vals]
+    S, first = int((n_bins + 1).sum()), model.rl_trees * (len(model.trees_) // model.n_estimators)
     view, asked = [], []
     for m in msgs:
-        if m.kind == 'gh':  # a tree starts: the ciphertexts of every row's G 2^s + H
-            gh = np.array([unpack_gh(v) for v in centred(a.sk.decrypt_many([int(c) for c in m.payload]))], np.int64)
-            view.append(dict(tree=model.rl_trees + len(view), G=gh[:, 0], H=gh[:, 1], hist={}))
+        if m.kind == 'gh':  # a tree starts: the ciphertexts of every row's G 2^s + H (a chunk of classes each)
+            pts = np.array(a.sk.decrypt_many([int(c) for c in m.payload]), dtype=object).reshape(-1, len(widths))
+            gh = _unpack_rows(pts, n, widths)  # (rows, K, 2)
+            view.append(dict(tree=first + len(view), G=gh[..., 0], H=gh[..., 1], hist={}))
         elif m.kind == 'hist_request':
             asked.append(np.asarray(m.payload))
         elif m.kind == 'hist':
-            vals, per = a.sk.decrypt_many([int(c) for c in np.asarray(m.payload, dtype=object).ravel()]), -(-S // q)
+            vals = a.sk.decrypt_many([int(c) for c in np.asarray(m.payload, dtype=object).ravel()])
+            vals = np.array(vals, dtype=object).reshape(len(asked[0]), -1)
             for j, v in enumerate(asked.pop(0)):
-                bins = [b for x in vals[j * per : (j + 1) * per] for b in unpack_bins(x, n, q)][:S]
-                view[-1]['hist'][int(v)] = np.array([unpack_gh(b) for b in bins], np.int64).T
+                view[-1]['hist'][int(v)] = _unpack_node(vals[j], n, q, S, widths)  # (K, 2, S)
     for o in view:
         _add_nodes(o, model.trees_[o['tree']], model.train_leaves_[o['tree']])
+    K = view[0]['G'].shape[1] if view else 1
+    view = [
+        dict(o, G=o['G'][:, k], H=o['H'][:, k], hist={v: h[k] for v, h in o['hist'].items()})
+        for o in view
+        for k in range(K)
+    ]
     return view, n_bins
 
 # %% ../nbs/33_secureboost.ipynb #7a1a0552

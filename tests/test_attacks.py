@@ -828,3 +828,28 @@ def test_secureboost_passive_party_infers_k_classes_as_nb33_states(multi_output,
     own = _own_columns_only(X[:, groups[0]], y)  # passive0's columns, the party the attack plays
     assert r['accuracy'] == pytest.approx(want, abs=0.02) and r['base_rate'] == pytest.approx(0.337, abs=0.001)
     assert own == pytest.approx(0.448, abs=0.02) and r['accuracy'] > own + 0.1
+
+
+@pytest.mark.parametrize('multi_output,want', [(False, 0.440), (True, 0.065)])
+def test_secureboost_active_party_recovers_passive_bins_with_k_classes(multi_output, want):
+    """nb33: the active party's bin attack on the three-class fits, multi-output ciphertexts unpacked a class at a
+    time: every decrypted sum is the passive party's true one; the exact bin of 44% (one tree per class) or 6.5%
+    (multi-output) of the (row, passive feature) pairs, no error."""
+    from fedgauss.federation import vertical_split
+    from fedgauss.secureboost import SecureBoostClassifier, active_party_view, bin_recovery_attack
+
+    X, y = _three_classes()
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    kw = dict(n_estimators=4, max_depth=4, max_bins=16, key_size=512, unsafe=True, rng=0, multi_output=multi_output)
+    m = SecureBoostClassifier(**kw).fit(vertical_split(X, groups, y, label_party=1))
+    view, n_bins = active_party_view(m, 'passive2')
+    assert len(view) == len(m.trees_) * (3 if multi_output else 1)
+    codes, offs = m.parties_[2].codes, np.r_[0, np.cumsum(n_bins + 1)[:-1]]
+    for o in view:
+        for v, s in o['hist'].items():
+            r, true = o['rows'][v], np.zeros_like(s)
+            np.add.at(true[0], offs + codes[r], o['G'][r, None])
+            np.add.at(true[1], offs + codes[r], o['H'][r, None])
+            np.testing.assert_array_equal(true, s)
+    r = bin_recovery_attack(m)
+    assert r['errors'] == 0 and r['exact'] == pytest.approx(want, abs=0.01)
