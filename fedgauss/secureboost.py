@@ -40,7 +40,7 @@ __all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'un
            'class_chunks', 'pack_classes', 'multi_output_splits', 'grow_multi_output_tree', 'MultiOutputHistograms',
            'multi_output_boost', 'multi_output_margin', 'round_costs', 'leaf_purity', 'weight_identity_error',
            'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves',
-           'label_inference_attack']
+           'label_inference_attack', 'own_columns_inference']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -1521,6 +1521,35 @@ def label_inference_attack(
         acc.append(np.mean((z[~kn] / len(leaves) > np.log(a / (1 - a))) == y[~kn]))  # above the base rate
     base = max(y.mean(), 1 - y.mean())
     return dict(accuracy=float(np.mean(acc)), base_rate=float(base), purity=leaf_purity(leaves[0], y)['purity'])
+
+# %% ../nbs/33_secureboost.ipynb #5f0b63b8
+def own_columns_inference(
+    X,  # the passive party's own columns (n, F), NaN for missing
+    y,  # the true labels, to train on the known rows and score the others
+    known: float = 0.02,  # share of rows whose labels the party knows
+    repeats: int = 20,  # draws of the known rows
+    rng=0,  # seed or Generator of the draws: the same seed draws the same rows as `label_inference_attack`
+) -> float:
+    """What a passive party infers without the protocol: a logistic regression on its own columns (mean-imputed), trained
+    on the known rows; its accuracy on the others, averaged over the draws — the reference `label_inference_attack`'s
+    accuracy is to be read against."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    X, y = np.asarray(X, float), np.unique(np.asarray(y).ravel(), return_inverse=True)[1]
+    if len(X) != len(y) or not 0 < known < 1 or repeats < 1:
+        raise ValueError(f"{len(y)} labels for {len(X)} rows, known={known!r} in (0, 1), repeats={repeats!r} >= 1")
+    rng, n, K = as_rng(rng), len(y), int(y.max()) + 1
+    acc, k = [], max(K, int(round(known * n)))
+    while len(acc) < repeats:
+        kn = np.zeros(n, bool)
+        kn[rng.choice(n, k, replace=False)] = True
+        if len(np.unique(y[kn])) < K:
+            continue  # a class none of the known rows holds: draw again, as the attack does
+        clf = make_pipeline(SimpleImputer(), LogisticRegression()).fit(X[kn], y[kn])
+        acc.append(np.mean(clf.predict(X[~kn]) == y[~kn]))
+    return float(np.mean(acc))
 
 # %% ../nbs/33_secureboost.ipynb #6cb6648f
 def __getattr__(name: str):

@@ -793,39 +793,20 @@ def _three_classes(n=600, seed=1):
     return X, np.digitize(z, [-1.0, 0.5])
 
 
-def _own_columns_only(Xp, y, known=0.02, repeats=20, rng=0):
-    "What the passive party infers without the protocol: a logistic regression on its own columns, the same draws."
-    from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-
-    rng, n, K = np.random.default_rng(rng), len(y), len(np.unique(y))
-    acc, k = [], max(K, int(round(known * n)))
-    while len(acc) < repeats:
-        kn = np.zeros(n, bool)
-        kn[rng.choice(n, k, replace=False)] = True
-        if len(np.unique(y[kn])) < K:
-            continue
-        acc.append(
-            np.mean(make_pipeline(SimpleImputer(), LogisticRegression()).fit(Xp[kn], y[kn]).predict(Xp[~kn]) == y[~kn])
-        )
-    return float(np.mean(acc))
-
-
 @pytest.mark.parametrize('multi_output,want', [(False, 0.604), (True, 0.584)])
 def test_secureboost_passive_party_infers_k_classes_as_nb33_states(multi_output, want):
     """nb33 "With K classes": with 2% of the labels, the passive party names the other rows' class at 60.4% (one tree per
     class) or 58.4% (multi-output) from the leaves it rebuilt, against 44.8% from its own columns and a base rate of
     33.7%."""
     from fedgauss.federation import vertical_split
-    from fedgauss.secureboost import SecureBoostClassifier, label_inference_attack
+    from fedgauss.secureboost import SecureBoostClassifier, label_inference_attack, own_columns_inference
 
     X, y = _three_classes()
     groups = [[0, 1, 2], [3, 4], [5, 6]]
     kw = dict(n_estimators=4, max_depth=4, max_bins=16, key_size=512, unsafe=True, rng=0, multi_output=multi_output)
     m = SecureBoostClassifier(**kw).fit(vertical_split(X, groups, y, label_party=1))
     r = label_inference_attack(m, y)
-    own = _own_columns_only(X[:, groups[0]], y)  # passive0's columns, the party the attack plays
+    own = own_columns_inference(X[:, groups[0]], y)  # passive0's columns, the party the attack plays
     assert r['accuracy'] == pytest.approx(want, abs=0.02) and r['base_rate'] == pytest.approx(0.337, abs=0.001)
     assert own == pytest.approx(0.448, abs=0.02) and r['accuracy'] > own + 0.1
 
