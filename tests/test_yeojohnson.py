@@ -42,6 +42,14 @@ from fedgauss.testing import MPYeoJohnson, adversarial_inputs, mp_overflow_bound
 RTOL = 1e-6  # the accuracy claim: relative error to the maximum-likelihood lambda
 
 
+@pytest.fixture(autouse=True)
+def same_searches_as_recorded(monkeypatch, request):
+    "Every ExpYJ search of the test has the lambdas, path and signs recorded before the sums became BLAS products."
+    from yj_paths import check_paths
+
+    yield from check_paths(monkeypatch, request.module)
+
+
 @pytest.fixture(scope='module')
 def bc():
     X, _ = load_breast_cancer()
@@ -807,3 +815,15 @@ def test_one_step_rounds_are_the_tree_of_one_node():
         ref.append(s.lmbda)
     np.testing.assert_array_equal(np.array(path), np.array(ref))
     assert not failed.any() and state.t == s.t
+
+
+# ------------------------------------------------------------------ the searches as recorded (issue 32, exp_yj) ----
+from yj_paths import NAMES, compare_named, named_input
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_named_data_keep_their_lambdas_path_and_signs(name):
+    """The bench's 100,000 x 50 (and SecureFedYJ's 100,000 x 30), breast cancer and the numeric columns of Adult, credit
+    default and bank: lambdas, search path and signs equal, bit for bit, to those recorded on main f6b38cd, before the
+    sums' reductions became matrix products (tests/yj_paths.py)."""
+    assert compare_named(name, named_input(name)) == ''
