@@ -73,9 +73,9 @@ class _Timed(YJData):
         self.log, self.step = [], 0
         super().__init__(X)
 
-    def sums(self, *a, **k):
+    def _group_sums(self, *a, **k):  # once per step (`sums` or `certified_sums`)
         self.step += 1
-        return super().sums(*a, **k)
+        return super()._group_sums(*a, **k)
 
     def _fresh(self, rows, lo_frame, ls, moments, values=TILE_VALUES):
         t = time.perf_counter()
