@@ -1425,17 +1425,18 @@ CERT_MARGIN = 1e-9  # a certified F clears 0 by this fraction of its gross size 
 
 @patch
 def _need_hist(self: YJData, rows):
-    "Histograms of d over the rows of groups `rows`, `CERT_BINS` equal bins of [-R, 0] (computed once, group by group)."
+    "Histograms of d over the rows of groups `rows` (`CERT_BINS` equal bins of [-R, 0]) and their sums of d, once."
     if self._H is None:
-        self._H = np.zeros((len(self.g_col), CERT_BINS))
+        self._H, self._Hd = np.zeros((2, len(self.g_col), CERT_BINS))
     rows, b = rows[~self._H_ready[rows]], np.empty(self.n_rows)
     for g in rows:
         np.multiply(self.D_hi[g], CERT_BINS / self.g_R[g], out=b)
         b += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
         np.maximum(b, 0, out=b)  # (d a rounding below -R)
-        h = np.bincount(b.astype(np.intp), minlength=CERT_BINS + 1)
+        k = b.astype(np.intp)
+        h, hd = np.bincount(k, minlength=CERT_BINS + 1), np.bincount(k, self.D_hi[g], CERT_BINS + 1)
         h[-2] += h[-1] - (self.n_rows - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
-        self._H[g] = h[:-1]
+        self._H[g], self._Hd[g] = h[:-1], hd[:-1]
     self._H_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #964f114d
@@ -1453,7 +1454,17 @@ def _sum_bounds(self: YJData, i, ls, lo_frame):
         ends[0, k] = _einsum('ij,ij->i', H, f[:, :-1])  # every bin at its left end
         ends[1, k] = _einsum('ij,ij->i', H, f[:, 1:])  # at its right end
     # f is monotone in d: every bin takes its smaller value at the same end, so the smaller total is the lower bound
-    return np.sort(ends, axis=0)
+    lo, hi = np.sort(ends, axis=0)
+    with np.errstate(all='ignore'):  # at the bins' means, within f''s bound times the bins' variance
+        z = ls[:, None] * (np.where(H > 0, self._Hd[i] / H, 0.0) + np.where(lo_frame, self.g_R[i], 0.0)[:, None])
+        E = np.exp(z)
+        e = E - 1
+        tt = z * E - e
+    half = (ls * self.g_R[i] / CERT_BINS) ** 2 / 8 * self.g_n[i]  # |f''| <= C lambda_s^2, variance <= (R/bins)^2/4
+    for k, (f, C) in enumerate(((e, 1.0), (e * e, 2.0), (tt, 1.0), (e * tt, 1.2))):
+        mid = _einsum('ij,ij->i', H, f)
+        lo[k], hi[k] = np.fmax(lo[k], mid - C * half), np.fmin(hi[k], mid + C * half)
+    return lo, hi
 
 # %% ../nbs/10_yeojohnson.ipynb #93380366
 def _products(a, b, c, d):
