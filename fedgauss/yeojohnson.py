@@ -18,15 +18,15 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .federation import name_list
 
 # %% auto #0
-__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'CERT_BINS',
-           'CERT_MARGIN', 'yj_g', 'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit',
-           'YJAnchors', 'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums',
-           'yj_moments_from_frame', 'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled',
-           'YJData', 'expansion_coefficients', 'expand_sums', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik',
-           'yj_dloglik_sign', 'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds', 'YeoJohnsonWarning',
-           'ExpYJResult', 'final_lambdas', 'sign_failures', 'check_search', 'exp_tree', 'exp_replay', 'implied_signs',
-           'tree_sums', 'search_depth', 'check_branching', 'exp_yj_search', 'column_names', 'check_numeric_frame',
-           'exp_yj', 'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
+__all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g',
+           'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame',
+           'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
+           'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData',
+           'expansion_coefficients', 'expand_sums', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
+           'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
+           'final_lambdas', 'sign_failures', 'check_search', 'exp_tree', 'exp_replay', 'implied_signs', 'tree_sums',
+           'search_depth', 'check_branching', 'exp_yj_search', 'column_names', 'check_numeric_frame', 'exp_yj',
+           'yj_sum_bounds', 'YJTransformerMixin', 'YeoJohnsonTransformer']
 
 # %% ../nbs/10_yeojohnson.ipynb #8c4ed41d
 def _lam_s(x, lam):
@@ -1442,7 +1442,7 @@ def _need_hist(self: YJData, rows):
 # %% ../nbs/10_yeojohnson.ipynb #964f114d
 @patch
 def _sum_bounds(self: YJData, i, ls, lo_frame):
-    "Lower and upper bounds (2, 4, len(i)) of the e/t sums S_1..S_4 of groups `i` at lambda_s `ls` from their histograms."
+    "Lower and upper bounds of the e/t sums S_1..S_4 of groups `i` at lambda_s `ls`, from their histograms."
     t = np.arange(CERT_BINS + 1) / CERT_BINS  # the bins' ends, from d = -R (or 0 in the D_lo frame) in units of R
     z = (ls * self.g_R[i])[:, None] * (t - np.where(lo_frame, 0.0, 1.0)[:, None])
     with np.errstate(all='ignore'):
