@@ -918,7 +918,7 @@ def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket, certify=Fals
         with np.errstate(invalid='ignore'):
             w = np.maximum(lg - blo, bhi - lg)
             build = rest & np.isfinite(w) & (w * self.g_R <= TAU1)
-    cert = self._certify(rest & ~build, ls, lo_frame) if certify else np.zeros(len(ls), np.int8)
+    cert = self._certify(rest & ~build, ls, lo_frame, lg) if certify else np.zeros(len(ls), np.int8)
     rest = rest & (cert == 0)
     for mom in (False, True):
         for lof in (False, True):
@@ -1474,12 +1474,13 @@ def _products(a, b, c, d):
 
 
 @patch
-def _certify(self: YJData, cand, ls, lo_frame):
+def _certify(self: YJData, cand, ls, lo_frame, lg=None):
     """Per group: the sign of the derivative that the histogram certifies for the one-signed groups among `cand` at
-    lambda_s `ls` (+-1), 0 where it does not (or for other groups)."""
-    out = np.zeros(len(ls), np.int8)
+    lambda_s `ls` (+-1), 0 where it does not (or for other groups); with `lg` (lambda per group), mixed features too."""
+    out = np.zeros(len(ls), np.int8) if lg is None else self._certify_mixed(cand, ls, lo_frame, lg)
     i = np.flatnonzero(cand & ~self.g_mixed & (self.g_rho == 1) & (self.g_R > 0))
     if not len(i):
+        self.counts['certified'] += int((out != 0).sum())
         return out
     self._need_hist(i)
     (a1, a2, a3, a4), (b1, b2, b3, b4) = self._sum_bounds(i, ls[i], lo_frame[i])
@@ -1498,6 +1499,69 @@ def _certify(self: YJData, cand, ls, lo_frame):
     self.counts['certified'] += int((out != 0).sum())
     return out
 
+# %% ../nbs/10_yeojohnson.ipynb #64d08da5
+def _ilin(lo, hi, terms, const):
+    "The interval of const + sum of c * x_k over `terms` (c, k): x_k in [lo[k], hi[k]], c and const per column."
+    a, b = const.copy(), const.copy()
+    for c, k in terms:
+        a += np.minimum(c * lo[k], c * hi[k])
+        b += np.maximum(c * lo[k], c * hi[k])
+    return a, b
+
+
+def _isq(x):
+    "The interval of x^2 for x in the interval `x`."
+    a, b = x
+    return np.where((a <= 0) & (b >= 0), 0.0, np.minimum(a * a, b * b)), np.maximum(a * a, b * b)
+
+# %% ../nbs/10_yeojohnson.ipynb #1a4bfeec
+@patch
+def _certify_mixed(self: YJData, cand, ls, lo_frame, lg):
+    "Per group: the sign certified for the mixed features whose two groups are in `cand` (unit 1), on both; 0 elsewhere."
+    out, nm = np.zeros(len(ls), np.int8), (len(self.g_col) - self.n_one) // 2
+    p = np.arange(self.n_one, self.n_one + nm)
+    ok = cand[p] & cand[p + nm] & (self.g_rho[p] == 1) & (self.g_rho[p + nm] == 1)
+    lam = np.zeros(self.d)
+    lam[self.g_col] = lg
+    f = yj_frame(lam, self.anchors)
+    p = p[ok & (f.unit[self.g_col[p]] == 1) & (self.g_R[p] > 0) & (self.g_R[p + nm] > 0)]
+    if not len(p):
+        return out
+    g = np.r_[p, p + nm]  # the positive groups, then their negative ones
+    self._need_hist(g)
+    lsg, lof, ng, s = ls[g], lo_frame[g], self.g_n[g], self.g_s[g]
+    lo, hi = np.sort(np.array(self._sum_bounds(g, lsg, lof)) / _u_scale(lsg), axis=0)  # the u-sums' intervals
+    c = np.where(lof, self.g_clo[g], self.g_chi[g])
+    M = f.M[self.g_col[g]]
+    with np.errstate(all='ignore'):
+        a, b, be = np.exp(lsg * c - M), yj_g_scaled(lsg, c, M), yj_gmu_scaled(lsg, c, M)
+        st = [  # per group: the intervals of its part of S_psi, S_psi2, S_dpsi, S_psi_dpsi (`_add_mixed`)
+            _ilin(lo, hi, [(s * a, 0)], s * ng * b),
+            _ilin(lo, hi, [(a * a, 1), (2 * a * b, 0)], ng * b * b),
+            _ilin(lo, hi, [(c * a, 0), (a, 2)], ng * be),
+            _ilin(
+                lo,
+                hi,
+                [(s * a * c * a, 1), (s * a * a, 3), (s * (a * be + b * c * a), 0), (s * a * b, 2)],
+                s * ng * b * be,
+            ),
+        ]
+        k, n = len(p), self.n[self.g_col[p]]
+        (p1, q1), (p2, q2), (p3, q3), (p4, q4) = ((x[:k] + x[k:], y[:k] + y[k:]) for x, y in st)
+        sd = s * (np.where(lof, self.g_sd_hi[g] + ng * self.g_R[g], self.g_sd_hi[g]) + ng * c)
+        phi = sd[:k] + sd[k:]  # S_phi (no interval: the groups' sums of d are known)
+        sq = _isq((p1, q1))
+        D = n * p2 - sq[1], n * q2 - sq[0]
+        P = _products(p1, q1, p3, q3)
+        E = _products(phi, phi, *D)
+        Elo, Ehi = E[0] - n * (n * q4 - P[0]), E[1] - n * (n * p4 - P[1])
+        gross = np.abs(phi) * (n * np.maximum(abs(p2), abs(q2)) + sq[1])
+        gross += n * (n * np.maximum(abs(p4), abs(q4)) + np.maximum(abs(P[0]), abs(P[1])))
+        sg = np.where(Elo > CERT_MARGIN * gross, 1, np.where(Ehi < -CERT_MARGIN * gross, -1, 0))
+    sg = np.where(np.isfinite(gross) & np.isfinite(Elo) & np.isfinite(Ehi), sg, 0)
+    out[g] = np.r_[sg, sg]
+    return out
+
 # %% ../nbs/10_yeojohnson.ipynb #77b3a802
 @patch
 def certified_sums(
@@ -1511,7 +1575,7 @@ def certified_sums(
     *groups, cert = self._group_sums(frame.lmbda, bracket, True, certify=True)
     S = self._feature_sums(frame, *groups)
     sg = np.zeros(self.d, np.int8)
-    np.add.at(sg, self.g_col, cert)  # (one group per certified feature: mixed features are never certified)
+    sg[self.g_col] = cert  # (a mixed feature's two groups carry the same sign)
     for k in YJSums.STATS[1:]:
         getattr(S, k)[sg != 0] = np.nan
     return S, sg

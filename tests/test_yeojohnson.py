@@ -833,7 +833,7 @@ def test_named_data_keep_their_lambdas_path_and_signs(name):
 def _uncertified_search(monkeypatch, X, **kw):
     "exp_yj_search as before the certified signs: every sign-only pass made (`certified_sums` certifies nothing)."
     with monkeypatch.context() as m:
-        m.setattr(_yjmod.YJData, '_certify', lambda self, cand, ls, lo: np.zeros(len(ls), np.int8))
+        m.setattr(_yjmod.YJData, '_certify', lambda self, cand, ls, lo, lg=None: np.zeros(len(ls), np.int8))
         return exp_yj_search([YJData(X)], **kw)
 
 
@@ -856,29 +856,26 @@ def test_certified_search_is_the_search_bit_for_bit(name, monkeypatch):
 
 
 def test_certified_signs_skip_passes_on_skewed_data(monkeypatch):
-    "On skewed data a third or more of the sign-only evaluations are certified (no pass); the others are the passes."
+    "On skewed data most sign-only evaluations are certified (no pass), mixed features' too; the others are the passes."
     X = make_skewed_features(20_000, 20, rng=5)
     h = YJData(X)
     exp_yj_search([h])
-    ref = []
-    monkeypatch.setattr(
-        _yjmod.YJData, '_certify', lambda self, cand, ls, lo: ref.append(1) or np.zeros(len(ls), np.int8)
-    )
+    monkeypatch.setattr(_yjmod.YJData, '_certify', lambda self, cand, ls, lo, lg=None: np.zeros(len(ls), np.int8))
     r = YJData(X)
     exp_yj_search([r])
-    assert r.counts['certified'] == 0 and h.counts['certified'] >= r.counts['fresh'] / 3
+    assert r.counts['certified'] == 0 and h.counts['certified'] >= r.counts['fresh'] / 2
     assert h.counts['fresh'] + h.counts['certified'] == r.counts['fresh']
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    x=arrays(np.float64, st.integers(3, 200), elements=st.floats(0, 1e6, allow_nan=False, width=64)),
-    neg=st.booleans(),
+    x=arrays(np.float64, st.integers(3, 200), elements=st.floats(-1e6, 1e6, allow_nan=False, width=64)),
+    signs=st.sampled_from(['mixed', 'positive', 'negative']),
     lam=st.floats(-40, 40, allow_nan=False),
 )
-def test_property_certified_sign_is_the_computed_sign(x, neg, lam):
-    "Wherever a histogram certifies a sign, it is the sign the float sums give (one-signed data, any lambda)."
-    x = -x if neg else x
+def test_property_certified_sign_is_the_computed_sign(x, signs, lam):
+    "Wherever a histogram certifies a sign, it is the sign the float sums give (one-signed or mixed data, any lambda)."
+    x = {'mixed': x, 'positive': np.abs(x), 'negative': -np.abs(x)}[signs]
     if np.unique(x).size < 2:
         return
     with np.errstate(all='ignore'):
