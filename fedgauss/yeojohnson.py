@@ -1517,7 +1517,7 @@ def _isq(x):
 # %% ../nbs/10_yeojohnson.ipynb #1a4bfeec
 @patch
 def _certify_mixed(self: YJData, cand, ls, lo_frame, lg):
-    "Per group: the sign certified for the mixed features whose two groups are in `cand` (unit 1), on both; 0 elsewhere."
+    "Per group: the sign certified for the mixed features with both groups in `cand` (unit 1), on both; else 0."
     out, nm = np.zeros(len(ls), np.int8), (len(self.g_col) - self.n_one) // 2
     p = np.arange(self.n_one, self.n_one + nm)
     ok = cand[p] & cand[p + nm] & (self.g_rho[p] == 1) & (self.g_rho[p + nm] == 1)
