@@ -125,7 +125,7 @@ def profile(args):
     print(f"  fresh passes (sign only): {fresh / G:5.2f} x all groups, {1e3 * t_fresh:6.1f} ms")
     print(f"  builds (pass + moments):  {built / G:5.2f} x all groups, {1e3 * t_built:6.1f} ms")
     print(
-        f"  rest of the search (series, cached expansion, D_lo, P_k, bookkeeping): {1e3 * (t3 - t2 - t_fresh - t_built):6.1f} ms"
+        f"  rest of the search (series, cached expansion, D_lo, P_k, histograms and certificates, bookkeeping): {1e3 * (t3 - t2 - t_fresh - t_built):6.1f} ms"
     )
     print(
         f"  one fresh pass over all groups {1e3 * one_pass:6.1f} ms ({1e9 * one_pass / (G * n):.2f} ns a value); "
