@@ -710,7 +710,8 @@ def _init_caches(self: YJData, P123):
     self._cache_mom = np.zeros((2, K1 + 2, G))
     self._cache_coef = np.zeros((4, K1, G))  # the expansion's coefficients (`expansion_coefficients`)
     self._pool = []  # work buffers of the passes (`_buffers`)
-    self.counts = dict(series=0, cached=0, fresh=0, built=0)  # group evaluations by method
+    self._H, self._H_ready = None, np.zeros(G, bool)  # histograms of d (`_need_hist`, certified signs)
+    self.counts = dict(series=0, cached=0, fresh=0, built=0, certified=0)  # group evaluations by method
 
 # %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
 @patch
@@ -908,14 +909,17 @@ def _cached_groups(self: YJData, U, ls, lo_frame, eligible):
 
 # %% ../nbs/10_yeojohnson.ipynb #f61877af4e7f4313ad8234302950b331
 @patch
-def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket):
-    "Fill the u-sums of the groups `rest` by a pass; build their expansion where the `bracket` (if any) is narrow."
+def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket, certify=False):
+    """Fill the u-sums of the groups `rest` by a pass; build their expansion where the `bracket` (if any) is narrow.
+    With `certify`, the sign-only groups whose sign `_certify` settles leave the pass: returns their signs."""
     build = np.zeros_like(rest)
     if bracket is not None:
         blo, bhi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (self.d,))[self.g_col] for b in bracket)
         with np.errstate(invalid='ignore'):
             w = np.maximum(lg - blo, bhi - lg)
             build = rest & np.isfinite(w) & (w * self.g_R <= TAU1)
+    cert = self._certify(rest & ~build, ls, lo_frame, lg) if certify else np.zeros(len(ls), np.int8)
+    rest = rest & (cert == 0)
     for mom in (False, True):
         for lof in (False, True):
             i = np.flatnonzero((build if mom else rest & ~build) & (lo_frame == lof))
@@ -928,11 +932,13 @@ def _fresh_groups(self: YJData, U, lg, ls, lo_frame, rest, bracket):
                 self._cache_coef[:, :, i] = expansion_coefficients(Mo, ls[i] * self.g_rho[i])
             self.counts['built' if mom else 'fresh'] += len(i)
             U[:, i] = S / _u_scale(ls[i] * self.g_rho[i])
+    return cert
 
 # %% ../nbs/10_yeojohnson.ipynb #84d5ab97d17b4c38ab41a2b065bbd0c0
 @patch
-def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
-    "Per group: lambda_s, c, the sum of d and the four u-sums, each in the group's own frame and unit `g_rho`."
+def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True, certify=False):
+    """Per group: lambda_s, c, the sum of d and the four u-sums, each in the group's own frame and unit `g_rho`
+    (with `certify`, also the signs `_certify` settled, whose groups' u-sums are left at 0)."""
     lg = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (self.d,))[self.g_col]
     ls = np.where(self.g_s > 0, lg, 2 - lg)
     R = self.g_R
@@ -941,10 +947,10 @@ def _group_sums(self: YJData, lmbda, bracket=None, accelerate=True):
     U = np.zeros((4, len(ls)))
     self._series_groups(U, ls, series)
     cached = self._cached_groups(U, ls, lo_frame, ~series & bool(accelerate))
-    self._fresh_groups(U, lg, ls, lo_frame, ~series & ~cached, bracket if accelerate else None)
+    cert = self._fresh_groups(U, lg, ls, lo_frame, ~series & ~cached, bracket if accelerate else None, certify)
     sd = np.where(lo_frame, self.g_sd_hi + self.g_n * (R / self.g_rho), self.g_sd_hi)  # sum of d/rho in the frame
     c = np.where(lo_frame, self.g_clo, self.g_chi)
-    return ls, c, sd, U
+    return (ls, c, sd, U, cert) if certify else (ls, c, sd, U)
 
 # %% ../nbs/10_yeojohnson.ipynb #76127f4a2f6a44fba749ea7800e59d51
 @patch
@@ -966,17 +972,10 @@ def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
     np.add.at(out['s_psi_dpsi'], jm, sm * udu_frame)
     np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cr))
 
-# %% ../nbs/10_yeojohnson.ipynb #903197826d2e44dfa0208e8f97c69327
+# %% ../nbs/10_yeojohnson.ipynb #3ddb63e2
 @patch
-def sums(
-    self: YJData,
-    lmbda,  # lambda of every feature (array of d), or one for all
-    bracket=None,  # the search's public bracket (lo, hi), to decide when to build the expansion
-    accelerate: bool = True,  # use the series and the cached expansion (False: a fresh pass every call)
-) -> YJSums:
-    "Additive statistics of every feature at `lmbda`, in the public frame `yj_frame(lmbda, anchors)`."
-    frame = yj_frame(lmbda, self.anchors)
-    ls, c, sd, U = self._group_sums(frame.lmbda, bracket, accelerate)
+def _feature_sums(self: YJData, frame: YJFrame, ls, c, sd, U) -> YJSums:
+    "The sums of every feature in `frame` from its groups' (`_group_sums`: lambda_s, c, the sum of d, the u-sums)."
     k = self.g_rho / frame.unit[self.g_col]  # each group's unit in the frame's: powers of two, 1 but at tiny scales
     if (k != 1).any():
         sd, U = sd * k, U * np.array([k, k * k, k * k, k**3])
@@ -991,6 +990,18 @@ def sums(
     if self.g_mixed.any():
         self._add_mixed(out, frame, ls, c, sd, U)
     return YJSums(self.n.copy(), **out, frame=frame)
+
+# %% ../nbs/10_yeojohnson.ipynb #903197826d2e44dfa0208e8f97c69327
+@patch
+def sums(
+    self: YJData,
+    lmbda,  # lambda of every feature (array of d), or one for all
+    bracket=None,  # the search's public bracket (lo, hi), to decide when to build the expansion
+    accelerate: bool = True,  # use the series and the cached expansion (False: a fresh pass every call)
+) -> YJSums:
+    "Additive statistics of every feature at `lmbda`, in the public frame `yj_frame(lmbda, anchors)`."
+    frame = yj_frame(lmbda, self.anchors)
+    return self._feature_sums(frame, *self._group_sums(frame.lmbda, bracket, accelerate))
 
 # %% ../nbs/10_yeojohnson.ipynb #53b55b35
 def yj_sums(
@@ -1407,6 +1418,168 @@ def tree_sums(
         caches.append(data.cache_state())
     return vals, caches
 
+# %% ../nbs/10_yeojohnson.ipynb #b0290fe4
+CERT_BINS = 2048  # bins of a group's histogram of d (equal widths on [-R, 0]) behind certified signs
+CERT_MARGIN = 1e-9  # a certified F clears 0 by this fraction of its gross size (the floating-point guard)
+
+
+@patch
+def _need_hist(self: YJData, rows):
+    "Histograms of d over the rows of groups `rows` (`CERT_BINS` equal bins of [-R, 0]) and their sums of d, once."
+    if self._H is None:
+        self._H, self._Hd = np.zeros((2, len(self.g_col), CERT_BINS))
+    rows, b = rows[~self._H_ready[rows]], np.empty(self.n_rows)
+    for g in rows:
+        np.multiply(self.D_hi[g], CERT_BINS / self.g_R[g], out=b)
+        b += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
+        np.maximum(b, 0, out=b)  # (d a rounding below -R)
+        k = b.astype(np.intp)
+        h, hd = np.bincount(k, minlength=CERT_BINS + 1), np.bincount(k, self.D_hi[g], CERT_BINS + 1)
+        h[-2] += h[-1] - (self.n_rows - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
+        self._H[g], self._Hd[g] = h[:-1], hd[:-1]
+    self._H_ready[rows] = True
+
+# %% ../nbs/10_yeojohnson.ipynb #964f114d
+@patch
+def _sum_bounds(self: YJData, i, ls, lo_frame):
+    "Lower and upper bounds of the e/t sums S_1..S_4 of groups `i` at lambda_s `ls`, from their histograms."
+    t = np.arange(CERT_BINS + 1) / CERT_BINS  # the bins' ends, from d = -R (or 0 in the D_lo frame) in units of R
+    z = (ls * self.g_R[i])[:, None] * (t - np.where(lo_frame, 0.0, 1.0)[:, None])
+    with np.errstate(all='ignore'):
+        E = np.exp(z)
+        e = E - 1
+        tt = z * E - e
+    H, ends = self._H[i], np.empty((2, 4, len(i)))
+    for k, f in enumerate((e, e * e, tt, e * tt)):
+        ends[0, k] = _einsum('ij,ij->i', H, f[:, :-1])  # every bin at its left end
+        ends[1, k] = _einsum('ij,ij->i', H, f[:, 1:])  # at its right end
+    # f is monotone in d: every bin takes its smaller value at the same end, so the smaller total is the lower bound
+    lo, hi = np.sort(ends, axis=0)
+    with np.errstate(all='ignore'):  # at the bins' means, within f''s bound times the bins' variance
+        z = ls[:, None] * (np.where(H > 0, self._Hd[i] / H, 0.0) + np.where(lo_frame, self.g_R[i], 0.0)[:, None])
+        E = np.exp(z)
+        e = E - 1
+        tt = z * E - e
+    half = (ls * self.g_R[i] / CERT_BINS) ** 2 / 8 * self.g_n[i]  # |f''| <= C lambda_s^2, variance <= (R/bins)^2/4
+    for k, (f, C) in enumerate(((e, 1.0), (e * e, 2.0), (tt, 1.0), (e * tt, 1.2))):
+        mid = _einsum('ij,ij->i', H, f)
+        lo[k], hi[k] = np.fmax(lo[k], mid - C * half), np.fmin(hi[k], mid + C * half)
+    return lo, hi
+
+# %% ../nbs/10_yeojohnson.ipynb #93380366
+def _products(a, b, c, d):
+    "The interval of x y for x in [a, b], y in [c, d]."
+    p = np.array([a * c, a * d, b * c, b * d])
+    return p.min(0), p.max(0)
+
+
+@patch
+def _certify(self: YJData, cand, ls, lo_frame, lg=None):
+    """Per group: the sign of the derivative that the histogram certifies for the one-signed groups among `cand` at
+    lambda_s `ls` (+-1), 0 where it does not (or for other groups); with `lg` (lambda per group), mixed features too."""
+    out = np.zeros(len(ls), np.int8) if lg is None else self._certify_mixed(cand, ls, lo_frame, lg)
+    i = np.flatnonzero(cand & ~self.g_mixed & (self.g_rho == 1) & (self.g_R > 0))
+    if not len(i):
+        self.counts['certified'] += int((out != 0).sum())
+        return out
+    self._need_hist(i)
+    (a1, a2, a3, a4), (b1, b2, b3, b4) = self._sum_bounds(i, ls[i], lo_frame[i])
+    n, lam = self.g_n[i], ls[i]
+    k = lam * np.where(lo_frame[i], self.g_sd_hi[i] + n * self.g_R[i], self.g_sd_hi[i])  # lambda_s S_d
+    q = _products(a1, b1, a1, b1)  # S_1^2
+    Dlo, Dhi = _products(k, k, n * a2 - q[1], n * b2 - q[0])  # lambda_s S_d (n S_2 - S_1^2)
+    Plo, Phi = _products(a1, b1, a3, b3)  # S_1 S_3
+    Flo, Fhi = Dlo - n * n * b4 + n * Plo, Dhi - n * n * a4 + n * Phi
+    gross = np.abs(k) * (n * np.maximum(abs(a2), abs(b2)) + q[1]) + n * np.maximum(abs(Plo), abs(Phi))
+    gross += n * n * np.maximum(abs(a4), abs(b4))
+    with np.errstate(invalid='ignore'):
+        sF = np.where(Flo > CERT_MARGIN * gross, 1, np.where(Fhi < -CERT_MARGIN * gross, -1, 0))
+    sF = np.where(np.isfinite(gross) & np.isfinite(Flo) & np.isfinite(Fhi), sF, 0)
+    out[i] = self.g_s[i] * np.sign(lam) * sF
+    self.counts['certified'] += int((out != 0).sum())
+    return out
+
+# %% ../nbs/10_yeojohnson.ipynb #64d08da5
+def _ilin(lo, hi, terms, const):
+    "The interval of const + sum of c * x_k over `terms` (c, k): x_k in [lo[k], hi[k]], c and const per column."
+    a, b = const.copy(), const.copy()
+    for c, k in terms:
+        a += np.minimum(c * lo[k], c * hi[k])
+        b += np.maximum(c * lo[k], c * hi[k])
+    return a, b
+
+
+def _isq(x):
+    "The interval of x^2 for x in the interval `x`."
+    a, b = x
+    return np.where((a <= 0) & (b >= 0), 0.0, np.minimum(a * a, b * b)), np.maximum(a * a, b * b)
+
+# %% ../nbs/10_yeojohnson.ipynb #1a4bfeec
+@patch
+def _certify_mixed(self: YJData, cand, ls, lo_frame, lg):
+    "Per group: the sign certified for the mixed features with both groups in `cand` (unit 1), on both; else 0."
+    out, nm = np.zeros(len(ls), np.int8), (len(self.g_col) - self.n_one) // 2
+    p = np.arange(self.n_one, self.n_one + nm)
+    ok = cand[p] & cand[p + nm] & (self.g_rho[p] == 1) & (self.g_rho[p + nm] == 1)
+    lam = np.zeros(self.d)
+    lam[self.g_col] = lg
+    f = yj_frame(lam, self.anchors)
+    p = p[ok & (f.unit[self.g_col[p]] == 1) & (self.g_R[p] > 0) & (self.g_R[p + nm] > 0)]
+    if not len(p):
+        return out
+    g = np.r_[p, p + nm]  # the positive groups, then their negative ones
+    self._need_hist(g)
+    lsg, lof, ng, s = ls[g], lo_frame[g], self.g_n[g], self.g_s[g]
+    lo, hi = np.sort(np.array(self._sum_bounds(g, lsg, lof)) / _u_scale(lsg), axis=0)  # the u-sums' intervals
+    c = np.where(lof, self.g_clo[g], self.g_chi[g])
+    M = f.M[self.g_col[g]]
+    with np.errstate(all='ignore'):
+        a, b, be = np.exp(lsg * c - M), yj_g_scaled(lsg, c, M), yj_gmu_scaled(lsg, c, M)
+        st = [  # per group: the intervals of its part of S_psi, S_psi2, S_dpsi, S_psi_dpsi (`_add_mixed`)
+            _ilin(lo, hi, [(s * a, 0)], s * ng * b),
+            _ilin(lo, hi, [(a * a, 1), (2 * a * b, 0)], ng * b * b),
+            _ilin(lo, hi, [(c * a, 0), (a, 2)], ng * be),
+            _ilin(
+                lo,
+                hi,
+                [(s * a * c * a, 1), (s * a * a, 3), (s * (a * be + b * c * a), 0), (s * a * b, 2)],
+                s * ng * b * be,
+            ),
+        ]
+        k, n = len(p), self.n[self.g_col[p]]
+        (p1, q1), (p2, q2), (p3, q3), (p4, q4) = ((x[:k] + x[k:], y[:k] + y[k:]) for x, y in st)
+        sd = s * (np.where(lof, self.g_sd_hi[g] + ng * self.g_R[g], self.g_sd_hi[g]) + ng * c)
+        phi = sd[:k] + sd[k:]  # S_phi (no interval: the groups' sums of d are known)
+        sq = _isq((p1, q1))
+        D = n * p2 - sq[1], n * q2 - sq[0]
+        P = _products(p1, q1, p3, q3)
+        E = _products(phi, phi, *D)
+        Elo, Ehi = E[0] - n * (n * q4 - P[0]), E[1] - n * (n * p4 - P[1])
+        gross = np.abs(phi) * (n * np.maximum(abs(p2), abs(q2)) + sq[1])
+        gross += n * (n * np.maximum(abs(p4), abs(q4)) + np.maximum(abs(P[0]), abs(P[1])))
+        sg = np.where(Elo > CERT_MARGIN * gross, 1, np.where(Ehi < -CERT_MARGIN * gross, -1, 0))
+    sg = np.where(np.isfinite(gross) & np.isfinite(Elo) & np.isfinite(Ehi), sg, 0)
+    out[g] = np.r_[sg, sg]
+    return out
+
+# %% ../nbs/10_yeojohnson.ipynb #77b3a802
+@patch
+def certified_sums(
+    self: YJData,
+    lmbda,  # lambda of every feature (array of d), or one for all
+    bracket=None,  # the search's public bracket (lo, hi), as for `sums`
+) -> tuple:
+    """(`sums` at `lmbda`, the signs of the derivative certified by histograms: +-1, 0 where not): a certified feature's
+    sums are NaN, its pass skipped (a pooled search's shortcut: the sign it computes would be the same)."""
+    frame = yj_frame(lmbda, self.anchors)
+    *groups, cert = self._group_sums(frame.lmbda, bracket, True, certify=True)
+    S = self._feature_sums(frame, *groups)
+    sg = np.zeros(self.d, np.int8)
+    sg[self.g_col] = cert  # (a mixed feature's two groups carry the same sign)
+    for k in YJSums.STATS[1:]:
+        getattr(S, k)[sg != 0] = np.nan
+    return S, sg
+
 # %% ../nbs/10_yeojohnson.ipynb #8c55fba33aa346cf939c9cd632996673
 def _check_holders(holders, t_max, names):
     "The holders as a list, their common anchors and the feature names; ValueError naming what is wrong."
@@ -1469,9 +1642,13 @@ def _search(holders, state, const, t_max, accelerate, branching=1):
     with np.errstate(all='ignore'):  # a sum that overflows is caught by `sign_failures`, not printed
         while state.t < t_max and not (state.converged() | const | failed).all():
             if branching == 1:  # one step: the tree of one node and its replay, without building them
-                S = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders)
-                bad = sign_failures(S, const) & ~failed
-                sg = np.where(const | failed | bad, 0, np.nan_to_num(yj_sign_from_sums(S))).astype(np.int8)
+                if len(holders) == 1 and accelerate:  # pooled: a sign its histograms certify needs no pass
+                    S, cert = holders[0].certified_sums(state.lmbda, state.bracket)
+                else:
+                    S, cert = sum(h.sums(state.lmbda, state.bracket, accelerate) for h in holders), np.zeros(d, np.int8)
+                bad = sign_failures(S, const) & ~failed & (cert == 0)
+                sg = np.where(cert != 0, cert, np.nan_to_num(yj_sign_from_sums(S)))
+                sg = np.where(const | failed | bad, 0, sg).astype(np.int8)
                 at[bad], failed = state.lmbda[bad], failed | bad
                 state = state.update(sg)
                 path.append(state.lmbda)

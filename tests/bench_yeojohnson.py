@@ -26,6 +26,7 @@ from fedgauss.testing import adversarial_inputs, mp_yj_mle  # noqa: E402
 from scipy import stats  # noqa: E402
 from sklearn.preprocessing import PowerTransformer  # noqa: E402
 from fedgauss.yeojohnson import TILE_VALUES, YJData, YeoJohnsonTransformer, exp_yj, exp_yj_search  # noqa: E402
+from fedgauss.yeojohnson import K1, LAMBDA_RTOL, _running_total, _tiles  # noqa: E402  (--blas only)
 from fedgauss.data import SKEWED_FAMILIES, make_skewed_features  # noqa: E402
 
 FAMILIES = SKEWED_FAMILIES
@@ -72,9 +73,9 @@ class _Timed(YJData):
         self.log, self.step = [], 0
         super().__init__(X)
 
-    def sums(self, *a, **k):
+    def _group_sums(self, *a, **k):  # once per step (`sums` or `certified_sums`)
         self.step += 1
-        return super().sums(*a, **k)
+        return super()._group_sums(*a, **k)
 
     def _fresh(self, rows, lo_frame, ls, moments, values=TILE_VALUES):
         t = time.perf_counter()
@@ -124,7 +125,7 @@ def profile(args):
     print(f"  fresh passes (sign only): {fresh / G:5.2f} x all groups, {1e3 * t_fresh:6.1f} ms")
     print(f"  builds (pass + moments):  {built / G:5.2f} x all groups, {1e3 * t_built:6.1f} ms")
     print(
-        f"  rest of the search (series, cached expansion, D_lo, P_k, bookkeeping): {1e3 * (t3 - t2 - t_fresh - t_built):6.1f} ms"
+        f"  rest of the search (series, cached expansion, D_lo, P_k, histograms and certificates, bookkeeping): {1e3 * (t3 - t2 - t_fresh - t_built):6.1f} ms"
     )
     print(
         f"  one fresh pass over all groups {1e3 * one_pass:6.1f} ms ({1e9 * one_pass / (G * n):.2f} ns a value); "
@@ -333,6 +334,123 @@ def accuracy():
         print(f"  ExpYJ off by > 1e-6: {int((e[:, 0] > 1e-6).sum())}")
 
 
+# ------------------------------------------------------------------ --blas: the sums as matrix products (issue 32)
+class _ProductData(YJData):
+    """A YJData whose passes take their sums as matrix products (BLAS) instead of one NumPy reduction per sum: `where`
+    'passes' (the sign-only passes), 'builds' (the build passes: the four sums and the 2 (K1 + 2) expansion moments)
+    or 'both'. The experiment behind nb10's note on BLAS; not the library's arithmetic (the last bits differ)."""
+
+    ROWS = 2048  # rows per block at most
+    SPLIT = (6, 4)  # moments: d^(P j + i) = d^(P j) d^i, i < P, j < Q (P Q >= K1 + 2)
+
+    def __init__(self, X, where='both'):
+        self.where = where
+        super().__init__(X)
+
+    @staticmethod
+    def _sums(part, W, E):
+        "W: k x 3 x m, rows (1, e, t) with z in row 2 on entry; E: work. One product per group: sums e, e^2, t, e t."
+        z, e = W[:, 2], W[:, 1]
+        np.exp(z, out=E)
+        np.subtract(E, 1, out=e)
+        z *= E
+        z -= e  # t = z E - e, as `_add_sums`
+        G = np.matmul(W[:, :2], W[:, 1:].transpose(0, 2, 1)).reshape(-1, 4)  # (sum e, sum t, sum e^2, sum e t)
+        part[...] = G.T[[0, 2, 1, 3]]
+
+    def _moments(self, part, E, d, R, L):
+        "A_k = sum E d^k, C_k = sum E^2 d^k (k <= K1 + 1) by one product per group: (E d^(Pj), E^2 d^(Pj)) x d^i."
+        P, Q = self.SPLIT
+        R[:, 0], R[:, 1] = 1.0, d
+        for i in range(2, P):
+            np.multiply(R[:, i - 1], d, out=R[:, i])
+        L[:, 0] = E
+        np.multiply(E, E, out=L[:, Q])
+        dP = np.multiply(R[:, P // 2], R[:, P - P // 2], out=L[:, Q - 1])  # d^P, in the row written last
+        for j in range(1, Q):
+            np.multiply(L[:, Q + j - 1], dP, out=L[:, Q + j])
+        for j in range(1, Q):  # (the last product overwrites d^P elementwise: no value is read after its write)
+            np.multiply(L[:, j - 1], dP, out=L[:, j])
+        M = np.matmul(L, R.transpose(0, 2, 1))  # (k, 2Q, P): [w Q + j, i] = sum W_w d^(P j + i)
+        part[...] = M.reshape(-1, 2, Q * P)[:, :, : K1 + 2].transpose(1, 2, 0)
+
+    def _fresh(self, rows, lo_frame, ls, moments, values=TILE_VALUES):
+        if self.where != 'both' and (self.where == 'builds') != bool(moments):
+            return super()._fresh(rows, lo_frame, ls, moments, values)
+        r, n = len(rows), self.n_rows
+        if lo_frame:
+            self._need_lo(rows)
+        src = self.D_lo if lo_frame else self.D_hi
+        ch = min(self._chunk(r), self.ROWS)  # short blocks: the products' buffers stay in cache for few groups too
+        nb = -(-n // ch)
+        part = np.zeros((4, nb + 1, r))
+        mpart = np.zeros((2, K1 + 2, nb + 1, r)) if moments else None
+        for b, s0 in enumerate(range(0, n, ch), 1):
+            m = min(ch, n - s0)
+            for t in _tiles(r, m, values // 4):  # (the buffers of the moments hold 15 rows a group)
+                k = t.stop - t.start
+                W, E, R, L = self._product_buffers(k, m)
+                W[:, 0] = 1.0
+                d = src[rows[t], s0 : s0 + m]
+                np.multiply(d, ls[t, None], out=W[:, 2])
+                self._sums(part[:, b, t], W, E)
+                if moments:
+                    dm = d * self._irho[rows[t], None] if self._scaled else d
+                    self._moments(mpart[:, :, b, t], E, dm, R, L)
+        return _running_total(part), None if mpart is None else _running_total(mpart)
+
+    def _product_buffers(self, k, m):
+        "Work buffers W (k x 3 x m), E (k x m), R (k x P x m), L (k x 2Q x m), kept between tiles."
+        key = (k, m)
+        if getattr(self, '_pb_key', None) != key:
+            self._pb_key = key
+            P, Q = self.SPLIT
+            self._pb = (np.empty((k, 3, m)), np.empty((k, m)), np.empty((k, P, m)), np.empty((k, 2 * Q, m)))
+        return self._pb
+
+
+def blas(args):
+    "The sums as matrix products: the cost of a pass and of a build, and what the fit's lambdas, path and signs do."
+    X = skewed_features(args.n, args.d, args.seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        h, hp = YJData(X), _ProductData(X)
+        G, n = len(h.g_col), h.n_rows
+        rows, ls = np.arange(G), np.full(G, 0.7)
+        print(
+            f"sums as matrix products (OpenBLAS dgemm), {n:,} x {args.d} ({G} sign groups), one pass over all groups:"
+        )
+        for mom, what in ((False, 'sign-only pass'), (True, 'build (sums + moments)')):
+            a, b = h._fresh(rows, False, ls, mom), hp._fresh(rows, False, ls, mom)
+            T = {0: [], 1: []}
+            for r in range(args.repeat):
+                for i in (0, 1) if r % 2 == 0 else (1, 0):
+                    T[i].append(timed(lambda: (h, hp)[i]._fresh(rows, False, ls, mom))[0])
+            rel = max(np.max(np.abs(x - y) / np.abs(x)) for x, y in zip(a, b) if x is not None)
+            print(
+                f"  {what:24s} reductions {1e9 * min(T[0]) / (G * n):6.2f} ns a value, products {1e9 * min(T[1]) / (G * n):6.2f}"
+                f" (best of {args.repeat}); largest relative difference of a sum or moment {rel:.1e}"
+            )
+        fits = {'reductions (library)': None, 'products in sign-only passes': 'passes', 'products in builds': 'builds'}
+        fits['products in both'] = 'both'
+        res, T = {}, {k: [] for k in fits}
+        for r in range(args.repeat):
+            for k in list(fits) if r % 2 == 0 else list(fits)[::-1]:
+                mk = (lambda: YJData(X)) if fits[k] is None else (lambda: _ProductData(X, fits[k]))
+                dt, res[k] = timed(lambda: exp_yj_search([mk()]))
+                T[k].append(dt)
+    ref = res['reductions (library)']
+    print(f"ExpYJ fits (preparation + search, best of {args.repeat}), and their search against the library's:")
+    for k, r in res.items():
+        d = (r.signs != ref.signs).any(0) if r.signs.shape == ref.signs.shape else np.ones(args.d, bool)
+        d |= r.lambdas != ref.lambdas
+        dl = np.abs(r.lambdas - ref.lambdas) / np.maximum(1, np.abs(ref.lambdas))
+        print(
+            f"  {k:30s} {min(T[k]):6.3f} s; features whose signs or lambda differ: {int(d.sum()):3d} of {args.d}; "
+            f"largest |lambda difference| / max(1, |lambda|) {dl.max():.1e} ({dl.max() / LAMBDA_RTOL:.1f} x LAMBDA_RTOL)"
+        )
+
+
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--n', type=int, default=100_000)
@@ -351,6 +469,9 @@ if __name__ == '__main__':
     ap.add_argument('--csv', metavar='PATH', help="with --ab: write the A/B table there (nbs/10_yeojohnson_speed.csv)")
     ap.add_argument('--profile', action='store_true', help="where one fit's time goes: steps, passes, cost per pass")
     ap.add_argument(
+        '--blas', action='store_true', help='the sums as matrix products: cost, and the change of the search'
+    )
+    ap.add_argument(
         '--no-screen',
         action='store_true',
         help='skip the mpmath check of the features where ExpYJ and scikit-learn disagree',
@@ -364,5 +485,7 @@ if __name__ == '__main__':
         digest(args)
     if args.profile:
         profile(args)
+    if args.blas:
+        blas(args)
     if args.ab:
         ab(args)

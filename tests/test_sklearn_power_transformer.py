@@ -20,6 +20,15 @@ from sklearn.utils import shuffle
 from fedgauss.securefedyj import FedYeoJohnsonTransformer
 from fedgauss.yeojohnson import YeoJohnsonTransformer
 
+
+@pytest.fixture(autouse=True)
+def same_searches_as_recorded(monkeypatch, request):
+    "Every ExpYJ search of the test has the lambdas, path and signs recorded before the sums became BLAS products."
+    from yj_paths import check_paths
+
+    yield from check_paths(monkeypatch, request.module)
+
+
 iris = datasets.load_iris()
 rng = np.random.RandomState(0)
 n_features, n_samples = 30, 1000

@@ -42,6 +42,14 @@ from fedgauss.testing import MPYeoJohnson, adversarial_inputs, mp_overflow_bound
 RTOL = 1e-6  # the accuracy claim: relative error to the maximum-likelihood lambda
 
 
+@pytest.fixture(autouse=True)
+def same_searches_as_recorded(monkeypatch, request):
+    "Every ExpYJ search of the test has the lambdas, path and signs recorded before the sums became BLAS products."
+    from yj_paths import check_paths
+
+    yield from check_paths(monkeypatch, request.module)
+
+
 @pytest.fixture(scope='module')
 def bc():
     X, _ = load_breast_cancer()
@@ -807,3 +815,81 @@ def test_one_step_rounds_are_the_tree_of_one_node():
         ref.append(s.lmbda)
     np.testing.assert_array_equal(np.array(path), np.array(ref))
     assert not failed.any() and state.t == s.t
+
+
+# ------------------------------------------------------------------ the searches as recorded (issue 32, exp_yj) ----
+from yj_paths import NAMES, compare_named, named_input
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_named_data_keep_their_lambdas_path_and_signs(name):
+    """The bench's 100,000 x 50 (and SecureFedYJ's 100,000 x 30), breast cancer and the numeric columns of Adult, credit
+    default and bank: lambdas, search path and signs equal, bit for bit, to those recorded on main f6b38cd, before the
+    sums' reductions became matrix products (tests/yj_paths.py)."""
+    assert compare_named(name, named_input(name)) == ''
+
+
+# ------------------------------------------------------------------ certified signs (issue 32, exp_yj) ------------
+def _uncertified_search(monkeypatch, X, **kw):
+    "exp_yj_search as before the certified signs: every sign-only pass made (`certified_sums` certifies nothing)."
+    with monkeypatch.context() as m:
+        m.setattr(_yjmod.YJData, '_certify', lambda self, cand, ls, lo, lg=None: np.zeros(len(ls), np.int8))
+        return exp_yj_search([YJData(X)], **kw)
+
+
+def _certified_cases():
+    "Data sets for the certificates: the tiles' and b-steps' inputs (NaN, tiny scales, constants, bounds, mixed)."
+    return {**_tile_inputs(), **{f'b-step: {k}': v for k, v in _branching_cases().items()}}
+
+
+@pytest.mark.parametrize('name', list(_certified_cases()))
+def test_certified_search_is_the_search_bit_for_bit(name, monkeypatch):
+    "The pooled search that skips certified passes has the lambdas, path, signs, means and variances of the one without."
+    X = _certified_cases()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        h = YJData(X)
+        got = exp_yj_search([h])
+        ref = _uncertified_search(monkeypatch, X)
+    for k in ('lambdas', 'path', 'signs', 'mean', 'var', 'converged'):
+        np.testing.assert_array_equal(getattr(got, k), getattr(ref, k), err_msg=k)
+
+
+def test_certified_signs_skip_passes_on_skewed_data(monkeypatch):
+    "On skewed data most sign-only evaluations are certified (no pass), mixed features' too; the others are the passes."
+    X = make_skewed_features(20_000, 20, rng=5)
+    h = YJData(X)
+    exp_yj_search([h])
+    monkeypatch.setattr(_yjmod.YJData, '_certify', lambda self, cand, ls, lo, lg=None: np.zeros(len(ls), np.int8))
+    r = YJData(X)
+    exp_yj_search([r])
+    assert r.counts['certified'] == 0 and h.counts['certified'] >= r.counts['fresh'] / 2
+    assert h.counts['fresh'] + h.counts['certified'] == r.counts['fresh']
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    x=arrays(np.float64, st.integers(3, 200), elements=st.floats(-1e6, 1e6, allow_nan=False, width=64)),
+    signs=st.sampled_from(['mixed', 'positive', 'negative']),
+    lam=st.floats(-40, 40, allow_nan=False),
+)
+def test_property_certified_sign_is_the_computed_sign(x, signs, lam):
+    "Wherever a histogram certifies a sign, it is the sign the float sums give (one-signed or mixed data, any lambda)."
+    x = {'mixed': x, 'positive': np.abs(x), 'negative': -np.abs(x)}[signs]
+    if np.unique(x).size < 2:
+        return
+    with np.errstate(all='ignore'):
+        S, sg = YJData(x).certified_sums(lam)
+        ref = yj_sign_from_sums(YJData(x).sums(lam))
+    if sg[0]:
+        assert sg[0] == ref[0] and np.isnan(S.s_psi[0])
+
+
+def test_no_sign_is_certified_at_the_maximizer(bc):
+    "At the fitted lambda (within the rounding of the sums) the derivative is ~0: the guard certifies nothing there."
+    X = bc.to_numpy()
+    lam = exp_yj(X)
+    h = YJData(X)
+    for dl in (0.0, 1e-13, -1e-13):
+        _, sg = h.certified_sums(lam * (1 + dl))
+        assert (sg == 0).all()
