@@ -4,7 +4,8 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import collections, itertools, math, multiprocessing, numbers, os, secrets, statistics, threading, time, weakref
+import collections, itertools, math, mmap, multiprocessing, numbers, os, secrets, statistics, struct, threading
+import time, weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,9 +17,9 @@ from .smc import FixedPointOverflow
 
 # %% auto #0
 __all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'n_workers',
-           'chunk_bounds', 'parallel_map', 'WorkerPool', 'worker_seconds', 'FixedBase', 'fixed_base_window',
-           'ObfuscatorTable', 'obfuscator_table', 'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots',
-           'time_per_op', 'compare_with_phe']
+           'chunk_bounds', 'parallel_map', 'WorkerPool', 'worker_seconds', 'SharedInts', 'FixedBase',
+           'fixed_base_window', 'ObfuscatorTable', 'obfuscator_table', 'FixedPoint', 'slots_per_plaintext',
+           'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -620,6 +621,45 @@ def worker_seconds() -> float:
             except OSError:  # no /proc, or the process has just ended
                 pass
     return total / tick
+
+# %% ../nbs/32_paillier.ipynb #8935f9f2
+class SharedInts:
+    """Non-negative integers in memory shared with the processes forked after it (a `WorkerPool`'s): written here with
+    `put`, read there with `get` (converted once per `put`); the processes keep their fork when the values change."""
+
+    def __init__(
+        self,
+        capacity: int,  # the most integers it holds
+        nbytes: int,  # bytes of each: every value is below 2^(8 nbytes)
+    ):
+        self.capacity, self.nbytes = _check_int(capacity, 'capacity'), _check_int(nbytes, 'nbytes', 1)
+        self.buf = mmap.mmap(-1, 16 + self.capacity * self.nbytes)  # anonymous, MAP_SHARED: the forks see the writes
+        self.seen = (0, [])  # (version, the integers) as this process last converted them
+
+    def put(
+        self,
+        values,  # at most `capacity` integers in [0, 2^(8 nbytes))
+    ):
+        "Write `values` in place of the last ones; every process reads them at its next `get`."
+        values = list(values)
+        if len(values) > self.capacity:
+            raise ValueError(f"{len(values)} values for a SharedInts of capacity {self.capacity}")
+        try:
+            data = b''.join([int(v).to_bytes(self.nbytes, 'little') for v in values])
+        except OverflowError:
+            bad = next(v for v in values if not 0 <= int(v) < 1 << 8 * self.nbytes)
+            raise ValueError(f"a value does not fit {self.nbytes} unsigned bytes: {bad!r:.40}") from None
+        version = struct.unpack_from('<Q', self.buf)[0] + 1
+        self.buf[16 : 16 + len(data)] = data
+        self.buf[:16] = struct.pack('<QQ', version, len(values))
+
+    def get(self) -> list:
+        "The integers last `put` (as gmpy2 integers when installed), converted here once per `put`."
+        version, k = struct.unpack_from('<QQ', self.buf)
+        if self.seen[0] != version:
+            mpz, nb, raw = _backend()[0], self.nbytes, self.buf[16 : 16 + k * self.nbytes]
+            self.seen = (version, [mpz(int.from_bytes(raw[i : i + nb], 'little')) for i in range(0, len(raw), nb)])
+        return self.seen[1]
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 def _digits(xs: list, rows: int, w: int) -> np.ndarray:
