@@ -663,11 +663,12 @@ class SharedInts:
 
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 def _digits(xs: list, rows: int, w: int) -> np.ndarray:
-    "The `rows` base-2^w digits of each x (< 2^(rows w)), lowest first: an array (len(xs), rows), by bytes and bits."
-    nb = -(-rows * w // 8)
-    raw = np.frombuffer(b''.join(x.to_bytes(nb, 'little') for x in xs), np.uint8).reshape(len(xs), nb)
-    bits = np.unpackbits(raw, axis=1, bitorder='little')[:, : rows * w].reshape(len(xs), rows, w)
-    return bits.astype(np.int64) @ (1 << np.arange(w, dtype=np.int64))
+    "The `rows` base-2^w digits of each x (< 2^(rows w)), lowest first: an array (len(xs), rows), each from 3 bytes."
+    nb = -(-rows * w // 8) + 2  # two zero bytes on top: the three bytes a digit spans (w <= 16) are all inside
+    raw = np.frombuffer(b''.join([x.to_bytes(nb, 'little') for x in xs]), np.uint8).reshape(len(xs), nb)
+    at = np.arange(rows) * w  # the digits' first bits
+    byte = lambda k: raw[:, at // 8 + k].astype(np.int64) << 8 * k
+    return ((byte(0) | byte(1) | byte(2)) >> at % 8) & ((1 << w) - 1)
 
 
 class FixedBase:
@@ -698,12 +699,26 @@ class FixedBase:
         xs,  # exponents, each 0 <= x < 2^exponent_bits
     ) -> list:
         "h^x mod modulus for each x in `xs`: row by row over the batch, each row's entries used while in cache."
+        return self.products(self.digits(xs))
+
+    def digits(
+        self,
+        xs,  # exponents, each 0 <= x < 2^exponent_bits
+    ) -> list:
+        "The exponents' base-2^w digits, a list per table row (a table of the same window and length reads them too)."
         xs, top = [int(x) for x in xs], 1 << self.exponent_bits
         bad = next((x for x in xs if not 0 <= x < top), None)
         if bad is not None:  # its high digits would be dropped
             raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {bad!r:.40}")
-        m, accs = self.modulus, [self.table[0][0]] * len(xs)
-        for row, col in zip(self.table, _digits(xs, len(self.table), self.window).T.tolist()):
+        return _digits(xs, len(self.table), self.window).T.tolist()
+
+    def products(
+        self,
+        cols: list,  # the exponents' digits, a list per row (`digits`)
+    ) -> list:
+        "The powers of the exponents whose digits are `cols`: one product per row and exponent."
+        m, accs = self.modulus, [self.table[0][0]] * len(cols[0])
+        for row, col in zip(self.table, cols):
             accs = [a * row[d] % m if d else a for a, d in zip(accs, col)]  # 1 * row[d] % m = row[d]: as before
         return accs
 
@@ -780,9 +795,9 @@ def _jobs(self: ObfuscatorTable, k: int, rng, workers) -> list:
 
 def _table_powers(table: ObfuscatorTable, xs: list) -> list:
     "h^x mod n^2 for each x: from the one table, or from the two tables mod p^2 and q^2 recombined (CRT)."
-    if len(table.tables) == 1:
-        return table.tables[0].powers(xs)
-    return table.key._crt_combine(table.tables[0].powers(xs), table.tables[1].powers(xs))
+    t = table.tables
+    cols = t[0].digits(xs)  # the two tables have one window and length: the digits once
+    return t[0].products(cols) if len(t) == 1 else table.key._crt_combine(t[0].products(cols), t[1].products(cols))
 
 # %% ../nbs/32_paillier.ipynb #af0ecf77
 @patch
