@@ -311,7 +311,7 @@ def _block_jobs(entries, K: int, S: int, q: int, workers: int, power: int = 100)
     blk = slot // S * per + slot % S // q
     cost = np.bincount(blk, weights=entries, minlength=K * per) + power * (np.bincount(blk, minlength=K * per) - 1)
     workers = int(workers)
-    k = 1 if workers <= 1 else int(min(8 * workers, K * per, cost.sum() // 5000 + 1))
+    k = 1 if workers <= 1 else int(min(16 * workers, K * per, cost.sum() // 2500 + 1))
     cut = np.searchsorted(np.cumsum(cost), cost.sum() * np.arange(1, k) / k).tolist()
     b = sorted(set([0] + [c + 1 for c in cut if c + 1 < K * per] + [K * per]))
     return list(zip(b[:-1], b[1:]))
