@@ -789,8 +789,7 @@ def draw_later(
 @patch
 def _jobs(self: ObfuscatorTable, k: int, rng, workers) -> list:
     """The exponents of `k` obfuscators in one bulk draw from the secret generator, in one chunk per worker: the
-    larger a batch, the more often each table entry is read while in cache (10,000 powers a batch cost 0.85 times as
-    much each as 312 a batch, 2048-bit key, 11-bit window)."""
+    larger a batch, the more often each table entry is read while in cache (see *Batch size*)."""
     rng = _secret(rng)
     xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()
     return [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64, per_worker=1)]
