@@ -4,7 +4,8 @@
 
 # %% ../nbs/32_paillier.ipynb #a9527d84
 from __future__ import annotations
-import collections, itertools, math, multiprocessing, numbers, os, secrets, statistics, threading, time, weakref
+import collections, itertools, math, mmap, multiprocessing, numbers, os, secrets, statistics, struct, threading
+import time, weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,9 +17,9 @@ from .smc import FixedPointOverflow
 
 # %% auto #0
 __all__ = ['random_prime', 'PaillierPublicKey', 'PaillierPrivateKey', 'generate_paillier_keypair', 'EncryptedNumber', 'n_workers',
-           'chunk_bounds', 'parallel_map', 'WorkerPool', 'worker_seconds', 'FixedBase', 'fixed_base_window',
-           'ObfuscatorTable', 'obfuscator_table', 'FixedPoint', 'slots_per_plaintext', 'pack_slots', 'unpack_slots',
-           'time_per_op', 'compare_with_phe']
+           'chunk_bounds', 'parallel_map', 'WorkerPool', 'worker_seconds', 'SharedInts', 'FixedBase',
+           'fixed_base_window', 'ObfuscatorTable', 'obfuscator_table', 'FixedPoint', 'slots_per_plaintext',
+           'pack_slots', 'unpack_slots', 'time_per_op', 'compare_with_phe']
 
 # %% ../nbs/32_paillier.ipynb #d335e50c
 try:
@@ -403,10 +404,11 @@ def chunk_bounds(
     n: int,  # items
     workers: int,  # processes (or a `WorkerPool`)
     min_size: int = 1,  # fewest items worth a job of their own
+    per_worker: int = 4,  # most chunks per worker (more: a shorter wait for a batch's last one)
 ) -> list:
-    "(start, stop) of contiguous chunks of `n` items: one without workers, else up to 4 per worker of >= `min_size`."
+    "(start, stop) of contiguous chunks of `n` items: one without workers, else up to `per_worker` per worker."
     workers = int(workers)
-    k = 1 if workers <= 1 else max(1, min(4 * workers, n // max(1, min_size)))
+    k = 1 if workers <= 1 else max(1, min(per_worker * workers, n // max(1, min_size)))
     b = np.linspace(0, n, k + 1).astype(int).tolist()
     return list(zip(b[:-1], b[1:]))
 
@@ -621,13 +623,53 @@ def worker_seconds() -> float:
                 pass
     return total / tick
 
+# %% ../nbs/32_paillier.ipynb #8935f9f2
+class SharedInts:
+    """Non-negative integers in memory shared with the processes forked after it (a `WorkerPool`'s): written here with
+    `put`, read there with `get` (converted once per `put`); the processes keep their fork when the values change."""
+
+    def __init__(
+        self,
+        capacity: int,  # the most integers it holds
+        nbytes: int,  # bytes of each: every value is below 2^(8 nbytes)
+    ):
+        self.capacity, self.nbytes = _check_int(capacity, 'capacity'), _check_int(nbytes, 'nbytes', 1)
+        self.buf = mmap.mmap(-1, 16 + self.capacity * self.nbytes)  # anonymous, MAP_SHARED: the forks see the writes
+        self.seen = (0, [])  # (version, the integers) as this process last converted them
+
+    def put(
+        self,
+        values,  # at most `capacity` integers in [0, 2^(8 nbytes))
+    ):
+        "Write `values` in place of the last ones; every process reads them at its next `get`."
+        values = list(values)
+        if len(values) > self.capacity:
+            raise ValueError(f"{len(values)} values for a SharedInts of capacity {self.capacity}")
+        try:
+            data = b''.join([int(v).to_bytes(self.nbytes, 'little') for v in values])
+        except OverflowError:
+            bad = next(v for v in values if not 0 <= int(v) < 1 << 8 * self.nbytes)
+            raise ValueError(f"a value does not fit {self.nbytes} unsigned bytes: {bad!r:.40}") from None
+        version = struct.unpack_from('<Q', self.buf)[0] + 1
+        self.buf[16 : 16 + len(data)] = data
+        self.buf[:16] = struct.pack('<QQ', version, len(values))
+
+    def get(self) -> list:
+        "The integers last `put` (as gmpy2 integers when installed), converted here once per `put`."
+        version, k = struct.unpack_from('<QQ', self.buf)
+        if self.seen[0] != version:
+            mpz, nb, raw = _backend()[0], self.nbytes, self.buf[16 : 16 + k * self.nbytes]
+            self.seen = (version, [mpz(int.from_bytes(raw[i : i + nb], 'little')) for i in range(0, len(raw), nb)])
+        return self.seen[1]
+
 # %% ../nbs/32_paillier.ipynb #eb215f7f
 def _digits(xs: list, rows: int, w: int) -> np.ndarray:
-    "The `rows` base-2^w digits of each x (< 2^(rows w)), lowest first: an array (len(xs), rows), by bytes and bits."
-    nb = -(-rows * w // 8)
-    raw = np.frombuffer(b''.join(x.to_bytes(nb, 'little') for x in xs), np.uint8).reshape(len(xs), nb)
-    bits = np.unpackbits(raw, axis=1, bitorder='little')[:, : rows * w].reshape(len(xs), rows, w)
-    return bits.astype(np.int64) @ (1 << np.arange(w, dtype=np.int64))
+    "The `rows` base-2^w digits of each x (< 2^(rows w)), lowest first: an array (len(xs), rows), each from 3 bytes."
+    nb = -(-rows * w // 8) + 2  # two zero bytes on top: the three bytes a digit spans (w <= 16) are all inside
+    raw = np.frombuffer(b''.join([x.to_bytes(nb, 'little') for x in xs]), np.uint8).reshape(len(xs), nb)
+    at = np.arange(rows) * w  # the digits' first bits
+    byte = lambda k: raw[:, at // 8 + k].astype(np.int64) << 8 * k
+    return ((byte(0) | byte(1) | byte(2)) >> at % 8) & ((1 << w) - 1)
 
 
 class FixedBase:
@@ -658,12 +700,26 @@ class FixedBase:
         xs,  # exponents, each 0 <= x < 2^exponent_bits
     ) -> list:
         "h^x mod modulus for each x in `xs`: row by row over the batch, each row's entries used while in cache."
+        return self.products(self.digits(xs))
+
+    def digits(
+        self,
+        xs,  # exponents, each 0 <= x < 2^exponent_bits
+    ) -> list:
+        "The exponents' base-2^w digits, a list per table row (a table of the same window and length reads them too)."
         xs, top = [int(x) for x in xs], 1 << self.exponent_bits
         bad = next((x for x in xs if not 0 <= x < top), None)
         if bad is not None:  # its high digits would be dropped
             raise ValueError(f"an exponent must be in [0, 2^{self.exponent_bits}); got {bad!r:.40}")
-        m, accs = self.modulus, [self.table[0][0]] * len(xs)
-        for row, col in zip(self.table, _digits(xs, len(self.table), self.window).T.tolist()):
+        return _digits(xs, len(self.table), self.window).T.tolist()
+
+    def products(
+        self,
+        cols: list,  # the exponents' digits, a list per row (`digits`)
+    ) -> list:
+        "The powers of the exponents whose digits are `cols`: one product per row and exponent."
+        m, accs = self.modulus, [self.table[0][0]] * len(cols[0])
+        for row, col in zip(self.table, cols):
             accs = [a * row[d] % m if d else a for a, d in zip(accs, col)]  # 1 * row[d] % m = row[d]: as before
         return accs
 
@@ -726,23 +782,24 @@ def draw_later(
     pool: WorkerPool,  # the processes that compute them, in the background
 ):
     "`draw`, the exponents drawn now, in order, the products as the processes idle (`submit`): returns a waiter."
-    wait = pool.submit(_table_powers, self, self._jobs(k, rng, 4 * int(pool)), idle=True)  # small jobs, while idle
+    wait = pool.submit(_table_powers, self, self._jobs(k, rng, pool), idle=True)  # while the processes would idle
     return lambda: [r for part in wait() for r in part]
 
 
 @patch
 def _jobs(self: ObfuscatorTable, k: int, rng, workers) -> list:
-    "The exponents of `k` obfuscators in one bulk draw from the secret generator, in chunks for `workers`."
+    """The exponents of `k` obfuscators in one bulk draw from the secret generator, in one chunk per worker: the
+    larger a batch, the more often each table entry is read while in cache (see *Batch size*)."""
     rng = _secret(rng)
     xs = secret_ints(secret_rng() if rng is None else rng, k, self.exponent_bits).tolist()
-    return [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64)]
+    return [(xs[a:b],) for a, b in chunk_bounds(len(xs), workers, 64, per_worker=1)]
 
 
 def _table_powers(table: ObfuscatorTable, xs: list) -> list:
     "h^x mod n^2 for each x: from the one table, or from the two tables mod p^2 and q^2 recombined (CRT)."
-    if len(table.tables) == 1:
-        return table.tables[0].powers(xs)
-    return table.key._crt_combine(table.tables[0].powers(xs), table.tables[1].powers(xs))
+    t = table.tables
+    cols = t[0].digits(xs)  # the two tables have one window and length: the digits once
+    return t[0].products(cols) if len(t) == 1 else table.key._crt_combine(t[0].products(cols), t[1].products(cols))
 
 # %% ../nbs/32_paillier.ipynb #af0ecf77
 @patch
@@ -900,7 +957,7 @@ def decrypt_many(
     "Plaintexts of all `cs` in [0, n): the CRT decryption, with the exponentiations batched."
     pk = self.public_key
     cs = [pk._check_ciphertext(c) for c in (cs if isinstance(cs, list) else list(np.asarray(cs, dtype=object).ravel()))]
-    jobs = [(cs[a:b],) for a, b in chunk_bounds(len(cs), workers, 4)]
+    jobs = [(cs[a:b],) for a, b in chunk_bounds(len(cs), workers, 4, per_worker=16)]  # the last job short
     return [m for part in parallel_map(_decrypt_batch, self, jobs, workers) for m in part]
 
 

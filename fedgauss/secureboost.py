@@ -19,6 +19,7 @@ from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, 
 from .gbdt import HistLayout, PlainHistograms, SoftmaxLoss, Splits, newton_weight, snap_to_grid, structure_score
 from fedgauss.paillier import (
     PaillierPublicKey,
+    SharedInts,
     WorkerPool,
     generate_paillier_keypair,
     obfuscator_table,
@@ -219,10 +220,25 @@ class PassiveParty(_SBParty):
         self.q = bins_per_ciphertext(self.pk.n)
 
     def start_tree(self):
-        cts, C = [_mpz(c) for c in self.receive('gh')], len(self.widths)  # E(G_i 2^s + H_i): C per row, row by row
-        self.cts = [cts[j::C] for j in range(C)]  # chunk j of every row (one chunk but with multi-output trees)
-        self.shared = (self.pk, self.cts)  # what the workers hold for this tree's histograms
+        self.shared = self._tree_ciphertexts(self.receive('gh'))  # E(G_i 2^s + H_i): C per row, row by row
         self.node = np.zeros(len(self.codes), np.intp)
+
+# %% ../nbs/33_secureboost.ipynb #754b8577
+@patch
+def _tree_ciphertexts(self: PassiveParty, got) -> tuple:
+    """(the key, the ciphertexts of each chunk of classes) the histograms read this tree: gmpy2 integers here, or with
+    worker processes `SharedInts` the pool holds for the whole fit (so it forks once a fit, not once a tree)."""
+    C = len(self.widths)  # chunk j of every row: one chunk but with multi-output trees
+    if int(self.workers) <= 1:
+        cts = [_mpz(c) for c in got]
+        return self.pk, [cts[j::C] for j in range(C)]
+    rows, held = len(got) // C, getattr(self, '_held', None)
+    if held is None or len(held[1]) != C or held[1][0].capacity < rows:
+        nb = (int(self.pk.nsquare).bit_length() + 7) // 8
+        self._held = held = (self.pk, [SharedInts(rows, nb) for _ in range(C)])
+    for j, s in enumerate(held[1]):
+        s.put(got[j::C])
+    return held
 
 # %% ../nbs/33_secureboost.ipynb #cc9adb56
 @patch
@@ -272,6 +288,7 @@ def _packed_blocks(shared: tuple, i: int, q: int, S: int, per: int, w: int, lo: 
     """Compressed ciphertexts `lo` to `hi - 1` of chunk `i` (block b of node j is number j per + b): its bins' products,
     compressed; `shared` is (the public key, every chunk's ciphertexts), the rest `_block_slice`'s slots and rows."""
     pk, cts = shared[0], shared[1][i]
+    cts = cts.get() if isinstance(cts, SharedInts) else cts  # in a worker: this tree's, converted at its first job
     n2, out = pk.nsquare, []
     for blk in range(lo, hi):
         j, b = divmod(blk, per)
@@ -294,7 +311,7 @@ def _block_jobs(entries, K: int, S: int, q: int, workers: int, power: int = 100)
     blk = slot // S * per + slot % S // q
     cost = np.bincount(blk, weights=entries, minlength=K * per) + power * (np.bincount(blk, minlength=K * per) - 1)
     workers = int(workers)
-    k = 1 if workers <= 1 else int(min(8 * workers, K * per, cost.sum() // 5000 + 1))
+    k = 1 if workers <= 1 else int(min(16 * workers, K * per, cost.sum() // 2500 + 1))
     cut = np.searchsorted(np.cumsum(cost), cost.sum() * np.arange(1, k) / k).tolist()
     b = sorted(set([0] + [c + 1 for c in cut if c + 1 < K * per] + [K * per]))
     return list(zip(b[:-1], b[1:]))

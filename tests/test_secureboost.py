@@ -973,10 +973,11 @@ def test_the_obfuscator_table_built_at_setup_changes_no_message(monkeypatch):
 
 
 # ---- worker processes kept between batches (issue 32) ----
-def test_worker_processes_fork_once_a_fit_at_the_active_party_and_once_a_tree_at_a_passive_one(monkeypatch):
+def test_worker_processes_fork_once_a_fit_at_every_party(monkeypatch):
     """n_jobs=2: the active party's processes are forked once (holding its key and table) and compute each next tree's
-    obfuscators in the background; a passive party's are forked once a tree (holding its ciphertexts). A pool forked per
-    batch (as before) forks a dozen times a tree. Messages and trees are the serial run's; every process has ended."""
+    obfuscators in the background; a passive party's are forked once too, each tree's ciphertexts reaching them through
+    shared memory (`SharedInts`; before, once a tree, holding that tree's ciphertexts). A pool forked per batch (as
+    before that) forks a dozen times a tree. Messages and trees are the serial run's; every process has ended."""
     import multiprocessing
 
     import fedgauss.paillier as paillier
@@ -991,7 +992,7 @@ def test_worker_processes_fork_once_a_fit_at_the_active_party_and_once_a_tree_at
     monkeypatch.setattr(fork, 'Pool', lambda *a, **k: forks.append(a) or Pool(*a, **k))
     monkeypatch.setattr(ActiveParty, 'prefetch_obfuscators', lambda self, rng: ahead.append(1) or prefetch(self, rng))
     two = SecureBoostClassifier(n_jobs=2, **kw).fit(parts)
-    assert len(forks) == 1 + 2 * 3  # the active party once; each of two passive parties once a tree
+    assert len(forks) == 1 + 2  # the active party once; each of two passive parties once (not once a tree)
     assert len(ahead) == 2  # the obfuscators of trees 2 and 3, started while trees 1 and 2 grew
     assert_same_messages(one, two)
     assert_same_model(one, two)
