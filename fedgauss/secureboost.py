@@ -41,7 +41,7 @@ __all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'un
            'class_chunks', 'pack_classes', 'multi_output_splits', 'grow_multi_output_tree', 'MultiOutputHistograms',
            'multi_output_boost', 'multi_output_margin', 'round_costs', 'leaf_purity', 'weight_identity_error',
            'active_party_view', 'row_classes', 'bin_count_bounds', 'bin_recovery_attack', 'passive_leaves',
-           'label_inference_attack']
+           'label_inference_attack', 'own_columns_inference']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
 GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
@@ -1219,6 +1219,28 @@ def weight_identity_error(
     est = a + (a * (1 - a) + reg_lambda / n_j[at]) * w
     return float((n_j[at] * np.abs(est - th[at])).sum() / n_j.sum())
 
+# %% ../nbs/33_secureboost.ipynb #e4ea654a
+def _unpack_rows(pts, n: int, widths: list) -> np.ndarray:
+    "Rows' plaintexts (rows, chunks), chunk i packing `widths[i]` classes' $G 2^s + H$: the (rows, K, 2) integers."
+    out = []
+    for i, w in enumerate(widths):
+        digits = [
+            [int(v) - n if int(v) > n // 2 else int(v)] if w == 1 else unpack_bins(int(v), n, w) for v in pts[:, i]
+        ]
+        out.append(np.array([[unpack_gh(b) for b in row] for row in digits], np.int64))
+    return np.concatenate(out, axis=1)
+
+
+def _unpack_node(vals, n: int, q: int, S: int, widths: list) -> np.ndarray:
+    "One node's decrypted compressed bins, chunk after chunk (`q // w` bins of w classes a plaintext): (K, 2, S)."
+    out, at = [], 0
+    for w in widths:
+        per = -(-S // (q // w))
+        bins = [b for v in vals[at : at + per] for b in unpack_bins(int(v), n, (q // w) * w)][: S * w]
+        out.append(np.array([unpack_gh(b) for b in bins], np.int64).reshape(S, w, 2).transpose(1, 2, 0))
+        at += per
+    return np.concatenate(out, axis=0)
+
 # %% ../nbs/33_secureboost.ipynb #3d3e5ee6
 def active_party_view(
     model,  # a fitted `SecureBoostClassifier` (its channel recorded the payloads)
@@ -1226,31 +1248,36 @@ def active_party_view(
 ) -> tuple:
     """What the active party holds about `passive`'s features: per tree it took part in, the rows' integer (G, H), their
     leaves, the rows of every node, and every node's decrypted bin sums (G, H) over `passive`'s slots; and its bins per
-    feature (the `n_bins` message)."""
+    feature (the `n_bins` message). A multi-output tree packs K classes a row: it gives K entries, one a class (its
+    (G, H) and bin sums; the same tree, leaves and rows)."""
     model._check_fitted()
-    if model._class_config().get('multi_output'):
-        raise ValueError("active_party_view reads one (G, H) a row: a multi-output model packs K classes a row")
     if passive not in [p.name for p in model.parties_ if p is not model.active_]:
         raise ValueError(f"{passive!r} is not a passive party of this model: {[p.name for p in model.parties_]}")
-    a, n, q = model.active_, int(model.active_.pk.n), model.active_.q
+    a, n, q, widths = model.active_, int(model.active_.pk.n), model.active_.q, list(model.active_.widths)
     msgs = [m for m in model.channel_.messages if passive in (m.sender, m.receiver)]
     n_bins = np.asarray(next(m.payload for m in msgs if m.kind == 'n_bins'))
-    S = int((n_bins + 1).sum())
-    centred = lambda vals: [int(v) - n if int(v) > n // 2 else int(v) for v in vals]
+    S, first = int((n_bins + 1).sum()), model.rl_trees * (len(model.trees_) // model.n_estimators)
     view, asked = [], []
     for m in msgs:
-        if m.kind == 'gh':  # a tree starts: the ciphertexts of every row's G 2^s + H
-            gh = np.array([unpack_gh(v) for v in centred(a.sk.decrypt_many([int(c) for c in m.payload]))], np.int64)
-            view.append(dict(tree=model.rl_trees + len(view), G=gh[:, 0], H=gh[:, 1], hist={}))
+        if m.kind == 'gh':  # a tree starts: the ciphertexts of every row's G 2^s + H (a chunk of classes each)
+            pts = np.array(a.sk.decrypt_many([int(c) for c in m.payload]), dtype=object).reshape(-1, len(widths))
+            gh = _unpack_rows(pts, n, widths)  # (rows, K, 2)
+            view.append(dict(tree=first + len(view), G=gh[..., 0], H=gh[..., 1], hist={}))
         elif m.kind == 'hist_request':
             asked.append(np.asarray(m.payload))
         elif m.kind == 'hist':
-            vals, per = a.sk.decrypt_many([int(c) for c in np.asarray(m.payload, dtype=object).ravel()]), -(-S // q)
+            vals = a.sk.decrypt_many([int(c) for c in np.asarray(m.payload, dtype=object).ravel()])
+            vals = np.array(vals, dtype=object).reshape(len(asked[0]), -1)
             for j, v in enumerate(asked.pop(0)):
-                bins = [b for x in vals[j * per : (j + 1) * per] for b in unpack_bins(x, n, q)][:S]
-                view[-1]['hist'][int(v)] = np.array([unpack_gh(b) for b in bins], np.int64).T
+                view[-1]['hist'][int(v)] = _unpack_node(vals[j], n, q, S, widths)  # (K, 2, S)
     for o in view:
         _add_nodes(o, model.trees_[o['tree']], model.train_leaves_[o['tree']])
+    K = view[0]['G'].shape[1] if view else 1
+    view = [
+        dict(o, G=o['G'][:, k], H=o['H'][:, k], hist={v: h[k] for v, h in o['hist'].items()})
+        for o in view
+        for k in range(K)
+    ]
     return view, n_bins
 
 # %% ../nbs/33_secureboost.ipynb #7a1a0552
@@ -1438,22 +1465,62 @@ def passive_leaves(
             node[rows] = np.where(go, left[pos[node[rows]]], left[pos[node[rows]]] + 1)
     return out
 
+# %% ../nbs/33_secureboost.ipynb #fabde5fe
+def _class_labels(y, classes, n: int):
+    "Labels as class indices 0 .. K-1 of the model's `classes`, one per training row, or an error naming the problem."
+    y = np.asarray(y).ravel()
+    if len(y) != n:
+        raise ValueError(f"{len(y)} labels for {n} training rows")
+    pos = np.searchsorted(classes, y).clip(0, len(classes) - 1)
+    if not (np.asarray(classes)[pos] == y).all():
+        raise ValueError(f"labels outside the model's classes {list(classes)}")
+    return pos
+
+
+def _k_class_inference(leaves: list, y, model, known: float, repeats: int, rng) -> dict:
+    """`label_inference_attack` with K classes: each leaf's known class shares, shrunk to the known base rates a by one
+    row's weight, averaged over the trees in logs; a row gets the class whose mean log share most exceeds log a_k."""
+    n, K = len(y), len(model.classes_)
+    shares = np.bincount(y, minlength=K) / n
+    if not leaves:
+        return dict(accuracy=np.nan, base_rate=float(shares.max()), purity=np.nan)
+    first = leaves[:K] if not model.multi_output else leaves[:1] * K  # the first round's partitions (one a class)
+    purity = np.mean([leaf_purity(f, (y == c).astype(float))['purity'] for c, f in enumerate(first)])
+    acc, k = [], max(K, int(round(known * n)))
+    while len(acc) < repeats:
+        kn = np.zeros(n, bool)
+        kn[rng.choice(n, k, replace=False)] = True
+        a = np.bincount(y[kn], minlength=K) / k
+        if (a == 0).any():
+            continue  # a class none of the known rows holds: draw again
+        S = np.zeros((n, K))
+        for leaf in leaves:
+            m = int(leaf.max()) + 1
+            cnt = np.bincount(leaf[kn] * K + y[kn], minlength=m * K).reshape(m, K)
+            S += np.log((cnt + a) / (cnt.sum(1, keepdims=True) + 1))[leaf]
+        acc.append(np.mean(np.argmax(S[~kn] / len(leaves) - np.log(a), axis=1) == y[~kn]))
+    return dict(accuracy=float(np.mean(acc)), base_rate=float(shares.max()), purity=float(purity))
+
 # %% ../nbs/33_secureboost.ipynb #8785bb32
 def label_inference_attack(
     model,  # a fitted `SecureBoostClassifier`
-    y,  # the true labels (0/1), to score the attack
+    y,  # the true labels (0/1; with K >= 3 classes, the model's classes), to score the attack
     known: float = 0.02,  # share of rows whose labels the passive party knows
     repeats: int = 20,  # draws of the known rows
     rng=0,  # seed or Generator of the draws (statistical randomness)
 ) -> dict:
     """A passive party's label inference from the leaves it rebuilt: accuracy on the rows whose labels it does not know,
-    against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`)."""
+    against the base rate (always guessing the majority class); the purity of the first tree it saw (`leaf_purity`; with
+    K classes, of class k against the rest in the first round's tree k, averaged over the classes)."""
     model._check_fitted()
-    y = _binary_labels(y, model.train_leaves_[0])[0]
     if not 0 < known < 1 or repeats < 1:
         raise ValueError(f"known is a share in (0, 1) and repeats >= 1; got known={known!r}, repeats={repeats!r}")
     rng = as_rng(rng)
     p = next(p for p in model.parties_ if p is not model.active_)
+    if len(getattr(model, 'classes_', ())) > 2:
+        y = _class_labels(y, model.classes_, len(model.train_leaves_[0]))
+        return _k_class_inference(passive_leaves(model.channel_, p.name, len(y)), y, model, known, repeats, rng)
+    y = _binary_labels(y, model.train_leaves_[0])[0]
     leaves = passive_leaves(model.channel_, p.name, len(y))
     if not leaves:
         return dict(accuracy=np.nan, base_rate=max(y.mean(), 1 - y.mean()), purity=np.nan)
@@ -1471,6 +1538,36 @@ def label_inference_attack(
         acc.append(np.mean((z[~kn] / len(leaves) > np.log(a / (1 - a))) == y[~kn]))  # above the base rate
     base = max(y.mean(), 1 - y.mean())
     return dict(accuracy=float(np.mean(acc)), base_rate=float(base), purity=leaf_purity(leaves[0], y)['purity'])
+
+# %% ../nbs/33_secureboost.ipynb #5f0b63b8
+def own_columns_inference(
+    X,  # the passive party's own columns (n, F), NaN for missing
+    y,  # the true labels, to train on the known rows and score the others
+    known: float = 0.02,  # share of rows whose labels the party knows
+    repeats: int = 20,  # draws of the known rows
+    rng=0,  # seed or Generator of the draws: the same seed draws the same rows as `label_inference_attack`
+) -> float:
+    """What a passive party infers without the protocol: a logistic regression on its own columns (mean-imputed, standardized), trained
+    on the known rows; its accuracy on the others, averaged over the draws — the reference `label_inference_attack`'s
+    accuracy is to be read against."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = np.asarray(X, float), np.unique(np.asarray(y).ravel(), return_inverse=True)[1]
+    if len(X) != len(y) or not 0 < known < 1 or repeats < 1:
+        raise ValueError(f"{len(y)} labels for {len(X)} rows, known={known!r} in (0, 1), repeats={repeats!r} >= 1")
+    rng, n, K = as_rng(rng), len(y), int(y.max()) + 1
+    acc, k = [], max(K, int(round(known * n)))
+    while len(acc) < repeats:
+        kn = np.zeros(n, bool)
+        kn[rng.choice(n, k, replace=False)] = True
+        if len(np.unique(y[kn])) < K:
+            continue  # a class none of the known rows holds: draw again, as the attack does
+        clf = make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression()).fit(X[kn], y[kn])
+        acc.append(np.mean(clf.predict(X[~kn]) == y[~kn]))
+    return float(np.mean(acc))
 
 # %% ../nbs/33_secureboost.ipynb #6cb6648f
 def __getattr__(name: str):

@@ -399,6 +399,7 @@ def _check_stat_bounds(
     f: int,  # precision f: fractional bits of the fixed point
     max_rows: int,  # public bound on a client's row count
     who: str,  # the client's name, for the error
+    names: list | None = None,  # the d column names (a round of m search nodes has m * d columns, node-major)
 ):
     "Each statistic against its own public bound, in exact integers (a hair above `max_rows` at its scale)."
     ints = np.asarray(ints, dtype=object)
@@ -406,9 +407,15 @@ def _check_stat_bounds(
     over = np.abs(ints) > lim  # one comparison for the six rows
     if over.any():
         i = int(np.flatnonzero(over.any(axis=1))[0])  # the first statistic over its bound
-        raise FixedPointOverflow(
-            f"{who}: statistic {YJSums.STATS[i]} of feature(s) {np.flatnonzero(over[i]).tolist()[:5]} exceeds its bound {max_rows}"
-        )
+        cols = np.flatnonzero(over[i])
+        if names is None:
+            what = f"feature(s) {cols.tolist()[:5]}"
+        else:  # column node * d + j is feature j at search node `node`
+            d = len(names)
+            what = f"feature(s) {name_list(dict.fromkeys(names[j % d] for j in cols))}"
+            if over.shape[1] > d:
+                what += f" at search node(s) {sorted(set((cols // d).tolist()))[:5]}"
+        raise FixedPointOverflow(f"{who}: statistic {YJSums.STATS[i]} of {what} exceeds its bound {max_rows}")
 
 
 def _shared_totals(smc: SMC, stats: dict, f: int, max_rows: int) -> list:
@@ -711,10 +718,11 @@ def party_shared_totals(
     f: int,  # precision f: fractional bits of the fixed point
     max_rows: int,  # public bound on a client's row count
     who: str = '',  # name for the error messages
+    names: list | None = None,  # the column names, to name a feature whose statistic is over its bound
 ) -> list:
     "One party's shares of the six totals: its own integer statistics `ints` (checked against their bounds) are its share of the sum (no message); the dealer passes None."
     if ints is not None:
-        _check_stat_bounds(ints, f, max_rows, who)
+        _check_stat_bounds(ints, f, max_rows, who, names)
     sh = smc.input_sum(ints, (6, d), 3 * f, max_rows * (1 + 2.0**-20), encoded=True)
     return [sh.rows(i, scale=k * f) for i, k in enumerate(SCALES)]
 
@@ -782,7 +790,7 @@ def yj_tree_step(
         return client.statistics(s.lmbda, pf, f, norm, s.bracket)
 
     vals, caches = tree_sums(client.data, tree, stats)
-    S = party_shared_totals(smc, np.concatenate(vals, axis=1), m * d, f, max_rows, smc.me)
+    S = party_shared_totals(smc, np.concatenate(vals, axis=1), m * d, f, max_rows, smc.me, names)
     sg, guard = yield from party_secure_step(smc, S, K, f, comparison)
     sg, guard = sg.reshape(m, d), guard.reshape(m, d)
     sg[:, const] = 0
@@ -868,7 +876,7 @@ def yj_final_program(
         )
         pf, norm = public_frame(lam, A)
         ints = client.statistics(lam, pf, f, norm, state.bracket)
-    n, _, psi, psi2, _, _ = party_shared_totals(smc, ints, d, f, max_rows, smc.me)
+    n, _, psi, psi2, _, _ = party_shared_totals(smc, ints, d, f, max_rows, smc.me, names)
     if smc.tables and smc.ratio_moments_fits(K * max_rows, psi, psi2):  # six one-pass openings
         mt, vt = yield from smc.ratio_moments(n, psi, psi2, K * max_rows)
     else:  # Newton from a power of two, through the king

@@ -90,3 +90,41 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group('flower'))
         elif name == 'test_packaging.py':
             item.add_marker(pytest.mark.xdist_group('packaging'))
+
+
+class StoppedRun:
+    """A federated run that stops after `n` program steps (`stop_run_after` below): every `fedgauss.smc.Program` made
+    from now on is recorded in `made`; step n + 1 calls `on_stop()` (if given) and raises RuntimeError('the run stops
+    here'), leaving the parties' programs suspended at their waits, as a node that dies or an interpreter that exits
+    would."""
+
+    def __init__(self, monkeypatch, n: int, on_stop=None):
+        import fedgauss.smc as smc
+
+        self.made, self.steps = [], 0
+        init, step = smc.Program.__init__, smc.Program.step
+
+        def record(prog, *a, **k):
+            init(prog, *a, **k)
+            self.made.append(prog)
+
+        def stop(prog, inbox):
+            self.steps += 1
+            if self.steps > n:
+                if on_stop is not None:
+                    on_stop()
+                raise RuntimeError('the run stops here')
+            return step(prog, inbox)
+
+        monkeypatch.setattr(smc.Program, '__init__', record)
+        monkeypatch.setattr(smc.Program, 'step', stop)
+
+    def suspended(self, program: str) -> list:
+        "The generators of the recorded programs named `program` (their function's name) still suspended."
+        return [p.gen for p in self.made if p.gen.gi_frame is not None and p.gen.gi_code.co_name == program]
+
+
+@pytest.fixture
+def stop_run_after(monkeypatch):
+    "`run = stop_run_after(n, on_stop=None)`: the next federated run stops after n program steps (`StoppedRun`)."
+    return lambda n, on_stop=None: StoppedRun(monkeypatch, n, on_stop)

@@ -429,7 +429,7 @@ def sb_breast_cancer():
     fit = lambda **kw: SecureBoostClassifier(**dict(dict(n_estimators=6, key_size=512, unsafe=True, rng=0), **kw)).fit(
         parts
     )
-    return dict(y=y, fit=fit, default=fit())
+    return dict(y=y, parts=parts, fit=fit, default=fit())
 
 
 def test_secureboost_active_party_recovers_passive_bins_as_nb33_states(sb_breast_cancer):
@@ -452,14 +452,16 @@ def test_secureboost_large_leaves_lower_the_exact_bins(sb_breast_cancer):
 
 
 def test_secureboost_passive_party_infers_labels_as_nb33_states(sb_breast_cancer):
-    "With 2% of the labels, a passive party names the others at about 97% from the leaves it rebuilt (base rate 63%)."
-    from fedgauss.secureboost import label_inference_attack, passive_leaves
+    "With 2% of the labels, a passive party names the others at about 97% from the leaves it rebuilt (base rate 63%, 90% from its own columns)."
+    from fedgauss.secureboost import label_inference_attack, own_columns_inference, passive_leaves
 
     m, y = sb_breast_cancer['default'], sb_breast_cancer['y']
     for mine, theirs in zip(passive_leaves(m.channel_, 'passive1', len(y)), m.train_leaves_):
         np.testing.assert_array_equal(mine, theirs)
     r = label_inference_attack(m, y)
     assert r['accuracy'] == pytest.approx(0.97, abs=0.02) and r['base_rate'] == pytest.approx(0.627, abs=0.001)
+    own = own_columns_inference(sb_breast_cancer['parts'][1][0], y)  # without the protocol: its own 15 columns
+    assert own == pytest.approx(0.903, abs=0.02) and r['accuracy'] > own + 0.05
 
 
 def test_secureboost_reduced_leakage_does_not_hide_labels(sb_breast_cancer):
@@ -781,3 +783,56 @@ def test_secagg_server_that_swaps_the_advertised_keys_gets_nothing_from_signed_c
     np.testing.assert_allclose(run(secagg_config(list(vals), (4, 3))), vals['c9'], atol=2**-20)
     with pytest.raises(ValueError, match='the keys of c9 are not signed by its pinned identity'):
         run(secagg_config(list(vals), (4, 3), identities=pins))
+
+
+# ---- SecureBoost, K classes: a passive party's label inference from the instance spaces (issue 29's leakage table) ----
+def _three_classes(n=600, seed=1):
+    "nb33's three-class set: 7 columns, one with 15% missing; the classes from a noisy linear score."
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(n, 7))
+    X[r.random(n) < 0.15, 5] = np.nan
+    z = X[:, 0] + 0.5 * X[:, 3] - np.nan_to_num(X[:, 5], nan=1.0) + r.normal(size=n)
+    return X, np.digitize(z, [-1.0, 0.5])
+
+
+@pytest.mark.parametrize('multi_output,want', [(False, 0.604), (True, 0.584)])
+def test_secureboost_passive_party_infers_k_classes_as_nb33_states(multi_output, want):
+    """nb33 "With K classes": with 2% of the labels, the passive party names the other rows' class at 60.4% (one tree per
+    class) or 58.4% (multi-output) from the leaves it rebuilt, against 44.8% from its own columns and a base rate of
+    33.7%."""
+    from fedgauss.federation import vertical_split
+    from fedgauss.secureboost import SecureBoostClassifier, label_inference_attack, own_columns_inference
+
+    X, y = _three_classes()
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    kw = dict(n_estimators=4, max_depth=4, max_bins=16, key_size=512, unsafe=True, rng=0, multi_output=multi_output)
+    m = SecureBoostClassifier(**kw).fit(vertical_split(X, groups, y, label_party=1))
+    r = label_inference_attack(m, y)
+    own = own_columns_inference(X[:, groups[0]], y)  # passive0's columns, the party the attack plays
+    assert r['accuracy'] == pytest.approx(want, abs=0.02) and r['base_rate'] == pytest.approx(0.337, abs=0.001)
+    assert own == pytest.approx(0.448, abs=0.02) and r['accuracy'] > own + 0.1
+
+
+@pytest.mark.parametrize('multi_output,want', [(False, 0.440), (True, 0.065)])
+def test_secureboost_active_party_recovers_passive_bins_with_k_classes(multi_output, want):
+    """nb33: the active party's bin attack on the three-class fits, multi-output ciphertexts unpacked a class at a
+    time: every decrypted sum is the passive party's true one; the exact bin of 44% (one tree per class) or 6.5%
+    (multi-output) of the (row, passive feature) pairs, no error."""
+    from fedgauss.federation import vertical_split
+    from fedgauss.secureboost import SecureBoostClassifier, active_party_view, bin_recovery_attack
+
+    X, y = _three_classes()
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    kw = dict(n_estimators=4, max_depth=4, max_bins=16, key_size=512, unsafe=True, rng=0, multi_output=multi_output)
+    m = SecureBoostClassifier(**kw).fit(vertical_split(X, groups, y, label_party=1))
+    view, n_bins = active_party_view(m, 'passive2')
+    assert len(view) == len(m.trees_) * (3 if multi_output else 1)
+    codes, offs = m.parties_[2].codes, np.r_[0, np.cumsum(n_bins + 1)[:-1]]
+    for o in view:
+        for v, s in o['hist'].items():
+            r, true = o['rows'][v], np.zeros_like(s)
+            np.add.at(true[0], offs + codes[r], o['G'][r, None])
+            np.add.at(true[1], offs + codes[r], o['H'][r, None])
+            np.testing.assert_array_equal(true, s)
+    r = bin_recovery_attack(m)
+    assert r['errors'] == 0 and r['exact'] == pytest.approx(want, abs=0.01)

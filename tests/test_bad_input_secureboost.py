@@ -24,6 +24,7 @@ from fedgauss.secureboost import (
     bin_recovery_attack,
     bins_per_ciphertext,
     label_inference_attack,
+    own_columns_inference,
     leaf_purity,
     pack_gh,
     part_model,
@@ -514,3 +515,7 @@ def test_leakage_measures_name_what_does_not_fit(fitted):
     tree, leaf = sb.trees_[0], sb.train_leaves_[0]
     expect(lambda y: weight_identity_error(tree, leaf, y, 1.0, 0.3), (y * 2,), 'binary')
     expect(lambda y: label_inference_attack(sb, y, repeats=2), (y,), lambda r: 0 <= r['accuracy'] <= 1)
+    Xp = sb.parties_[1].codes.astype(float)  # any columns of the 60 rows
+    expect(lambda y: own_columns_inference(Xp, y), (y[:-1],), '59 labels for 60 rows')
+    expect(lambda y: own_columns_inference(Xp, y, known=1.5), (y,), r'known=1\.5 in \(0, 1\)')
+    expect(lambda y: own_columns_inference(Xp, y, repeats=2), (y,), lambda r: 0 <= r <= 1)

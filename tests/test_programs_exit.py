@@ -49,28 +49,13 @@ def test_no_program_looks_up_a_module_name_when_closed():
     assert not found, f"add `except GeneratorExit: raise` before these handlers: {found}"
 
 
-def test_a_dpgbdt_client_closed_mid_run_after_its_module_was_cleared(monkeypatch):
+def test_a_dpgbdt_client_closed_mid_run_after_its_module_was_cleared(monkeypatch, stop_run_after):
     "The run stops after a few steps; its clients, suspended in their trees, close cleanly with `_Dropped` gone."
     import fedgauss.dpgbdt_programs as dpp
-    import fedgauss.smc as smc
     from fedgauss.dpgbdt import DPGBDTClassifier
     from fedgauss.federation import iid_split
 
-    made, calls = [], [0]
-    init, step = smc.Program.__init__, smc.Program.step
-
-    def record(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-
-    def stop_after_12(self, inbox):
-        calls[0] += 1
-        if calls[0] > 12:
-            raise RuntimeError('the run stops here')
-        return step(self, inbox)
-
-    monkeypatch.setattr(smc.Program, '__init__', record)
-    monkeypatch.setattr(smc.Program, 'step', stop_after_12)
+    run = stop_run_after(12)
     X = np.random.default_rng(5).normal(size=(600, 4))
     clients = iid_split(X, (X[:, 0] + X[:, 1] > 0).astype(int), 3, rng=5)
     kw = dict(n_estimators=4, max_depth=3, ih_rounds=1, n_candidates=8, rng=5, feature_bounds=(-5, 5), max_rows=3000)
@@ -78,7 +63,7 @@ def test_a_dpgbdt_client_closed_mid_run_after_its_module_was_cleared(monkeypatch
         DPGBDTClassifier(**kw).fit(clients)
     except RuntimeError:
         pass
-    gens = [p.gen for p in made if p.gen.gi_frame is not None and p.gen.gi_code.co_name == 'dpgbdt_client']
+    gens = run.suspended('dpgbdt_client')
     assert len(gens) == 3  # suspended inside their trees
     monkeypatch.setattr(dpp, '_Dropped', None)  # what interpreter exit does to the module's names
     for g in gens:

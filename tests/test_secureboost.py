@@ -999,34 +999,19 @@ def test_worker_processes_fork_once_a_fit_at_every_party(monkeypatch):
     assert not paillier._LIVE and not paillier._SHARED  # every pool closed, nothing held
 
 
-def test_a_fit_stopped_mid_tree_ends_every_worker_process_when_its_programs_close(monkeypatch):
+def test_a_fit_stopped_mid_tree_ends_every_worker_process_when_its_programs_close(monkeypatch, stop_run_after):
     """The run stops while the parties' worker processes run; closing the suspended programs (as at interpreter exit,
     the modules' names cleared) ends every pool without an error."""
     import fedgauss.paillier as paillier
     import fedgauss.secureboost_programs as sbp
-    import fedgauss.smc as smc
 
-    made, calls, pools = [], [0], []
-    init, step = smc.Program.__init__, smc.Program.step
-
-    def record(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-
-    def stop_after_40(self, inbox):
-        calls[0] += 1
-        if calls[0] > 40:
-            pools.extend(paillier._LIVE)
-            raise RuntimeError('the run stops here')
-        return step(self, inbox)
-
-    monkeypatch.setattr(smc.Program, '__init__', record)
-    monkeypatch.setattr(smc.Program, 'step', stop_after_40)
+    pools = []
+    run = stop_run_after(40, on_stop=lambda: pools.extend(paillier._LIVE))
     X, y = _toy7(1500)
     parts = vertical_split(X, [[0, 1, 2], [3, 4], [5, 6]], y, label_party=1)
     with pytest.raises(RuntimeError, match='stops here'):
         SecureBoostClassifier(n_jobs=2, n_estimators=3, max_depth=4, max_bins=32, **FAST).fit(parts)
-    gens = [p.gen for p in made if p.gen.gi_frame is not None and p.gen.gi_code.co_name == 'secureboost_party']
+    gens = run.suspended('secureboost_party')
     assert len(gens) == 3 and len(pools) == 3  # suspended inside a tree, each party's processes running
     for name in ('WorkerPool', 'PeerFinished', 'n_workers'):
         monkeypatch.setattr(sbp, name, None)  # what interpreter exit does to the module's names

@@ -218,15 +218,20 @@ def test_multi_output_on_two_processes_sends_the_serial_runs_messages():
             np.testing.assert_array_equal(getattr(t, att), getattr(u, att))
 
 
-def test_the_binary_attacks_refuse_a_multi_output_model_clearly():
-    from fedgauss.secureboost import active_party_view, label_inference_attack
+def test_both_attacks_take_a_multi_output_model():
+    from fedgauss.secureboost import active_party_view, bin_recovery_attack, label_inference_attack
 
     X, y = toy(200, seed=11)
     mo = SecureBoostClassifier(**FAST, n_estimators=1, max_depth=2, multi_output=True).fit(vertical_split(X, GROUPS, y))
-    with pytest.raises(ValueError, match='multi-output model packs K classes'):
-        active_party_view(mo, 'passive1')
-    with pytest.raises(ValueError, match='binary'):
-        label_inference_attack(mo, y)
+    view, _ = active_party_view(mo, 'passive1')
+    assert len(view) == 3 and all(o['G'].shape == (200,) for o in view)  # one entry a class
+    assert bin_recovery_attack(mo)['errors'] == 0
+    r = label_inference_attack(mo, y)
+    assert 0 <= r['accuracy'] <= 1 and r['base_rate'] == pytest.approx(np.bincount(y).max() / len(y))
+    with pytest.raises(ValueError, match="labels outside the model's classes"):
+        label_inference_attack(mo, y + 5)
+    with pytest.raises(ValueError, match='199 labels for 200 training rows'):
+        label_inference_attack(mo, y[:-1])
 
 
 def test_a_multi_output_tree_prints_its_leaf_vectors():

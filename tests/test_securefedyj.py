@@ -573,3 +573,27 @@ def test_setup_and_final_in_few_passes_open_what_they_did():
     sf = t[t['round'].isin(rounds['setup'] + rounds['final'])]
     assert set(sf.kind) == {'dealer', 'masked', 'reveal'} and not (sf.receiver == 'server').any()
     assert set(sf.loc[sf.kind == 'masked', 'sender']) == set(parties) == set(sf.loc[sf.kind == 'masked', 'receiver'])
+
+
+# ------------------------------------------------------------------ a statistic over its bound, at b > 1
+@pytest.mark.parametrize('b', [1, 3])
+def test_a_statistic_over_its_bound_names_the_feature_and_search_node(datasets, monkeypatch, b):
+    "A client whose statistics exceed their public bound (a bug or a lie) is refused before anything is shared; at b > 1 a round holds b search nodes, and the error names the feature, not a flattened column."
+    import fedgauss.securefedyj as S
+
+    X, _ = datasets['breast cancer']
+    names = [f"f{j}" for j in range(X.shape[1])]
+    parts = [pd.DataFrame(p, columns=names) for p in np.array_split(X, 3)]
+    honest = S.YJClient.statistics
+
+    def lying(self, lmbda, *args, **kw):
+        out = honest(self, lmbda, *args, **kw)
+        if self.name == 'client1' and len(lmbda) == len(names):
+            out = out.copy()
+            out[1, 7] = out[0, 7] << 200  # S_phi of feature f7 far above n at any scale
+        return out
+
+    monkeypatch.setattr(S.YJClient, 'statistics', lying)
+    with pytest.raises(FixedPointOverflow, match=r"client1: statistic \S+ of feature\(s\) 'f7'") as e:
+        SecureFedYJ(t_max=4, rng=0, branching=b).fit(parts)
+    assert ('at search node(s)' in str(e.value)) == (b > 1)
