@@ -26,6 +26,11 @@ NumPy operators such as `a * b` are not counted), the time inside the compiled k
 fixed cost of one small NumPy call. `--out FILE.csv` keeps the summary table (nb30 prints it).
 
     python tests/bench_gbdt.py --profile [--repeat 3] [--out nbs/30_gbdt_profile.csv]
+
+With `--level-calls`: the calls from Python into C of one tree's growth on Adult (the fourth tree of a fit), by the
+function and line they come from, per level of the tree: what a level pays in calls, whatever the number of rows.
+
+    python tests/bench_gbdt.py --level-calls
 """
 
 import argparse, os, textwrap, time
@@ -379,10 +384,51 @@ def profile(a):
         scale.to_csv(a.out.replace('.csv', '_rows.csv'), index=False)
 
 
+def level_calls(a):
+    "The Python-to-C calls of one tree's `_grow_levels` on Adult, per level, by function and line (most first)."
+    import sys
+
+    X, y = load_adult('train')
+    A, y = numeric(X), y.to_numpy()
+    calls, grown, orig = [], [], G._grow_levels
+
+    def tracer(frame, event, arg):
+        if event == 'c_call':
+            calls.append((frame.f_code.co_name, frame.f_lineno, getattr(arg, '__name__', '?')))
+
+    def traced(*args):
+        if len(grown) != 3:  # the fourth tree: past the first tree's one-off tables
+            grown.append(None)
+            return orig(*args)
+        grown.append(None)
+        sys.setprofile(tracer)
+        try:
+            out = orig(*args)
+        finally:
+            sys.setprofile(None)
+        grown[-1] = len(out[3])  # levels of nodes: the splits' levels + 1
+        return out
+
+    G._grow_levels = traced
+    try:
+        G.GBDTClassifier(n_estimators=4, max_depth=a.depth, max_bins=a.bins, base_score=0.5).fit(A, y)
+    finally:
+        G._grow_levels = orig
+    levels = grown[3] - 1
+    df = pd.Series([f'{f}:{line} {name}' for f, line, name in calls]).value_counts().rename('calls').to_frame()
+    df['per_level'] = df['calls'] / levels
+    print(
+        f"one tree of depth {a.depth} on Adult: {len(calls)} calls into C in {levels} levels of splits, "
+        f"{len(calls) / levels:.0f} per level; by call site (function:line callee):"
+    )
+    print(df.round(2).to_string())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--multiclass', action='store_true', help='binary and 7-class fits against XGBoost, as ratios')
     ap.add_argument('--profile', action='store_true', help='fixed and per-row costs against XGBoost, calls into C')
+    ap.add_argument('--level-calls', action='store_true', help="one tree's calls into C per level, by call site")
     ap.add_argument('--ab', default=None, help='git revision (or gbdt.py file) of the core to compare with')
     ap.add_argument('--rows', type=int, default=100_000, help='rows of the synthetic 7-class set (--multiclass)')
     ap.add_argument('--out', default=None, help='CSV file for the --multiclass, --ab or --profile table')
@@ -395,6 +441,8 @@ def main():
         return multiclass(a)
     if a.profile:
         return profile(a)
+    if a.level_calls:
+        return level_calls(a)
     if a.ab:
         return ab(a)
     X, y = load_adult('train')
