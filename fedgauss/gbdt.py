@@ -1175,9 +1175,8 @@ class LocalHistograms:
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
         self._common = self._root = None  # the root's matrix (`_root_matrix`), built at the first root
         self._pad = self._pad_indptr = None  # the rows' other slots, padded (`_padded_slots`), if short
-        self._narrow = (
-            layout.n_slots + 2 < 2**16
-        )  # a node's slots fit uint16: gathered narrow (half the bytes), then widened
+        # when a level's slots fit uint16, the children's slots are gathered narrow (half the bytes), then widened
+        self._narrow = layout.n_slots + 2 < 2**16
         self._slots16 = self.slots.astype(np.uint16) if self._narrow else None
         self.exact_sums = bool(exact_sums)  # only then may a child's common slot be its total minus the rest
         self._blocks, self._tiled = 1, 1  # blocks of rows (trees grown together), rows tiled that often
