@@ -981,10 +981,10 @@ def _kept(s, level, gamma, floor=1e-6):
     with positive Hessian. Returns (those splits, their index in `s` or None for all, their nodes, how many)."""
     ok = (s.gain >= gamma) if gamma > floor else (s.gain > floor)
     ok &= np.minimum(s.left_sum[:, 1], s.right_sum[:, 1]) > 0
-    m = int(np.count_nonzero(ok))
+    idx = np.flatnonzero(ok)
+    m = len(idx)
     if m == 0 or m == len(ok):
         return s, None, level, m
-    idx = np.flatnonzero(ok)
     return (
         Splits(*(a[idx] for a in (s.gain, s.feature, s.bin, s.default_left, s.left_sum, s.right_sum))),
         idx,
@@ -1175,6 +1175,9 @@ class LocalHistograms:
         self._indptr = np.arange(0, n * F + 1, F, dtype=np.int32 if n * F < 2**31 else np.int64)
         self._common = self._root = None  # the root's matrix (`_root_matrix`), built at the first root
         self._pad = self._pad_indptr = None  # the rows' other slots, padded (`_padded_slots`), if short
+        # when a level's slots fit uint16, the children's slots are gathered narrow (half the bytes), then widened
+        self._narrow = layout.n_slots + 2 < 2**16
+        self._slots16 = self.slots.astype(np.uint16) if self._narrow else None
         self.exact_sums = bool(exact_sums)  # only then may a child's common slot be its total minus the rest
         self._blocks, self._tiled = 1, 1  # blocks of rows (trees grown together), rows tiled that often
         self.cmax = int(layout.n_bins.max()) + 1  # codes per feature, missing included
@@ -1215,9 +1218,9 @@ def start_tree(
     if self._lut is None:
         self._grow_tables(64)
     elif self._touched:  # nodes that split in the previous tree keep their rows again
-        t = np.asarray(self._touched, np.intp) * self.cmax
-        self._lut.reshape(-1, self.cmax)[self._touched] = t[:, None]
-        self._fkey[t] = 0
+        t = np.asarray(self._touched, np.intp)
+        self._lut.reshape(-1, self.cmax)[t] = (t * self.cmax)[:, None]
+        self._fkey[t * self.cmax] = 0
     self._touched = []
 
 # %% ../nbs/30_gbdt.ipynb #4e4c187e
@@ -1249,6 +1252,7 @@ def _root_histograms(self: LocalHistograms, nodes):
             self._pad = np.tile(self._pad, (B, 1))
             w = self._pad.shape[1]
             self._pad_indptr = np.arange(0, self.n * w + 1, w, dtype=self._indptr.dtype)
+            self._pad16 = self._pad.astype(np.uint16) if self._narrow else None
     r = self._root
     if B == 1:
         h = _gather_add(r.indptr, r.indices, self.gh, self._onesc)
@@ -1278,12 +1282,16 @@ def histograms(
     want = np.zeros(self.n_nodes * cm, bool)
     want[nodes * cm] = True
     rows = np.flatnonzero(np.take(want, self._key, mode='clip'))
-    idx = np.take(self.slots if pad is None else pad, rows, axis=0, mode='clip')
+    narrow = self._narrow and K * W < 2**16  # the offset slots fit uint16 too
+    src = (self._slots16 if pad is None else self._pad16) if narrow else (self.slots if pad is None else pad)
+    idx = np.take(src, rows, axis=0, mode='clip')
     if K > 1:  # node k's slots are offset by k * W
         pos = np.zeros(self.n_nodes * cm, idx.dtype)
         pos[nodes * cm] = np.arange(K) * W
         off = np.take(pos, np.take(self._key, rows, mode='clip'), mode='clip')
         idx += off[:, None]
+    if narrow:
+        idx = idx.astype(self._indptr.dtype)
     ptr = self._indptr if pad is None else self._pad_indptr
     gh = np.take(self.gh, rows, axis=0, mode='clip')
     h = _scatter_add(idx.ravel(), ptr[: len(rows) + 1], gh, K * W, self._onesc).reshape(K, W, 2)

@@ -26,6 +26,11 @@ NumPy operators such as `a * b` are not counted), the time inside the compiled k
 fixed cost of one small NumPy call. `--out FILE.csv` keeps the summary table (nb30 prints it).
 
     python tests/bench_gbdt.py --profile [--repeat 3] [--out nbs/30_gbdt_profile.csv]
+
+With `--level-calls`: the calls from Python into C of one tree's growth on Adult (the fourth tree of a fit), by the
+function and line they come from, per level of the tree: what a level pays in calls, whatever the number of rows.
+
+    python tests/bench_gbdt.py --level-calls [--out nbs/30_gbdt_level_calls.csv]
 """
 
 import argparse, os, textwrap, time
@@ -138,15 +143,20 @@ def profile_fedgauss(X, y, n_trees, depth, bins):
     return T
 
 
-def best_cpu(fits, repeat):
-    "Best CPU seconds of `repeat` rounds of interleaved fits (so that load changes hit every library alike)."
+def cpu_runs(fits, repeat):
+    "CPU seconds of `repeat` rounds of interleaved fits (so that load changes hit every library alike), per fit."
     cpu = defaultdict(list)
     for _ in range(repeat):
         for name, fit in fits.items():
             c0 = time.process_time()
             fit()
             cpu[name].append(time.process_time() - c0)
-    return {k: min(v) for k, v in cpu.items()}
+    return cpu
+
+
+def best_cpu(fits, repeat):
+    "Best CPU seconds of `repeat` rounds of interleaved fits."
+    return {k: min(v) for k, v in cpu_runs(fits, repeat).items()}
 
 
 def multiclass(a):
@@ -203,9 +213,16 @@ def tree_arrays(m):
     return [getattr(t, a) for t in m.trees_ for a in atts]
 
 
+def load_average():
+    "The machine's 1-minute load average (the benchmarks share it with whatever else runs), as text."
+    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, 'getloadavg') else 'unknown'
+
+
 def ab(a):
     "The core at `a.ab` (before) and now (after) on Adult and a9a, each next to XGBoost in the same run (CPU s)."
     import xgboost as xgb
+
+    load0 = load_average()
 
     old = old_core(a.ab)
     X, y = load_adult('train')
@@ -221,15 +238,20 @@ def ab(a):
                 'after': lambda: fitted.__setitem__('after', G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)),
                 'xgboost': lambda: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xt, yt),
             }
-            t = best_cpu(fits, a.repeat)
+            runs = {k: np.array(v) for k, v in cpu_runs(fits, a.repeat).items()}
+            t = {k: v.min() for k, v in runs.items()}
             same = all(np.array_equal(u, v, equal_nan=True) for u, v in zip(*map(tree_arrays, fitted.values())))
             rows.append(dict(data=task, rows=len(yt), features=Xt.shape[1], xgboost_cpu_s=t['xgboost']))
             rows[-1].update(before_cpu_s=t['before'], after_cpu_s=t['after'])
             rows[-1].update(before_ratio=t['before'] / t['xgboost'], after_ratio=t['after'] / t['xgboost'])
+            # the median over rounds of each round's ratio (the fits of a round ran back to back, under the same load)
+            rows[-1]['after_ratio_median'] = float(np.median(runs['after'] / runs['xgboost']))
             rows[-1]['trees_identical'] = same
     df = pd.DataFrame(rows)
-    print(f"{a.trees} trees of depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits;")
+    print(f"{a.trees} trees of depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits")
+    print("(after_ratio_median: the median of the rounds' after / xgboost);")
     print(f"before: fedgauss.gbdt at {a.ab}; after: this tree's; ratios to XGBoost hist (n_jobs=1) in the same run")
+    print(f"load average (1 min): {load0} at the start, {load_average()} at the end")
     print(df.round(3).to_string(index=False))
     if a.out:
         df.to_csv(a.out, index=False)
@@ -307,6 +329,7 @@ def profile(a):
     "The fit's cost split into the part that grows with the rows and the part that does not, and the calls into C."
     import xgboost as xgb
 
+    load0 = load_average()
     X, y = load_adult('train')
     A, y = numeric(X), y.to_numpy()
     order = np.random.default_rng(0).permutation(len(y))
@@ -346,7 +369,10 @@ def profile(a):
         c_x0, _ = count_calls(lambda: theirs(A[small], y[small]))
         us = small_call_us()
     print(f"Adult's first rows (fixed shuffle), {a.trees} trees of depth {a.depth}, {a.bins} bins, one thread;")
-    print(f"CPU s, best of {a.repeat} interleaved fits")
+    print(
+        f"CPU s, best of {a.repeat} interleaved fits; load average (1 min) {load0} at the start, "
+        f"{load_average()} at the end"
+    )
     print(scale.round(3).to_string(index=False))
     n = scale['rows'].iloc[-1]
     summary = []
@@ -379,13 +405,56 @@ def profile(a):
         scale.to_csv(a.out.replace('.csv', '_rows.csv'), index=False)
 
 
+def level_calls(a):
+    "The Python-to-C calls of one tree's `_grow_levels` on Adult, per level, by function and line (most first)."
+    import sys
+
+    X, y = load_adult('train')
+    A, y = numeric(X), y.to_numpy()
+    calls, grown, orig = [], [], G._grow_levels
+
+    def tracer(frame, event, arg):
+        if event == 'c_call':
+            calls.append((frame.f_code.co_name, frame.f_lineno, getattr(arg, '__name__', '?')))
+
+    def traced(*args):
+        if len(grown) != 3:  # the fourth tree: past the first tree's one-off tables
+            grown.append(None)
+            return orig(*args)
+        grown.append(None)
+        sys.setprofile(tracer)
+        try:
+            out = orig(*args)
+        finally:
+            sys.setprofile(None)
+        grown[-1] = len(out[3])  # levels of nodes: the splits' levels + 1
+        return out
+
+    G._grow_levels = traced
+    try:
+        G.GBDTClassifier(n_estimators=4, max_depth=a.depth, max_bins=a.bins, base_score=0.5).fit(A, y)
+    finally:
+        G._grow_levels = orig
+    levels = grown[3] - 1
+    df = pd.Series([f'{f}:{line} {name}' for f, line, name in calls]).value_counts().rename('calls').to_frame()
+    df['per_level'] = df['calls'] / levels
+    print(
+        f"one tree of depth {a.depth} on Adult: {len(calls)} calls into C in {levels} levels of splits, "
+        f"{len(calls) / levels:.0f} per level; by call site (function:line callee):"
+    )
+    print(df.round(2).to_string())
+    if a.out:
+        df.rename_axis('call_site').reset_index().assign(levels=levels).to_csv(a.out, index=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--multiclass', action='store_true', help='binary and 7-class fits against XGBoost, as ratios')
     ap.add_argument('--profile', action='store_true', help='fixed and per-row costs against XGBoost, calls into C')
+    ap.add_argument('--level-calls', action='store_true', help="one tree's calls into C per level, by call site")
     ap.add_argument('--ab', default=None, help='git revision (or gbdt.py file) of the core to compare with')
     ap.add_argument('--rows', type=int, default=100_000, help='rows of the synthetic 7-class set (--multiclass)')
-    ap.add_argument('--out', default=None, help='CSV file for the --multiclass, --ab or --profile table')
+    ap.add_argument('--out', default=None, help='CSV file for the --multiclass, --ab, --profile or --level-calls table')
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--trees', type=int, default=100)
     ap.add_argument('--depth', type=int, default=6)
@@ -395,6 +464,8 @@ def main():
         return multiclass(a)
     if a.profile:
         return profile(a)
+    if a.level_calls:
+        return level_calls(a)
     if a.ab:
         return ab(a)
     X, y = load_adult('train')
