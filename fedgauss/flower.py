@@ -1436,12 +1436,22 @@ client = client_app()
 }
 
 # %% ../nbs/50_flower.ipynb #b118ea5561624da68c537baed56e602f
-def _free_port() -> int:
+def _free_ports(n: int = 1) -> list:
+    "`n` distinct free ports of 127.0.0.1, bound all at once and then released (one at a time may give one twice)."
     import socket
 
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(('127.0.0.1', 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _free_port() -> int:
+    return _free_ports(1)[0]
 
 
 def _wait_port(port: int, proc, timeout: float = 120.0):
@@ -1584,8 +1594,23 @@ def _submit(tmp, app, env, procs, job, t0, start_limit: float = 180.0, name: str
     with open(path + '.out', 'rb') as fh:
         out = pickle.load(fh)  # written by this operator's own ServerApp, on this machine
     if 'error' in out:
-        raise out['error']
+        raise _with_nodes_gone(out['error'], tmp, procs)
     return dict(out['result'], seconds=time.time() - t0, pids=[p.pid for p in procs])
+
+
+def _with_nodes_gone(err: Exception, tmp: str, procs: list) -> Exception:
+    "A run's `FlowerRunError` with what its operator sees: each SuperNode process that ended, its code, its log's end."
+    gone = [(k, p) for k, p in enumerate(procs[1:]) if p.poll() is not None]
+    if not isinstance(err, FlowerRunError) or not gone:
+        return err
+    notes = []
+    for k, p in gone:
+        log = os.path.join(tmp, f'node{k}.log')
+        last = [ln.strip() for ln in open(log, errors='replace') if ln.strip()][-1:] if os.path.exists(log) else []
+        notes.append(
+            f"SuperNode {k} (pid {p.pid}) ended with code {p.returncode}" + (f": {last[0][-300:]}" if last else '')
+        )
+    return FlowerRunError(f"{err}; {'; '.join(notes)} (see {tmp})")
 
 # %% ../nbs/50_flower.ipynb #cb1e1581032b452c9409d6c6813c49d1
 def write_app(
@@ -1677,7 +1702,7 @@ def start(self: FlowerDeployment):
     import subprocess, sys
     import fedgauss, site
 
-    port, tmp = _free_port(), self.tmp
+    (port, *node_ports), tmp = _free_ports(1 + self.n_nodes), self.tmp  # distinct: the SuperLink's, each node's
     self.env = env = dict(os.environ, FLWR_HOME=os.path.join(tmp, 'flwr'), PYTHONUNBUFFERED='1')
     root, pre = os.path.dirname(os.path.dirname(os.path.abspath(fedgauss.__file__))), ''
     if root not in site.getsitepackages() + [site.getusersitepackages()]:  # a source tree: before the current folder
@@ -1706,7 +1731,7 @@ def start(self: FlowerDeployment):
     for k in range(self.n_nodes):
         os.makedirs(folder := os.path.join(tmp, f'node{k}'), exist_ok=True)
         self.ids[k] = write_identity(os.path.join(folder, 'identity.key'))
-        args = [*node_tls, '--superlink', f'127.0.0.1:{port}', '--port', str(_free_port())]
+        args = [*node_tls, '--superlink', f'127.0.0.1:{port}', '--port', str(node_ports[k])]
         if self.auth:
             args += ['--auth-supernode-private-key', os.path.join(self._register(folder), 'auth.key')]
         nc = f'data-dir="{folder}" partition-id={k} identity-key="{folder}/identity.key" '
