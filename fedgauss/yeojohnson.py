@@ -623,7 +623,8 @@ def _segment_d(
     """Fill `aa` with d of group `g` over the rows `x` (and `mm` with their membership); one group: plain scalars.
     The caller ignores invalid-value warnings (NaN rows)."""
     np.equal(x, x, out=mm)  # not NaN
-    whole = self.g_mixed[g] and mm.all()  # a mixed feature's segment without NaN
+    j, A = self.g_col[g], self.anchors
+    whole = self.g_mixed[g] and A.pos_hi[j] < np.inf and A.neg_hi[j] < np.inf and mm.all()  # no NaN, no inf
     if self.g_mixed[g]:  # mixed feature: a row belongs to the group of its sign
         mm &= np.greater_equal(x, 0, out=nn) if self.g_s[g] > 0 else np.less(x, 0, out=nn)
     hi, c = self.g_hi[g], self.g_chi[g]
