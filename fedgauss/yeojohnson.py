@@ -731,7 +731,8 @@ def _need_lo(self: YJData, rows):
         lo = self.D_lo[i]
         np.add(self.D_hi[i], self.g_R[i], out=lo)
         np.maximum(lo, 0.0, out=lo)
-        lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
+        if self.g_n[i] < self.n_rows:  # (a group of every row: times 1, skipped)
+            lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
     self._lo_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
