@@ -19,8 +19,8 @@ from .federation import name_list
 
 # %% auto #0
 __all__ = ['UNIT_BELOW', 'TAU0', 'K0', 'TAU1', 'K1', 'YMAX', 'TILE_VALUES', 'LAMBDA_RTOL', 'SEARCH_UNIT_BELOW', 'yj_g',
-           'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'YJFrame',
-           'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
+           'yeo_johnson', 'yeo_johnson_inverse', 'yj_gmu', 'yeo_johnson_dlambda', 'yj_unit', 'YJAnchors', 'sign_ends',
+           'YJFrame', 'yj_frame', 'YJSums', 'yj_sign_from_sums', 'yj_dloglik_from_sums', 'yj_moments_from_frame',
            'yj_moments_from_sums', 'yj_loglik_from_sums', 'yj_g_scaled', 'yj_gmu_scaled', 'YJData',
            'expansion_coefficients', 'expand_sums', 'yj_sums', 'yj_log_likelihood', 'yj_dloglik', 'yj_dloglik_sign',
            'exp_update', 'ExpSearchState', 'yj_search_unit', 'yj_lambda_bounds', 'YeoJohnsonWarning', 'ExpYJResult',
@@ -197,6 +197,18 @@ class YJAnchors:
 
     __hash__ = None
 
+# %% ../nbs/10_yeojohnson.ipynb #a1c0e5d2signends1
+def sign_ends(
+    S,  # k x n array of float64 (NaN ignored), each row with at least one value < 0
+):
+    """(the smallest x >= 0, the smallest |x| over x < 0) of each row of `S` (k x n): NaN where a row has no x >= 0,
+    inf where it has no x < 0; -0 counts as +0. `S` is not changed."""
+    S = np.add(S, 0.0, dtype=np.float64)  # a copy, +0 where -0
+    u = S.view(np.uint64).min(1).view(np.float64)  # the smallest x >= 0, if any (else a negative or NaN)
+    i = S.view(np.int64).min(1).view(np.float64)  # the x < 0 nearest 0, if any (else x >= 0 or NaN)
+    with np.errstate(invalid='ignore'):
+        return np.where((u >= 0) & (u < np.inf), u, np.nan), np.where(i < 0, -i, np.inf)
+
 # %% ../nbs/10_yeojohnson.ipynb #5e20a2a0e21149b5b06860e930401eb5
 @patch(cls_method=True)
 def from_columns(
@@ -215,13 +227,7 @@ def from_columns(
         if len(slow):
             neg_hi[slow] = -mn[slow]  # the largest |x| over x < 0 is -min x
             pos_hi[slow] = np.where(mx[slow] >= 0, mx[slow], np.nan)
-            S = XT[slow]
-            T = np.where(S >= 0, S, np.inf)
-            lo = T.min(1)  # the smallest x >= 0 (inf: none)
-            pos_lo[slow] = np.where(np.isinf(lo), np.nan, lo)
-            np.copyto(T, S)
-            np.copyto(T, -np.inf, where=~(S < 0))
-            neg_lo[slow] = -T.max(1)  # the smallest |x| over x < 0 is -(the largest x < 0)
+            pos_lo[slow], neg_lo[slow] = sign_ends(XT[slow])
     return cls(pos_lo, pos_hi, neg_lo, neg_hi)
 
 # %% ../nbs/10_yeojohnson.ipynb #72c31777baf4441b988909d29205560c
@@ -614,23 +620,25 @@ def _segment_d(
     rr,  # work buffer (floats, len(x))
     nn,  # work buffer (booleans, len(x))
 ):
-    "Fill `aa` with d of group `g` over the rows `x` (and `mm` with their membership); one group: plain scalars."
-    np.copyto(aa, x)
-    np.isnan(aa, out=mm)
-    np.logical_not(mm, out=mm)
+    """Fill `aa` with d of group `g` over the rows `x` (and `mm` with their membership); one group: plain scalars.
+    The caller ignores invalid-value warnings (NaN rows)."""
+    np.equal(x, x, out=mm)  # not NaN
+    j, A = self.g_col[g], self.anchors
+    whole = self.g_mixed[g] and A.pos_hi[j] < np.inf and A.neg_hi[j] < np.inf and mm.all()  # no NaN, no inf
     if self.g_mixed[g]:  # mixed feature: a row belongs to the group of its sign
-        with np.errstate(invalid='ignore'):
-            mm &= np.greater_equal(aa, 0, out=nn) if self.g_s[g] > 0 else np.less(aa, 0, out=nn)
+        mm &= np.greater_equal(x, 0, out=nn) if self.g_s[g] > 0 else np.less(x, 0, out=nn)
     hi, c = self.g_hi[g], self.g_chi[g]
-    np.abs(aa, out=aa)
+    np.abs(x, out=aa)
     np.subtract(aa, hi, out=rr)
     rr *= 1 / (1 + hi)  # (|x| - a)/(1 + a)
     np.greater(rr, -0.5, out=nn)
     np.copyto(aa, rr, where=nn)
-    with np.errstate(invalid='ignore'):
-        np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
+    np.log1p(aa, out=aa)  # log1p(r) near the anchor, log1p(|x|) far
     np.subtract(aa, c, out=aa, where=np.logical_not(nn, out=nn))  # minus c far from the anchor
-    if not mm.all():
+    if whole:  # the other sign's rows: finite, so d * 0 is +-0, and +0 after adding +0 (a member's d is never -0)
+        np.multiply(aa, mm, out=aa)
+        aa += 0.0
+    elif not mm.all():
         np.copyto(aa, 0.0, where=np.logical_not(mm, out=nn))  # neutral rows
 
 # %% ../nbs/10_yeojohnson.ipynb #756f5da3
@@ -669,6 +677,7 @@ def _power_sums(
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
+@np.errstate(invalid='ignore')  # NaN rows (see `_segment_d`)
 def _log_distances(self: YJData, XT):
     "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by segments of rows; returns P_1..P_3 (group units)."
     G, n = len(self.g_col), self.n_rows
@@ -722,7 +731,8 @@ def _need_lo(self: YJData, rows):
         lo = self.D_lo[i]
         np.add(self.D_hi[i], self.g_R[i], out=lo)
         np.maximum(lo, 0.0, out=lo)
-        lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
+        if self.g_n[i] < self.n_rows:  # (a group of every row: times 1, skipped)
+            lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
     self._lo_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d

@@ -242,6 +242,18 @@ if os.environ.get('FG_CTX_LOG'):  # record the bytes of every context a ClientAp
 '''
 
 
+def _logged_deployment(centers, tmp_path, monkeypatch, hook, var):
+    """Run the Fed-mv-PPCA deployment with `hook` as every process's `sitecustomize` and its log folder in env `var`:
+    returns (the Flower result, the simulator's rounds, the log folder)."""
+    import os
+
+    (tmp_path / 'sitecustomize.py').write_text(hook)
+    (log := tmp_path / 'log').mkdir()
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
+    monkeypatch.setenv(var, str(log))
+    return (*mvppca_deployment(centers, 60), log)
+
+
 def test_the_launchers_keep_the_node_state_out_of_flowers_context(centers, tmp_path, monkeypatch):
     """The launchers' ClientApp thread keeps its node's state in the SuperNode's process (`client_app(memory={})`), so
     the context it hands back to its SuperNode after every message carries no state (before issue 32's change it
@@ -249,13 +261,7 @@ def test_the_launchers_keep_the_node_state_out_of_flowers_context(centers, tmp_p
     the node's Runtime API: on SecureFedYJ's demo, 3.5 times the bytes of the messages). Same results as before."""
     if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
         pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
-    import os
-
-    (tmp_path / 'sitecustomize.py').write_text(CTX_LOG)
-    (log := tmp_path / 'ctx').mkdir()
-    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
-    monkeypatch.setenv('FG_CTX_LOG', str(log))
-    fl, sim_rounds = mvppca_deployment(centers, 60)
+    fl, sim_rounds, log = _logged_deployment(centers, tmp_path, monkeypatch, CTX_LOG, 'FG_CTX_LOG')
     assert fl['rounds'] == sim_rounds
     sizes = [int(v) for f in log.iterdir() for v in f.read_text().split()]
     assert len(sizes) >= fl['round_trips']  # every node's every message: at least one a pass
@@ -303,13 +309,7 @@ def test_a_clientapp_calls_its_nodes_runtime_api_without_http(centers, tmp_path,
     reply, its objects, the task's output; one more to find no other task): now none, and the same run."""
     if shutil.which('flower-superlink') is None or shutil.which('flwr') is None:
         pytest.skip('flwr console scripts (flower-superlink, flwr) not on PATH')
-    import os
-
-    (tmp_path / 'sitecustomize.py').write_text(REQ_LOG)
-    (log := tmp_path / 'req').mkdir()
-    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
-    monkeypatch.setenv('FG_REQ_LOG', str(log))
-    fl, sim_rounds = mvppca_deployment(centers, 60)
+    fl, sim_rounds, log = _logged_deployment(centers, tmp_path, monkeypatch, REQ_LOG, 'FG_REQ_LOG')
     assert fl['rounds'] == sim_rounds
     served = [ln for f in log.iterdir() for ln in f.read_text().splitlines()]
     assert any(s.startswith('other /v1/fleet/pull-messages') for s in served)  # the log saw the SuperLink's requests

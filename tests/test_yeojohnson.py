@@ -893,3 +893,34 @@ def test_no_sign_is_certified_at_the_maximizer(bc):
     for dl in (0.0, 1e-13, -1e-13):
         _, sg = h.certified_sums(lam * (1 + dl))
         assert (sg == 0).all()
+
+
+@pytest.mark.parametrize('case', ['mixed, no NaN', 'mixed, NaN in some segments', 'mixed, with inf', 'bench data'])
+def test_preparation_is_the_reference_bit_for_bit(case):
+    """The preparation zeroes a mixed feature's other-sign rows by a product where no NaN or inf is in a segment, and
+    takes the anchors from the float bits (`sign_ends`): D_hi (signed zeros included), the membership and P_1..P_3 are
+    the bytes of the untiled reference with masks, and the anchors are the masked reductions' values."""
+    g = np.random.default_rng(11)
+    if case == 'bench data':
+        X = make_skewed_features(40_000, 12, rng=0)
+    else:
+        X = np.c_[
+            g.standard_normal((40_000, 3)) * [1, 50, 1e-3], g.lognormal(size=40_000) - 1, g.lognormal(size=40_000)
+        ]
+        if case == 'mixed, NaN in some segments':
+            X[g.integers(0, 40_000, 30), :3] = np.nan
+        if case == 'mixed, with inf':
+            X[[5, 20_000], 0], X[7, 1] = np.inf, -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)
+        h = YJData(X)
+    D, memb, P = _untiled_log_distances(h, X)
+    assert h.D_hi.tobytes() == D.tobytes() and np.array_equal(h.memb, memb) and h.P[1:4].tobytes() == P.tobytes()
+    XT = np.asarray(X, float).T
+    with np.errstate(invalid='ignore'), warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)
+        mixed = np.flatnonzero(np.nanmin(XT, 1) < 0)
+        lo = np.where(XT[mixed] >= 0, XT[mixed], np.inf).min(1)
+        neg = -np.where(XT[mixed] < 0, XT[mixed], -np.inf).max(1)
+    np.testing.assert_array_equal(h.anchors.pos_lo[mixed], np.where(np.isinf(lo), np.nan, lo))
+    np.testing.assert_array_equal(h.anchors.neg_lo[mixed], neg)
