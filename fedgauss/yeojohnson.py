@@ -1869,7 +1869,7 @@ def _other_sign(a, Xo, f: YJFrame, one, mean_t, scale_t):
 
 # %% ../nbs/10_yeojohnson.ipynb #74a36f4709894f8e822f9c383b5c8674
 def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block, out):
-    "Write (s g(lam_s, d) - mean_t)/scale_t of the one-signed columns `one` of X into those of `out`, in blocks of rows."
+    "Write (s g(lam_s, d) - mean_t)/scale_t of the one-signed columns `one` of X into `out`, in blocks of rows."
     anc, c, ls, s = f.anchor[one], f.c[one], f.lam_s[one], f.sign[one]
     inv = 1 / (1 + anc)
     zero = np.abs(ls) < 1e-300  # lambda_s = 0 (or subnormal): g = d
