@@ -1868,16 +1868,16 @@ def _other_sign(a, Xo, f: YJFrame, one, mean_t, scale_t):
         a[i, k] = (T / f.unit[one][k] - mean_t[one][k]) / scale_t[one][k]
 
 # %% ../nbs/10_yeojohnson.ipynb #74a36f4709894f8e822f9c383b5c8674
-def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block):
-    "(s g(lam_s, d) - mean_t)/scale_t of the one-signed columns `one` of X, in blocks of rows."
+def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block, out):
+    "Write (s g(lam_s, d) - mean_t)/scale_t of the one-signed columns `one` of X into `out`, in blocks of rows."
     anc, c, ls, s = f.anchor[one], f.c[one], f.lam_s[one], f.sign[one]
     inv = 1 / (1 + anc)
     zero = np.abs(ls) < 1e-300  # lambda_s = 0 (or subnormal): g = d
     mul = np.where(zero, s, s / np.where(zero, 1, ls)) / (scale_t[one] * f.unit[one])
     sub = mean_t[one] / scale_t[one]
-    out = np.empty((X.shape[0], len(one)))
+    cols = slice(None) if len(one) == X.shape[1] else one  # all columns: no gather
     for b0 in range(0, X.shape[0], block):
-        Xo = X[b0 : b0 + block, one]
+        Xo = X[b0 : b0 + block, cols]
         a = np.abs(Xo)
         r = a - anc
         r *= inv
@@ -1893,9 +1893,9 @@ def _to_frame_one(X, f: YJFrame, one, mean_t, scale_t, block):
             a[:, zero] = d0
         a *= mul
         a -= sub
-        _other_sign(a, Xo, f, one, mean_t, scale_t)
-        out[b0 : b0 + block] = a
-    return out
+        if np.where(s > 0, np.fmin.reduce(Xo, axis=0) < 0, np.fmax.reduce(Xo, axis=0) > 0).any():
+            _other_sign(a, Xo, f, one, mean_t, scale_t)  # (a value of the sign the fit did not see)
+        out[b0 : b0 + block, cols] = a
 
 # %% ../nbs/10_yeojohnson.ipynb #472c087bdaf047c4bd2daf3102168774
 def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
@@ -1906,12 +1906,12 @@ def _to_frame(X, f: YJFrame, mean_t=0.0, scale_t=1.0, block=4096):
     one, mixed = np.flatnonzero(~f.mixed), np.flatnonzero(f.mixed)
     with np.errstate(all='ignore'):
         if len(one):
-            out[:, one] = _to_frame_one(X, f, one, mean_t, scale_t, block)
-        if len(mixed):  # e^-M Psi
-            Xm = X[:, mixed]
-            lam, M = f.lmbda[mixed], f.M[mixed]
+            _to_frame_one(X, f, one, mean_t, scale_t, block, out)
+        lam, M = f.lmbda[mixed], f.M[mixed]
+        for b0 in range(0, n, block) if len(mixed) else ():  # e^-M Psi, in blocks of rows (temporaries in cache)
+            Xm = X[b0 : b0 + block, mixed]
             psi_t = np.where(Xm < 0, -1.0, 1.0) * yj_g_scaled(_lam_s(Xm, lam), np.log1p(np.abs(Xm)), M)
-            out[:, mixed] = (psi_t / f.unit[mixed] - mean_t[mixed]) / scale_t[mixed]
+            out[b0 : b0 + block, mixed] = (psi_t / f.unit[mixed] - mean_t[mixed]) / scale_t[mixed]
     out[np.isnan(X)] = np.nan
     return out
 

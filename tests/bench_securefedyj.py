@@ -489,14 +489,27 @@ def cpu_parts(clients, t_max: int, fits: int = 6):
 
 
 def local_sums(X, clients, t_max: int, repeat: int = 5):
-    "Best CPU seconds of `YJData` and of its `_group_sums` at the pooled search's lambdas: pooled rows against clients'."
-    from fedgauss.yeojohnson import YJAnchors
+    """Where SecureFedYJ stands against pooled ExpYJ like for like (best CPU s of `repeat`): the pooled fit with and
+    without its certified signs (which need all the rows), the same search over the clients' `YJData` without any
+    SMC (their local sums alone), and SecureFedYJ; then `YJData` and `_group_sums` at the pooled search's lambdas,
+    pooled rows against the clients' (the per-call cost that grows with the number of holders)."""
+    from fedgauss.yeojohnson import YJAnchors, exp_yj_search
 
-    calls, f0 = [], YJData._group_sums
+    calls, f0, c0 = [], YJData._group_sums, YJData._certify
 
-    def record(self, lam, bracket=None, accelerate=True):
+    def record(self, lam, bracket=None, accelerate=True, **kw):
         calls.append((np.array(lam), None if bracket is None else tuple(np.array(b) for b in bracket)))
-        return f0(self, lam, bracket, accelerate)
+        return f0(self, lam, bracket, accelerate, **kw)
+
+    def uncertified(f):  # ExpYJ as before the certified signs: every sign-only pass made
+        def run():
+            YJData._certify = lambda self, cand, ls, lo, lg=None: np.zeros(len(ls), np.int8)
+            try:
+                return f()
+            finally:
+                YJData._certify = c0
+
+        return run
 
     YJData._group_sums = record
     try:
@@ -504,15 +517,35 @@ def local_sums(X, clients, t_max: int, repeat: int = 5):
     finally:
         YJData._group_sums = f0
     A, T = YJAnchors.from_data(X), defaultdict(list)
+    fits = {
+        'pooled ExpYJ': lambda: exp_yj(X, t_max=t_max),
+        'pooled ExpYJ without certified signs': uncertified(lambda: exp_yj(X, t_max=t_max)),
+        "the clients' search, no SMC (local sums alone)": lambda: exp_yj_search(
+            [YJData(x, YJAnchors.merge(*[YJAnchors.from_data(c) for c in clients])) for x in clients], t_max=t_max
+        ),
+        'SecureFedYJ': lambda: S.SecureFedYJ(t_max=t_max, rng=0).fit(clients),
+    }
     for _ in range(repeat):
+        for k, f in fits.items():
+            T[k].append(timed(f)[1])
         for name, parts in (('pooled', [X]), ('clients', clients), ('clients of 200 rows', [c[:200] for c in clients])):
             w, c, ds = timed(lambda: [YJData(x, A) for x in parts])
             T[f'{name}: YJData'].append(c)
             T[f'{name}: _group_sums'].append(timed(lambda: [d._group_sums(*a) for a in calls for d in ds])[1])
         T["clients: their own anchors (YJClient)"].append(timed(lambda: [YJAnchors.from_data(x) for x in clients])[1])
-    print(f"{len(calls)} calls of _group_sums per holder (the pooled search's lambdas); best of {repeat} CPU s:")
-    for k, v in T.items():
-        print(f"  {k:42s}{min(v):7.3f}")
+    best = {k: min(v) for k, v in T.items()}
+    print(f"best of {repeat} CPU s, {len(clients)} clients, t_max = {t_max}:")
+    for k in fits:
+        print(f"  {k:50s}{best[k]:7.3f}")
+    sf, un = best['SecureFedYJ'], best['pooled ExpYJ without certified signs']
+    print(
+        f"  SecureFedYJ / pooled ExpYJ: {sf / best['pooled ExpYJ']:.2f}x; like for like (no certified signs): "
+        f"{sf / un:.2f}x; the clients' local sums alone / that pooled fit: "
+        f"{best[list(fits)[2]] / un:.2f}x   [goal, issue 32: <= 1.5x]"
+    )
+    print(f"{len(calls)} calls of _group_sums per holder (the pooled search's lambdas):")
+    for k in list(T)[len(fits) :]:
+        print(f"  {k:50s}{best[k]:7.3f}")
 
 
 def main():
@@ -543,7 +576,9 @@ def main():
     ap.add_argument('--digest', action='store_true', help='payload digests at b = 1 and 5 against main d20c3ad')
     ap.add_argument('--parts', action='store_true', help="a fit's CPU by part (a CPU-time sampler)")
     ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts')
-    ap.add_argument('--local', action='store_true', help="the clients' local sums against pooled ExpYJ's")
+    ap.add_argument(
+        '--local', action='store_true', help="like for like: pooled ExpYJ without certified signs, the local sums"
+    )
     args = ap.parse_args()
     if args.ab:
         X, _, clients = benchmark_data(args)

@@ -924,3 +924,23 @@ def test_preparation_is_the_reference_bit_for_bit(case):
         neg = -np.where(XT[mixed] < 0, XT[mixed], -np.inf).max(1)
     np.testing.assert_array_equal(h.anchors.pos_lo[mixed], np.where(np.isinf(lo), np.nan, lo))
     np.testing.assert_array_equal(h.anchors.neg_lo[mixed], neg)
+
+
+@pytest.mark.parametrize('block', [1, 7, 4096, 10**9])
+def test_transform_in_blocks_with_values_of_the_unseen_sign(block):
+    """The transform works in blocks of rows and takes the frame formula of a one-signed feature unless a block holds a
+    value of the sign the fit did not see (then those values go through Psi): whatever the block, every value equals
+    (Psi(lambda, x) - mean_) / scale_, unseen signs, zeros, NaN and the mixed features included, and the bits do not
+    depend on the block."""
+    g = np.random.default_rng(4)
+    X = make_skewed_features(3000, 12, rng=2)
+    est = YeoJohnsonTransformer().fit(X)
+    B = X.copy()
+    B[g.random(B.shape) < 0.01] *= -2.0  # the other sign, in a few blocks only at small blocks
+    B[g.random(B.shape) < 0.02] = np.nan
+    B[10], B[11] = 0.0, -0.0
+    f = est.frame_
+    T = _yjmod._to_frame(B, f, est._mean_t, est._scale_t, block=block)
+    ref = (yeo_johnson(B, est.lambdas_) - est.mean_) / est.scale_
+    np.testing.assert_allclose(T, ref, rtol=1e-10, atol=1e-12)
+    assert T.tobytes() == _yjmod._to_frame(B, f, est._mean_t, est._scale_t, block=64).tobytes()
