@@ -488,7 +488,7 @@ def cpu_parts(clients, t_max: int, fits: int = 6):
     print(f"  {'total':58s}{cpu / fits:7.3f} s")
 
 
-def local_sums(X, clients, t_max: int, repeat: int = 5):
+def local_sums(X, clients, t_max: int, repeat: int = 5, csv: str | None = None):
     """Where SecureFedYJ stands against pooled ExpYJ like for like (best CPU s of `repeat`): the pooled fit with and
     without its certified signs (which need all the rows), the same search over the clients' `YJData` without any
     SMC (their local sums alone), and SecureFedYJ; then `YJData` and `_group_sums` at the pooled search's lambdas,
@@ -546,6 +546,13 @@ def local_sums(X, clients, t_max: int, repeat: int = 5):
     print(f"{len(calls)} calls of _group_sums per holder (the pooled search's lambdas):")
     for k in list(T)[len(fits) :]:
         print(f"  {k:50s}{best[k]:7.3f}")
+    if csv:  # the fits, each as a ratio to both pooled fits, and the load average at the end of the run
+        import pandas as pd
+
+        pooled = best['pooled ExpYJ']
+        rows = [dict(fit=k, cpu_s=best[k], per_pooled=best[k] / pooled, per_uncertified=best[k] / un) for k in fits]
+        pd.DataFrame(rows).assign(load=round(os.getloadavg()[0], 2)).round(3).to_csv(csv, index=False)
+        print(f"written to {csv}")
 
 
 def main():
@@ -576,6 +583,7 @@ def main():
     ap.add_argument('--digest', action='store_true', help='payload digests at b = 1 and 5 against main d20c3ad')
     ap.add_argument('--parts', action='store_true', help="a fit's CPU by part (a CPU-time sampler)")
     ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts')
+    ap.add_argument('--csv', default=None, help='with --local: its table of fits, as CSV (nbs/12_securefedyj_cost.csv)')
     ap.add_argument(
         '--local', action='store_true', help="like for like: pooled ExpYJ without certified signs, the local sums"
     )
@@ -587,7 +595,7 @@ def main():
         return digests(benchmark_data(args)[2])
     if args.local:
         X, _, clients = benchmark_data(args)
-        return local_sums(X, clients, args.t_max)
+        return local_sums(X, clients, args.t_max, args.repeat, args.csv)
     if args.parts:
         return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits)
     X, parts, clients = benchmark_data(args)
