@@ -61,6 +61,12 @@ search): `YJData` built and `_group_sums` called for the pooled rows and for eac
 (what a call costs whatever its rows), best of 5 CPU seconds.
 
     python tests/bench_securefedyj.py --local
+
+`--calls [--fits 3]`: the clients' per-step work function by function (thread CPU seconds a fit, calls a fit, and
+microseconds a call, nested times included; `YJData`'s passes and evaluations, nb12's frame and exact statistics):
+which part is a pass over the rows and which is per-call Python overhead.
+
+    python tests/bench_securefedyj.py --calls
 """
 
 import argparse, hashlib, json, os, subprocess, sys, tempfile, time, warnings
@@ -555,6 +561,44 @@ def local_sums(X, clients, t_max: int, repeat: int = 5, csv: str | None = None):
         print(f"written to {csv}")
 
 
+def calls_table(clients, t_max: int, fits: int = 3):
+    "Thread CPU s a fit, calls a fit and us a call of the clients' local sums and per-step public work (nested)."
+    import fedgauss.yeojohnson as Y
+
+    T, N, saved = defaultdict(float), defaultdict(int), []
+
+    def wrap(obj, name):
+        f = getattr(obj, name)
+
+        def g(*a, **k):
+            t = time.thread_time()
+            try:
+                return f(*a, **k)
+            finally:
+                T[name] += time.thread_time() - t
+                N[name] += 1
+
+        saved.append((obj, name, f))
+        setattr(obj, name, g)
+
+    for name in ('_group_sums', '_fresh_groups', '_fresh', '_series_groups', '_cached_groups', '_need_P', '_need_lo'):
+        wrap(YJData, name)
+    for name in ('_add_sums', '_add_moments'):
+        wrap(Y, name)
+    for name in ('public_frame_sums', 'frame_coefficients', '_public_components', 'public_frame', 'exp_replay'):
+        wrap(S, name)
+    try:
+        S.SecureFedYJ(t_max=t_max, rng=0).fit(clients)  # warm-up
+        T.clear(), N.clear()
+        cpu = sum(timed(lambda r=r: S.SecureFedYJ(t_max=t_max, rng=r + 1).fit(clients))[1] for r in range(fits)) / fits
+    finally:
+        for obj, name, f in reversed(saved):
+            setattr(obj, name, f)
+    print(f"{len(clients)} clients, mean of {fits} fits: {cpu:.3f} CPU s a fit (timers included); nested times")
+    for k in sorted(T, key=T.get, reverse=True):
+        print(f"  {k:22s}{T[k] / fits:7.3f} s {N[k] / fits:7.0f} calls {1e6 * T[k] / N[k]:8.0f} us a call")
+
+
 def main():
     if sys.argv[1:2] == ['--step']:
         return step_cpu()
@@ -582,7 +626,10 @@ def main():
     ap.add_argument('--branching', type=int, default=1, help='SecureFedYJ search steps per round (default 1)')
     ap.add_argument('--digest', action='store_true', help='payload digests at b = 1 and 5 against main d20c3ad')
     ap.add_argument('--parts', action='store_true', help="a fit's CPU by part (a CPU-time sampler)")
-    ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts')
+    ap.add_argument('--fits', type=int, default=6, help='fits sampled by --parts (--calls: 3 is enough)')
+    ap.add_argument(
+        '--calls', action='store_true', help="the clients' per-step work by function (CPU, calls, us a call)"
+    )
     ap.add_argument('--csv', default=None, help='with --local: its table of fits, as CSV (nbs/12_securefedyj_cost.csv)')
     ap.add_argument(
         '--local', action='store_true', help="like for like: pooled ExpYJ without certified signs, the local sums"
@@ -596,6 +643,8 @@ def main():
     if args.local:
         X, _, clients = benchmark_data(args)
         return local_sums(X, clients, args.t_max, args.repeat, args.csv)
+    if args.calls:
+        return calls_table(benchmark_data(args)[2], args.t_max, args.fits)
     if args.parts:
         return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits)
     X, parts, clients = benchmark_data(args)
