@@ -33,7 +33,10 @@ function and line they come from, per level of the tree: what a level pays in ca
     python tests/bench_gbdt.py --level-calls [--out nbs/30_gbdt_level_calls.csv]
 """
 
-import argparse, os, textwrap, time
+import argparse
+import os
+import textwrap
+import time
 from collections import defaultdict
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')  # before numpy / sklearn / lightgbm start their thread pools
@@ -59,7 +62,8 @@ def numeric(X):
 
 def models(n_trees, depth, bins, lr=0.3):
     try:
-        import lightgbm as lgb, xgboost as xgb
+        import lightgbm as lgb
+        import xgboost as xgb
     except ImportError as e:  # the peers: pip install -e '.[bench]'
         raise SystemExit(f"{e}: the benchmark's peers come with the bench extra: pip install -e '.[bench]'") from None
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -164,7 +168,7 @@ def multiclass(a):
     import xgboost as xgb
     from test_gbdt_multiclass import seven_classes
 
-    p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3)
+    p = {'n_estimators': a.trees, 'max_depth': a.depth, 'learning_rate': 0.3}
     X, y = load_adult('train')
     A = numeric(X)
     X7, y7 = seven_classes(a.rows)
@@ -173,12 +177,16 @@ def multiclass(a):
     with threadpool_limits(1):
         for task, (Xt, yt) in tasks.items():
             fits = {
-                'fedgauss': lambda: G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt),
-                'xgboost': lambda: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xt, yt),
+                'fedgauss': lambda Xt=Xt, yt=yt: G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt),
+                'xgboost': lambda Xt=Xt, yt=yt: xgb.XGBClassifier(
+                    tree_method='hist', max_bin=a.bins, n_jobs=1, **p
+                ).fit(Xt, yt),
             }
             t = best_cpu(fits, a.repeat)
             k = len(np.unique(yt))
-            rows.append(dict(task=task, rows=len(yt), features=Xt.shape[1], trees=a.trees * (k if k > 2 else 1)))
+            rows.append(
+                {'task': task, 'rows': len(yt), 'features': Xt.shape[1], 'trees': a.trees * (k if k > 2 else 1)}
+            )
             rows[-1].update({'fedgauss_cpu_s': t['fedgauss'], 'xgboost_cpu_s': t['xgboost']})
             rows[-1]['ratio'] = t['fedgauss'] / t['xgboost']
     df = pd.DataFrame(rows)
@@ -190,7 +198,10 @@ def multiclass(a):
 
 def old_core(rev):
     "The module `fedgauss.gbdt` as it was at git revision `rev` (or in the file `rev`), imported under another name."
-    import importlib.util, subprocess, sys, tempfile
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
 
     path = rev
     if not os.path.isfile(rev):
@@ -228,20 +239,26 @@ def ab(a):
     X, y = load_adult('train')
     Xa, ya = load_libsvm('a9a')
     tasks = {'Adult': (numeric(X), y.to_numpy()), 'a9a': (Xa.to_numpy(float), ya.to_numpy())}
-    p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3, base_score=0.5)
+    p = {'n_estimators': a.trees, 'max_depth': a.depth, 'learning_rate': 0.3, 'base_score': 0.5}
     rows = []
     with threadpool_limits(1):
         for task, (Xt, yt) in tasks.items():
             fitted = {}
             fits = {
-                'before': lambda: fitted.__setitem__('before', old.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)),
-                'after': lambda: fitted.__setitem__('after', G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)),
-                'xgboost': lambda: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xt, yt),
+                'before': lambda fitted=fitted, Xt=Xt, yt=yt: fitted.__setitem__(
+                    'before', old.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)
+                ),
+                'after': lambda fitted=fitted, Xt=Xt, yt=yt: fitted.__setitem__(
+                    'after', G.GBDTClassifier(max_bins=a.bins, **p).fit(Xt, yt)
+                ),
+                'xgboost': lambda Xt=Xt, yt=yt: xgb.XGBClassifier(
+                    tree_method='hist', max_bin=a.bins, n_jobs=1, **p
+                ).fit(Xt, yt),
             }
             runs = {k: np.array(v) for k, v in cpu_runs(fits, a.repeat).items()}
             t = {k: v.min() for k, v in runs.items()}
             same = all(np.array_equal(u, v, equal_nan=True) for u, v in zip(*map(tree_arrays, fitted.values())))
-            rows.append(dict(data=task, rows=len(yt), features=Xt.shape[1], xgboost_cpu_s=t['xgboost']))
+            rows.append({'data': task, 'rows': len(yt), 'features': Xt.shape[1], 'xgboost_cpu_s': t['xgboost']})
             rows[-1].update(before_cpu_s=t['before'], after_cpu_s=t['after'])
             rows[-1].update(before_ratio=t['before'] / t['xgboost'], after_ratio=t['after'] / t['xgboost'])
             # the median over rounds of each round's ratio (the fits of a round ran back to back, under the same load)
@@ -333,7 +350,7 @@ def profile(a):
     X, y = load_adult('train')
     A, y = numeric(X), y.to_numpy()
     order = np.random.default_rng(0).permutation(len(y))
-    p = dict(n_estimators=a.trees, max_depth=a.depth, learning_rate=0.3, base_score=0.5)
+    p = {'n_estimators': a.trees, 'max_depth': a.depth, 'learning_rate': 0.3, 'base_score': 0.5}
     ours = lambda Xs, ys: G.GBDTClassifier(max_bins=a.bins, **p).fit(Xs, ys)
     theirs = lambda Xs, ys: xgb.XGBClassifier(tree_method='hist', max_bin=a.bins, n_jobs=1, **p).fit(Xs, ys)
     sizes = [1000, 2000, 4000, 8000, 16000, 24000, len(y)]
@@ -341,10 +358,13 @@ def profile(a):
     with threadpool_limits(1):
         for m in sizes:
             Xs, ys = A[order[:m]], y[order[:m]]
-            t = best_cpu({'fedgauss': lambda: ours(Xs, ys), 'xgboost': lambda: theirs(Xs, ys)}, a.repeat)
+            t = best_cpu(
+                {'fedgauss': lambda Xs=Xs, ys=ys: ours(Xs, ys), 'xgboost': lambda Xs=Xs, ys=ys: theirs(Xs, ys)},
+                a.repeat,
+            )
             n_f = sum(tr.n_nodes for tr in ours(Xs, ys).trees_)
             n_x = len(theirs(Xs, ys).get_booster().trees_to_dataframe())
-            rows.append(dict(rows=m, fedgauss_nodes=n_f, xgboost_nodes=n_x, fedgauss_cpu_s=t['fedgauss']))
+            rows.append({'rows': m, 'fedgauss_nodes': n_f, 'xgboost_nodes': n_x, 'fedgauss_cpu_s': t['fedgauss']})
             rows[-1].update(xgboost_cpu_s=t['xgboost'], ratio=t['fedgauss'] / t['xgboost'])
         scale = pd.DataFrame(rows)
         sparse = type('sparse', (), {'_csc_matvec': G._csc_matvec, '_csr_matvec': G._csr_matvec})  # scipy's kernels
@@ -484,7 +504,7 @@ def main():
                 auc[name] = roc_auc_score(yt, m.predict_proba(At)[:, 1])
         rows = []
         for name in make:
-            rows.append(dict(library=name, wall_s=min(wall[name]), cpu_s=min(cpu[name]), auc=auc[name]))
+            rows.append({'library': name, 'wall_s': min(wall[name]), 'cpu_s': min(cpu[name]), 'auc': auc[name]})
         df = pd.DataFrame(rows).set_index('library')
         df['wall / xgboost'] = df['wall_s'] / df.loc['xgboost', 'wall_s']
         df['cpu / xgboost'] = df['cpu_s'] / df.loc['xgboost', 'cpu_s']
