@@ -109,7 +109,7 @@ def softmax_sensitivity(
         )
     if weight_update == 'gradient':
         return math.sqrt(2), math.sqrt(K), float(K)
-    return math.sqrt(2), math.sqrt(1 - 1 / K), 2 * (1 - 1 / K)
+    return math.sqrt(2), 4 / (3 * math.sqrt(3)), 2 * (1 - 1 / K)
 
 
 def clip_rows(

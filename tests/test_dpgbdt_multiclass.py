@@ -119,9 +119,27 @@ def test_sensitivity_bounds_by_search():
     np.testing.assert_allclose(np.linalg.norm(clip_rows(g.normal(size=(50, 3)) * 9, 2.0), axis=1), 2.0)
 
 
+def test_hessian_bound_is_the_maximum_over_the_simplex():
+    """Δ_h = 4 / (3 sqrt 3) for every K >= 3: a local search (SLSQP on the simplex, many starts) never exceeds it, and
+    three classes sharing the mass equally reach it; the cruder sqrt(1 - 1/K) is larger."""
+    from scipy.optimize import minimize
+
+    g = np.random.default_rng(2)
+    for K in (3, 5, 10):
+        dh = softmax_sensitivity(K)[1]
+        neg = lambda p: -np.sum((2 * p * (1 - p)) ** 2)
+        cons = ({'type': 'eq', 'fun': lambda p: p.sum() - 1},)
+        best = max(
+            -minimize(neg, g.dirichlet(np.ones(K)), bounds=[(0, 1)] * K, constraints=cons, method='SLSQP').fun
+            for _ in range(40)
+        )
+        assert math.sqrt(best) <= dh + 1e-9 and math.sqrt(best) > dh - 1e-6
+        assert dh == pytest.approx(np.linalg.norm(np.full(3, 4 / 9)), rel=1e-15) and dh < math.sqrt(1 - 1 / K)
+
+
 def test_one_row_moves_a_release_by_at_most_the_bound():
     """Neighbours on the client's own code: the K class trees' leaf sums without row r differ from those with it by
-    at most (sqrt 2, sqrt(1 - 1/K)) in l2, for every r; margins far from 0 bring the gradient bound close."""
+    at most (sqrt 2, 4 / (3 sqrt 3)) in l2, for every r; margins far from 0 bring the gradient bound close."""
     gen = np.random.default_rng(1)
     n, F, K, d = 200, 3, 4, 3
     X, y = gen.normal(size=(n, F)), gen.integers(K, size=n).astype(float)
@@ -142,7 +160,7 @@ def test_one_row_moves_a_release_by_at_most_the_bound():
     dG = [np.linalg.norm(G - sums(np.delete(np.arange(n), r))[0]) for r in range(n)]
     dH = [np.linalg.norm(H - sums(np.delete(np.arange(n), r))[1]) for r in range(0, n, 7)]
     assert max(dG) <= math.sqrt(2) + 1e-9 and max(dG) > 1.3
-    assert max(dH) <= math.sqrt(1 - 1 / K) + 1e-9
+    assert max(dH) <= 4 / (3 * math.sqrt(3)) + 1e-9
 
 
 def test_first_round_leaves_against_a_brute_force():
