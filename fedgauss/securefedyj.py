@@ -179,9 +179,11 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
 
 
 def _rshift_round(v, k) -> np.ndarray:
-    "round(v / 2**k) for object ints `v` and positive shifts `k` (elementwise)."
-    k = np.asarray(k, dtype=np.int64).astype(object)
-    return (np.asarray(v, dtype=object) + (1 << (k - 1))) >> k
+    "round(v / 2**k) = floor((floor(v / 2**(k-1)) + 1) / 2) for object ints `v` and positive shifts `k` (elementwise)."
+    s = (np.asarray(k, dtype=np.int64) - 1).astype(
+        object
+    )  # (the same integer as (v + 2**(k-1)) >> k, no 2**(k-1) made)
+    return ((np.asarray(v, dtype=object) >> s) + 1) >> 1
 
 # %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
 def _dec_log_ratio(a, A, tiny: bool):
@@ -226,6 +228,51 @@ def _hp_offsets(ls, loc, anchor, unit, W: int = W_EXACT) -> np.ndarray:
     return res
 
 # %% ../nbs/12_securefedyj.ipynb #59bbdb311c014d738909a11f9e486628
+_H_TERMS = tuple((k - 1) * (1 / math.factorial(k)) for k in range(24, 1, -1))  # h(z) = sum (k-1)/k! z^(k-2), Horner
+
+
+def _frame_columns(pf: YJFrame) -> np.ndarray:
+    "(unit, M (0 where one-signed), c (0 where mixed), mixed) of every feature of `pf`: one (4, d) array, kept on the frame."
+    fc = pf.__dict__.get('_columns')  # (a frozen dataclass: its __dict__ is written directly, as notebook 10's anchors)
+    if fc is None:
+        fc = pf.__dict__['_columns'] = np.array([pf.unit, np.where(pf.mixed, pf.M, 0.0), np.nan_to_num(pf.c), pf.mixed])
+    return fc
+
+
+def _frame_values(ls, c, pf: YJFrame, col) -> tuple:
+    """(a, b, eta, b_e) of every group as floats (4, groups), and delta = c - c_A: one-signed groups by `yj_g` and
+    `yj_gmu`, mixed ones by `yj_g_scaled` and `yj_gmu_scaled`, evaluated once over all groups (M = 0 where one-signed
+    makes the scaled forms of a and b_e those of one-signed groups, float for float; b takes each group's own)."""
+    r, M, cA, mixed = _frame_columns(pf)[:, col]
+    mixed = mixed > 0
+    with np.errstate(all='ignore'):
+        delta = c - cA
+        u = np.where(mixed, c, delta)  # log distance from the public anchor (one-signed) or from 0 (mixed)
+        d, l = u / r, ls * r  # in the public unit, lambda_s in its inverse
+        z = l * d
+        az = np.abs(z)
+        small, tiny, z0 = az < 1, az < 1e-8, z == 0
+        eM, ez, em1 = np.exp(-M), np.exp(z - M), np.expm1(z)
+        g_one = np.where(tiny, d * (1 + z / 2 + z * z / 6), em1 / np.where(tiny, 1, l))  # yj_g
+        g_mix = np.where(small, d * eM * np.where(z0, 1.0, em1 / np.where(z0, 1, z)), (ez - eM) / l)  # yj_g_scaled
+        h, zs = np.zeros_like(z), np.where(small, z, 0.0)
+        for t in _H_TERMS:  # h(z) by Horner, in place (notebook 10's series, term for term)
+            h *= zs
+            h += t
+        gmu = np.where(small, d * d * h * eM, ((z - 1) * ez + eM) / l**2)  # yj_gmu_scaled (yj_gmu where M = 0)
+        return np.array([np.exp(ls * u - M), np.where(mixed, g_mix, g_one), d, gmu]), delta
+
+
+def _far_offsets(data: YJData, ls, lo_frame, pf: YJFrame, delta):
+    "The one-signed groups farther than `HP_RATIO` spreads from the public anchor and their `_hp_offsets` (None if none)."
+    col = data.g_col
+    far = np.flatnonzero(~pf.mixed[col] & (np.abs(delta) > HP_RATIO * data.g_R))
+    if not len(far):
+        return None
+    loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
+    return far, _hp_offsets(ls[far], loc, pf.anchor[col[far]], pf.unit[col[far]])
+
+# %% ../nbs/12_securefedyj.ipynb #b1f2c3d4e5f60718293a4b5c6d7e8f90
 def frame_coefficients(
     data: YJData,  # the client's `YJData` (local frames)
     ls,  # λ_s of each group (the λ of its sign)
@@ -234,50 +281,45 @@ def frame_coefficients(
     pf: YJFrame,  # the public frame
 ) -> np.ndarray:
     "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
-    col = data.g_col
-    mixed, r = pf.mixed[col], pf.unit[col]
-    M, cA = pf.M[col], np.nan_to_num(pf.c[col])
-    V, o, x = np.empty((5, len(col))), np.flatnonzero(~mixed), np.flatnonzero(mixed)
-    with np.errstate(all='ignore'):
-        delta = c - cA
-        dr, cr, lr = delta / r, c / r, ls * r  # log distances in the public unit, lambda_s in its inverse
-        d, l = dr[o], lr[o]  # each group's own formulas only (elementwise: the same floats as on all groups)
-        V[:, o] = np.exp(ls[o] * delta[o]), yj_g(l, d), d, yj_gmu(l, d), d
-        d, l, Mx = cr[x], lr[x], M[x]
-        V[:, x] = np.exp(ls[x] * c[x] - Mx), yj_g_scaled(l, d, Mx), d, yj_gmu_scaled(l, d, Mx), d
-    out = _fx(V)  # (5, groups), one conversion
-    far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO * data.g_R))
-    if len(far):
-        loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
-        out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]], r[far])
+    V, delta = _frame_values(ls, c, pf, data.g_col)
+    out = _fx(V[[0, 1, 2, 3, 2]])  # (5, groups), one conversion (the offset of phi is eta)
+    hp = _far_offsets(data, ls, lo_frame, pf, delta)
+    if hp is not None:
+        out[:, hp[0]] = hp[1]
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+# each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e,
+# with e = m1 e_psi + m2 e_phi; rows P, Q, W_3, R_4, S_d, b, b_e, eta (a resolution matched to their order in the spread:
+# u ~ d, u^2 and v ~ d^2, u v ~ d^3)
+_DEG, _K, _M1, _M2 = (
+    np.array(v)[:, None]
+    for v in ([2, 3, 2, 3, 1, 1, 1, 1], [1, 2, 2, 3, 1, 1, 1, 1], [1, 2, 1, 2, 0, 1, 1, 0], [0, 0, 1, 1, 1, 0, 1, 1])
+)
+
+
 def _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm: dict, col, f: int) -> np.ndarray:
     "The eight components P, Q, W_3, R_4, S_d, b, b_e, eta of the public statistics, each rounded to its resolution."
-    W = W_EXACT
-    e1, e2 = norm['e_psi'][col], norm['e_phi'][col]
-    # each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e
-    # components rounded to a resolution matched to their order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3
+    shifts = _DEG * W_EXACT - _K * f + _M1 * norm['e_psi'][col] + _M2 * norm['e_phi'][col]  # (8, groups), in int64
     AA = A * A
-    return _rshift_round(  # all eight in one vectorized call
-        np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]),
-        np.array(
-            [
-                2 * W - f + e1,
-                3 * W - 2 * f + 2 * e1,
-                2 * W - 2 * f + e1 + e2,
-                3 * W - 3 * f + 2 * e1 + e2,
-                W - f + e2,
-                W - f + e1,
-                W - f + e1 + e2,
-                W - f + e2,
-            ]
-        ),
-    )
+    return _rshift_round(np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]), shifts)  # one vectorized call
 
 # %% ../nbs/12_securefedyj.ipynb #ac8df488
 SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
+
+
+def _group_table(data: YJData) -> dict:
+    "What the statistics take from `data`'s sign groups alone, once: counts and signs as exact integers, and each feature's first and second group."
+    gt = data.__dict__.get('_public_groups')
+    if gt is None:
+        col = data.g_col
+        first = np.unique(col, return_index=True)[1]  # a feature has one group, or two (mixed)
+        rest = np.setdiff1d(np.arange(len(col)), first)
+        N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))
+        gt = data.__dict__['_public_groups'] = dict(
+            N=N, S=S, first=first, rest=rest, powers=np.array([[1], [2], [2], [3], [1]])
+        )
+    return gt
 
 
 def public_frame_sums(
@@ -291,24 +333,31 @@ def public_frame_sums(
     "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
     lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
     ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
-    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
-    A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
+    col, gt = data.g_col, _group_table(data)
+    V, delta = _frame_values(ls, c, pf, col)  # a, b, eta, b_e (the offset of phi is eta)
     # the local sums are in each group's unit g_rho: into the public unit, exactly (a power of two in the exponent)
-    shift = np.log2(data.g_rho / pf.unit[data.g_col]).astype(np.int64)
-    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
-    p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
-    N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))  # counts and signs: exact integers
+    shift = np.log2(data.g_rho / pf.unit[col]).astype(np.int64)
+    W = np.concatenate([np.full((4, len(col)), W_EXACT), W_EXACT + gt['powers'] * shift])
+    X = _fx(np.concatenate([V, U, sd[None]]), W)  # the nine rows in one conversion
+    hp = _far_offsets(data, ls, ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0), pf, delta)
+    if hp is not None:
+        X[:4, hp[0]] = hp[1][:4]
+    p, q, w, rw, sdr, b, be, k = _public_components(*X[:4], *X[4:], norm, col, f)
+    N, S = gt['N'], gt['S']  # counts and signs: exact integers
     t1, t2 = p + N * b, k * p + w  # shared by the statistics below (the same integers, fewer products)
-    stats_ = [
-        N,  # n            (scale 0)
-        S * (sdr + N * k),  # S_phi        (f)
-        S * t1,  # S_psi        (f)
-        q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
-        t2 + ((N * be) << f),  # S_dpsi       (2f)
-        S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
-    ]
-    out = np.zeros((6, data.d), dtype=object)
-    np.add.at(out, (slice(None), data.g_col), np.array(stats_))  # the groups of each feature, added up
+    stats_ = np.array(
+        [
+            N,  # n            (scale 0)
+            S * (sdr + N * k),  # S_phi        (f)
+            S * t1,  # S_psi        (f)
+            q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
+            t2 + ((N * be) << f),  # S_dpsi       (2f)
+            S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
+        ]
+    )
+    out = np.empty((6, data.d), dtype=object)  # the groups of each feature, added up
+    out[:, col[gt['first']]] = stats_[:, gt['first']]
+    out[:, col[gt['rest']]] += stats_[:, gt['rest']]
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
