@@ -64,12 +64,12 @@ from fedgauss.yeojohnson import (
 # %% auto #0
 __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'STEP_MONOMIALS', 'SECUREFEDYJ', 'envelope_round', 'local_envelope',
            'anchors_from_envelope', 'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums',
-           'statistic_exponents', 'normalization', 'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for',
-           'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max', 'yj_setup_program',
-           'setup_openings', 'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_tree_step',
-           'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs',
-           'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values', 'mask_prediction_attack',
-           'communication_table', 'FedYeoJohnsonTransformer']
+           'statistic_exponents', 'row_bounds', 'normalization', 'decode_sums', 'FixedPointPrecisionError',
+           'ring_bits_for', 'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max',
+           'yj_setup_program', 'setup_openings', 'party_secure_step', 'party_shared_totals', 'public_frame',
+           'yj_tree_step', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config',
+           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values',
+           'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -239,15 +239,11 @@ def _frame_columns(pf: YJFrame) -> np.ndarray:
     return fc
 
 
-def _frame_values(ls, c, pf: YJFrame, col) -> tuple:
-    """(a, b, eta, b_e) of every group as floats (4, groups), and delta = c - c_A: one-signed groups by `yj_g` and
-    `yj_gmu`, mixed ones by `yj_g_scaled` and `yj_gmu_scaled`, evaluated once over all groups (M = 0 where one-signed
-    makes the scaled forms of a and b_e those of one-signed groups, float for float; b takes each group's own)."""
-    r, M, cA, mixed = _frame_columns(pf)[:, col]
-    mixed = mixed > 0
+def _yj_values(ls, u, r, M, mixed) -> np.ndarray:
+    """(e^(ls u - M), b, u / r, b_e) elementwise, floats: b and b_e by `yj_g` and `yj_gmu` where not `mixed`, by
+    `yj_g_scaled` and `yj_gmu_scaled` (scale e^M) where `mixed`, at lambda_s r and u / r (r: the unit), all in one
+    evaluation (M = 0 where not mixed makes the scaled forms of e^(ls u - M) and b_e the plain ones, float for float)."""
     with np.errstate(all='ignore'):
-        delta = c - cA
-        u = np.where(mixed, c, delta)  # log distance from the public anchor (one-signed) or from 0 (mixed)
         d, l = u / r, ls * r  # in the public unit, lambda_s in its inverse
         z = l * d
         az = np.abs(z)
@@ -260,7 +256,16 @@ def _frame_values(ls, c, pf: YJFrame, col) -> tuple:
             h *= zs
             h += t
         gmu = np.where(small, d * d * h * eM, ((z - 1) * ez + eM) / l**2)  # yj_gmu_scaled (yj_gmu where M = 0)
-        return np.array([np.exp(ls * u - M), np.where(mixed, g_mix, g_one), d, gmu]), delta
+        return np.array([np.exp(ls * u - M), np.where(mixed, g_mix, g_one), d, gmu])
+
+
+def _frame_values(ls, c, pf: YJFrame, col) -> tuple:
+    "(a, b, eta, b_e) of every group (columns `col`) as floats (4, groups), and delta = c - c_A."
+    r, M, cA, mixed = _frame_columns(pf)[:, col]
+    mixed = mixed > 0
+    with np.errstate(invalid='ignore'):
+        delta = c - cA
+    return _yj_values(ls, np.where(mixed, c, delta), r, M, mixed), delta  # log distance from c_A, or from 0 (mixed)
 
 
 def _far_offsets(data: YJData, ls, lo_frame, pf: YJFrame, delta):
@@ -369,15 +374,36 @@ def statistic_exponents(
     return [0 * e1, e2, e1, 2 * e1, e1 + e2, 2 * e1 + e2]
 
 
+def row_bounds(
+    lmbda,  # public λ per feature
+    anchors: YJAnchors,  # public anchors
+    frame: YJFrame | None = None,  # `yj_frame(lmbda, anchors)` if already made
+) -> tuple:
+    """`yj_sum_bounds`' per-row bounds (B_phi, B_psi, B_dpsi), the same floats, in one evaluation: |Psi| and dPsi at the
+    far end of each one-signed feature's spread, the larger at its two largest |x| for a mixed one (in its scaled frame)."""
+    f = yj_frame(lmbda, anchors) if frame is None else frame
+    k, (Rp, _), r = anchors.kind, anchors.spread, f.unit
+    with np.errstate(invalid='ignore'):
+        dend = np.where(f.anchor == np.where(k > 0, anchors.pos_hi, anchors.neg_hi), -Rp, Rp)
+    lp, ln = (np.log1p(np.nan_to_num(h)) for h in (anchors.pos_hi, anchors.neg_hi))
+    zero = np.zeros_like(f.M)
+    ls, u, M = (np.array(v) for v in ([f.lam_s, f.lmbda, 2 - f.lmbda], [dend, lp, ln], [zero, f.M, f.M]))
+    _, g, d, gmu = _yj_values(ls, u, r, M, np.array([False, True, True])[:, None])
+    B_phi = np.where(f.mixed, np.maximum(d[1], d[2]), Rp / r)
+    B_psi = np.where(f.mixed, np.maximum(np.abs(g[1]), np.abs(g[2])), np.abs(g[0]))
+    return B_phi, B_psi, np.where(f.mixed, np.maximum(gmu[1], gmu[2]), gmu[0])
+
+
 def normalization(
     lmbda,  # public λ per feature
     anchors: YJAnchors,  # public anchors
+    frame: YJFrame | None = None,  # `yj_frame(lmbda, anchors)` if already made
 ) -> dict:
     "Public powers of two per feature that bring every per-row statistic to at most 1 in absolute value (they depend on lambda and the anchors only)."
-    B = yj_sum_bounds(1.0, lmbda, anchors)
+    B_phi, B_psi, B_dpsi = row_bounds(lmbda, anchors, frame)
     lg = lambda v: np.clip(np.ceil(np.log2(np.nan_to_num(v, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
-    e_psi = lg(B['B_psi'])
-    e_phi = np.maximum(lg(B['B_phi']), lg(B['B_dpsi']) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
+    e_psi = lg(B_psi)
+    e_phi = np.maximum(lg(B_phi), lg(B_dpsi) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
     return dict(e_psi=e_psi, e_phi=e_phi)
 
 # %% ../nbs/12_securefedyj.ipynb #cb1e1581032b452c9409d6c6813c49d1
@@ -791,7 +817,8 @@ def public_frame(
     if hit is None:
         if len(_FRAMES) >= 64:
             _FRAMES.clear()
-        hit = _FRAMES[key] = (yj_frame(lmbda, A), normalization(lmbda, A))
+        pf = yj_frame(lmbda, A)
+        hit = _FRAMES[key] = (pf, normalization(lmbda, A, pf))
     return hit
 
 # %% ../nbs/12_securefedyj.ipynb #a50416e276a0479cbe66534ed1713a40
@@ -843,7 +870,12 @@ def yj_tree_step(
     sg, guard = yield from party_secure_step(smc, S, K, f, comparison)
     sg, guard = sg.reshape(m, d), guard.reshape(m, d)
     sg[:, const] = 0
-    states, picks = exp_replay(tree, sg, np.broadcast_to(const, (m, d)))
+    if m > 1:
+        states, picks = exp_replay(tree, sg, np.broadcast_to(const, (m, d)))
+    elif (tree[0].converged() | const).all():  # one node (b = 1): what `exp_replay` gives, without its bookkeeping
+        states, picks = [tree[0]], []
+    else:
+        states, picks = [tree[0], tree[0].update(sg[0])], [np.zeros(d, np.int64)]
     for s, k in zip(states, picks):  # the first step whose variance the fixed point cannot resolve, as today
         bad = guard[k, np.arange(d)] & ~const
         if bad.any():
