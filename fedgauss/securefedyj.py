@@ -274,6 +274,8 @@ def _far_offsets(data: YJData, ls, lo_frame, pf: YJFrame, delta):
     far = np.flatnonzero(~pf.mixed[col] & (np.abs(delta) > HP_RATIO * data.g_R))
     if not len(far):
         return None
+    if lo_frame is None:  # (the groups framed at their smallest |x|, as `_group_sums` frames them)
+        lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
     loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
     return far, _hp_offsets(ls[far], loc, pf.anchor[col[far]], pf.unit[col[far]])
 
@@ -314,16 +316,15 @@ SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_d
 
 
 def _group_table(data: YJData) -> dict:
-    "What the statistics take from `data`'s sign groups alone, once: counts and signs as exact integers, and each feature's first and second group."
+    "What the statistics take from `data`'s sign groups alone, once: exact counts and signs, each feature's groups."
     gt = data.__dict__.get('_public_groups')
     if gt is None:
         col = data.g_col
         first = np.unique(col, return_index=True)[1]  # a feature has one group, or two (mixed)
         rest = np.setdiff1d(np.arange(len(col)), first)
         N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))
-        gt = data.__dict__['_public_groups'] = dict(
-            N=N, S=S, first=first, rest=rest, powers=np.array([[1], [2], [2], [3], [1]])
-        )
+        W = np.array([[0], [0], [0], [0], [1], [2], [2], [3], [1]])  # powers of the unit in a, b, eta, b_e, U, S_d
+        gt = data.__dict__['_public_groups'] = dict(N=N, S=S, first=first, rest=rest, W=W, W0=np.full((9, 1), W_EXACT))
     return gt
 
 
@@ -342,9 +343,8 @@ def public_frame_sums(
     V, delta = _frame_values(ls, c, pf, col)  # a, b, eta, b_e (the offset of phi is eta)
     # the local sums are in each group's unit g_rho: into the public unit, exactly (a power of two in the exponent)
     shift = np.log2(data.g_rho / pf.unit[col]).astype(np.int64)
-    W = np.concatenate([np.full((4, len(col)), W_EXACT), W_EXACT + gt['powers'] * shift])
-    X = _fx(np.concatenate([V, U, sd[None]]), W)  # the nine rows in one conversion
-    hp = _far_offsets(data, ls, ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0), pf, delta)
+    X = _fx(np.concatenate([V, U, sd[None]]), gt['W0'] + gt['W'] * shift)  # the nine rows in one conversion
+    hp = _far_offsets(data, ls, None, pf, delta)
     if hp is not None:
         X[:4, hp[0]] = hp[1][:4]
     p, q, w, rw, sdr, b, be, k = _public_components(*X[:4], *X[4:], norm, col, f)
@@ -382,10 +382,20 @@ def row_bounds(
     """`yj_sum_bounds`' per-row bounds (B_phi, B_psi, B_dpsi), the same floats, in one evaluation: |Psi| and dPsi at the
     far end of each one-signed feature's spread, the larger at its two largest |x| for a mixed one (in its scaled frame)."""
     f = yj_frame(lmbda, anchors) if frame is None else frame
-    k, (Rp, _), r = anchors.kind, anchors.spread, f.unit
+    ac = anchors.__dict__.get('_bound_columns')  # what the anchors alone give, once (kept on the frozen anchors)
+    if ac is None:
+        k, lg = anchors.kind, lambda h: np.log1p(np.nan_to_num(h))
+        ac = (
+            anchors.spread[0],
+            np.where(k > 0, anchors.pos_hi, anchors.neg_hi),
+            lg(anchors.pos_hi),
+            lg(anchors.neg_hi),
+        )
+        anchors.__dict__['_bound_columns'] = ac
+    Rp, hi, lp, ln = ac
+    r = f.unit
     with np.errstate(invalid='ignore'):
-        dend = np.where(f.anchor == np.where(k > 0, anchors.pos_hi, anchors.neg_hi), -Rp, Rp)
-    lp, ln = (np.log1p(np.nan_to_num(h)) for h in (anchors.pos_hi, anchors.neg_hi))
+        dend = np.where(f.anchor == hi, -Rp, Rp)
     zero = np.zeros_like(f.M)
     ls, u, M = (np.array(v) for v in ([f.lam_s, f.lmbda, 2 - f.lmbda], [dend, lp, ln], [zero, f.M, f.M]))
     _, g, d, gmu = _yj_values(ls, u, r, M, np.array([False, True, True])[:, None])
