@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_securefedyj.ipynb #936a3d30
 from __future__ import annotations
-import math, numbers, sys, time, warnings
+import functools, math, numbers, sys, time, warnings
 from decimal import Decimal, ROUND_DOWN, getcontext, localcontext
 from pathlib import Path
 
@@ -410,10 +410,9 @@ def normalization(
     frame: YJFrame | None = None,  # `yj_frame(lmbda, anchors)` if already made
 ) -> dict:
     "Public powers of two per feature that bring every per-row statistic to at most 1 in absolute value (they depend on lambda and the anchors only)."
-    B_phi, B_psi, B_dpsi = row_bounds(lmbda, anchors, frame)
-    lg = lambda v: np.clip(np.ceil(np.log2(np.nan_to_num(v, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
-    e_psi = lg(B_psi)
-    e_phi = np.maximum(lg(B_phi), lg(B_dpsi) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
+    B = np.array(row_bounds(lmbda, anchors, frame))  # B_phi, B_psi, B_dpsi
+    e_phi, e_psi, e_dpsi = np.clip(np.ceil(np.log2(np.nan_to_num(B, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
+    e_phi = np.maximum(e_phi, e_dpsi - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
     return dict(e_psi=e_psi, e_phi=e_phi)
 
 # %% ../nbs/12_securefedyj.ipynb #cb1e1581032b452c9409d6c6813c49d1
@@ -479,6 +478,12 @@ def secure_step(
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
 
 # %% ../nbs/12_securefedyj.ipynb #79ee6729
+@functools.lru_cache(maxsize=16)
+def _stat_limits(f: int, max_rows: int) -> np.ndarray:
+    "Each statistic's public bound at its scale, a hair above `max_rows` (a (6, 1) column of exact integers)."
+    return np.array([[(max_rows << (k * f)) + (max_rows << (k * f) >> 20)] for k in SCALES], dtype=object)
+
+
 def _check_stat_bounds(
     ints,  # a client's (6, d) integer statistics
     f: int,  # precision f: fractional bits of the fixed point
@@ -488,7 +493,7 @@ def _check_stat_bounds(
 ):
     "Each statistic against its own public bound, in exact integers (a hair above `max_rows` at its scale)."
     ints = np.asarray(ints, dtype=object)
-    lim = np.array([[(max_rows << (k * f)) + (max_rows << (k * f) >> 20)] for k in SCALES], dtype=object)
+    lim = _stat_limits(f, max_rows)
     over = np.abs(ints) > lim  # one comparison for the six rows
     if over.any():
         i = int(np.flatnonzero(over.any(axis=1))[0])  # the first statistic over its bound

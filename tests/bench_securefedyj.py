@@ -441,7 +441,15 @@ PARTS = [  # (part, functions whose presence on the stack puts a sample there), 
     ('a local sums and local anchors (YJData)', {'_group_sums', 'YJData.__init__', '_log_distances', 'from_columns'}),
     (
         'b per-step public work (frame, exact statistics, replay)',
-        {'public_frame_sums', 'public_frame', 'exp_replay', '_check_stat_bounds', 'tree_sums', 'frame_coefficients'},
+        {
+            'public_frame_sums',
+            'public_frame',
+            'exp_replay',
+            'exp_update',
+            '_check_stat_bounds',
+            'tree_sums',
+            'frame_coefficients',
+        },
     ),
     ('c2 secret randomness (ChaCha20 draws, table expansion)', {'entropy.py', 'table_share'}),
 ]
@@ -585,8 +593,10 @@ def calls_table(clients, t_max: int, fits: int = 3):
         wrap(YJData, name)
     for name in ('_add_sums', '_add_moments'):
         wrap(Y, name)
-    for name in ('public_frame_sums', 'frame_coefficients', '_public_components', 'public_frame', 'exp_replay'):
+    for name in ('public_frame_sums', '_frame_values', '_fx', '_public_components', 'public_frame', 'normalization'):
         wrap(S, name)
+    wrap(S, 'exp_replay')  # (b > 1: the replay of a round; b = 1 steps by exp_update alone)
+    wrap(Y, 'exp_update')
     try:
         S.SecureFedYJ(t_max=t_max, rng=0).fit(clients)  # warm-up
         T.clear(), N.clear()
