@@ -232,17 +232,18 @@ _H_TERMS = tuple((k - 1) * (1 / math.factorial(k)) for k in range(24, 1, -1))  #
 
 
 def _frame_columns(pf: YJFrame) -> np.ndarray:
-    "(unit, M (0 where one-signed), c (0 where mixed), mixed) of every feature of `pf`: one (4, d) array, kept on the frame."
+    "(unit, M (0 where one-signed), c (0 where mixed), mixed) of every feature of `pf`: a (4, d) array, kept on `pf`."
     fc = pf.__dict__.get('_columns')  # (a frozen dataclass: its __dict__ is written directly, as notebook 10's anchors)
     if fc is None:
-        fc = pf.__dict__['_columns'] = np.array([pf.unit, np.where(pf.mixed, pf.M, 0.0), np.nan_to_num(pf.c), pf.mixed])
+        fc = np.array([pf.unit, np.where(pf.mixed, pf.M, 0.0), np.nan_to_num(pf.c), pf.mixed])
+        pf.__dict__['_columns'] = fc
     return fc
 
 
 def _yj_values(ls, u, r, M, mixed) -> np.ndarray:
     """(e^(ls u - M), b, u / r, b_e) elementwise, floats: b and b_e by `yj_g` and `yj_gmu` where not `mixed`, by
     `yj_g_scaled` and `yj_gmu_scaled` (scale e^M) where `mixed`, at lambda_s r and u / r (r: the unit), all in one
-    evaluation (M = 0 where not mixed makes the scaled forms of e^(ls u - M) and b_e the plain ones, float for float)."""
+    evaluation (M = 0 where not mixed makes the scaled e^(ls u - M) and b_e the plain ones, float for float)."""
     with np.errstate(all='ignore'):
         d, l = u / r, ls * r  # in the public unit, lambda_s in its inverse
         z = l * d
@@ -269,11 +270,12 @@ def _frame_values(ls, c, pf: YJFrame, col) -> tuple:
 
 
 def _far_offsets(data: YJData, ls, lo_frame, pf: YJFrame, delta):
-    "The one-signed groups farther than `HP_RATIO` spreads from the public anchor and their `_hp_offsets` (None if none)."
+    "The one-signed groups farther than `HP_RATIO` spreads from the public anchor and their `_hp_offsets`, or None."
     col = data.g_col
-    far = np.flatnonzero(~pf.mixed[col] & (np.abs(delta) > HP_RATIO * data.g_R))
-    if not len(far):
+    far = ~pf.mixed[col] & (np.abs(delta) > HP_RATIO * data.g_R)
+    if not far.any():
         return None
+    far = np.flatnonzero(far)
     if lo_frame is None:  # (the groups framed at their smallest |x|, as `_group_sums` frames them)
         lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
     loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
@@ -296,9 +298,9 @@ def frame_coefficients(
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #8a65eabff63a45729fe45fb5ade58bdc
-# each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e,
-# with e = m1 e_psi + m2 e_phi; rows P, Q, W_3, R_4, S_d, b, b_e, eta (a resolution matched to their order in the spread:
-# u ~ d, u^2 and v ~ d^2, u v ~ d^3)
+# each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by
+# deg*W - k*f + e, with e = m1 e_psi + m2 e_phi; rows P, Q, W_3, R_4, S_d, b, b_e, eta (a resolution matched to their
+# order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3)
 _DEG, _K, _M1, _M2 = (
     np.array(v)[:, None]
     for v in ([2, 3, 2, 3, 1, 1, 1, 1], [1, 2, 2, 3, 1, 1, 1, 1], [1, 2, 1, 2, 0, 1, 1, 0], [0, 0, 1, 1, 1, 0, 1, 1])
@@ -324,7 +326,8 @@ def _group_table(data: YJData) -> dict:
         rest = np.setdiff1d(np.arange(len(col)), first)
         N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))
         W = np.array([[0], [0], [0], [0], [1], [2], [2], [3], [1]])  # powers of the unit in a, b, eta, b_e, U, S_d
-        gt = data.__dict__['_public_groups'] = dict(N=N, S=S, first=first, rest=rest, W=W, W0=np.full((9, 1), W_EXACT))
+        gt = data.__dict__['_public_groups'] = dict(N=N, S=S, first=first, rest=rest, cf=col[first], cr=col[rest])
+        gt.update(W=W, W0=np.full((9, 1), W_EXACT), unit=None)
     return gt
 
 
@@ -342,8 +345,10 @@ def public_frame_sums(
     col, gt = data.g_col, _group_table(data)
     V, delta = _frame_values(ls, c, pf, col)  # a, b, eta, b_e (the offset of phi is eta)
     # the local sums are in each group's unit g_rho: into the public unit, exactly (a power of two in the exponent)
-    shift = np.log2(data.g_rho / pf.unit[col]).astype(np.int64)
-    X = _fx(np.concatenate([V, U, sd[None]]), gt['W0'] + gt['W'] * shift)  # the nine rows in one conversion
+    if gt['unit'] is None or not np.array_equal(gt['unit'], pf.unit):  # (the public unit: fixed by the anchors)
+        shift = np.log2(data.g_rho / pf.unit[col]).astype(np.int64)
+        gt.update(unit=pf.unit, exps=gt['W0'] + gt['W'] * shift)
+    X = _fx(np.concatenate([V, U, sd[None]]), gt['exps'])  # the nine rows in one conversion
     hp = _far_offsets(data, ls, None, pf, delta)
     if hp is not None:
         X[:4, hp[0]] = hp[1][:4]
@@ -361,8 +366,8 @@ def public_frame_sums(
         ]
     )
     out = np.empty((6, data.d), dtype=object)  # the groups of each feature, added up
-    out[:, col[gt['first']]] = stats_[:, gt['first']]
-    out[:, col[gt['rest']]] += stats_[:, gt['rest']]
+    out[:, gt['cf']] = stats_[:, gt['first']]
+    out[:, gt['cr']] += stats_[:, gt['rest']]
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
@@ -379,8 +384,8 @@ def row_bounds(
     anchors: YJAnchors,  # public anchors
     frame: YJFrame | None = None,  # `yj_frame(lmbda, anchors)` if already made
 ) -> tuple:
-    """`yj_sum_bounds`' per-row bounds (B_phi, B_psi, B_dpsi), the same floats, in one evaluation: |Psi| and dPsi at the
-    far end of each one-signed feature's spread, the larger at its two largest |x| for a mixed one (in its scaled frame)."""
+    """`yj_sum_bounds`' per-row bounds (B_phi, B_psi, B_dpsi), the same floats, in one evaluation: |Psi| and dPsi at
+    the far end of each one-signed feature's spread, the larger at its two largest |x| for a mixed one (scaled frame)."""
     f = yj_frame(lmbda, anchors) if frame is None else frame
     ac = anchors.__dict__.get('_bound_columns')  # what the anchors alone give, once (kept on the frozen anchors)
     if ac is None:
