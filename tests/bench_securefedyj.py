@@ -456,7 +456,7 @@ PARTS = [  # (part, functions whose presence on the stack puts a sample there), 
 
 
 def cpu_parts(clients, t_max: int, fits: int = 6, csv: str | None = None):
-    "The CPU of `fits` fits by part (`PARTS`, then SMC arithmetic, routing, rest) by SIGPROF samples; `csv`: as a table."
+    "The CPU of `fits` fits by part (`PARTS`, SMC arithmetic, routing, rest) by SIGPROF samples; `csv`: as a table."
     import signal
 
     counts, on = defaultdict(int), [False]
