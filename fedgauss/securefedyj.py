@@ -313,10 +313,7 @@ def _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm: dict, col, f: int
     AA = A * A
     return _rshift_round(np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]), shifts)  # one vectorized call
 
-# %% ../nbs/12_securefedyj.ipynb #ac8df488
-SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
-
-
+# %% ../nbs/12_securefedyj.ipynb #d3e4f5a6b7c80912a3b4c5d6e7f80923
 def _group_table(data: YJData) -> dict:
     "What the statistics take from `data`'s sign groups alone, once: exact counts and signs, each feature's groups."
     gt = data.__dict__.get('_public_groups')
@@ -331,6 +328,9 @@ def _group_table(data: YJData) -> dict:
         gt = data.__dict__['_public_groups'] = dict(N=N, S=S, first=first, rest=rest, cf=col[first], cr=col[rest])
         gt.update(W=W, W0=np.full((9, 1), W_EXACT), unit=None, runs=(F, m, np.argsort(col[first])) if runs else None)
     return gt
+
+# %% ../nbs/12_securefedyj.ipynb #ac8df488
+SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
 
 
 def public_frame_sums(
