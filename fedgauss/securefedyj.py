@@ -559,7 +559,8 @@ class YJClient(Party):
         X,  # its rows (2-D, NaN allowed)
     ):
         super().__init__(name, channel, X)
-        self.local_anchors = YJAnchors.from_data(X)
+        self._own = YJData(X)  # its rows prepared in its own frames: one pass finds its local anchors too
+        self.local_anchors = self._own.anchors
 
     def setup_inputs(
         self,
@@ -585,10 +586,11 @@ def prepare(
             f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
         )
     empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
-    self.data = YJData(
-        self._X,
-        YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
-    )
+    if empty_neg.any():  # its frames take the public sign pattern: prepared anew (and its own let go)
+        neg_lo, neg_hi = np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)
+        self.data, self._own = YJData(self._X, YJAnchors(la.pos_lo, la.pos_hi, neg_lo, neg_hi)), None
+    else:  # its own anchors have the public sign pattern: its own preparation is the one
+        self.data = YJData(self._X, la) if self._own is None else self._own
     return self
 
 # %% ../nbs/12_securefedyj.ipynb #f6fa52606d8c4a75a9b52967216f8f3f

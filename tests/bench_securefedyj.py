@@ -552,7 +552,10 @@ def local_sums(X, clients, t_max: int, repeat: int = 5, csv: str | None = None):
             w, c, ds = timed(lambda: [YJData(x, A) for x in parts])
             T[f'{name}: YJData'].append(c)
             T[f'{name}: _group_sums'].append(timed(lambda: [d._group_sums(*a) for a in calls for d in ds])[1])
-        T["clients: their own anchors (YJClient)"].append(timed(lambda: [YJAnchors.from_data(x) for x in clients])[1])
+        # (a pass over the rows a client made before its YJData, until YJClient took its anchors from that YJData's)
+        T["clients: YJAnchors.from_data (no longer made)"].append(
+            timed(lambda: [YJAnchors.from_data(x) for x in clients])[1]
+        )
     best = {k: min(v) for k, v in T.items()}
     print(f"best of {repeat} CPU s, {len(clients)} clients, t_max = {t_max}:")
     for k in fits:
