@@ -557,6 +557,24 @@ def test_public_frame_sums_of_hard_features_are_the_integers_they_were():
     assert h.hexdigest() == '48f6cf1bfd558de4110471ed85bfe71b2e4c7620ba446de960a7cdf1d166060e'
 
 
+def test_a_client_with_only_zeros_in_a_negative_feature_sends_what_it_sent():
+    """A client whose values of a negative feature are all zero prepares its rows anew with the public sign pattern (the
+    others keep the preparation they made with their local anchors): the pooled lambdas, and every message as on main
+    897675c (SHA-256 of the payloads, recorded there)."""
+    from bench_securefedyj import payload_digest
+
+    rng = np.random.default_rng(3)
+    a = np.c_[-rng.lognormal(size=200), rng.lognormal(size=200)]
+    b = np.c_[np.zeros(150), rng.lognormal(size=150)]  # the first feature is negative: this client has only zeros
+    c = np.c_[-rng.lognormal(size=100), rng.lognormal(size=100)]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        fed = SecureFedYJ(t_max=12, rng=0).fit([a, b, c])
+        pooled = exp_yj(np.r_[a, b, c], t_max=12, full_output=True)
+    np.testing.assert_array_equal(fed.lambdas_, pooled.lambdas)
+    assert payload_digest(fed.channel_) == 'a1752dc13f7519e0fa579a097d3e283d369a85cbe65c1759b1f02fc74711d33d'
+
+
 # ------------------------------------------------------------------ one-pass setup and final round (issue 32) ------
 def test_setup_and_final_in_few_passes_open_what_they_did():
     """On the Flower demo's split: setup 8 and final round 8 relay passes (24 and 62 before); the search rounds'
