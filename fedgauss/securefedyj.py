@@ -180,9 +180,7 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
 
 def _rshift_round(v, k) -> np.ndarray:
     "round(v / 2**k) = floor((floor(v / 2**(k-1)) + 1) / 2) for object ints `v` and positive shifts `k` (elementwise)."
-    s = (np.asarray(k, dtype=np.int64) - 1).astype(
-        object
-    )  # (the same integer as (v + 2**(k-1)) >> k, no 2**(k-1) made)
+    s = (np.asarray(k, dtype=np.int64) - 1).astype(object)  # (the integer (v + 2**(k-1)) >> k, no 2**(k-1) made)
     return ((np.asarray(v, dtype=object) >> s) + 1) >> 1
 
 # %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
