@@ -1767,9 +1767,9 @@ def exp_yj_search(
     return ExpYJResult(lam, mean, var, np.array(path), signs, bounded, const, S, anchors, conv)
 
 # %% ../nbs/10_yeojohnson.ipynb #1c9cbe9d9a794dbd8aaa1fa72bce99a9
-def _check_finite(X, names):
-    "ValueError naming the first columns that hold +-inf."
-    inf = np.isinf(X).any(0)
+def _check_finite(X, names, anchors=None):
+    "ValueError naming the first columns that hold +-inf (read from their `anchors` if given: no pass over X)."
+    inf = np.isinf(X).any(0) if anchors is None else (anchors.pos_hi == np.inf) | (anchors.neg_hi == np.inf)
     if inf.any():
         names = names or [f"column {j}" for j in range(X.shape[1])]
         raise ValueError(
@@ -2029,8 +2029,9 @@ def _check_flags(self: YJTransformerMixin):
 
 # %% ../nbs/10_yeojohnson.ipynb #c566b54f
 @patch
-def _validate(self: YJTransformerMixin, X, reset: bool):
-    "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
+def _validate(self: YJTransformerMixin, X, reset: bool, finite: bool = True):
+    """X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns (infinity
+    too, unless not `finite`: then the caller checks it)."""
     if reset:
         self._check_flags()
     refuse_unsupported(X)
@@ -2040,7 +2041,8 @@ def _validate(self: YJTransformerMixin, X, reset: bool):
     names = column_names(X)
     X = as_float_frame(X)
     A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
-    _check_finite(A, names)
+    if finite:
+        _check_finite(A, names)
     return A, names
 
 # %% ../nbs/10_yeojohnson.ipynb #c01db64ab1c14c5599cb15ec16f03e31
@@ -2121,8 +2123,10 @@ class YeoJohnsonTransformer(YJTransformerMixin):
         y=None,  # ignored (scikit-learn API)
     ):
         "Fit lambda, mean and scale of every feature."
-        A, names = self._validate(X, reset=True)
-        res = exp_yj_search([YJData(A)], t_max=self.t_max, ymax=self.ymax, names=names)
+        A, names = self._validate(X, reset=True, finite=False)
+        data = YJData(A)
+        _check_finite(A, names, data.anchors)  # infinity, from the extremes the anchors hold: no pass of its own
+        res = exp_yj_search([data], t_max=self.t_max, ymax=self.ymax, names=names)
         D, _ = _DC(res.sums)
         self._set_fitted(
             res.lambdas,
