@@ -1470,13 +1470,19 @@ def _need_hist(self: YJData, rows):
     rows = rows[~self._H_ready[rows]]
     if not len(rows):
         return
-    b, k, Hd = np.empty(self.n_rows), np.empty(self.n_rows, np.intp), np.empty((len(rows), CERT_BINS))
+    n, C = self.n_rows, 16384  # 16,384 rows at a time: d and the bins' indices stay in cache
+    b, k, Hd = np.empty(C), np.empty(C, np.intp), np.empty((len(rows), CERT_BINS))
     for i, g in enumerate(rows):
-        np.multiply(self.D_hi[g], CERT_BINS / self.g_R[g], out=b)
-        b += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
-        np.copyto(k, b, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
-        h, hd = np.bincount(k, minlength=CERT_BINS + 1), np.bincount(k, self.D_hi[g], CERT_BINS + 1)
-        h[-2] += h[-1] - (self.n_rows - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
+        h, hd = np.zeros(CERT_BINS + 1, np.intp), np.zeros(CERT_BINS + 1)
+        for s in range(0, n, C):
+            d = self.D_hi[g, s : s + C]
+            bb, kk = b[: len(d)], k[: len(d)]
+            np.multiply(d, CERT_BINS / self.g_R[g], out=bb)
+            bb += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
+            np.copyto(kk, bb, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
+            h += np.bincount(kk, minlength=CERT_BINS + 1)
+            np.add.at(hd, kk, d)  # row after row: the floats of one weighted bincount over the whole row
+        h[-2] += h[-1] - (n - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
         self._H[g], Hd[i] = h[:-1], hd[:-1]
     H = self._H[rows]
     Hc, Hdc = (a.reshape(len(rows), COARSE_BINS, -1).sum(2) for a in (H, Hd))  # (fine bins, added in order)
