@@ -529,6 +529,16 @@ def yj_gmu_scaled(
         big = ((z - 1) * np.exp(z - M) + eM) / lam**2
     return np.where(small, ser, big)
 
+
+def _g_gmu_scaled(lam, x, M):
+    "(`yj_g_scaled`, `yj_gmu_scaled`) of float64 arrays of one shape: the same floats, with the work they share done once."
+    z = lam * x
+    with np.errstate(all='ignore'):
+        eM, z0, small, ezM = np.exp(-M), z == 0, np.abs(z) < 1, np.exp(z - M)
+        g = np.where(small, x * eM * np.where(z0, 1.0, np.expm1(z) / np.where(z0, 1, z)), (ezM - eM) / lam)
+        gmu = np.where(small, x * x * _h_series(np.where(small, z, 0.0)) * eM, ((z - 1) * ezM + eM) / lam**2)
+    return g, gmu
+
 # %% ../nbs/10_yeojohnson.ipynb #8edb47106e1a46a883d545849b8ab81b
 class YJData:
     "A data holder's prepared rows: call `sums(lmbda)` for the additive statistics of every feature at a public lambda."
@@ -901,13 +911,14 @@ _SERIES = [  # the four series, tabulated once
     _series_table(2, lambda k: k - 1),
     _series_table(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
 ]
+_SERIES_POWERS = np.arange(K0)[:, None]  # every power k - shift the series take
 
 
 @patch
 def _series(self: YJData, P, h):
     "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
-    Pn, hr = np.nan_to_num(P), h[None, :]
-    return np.array([(c * hr**e * Pn[kk]).sum(0) for kk, c, e in _SERIES])
+    Pn, hp = np.nan_to_num(P), h[None, :] ** _SERIES_POWERS  # the powers of lambda_s, once for the four series
+    return np.array([(c * hp[e[:, 0]] * Pn[kk]).sum(0) for kk, c, e in _SERIES])
 
 # %% ../nbs/10_yeojohnson.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def _u_scale(ls):
@@ -992,8 +1003,7 @@ def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
     Mj, r = frame.M[jm], frame.unit[jm]
     a = np.exp(lsm * cm - Mj)
     cr = cm / r  # c in the frame's unit (and lambda_s in 1/unit below)
-    b = yj_g_scaled(lsm * r, cr, Mj)
-    be = yj_gmu_scaled(lsm * r, cr, Mj)
+    b, be = _g_gmu_scaled(lsm * r, cr, Mj)
     cc = cr * a
     u1, u2, du, udu = U[:, mx]
     udu_frame = a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be
@@ -1584,7 +1594,7 @@ def _sign_mixed(self: YJData, p, f: YJFrame, ls, lo_frame, coarse: bool):
     c = np.where(lof, self.g_clo[g], self.g_chi[g])
     M = f.M[self.g_col[g]]
     with np.errstate(all='ignore'):
-        a, b, be = np.exp(lsg * c - M), yj_g_scaled(lsg, c, M), yj_gmu_scaled(lsg, c, M)
+        a, (b, be) = np.exp(lsg * c - M), _g_gmu_scaled(lsg, c, M)
         st = [  # per group: the intervals of its part of S_psi, S_psi2, S_dpsi, S_psi_dpsi (`_add_mixed`)
             _ilin(lo, hi, [(s * a, 0)], s * ng * b),
             _ilin(lo, hi, [(a * a, 1), (2 * a * b, 0)], ng * b * b),
