@@ -203,7 +203,11 @@ def sign_ends(
 ):
     """(the smallest x >= 0, the smallest |x| over x < 0) of each row of `S` (k x n): NaN where a row has no x >= 0,
     inf where it has no x < 0; -0 counts as +0. `S` is not changed."""
-    S = np.add(S, 0.0, dtype=np.float64)  # a copy, +0 where -0
+    return _sign_ends(np.add(S, 0.0, dtype=np.float64))  # a copy, +0 where -0
+
+
+def _sign_ends(S):
+    "`sign_ends` of a float64 array with no -0 (it may be overwritten)."
     u = S.view(np.uint64).min(1).view(np.float64)  # the smallest x >= 0, if any (else a negative or NaN)
     i = S.view(np.int64).min(1).view(np.float64)  # the x < 0 nearest 0, if any (else x >= 0 or NaN)
     with np.errstate(invalid='ignore'):
@@ -227,7 +231,9 @@ def from_columns(
         if len(slow):
             neg_hi[slow] = -mn[slow]  # the largest |x| over x < 0 is -min x
             pos_hi[slow] = np.where(mx[slow] >= 0, mx[slow], np.nan)
-            pos_lo[slow], neg_lo[slow] = sign_ends(XT[slow])
+            S = np.asarray(XT[slow], dtype=np.float64)  # (a copy: the gather)
+            S += 0.0  # +0 where -0, in place
+            pos_lo[slow], neg_lo[slow] = _sign_ends(S)
     return cls(pos_lo, pos_hi, neg_lo, neg_hi)
 
 # %% ../nbs/10_yeojohnson.ipynb #72c31777baf4441b988909d29205560c
@@ -758,8 +764,11 @@ def _lo_block(
     run: bool,  # the groups are consecutive (read as a view)
 ):
     "D_lo of groups `rows` over rows s0 .. s0 + m, written into `out` from D_hi: the bits of `_need_lo`, in cache."
-    d = self.D_hi[rows[0] : rows[-1] + 1, s0 : s0 + m] if run else self.D_hi[rows, s0 : s0 + m]  # (a view, or a copy)
-    np.add(d, self.g_R[rows, None], out=out)
+    if run:
+        np.add(self.D_hi[rows[0] : rows[-1] + 1, s0 : s0 + m], self.g_R[rows, None], out=out)
+    else:  # row by row (no gathered copy)
+        for i, g in enumerate(rows.tolist()):
+            np.add(self.D_hi[g, s0 : s0 + m], self.g_R[g], out=out[i])
     np.maximum(out, 0.0, out=out)
     for i in np.flatnonzero(self.g_n[rows] < self.n_rows):
         out[i] *= self.memb[rows[i], s0 : s0 + m]
@@ -773,7 +782,7 @@ def _need_P(self: YJData, rows):
     if not len(rows):
         return
     ch = self._chunk(len(rows))
-    P = np.zeros((K0 + 2, len(rows)))
+    P, s = np.zeros((K0 + 2, len(rows))), np.empty(len(rows))
     for s0 in range(0, self.n_rows, ch):
         m = min(ch, self.n_rows - s0)
         for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
@@ -784,7 +793,7 @@ def _need_P(self: YJData, rows):
             np.multiply(d, d, out=p)
             for k in range(3, K0 + 2):
                 p *= d
-                P[k, t] += p.sum(1)
+                P[k, t] += np.add.reduce(p, 1, out=s[: t.stop - t.start])  # (what p.sum(1) computes)
     self.P[4:, rows] = P[4:]
     self._P_ready[rows] = True
 
@@ -1128,8 +1137,8 @@ def exp_update(
     with np.errstate(invalid='ignore'):
         nl = np.where(
             up,
-            np.where(np.isposinf(nhi), np.maximum(2 * lmbda, unit), (lmbda + nhi) / 2),
-            np.where(down, np.where(np.isneginf(nlo), np.minimum(2 * lmbda, -unit), (lmbda + nlo) / 2), lmbda),
+            np.where(nhi == np.inf, np.maximum(2 * lmbda, unit), (lmbda + nhi) / 2),
+            np.where(down, np.where(nlo == -np.inf, np.minimum(2 * lmbda, -unit), (lmbda + nlo) / 2), lmbda),
         )
     end = (up & (lmbda >= ub)) | (down & (lmbda <= lb))
     nlo, nhi = np.where(end, lmbda, nlo), np.where(end, lmbda, nhi)
