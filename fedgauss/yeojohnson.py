@@ -537,7 +537,7 @@ def yj_gmu_scaled(
 
 
 def _g_gmu_scaled(lam, x, M):
-    "(`yj_g_scaled`, `yj_gmu_scaled`) of float64 arrays of one shape: the same floats, with the work they share done once."
+    "(`yj_g_scaled`, `yj_gmu_scaled`) of float64 arrays of one shape: the same floats, their shared work done once."
     z = lam * x
     with np.errstate(all='ignore'):
         eM, z0, small, ezM = np.exp(-M), z == 0, np.abs(z) < 1, np.exp(z - M)
@@ -741,7 +741,7 @@ def _init_caches(self: YJData, P123):
 # %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
 @patch
 def _need_lo(self: YJData, rows):
-    "D_lo (d anchored at the smallest |x|) of groups `rows`, kept whole (the reference of `_lo_block`; passes do not use it)."
+    "D_lo (d anchored at the smallest |x|) of groups `rows`, kept whole (`_lo_block`'s reference; no pass uses it)."
     if self.D_lo is None:
         self.D_lo = np.empty_like(self.D_hi)
     rows = rows[~self._lo_ready[rows]]
@@ -1596,7 +1596,7 @@ def _isq(x):
 # %% ../nbs/10_yeojohnson.ipynb #1a4bfeec
 @patch
 def _sign_mixed(self: YJData, p, f: YJFrame, ls, lo_frame, coarse: bool):
-    "sgn(S_phi D - n C) of the mixed features with positive groups `p` where their (`coarse`) histograms certify it, else 0."
+    "sgn(S_phi D - n C) of the mixed features with positive groups `p` where their (`coarse`) histograms certify it; 0"
     g = np.r_[p, p + (len(self.g_col) - self.n_one) // 2]  # the positive groups, then their negative ones
     lsg, lof, ng, s = ls[g], lo_frame[g], self.g_n[g], self.g_s[g]
     lo, hi = np.sort(np.array(self._sum_bounds(g, lsg, lof, coarse)) / _u_scale(lsg), axis=0)  # the u-sums' intervals
