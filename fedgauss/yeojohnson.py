@@ -203,7 +203,11 @@ def sign_ends(
 ):
     """(the smallest x >= 0, the smallest |x| over x < 0) of each row of `S` (k x n): NaN where a row has no x >= 0,
     inf where it has no x < 0; -0 counts as +0. `S` is not changed."""
-    S = np.add(S, 0.0, dtype=np.float64)  # a copy, +0 where -0
+    return _sign_ends(np.add(S, 0.0, dtype=np.float64))  # a copy, +0 where -0
+
+
+def _sign_ends(S):
+    "`sign_ends` of a float64 array with no -0 (it may be overwritten)."
     u = S.view(np.uint64).min(1).view(np.float64)  # the smallest x >= 0, if any (else a negative or NaN)
     i = S.view(np.int64).min(1).view(np.float64)  # the x < 0 nearest 0, if any (else x >= 0 or NaN)
     with np.errstate(invalid='ignore'):
@@ -227,7 +231,9 @@ def from_columns(
         if len(slow):
             neg_hi[slow] = -mn[slow]  # the largest |x| over x < 0 is -min x
             pos_hi[slow] = np.where(mx[slow] >= 0, mx[slow], np.nan)
-            pos_lo[slow], neg_lo[slow] = sign_ends(XT[slow])
+            S = np.asarray(XT[slow], dtype=np.float64)  # (a copy: the gather)
+            S += 0.0  # +0 where -0, in place
+            pos_lo[slow], neg_lo[slow] = _sign_ends(S)
     return cls(pos_lo, pos_hi, neg_lo, neg_hi)
 
 # %% ../nbs/10_yeojohnson.ipynb #72c31777baf4441b988909d29205560c
@@ -529,6 +535,16 @@ def yj_gmu_scaled(
         big = ((z - 1) * np.exp(z - M) + eM) / lam**2
     return np.where(small, ser, big)
 
+
+def _g_gmu_scaled(lam, x, M):
+    "(`yj_g_scaled`, `yj_gmu_scaled`) of float64 arrays of one shape: the same floats, their shared work done once."
+    z = lam * x
+    with np.errstate(all='ignore'):
+        eM, z0, small, ezM = np.exp(-M), z == 0, np.abs(z) < 1, np.exp(z - M)
+        g = np.where(small, x * eM * np.where(z0, 1.0, np.expm1(z) / np.where(z0, 1, z)), (ezM - eM) / lam)
+        gmu = np.where(small, x * x * _h_series(np.where(small, z, 0.0)) * eM, ((z - 1) * ezM + eM) / lam**2)
+    return g, gmu
+
 # %% ../nbs/10_yeojohnson.ipynb #8edb47106e1a46a883d545849b8ab81b
 class YJData:
     "A data holder's prepared rows: call `sums(lmbda)` for the additive statistics of every feature at a public lambda."
@@ -706,9 +722,9 @@ def _log_distances(self: YJData, XT):
 # %% ../nbs/10_yeojohnson.ipynb #4dd4641cc4064e0191573fe9c69df29b
 @patch
 def _init_caches(self: YJData, P123):
-    "Empty caches for D_lo, the power moments P_k (P_1..P_3 known), the Taylor expansion; zero counters."
+    "Empty caches for the power moments P_k (P_1..P_3 known), the Taylor expansion; zero counters."
     G = len(self.g_col)
-    self.D_lo = np.empty_like(self.D_hi)
+    self.D_lo = None  # (whole rows only for `_need_lo`, the reference: passes compute D_lo block by block)
     self._lo_ready = np.zeros(G, bool)
     self.P = np.full((K0 + 2, G), np.nan)
     self.P[1:4] = P123
@@ -725,7 +741,9 @@ def _init_caches(self: YJData, P123):
 # %% ../nbs/10_yeojohnson.ipynb #cb1e1581032b452c9409d6c6813c49d1
 @patch
 def _need_lo(self: YJData, rows):
-    "D_lo (d anchored at the smallest |x|) of groups `rows`, computed once (one group at a time: no G x n temporaries)."
+    "D_lo (d anchored at the smallest |x|) of groups `rows`, kept whole (`_lo_block`'s reference; no pass uses it)."
+    if self.D_lo is None:
+        self.D_lo = np.empty_like(self.D_hi)
     rows = rows[~self._lo_ready[rows]]
     for i in rows:
         lo = self.D_lo[i]
@@ -735,6 +753,27 @@ def _need_lo(self: YJData, rows):
             lo *= self.memb[i]  # 0 outside the group (there lo = R, finite: R * 0 is 0)
     self._lo_ready[rows] = True
 
+# %% ../nbs/10_yeojohnson.ipynb #b6f1fbee
+@patch
+def _lo_block(
+    self: YJData,
+    rows,  # the groups (increasing)
+    s0: int,  # first row of the block
+    m: int,  # rows in the block
+    out,  # len(rows) x m output
+    run: bool,  # the groups are consecutive (read as a view)
+):
+    "D_lo of groups `rows` over rows s0 .. s0 + m, written into `out` from D_hi: the bits of `_need_lo`, in cache."
+    if run:
+        np.add(self.D_hi[rows[0] : rows[-1] + 1, s0 : s0 + m], self.g_R[rows, None], out=out)
+    else:  # row by row (no gathered copy)
+        for i, g in enumerate(rows.tolist()):
+            np.add(self.D_hi[g, s0 : s0 + m], self.g_R[g], out=out[i])
+    np.maximum(out, 0.0, out=out)
+    for i in np.flatnonzero(self.g_n[rows] < self.n_rows):
+        out[i] *= self.memb[rows[i], s0 : s0 + m]
+    return out
+
 # %% ../nbs/10_yeojohnson.ipynb #277c27b1587741f2af2001be3712ef0d
 @patch
 def _need_P(self: YJData, rows):
@@ -743,7 +782,7 @@ def _need_P(self: YJData, rows):
     if not len(rows):
         return
     ch = self._chunk(len(rows))
-    P = np.zeros((K0 + 2, len(rows)))
+    P, s = np.zeros((K0 + 2, len(rows))), np.empty(len(rows))
     for s0 in range(0, self.n_rows, ch):
         m = min(ch, self.n_rows - s0)
         for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
@@ -754,7 +793,7 @@ def _need_P(self: YJData, rows):
             np.multiply(d, d, out=p)
             for k in range(3, K0 + 2):
                 p *= d
-                P[k, t] += p.sum(1)
+                P[k, t] += np.add.reduce(p, 1, out=s[: t.stop - t.start])  # (what p.sum(1) computes)
     self.P[4:, rows] = P[4:]
     self._P_ready[rows] = True
 
@@ -795,9 +834,7 @@ def _fresh(
 ):
     "One pass over the rows of groups `rows`: the four e/t sums at lambda_s = ls (and the expansion moments, of d/rho)."
     r, n = len(rows), self.n_rows
-    if lo_frame:
-        self._need_lo(rows)
-    src = self.D_lo if lo_frame else self.D_hi
+    src = self.D_hi
     ch = self._chunk(r)
     tiles, nb = _tiles(r, ch, values), -(-n // ch)
     part = np.zeros((4, nb + 1, r))  # block b's sums in column b + 1; column 0 stays 0 (see `_running_total`)
@@ -808,10 +845,13 @@ def _fresh(
     for b, s0 in enumerate(range(0, n, ch), 1):
         m = min(ch, n - s0)
         for t in tiles:
-            A, B, C, *Dm = self._buffers(t.stop - t.start, m, 4 if moments else 3)
-            if run or moments:  # d: a view of consecutive groups, or a copy (the moments read it again)
-                d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
+            A, B, C, *Dm = self._buffers(t.stop - t.start, m, 3 + moments + (lo_frame and moments))
+            if lo_frame:  # D_lo, block by block (in A itself for a sign-only pass)
+                d = self._lo_block(rows[t], s0, m, Dm[-1] if moments else A, run)
                 np.multiply(d, lsc[t], out=A)  # z = lambda_s d <= 0
+            elif run or moments:  # d: a view of consecutive groups, or a copy (the moments read it again)
+                d = src[rows[0] + t.start : rows[0] + t.stop, s0 : s0 + m] if run else src[rows[t], s0 : s0 + m]
+                np.multiply(d, lsc[t], out=A)
             else:  # z row by row, from the groups' own rows: no copy of d
                 for i in range(t.start, t.stop):
                     np.multiply(src[rl[i], s0 : s0 + m], lsl[i], out=A[i - t.start])
@@ -880,13 +920,14 @@ _SERIES = [  # the four series, tabulated once
     _series_table(2, lambda k: k - 1),
     _series_table(3, lambda k: (k - 2) * (2 ** (k - 1) - 1)),
 ]
+_SERIES_POWERS = np.arange(K0)[:, None]  # every power k - shift the series take
 
 
 @patch
 def _series(self: YJData, P, h):
     "The four u-sums from the power moments P_k = sum d^k, for small |h| R (h = lambda_s)."
-    Pn, hr = np.nan_to_num(P), h[None, :]
-    return np.array([(c * hr**e * Pn[kk]).sum(0) for kk, c, e in _SERIES])
+    Pn, hp = np.nan_to_num(P), h[None, :] ** _SERIES_POWERS  # the powers of lambda_s, once for the four series
+    return np.array([(c * hp[e[:, 0]] * Pn[kk]).sum(0) for kk, c, e in _SERIES])
 
 # %% ../nbs/10_yeojohnson.ipynb #46a27a456b804aa2a380d5edf15a5daf
 def _u_scale(ls):
@@ -971,16 +1012,19 @@ def _add_mixed(self: YJData, out, frame: YJFrame, ls, c, sd, U):
     Mj, r = frame.M[jm], frame.unit[jm]
     a = np.exp(lsm * cm - Mj)
     cr = cm / r  # c in the frame's unit (and lambda_s in 1/unit below)
-    b = yj_g_scaled(lsm * r, cr, Mj)
-    be = yj_gmu_scaled(lsm * r, cr, Mj)
+    b, be = _g_gmu_scaled(lsm * r, cr, Mj)
     cc = cr * a
     u1, u2, du, udu = U[:, mx]
-    np.add.at(out['s_psi'], jm, sm * (a * u1 + ng * b))
-    np.add.at(out['s_psi2'], jm, a * a * u2 + 2 * a * b * u1 + ng * b * b)
-    np.add.at(out['s_dpsi'], jm, cc * u1 + a * du + ng * be)
     udu_frame = a * cc * u2 + a * a * udu + a * be * u1 + b * cc * u1 + a * b * du + ng * b * be
-    np.add.at(out['s_psi_dpsi'], jm, sm * udu_frame)
-    np.add.at(out['s_phi'], jm, sm * (sd[mx] + ng * cr))
+    k, j = len(jm) // 2, jm[: len(jm) // 2]  # the positive groups of the mixed features, then their negative ones
+    for key, v in (
+        ('s_psi', sm * (a * u1 + ng * b)),
+        ('s_psi2', a * a * u2 + 2 * a * b * u1 + ng * b * b),
+        ('s_dpsi', cc * u1 + a * du + ng * be),
+        ('s_psi_dpsi', sm * udu_frame),
+        ('s_phi', sm * (sd[mx] + ng * cr)),
+    ):
+        out[key][j] = (out[key][j] + v[:k]) + v[k:]  # (0 + positive group) + negative group, in that order
 
 # %% ../nbs/10_yeojohnson.ipynb #3ddb63e2
 @patch
@@ -1093,8 +1137,8 @@ def exp_update(
     with np.errstate(invalid='ignore'):
         nl = np.where(
             up,
-            np.where(np.isposinf(nhi), np.maximum(2 * lmbda, unit), (lmbda + nhi) / 2),
-            np.where(down, np.where(np.isneginf(nlo), np.minimum(2 * lmbda, -unit), (lmbda + nlo) / 2), lmbda),
+            np.where(nhi == np.inf, np.maximum(2 * lmbda, unit), (lmbda + nhi) / 2),
+            np.where(down, np.where(nlo == -np.inf, np.minimum(2 * lmbda, -unit), (lmbda + nlo) / 2), lmbda),
         )
     end = (up & (lmbda >= ub)) | (down & (lmbda <= lb))
     nlo, nhi = np.where(end, lmbda, nlo), np.where(end, lmbda, nhi)
@@ -1431,46 +1475,64 @@ def tree_sums(
 # %% ../nbs/10_yeojohnson.ipynb #b0290fe4
 CERT_BINS = 2048  # bins of a group's histogram of d (equal widths on [-R, 0]) behind certified signs
 CERT_MARGIN = 1e-9  # a certified F clears 0 by this fraction of its gross size (the floating-point guard)
+COARSE_BINS = 256  # bins of the coarse histogram tried first (each CERT_BINS / COARSE_BINS fine bins)
 
 
 @patch
 def _need_hist(self: YJData, rows):
-    "Histograms of d over the rows of groups `rows` (`CERT_BINS` equal bins of [-R, 0]) and their sums of d, once."
+    """Histograms of d over the rows of groups `rows` (`CERT_BINS` equal bins of [-R, 0]: counts and means), and the
+    coarse ones (`COARSE_BINS`), once."""
     if self._H is None:
-        self._H, self._Hd = np.zeros((2, len(self.g_col), CERT_BINS))
-    rows, b = rows[~self._H_ready[rows]], np.empty(self.n_rows)
-    for g in rows:
-        np.multiply(self.D_hi[g], CERT_BINS / self.g_R[g], out=b)
-        b += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
-        np.maximum(b, 0, out=b)  # (d a rounding below -R)
-        k = b.astype(np.intp)
-        h, hd = np.bincount(k, minlength=CERT_BINS + 1), np.bincount(k, self.D_hi[g], CERT_BINS + 1)
-        h[-2] += h[-1] - (self.n_rows - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
-        self._H[g], self._Hd[g] = h[:-1], hd[:-1]
+        G = len(self.g_col)
+        self._H, self._Hm = np.zeros((2, G, CERT_BINS))
+        self._Hc, self._Hcm = np.zeros((2, G, COARSE_BINS))
+    rows = rows[~self._H_ready[rows]]
+    if not len(rows):
+        return
+    n, C = self.n_rows, 16384  # 16,384 rows at a time: d and the bins' indices stay in cache
+    b, k, Hd = np.empty(C), np.empty(C, np.intp), np.empty((len(rows), CERT_BINS))
+    for i, g in enumerate(rows):
+        h, hd = np.zeros(CERT_BINS + 1, np.intp), np.zeros(CERT_BINS + 1)
+        for s in range(0, n, C):
+            d = self.D_hi[g, s : s + C]
+            bb, kk = b[: len(d)], k[: len(d)]
+            np.multiply(d, CERT_BINS / self.g_R[g], out=bb)
+            bb += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
+            np.copyto(kk, bb, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
+            h += np.bincount(kk, minlength=CERT_BINS + 1)
+            np.add.at(hd, kk, d)  # row after row: the floats of one weighted bincount over the whole row
+        h[-2] += h[-1] - (n - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
+        self._H[g], Hd[i] = h[:-1], hd[:-1]
+    H = self._H[rows]
+    Hc, Hdc = (a.reshape(len(rows), COARSE_BINS, -1).sum(2) for a in (H, Hd))  # (fine bins, added in order)
+    with np.errstate(all='ignore'):  # the bins' means of d
+        self._Hm[rows], self._Hcm[rows] = np.where(H > 0, Hd / H, 0.0), np.where(Hc > 0, Hdc / Hc, 0.0)
+    self._Hc[rows] = Hc
     self._H_ready[rows] = True
 
 # %% ../nbs/10_yeojohnson.ipynb #964f114d
 @patch
-def _sum_bounds(self: YJData, i, ls, lo_frame):
-    "Lower and upper bounds of the e/t sums S_1..S_4 of groups `i` at lambda_s `ls`, from their histograms."
-    t = np.arange(CERT_BINS + 1) / CERT_BINS  # the bins' ends, from d = -R (or 0 in the D_lo frame) in units of R
+def _sum_bounds(self: YJData, i, ls, lo_frame, coarse: bool = False):
+    "Lower and upper bounds of the e/t sums S_1..S_4 of groups `i` at lambda_s `ls`, from their (`coarse`) histograms."
+    bins, H, Hm = (COARSE_BINS, self._Hc[i], self._Hcm[i]) if coarse else (CERT_BINS, self._H[i], self._Hm[i])
+    t = np.arange(bins + 1) / bins  # the bins' ends, from d = -R (or 0 in the D_lo frame) in units of R
     z = (ls * self.g_R[i])[:, None] * (t - np.where(lo_frame, 0.0, 1.0)[:, None])
     with np.errstate(all='ignore'):
         E = np.exp(z)
         e = E - 1
         tt = z * E - e
-    H, ends = self._H[i], np.empty((2, 4, len(i)))
+    ends = np.empty((2, 4, len(i)))
     for k, f in enumerate((e, e * e, tt, e * tt)):
         ends[0, k] = _einsum('ij,ij->i', H, f[:, :-1])  # every bin at its left end
         ends[1, k] = _einsum('ij,ij->i', H, f[:, 1:])  # at its right end
     # f is monotone in d: every bin takes its smaller value at the same end, so the smaller total is the lower bound
     lo, hi = np.sort(ends, axis=0)
     with np.errstate(all='ignore'):  # at the bins' means, within f''s bound times the bins' variance
-        z = ls[:, None] * (np.where(H > 0, self._Hd[i] / H, 0.0) + np.where(lo_frame, self.g_R[i], 0.0)[:, None])
+        z = ls[:, None] * (Hm + np.where(lo_frame, self.g_R[i], 0.0)[:, None])
         E = np.exp(z)
         e = E - 1
         tt = z * E - e
-    half = (ls * self.g_R[i] / CERT_BINS) ** 2 / 8 * self.g_n[i]  # |f''| <= C lambda_s^2, variance <= (R/bins)^2/4
+    half = (ls * self.g_R[i] / bins) ** 2 / 8 * self.g_n[i]  # |f''| <= C lambda_s^2, variance <= (R/bins)^2/4
     for k, (f, C) in enumerate(((e, 1.0), (e * e, 2.0), (tt, 1.0), (e * tt, 1.2))):
         mid = _einsum('ij,ij->i', H, f)
         lo[k], hi[k] = np.fmax(lo[k], mid - C * half), np.fmin(hi[k], mid + C * half)
@@ -1484,16 +1546,9 @@ def _products(a, b, c, d):
 
 
 @patch
-def _certify(self: YJData, cand, ls, lo_frame, lg=None):
-    """Per group: the sign of the derivative that the histogram certifies for the one-signed groups among `cand` at
-    lambda_s `ls` (+-1), 0 where it does not (or for other groups); with `lg` (lambda per group), mixed features too."""
-    out = np.zeros(len(ls), np.int8) if lg is None else self._certify_mixed(cand, ls, lo_frame, lg)
-    i = np.flatnonzero(cand & ~self.g_mixed & (self.g_rho == 1) & (self.g_R > 0))
-    if not len(i):
-        self.counts['certified'] += int((out != 0).sum())
-        return out
-    self._need_hist(i)
-    (a1, a2, a3, a4), (b1, b2, b3, b4) = self._sum_bounds(i, ls[i], lo_frame[i])
+def _sign_F(self: YJData, i, ls, lo_frame, coarse: bool):
+    "sgn F of the one-signed groups `i` where their (`coarse`) histograms certify it, 0 where they do not."
+    (a1, a2, a3, a4), (b1, b2, b3, b4) = self._sum_bounds(i, ls[i], lo_frame[i], coarse)
     n, lam = self.g_n[i], ls[i]
     k = lam * np.where(lo_frame[i], self.g_sd_hi[i] + n * self.g_R[i], self.g_sd_hi[i])  # lambda_s S_d
     q = _products(a1, b1, a1, b1)  # S_1^2
@@ -1504,8 +1559,22 @@ def _certify(self: YJData, cand, ls, lo_frame, lg=None):
     gross += n * n * np.maximum(abs(a4), abs(b4))
     with np.errstate(invalid='ignore'):
         sF = np.where(Flo > CERT_MARGIN * gross, 1, np.where(Fhi < -CERT_MARGIN * gross, -1, 0))
-    sF = np.where(np.isfinite(gross) & np.isfinite(Flo) & np.isfinite(Fhi), sF, 0)
-    out[i] = self.g_s[i] * np.sign(lam) * sF
+    return np.where(np.isfinite(gross) & np.isfinite(Flo) & np.isfinite(Fhi), sF, 0)
+
+
+@patch
+def _certify(self: YJData, cand, ls, lo_frame, lg=None):
+    """Per group: the sign of the derivative that the histogram certifies for the one-signed groups among `cand` at
+    lambda_s `ls` (+-1), 0 where it does not (or for other groups); with `lg` (lambda per group), mixed features too.
+    The coarse histogram first; the fine one for the groups it leaves open."""
+    out = np.zeros(len(ls), np.int8) if lg is None else self._certify_mixed(cand, ls, lo_frame, lg)
+    i = np.flatnonzero(cand & ~self.g_mixed & (self.g_rho == 1) & (self.g_R > 0))
+    if len(i):
+        self._need_hist(i)
+        sF = self._sign_F(i, ls, lo_frame, True)
+        if (open_ := sF == 0).any():
+            sF[open_] = self._sign_F(i[open_], ls, lo_frame, False)
+        out[i] = self.g_s[i] * np.sign(ls[i]) * sF
     self.counts['certified'] += int((out != 0).sum())
     return out
 
@@ -1526,25 +1595,15 @@ def _isq(x):
 
 # %% ../nbs/10_yeojohnson.ipynb #1a4bfeec
 @patch
-def _certify_mixed(self: YJData, cand, ls, lo_frame, lg):
-    "Per group: the sign certified for the mixed features with both groups in `cand` (unit 1), on both; else 0."
-    out, nm = np.zeros(len(ls), np.int8), (len(self.g_col) - self.n_one) // 2
-    p = np.arange(self.n_one, self.n_one + nm)
-    ok = cand[p] & cand[p + nm] & (self.g_rho[p] == 1) & (self.g_rho[p + nm] == 1)
-    lam = np.zeros(self.d)
-    lam[self.g_col] = lg
-    f = yj_frame(lam, self.anchors)
-    p = p[ok & (f.unit[self.g_col[p]] == 1) & (self.g_R[p] > 0) & (self.g_R[p + nm] > 0)]
-    if not len(p):
-        return out
-    g = np.r_[p, p + nm]  # the positive groups, then their negative ones
-    self._need_hist(g)
+def _sign_mixed(self: YJData, p, f: YJFrame, ls, lo_frame, coarse: bool):
+    "sgn(S_phi D - n C) of the mixed features with positive groups `p` where their (`coarse`) histograms certify it; 0"
+    g = np.r_[p, p + (len(self.g_col) - self.n_one) // 2]  # the positive groups, then their negative ones
     lsg, lof, ng, s = ls[g], lo_frame[g], self.g_n[g], self.g_s[g]
-    lo, hi = np.sort(np.array(self._sum_bounds(g, lsg, lof)) / _u_scale(lsg), axis=0)  # the u-sums' intervals
+    lo, hi = np.sort(np.array(self._sum_bounds(g, lsg, lof, coarse)) / _u_scale(lsg), axis=0)  # the u-sums' intervals
     c = np.where(lof, self.g_clo[g], self.g_chi[g])
     M = f.M[self.g_col[g]]
     with np.errstate(all='ignore'):
-        a, b, be = np.exp(lsg * c - M), yj_g_scaled(lsg, c, M), yj_gmu_scaled(lsg, c, M)
+        a, (b, be) = np.exp(lsg * c - M), _g_gmu_scaled(lsg, c, M)
         st = [  # per group: the intervals of its part of S_psi, S_psi2, S_dpsi, S_psi_dpsi (`_add_mixed`)
             _ilin(lo, hi, [(s * a, 0)], s * ng * b),
             _ilin(lo, hi, [(a * a, 1), (2 * a * b, 0)], ng * b * b),
@@ -1568,8 +1627,29 @@ def _certify_mixed(self: YJData, cand, ls, lo_frame, lg):
         gross = np.abs(phi) * (n * np.maximum(abs(p2), abs(q2)) + sq[1])
         gross += n * (n * np.maximum(abs(p4), abs(q4)) + np.maximum(abs(P[0]), abs(P[1])))
         sg = np.where(Elo > CERT_MARGIN * gross, 1, np.where(Ehi < -CERT_MARGIN * gross, -1, 0))
-    sg = np.where(np.isfinite(gross) & np.isfinite(Elo) & np.isfinite(Ehi), sg, 0)
-    out[g] = np.r_[sg, sg]
+    return np.where(np.isfinite(gross) & np.isfinite(Elo) & np.isfinite(Ehi), sg, 0)
+
+# %% ../nbs/10_yeojohnson.ipynb #f40743da
+@patch
+def _certify_mixed(self: YJData, cand, ls, lo_frame, lg):
+    "Per group: the sign certified for the mixed features with both groups in `cand` (unit 1), on both; else 0."
+    out, nm = np.zeros(len(ls), np.int8), (len(self.g_col) - self.n_one) // 2
+    p = np.arange(self.n_one, self.n_one + nm)
+    p = p[cand[p] & cand[p + nm] & (self.g_rho[p] == 1) & (self.g_rho[p + nm] == 1)]
+    p = p[(self.g_R[p] > 0) & (self.g_R[p + nm] > 0)]
+    if not len(p):  # (most steps: no frame to compute)
+        return out
+    lam = np.zeros(self.d)
+    lam[self.g_col] = lg
+    f = yj_frame(lam, self.anchors)
+    p = p[f.unit[self.g_col[p]] == 1]
+    if not len(p):
+        return out
+    self._need_hist(np.r_[p, p + nm])
+    sg = self._sign_mixed(p, f, ls, lo_frame, True)  # the coarse histograms first
+    if (open_ := sg == 0).any():
+        sg[open_] = self._sign_mixed(p[open_], f, ls, lo_frame, False)
+    out[np.r_[p, p + nm]] = np.r_[sg, sg]
     return out
 
 # %% ../nbs/10_yeojohnson.ipynb #77b3a802
@@ -1712,9 +1792,9 @@ def exp_yj_search(
     return ExpYJResult(lam, mean, var, np.array(path), signs, bounded, const, S, anchors, conv)
 
 # %% ../nbs/10_yeojohnson.ipynb #1c9cbe9d9a794dbd8aaa1fa72bce99a9
-def _check_finite(X, names):
-    "ValueError naming the first columns that hold +-inf."
-    inf = np.isinf(X).any(0)
+def _check_finite(X, names, anchors=None):
+    "ValueError naming the first columns that hold +-inf (read from their `anchors` if given: no pass over X)."
+    inf = np.isinf(X).any(0) if anchors is None else (anchors.pos_hi == np.inf) | (anchors.neg_hi == np.inf)
     if inf.any():
         names = names or [f"column {j}" for j in range(X.shape[1])]
         raise ValueError(
@@ -1974,8 +2054,9 @@ def _check_flags(self: YJTransformerMixin):
 
 # %% ../nbs/10_yeojohnson.ipynb #c566b54f
 @patch
-def _validate(self: YJTransformerMixin, X, reset: bool):
-    "X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns."
+def _validate(self: YJTransformerMixin, X, reset: bool, finite: bool = True):
+    """X as a float64 array (nullable integers' NA as NaN) and its column names; errors name the bad columns (infinity
+    too, unless not `finite`: then the caller checks it)."""
     if reset:
         self._check_flags()
     refuse_unsupported(X)
@@ -1985,7 +2066,8 @@ def _validate(self: YJTransformerMixin, X, reset: bool):
     names = column_names(X)
     X = as_float_frame(X)
     A = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False, copy=False)
-    _check_finite(A, names)
+    if finite:
+        _check_finite(A, names)
     return A, names
 
 # %% ../nbs/10_yeojohnson.ipynb #c01db64ab1c14c5599cb15ec16f03e31
@@ -2066,8 +2148,10 @@ class YeoJohnsonTransformer(YJTransformerMixin):
         y=None,  # ignored (scikit-learn API)
     ):
         "Fit lambda, mean and scale of every feature."
-        A, names = self._validate(X, reset=True)
-        res = exp_yj_search([YJData(A)], t_max=self.t_max, ymax=self.ymax, names=names)
+        A, names = self._validate(X, reset=True, finite=False)
+        data = YJData(A)
+        _check_finite(A, names, data.anchors)  # infinity, from the extremes the anchors hold: no pass of its own
+        res = exp_yj_search([data], t_max=self.t_max, ymax=self.ymax, names=names)
         D, _ = _DC(res.sums)
         self._set_fitted(
             res.lambdas,

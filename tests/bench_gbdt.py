@@ -27,6 +27,11 @@ fixed cost of one small NumPy call. `--out FILE.csv` keeps the summary table (nb
 
     python tests/bench_gbdt.py --profile [--repeat 3] [--out nbs/30_gbdt_profile.csv]
 
+With `--per-tree`: the setup and the cost of one tree, fedgauss and XGBoost (one thread), from the best CPU seconds of
+fits of 1 and of `--trees` trees on Adult.
+
+    python tests/bench_gbdt.py --per-tree [--repeat 7] [--out FILE.csv]
+
 With `--level-calls`: the calls from Python into C of one tree's growth on Adult (the fourth tree of a fit), by the
 function and line they come from, per level of the tree: what a level pays in calls, whatever the number of rows.
 
@@ -467,11 +472,44 @@ def level_calls(a):
         df.rename_axis('call_site').reset_index().assign(levels=levels).to_csv(a.out, index=False)
 
 
+def per_tree(a):
+    """Setup against per-tree cost, fedgauss and XGBoost (one thread) on Adult: the best CPU seconds of fits of 1 and of
+    `a.trees` trees (interleaved); a tree's cost is their difference over `a.trees - 1`, the setup (binning, tables,
+    the first tree's one-off work) what the 1-tree fit spends beyond one tree."""
+    import xgboost as xgb
+
+    X, y = load_adult('train')
+    A, yv = numeric(X), y.to_numpy()
+    p = {'max_depth': a.depth, 'learning_rate': 0.3, 'base_score': 0.5}
+    fits = {}
+    for n in (1, a.trees):
+        fits[('fedgauss', n)] = lambda n=n: G.GBDTClassifier(n_estimators=n, max_bins=a.bins, **p).fit(A, yv)
+        fits[('xgboost', n)] = lambda n=n: xgb.XGBClassifier(
+            n_estimators=n, max_bin=a.bins, tree_method='hist', n_jobs=1, **p
+        ).fit(A, yv)
+    with threadpool_limits(1):
+        t = best_cpu(fits, a.repeat)
+    rows = []
+    for lib in ('fedgauss', 'xgboost'):
+        tree = (t[(lib, a.trees)] - t[(lib, 1)]) / (a.trees - 1)
+        rows.append({'library': lib, 'fit_1_s': t[(lib, 1)], f'fit_{a.trees}_s': t[(lib, a.trees)]})
+        rows[-1].update({'per_tree_ms': 1e3 * tree, 'setup_s': t[(lib, 1)] - tree})
+    df = pd.DataFrame(rows).set_index('library')
+    ratio = df.loc['fedgauss'] / df.loc['xgboost']
+    print(
+        f"Adult, depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits; load {load_average()}"
+    )
+    print(pd.concat([df, ratio.rename('fedgauss / xgboost').to_frame().T]).round(4).to_string())
+    if a.out:
+        df.to_csv(a.out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--multiclass', action='store_true', help='binary and 7-class fits against XGBoost, as ratios')
     ap.add_argument('--profile', action='store_true', help='fixed and per-row costs against XGBoost, calls into C')
     ap.add_argument('--level-calls', action='store_true', help="one tree's calls into C per level, by call site")
+    ap.add_argument('--per-tree', action='store_true', help='setup and per-tree CPU against XGBoost (1 and --trees)')
     ap.add_argument('--ab', default=None, help='git revision (or gbdt.py file) of the core to compare with')
     ap.add_argument('--rows', type=int, default=100_000, help='rows of the synthetic 7-class set (--multiclass)')
     ap.add_argument('--out', default=None, help='CSV file for the --multiclass, --ab, --profile or --level-calls table')
@@ -486,6 +524,8 @@ def main():
         return profile(a)
     if a.level_calls:
         return level_calls(a)
+    if a.per_tree:
+        return per_tree(a)
     if a.ab:
         return ab(a)
     X, y = load_adult('train')

@@ -944,3 +944,79 @@ def test_transform_in_blocks_with_values_of_the_unseen_sign(block):
     ref = (yeo_johnson(B, est.lambdas_) - est.mean_) / est.scale_
     np.testing.assert_allclose(T, ref, rtol=1e-10, atol=1e-12)
     assert T.tobytes() == _yjmod._to_frame(B, f, est._mean_t, est._scale_t, block=64).tobytes()
+
+
+# ------------------------------------------------------------------ the search's rest, same bits (issue 32, expyj4)
+def _rest_inputs():
+    "Skewed one-signed and mixed features, NaN in some rows, and a group of every row (the D_lo frame's cases)."
+    g = np.random.default_rng(11)
+    X = make_skewed_features(30_000, 12, rng=3)
+    X[:, 10] = g.standard_normal(30_000) * 5  # mixed
+    X[:, 11] = g.lognormal(size=30_000) - 1.5  # mixed, most rows negative
+    X[g.integers(0, 30_000, 40), 3] = np.nan
+    return X
+
+
+@pytest.mark.parametrize('rows', ['all', 'run', 'scattered', 'one'])
+def test_lo_block_is_need_lo_bit_for_bit(rows):
+    "D_lo block by block (`_lo_block`, what the passes use) has the bits of the whole rows `_need_lo` keeps."
+    h = YJData(_rest_inputs())
+    G = len(h.g_col)
+    r = {'all': np.arange(G), 'run': np.arange(3, 9), 'scattered': np.r_[0, 2, 7, G - 3, G - 1], 'one': np.r_[G - 1]}
+    r = r[rows]
+    h._need_lo(r)
+    run = len(r) == 1 or bool((np.diff(r) == 1).all())
+    for s0, m in ((0, 4096), (4096, 13_107), (29_000, 1000)):
+        out = np.empty((len(r), m))
+        h._lo_block(r, s0, m, out, run)
+        assert out.tobytes() == h.D_lo[r, s0 : s0 + m].tobytes()
+
+
+def test_histograms_are_one_bincount_over_each_row():
+    "The histograms, built 16,384 rows at a time, have the counts and the bins' means of one bincount over each row."
+    h = YJData(_rest_inputs())
+    G, B = len(h.g_col), _yjmod.CERT_BINS
+    h._need_hist(np.arange(G))
+    for g in range(G):
+        k = np.maximum(h.D_hi[g] * (B / h.g_R[g]) + B, 0).astype(np.intp)  # main's index (with its clip at 0)
+        c, s = np.bincount(k, minlength=B + 1), np.bincount(k, h.D_hi[g], B + 1)
+        c[-2] += c[-1] - (h.n_rows - h.g_n[g])
+        with np.errstate(all='ignore'):
+            mean = np.where(c[:-1] > 0, s[:-1] / c[:-1], 0.0)
+        assert np.array_equal(h._H[g], c[:-1]) and h._Hm[g].tobytes() == mean.tobytes()
+    np.testing.assert_array_equal(h._Hc, h._H.reshape(G, _yjmod.COARSE_BINS, -1).sum(2))
+
+
+def test_coarse_and_fine_certificates_are_the_computed_signs():
+    "Each histogram alone, the coarse one too, certifies only the sign the pass computes (one-signed and mixed)."
+    X = _rest_inputs()
+    h, r = YJData(X), YJData(X)
+    G, nm = len(h.g_col), (len(h.g_col) - h.n_one) // 2
+    one = np.arange(h.n_one)
+    h._need_hist(np.arange(G))
+    settled = 0
+    for lam in np.r_[-6.0, -2.0, -0.7, 0.3, 1.1, 2.5, 7.0, np.random.default_rng(2).uniform(-4, 4, 12)]:
+        lg = np.full(G, lam)
+        ls = np.where(h.g_s > 0, lg, 2 - lg)
+        lo = ls < 0
+        ref = yj_sign_from_sums(r.sums(np.full(X.shape[1], lam), accelerate=False))
+        f = yj_frame(np.full(X.shape[1], lam), h.anchors)
+        p = np.arange(h.n_one, h.n_one + nm)
+        for coarse in (True, False):
+            sF = h._sign_F(one, ls, lo, coarse)
+            got = h.g_s[one] * np.sign(ls[one]) * sF
+            assert np.array_equal(got[sF != 0], ref[h.g_col[one]][sF != 0])
+            sm = h._sign_mixed(p, f, ls, lo, coarse)
+            assert np.array_equal(sm[sm != 0], ref[h.g_col[p]][sm != 0])
+            settled += int((sF != 0).sum() + (sm != 0).sum())
+    assert settled > 0
+
+
+def test_fit_names_infinite_columns_from_the_anchors():
+    "`fit` reads infinity from the anchors (no pass of its own): the same error, naming the same columns, as before."
+    X = pd.DataFrame(make_skewed_features(500, 8, rng=1), columns=[f'c{j}' for j in range(8)])
+    X.iloc[3, 2], X.iloc[9, 6] = np.inf, -np.inf
+    with pytest.raises(ValueError, match=r"^'c2', 'c6' contain\(s\) inf: Yeo-Johnson needs finite values$"):
+        YeoJohnsonTransformer().fit(X)
+    with pytest.raises(ValueError, match=r"^'c2', 'c6' contain\(s\) inf"):
+        exp_yj(X)
