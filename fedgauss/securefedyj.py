@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_securefedyj.ipynb #936a3d30
 from __future__ import annotations
-import math, numbers, sys, time, warnings
+import functools, math, numbers, sys, time, warnings
 from decimal import Decimal, ROUND_DOWN, getcontext, localcontext
 from pathlib import Path
 
@@ -64,12 +64,12 @@ from fedgauss.yeojohnson import (
 # %% auto #0
 __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'STEP_MONOMIALS', 'SECUREFEDYJ', 'envelope_round', 'local_envelope',
            'anchors_from_envelope', 'anchors_from_bounds', 'frame_coefficients', 'public_frame_sums',
-           'statistic_exponents', 'normalization', 'decode_sums', 'FixedPointPrecisionError', 'ring_bits_for',
-           'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max', 'yj_setup_program',
-           'setup_openings', 'party_secure_step', 'party_shared_totals', 'public_frame', 'yj_tree_step',
-           'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config', 'yj_party_rngs',
-           'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values', 'mask_prediction_attack',
-           'communication_table', 'FedYeoJohnsonTransformer']
+           'statistic_exponents', 'row_bounds', 'normalization', 'decode_sums', 'FixedPointPrecisionError',
+           'ring_bits_for', 'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max',
+           'yj_setup_program', 'setup_openings', 'party_secure_step', 'party_shared_totals', 'public_frame',
+           'yj_tree_step', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config',
+           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values',
+           'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
 def envelope_round(
@@ -179,9 +179,9 @@ def _fx(x, W=W_EXACT) -> np.ndarray:
 
 
 def _rshift_round(v, k) -> np.ndarray:
-    "round(v / 2**k) for object ints `v` and positive shifts `k` (elementwise)."
-    k = np.asarray(k, dtype=np.int64).astype(object)
-    return (np.asarray(v, dtype=object) + (1 << (k - 1))) >> k
+    "round(v / 2**k) = floor((floor(v / 2**(k-1)) + 1) / 2) for object ints `v` and positive shifts `k` (elementwise)."
+    s = (np.asarray(k, dtype=np.int64) - 1).astype(object)  # (the integer (v + 2**(k-1)) >> k, no 2**(k-1) made)
+    return ((np.asarray(v, dtype=object) >> s) + 1) >> 1
 
 # %% ../nbs/12_securefedyj.ipynb #938c804e27f84196a10c8828c723f798
 def _dec_log_ratio(a, A, tiny: bool):
@@ -226,6 +226,60 @@ def _hp_offsets(ls, loc, anchor, unit, W: int = W_EXACT) -> np.ndarray:
     return res
 
 # %% ../nbs/12_securefedyj.ipynb #59bbdb311c014d738909a11f9e486628
+_H_TERMS = tuple((k - 1) * (1 / math.factorial(k)) for k in range(24, 1, -1))  # h(z) = sum (k-1)/k! z^(k-2), Horner
+
+
+def _frame_columns(pf: YJFrame) -> np.ndarray:
+    "(unit, M (0 where one-signed), c (0 where mixed), mixed) of every feature of `pf`: a (4, d) array, kept on `pf`."
+    fc = pf.__dict__.get('_columns')  # (a frozen dataclass: its __dict__ is written directly, as notebook 10's anchors)
+    if fc is None:
+        fc = np.array([pf.unit, np.where(pf.mixed, pf.M, 0.0), np.nan_to_num(pf.c), pf.mixed])
+        pf.__dict__['_columns'] = fc
+    return fc
+
+
+def _yj_values(ls, u, r, M, mixed) -> np.ndarray:
+    """(e^(ls u - M), b, u / r, b_e) elementwise, floats: b and b_e by `yj_g` and `yj_gmu` where not `mixed`, by
+    `yj_g_scaled` and `yj_gmu_scaled` (scale e^M) where `mixed`, at lambda_s r and u / r (r: the unit), all in one
+    evaluation (M = 0 where not mixed makes the scaled e^(ls u - M) and b_e the plain ones, float for float)."""
+    with np.errstate(all='ignore'):
+        d, l = u / r, ls * r  # in the public unit, lambda_s in its inverse
+        z = l * d
+        az = np.abs(z)
+        small, tiny, z0 = az < 1, az < 1e-8, z == 0
+        eM, ez, em1 = np.exp(-M), np.exp(z - M), np.expm1(z)
+        g_one = np.where(tiny, d * (1 + z / 2 + z * z / 6), em1 / np.where(tiny, 1, l))  # yj_g
+        g_mix = np.where(small, d * eM * np.where(z0, 1.0, em1 / np.where(z0, 1, z)), (ez - eM) / l)  # yj_g_scaled
+        h, zs = np.zeros_like(z), np.where(small, z, 0.0)
+        for t in _H_TERMS:  # h(z) by Horner, in place (notebook 10's series, term for term)
+            h *= zs
+            h += t
+        gmu = np.where(small, d * d * h * eM, ((z - 1) * ez + eM) / l**2)  # yj_gmu_scaled (yj_gmu where M = 0)
+        return np.array([np.exp(ls * u - M), np.where(mixed, g_mix, g_one), d, gmu])
+
+
+def _frame_values(ls, c, pf: YJFrame, col) -> tuple:
+    "(a, b, eta, b_e) of every group (columns `col`) as floats (4, groups), and delta = c - c_A."
+    r, M, cA, mixed = _frame_columns(pf)[:, col]
+    mixed = mixed > 0
+    with np.errstate(invalid='ignore'):
+        delta = c - cA
+    return _yj_values(ls, np.where(mixed, c, delta), r, M, mixed), delta  # log distance from c_A, or from 0 (mixed)
+
+
+def _far_offsets(data: YJData, ls, lo_frame, pf: YJFrame, delta):
+    "The one-signed groups farther than `HP_RATIO` spreads from the public anchor and their `_hp_offsets`, or None."
+    col = data.g_col
+    far = ~pf.mixed[col] & (np.abs(delta) > HP_RATIO * data.g_R)
+    if not far.any():
+        return None
+    far = np.flatnonzero(far)
+    if lo_frame is None:  # (the groups framed at their smallest |x|, as `_group_sums` frames them)
+        lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
+    loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
+    return far, _hp_offsets(ls[far], loc, pf.anchor[col[far]], pf.unit[col[far]])
+
+# %% ../nbs/12_securefedyj.ipynb #b1f2c3d4e5f60718293a4b5c6d7e8f90
 def frame_coefficients(
     data: YJData,  # the client's `YJData` (local frames)
     ls,  # λ_s of each group (the λ of its sign)
@@ -234,47 +288,44 @@ def frame_coefficients(
     pf: YJFrame,  # the public frame
 ) -> np.ndarray:
     "(a, b, eta, b_e, phi offset) * 2**W (exact integers, shape (5, groups)) mapping each local group frame of `data` into the public frame `pf`."
-    col = data.g_col
-    mixed, r = pf.mixed[col], pf.unit[col]
-    M, cA = pf.M[col], np.nan_to_num(pf.c[col])
-    V, o, x = np.empty((5, len(col))), np.flatnonzero(~mixed), np.flatnonzero(mixed)
-    with np.errstate(all='ignore'):
-        delta = c - cA
-        dr, cr, lr = delta / r, c / r, ls * r  # log distances in the public unit, lambda_s in its inverse
-        d, l = dr[o], lr[o]  # each group's own formulas only (elementwise: the same floats as on all groups)
-        V[:, o] = np.exp(ls[o] * delta[o]), yj_g(l, d), d, yj_gmu(l, d), d
-        d, l, Mx = cr[x], lr[x], M[x]
-        V[:, x] = np.exp(ls[x] * c[x] - Mx), yj_g_scaled(l, d, Mx), d, yj_gmu_scaled(l, d, Mx), d
-    out = _fx(V)  # (5, groups), one conversion
-    far = np.flatnonzero(~mixed & (np.abs(delta) > HP_RATIO * data.g_R))
-    if len(far):
-        loc = np.where(lo_frame, data.g_lo, data.g_hi)[far]
-        out[:, far] = _hp_offsets(ls[far], loc, pf.anchor[col[far]], r[far])
+    V, delta = _frame_values(ls, c, pf, data.g_col)
+    out = _fx(V[[0, 1, 2, 3, 2]])  # (5, groups), one conversion (the offset of phi is eta)
+    hp = _far_offsets(data, ls, lo_frame, pf, delta)
+    if hp is not None:
+        out[:, hp[0]] = hp[1]
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #8a65eabff63a45729fe45fb5ade58bdc
+# each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by
+# deg*W - k*f + e, with e = m1 e_psi + m2 e_phi; rows P, Q, W_3, R_4, S_d, b, b_e, eta (a resolution matched to their
+# order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3)
+_DEG, _K, _M1, _M2 = (
+    np.array(v)[:, None]
+    for v in ([2, 3, 2, 3, 1, 1, 1, 1], [1, 2, 2, 3, 1, 1, 1, 1], [1, 2, 1, 2, 0, 1, 1, 0], [0, 0, 1, 1, 1, 0, 1, 1])
+)
+
+
 def _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm: dict, col, f: int) -> np.ndarray:
     "The eight components P, Q, W_3, R_4, S_d, b, b_e, eta of the public statistics, each rounded to its resolution."
-    W = W_EXACT
-    e1, e2 = norm['e_psi'][col], norm['e_phi'][col]
-    # each component: exact at scale deg*W -> rounded to scale k*f and divided by 2**e, i.e. shifted right by deg*W - k*f + e
-    # components rounded to a resolution matched to their order in the spread: u ~ d, u^2 and v ~ d^2, u v ~ d^3
+    shifts = _DEG * W_EXACT - _K * f + _M1 * norm['e_psi'][col] + _M2 * norm['e_phi'][col]  # (8, groups), in int64
     AA = A * A
-    return _rshift_round(  # all eight in one vectorized call
-        np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]),
-        np.array(
-            [
-                2 * W - f + e1,
-                3 * W - 2 * f + 2 * e1,
-                2 * W - 2 * f + e1 + e2,
-                3 * W - 3 * f + 2 * e1 + e2,
-                W - f + e2,
-                W - f + e1,
-                W - f + e1 + e2,
-                W - f + e2,
-            ]
-        ),
-    )
+    return _rshift_round(np.array([A * U1, AA * U2, A * U3, AA * U4, SD, B, BE, Kp]), shifts)  # one vectorized call
+
+# %% ../nbs/12_securefedyj.ipynb #d3e4f5a6b7c80912a3b4c5d6e7f80923
+def _group_table(data: YJData) -> dict:
+    "What the statistics take from `data`'s sign groups alone, once: exact counts and signs, each feature's groups."
+    gt = data.__dict__.get('_public_groups')
+    if gt is None:
+        col = data.g_col
+        first = np.unique(col, return_index=True)[1]  # a feature has one group, or two (mixed)
+        rest = np.setdiff1d(np.arange(len(col)), first)
+        F, m = len(first), len(first) - len(rest)  # notebook 10's order: the second groups repeat the last first ones
+        runs = F == data.d and (first == np.arange(F)).all() and (col[rest] == col[m:F]).all()
+        N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))
+        W = np.array([[0], [0], [0], [0], [1], [2], [2], [3], [1]])  # powers of the unit in a, b, eta, b_e, U, S_d
+        gt = data.__dict__['_public_groups'] = dict(N=N, S=S, first=first, rest=rest, cf=col[first], cr=col[rest])
+        gt.update(W=W, W0=np.full((9, 1), W_EXACT), unit=None, runs=(F, m, np.argsort(col[first])) if runs else None)
+    return gt
 
 # %% ../nbs/12_securefedyj.ipynb #ac8df488
 SCALES = (0, 1, 1, 2, 2, 3)  # fixed-point scale of n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi, in units of f
@@ -291,24 +342,36 @@ def public_frame_sums(
     "The six statistics (n, S_phi, S_psi, S_psi2, S_dpsi, S_psi_dpsi) of `data` in the public frame `pf`: exact integers at scales `SCALES` (times f), each divided by its power of two in `norm`, from consistently rounded components."
     lam = np.broadcast_to(np.asarray(lmbda, dtype=np.float64), (data.d,))
     ls, c, sd, U = data._group_sums(lam, bracket)  # each group in its own, local frame (float64)
-    lo_frame = ~(np.abs(ls) * data.g_R < TAU0) & (ls < 0)
-    A, B, Kp, BE, _ = frame_coefficients(data, ls, c, lo_frame, pf)
+    col, gt = data.g_col, _group_table(data)
+    V, delta = _frame_values(ls, c, pf, col)  # a, b, eta, b_e (the offset of phi is eta)
     # the local sums are in each group's unit g_rho: into the public unit, exactly (a power of two in the exponent)
-    shift = np.log2(data.g_rho / pf.unit[data.g_col]).astype(np.int64)
-    U1, U2, U3, U4, SD = _fx(np.vstack([U, sd]), W_EXACT + np.outer([1, 2, 2, 3, 1], shift))
-    p, q, w, rw, sdr, b, be, k = _public_components(A, B, Kp, BE, U1, U2, U3, U4, SD, norm, data.g_col, f)
-    N, S = (v.astype(np.int64).astype(object) for v in (data.g_n, data.g_s))  # counts and signs: exact integers
+    if gt['unit'] != (key := pf.unit.tobytes()):  # (the public unit: fixed by the anchors, the same at every step)
+        shift = np.log2(data.g_rho / pf.unit[col]).astype(np.int64)
+        gt.update(unit=key, exps=gt['W0'] + gt['W'] * shift)
+    X = _fx(np.concatenate([V, U, sd[None]]), gt['exps'])  # the nine rows in one conversion
+    hp = _far_offsets(data, ls, None, pf, delta)
+    if hp is not None:
+        X[:4, hp[0]] = hp[1][:4]
+    p, q, w, rw, sdr, b, be, k = _public_components(*X[:4], *X[4:], norm, col, f)
+    N, S = gt['N'], gt['S']  # counts and signs: exact integers
     t1, t2 = p + N * b, k * p + w  # shared by the statistics below (the same integers, fewer products)
-    stats_ = [
-        N,  # n            (scale 0)
-        S * (sdr + N * k),  # S_phi        (f)
-        S * t1,  # S_psi        (f)
-        q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
-        t2 + ((N * be) << f),  # S_dpsi       (2f)
-        S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
-    ]
-    out = np.zeros((6, data.d), dtype=object)
-    np.add.at(out, (slice(None), data.g_col), np.array(stats_))  # the groups of each feature, added up
+    stats_ = np.array(
+        [
+            N,  # n            (scale 0)
+            S * (sdr + N * k),  # S_phi        (f)
+            S * t1,  # S_psi        (f)
+            q + b * (t1 + p),  # S_psi2       (2f): q + 2bp + nb^2
+            t2 + ((N * be) << f),  # S_dpsi       (2f)
+            S * (k * q + rw + b * t2 + ((be * t1) << f)),  # S_psi_dpsi   (3f): kq + r + bkp + bw + (be p + n b be)
+        ]
+    )
+    if gt['runs'] is not None:  # the groups of each feature, added up: the second groups onto the first, in order
+        F, m, order = gt['runs']
+        stats_[:, m:F] += stats_[:, F:]
+        return stats_[:, order]
+    out = np.empty((6, data.d), dtype=object)
+    out[:, gt['cf']] = stats_[:, gt['first']]
+    out[:, gt['cr']] += stats_[:, gt['rest']]
     return out
 
 # %% ../nbs/12_securefedyj.ipynb #3ed186c9a28b402fb0bc4494df01f08d
@@ -320,15 +383,45 @@ def statistic_exponents(
     return [0 * e1, e2, e1, 2 * e1, e1 + e2, 2 * e1 + e2]
 
 
+def row_bounds(
+    lmbda,  # public λ per feature
+    anchors: YJAnchors,  # public anchors
+    frame: YJFrame | None = None,  # `yj_frame(lmbda, anchors)` if already made
+) -> tuple:
+    """`yj_sum_bounds`' per-row bounds (B_phi, B_psi, B_dpsi), the same floats, in one evaluation: |Psi| and dPsi at
+    the far end of each one-signed feature's spread, the larger at its two largest |x| for a mixed one (scaled frame)."""
+    f = yj_frame(lmbda, anchors) if frame is None else frame
+    ac = anchors.__dict__.get('_bound_columns')  # what the anchors alone give, once (kept on the frozen anchors)
+    if ac is None:
+        k, lg = anchors.kind, lambda h: np.log1p(np.nan_to_num(h))
+        ac = (
+            anchors.spread[0],
+            np.where(k > 0, anchors.pos_hi, anchors.neg_hi),
+            lg(anchors.pos_hi),
+            lg(anchors.neg_hi),
+        )
+        anchors.__dict__['_bound_columns'] = ac
+    Rp, hi, lp, ln = ac
+    r = f.unit
+    with np.errstate(invalid='ignore'):
+        dend = np.where(f.anchor == hi, -Rp, Rp)
+    zero = np.zeros_like(f.M)
+    ls, u, M = (np.array(v) for v in ([f.lam_s, f.lmbda, 2 - f.lmbda], [dend, lp, ln], [zero, f.M, f.M]))
+    _, g, d, gmu = _yj_values(ls, u, r, M, np.array([False, True, True])[:, None])
+    B_phi = np.where(f.mixed, np.maximum(d[1], d[2]), Rp / r)
+    B_psi = np.where(f.mixed, np.maximum(np.abs(g[1]), np.abs(g[2])), np.abs(g[0]))
+    return B_phi, B_psi, np.where(f.mixed, np.maximum(gmu[1], gmu[2]), gmu[0])
+
+
 def normalization(
     lmbda,  # public λ per feature
     anchors: YJAnchors,  # public anchors
+    frame: YJFrame | None = None,  # `yj_frame(lmbda, anchors)` if already made
 ) -> dict:
     "Public powers of two per feature that bring every per-row statistic to at most 1 in absolute value (they depend on lambda and the anchors only)."
-    B = yj_sum_bounds(1.0, lmbda, anchors)
-    lg = lambda v: np.clip(np.ceil(np.log2(np.nan_to_num(v, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
-    e_psi = lg(B['B_psi'])
-    e_phi = np.maximum(lg(B['B_phi']), lg(B['B_dpsi']) - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
+    B = np.array(row_bounds(lmbda, anchors, frame))  # B_phi, B_psi, B_dpsi
+    e_phi, e_psi, e_dpsi = np.clip(np.ceil(np.log2(np.nan_to_num(B, nan=1.0) + 2.0**-60)), -60, 1100).astype(np.int64)
+    e_phi = np.maximum(e_phi, e_dpsi - e_psi)  # so that dpsi / 2**(e_psi + e_phi) <= 1 too
     return dict(e_psi=e_psi, e_phi=e_phi)
 
 # %% ../nbs/12_securefedyj.ipynb #cb1e1581032b452c9409d6c6813c49d1
@@ -394,6 +487,12 @@ def secure_step(
     return np.where(bits[0] == 1, -1, 1).astype(np.int8), bits[1].astype(bool)
 
 # %% ../nbs/12_securefedyj.ipynb #79ee6729
+@functools.lru_cache(maxsize=16)
+def _stat_limits(f: int, max_rows: int) -> np.ndarray:
+    "Each statistic's public bound at its scale, a hair above `max_rows` (a (6, 1) column of exact integers)."
+    return np.array([[(max_rows << (k * f)) + (max_rows << (k * f) >> 20)] for k in SCALES], dtype=object)
+
+
 def _check_stat_bounds(
     ints,  # a client's (6, d) integer statistics
     f: int,  # precision f: fractional bits of the fixed point
@@ -403,7 +502,7 @@ def _check_stat_bounds(
 ):
     "Each statistic against its own public bound, in exact integers (a hair above `max_rows` at its scale)."
     ints = np.asarray(ints, dtype=object)
-    lim = np.array([[(max_rows << (k * f)) + (max_rows << (k * f) >> 20)] for k in SCALES], dtype=object)
+    lim = _stat_limits(f, max_rows)
     over = np.abs(ints) > lim  # one comparison for the six rows
     if over.any():
         i = int(np.flatnonzero(over.any(axis=1))[0])  # the first statistic over its bound
@@ -458,7 +557,8 @@ class YJClient(Party):
         X,  # its rows (2-D, NaN allowed)
     ):
         super().__init__(name, channel, X)
-        self.local_anchors = YJAnchors.from_data(X)
+        self._own = YJData(X)  # its rows prepared in its own frames: one pass finds its local anchors too
+        self.local_anchors = self._own.anchors
 
     def setup_inputs(
         self,
@@ -484,10 +584,11 @@ def prepare(
             f"{self.name}: {', '.join(repr(names[j]) for j in out[:5])} ha(s) values outside the public bounds"
         )
     empty_neg = (public.kind < 0) & np.isnan(la.neg_hi)  # e.g. only zeros where others have negatives
-    self.data = YJData(
-        self._X,
-        YJAnchors(la.pos_lo, la.pos_hi, np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)),
-    )
+    if empty_neg.any():  # its frames take the public sign pattern: prepared anew (and its own let go)
+        neg_lo, neg_hi = np.where(empty_neg, 0.0, la.neg_lo), np.where(empty_neg, 0.0, la.neg_hi)
+        self.data, self._own = YJData(self._X, YJAnchors(la.pos_lo, la.pos_hi, neg_lo, neg_hi)), None
+    else:  # its own anchors have the public sign pattern: its own preparation is the one
+        self.data = YJData(self._X, la) if self._own is None else self._own
     return self
 
 # %% ../nbs/12_securefedyj.ipynb #f6fa52606d8c4a75a9b52967216f8f3f
@@ -742,7 +843,8 @@ def public_frame(
     if hit is None:
         if len(_FRAMES) >= 64:
             _FRAMES.clear()
-        hit = _FRAMES[key] = (yj_frame(lmbda, A), normalization(lmbda, A))
+        pf = yj_frame(lmbda, A)
+        hit = _FRAMES[key] = (pf, normalization(lmbda, A, pf))
     return hit
 
 # %% ../nbs/12_securefedyj.ipynb #a50416e276a0479cbe66534ed1713a40
@@ -794,7 +896,12 @@ def yj_tree_step(
     sg, guard = yield from party_secure_step(smc, S, K, f, comparison)
     sg, guard = sg.reshape(m, d), guard.reshape(m, d)
     sg[:, const] = 0
-    states, picks = exp_replay(tree, sg, np.broadcast_to(const, (m, d)))
+    if m > 1:
+        states, picks = exp_replay(tree, sg, np.broadcast_to(const, (m, d)))
+    elif (tree[0].converged() | const).all():  # one node (b = 1): what `exp_replay` gives, without its bookkeeping
+        states, picks = [tree[0]], []
+    else:
+        states, picks = [tree[0], tree[0].update(sg[0])], [np.zeros(d, np.int64)]
     for s, k in zip(states, picks):  # the first step whose variance the fixed point cannot resolve, as today
         bad = guard[k, np.arange(d)] & ~const
         if bad.any():

@@ -54,7 +54,7 @@ digests recorded on main before the speed-up (d20c3ad).
 anchors (`YJData`), (b) the per-step public work (frame, exact statistics, replay), (c1) the SMC's ring arithmetic,
 tables and openings, (c2) secret randomness (ChaCha20), (d) the channel and the programs' routing, (e) the rest.
 
-    python tests/bench_securefedyj.py --parts
+    python tests/bench_securefedyj.py --parts [--csv nbs/12_securefedyj_parts.csv]
 
 `--local`: the clients' local sums against pooled ExpYJ's on the same lambdas and brackets (those of the pooled
 search): `YJData` built and `_group_sums` called for the pooled rows and for each client's, and for clients of 200 rows
@@ -441,14 +441,22 @@ PARTS = [  # (part, functions whose presence on the stack puts a sample there), 
     ('a local sums and local anchors (YJData)', {'_group_sums', 'YJData.__init__', '_log_distances', 'from_columns'}),
     (
         'b per-step public work (frame, exact statistics, replay)',
-        {'public_frame_sums', 'public_frame', 'exp_replay', '_check_stat_bounds', 'tree_sums', 'frame_coefficients'},
+        {
+            'public_frame_sums',
+            'public_frame',
+            'exp_replay',
+            'exp_update',
+            '_check_stat_bounds',
+            'tree_sums',
+            'frame_coefficients',
+        },
     ),
     ('c2 secret randomness (ChaCha20 draws, table expansion)', {'entropy.py', 'table_share'}),
 ]
 
 
-def cpu_parts(clients, t_max: int, fits: int = 6):
-    "The CPU of `fits` fits split into parts (`PARTS`, then SMC arithmetic, routing, rest) by SIGPROF samples."
+def cpu_parts(clients, t_max: int, fits: int = 6, csv: str | None = None):
+    "The CPU of `fits` fits by part (`PARTS`, SMC arithmetic, routing, rest) by SIGPROF samples; `csv`: as a table."
     import signal
 
     counts, on = defaultdict(int), [False]
@@ -492,6 +500,12 @@ def cpu_parts(clients, t_max: int, fits: int = 6):
     for k in sorted(counts):
         print(f"  {k:58s}{cpu / fits * counts[k] / n:7.3f} s {100 * counts[k] / n:5.1f} %")
     print(f"  {'total':58s}{cpu / fits:7.3f} s")
+    if csv:  # each part's CPU seconds a fit and share, and the load average at the end of the run
+        import pandas as pd
+
+        rows = [dict(part=k, cpu_s=cpu / fits * counts[k] / n, share=counts[k] / n) for k in sorted(counts)]
+        pd.DataFrame(rows).assign(load=round(os.getloadavg()[0], 2)).round(3).to_csv(csv, index=False)
+        print(f"written to {csv}")
 
 
 def local_sums(X, clients, t_max: int, repeat: int = 5, csv: str | None = None):
@@ -538,7 +552,10 @@ def local_sums(X, clients, t_max: int, repeat: int = 5, csv: str | None = None):
             w, c, ds = timed(lambda: [YJData(x, A) for x in parts])
             T[f'{name}: YJData'].append(c)
             T[f'{name}: _group_sums'].append(timed(lambda: [d._group_sums(*a) for a in calls for d in ds])[1])
-        T["clients: their own anchors (YJClient)"].append(timed(lambda: [YJAnchors.from_data(x) for x in clients])[1])
+        # (a pass over the rows a client made before its YJData, until YJClient took its anchors from that YJData's)
+        T["clients: YJAnchors.from_data (no longer made)"].append(
+            timed(lambda: [YJAnchors.from_data(x) for x in clients])[1]
+        )
     best = {k: min(v) for k, v in T.items()}
     print(f"best of {repeat} CPU s, {len(clients)} clients, t_max = {t_max}:")
     for k in fits:
@@ -585,8 +602,10 @@ def calls_table(clients, t_max: int, fits: int = 3):
         wrap(YJData, name)
     for name in ('_add_sums', '_add_moments'):
         wrap(Y, name)
-    for name in ('public_frame_sums', 'frame_coefficients', '_public_components', 'public_frame', 'exp_replay'):
+    for name in ('public_frame_sums', '_frame_values', '_fx', '_public_components', 'public_frame', 'normalization'):
         wrap(S, name)
+    wrap(S, 'exp_replay')  # (b > 1: the replay of a round; b = 1 steps by exp_update alone)
+    wrap(Y, 'exp_update')
     try:
         S.SecureFedYJ(t_max=t_max, rng=0).fit(clients)  # warm-up
         T.clear(), N.clear()
@@ -630,7 +649,11 @@ def main():
     ap.add_argument(
         '--calls', action='store_true', help="the clients' per-step work by function (CPU, calls, us a call)"
     )
-    ap.add_argument('--csv', default=None, help='with --local: its table of fits, as CSV (nbs/12_securefedyj_cost.csv)')
+    ap.add_argument(
+        '--csv',
+        default=None,
+        help='with --local: its table of fits, as CSV (nbs/12_securefedyj_cost.csv); with --parts: the parts',
+    )
     ap.add_argument(
         '--local', action='store_true', help="like for like: pooled ExpYJ without certified signs, the local sums"
     )
@@ -646,7 +669,7 @@ def main():
     if args.calls:
         return calls_table(benchmark_data(args)[2], args.t_max, args.fits)
     if args.parts:
-        return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits)
+        return cpu_parts(benchmark_data(args)[2], args.t_max, args.fits, args.csv)
     X, parts, clients = benchmark_data(args)
     print(
         f"data: {args.n:,} x {args.d} skewed features (fedgauss.data.make_skewed_features), {args.clients} clients "

@@ -517,6 +517,64 @@ def test_seeded_fit_sends_the_messages_it_sent(name, b, digest):
     assert payload_digest(fed.channel_) == digest
 
 
+def test_public_frame_sums_of_hard_features_are_the_integers_they_were():
+    """The exact statistics and the normalization's powers of two on the paths the seeded fits above barely reach: one-
+    signed groups far from the public anchor (60-digit offsets), mixed features, tiny public units (x ~ 1e-100, 1e-60),
+    NaN, lambda_s < 0 (groups framed at their smallest |x|), at precisions 96 and 190; their SHA-256 equals the one
+    recorded on main 897675c (before issue 32's one-evaluation frame values, `row_bounds` and the in-order sums of a
+    feature's groups). As above, another libm may need the digest recorded anew with main's code, never a new formula."""
+    import hashlib
+
+    from fedgauss.securefedyj import YJClient, local_envelope, normalization, public_frame_sums
+    from fedgauss.yeojohnson import YJAnchors, yj_frame
+
+    rng, n = np.random.default_rng(7), 600
+    X = np.c_[
+        rng.lognormal(0, 1.5, n),
+        rng.normal(size=n),
+        -rng.lognormal(size=n),
+        np.r_[np.zeros(300), -rng.lognormal(size=300)],
+        rng.normal(1e4, 1e-3, n),
+        rng.lognormal(0, 1, n) * 1e-100,
+        rng.normal(0, 1e-60, n),
+        rng.normal(5, 1, n),
+    ]
+    X[rng.random(X.shape) < 0.05] = np.nan
+    parts = np.array_split(rng.permutation(n), 3)
+    A = anchors_from_envelope(np.max([local_envelope(YJAnchors.from_data(X[p])) for p in parts], axis=0))
+    h = hashlib.sha256()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        for p in parts:
+            c = YJClient('c', None, X[p]).prepare(A)
+            for lam in (-3.0, -0.7, 0.0, 0.4, 1.0, 1.9, 3.3, 6.0):
+                lamv = np.full(X.shape[1], lam) + np.linspace(0, 0.3, X.shape[1])
+                pf, norm = yj_frame(lamv, A), normalization(lamv, A)
+                for f in (96, 190):
+                    ints = public_frame_sums(c.data, lamv, pf, f, norm)
+                    h.update(repr([[int(v) for v in r] for r in ints]).encode())
+                    h.update(repr([norm['e_psi'].tolist(), norm['e_phi'].tolist()]).encode())
+    assert h.hexdigest() == '48f6cf1bfd558de4110471ed85bfe71b2e4c7620ba446de960a7cdf1d166060e'
+
+
+def test_a_client_with_only_zeros_in_a_negative_feature_sends_what_it_sent():
+    """A client whose values of a negative feature are all zero prepares its rows anew with the public sign pattern (the
+    others keep the preparation they made with their local anchors): the pooled lambdas, and every message as on main
+    897675c (SHA-256 of the payloads, recorded there)."""
+    from bench_securefedyj import payload_digest
+
+    rng = np.random.default_rng(3)
+    a = np.c_[-rng.lognormal(size=200), rng.lognormal(size=200)]
+    b = np.c_[np.zeros(150), rng.lognormal(size=150)]  # the first feature is negative: this client has only zeros
+    c = np.c_[-rng.lognormal(size=100), rng.lognormal(size=100)]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', YeoJohnsonWarning)
+        fed = SecureFedYJ(t_max=12, rng=0).fit([a, b, c])
+        pooled = exp_yj(np.r_[a, b, c], t_max=12, full_output=True)
+    np.testing.assert_array_equal(fed.lambdas_, pooled.lambdas)
+    assert payload_digest(fed.channel_) == 'a1752dc13f7519e0fa579a097d3e283d369a85cbe65c1759b1f02fc74711d33d'
+
+
 # ------------------------------------------------------------------ one-pass setup and final round (issue 32) ------
 def test_setup_and_final_in_few_passes_open_what_they_did():
     """On the Flower demo's split: setup 8 and final round 8 relay passes (24 and 62 before); the search rounds'
