@@ -28,7 +28,8 @@ dev_requirements = (cfg.get('dev_requirements') or '').split()
 test_requirements = (cfg.get('test_requirements') or '').split()
 # `learn`: a notebook front end for students who run the notebooks (JupyterLab).
 learn_requirements = (cfg.get('learn_requirements') or '').split()
-# `fast`: gmpy2, the big-integer backend of fedgauss.paillier (pure Python works without it, several times slower).
+# `fast`: gmpy2, the big-integer backend of fedgauss.paillier, and numba, the compiled kernels of fedgauss.fast
+# (without them the same results come from pure Python and NumPy, several times slower).
 fast_requirements = (cfg.get('fast_requirements') or '').split()
 flower_requirements = (cfg.get('flower_requirements') or '').split()
 # `docs`: the site's toolchain (Sphinx, myst-nb, the theme, websocket-client for the browser check): tests/test_docs.py
