@@ -45,4 +45,7 @@ def jit(
     "`fn` compiled by numba (no Python objects, the GIL released, cached on disk), or `fn` itself without numba."
     if numba is None:
         return fn
-    return numba.njit(cache=True, nogil=True)(fn)
+    try:
+        return numba.njit(cache=True, nogil=True)(fn)
+    except RuntimeError:  # no file to cache next to (a function defined in exec'd code): compile in memory only
+        return numba.njit(nogil=True)(fn)
