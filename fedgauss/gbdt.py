@@ -788,18 +788,6 @@ def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rto
 
 # %% ../nbs/30_gbdt.ipynb #nbscan02
 @jit
-def _candidate_gain(gl, hl, Pg, Phl, lam, floor):
-    "One candidate's gain, with `_best_splits`' operations in their order; -inf where a child's H is below the floor."
-    dl = hl + lam
-    dr = Phl - hl
-    if dl < floor or dr < floor:
-        return -np.inf
-    gr = Pg - gl
-    gr = gr * gr / dr
-    return gl * gl / dl + gr
-
-
-@jit
 def _scan_nodes(hist, ptr, nbins, totals, lam, floor, rtol, gain, code, left, gbuf, lbuf, cbuf):
     """For each node k of `hist` (K, S, 2): `gain[k]` (XGBoost's `loss_chg`), `code[k]` = (feature, bin, default_left)
     and `left[k]` = (G, H) of its first best candidate in XGBoost's scan order (`gbuf`, `lbuf`, `cbuf`: scratch)."""
@@ -809,20 +797,25 @@ def _scan_nodes(hist, ptr, nbins, totals, lam, floor, rtol, gain, code, left, gb
         for f in range(len(nbins)):
             s0, nb = ptr[f], nbins[f]
             gl, hl = 0.0, 0.0
-            for b in range(nb + 1):  # forward: bins <= b left, missing right (b = nb: only the sum runs on)
-                gl += hist[k, s0 + b, 0]
-                hl += hist[k, s0 + b, 1]
-                if b < nb:
-                    gbuf[c], lbuf[c, 0], lbuf[c, 1] = _candidate_gain(gl, hl, Pg, Phl, lam, floor), gl, hl
-                    cbuf[c, 0], cbuf[c, 1], cbuf[c, 2] = f, b, 0
-                    c += 1
-            if hist[k, s0 + nb, 1] > 0:  # backward: the node has missing values, they go left
-                for b in range(nb - 1, -1, -1):
-                    gl -= hist[k, s0 + b, 0]
-                    hl -= hist[k, s0 + b, 1]
-                    gbuf[c], lbuf[c, 0], lbuf[c, 1] = _candidate_gain(gl, hl, Pg, Phl, lam, floor), gl, hl
-                    cbuf[c, 0], cbuf[c, 1], cbuf[c, 2] = f, b - 1, 1
-                    c += 1
+            steps = 2 * nb + 1 if hist[k, s0 + nb, 1] > 0 else nb  # backward too when the node has missing values
+            for t in range(steps):
+                if t < nb:  # forward: bins <= t left, missing right
+                    gl, hl, b, d = gl + hist[k, s0 + t, 0], hl + hist[k, s0 + t, 1], t, 0
+                elif t == nb:  # the missing slot: only the running sum moves on (to the node's total)
+                    gl, hl = gl + hist[k, s0 + nb, 0], hl + hist[k, s0 + nb, 1]
+                    continue
+                else:  # backward: bins <= b left with the missing values, walking down from the last bin
+                    b = 2 * nb - t
+                    gl, hl, b, d = gl - hist[k, s0 + b, 0], hl - hist[k, s0 + b, 1], b - 1, 1
+                dl, dr = hl + lam, Phl - hl  # the gain with `_best_splits`' operations, in their order
+                if dl < floor or dr < floor:
+                    g = -np.inf
+                else:
+                    gr = Pg - gl
+                    gr = gr * gr / dr
+                    g = gl * gl / dl + gr
+                gbuf[c], lbuf[c, 0], lbuf[c, 1], cbuf[c, 0], cbuf[c, 1], cbuf[c, 2] = g, gl, hl, f, b, d
+                c += 1
         for i in range(c):
             if gbuf[i] > top:
                 top = gbuf[i]

@@ -124,7 +124,6 @@ def test_python_source_of_the_split_scan_is_find_best_splits(monkeypatch):
     h = np.concatenate([h, h[:, :, :]])  # repeated nodes: the same answer twice
     totals = h[:, layout.ptr[0] : layout.ptr[1]].sum(axis=1)
     monkeypatch.setattr(G, '_scan_nodes', kernel(G._scan_nodes))
-    monkeypatch.setattr(G, '_candidate_gain', kernel(G._candidate_gain))
     for lam, mcw in ((1.0, 1.0), (0.0, 0.0), (0.3, 4.0)):
         a = G._exact_splits(h, layout, totals, lam, mcw)
         b = G.find_best_splits(h, layout, totals, reg_lambda=lam, min_child_weight=mcw)
