@@ -4,20 +4,14 @@
 
 # %% ../nbs/06_fast.ipynb #733aae3f
 from __future__ import annotations
-import os
+import importlib.util, os, warnings
 from contextlib import contextmanager
 
 # %% auto #0
 __all__ = ['HAVE_NUMBA', 'numba_enabled', 'use_numba', 'jit']
 
-# %% ../nbs/06_fast.ipynb #f0d8f14c
-try:
-    import numba
-except ImportError:  # the `fast` extra is not installed
-    numba = None
-
 # %% ../nbs/06_fast.ipynb #56e328ff
-HAVE_NUMBA = numba is not None
+HAVE_NUMBA = importlib.util.find_spec('numba') is not None  # found, not imported: importing it takes 0.2-0.4 s
 _switch = {'on': True}
 
 
@@ -39,10 +33,36 @@ def use_numba(
         _switch['on'] = old
 
 # %% ../nbs/06_fast.ipynb #c5d27c8a
+class _Kernel:
+    "A function compiled by numba on its first call; `py_func` is the Python function."
+
+    def __init__(self, fn):
+        self.py_func, self._run = fn, None
+        self.__name__, self.__doc__ = fn.__name__, fn.__doc__
+
+    def __call__(self, *args):
+        if self._run is None:
+            self._run = _compile(self.py_func)
+        return self._run(*args)
+
+
+def _compile(fn):
+    "`fn` compiled (no Python objects, the GIL released, cached on disk where possible), or `fn` without numba."
+    if not HAVE_NUMBA:
+        return fn
+    try:
+        import numba
+    except Exception as e:  # installed but broken: the same results, slowly
+        warnings.warn(f"numba failed to import ({e}); fedgauss's kernels run as Python", RuntimeWarning)
+        return fn
+    try:
+        return numba.njit(cache=True, nogil=True)(fn)
+    except RuntimeError:  # no file to cache next to (a function defined in exec'd code): compile in memory only
+        return numba.njit(nogil=True)(fn)
+
+
 def jit(
     fn,  # a function of NumPy arrays and numbers, written as loops (numba's nopython subset)
 ):
-    "`fn` compiled by numba (no Python objects, the GIL released, cached on disk), or `fn` itself without numba."
-    if numba is None:
-        return fn
-    return numba.njit(cache=True, nogil=True)(fn)
+    "`fn` as a kernel: compiled by numba on its first call (cached on disk), or run as Python without numba."
+    return _Kernel(fn)

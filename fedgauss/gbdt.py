@@ -17,6 +17,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .fast import jit, numba_enabled
+
 try:  # the C loops behind `csc_matrix @ vector` and `csr_matrix @ vector`, without the per-call constructor checks
     from scipy.sparse._sparsetools import csc_matvec as _csc_matvec, csr_matvec as _csr_matvec
 except ImportError:  # pragma: no cover - private scipy API; fall back to the public product
@@ -784,6 +786,74 @@ def _best_splits_chunked(hist, layout, totals, reg_lambda, min_child_weight, rto
         )
     )
 
+# %% ../nbs/30_gbdt.ipynb #nbscan02
+@jit
+def _scan_nodes(hist, ptr, nbins, totals, lam, floor, rtol, gain, code, left, gbuf, lbuf, cbuf):
+    """For each node k of `hist` (K, S, 2): `gain[k]` (XGBoost's `loss_chg`), `code[k]` = (feature, bin, default_left)
+    and `left[k]` = (G, H) of its first best candidate in XGBoost's scan order (`gbuf`, `lbuf`, `cbuf`: scratch)."""
+    for k in range(hist.shape[0]):
+        Pg, Phl = totals[k, 0], totals[k, 1] + lam
+        c, top, nan = 0, -np.inf, False
+        for f in range(len(nbins)):
+            s0, nb = ptr[f], nbins[f]
+            gl, hl = 0.0, 0.0
+            steps = 2 * nb + 1 if hist[k, s0 + nb, 1] > 0 else nb  # backward too when the node has missing values
+            for t in range(steps):
+                if t < nb:  # forward: bins <= t left, missing right
+                    gl, hl, b, d = gl + hist[k, s0 + t, 0], hl + hist[k, s0 + t, 1], t, 0
+                elif t == nb:  # the missing slot: only the running sum moves on (to the node's total)
+                    gl, hl = gl + hist[k, s0 + nb, 0], hl + hist[k, s0 + nb, 1]
+                    continue
+                else:  # backward: bins <= b left with the missing values, walking down from the last bin
+                    b = 2 * nb - t
+                    gl, hl, b, d = gl - hist[k, s0 + b, 0], hl - hist[k, s0 + b, 1], b - 1, 1
+                dl, dr = hl + lam, Phl - hl  # the gain with `_best_splits`' operations, in their order
+                if dl < floor or dr < floor:
+                    g = -np.inf
+                else:
+                    gr = Pg - gl
+                    gr = gr * gr / dr
+                    g = gl * gl / dl + gr
+                gbuf[c], lbuf[c, 0], lbuf[c, 1], cbuf[c, 0], cbuf[c, 1], cbuf[c, 2] = g, gl, hl, f, b, d
+                c += 1
+        for i in range(c):
+            if gbuf[i] > top:
+                top = gbuf[i]
+            elif gbuf[i] != gbuf[i]:
+                nan = True
+        if nan:  # NumPy's max propagates NaN: then no candidate passes the tie test and the first is taken
+            top = np.nan
+        root = Pg * Pg / Phl
+        gain[k] = top - root
+        thr = top - rtol * (root + abs(gain[k]))
+        j = 0
+        for i in range(c):
+            if gbuf[i] >= thr:
+                j = i
+                break
+        code[k, 0], code[k, 1], code[k, 2] = cbuf[j, 0], cbuf[j, 1], cbuf[j, 2]
+        left[k, 0], left[k, 1] = lbuf[j, 0], lbuf[j, 1]
+
+# %% ../nbs/30_gbdt.ipynb #nbscan03
+def _exact_splits(hist, layout, totals, reg_lambda, min_child_weight, rtol=1e-10):
+    """`find_best_splits` by the compiled scan: the same `Splits`, bit for bit, when every entry of `hist` and `totals`
+    is an exact sum on a grid (`snap_to_grid`); the estimators' split finder when numba runs."""
+    hist, totals = np.ascontiguousarray(hist, float), np.ascontiguousarray(totals, float)
+    K, S, _ = hist.shape
+    lam = float(reg_lambda)
+    hmin = float(min_child_weight) if lam > 0 else max(float(min_child_weight), 1e-300)  # as `_best_splits`
+    gain, code, left = np.empty(K), np.empty((K, 3), np.intp), np.empty((K, 2))
+    scratch = (np.empty(2 * S), np.empty((2 * S, 2)), np.empty((2 * S, 3), np.intp))
+    _scan_nodes(hist, layout.ptr, layout.n_bins, totals, lam, hmin + lam, float(rtol), gain, code, left, *scratch)
+    return Splits(gain, code[:, 0], code[:, 1], code[:, 2].astype(bool), left, totals - left)
+
+
+def _split_finder(reg_lambda, min_child_weight):
+    "The estimators' split finder: the compiled scan when numba runs (their sums are exact), else the default (None)."
+    if not numba_enabled():
+        return None
+    return lambda h, lay, t: _exact_splits(h, lay, t, reg_lambda, min_child_weight)
+
 # %% ../nbs/30_gbdt.ipynb #f16d5868
 @dataclass(repr=False)
 class Tree:
@@ -1253,6 +1323,8 @@ def _root_histograms(self: LocalHistograms, nodes):
             w = self._pad.shape[1]
             self._pad_indptr = np.arange(0, self.n * w + 1, w, dtype=self._indptr.dtype)
             self._pad16 = self._pad.astype(np.uint16) if self._narrow else None
+    if self._pad is not None and numba_enabled():  # exact sums: the compiled pass, like a level below
+        return self._compiled_histograms(nodes)
     r = self._root
     if B == 1:
         h = _gather_add(r.indptr, r.indices, self.gh, self._onesc)
@@ -1277,6 +1349,8 @@ def histograms(
     nodes = np.asarray(nodes, np.intp)
     if self._at_root:
         return self._root_histograms(nodes)
+    if numba_enabled():
+        return self._compiled_histograms(nodes)
     cm, K, pad = self.cmax, len(nodes), self._pad
     W = S if pad is None else S + 2  # with `pad`: each node's slots, its total, a slot nobody reads
     want = np.zeros(self.n_nodes * cm, bool)
@@ -1326,16 +1400,57 @@ def split(
     dest[np.arange(K), self.layout.n_bins[feature]] = np.where(default_left, lc, rc)
     self._lut.reshape(-1, cm)[nodes] = dest
     self._touched.extend(nodes.tolist())
-    if K == 1 or (feature == feature[0]).all():  # one feature (e.g. the root): its codes are a contiguous row
+    if numba_enabled():  # one compiled pass, in place
+        _route_rows(self._key, self._fkey, self._codes_t, self._lut)
+    elif K == 1 or (feature == feature[0]).all():  # one feature (e.g. the root): its codes are a contiguous row
         f = int(feature[0])
         at = np.add(self._key, self._codes_t[f * self.n : (f + 1) * self.n])
     else:
         at = np.take(self._fkey, self._key, mode='clip')
         at += self._rows  # where each row's code is
         at = np.add(self._key, np.take(self._codes_t, at, mode='clip'), out=at)
-    self._key = np.take(self._lut, at, out=at, mode='clip')
+    if not numba_enabled():
+        self._key = np.take(self._lut, at, out=at, mode='clip')
     self.n_nodes, self._at_root = n_nodes, False
     return None  # no counts: the grower picks the child with the smaller Hessian, as XGBoost does
+
+# %% ../nbs/30_gbdt.ipynb #nbhist02
+@jit
+def _scatter_rows(key, pos, slots, gh, out):
+    "`out[pos[key[i]] + slots[i, j]] += gh[i]` for every row i whose node is wanted (`pos` >= 0), in row order."
+    for i in range(len(key)):
+        o = pos[key[i]]
+        if o >= 0:
+            g, h = gh[i, 0], gh[i, 1]
+            for j in range(slots.shape[1]):
+                s = o + slots[i, j]
+                out[s, 0] += g
+                out[s, 1] += h
+
+
+@jit
+def _route_rows(key, fkey, codes_t, lut):
+    "Every row one level down, in place: its key becomes `lut[key + its code for the feature of its node]`."
+    for i in range(len(key)):
+        k = key[i]
+        key[i] = lut[k + codes_t[fkey[k] + i]]
+
+
+@patch
+def _compiled_histograms(self: LocalHistograms, nodes):
+    "`histograms(nodes)` from one compiled pass over the rows (`_scatter_rows`): the same bits."
+    S, cm, K, pad = self.layout.n_slots, self.cmax, len(nodes), self._pad
+    W = S if pad is None else S + 2  # as `histograms`: with `pad`, each node's total and a slot nobody reads
+    pos = np.full(self.n_nodes * cm, -1, np.intp)
+    pos[nodes * cm] = np.arange(K) * W
+    out = np.zeros((K * W, 2))
+    _scatter_rows(self._key, pos, self.slots if pad is None else pad, self.gh, out)
+    h = out.reshape(K, W, 2)
+    if pad is None:
+        return h
+    h, total = h[:, :S], h[:, S]  # each feature's most frequent slot: the node's total minus the other slots
+    h[:, self._common] = total[:, None] - np.add.reduceat(h, self.layout.ptr[:-1], axis=1)
+    return np.ascontiguousarray(h)
 
 # %% ../nbs/30_gbdt.ipynb #mcgrow03
 @patch
@@ -1733,6 +1848,7 @@ def _fit(self: _GBDT, X, y, sample_weight):
         gamma = float(np.ldexp(self.gamma, -2 * e))  # XGBoost's gamma is in the units of the gain: y squared
     kw = dict(learning_rate=self.learning_rate, reg_lambda=self.reg_lambda, min_child_weight=self.min_child_weight)
     kw.update(max_depth=self.max_depth, gamma=gamma, gain_floor=floor, feature_names=names)
+    kw.update(split_finder=_split_finder(self.reg_lambda, self.min_child_weight))  # compiled when numba runs
     margin = np.full(len(y), base)
     gh = np.empty((len(y), 2))
     provider = LocalHistograms(codes, layout, exact_sums=True)  # the gradients are snapped below
@@ -1762,6 +1878,7 @@ def _fit_softmax(self: _GBDT, X, y, sw):
     names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
     args = (self.max_depth, self.learning_rate, self.reg_lambda, float(self.gamma), self.min_child_weight, 1e-6)
     margin = np.tile(base, (n, 1))
+    finder = _split_finder(self.reg_lambda, self.min_child_weight)  # compiled when numba runs
     gh, ghc = np.empty((n, K, 2)), np.empty((K, n, 2))
     provider = LocalHistograms(np.tile(codes, (K, 1)), layout, exact_sums=True)  # block k of the rows: class k
     self.trees_ = []
@@ -1770,7 +1887,7 @@ def _fit_softmax(self: _GBDT, X, y, sw):
         for k in range(K):  # each class on its own grid: exact sums in any order
             ghc[k, :, 0], ghc[k, :, 1], _ = snap_to_grid(gh[:, k, 0], gh[:, k, 1])
         provider.start_trees(ghc.reshape(K * n, 2), K)
-        forest = _grow_forest(provider, layout, K, *args, None, None, True, names)
+        forest = _grow_forest(provider, layout, K, *args, finder, None, True, names)
         margin += provider.row_values(forest.value).reshape(K, n).T
         trees = _split_forest(forest, K)
         if self.missing == 'probabilistic':

@@ -36,6 +36,9 @@ With `--level-calls`: the calls from Python into C of one tree's growth on Adult
 function and line they come from, per level of the tree: what a level pays in calls, whatever the number of rows.
 
     python tests/bench_gbdt.py --level-calls [--out nbs/30_gbdt_level_calls.csv]
+
+With numba installed (the fast extra), 'fedgauss' runs the core's compiled kernels and, in the default and `--per-tree`
+tables, 'fedgauss-numpy' its NumPy code (the same trees); `FEDGAUSS_NUMBA=0` runs the NumPy code everywhere.
 """
 
 import argparse
@@ -58,11 +61,34 @@ from threadpoolctl import threadpool_limits
 
 import fedgauss.gbdt as G
 from fedgauss.data import load_adult, load_libsvm
+from fedgauss.fast import numba_enabled, use_numba
 
 
 def numeric(X):
     "Categoricals as their codes with NaN for missing (what every library gets), numbers as floats."
     return G._as_numeric_frame(X).to_numpy(float)
+
+
+class NumpyOnly:
+    "A fedgauss estimator fitted with the compiled kernels off (`use_numba(False)`): the core's NumPy code."
+
+    def __init__(self, est):
+        self.est = est
+
+    def fit(self, *a, **k):
+        with use_numba(False):
+            self.est.fit(*a, **k)
+        return self
+
+    def predict_proba(self, X):
+        return self.est.predict_proba(X)
+
+
+def kernels_line():
+    "Which code the row 'fedgauss' runs."
+    if numba_enabled():
+        return "'fedgauss' runs the compiled kernels (numba, the fast extra); 'fedgauss-numpy' the NumPy code"
+    return "'fedgauss' runs the NumPy code (numba is not installed, or FEDGAUSS_NUMBA=0)"
 
 
 def models(n_trees, depth, bins, lr=0.3):
@@ -73,10 +99,13 @@ def models(n_trees, depth, bins, lr=0.3):
         raise SystemExit(f"{e}: the benchmark's peers come with the bench extra: pip install -e '.[bench]'") from None
     from sklearn.ensemble import HistGradientBoostingClassifier
 
+    ours = lambda: G.GBDTClassifier(
+        n_estimators=n_trees, max_depth=depth, learning_rate=lr, max_bins=bins, base_score=0.5
+    )
+    numpy_only = {'fedgauss-numpy': lambda: NumpyOnly(ours())} if numba_enabled() else {}
     return {
-        'fedgauss': lambda: G.GBDTClassifier(
-            n_estimators=n_trees, max_depth=depth, learning_rate=lr, max_bins=bins, base_score=0.5
-        ),
+        'fedgauss': ours,
+        **numpy_only,
         'xgboost': lambda: xgb.XGBClassifier(
             n_estimators=n_trees,
             max_depth=depth,
@@ -239,7 +268,7 @@ def ab(a):
     import xgboost as xgb
 
     load0 = load_average()
-
+    print(kernels_line().replace("'fedgauss'", "'after'").split(';')[0])
     old = old_core(a.ab)
     X, y = load_adult('train')
     Xa, ya = load_libsvm('a9a')
@@ -482,24 +511,30 @@ def per_tree(a):
     A, yv = numeric(X), y.to_numpy()
     p = {'max_depth': a.depth, 'learning_rate': 0.3, 'base_score': 0.5}
     fits = {}
+    libs = ('fedgauss', 'fedgauss-numpy', 'xgboost') if numba_enabled() else ('fedgauss', 'xgboost')
     for n in (1, a.trees):
         fits[('fedgauss', n)] = lambda n=n: G.GBDTClassifier(n_estimators=n, max_bins=a.bins, **p).fit(A, yv)
+        if 'fedgauss-numpy' in libs:
+            fits[('fedgauss-numpy', n)] = lambda n=n: NumpyOnly(
+                G.GBDTClassifier(n_estimators=n, max_bins=a.bins, **p)
+            ).fit(A, yv)
         fits[('xgboost', n)] = lambda n=n: xgb.XGBClassifier(
             n_estimators=n, max_bin=a.bins, tree_method='hist', n_jobs=1, **p
         ).fit(A, yv)
     with threadpool_limits(1):
         t = best_cpu(fits, a.repeat)
     rows = []
-    for lib in ('fedgauss', 'xgboost'):
+    for lib in libs:
         tree = (t[(lib, a.trees)] - t[(lib, 1)]) / (a.trees - 1)
         rows.append({'library': lib, 'fit_1_s': t[(lib, 1)], f'fit_{a.trees}_s': t[(lib, a.trees)]})
         rows[-1].update({'per_tree_ms': 1e3 * tree, 'setup_s': t[(lib, 1)] - tree})
     df = pd.DataFrame(rows).set_index('library')
-    ratio = df.loc['fedgauss'] / df.loc['xgboost']
+    ratios = [(df.loc[lib] / df.loc['xgboost']).rename(f'{lib} / xgboost').to_frame().T for lib in libs[:-1]]
     print(
         f"Adult, depth {a.depth}, {a.bins} bins, one thread; CPU s, best of {a.repeat} interleaved fits; load {load_average()}"
     )
-    print(pd.concat([df, ratio.rename('fedgauss / xgboost').to_frame().T]).round(4).to_string())
+    print(kernels_line())
+    print(pd.concat([df, *ratios]).round(4).to_string())
     if a.out:
         df.to_csv(a.out)
 
@@ -552,6 +587,7 @@ def main():
         print(
             f"Adult: {a.trees} trees, depth {a.depth}, {a.bins} bins, learning rate 0.3, one thread; best of {a.repeat} fits"
         )
+        print(kernels_line())
         print(df.round(4).to_string())
         T = profile_fedgauss(A, y, a.trees, a.depth, a.bins)
         print('\nfedgauss fit, CPU seconds by phase:')
