@@ -37,12 +37,13 @@ except ImportError:
     _powmod, _mpz = pow, int
 
 # %% auto #0
-__all__ = ['WEIGHT_UPDATES', 'SPLIT_METHODS', 'MISSING', 'CANDIDATES', 'PRESETS', 'gh_sensitivity', 'softmax_sensitivity',
-           'clip_rows', 'softmax_gh', 'plan_queries', 'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10',
-           'NoisePool', 'SecAggClient', 'secure_aggregate', 'key_agreement', 'initial_candidates', 'ih_candidates',
-           'ih_greedy_candidates', 'random_tree_splits', 'goes_right', 'route', 'forest_sum', 'clipped_gain',
-           'hist_best_splits', 'child_bins', 'leaf_values', 'DPGBDTClient', 'feature_schedule', 'draw_noise_shares',
-           'DPGBDTClassifier', 'DPGBDTRegressor', 'impute_values', 'forest_expected']
+__all__ = ['WEIGHT_UPDATES', 'GH_RELEASES', 'SPLIT_METHODS', 'MISSING', 'CANDIDATES', 'PRESETS', 'gh_sensitivity',
+           'softmax_sensitivity', 'clip_rows', 'softmax_gh', 'gh_joint_sensitivity', 'plan_queries',
+           'calibrate_multiplier', 'spent_epsilon', 'ddg_tau_log10', 'NoisePool', 'SecAggClient', 'secure_aggregate',
+           'key_agreement', 'initial_candidates', 'ih_candidates', 'ih_greedy_candidates', 'random_tree_splits',
+           'goes_right', 'route', 'forest_sum', 'clipped_gain', 'hist_best_splits', 'child_bins', 'leaf_values',
+           'DPGBDTClient', 'feature_schedule', 'draw_noise_shares', 'DPGBDTClassifier', 'DPGBDTRegressor',
+           'impute_values', 'forest_expected']
 
 # %% ../nbs/31_dpgbdt.ipynb #083277d2
 def _real(v, name, low=0.0, strict=True, inf=False):
@@ -125,6 +126,7 @@ def softmax_gh(
     margin,  # (n, K) margins
     y,  # (n,) class codes 0 .. K-1
     weight_update: str = 'newton',  # 'newton' or 'gradient'
+    joint: bool = False,  # clip each row's (g, h) together to `gh_joint_sensitivity` (gh_release='joint')
 ) -> tuple:  # (g, h), (n, K) each, every row clipped to its ℓ2 bound (`softmax_sensitivity`)
     "Per-row softmax gradient and Hessian vectors g = p - y, h = 2 p (1 - p) (or 1), clipped row by row."
     m = _arr(margin, 'margin', 2)
@@ -132,7 +134,31 @@ def softmax_gh(
     p = softmax(m, axis=1)
     g = p - (np.asarray(y).astype(np.intp)[:, None] == np.arange(m.shape[1]))
     h = 2 * p * (1 - p) if weight_update == 'newton' else np.ones_like(p)
+    if joint:  # one bound for the pair (defined below, with the joint release)
+        K = m.shape[1]
+        gh = clip_rows(np.hstack([g, h]), gh_joint_sensitivity(weight_update, n_classes=K))
+        return gh[:, :K], gh[:, K:]
     return clip_rows(g, dg), clip_rows(h, dh)
+
+# %% ../nbs/31_dpgbdt.ipynb #jointsens1
+GH_RELEASES = ('split', 'vector', 'joint')  # G and H as two queries; as one, the paper's Δ; as one, the joint Δ
+
+
+def gh_joint_sensitivity(
+    weight_update: str = 'newton',  # 'newton', 'gradient' or 'averaging'
+    task: str = 'classification',  # 'classification' or 'regression'
+    grad_clip: float = 1.0,  # regression: per-sample gradient clip c
+    n_classes: int = 2,  # classes of a classification: K >= 3 is the softmax loss
+) -> float:
+    "ℓ2 add/remove sensitivity of one release of (G, H) together: the largest norm of one row's (g, h)."
+    K = _int(n_classes, 'n_classes', 2)
+    if task == 'classification' and K >= 3:
+        dg, dh, _ = softmax_sensitivity(K, weight_update)
+    else:
+        dg, dh = gh_sensitivity(weight_update, task, grad_clip)
+    if task == 'classification' and weight_update == 'newton':
+        return math.sqrt(2) if K >= 3 else 1.0
+    return math.hypot(dg, dh)
 
 # %% ../nbs/31_dpgbdt.ipynb #bcb8af5f
 SPLIT_METHODS = ('totally_random', 'partially_random', 'hist')
@@ -144,14 +170,14 @@ def plan_queries(
     tree_features: list,  # number of features k_t of each tree
     max_depth: int,  # levels of splits d
     ih_trees: int = 0,  # trees that release a Hessian histogram (iterative Hessian)
-    gh_release: str = 'split',  # 'vector' (G, H together) or 'split' (one query each)
+    gh_release: str = 'split',  # 'split' (one query each), 'vector' or 'joint' (G, H together)
 ) -> dict:
     "Number of Gaussian queries (same multiplier) per component of the fit."
     if split_method not in SPLIT_METHODS:
         raise ValueError(f"split_method must be one of {SPLIT_METHODS}; got {split_method!r}")
-    if gh_release not in ('vector', 'split'):
-        raise ValueError(f"gh_release must be 'vector' or 'split'; got {gh_release!r}")
-    m = 1 if gh_release == 'vector' else 2
+    if gh_release not in GH_RELEASES:
+        raise ValueError(f"gh_release must be one of {GH_RELEASES}; got {gh_release!r}")
+    m = 2 if gh_release == 'split' else 1
     _int(max_depth, 'max_depth')
     k = np.asarray(tree_features)
     if k.ndim != 1 or not len(k) or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
@@ -657,6 +683,7 @@ class DPGBDTClient(SecAggClient):
         bounds=None,  # (F, 2) public [low, high] per feature: rows are clipped to them (None: no clipping)
         missing_bin: bool = False,  # a missing value (NaN) gets a bin of its own, after the Q+1 value bins
         n_outputs: int = 1,  # trees per round: K for the softmax loss ('softmax'), else 1
+        joint_bound: float | None = None,  # gh_release='joint': every row's (g, h) clipped together to this ℓ2 norm
     ):
         self._X = np.asarray(self._X, float)
         b = None if bounds is None else np.asarray(bounds, float)
@@ -664,6 +691,7 @@ class DPGBDTClient(SecAggClient):
             self._X = np.clip(self._X, b[:, 0], b[:, 1])  # NaN stays NaN
         self._y = np.asarray(self._y, float)
         self.loss, self.dg, self.dh, self.wu, self.clip = loss, dg, dh, weight_update, grad_clip
+        self.joint_bound = joint_bound
         self.margin = np.zeros(len(self._y)) if n_outputs == 1 else np.zeros((len(self._y), n_outputs))
         self.cand = candidates.copy()
         self.pools = {}
@@ -687,7 +715,7 @@ def gradients(self: DPGBDTClient):
     "Per-row gradients `g`, Hessians `h` at the client's margins (h = 1: gradient / averaging; (n, K): softmax)."
     y, m = self._y, self.margin
     if self.loss == 'softmax':  # K classes: (n, K) vectors, each row clipped to its ℓ2 bound
-        self.g, self.h = softmax_gh(m, y, self.wu)
+        self.g, self.h = softmax_gh(m, y, self.wu, joint=self.joint_bound is not None)
         return
     if self.wu == 'averaging':
         g, h = (np.clip(y, -self.clip, self.clip) if self.loss == 'squared' else y), np.ones_like(y)
@@ -697,6 +725,8 @@ def gradients(self: DPGBDTClient):
         h = p * (1 - p) if self.wu == 'newton' else np.ones_like(y)
     else:
         g, h = np.clip(m - y, -self.clip, self.clip), np.ones_like(y)
+    if self.joint_bound is not None:  # the pair together (a no-op for the exact formulas)
+        g, h = clip_rows(np.column_stack([g, h]), self.joint_bound).T
     self.g, self.h = g, h
 
 # %% ../nbs/31_dpgbdt.ipynb #42b9b576
@@ -781,7 +811,7 @@ class _DPGBDT(BaseEstimator):
         k: int | None = None,  # features per tree for feature_interaction
         full_cycles: bool = False,  # DP-EBM: n_estimators counts full cycles over the features
         batch_size: float = 1,  # B trees per gradient update (int), or a fraction of T; 1 = boosting
-        gh_release: str = 'split',  # 'split' (G and H one query each) or 'vector' (together)
+        gh_release: str = 'split',  # 'split' (G, H one query each); one query: 'vector' (paper's Δ), 'joint' (tight Δ)
         leaf_clip: float = 2.0,  # clip boosting leaves to +-leaf_clip before the learning rate
         grad_clip: float = 1.0,  # regression: per-sample gradient clip
         feature_bounds=None,  # public (low, high): one pair, (F, 2), or {column: pair}; required for a private fit
@@ -913,8 +943,8 @@ def _check_params(self: _DPGBDT):
         raise ValueError(f"feature_interaction must be None, 'cyclical' or 'random'; got {self.feature_interaction!r}")
     if self.accountant not in ('rdp', 'exact'):
         raise ValueError(f"accountant must be 'rdp' or 'exact'; got {self.accountant!r}")
-    if self.gh_release not in ('vector', 'split'):
-        raise ValueError(f"gh_release must be 'vector' or 'split'; got {self.gh_release!r}")
+    if self.gh_release not in GH_RELEASES:
+        raise ValueError(f"gh_release must be one of {GH_RELEASES}; got {self.gh_release!r}")
     if self.ih_method not in ('interpolate', 'greedy'):
         raise ValueError(f"ih_method must be 'interpolate' or 'greedy'; got {self.ih_method!r}")
     if self.noise not in ('distributed', 'aggregator'):
@@ -1108,13 +1138,13 @@ def _public_bounds(self: _DPGBDT, data, F) -> np.ndarray:
 
 # %% ../nbs/31_dpgbdt.ipynb #4548aad8
 @patch
-def _noise(self: _DPGBDT, n, F, K, dg, dh, dih=None):
+def _noise(self: _DPGBDT, n, F, K, dg, dh, dih=None, dgh=None):
     "Calibrate z, the parties' share scales and frac_bits; then account for the noise drawn, charges included."
     self.delta_, C, private = self._public_delta(), int(sum(self.queries_.values())), self._private()
     z = calibrate_multiplier(self.epsilon, self.delta_, C, self.accountant) if private else 0.0
     self.privacy_spent_, self.effective_multiplier_, self.divergence_charge_ = (math.inf, 0.0), 0.0, 0.0
     for _ in range(100):  # one pass unless the charges exceed the 1e-9 margin (tiny shares)
-        s, fb, dz = self._share_scales(z, F, K, dg, dh, dih)
+        s, fb, dz = self._share_scales(z, F, K, dg, dh, dih, dgh)
         if not private:
             break
         self.privacy_spent_ = self._account(s, dz, K, C)
@@ -1128,12 +1158,14 @@ def _noise(self: _DPGBDT, n, F, K, dg, dh, dih=None):
 
 
 @patch
-def _share_scales(self: _DPGBDT, z, F, K, dg, dh, dih=None):
+def _share_scales(self: _DPGBDT, z, F, K, dg, dh, dih=None, dgh=None):
     """Each party's share scale per component, the fractional bits, and each component's integer sensitivity (`dih`:
-    the iterative Hessian's, `dh` if None; a release of the K class trees of a round has K times the coordinates)."""
+    the iterative Hessian's, `dh` if None; `dgh`: the pair's with 'joint'; a release of the K class trees of a round has
+    K times the coordinates)."""
     L, Q1 = 2**self.max_depth, self._bins_per_feature()
     self._dmax = dmax = 2 * max(L, F * Q1 * L // 2, Q1 * F) * getattr(self, '_n_outputs', 1)
-    fb, dv, vec = int(self.frac_bits), math.hypot(dg, dh), self.gh_release == 'vector'
+    fb, vec = int(self.frac_bits), self.gh_release != 'split'
+    dv = dgh if self.gh_release == 'joint' else math.hypot(dg, dh)
     sens = dict(g=dv if vec else dg, h=dv if vec else dh, ih=dh if dih is None else dih) | (
         {'mean': math.sqrt(2)} if self.missing == 'impute' else {}
     )
@@ -1190,7 +1222,7 @@ def _noise_needs(self: _DPGBDT, sched, ih):
     else:
         per = len(sched) + int((L - 1) * k.sum()) * (1 + mb)  # with the missing rows' sums
     per *= getattr(self, '_n_outputs', 1)  # the K class trees of a round (softmax)
-    need = dict(g=per * (2 if self.gh_release == 'vector' else 1), h=per, ih=int(Q1 * k[:ih].sum()))
+    need = dict(g=per * (1 if self.gh_release == 'split' else 2), h=per, ih=int(Q1 * k[:ih].sum()))
     return need | ({'mean': 2 * self.n_features_in_} if self.missing == 'impute' else {})
 
 
@@ -1223,7 +1255,8 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
     self._n_outputs = J
     self._need = need = self._noise_needs(sched, ih)
     self._check_size(need, len(sched), K)
-    scales = self._noise(n, F, K, dg, dh, dih)
+    dgh = gh_joint_sensitivity(self.weight_update, task, self.grad_clip, max(J, 2))
+    scales = self._noise(n, F, K, dg, dh, dih, dgh)
     if task == 'regression':
         self._check_targets(np.concatenate([y for _, y in data]), len(sched), B)
     names = [f'client{i}' for i in range(K)] + (['noise'] if self.noise == 'aggregator' else [])
@@ -1249,11 +1282,11 @@ def _config(self: _DPGBDT, data, loss, task, cand, sched, ih, B, n, F):
         need=need,
         noisy=bool(self.noise_multiplier_ > 0),
         missing=self.missing,
-        gh_queries=1 if self.gh_release == 'vector' else 2,
+        gh_queries=2 if self.gh_release == 'split' else 1,
         n_outputs=J,
         secagg=None if rho == 0 else secagg_config(names[:K], 1, frac_bits=self.frac_bits_, rho=rho),
         drop=drop,
-    )
+    ) | ({'joint_bound': dgh} if self.gh_release == 'joint' else {})
 
 # %% ../nbs/31_dpgbdt.ipynb #8c07c0ab
 def draw_noise_shares(

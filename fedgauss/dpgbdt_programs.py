@@ -94,6 +94,7 @@ def _client_start(ctx, data, cfg):
         cfg['bounds'],
         cfg.get('missing') in ('learn', 'probabilistic'),
         cfg.get('n_outputs', 1),
+        cfg.get('joint_bound'),
     )
     c.frac_bits, c.n_released = cfg['frac_bits'], 0
     adds = cfg['noisy'] and (me == 'noise' if cfg['noise'] == 'aggregator' else True)  # this party adds noise
@@ -213,9 +214,12 @@ def _client_levels(c, ctx, cfg, feats, sig, noise):
     gh = lambda comp, G, H: _client_release(c, ctx, cfg, comp, [(G, sig['g']), (H, sig['h'])])
     if not noise:
         c.node = np.zeros(len(c.h), np.intp) if J == 1 else np.zeros((len(c.h), J), np.intp)
-    if cfg['split_method'] == 'partially_random':
-        sums = (c.g.sum(keepdims=True), c.h.sum(keepdims=True)) if J == 1 else (c.g.sum(0), c.h.sum(0))
-        yield from gh('root', *((np.zeros(J),) * 2 if noise else sums))
+    if cfg['split_method'] == 'partially_random':  # the noise party has no rows: zeros (it once read c.g here)
+        if noise:
+            sums = (np.zeros(J),) * 2
+        else:
+            sums = (c.g.sum(keepdims=True), c.h.sum(keepdims=True)) if J == 1 else (c.g.sum(0), c.h.sum(0))
+        yield from gh('root', *sums)
     for lev in range(cfg['max_depth']):
         nn = 2**lev
         if cfg['split_method'] == 'hist':

@@ -44,7 +44,7 @@ def _recount(m):
     t = m.channel_.transcript
     t = t[t.sender.str.startswith('client') & t.kind.str.startswith('noisy ')]
     vals = t.groupby('kind').bytes.sum() / 8 / K  # values released per component (each client sends all of them)
-    mult = 1 if m.gh_release == 'vector' else 2
+    mult = 2 if m.gh_release == 'split' else 1
     L, Q1, d = 2**m.max_depth, m.n_candidates + 1, m.max_depth
     q = {}
     for kind, v in vals.items():
@@ -69,6 +69,8 @@ CONFIGS = [
     dict(feature_interaction='cyclical', k=1, full_cycles=True, split_candidates='iterative_hessian', ih_rounds=2),
     dict(split_method='hist', split_candidates='uniform'),
     dict(split_method='hist', gh_release='vector', ih_rounds=1),
+    dict(gh_release='joint'),
+    dict(split_method='partially_random', gh_release='joint', noise='aggregator'),
     dict(split_method='partially_random', split_candidates='uniform'),
     dict(noise='aggregator'),
     dict(weight_update='averaging', batch_size=0.5),
@@ -715,3 +717,47 @@ def test_regression_clips_each_row_as_the_authors_code_does():
     assert m._dz['g'] == pytest.approx(f * 20 + math.sqrt(m._dmax)) and m._dz['h'] == pytest.approx(
         f + math.sqrt(m._dmax)
     )
+
+
+# ---- (G, H) as one query with the joint sensitivity (gh_release='joint') ----
+
+
+def _pair_norms(m):
+    "The largest norm of a row's (g, h) at every client of a fitted model, at its final margins."
+    worst = 0.0
+    for c in m._parties:
+        c.gradients()
+        worst = max(worst, float(np.hypot(c.g, c.h).max()))
+    return worst
+
+
+@pytest.mark.parametrize('kw', [dict(), dict(weight_update='gradient'), dict(split_method='hist', ih_rounds=1)])
+def test_joint_release_is_the_vector_release_with_its_tight_sensitivity(data, kw):
+    "Same queries, messages and multiplier as 'vector'; the pair's noise is calibrated to the joint bound."
+    vec, joint = (_fit(data, gh_release=g, epsilon=1.0, **kw) for g in ('vector', 'joint'))
+    cols = ['round', 'sender', 'receiver', 'kind', 'bytes']
+    pd.testing.assert_frame_equal(vec.channel_.transcript[cols], joint.channel_.transcript[cols])
+    assert joint.queries_ == vec.queries_ and joint.noise_multiplier_ == vec.noise_multiplier_
+    newton = kw.get('weight_update', 'newton') == 'newton'
+    d_joint, d_vec = (1.0 if newton else math.sqrt(2)), (math.hypot(1, 0.25) if newton else math.sqrt(2))
+    for m, d in ((joint, d_joint), (vec, d_vec)):
+        assert m._dz['g'] == m._dz['h'] == 2.0**m.frac_bits_ * d + math.sqrt(m._dmax)
+    assert joint.privacy_spent_[0] <= 1.0
+    if newton:  # 3 % less noise on every G and H sum
+        assert joint._scales_drawn['g'] / vec._scales_drawn['g'] == pytest.approx(joint._dz['g'] / vec._dz['g'])
+        assert joint._scales_drawn['g'] < 0.975 * vec._scales_drawn['g']
+
+
+def test_joint_release_clips_each_rows_pair_at_the_clients(data):
+    m = _fit(data, gh_release='joint', epsilon=1.0)
+    assert all(c.joint_bound == 1.0 for c in m._parties)
+    assert _pair_norms(m) <= 1.0
+    c = m._parties[0]
+    c.margin = np.full_like(c.margin, 40.0)  # p = 1: every negative row's pair has norm 1, the bound itself
+    c.gradients()
+    assert np.hypot(c.g, c.h).max() == pytest.approx(1.0)
+    c.joint_bound = 0.5  # a tighter bound is enforced row by row, the direction kept
+    g0, h0 = c.g.copy(), c.h.copy()
+    c.gradients()
+    assert np.hypot(c.g, c.h).max() <= 0.5 + 1e-12
+    np.testing.assert_allclose(c.g * h0, c.h * g0, atol=1e-12)

@@ -47,7 +47,7 @@ def _recount(m):
     t = m.channel_.transcript
     t = t[t.sender.str.startswith('client') & t.kind.str.startswith('noisy ')]
     vals = t.groupby('kind').bytes.sum() / 8 / NC  # values released per component (each client sends all of them)
-    mult = 1 if m.gh_release == 'vector' else 2
+    mult = 2 if m.gh_release == 'split' else 1
     L, Q1, d = 2**m.max_depth, m.n_candidates + 1, m.max_depth
     per = {
         'leaves': lambda v: v / (2 * L * J) * mult,  # one (G, H) leaf vector per class tree, one query per round
@@ -232,3 +232,22 @@ def test_refusals():
         dpgbdt_check({'X': X[:5], 'y': np.array([0.0, 1, 3, 2, 0])}, cfg)
     with pytest.raises(ValueError, match='n_classes'):
         softmax_sensitivity(2)
+
+
+# ---- (G, H) as one query with the joint sensitivity (gh_release='joint') ----
+
+
+def test_joint_release_of_k_classes_uses_sqrt_2(data):
+    "K classes: the pair's sensitivity is sqrt(2), not hypot(sqrt(2), 4/(3 sqrt(3))); each client's rows are within it."
+    vec, joint = (_fit(data, gh_release=g, epsilon=1.0) for g in ('vector', 'joint'))
+    assert _recount(joint) == joint.queries_ == vec.queries_
+    assert joint._dz['g'] == 2.0**joint.frac_bits_ * math.sqrt(2) + math.sqrt(joint._dmax)
+    assert vec._dz['g'] == 2.0**vec.frac_bits_ * math.hypot(*softmax_sensitivity(J)[:2]) + math.sqrt(vec._dmax)
+    assert joint._scales_drawn['g'] < 0.89 * vec._scales_drawn['g']  # 12 % less noise at the same epsilon
+    for c in joint._parties:
+        c.gradients()
+        assert np.linalg.norm(np.hstack([c.g, c.h]), axis=1).max() <= math.sqrt(2) + 1e-12
+    m = np.random.default_rng(0).normal(size=(400, J)) * 4
+    y = np.random.default_rng(1).integers(J, size=400)
+    g, h = softmax_gh(m, y, joint=True)  # exact rows: nothing clipped
+    np.testing.assert_allclose(g, softmax(m, axis=1) - np.eye(J)[y], atol=1e-12)
