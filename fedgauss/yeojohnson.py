@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_yeojohnson.ipynb #51d575d0
 from __future__ import annotations
-import math, numbers, warnings
+import functools, math, numbers, warnings
 from dataclasses import dataclass, field, fields
 
 from fastcore.basics import patch
@@ -15,6 +15,7 @@ from scipy.special import lambertw
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .fast import jit, numba_enabled
 from .federation import name_list
 
 # %% auto #0
@@ -810,7 +811,7 @@ def _add_sums(part, A, B, C):
     _einsum('ij,ij->i', C, A, out=part[3])
 
 # %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
-def _add_moments(part, EE, d, pp, EE2):
+def _add_moments_np(part, EE, d, pp, EE2):
     "Write one tile's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) into `part` (pp, EE2: work buffers)."
     np.multiply(EE, EE, out=EE2)
     np.add.reduce(EE, 1, out=part[0, 0])
@@ -821,6 +822,92 @@ def _add_moments(part, EE, d, pp, EE2):
         _einsum('ij,ij->i', pp, EE, out=part[1, k])
         if k < K1 + 1:
             pp *= d
+
+# %% ../nbs/10_yeojohnson.ipynb #9f20f12b
+@functools.lru_cache(maxsize=64)
+def _pairwise_plan(
+    m: int,  # values in a row
+):
+    """The order in which `np.add.reduce` adds a contiguous row of m floats: its blocks (start, length), and in postfix
+    which block's sum to push (>= 0) or to add to the one before (-1)."""
+    blocks, ops = [], []
+
+    def split(s, n):
+        if n <= 128:  # one block: eight accumulators, then the rest one by one (NumPy's PW_BLOCKSIZE)
+            ops.append(len(blocks))
+            blocks.append((s, n))
+        else:  # two halves, the first a multiple of 8
+            h = n // 2 - n // 2 % 8
+            split(s, h)
+            split(s + h, n - h)
+            ops.append(-1)
+
+    split(0, m)
+    return np.array(blocks, np.intp).reshape(-1, 2), np.array(ops, np.intp)
+
+# %% ../nbs/10_yeojohnson.ipynb #66cf7bcf
+@jit
+def _moments_kernel(EE, d, blocks, ops, A, C):
+    "`_add_moments_np` in one loop (A, C: part[0], part[1]), adding in the order of `np.add.reduce` and of `einsum`."
+    K, nl = K1 + 1, len(blocks)
+    la, r = np.empty((nl, K + 2)), np.empty((K + 2, 8))  # per block: its sums; eight accumulators (row K + 1: E^2)
+    c, p, st = np.empty((K + 1, 2)), np.empty(8), np.empty(nl + 1)  # einsum's two lanes; E d^k; a stack
+    for i in range(EE.shape[0]):
+        c[:] = 0.0
+        for L in range(nl):
+            s, n = blocks[L, 0], blocks[L, 1]
+            full = n - n % 8
+            r[:] = 0.0  # (+0: a sum of zeros is +0 in the end either way)
+            for j in range(s, s + full, 8):
+                for q in range(8):
+                    e = EE[i, j + q]
+                    r[0, q] += e
+                    r[K + 1, q] += e * e
+                    p[q] = e
+                for k in range(1, K + 1):
+                    for q in range(8):
+                        p[q] = p[q] * d[i, j + q]
+                        r[k, q] += p[q]
+                    for h in range(2):  # einsum: lane h, the products of values h, h + 2, h + 4, h + 6, the last first
+                        c[k, h] = p[h] * EE[i, j + h] + (
+                            p[h + 2] * EE[i, j + h + 2]
+                            + (p[h + 4] * EE[i, j + h + 4] + (p[h + 6] * EE[i, j + h + 6] + c[k, h]))
+                        )
+            for k in range(K + 2):
+                la[L, k] = ((r[k, 0] + r[k, 1]) + (r[k, 2] + r[k, 3])) + ((r[k, 4] + r[k, 5]) + (r[k, 6] + r[k, 7]))
+            for j in range(s + full, s + n):  # the rest, one by one (only a row's last block has one)
+                e = pk = EE[i, j]
+                la[L, 0] += e
+                la[L, K + 1] += e * e
+                for k in range(1, K + 1):
+                    pk = pk * d[i, j]
+                    la[L, k] += pk
+                    c[k, (j - s - full) % 2] += pk * e
+            if (n - full) % 2:
+                c[:, 1] += 0.0  # einsum's last pair, padded with 0 * 0
+        for k in range(K + 2):  # the blocks' sums, added as np.add.reduce adds them
+            top = 0
+            for o in ops:
+                if o >= 0:
+                    st[top] = la[o, k]
+                    top += 1
+                else:
+                    top -= 1
+                    st[top - 1] += st[top]
+            if k <= K:
+                A[k, i] = 0.0 + st[0]
+            else:
+                C[0, i] = 0.0 + st[0]
+        for k in range(1, K + 1):
+            C[k, i] = 0.0 + (c[k, 0] + c[k, 1])
+
+# %% ../nbs/10_yeojohnson.ipynb #4f8802d0
+def _add_moments(part, EE, d, pp, EE2):
+    "`_add_moments_np`, by `_moments_kernel` when numba is on (the same bits; one row of more than 8,192: NumPy)."
+    if numba_enabled() and (EE.shape[0] > 1 or EE.shape[1] <= 8192):
+        _moments_kernel(EE, d, *_pairwise_plan(EE.shape[1]), part[0], part[1])
+    else:
+        _add_moments_np(part, EE, d, pp, EE2)
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
@@ -1478,6 +1565,39 @@ CERT_MARGIN = 1e-9  # a certified F clears 0 by this fraction of its gross size 
 COARSE_BINS = 256  # bins of the coarse histogram tried first (each CERT_BINS / COARSE_BINS fine bins)
 
 
+def _group_hist_np(
+    d,  # one group's row of D_hi (d <= 0)
+    scale: float,  # CERT_BINS / R
+    h,  # counts of the CERT_BINS + 1 bins (added to)
+    hd,  # sums of d in each bin (added to)
+):
+    "Add the bins of `d` (d = -R at 0, d = 0 at CERT_BINS) to `h` and their sums to `hd`, 16,384 values at a time."
+    C = 16384  # d and the bins' indices stay in cache
+    b, k = np.empty(min(C, len(d))), np.empty(min(C, len(d)), np.intp)
+    for s in range(0, len(d), C):
+        bb, kk, ds = b[: len(d) - s], k[: len(d) - s], d[s : s + C]
+        np.multiply(ds, scale, out=bb)
+        bb += CERT_BINS  # (d <= 0: no index above CERT_BINS)
+        np.copyto(kk, bb, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
+        h += np.bincount(kk, minlength=CERT_BINS + 1)
+        np.add.at(hd, kk, ds)  # value after value: the floats of one weighted bincount over the whole row
+
+# %% ../nbs/10_yeojohnson.ipynb #99f718e0
+@jit
+def _group_hist_kernel(d, scale, h, hd):
+    "`_group_hist_np` in one loop over d (the same floats: `np.add.at` adds in the order of the values)."
+    for j in range(len(d)):
+        b = d[j] * scale
+        k = int(b + CERT_BINS)
+        h[k] += 1
+        hd[k] += d[j]
+
+
+def _group_hist(d, scale, h, hd):
+    "`_group_hist_np`, by `_group_hist_kernel` when numba is on."
+    (_group_hist_kernel if numba_enabled() else _group_hist_np)(d, scale, h, hd)
+
+# %% ../nbs/10_yeojohnson.ipynb #2dcf4aba
 @patch
 def _need_hist(self: YJData, rows):
     """Histograms of d over the rows of groups `rows` (`CERT_BINS` equal bins of [-R, 0]: counts and means), and the
@@ -1489,18 +1609,10 @@ def _need_hist(self: YJData, rows):
     rows = rows[~self._H_ready[rows]]
     if not len(rows):
         return
-    n, C = self.n_rows, 16384  # 16,384 rows at a time: d and the bins' indices stay in cache
-    b, k, Hd = np.empty(C), np.empty(C, np.intp), np.empty((len(rows), CERT_BINS))
+    n, Hd = self.n_rows, np.empty((len(rows), CERT_BINS))
     for i, g in enumerate(rows):
         h, hd = np.zeros(CERT_BINS + 1, np.intp), np.zeros(CERT_BINS + 1)
-        for s in range(0, n, C):
-            d = self.D_hi[g, s : s + C]
-            bb, kk = b[: len(d)], k[: len(d)]
-            np.multiply(d, CERT_BINS / self.g_R[g], out=bb)
-            bb += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
-            np.copyto(kk, bb, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
-            h += np.bincount(kk, minlength=CERT_BINS + 1)
-            np.add.at(hd, kk, d)  # row after row: the floats of one weighted bincount over the whole row
+        _group_hist(self.D_hi[g], CERT_BINS / self.g_R[g], h, hd)
         h[-2] += h[-1] - (n - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
         self._H[g], Hd[i] = h[:-1], hd[:-1]
     H = self._H[rows]
