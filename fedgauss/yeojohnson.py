@@ -847,18 +847,25 @@ def _pairwise_plan(
 
 # %% ../nbs/10_yeojohnson.ipynb #66cf7bcf
 @jit
-def _moments_kernel(EE, d, blocks, ops, A, C):
+def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
     "`_add_moments_np` in one loop (A, C: part[0], part[1]), adding in the order of `np.add.reduce` and of `einsum`."
     K, nl = K1 + 1, len(blocks)
     la, r = np.empty((nl, K + 2)), np.empty((K + 2, 8))  # per block: its sums; eight accumulators (row K + 1: E^2)
     c, p, st = np.empty((K + 1, 2)), np.empty(8), np.empty(nl + 1)  # einsum's two lanes; E d^k; a stack
+    tot = np.empty(K + 1)  # einsum's sums of the chunks before (of `chunk` values each)
     for i in range(EE.shape[0]):
-        c[:] = 0.0
+        c[:], tot[:] = 0.0, 0.0
         for L in range(nl):
             s, n = blocks[L, 0], blocks[L, 1]
             full = n - n % 8
             r[:] = 0.0  # (+0: a sum of zeros is +0 in the end either way)
-            for j in range(s, s + full, 8):
+            for j in range(s, s + n if full < n else s + full, 8):
+                if j > 0 and j % chunk == 0:  # a new chunk: new lanes
+                    for k in range(1, K + 1):
+                        tot[k] += c[k, 0] + c[k, 1]
+                    c[:] = 0.0
+                if j == s + full:  # (the rest, below)
+                    break
                 for q in range(8):
                     e = EE[i, j + q]
                     r[0, q] += e
@@ -868,11 +875,9 @@ def _moments_kernel(EE, d, blocks, ops, A, C):
                     for q in range(8):
                         p[q] = p[q] * d[i, j + q]
                         r[k, q] += p[q]
-                    for h in range(2):  # einsum: lane h, the products of values h, h + 2, h + 4, h + 6, the last first
-                        c[k, h] = p[h] * EE[i, j + h] + (
-                            p[h + 2] * EE[i, j + h + 2]
-                            + (p[h + 4] * EE[i, j + h + 4] + (p[h + 6] * EE[i, j + h + 6] + c[k, h]))
-                        )
+                    for h in range(2):  # einsum: lane h adds the products of values h + 6, h + 4, h + 2, h in turn
+                        for q in range(h + 6, -1, -2):
+                            c[k, h] = p[q] * EE[i, j + q] + c[k, h]
             for k in range(K + 2):
                 la[L, k] = ((r[k, 0] + r[k, 1]) + (r[k, 2] + r[k, 3])) + ((r[k, 4] + r[k, 5]) + (r[k, 6] + r[k, 7]))
             for j in range(s + full, s + n):  # the rest, one by one (only a row's last block has one)
@@ -894,20 +899,18 @@ def _moments_kernel(EE, d, blocks, ops, A, C):
                 else:
                     top -= 1
                     st[top - 1] += st[top]
-            if k <= K:
-                A[k, i] = 0.0 + st[0]
-            else:
-                C[0, i] = 0.0 + st[0]
+            out = A[k] if k <= K else C[0]  # (C_0: the sum of E^2)
+            out[i] = 0.0 + st[0]
         for k in range(1, K + 1):
-            C[k, i] = 0.0 + (c[k, 0] + c[k, 1])
+            C[k, i] = tot[k] + (c[k, 0] + c[k, 1])
 
 # %% ../nbs/10_yeojohnson.ipynb #4f8802d0
 def _add_moments(part, EE, d, pp, EE2):
-    "`_add_moments_np`, by `_moments_kernel` when numba is on (the same bits; one row of more than 8,192: NumPy)."
-    if numba_enabled() and (EE.shape[0] > 1 or EE.shape[1] <= 8192):
-        _moments_kernel(EE, d, *_pairwise_plan(EE.shape[1]), part[0], part[1])
-    else:
-        _add_moments_np(part, EE, d, pp, EE2)
+    "`_add_moments_np`, by `_moments_kernel` when numba is on (the same bits)."
+    if not numba_enabled():
+        return _add_moments_np(part, EE, d, pp, EE2)
+    rows, m = EE.shape  # the einsum of a single row adds 8,192 products at a time (of several rows: a row at a time)
+    _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else max(m, 1), part[0], part[1])
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
