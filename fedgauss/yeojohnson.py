@@ -848,48 +848,48 @@ def _pairwise_plan(
 # %% ../nbs/10_yeojohnson.ipynb #66cf7bcf
 @jit
 def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
-    "`_add_moments_np` in one loop (A, C: part[0], part[1]), adding in the order of `np.add.reduce` and of `einsum`."
+    "`_add_moments_np` block by block (A, C: part[0], part[1]), adding in the order of `np.add.reduce` and of `einsum`."
     K, nl = K1 + 1, len(blocks)
-    la, r = np.empty((nl, K + 2)), np.empty((K + 2, 8))  # per block: its sums; eight accumulators (row K + 1: E^2)
-    c, p, st = np.empty((K + 1, 2)), np.empty(8), np.empty(nl + 1)  # einsum's two lanes; E d^k; a stack
-    tot = np.empty(K + 1)  # einsum's sums of the chunks before (of `chunk` values each)
+    la, st = np.empty((nl, K + 2)), np.empty(nl + 1)  # each block's sums; a stack
+    P, Q, dd = np.empty((K + 2, 128)), np.empty((K + 1, 128)), np.empty(128)  # E d^k (row K + 1: E^2); E^2 d^k; d
+    c, tot, acc = np.empty((K + 1, 2)), np.empty(K + 1), np.empty(8)  # einsum's lanes and chunks; eight accumulators
     for i in range(EE.shape[0]):
         c[:], tot[:] = 0.0, 0.0
         for L in range(nl):
             s, n = blocks[L, 0], blocks[L, 1]
             full = n - n % 8
-            r[:] = 0.0  # (+0: a sum of zeros is +0 in the end either way)
-            for j in range(s, s + n if full < n else s + full, 8):
-                if j > 0 and j % chunk == 0:  # a new chunk: new lanes
+            for j in range(n):
+                P[0, j], dd[j] = EE[i, s + j], d[i, s + j]
+                P[K + 1, j] = P[0, j] * P[0, j]
+            for k in range(1, K + 1):  # the powers, as `pp *= d` makes them, and the products einsum adds
+                for j in range(n):
+                    P[k, j] = P[k - 1, j] * dd[j]
+                for j in range(n):
+                    Q[k, j] = P[k, j] * P[0, j]
+            for k in range(K + 2):  # np.add.reduce's block: eight accumulators, their tree, then the rest one by one
+                acc[:] = 0.0  # (+0: a sum of zeros is +0 in the end either way)
+                for j in range(0, full, 8):
+                    for q in range(8):
+                        acc[q] += P[k, j + q]
+                x = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+                for j in range(full, n):
+                    x += P[k, j]
+                la[L, k] = x
+            for j in range(0, n, 8):  # einsum: two lanes, four products a step, the last one first
+                if s + j > 0 and (s + j) % chunk == 0:  # a new chunk, new lanes
                     for k in range(1, K + 1):
                         tot[k] += c[k, 0] + c[k, 1]
                     c[:] = 0.0
-                if j == s + full:  # (the rest, below)
+                if j == full:
                     break
-                for q in range(8):
-                    e = EE[i, j + q]
-                    r[0, q] += e
-                    r[K + 1, q] += e * e
-                    p[q] = e
                 for k in range(1, K + 1):
-                    for q in range(8):
-                        p[q] = p[q] * d[i, j + q]
-                        r[k, q] += p[q]
-                    for h in range(2):  # einsum: lane h adds the products of values h + 6, h + 4, h + 2, h in turn
-                        for q in range(h + 6, -1, -2):
-                            c[k, h] = p[q] * EE[i, j + q] + c[k, h]
-            for k in range(K + 2):
-                la[L, k] = ((r[k, 0] + r[k, 1]) + (r[k, 2] + r[k, 3])) + ((r[k, 4] + r[k, 5]) + (r[k, 6] + r[k, 7]))
-            for j in range(s + full, s + n):  # the rest, one by one (only a row's last block has one)
-                e = pk = EE[i, j]
-                la[L, 0] += e
-                la[L, K + 1] += e * e
+                    c[k, 0] = Q[k, j] + (Q[k, j + 2] + (Q[k, j + 4] + (Q[k, j + 6] + c[k, 0])))
+                    c[k, 1] = Q[k, j + 1] + (Q[k, j + 3] + (Q[k, j + 5] + (Q[k, j + 7] + c[k, 1])))
+            for j in range(full, n):  # the rest in pairs (only a row's last block has one), padded with 0 * 0
                 for k in range(1, K + 1):
-                    pk = pk * d[i, j]
-                    la[L, k] += pk
-                    c[k, (j - s - full) % 2] += pk * e
+                    c[k, (j - full) % 2] += Q[k, j]
             if (n - full) % 2:
-                c[:, 1] += 0.0  # einsum's last pair, padded with 0 * 0
+                c[:, 1] += 0.0
         for k in range(K + 2):  # the blocks' sums, added as np.add.reduce adds them
             top = 0
             for o in ops:
