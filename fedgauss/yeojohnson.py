@@ -692,6 +692,97 @@ def _power_sums(
         else:  # the kernel for several rows (above 8,192 values a row it adds in another order than for one)
             p[2] = _einsum('ij,ij->i', np.concatenate((s, s)), np.concatenate((x, x)))[:1]
 
+# %% ../nbs/10_yeojohnson.ipynb #a751250a
+@jit
+def _segment_pre(x, hi, inv, sign, aa, mm, nn):
+    """`_segment_d` up to the log1p: aa = r where near the anchor (nn), |x| where far; mm: membership (`sign`: 0 for a
+    one-signed group, +-1 for a group of a mixed feature). Returns (no NaN, every row a member)."""
+    ok = every = True
+    for j in range(len(x)):
+        v = x[j]
+        m = v == v
+        ok &= m
+        if sign > 0:
+            m &= v >= 0
+        elif sign < 0:
+            m &= v < 0
+        every &= m
+        a = abs(v)
+        r = (a - hi) * inv
+        nn[j], mm[j] = r > -0.5, m
+        aa[j] = r if r > -0.5 else a
+    return ok, every
+
+# %% ../nbs/10_yeojohnson.ipynb #08911a47
+@jit
+def _segment_post(aa, nn, mm, c, whole, every, irho, ch, chunk, fb, fo, lb, lo, part):
+    """`_segment_d` after the log1p, then `_power_sums` of aa * irho by blocks of `ch` (the plans of a whole block and of
+    the last one: fb, fo, lb, lo) into `part` (3 x blocks), with their bits (`chunk`: einsum's, see `_moments_kernel`)."""
+    n = len(aa)
+    for j in range(n):
+        v = aa[j] if nn[j] else aa[j] - c
+        if whole:  # (a row of the other sign: finite, so d * 0 is +-0, and +0 after adding +0)
+            v = v * (1.0 if mm[j] else 0.0) + 0.0
+        elif not every and not mm[j]:
+            v = 0.0
+        aa[j] = v
+    acc, c2 = np.empty((2, 8)), np.empty(2)
+    la, st = np.empty((max(len(fb), len(lb)), 2)), np.empty(max(len(fb), len(lb)) + 1)
+    for b in range(part.shape[1]):
+        s0 = b * ch
+        blocks, ops = (fb, fo) if s0 + ch <= n else (lb, lo)
+        c2[:], tot = 0.0, 0.0
+        for L in range(len(blocks)):
+            s, m = s0 + blocks[L, 0], blocks[L, 1]
+            full, acc[:] = m - m % 8, 0.0
+            for j in range(s, s + m, 8):
+                if j > s0 and (j - s0) % chunk == 0:  # einsum of a single row: a new chunk, new lanes
+                    tot += c2[0] + c2[1]
+                    c2[:] = 0.0
+                if j == s + full:
+                    break
+                for q in range(8):
+                    v = aa[j + q] * irho
+                    acc[0, q] += v
+                    acc[1, q] += v * v
+                for h in range(2):  # einsum's lane h: the products of values h + 6, h + 4, h + 2, h, in turn
+                    for q in range(h + 6, -1, -2):
+                        v = aa[j + q] * irho
+                        c2[h] = v * v * v + c2[h]
+            for k in range(2):
+                a = acc[k]
+                la[L, k] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+            for j in range(s + full, s + m):  # the rest, one by one (pairs for einsum, the last padded with 0 * 0)
+                v = aa[j] * irho
+                la[L, 0] += v
+                la[L, 1] += v * v
+                c2[(j - s - full) % 2] += v * v * v
+            if (m - full) % 2:
+                c2[1] += 0.0
+        for k in range(2):  # the blocks' sums, added as np.add.reduce adds them
+            top = 0
+            for o in ops:
+                if o >= 0:
+                    st[top] = la[o, k]
+                    top += 1
+                else:
+                    top -= 1
+                    st[top - 1] += st[top]
+            part[k, b] = 0.0 + st[0]
+        part[2, b] = tot + (c2[0] + c2[1])
+
+# %% ../nbs/10_yeojohnson.ipynb #aa705db7
+@patch
+def _segment_fast(self: YJData, g, x, aa, mm, nn, part, ch):
+    "`_segment_d` and `_power_sums` of group `g` over the segment `x` (blocks of `ch`) by the kernels and NumPy's log1p."
+    j, A, hi = self.g_col[g], self.anchors, self.g_hi[g]
+    ok, every = _segment_pre(x, hi, 1 / (1 + hi), self.g_s[g] if self.g_mixed[g] else 0.0, aa, mm, nn)
+    np.log1p(aa, out=aa)
+    whole = bool(self.g_mixed[g] and A.pos_hi[j] < np.inf and A.neg_hi[j] < np.inf and ok)
+    irho, chunk = self._irho[g] if self._scaled else 1.0, 8192 if len(self.g_col) == 1 else len(aa) + 1
+    plans = *_pairwise_plan(ch), *_pairwise_plan(len(aa) % ch or ch)
+    _segment_post(aa, nn, mm, self.g_chi[g], whole, every, irho, ch, chunk, *plans, part)
+
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 @np.errstate(invalid='ignore')  # NaN rows (see `_segment_d`)
@@ -711,10 +802,13 @@ def _log_distances(self: YJData, XT):
         x = xs[:, :w]
         np.copyto(x, XT[:, s0:s1])  # the segment's columns, each contiguous (one transposing copy)
         for g, j in enumerate(self.g_col):
-            aa = D[g, s0:s1]
+            aa, pg = D[g, s0:s1], part[:, b0 + 1 : b0 + 1 + -(-w // ch), g]
+            if numba_enabled():  # the same bits by the kernels (below)
+                self._segment_fast(g, x[j], aa, memb[g, s0:s1], nn[:w], pg, ch)
+                continue
             self._segment_d(g, x[j], aa, memb[g, s0:s1], rr[:w], nn[:w])
             a = np.multiply(aa, self._irho[g], out=sc[:w]) if self._scaled else aa  # the moments in the group's unit
-            _power_sums(part[:, b0 + 1 : b0 + 1 + -(-w // ch), g], a, ch, rr[:w], G == 1)
+            _power_sums(pg, a, ch, rr[:w], G == 1)
     gn = memb.sum(1).astype(np.float64)
     self.g_n, self.g_sd_hi = gn, (P123 := _running_total(part))[0]
     self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
