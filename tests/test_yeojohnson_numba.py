@@ -106,3 +106,18 @@ def test_histogram_kernel_source_is_numpys():
         f(d, Y.CERT_BINS / -d.min(), h, hd)
         out.append((h.tobytes(), hd.tobytes()))
     assert out[0] == out[1]
+
+
+@needs_numba
+def test_preparation_is_the_same_bits():
+    X = make_skewed_features(20_000, 8, rng=5)
+    nan = X.copy()
+    nan[np.random.default_rng(2).random(X.shape) < 0.1] = np.nan
+    for A in (X, nan, X[:, :3] * 1e-12, X[:, 6:7], np.r_[X[:500, 6:8], [[np.inf, -1.0]]]):  # scaled units; mixed
+        got = {}
+        for on in (True, False):
+            with use_numba(on):
+                h = Y.YJData(A)
+            got[on] = [h.D_hi, h.memb, h.g_n, h.g_sd_hi, h.P, h.n]
+        for a, b in zip(got[True], got[False]):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
