@@ -62,7 +62,7 @@ def test_build_moments_and_histograms_are_the_same_bits():
             G = np.arange(len(d.g_col))
             S = [d.sums(lam, bracket=(lam - 1e-3, lam + 1e-3)) for lam in (-1.5, 0.3, 1.2)]  # builds, both frames
             d._need_hist(G)
-            h[on] = [d._cache_mom, d._cache_base, d._H, d._Hm, d._Hc, d._Hcm] + [getattr(s, 's_psi') for s in S]
+            h[on] = [d._cache_mom, d._cache_base, d._H, d._Hm, d._Hc, d._Hcm] + [s.s_psi for s in S]
     for a, b in zip(h[True], h[False]):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
