@@ -6,6 +6,7 @@
     python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
     python tests/bench_yeojohnson.py --profile --no-bench # where one fit's time goes: steps x passes x cost per pass
     python tests/bench_yeojohnson.py --first-fit --no-bench  # a fresh process's first fit: numba's compile, its cache
+    python tests/bench_yeojohnson.py --first-fit --no-bench --csv nbs/10_yeojohnson_first_fit.csv  # nb10's table
     python tests/bench_yeojohnson.py --ab /work/main --no-bench --repeat 7  # A/B: another checkout's ExpYJ, alternating
     python tests/bench_yeojohnson.py --ab DIR --no-bench --repeat 7 --csv nbs/10_yeojohnson_speed.csv  # nb10's table
 
@@ -175,14 +176,21 @@ def first_fit(args):
         runs = [('numba, empty cache (compiles)', {'NUMBA_CACHE_DIR': cache})]
         runs += [('numba, cache written (loads it)', {'NUMBA_CACHE_DIR': cache})] * 2
         runs += [('numba off (FEDGAUSS_NUMBA=0)', {'FEDGAUSS_NUMBA': '0'})]
+        rows = []
         for what, env in runs:
             out = subprocess.run(
                 [sys.executable, '-c', code], env=dict(os.environ, **env), capture_output=True, text=True, check=True
             )
             t = [float(v) for v in out.stdout.split()]
-            print(
-                f"  {what:34s} first {t[0]:6.3f}, then {t[1]:6.3f}, {t[2]:6.3f}; first - best later {t[0] - min(t[1:]):6.3f}"
-            )
+            rows.append([what, f'{t[0]:.3f}', f'{min(t[1:]):.3f}', f'{t[0] - min(t[1:]):.3f}'])
+            print(f"  {what:34s} first {t[0]:6.3f}, then {t[1]:6.3f}, {t[2]:6.3f};", end=' ')
+            print(f"first - best later {t[0] - min(t[1:]):6.3f}")
+    if args.csv and not args.ab:  # the first-fit table of nb10's speed section
+        import csv
+
+        with open(args.csv, 'w', newline='') as f:
+            csv.writer(f).writerows([['process', 'first fit s', 'best later fit s', 'first - best later s'], *rows])
+        print(f"  written to {args.csv}")
 
 
 def ab(args):
