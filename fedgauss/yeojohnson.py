@@ -878,19 +878,65 @@ def _need_P(self: YJData, rows):
         return
     ch = self._chunk(len(rows))
     P, s = np.zeros((K0 + 2, len(rows))), np.empty(len(rows))
-    for s0 in range(0, self.n_rows, ch):
-        m = min(ch, self.n_rows - s0)
-        for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
-            d, p = self._buffers(t.stop - t.start, m, 2)
-            d[...] = self.D_hi[rows[t], s0 : s0 + m]
-            if self._scaled:
-                d *= self._irho[rows[t], None]
-            np.multiply(d, d, out=p)
-            for k in range(3, K0 + 2):
-                p *= d
-                P[k, t] += np.add.reduce(p, 1, out=s[: t.stop - t.start])  # (what p.sum(1) computes)
+    if numba_enabled():  # the same bits by `_powers_kernel` (below)
+        irho = self._irho[rows] if self._scaled else np.ones(len(rows))
+        plans = *_pairwise_plan(ch), *_pairwise_plan(self.n_rows % ch or ch)
+        _powers_kernel(self.D_hi, rows, irho, ch, *plans, P)
+    else:
+        for s0 in range(0, self.n_rows, ch):
+            m = min(ch, self.n_rows - s0)
+            for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
+                d, p = self._buffers(t.stop - t.start, m, 2)
+                d[...] = self.D_hi[rows[t], s0 : s0 + m]
+                if self._scaled:
+                    d *= self._irho[rows[t], None]
+                np.multiply(d, d, out=p)
+                for k in range(3, K0 + 2):
+                    p *= d
+                    P[k, t] += np.add.reduce(p, 1, out=s[: t.stop - t.start])  # (what p.sum(1) computes)
     self.P[4:, rows] = P[4:]
     self._P_ready[rows] = True
+
+# %% ../nbs/10_yeojohnson.ipynb #14c160b0
+@jit
+def _powers_kernel(D, rows, irho, ch, fb, fo, lb, lo, P):
+    """`YJData._need_P`'s sums of (d * irho)^k, k = 3 .. K0 + 1, over the rows of D's groups `rows`, block after block
+    of `ch` (plans fb, fo of a whole block, lb, lo of the last), added into P with their bits."""
+    n, K = D.shape[1], K0 + 1
+    nl = max(len(fb), len(lb))
+    Q, dd, acc, la, st = np.empty((K + 1, 128)), np.empty(128), np.empty(8), np.empty((nl, K + 1)), np.empty(nl + 1)
+    for i in range(len(rows)):
+        for s0 in range(0, n, ch):
+            blocks, ops = (fb, fo) if s0 + ch <= n else (lb, lo)
+            for L in range(len(blocks)):
+                s, m = s0 + blocks[L, 0], blocks[L, 1]
+                full = m - m % 8
+                for j in range(m):
+                    dd[j] = D[rows[i], s + j] * irho[i]
+                for j in range(m):
+                    Q[2, j] = dd[j] * dd[j]
+                for k in range(3, K + 1):
+                    for j in range(m):
+                        Q[k, j] = Q[k - 1, j] * dd[j]
+                for k in range(3, K + 1):
+                    acc[:] = 0.0
+                    for j in range(0, full, 8):
+                        for q in range(8):
+                            acc[q] += Q[k, j + q]
+                    x = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+                    for j in range(full, m):
+                        x += Q[k, j]
+                    la[L, k] = x
+            for k in range(3, K + 1):  # the block's sum, added as np.add.reduce adds it, then to the blocks' before
+                top = 0
+                for o in ops:
+                    if o >= 0:
+                        st[top] = la[o, k]
+                        top += 1
+                    else:
+                        top -= 1
+                        st[top - 1] += st[top]
+                P[k, i] += 0.0 + st[0]
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
 def _add_sums(part, A, B, C):
