@@ -109,7 +109,7 @@ def test_histogram_kernel_source_is_numpys():
 
 
 @needs_numba
-def test_preparation_is_the_same_bits():
+def test_preparation_and_power_moments_are_the_same_bits():
     X = make_skewed_features(20_000, 8, rng=5)
     nan = X.copy()
     nan[np.random.default_rng(2).random(X.shape) < 0.1] = np.nan
@@ -118,6 +118,7 @@ def test_preparation_is_the_same_bits():
         for on in (True, False):
             with use_numba(on):
                 h = Y.YJData(A)
+                h._need_P(np.arange(len(h.g_col)))  # the power moments too
             got[on] = [h.D_hi, h.memb, h.g_n, h.g_sd_hi, h.P, h.n]
         for a, b in zip(got[True], got[False]):
             assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
