@@ -716,8 +716,8 @@ def _segment_pre(x, hi, inv, sign, aa, mm, nn):
 # %% ../nbs/10_yeojohnson.ipynb #08911a47
 @jit
 def _segment_post(aa, nn, mm, c, whole, every, irho, ch, chunk, fb, fo, lb, lo, part):
-    """`_segment_d` after the log1p, then `_power_sums` of aa * irho by blocks of `ch` (the plans of a whole block and of
-    the last one: fb, fo, lb, lo) into `part` (3 x blocks), with their bits (`chunk`: einsum's, see `_moments_kernel`)."""
+    """`_segment_d` after the log1p, then `_power_sums` of aa * irho by blocks of `ch` (the plans of a whole block
+    and of the last: fb, fo, lb, lo) into `part` (3 x blocks), with their bits (`chunk`: see `_moments_kernel`)."""
     n = len(aa)
     for j in range(n):
         v = aa[j] if nn[j] else aa[j] - c
@@ -774,7 +774,7 @@ def _segment_post(aa, nn, mm, c, whole, every, irho, ch, chunk, fb, fo, lb, lo, 
 # %% ../nbs/10_yeojohnson.ipynb #aa705db7
 @patch
 def _segment_fast(self: YJData, g, x, aa, mm, nn, part, ch):
-    "`_segment_d` and `_power_sums` of group `g` over the segment `x` (blocks of `ch`) by the kernels and NumPy's log1p."
+    "`_segment_d` and `_power_sums` of group `g` over the segment `x` (blocks of `ch`): the kernels, NumPy's log1p."
     j, A, hi = self.g_col[g], self.anchors, self.g_hi[g]
     ok, every = _segment_pre(x, hi, 1 / (1 + hi), self.g_s[g] if self.g_mixed[g] else 0.0, aa, mm, nn)
     np.log1p(aa, out=aa)
@@ -904,7 +904,7 @@ def _powers_kernel(D, rows, irho, ch, fb, fo, lb, lo, P):
     of `ch` (plans fb, fo of a whole block, lb, lo of the last), added into P with their bits."""
     n, K = D.shape[1], K0 + 1
     nl = max(len(fb), len(lb))
-    Q, dd, acc, la, st = np.empty((K + 1, 128)), np.empty(128), np.empty(8), np.empty((nl, K + 1)), np.empty(nl + 1)
+    Q, dd, la, st = np.empty((K + 1, 128)), np.empty(128), np.empty((nl, K + 1)), np.empty(nl + 1)
     for i in range(len(rows)):
         for s0 in range(0, n, ch):
             blocks, ops = (fb, fo) if s0 + ch <= n else (lb, lo)
@@ -919,11 +919,11 @@ def _powers_kernel(D, rows, irho, ch, fb, fo, lb, lo, P):
                     for j in range(m):
                         Q[k, j] = Q[k - 1, j] * dd[j]
                 for k in range(3, K + 1):
-                    acc[:] = 0.0
+                    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0  # (in registers; +0: zeros add up to +0 in the end)
                     for j in range(0, full, 8):
-                        for q in range(8):
-                            acc[q] += Q[k, j + q]
-                    x = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+                        a0, a1, a2, a3 = a0 + Q[k, j], a1 + Q[k, j + 1], a2 + Q[k, j + 2], a3 + Q[k, j + 3]
+                        a4, a5, a6, a7 = a4 + Q[k, j + 4], a5 + Q[k, j + 5], a6 + Q[k, j + 6], a7 + Q[k, j + 7]
+                    x = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
                     for j in range(full, m):
                         x += Q[k, j]
                     la[L, k] = x
@@ -992,7 +992,7 @@ def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
     K, nl = K1 + 1, len(blocks)
     la, st = np.empty((nl, K + 2)), np.empty(nl + 1)  # each block's sums; a stack
     P, Q, dd = np.empty((K + 2, 128)), np.empty((K + 1, 128)), np.empty(128)  # E d^k (row K + 1: E^2); E^2 d^k; d
-    c, tot, acc = np.empty((K + 1, 2)), np.empty(K + 1), np.empty(8)  # einsum's lanes and chunks; eight accumulators
+    c, tot = np.empty((K + 1, 2)), np.empty(K + 1)  # einsum's lanes and chunks
     for i in range(EE.shape[0]):
         c[:], tot[:] = 0.0, 0.0
         for L in range(nl):
@@ -1007,11 +1007,11 @@ def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
                 for j in range(n):
                     Q[k, j] = P[k, j] * P[0, j]
             for k in range(K + 2):  # np.add.reduce's block: eight accumulators, their tree, then the rest one by one
-                acc[:] = 0.0  # (+0: a sum of zeros is +0 in the end either way)
+                a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0  # (in registers; +0: zeros add up to +0 in the end)
                 for j in range(0, full, 8):
-                    for q in range(8):
-                        acc[q] += P[k, j + q]
-                x = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+                    a0, a1, a2, a3 = a0 + P[k, j], a1 + P[k, j + 1], a2 + P[k, j + 2], a3 + P[k, j + 3]
+                    a4, a5, a6, a7 = a4 + P[k, j + 4], a5 + P[k, j + 5], a6 + P[k, j + 6], a7 + P[k, j + 7]
+                x = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
                 for j in range(full, n):
                     x += P[k, j]
                 la[L, k] = x
