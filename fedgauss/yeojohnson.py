@@ -803,7 +803,7 @@ def _log_distances(self: YJData, XT):
         np.copyto(x, XT[:, s0:s1])  # the segment's columns, each contiguous (one transposing copy)
         for g, j in enumerate(self.g_col):
             aa, pg = D[g, s0:s1], part[:, b0 + 1 : b0 + 1 + -(-w // ch), g]
-            if numba_enabled():  # the same bits by the kernels (below)
+            if fast_kernels():  # the same bits by the kernels (below)
                 self._segment_fast(g, x[j], aa, memb[g, s0:s1], nn[:w], pg, ch)
                 continue
             self._segment_d(g, x[j], aa, memb[g, s0:s1], rr[:w], nn[:w])
@@ -878,7 +878,7 @@ def _need_P(self: YJData, rows):
         return
     ch = self._chunk(len(rows))
     P, s = np.zeros((K0 + 2, len(rows))), np.empty(len(rows))
-    if numba_enabled():  # the same bits by `_powers_kernel` (below)
+    if fast_kernels():  # the same bits by `_powers_kernel` (below)
         irho = self._irho[rows] if self._scaled else np.ones(len(rows))
         plans = *_pairwise_plan(ch), *_pairwise_plan(self.n_rows % ch or ch)
         _powers_kernel(self.D_hi, rows, irho, ch, *plans, P)
@@ -1047,10 +1047,30 @@ def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
 # %% ../nbs/10_yeojohnson.ipynb #4f8802d0
 def _add_moments(part, EE, d, pp, EE2):
     "`_add_moments_np`, by `_moments_kernel` when numba is on (the same bits)."
-    if not numba_enabled():
+    if not fast_kernels():
         return _add_moments_np(part, EE, d, pp, EE2)
     rows, m = EE.shape  # the einsum of a single row adds 8,192 products at a time (of several rows: a row at a time)
     _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else max(m, 1), part[0], part[1])
+
+# %% ../nbs/10_yeojohnson.ipynb #ca9aa2bb
+@functools.lru_cache(maxsize=1)
+def _kernels_agree() -> bool:
+    "Whether `_moments_kernel` gives `_add_moments_np`'s bits here (several rows; one long row), checked once."
+    rng = np.random.default_rng(0)
+    for rows, m in ((3, 301), (1, 8300)):
+        EE, d = np.exp(rng.normal(size=(rows, m))), -rng.exponential(2, size=(rows, 2 * m))[:, :m]
+        a, b = np.zeros((2, 2, K1 + 2, 2, rows))[..., 1, :]  # (views, as `_fresh` passes them: no other compilation)
+        _add_moments_np(a, EE, d, np.empty_like(EE), np.empty_like(EE))
+        _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else m + 1, b[0], b[1])
+        if a.tobytes() != b.tobytes():
+            warnings.warn("ExpYJ's numba kernels do not add as this NumPy does: the NumPy code runs", RuntimeWarning)
+            return False
+    return True
+
+
+def fast_kernels() -> bool:
+    "Whether ExpYJ's compiled kernels run: `numba_enabled()`, and they give the NumPy code's bits (`_kernels_agree`)."
+    return numba_enabled() and _kernels_agree()
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
@@ -1738,7 +1758,7 @@ def _group_hist_kernel(d, scale, h, hd):
 
 def _group_hist(d, scale, h, hd):
     "`_group_hist_np`, by `_group_hist_kernel` when numba is on."
-    (_group_hist_kernel if numba_enabled() else _group_hist_np)(d, scale, h, hd)
+    (_group_hist_kernel if fast_kernels() else _group_hist_np)(d, scale, h, hd)
 
 # %% ../nbs/10_yeojohnson.ipynb #2dcf4aba
 @patch
