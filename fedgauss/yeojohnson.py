@@ -692,6 +692,28 @@ def _power_sums(
         else:  # the kernel for several rows (above 8,192 values a row it adds in another order than for one)
             p[2] = _einsum('ij,ij->i', np.concatenate((s, s)), np.concatenate((x, x)))[:1]
 
+# %% ../nbs/10_yeojohnson.ipynb #9f20f12b
+@functools.lru_cache(maxsize=64)
+def _pairwise_plan(
+    m: int,  # values in a row
+):
+    """The order in which `np.add.reduce` adds a contiguous row of m floats: its blocks (start, length), and in postfix
+    which block's sum to push (>= 0) or to add to the one before (-1)."""
+    blocks, ops = [], []
+
+    def split(s, n):
+        if n <= 128:  # one block: eight accumulators, then the rest one by one (NumPy's PW_BLOCKSIZE)
+            ops.append(len(blocks))
+            blocks.append((s, n))
+        else:  # two halves, the first a multiple of 8
+            h = n // 2 - n // 2 % 8
+            split(s, h)
+            split(s + h, n - h)
+            ops.append(-1)
+
+    split(0, m)
+    return np.array(blocks, np.intp).reshape(-1, 2), np.array(ops, np.intp)
+
 # %% ../nbs/10_yeojohnson.ipynb #a751250a
 @jit
 def _segment_pre(x, hi, inv, sign, aa, mm, nn):
@@ -782,6 +804,27 @@ def _segment_fast(self: YJData, g, x, aa, mm, nn, part, ch):
     irho, chunk = self._irho[g] if self._scaled else 1.0, 8192 if len(self.g_col) == 1 else len(aa) + 1
     plans = *_pairwise_plan(ch), *_pairwise_plan(len(aa) % ch or ch)
     _segment_post(aa, nn, mm, self.g_chi[g], whole, every, irho, ch, chunk, *plans, part)
+
+# %% ../nbs/10_yeojohnson.ipynb #ca9aa2bb
+@functools.lru_cache(maxsize=1)
+def _kernels_agree() -> bool:
+    "Whether the kernels add as this NumPy does: `_segment_post` against `_power_sums` on random rows, checked once."
+    rng = np.random.default_rng(0)
+    for n, ch, single in ((1000, 301, False), (8300, 8300, True)):
+        a, yes = -rng.exponential(2, n), np.ones(n, bool)
+        want, got = np.zeros((2, 3, -(-n // ch), 2))[..., 0]  # (views, as the preparation passes them)
+        _power_sums(want, a.copy(), ch, np.empty(n), single)
+        plans = *_pairwise_plan(ch), *_pairwise_plan(n % ch or ch)
+        _segment_post(a.copy(), yes, yes, 0.0, False, True, 1.0, ch, 8192 if single else n + 1, *plans, got)
+        if want.tobytes() != got.tobytes():
+            warnings.warn("ExpYJ's numba kernels do not add as this NumPy does: the NumPy code runs", RuntimeWarning)
+            return False
+    return True
+
+
+def fast_kernels() -> bool:
+    "Whether ExpYJ's compiled kernels run: `numba_enabled()`, and they give the NumPy code's bits (`_kernels_agree`)."
+    return numba_enabled() and _kernels_agree()
 
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
@@ -963,28 +1006,6 @@ def _add_moments_np(part, EE, d, pp, EE2):
         if k < K1 + 1:
             pp *= d
 
-# %% ../nbs/10_yeojohnson.ipynb #9f20f12b
-@functools.lru_cache(maxsize=64)
-def _pairwise_plan(
-    m: int,  # values in a row
-):
-    """The order in which `np.add.reduce` adds a contiguous row of m floats: its blocks (start, length), and in postfix
-    which block's sum to push (>= 0) or to add to the one before (-1)."""
-    blocks, ops = [], []
-
-    def split(s, n):
-        if n <= 128:  # one block: eight accumulators, then the rest one by one (NumPy's PW_BLOCKSIZE)
-            ops.append(len(blocks))
-            blocks.append((s, n))
-        else:  # two halves, the first a multiple of 8
-            h = n // 2 - n // 2 % 8
-            split(s, h)
-            split(s + h, n - h)
-            ops.append(-1)
-
-    split(0, m)
-    return np.array(blocks, np.intp).reshape(-1, 2), np.array(ops, np.intp)
-
 # %% ../nbs/10_yeojohnson.ipynb #66cf7bcf
 @jit
 def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
@@ -1051,26 +1072,6 @@ def _add_moments(part, EE, d, pp, EE2):
         return _add_moments_np(part, EE, d, pp, EE2)
     rows, m = EE.shape  # the einsum of a single row adds 8,192 products at a time (of several rows: a row at a time)
     _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else max(m, 1), part[0], part[1])
-
-# %% ../nbs/10_yeojohnson.ipynb #ca9aa2bb
-@functools.lru_cache(maxsize=1)
-def _kernels_agree() -> bool:
-    "Whether `_moments_kernel` gives `_add_moments_np`'s bits here (several rows; one long row), checked once."
-    rng = np.random.default_rng(0)
-    for rows, m in ((3, 301), (1, 8300)):
-        EE, d = np.exp(rng.normal(size=(rows, m))), -rng.exponential(2, size=(rows, 2 * m))[:, :m]
-        a, b = np.zeros((2, 2, K1 + 2, 2, rows))[..., 1, :]  # (views, as `_fresh` passes them: no other compilation)
-        _add_moments_np(a, EE, d, np.empty_like(EE), np.empty_like(EE))
-        _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else m + 1, b[0], b[1])
-        if a.tobytes() != b.tobytes():
-            warnings.warn("ExpYJ's numba kernels do not add as this NumPy does: the NumPy code runs", RuntimeWarning)
-            return False
-    return True
-
-
-def fast_kernels() -> bool:
-    "Whether ExpYJ's compiled kernels run: `numba_enabled()`, and they give the NumPy code's bits (`_kernels_agree`)."
-    return numba_enabled() and _kernels_agree()
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
