@@ -145,7 +145,10 @@ def profile(args):
 def numba_line():
     "Whether ExpYJ's compiled kernels run in this process (nb10, `fedgauss.fast`)."
     from fedgauss.fast import HAVE_NUMBA, numba_enabled
+    from fedgauss.yeojohnson import fast_kernels
 
+    if numba_enabled() and not fast_kernels():
+        return "numba kernels: off (they do not add as this NumPy does): the NumPy code"
     if numba_enabled():
         import numba
 
