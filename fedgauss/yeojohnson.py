@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_yeojohnson.ipynb #51d575d0
 from __future__ import annotations
-import math, numbers, warnings
+import functools, math, numbers, warnings
 from dataclasses import dataclass, field, fields
 
 from fastcore.basics import patch
@@ -15,6 +15,7 @@ from scipy.special import lambertw
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .fast import jit, numba_enabled
 from .federation import name_list
 
 # %% auto #0
@@ -691,6 +692,140 @@ def _power_sums(
         else:  # the kernel for several rows (above 8,192 values a row it adds in another order than for one)
             p[2] = _einsum('ij,ij->i', np.concatenate((s, s)), np.concatenate((x, x)))[:1]
 
+# %% ../nbs/10_yeojohnson.ipynb #9f20f12b
+@functools.lru_cache(maxsize=64)
+def _pairwise_plan(
+    m: int,  # values in a row
+):
+    """The order in which `np.add.reduce` adds a contiguous row of m floats: its blocks (start, length), and in postfix
+    which block's sum to push (>= 0) or to add to the one before (-1)."""
+    blocks, ops = [], []
+
+    def split(s, n):
+        if n <= 128:  # one block: eight accumulators, then the rest one by one (NumPy's PW_BLOCKSIZE)
+            ops.append(len(blocks))
+            blocks.append((s, n))
+        else:  # two halves, the first a multiple of 8
+            h = n // 2 - n // 2 % 8
+            split(s, h)
+            split(s + h, n - h)
+            ops.append(-1)
+
+    split(0, m)
+    return np.array(blocks, np.intp).reshape(-1, 2), np.array(ops, np.intp)
+
+# %% ../nbs/10_yeojohnson.ipynb #a751250a
+@jit
+def _segment_pre(x, hi, inv, sign, aa, mm, nn):
+    """`_segment_d` up to the log1p: aa = r where near the anchor (nn), |x| where far; mm: membership (`sign`: 0 for a
+    one-signed group, +-1 for a group of a mixed feature). Returns (no NaN, every row a member)."""
+    ok = every = True
+    for j in range(len(x)):
+        v = x[j]
+        m = v == v
+        ok &= m
+        if sign > 0:
+            m &= v >= 0
+        elif sign < 0:
+            m &= v < 0
+        every &= m
+        a = abs(v)
+        r = (a - hi) * inv
+        nn[j], mm[j] = r > -0.5, m
+        aa[j] = r if r > -0.5 else a
+    return ok, every
+
+# %% ../nbs/10_yeojohnson.ipynb #08911a47
+@jit
+def _segment_post(aa, nn, mm, c, whole, every, irho, ch, chunk, fb, fo, lb, lo, part):
+    """`_segment_d` after the log1p, then `_power_sums` of aa * irho by blocks of `ch` (the plans of a whole block
+    and of the last: fb, fo, lb, lo) into `part` (3 x blocks), with their bits (`chunk`: see `_moments_kernel`)."""
+    n = len(aa)
+    for j in range(n):
+        v = aa[j] if nn[j] else aa[j] - c
+        if whole:  # (a row of the other sign: finite, so d * 0 is +-0, and +0 after adding +0)
+            v = v * (1.0 if mm[j] else 0.0) + 0.0
+        elif not every and not mm[j]:
+            v = 0.0
+        aa[j] = v
+    acc, c2 = np.empty((2, 8)), np.empty(2)
+    la, st = np.empty((max(len(fb), len(lb)), 2)), np.empty(max(len(fb), len(lb)) + 1)
+    for b in range(part.shape[1]):
+        s0 = b * ch
+        blocks, ops = (fb, fo) if s0 + ch <= n else (lb, lo)
+        c2[:], tot = 0.0, 0.0
+        for L in range(len(blocks)):
+            s, m = s0 + blocks[L, 0], blocks[L, 1]
+            full, acc[:] = m - m % 8, 0.0
+            for j in range(s, s + m, 8):
+                if j > s0 and (j - s0) % chunk == 0:  # einsum of a single row: a new chunk, new lanes
+                    tot += c2[0] + c2[1]
+                    c2[:] = 0.0
+                if j == s + full:
+                    break
+                for q in range(8):
+                    v = aa[j + q] * irho
+                    acc[0, q] += v
+                    acc[1, q] += v * v
+                for h in range(2):  # einsum's lane h: the products of values h + 6, h + 4, h + 2, h, in turn
+                    for q in range(h + 6, -1, -2):
+                        v = aa[j + q] * irho
+                        c2[h] = v * v * v + c2[h]
+            for k in range(2):
+                a = acc[k]
+                la[L, k] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+            for j in range(s + full, s + m):  # the rest, one by one (pairs for einsum, the last padded with 0 * 0)
+                v = aa[j] * irho
+                la[L, 0] += v
+                la[L, 1] += v * v
+                c2[(j - s - full) % 2] += v * v * v
+            if (m - full) % 2:
+                c2[1] += 0.0
+        for k in range(2):  # the blocks' sums, added as np.add.reduce adds them
+            top = 0
+            for o in ops:
+                if o >= 0:
+                    st[top] = la[o, k]
+                    top += 1
+                else:
+                    top -= 1
+                    st[top - 1] += st[top]
+            part[k, b] = 0.0 + st[0]
+        part[2, b] = tot + (c2[0] + c2[1])
+
+# %% ../nbs/10_yeojohnson.ipynb #aa705db7
+@patch
+def _segment_fast(self: YJData, g, x, aa, mm, nn, part, ch):
+    "`_segment_d` and `_power_sums` of group `g` over the segment `x` (blocks of `ch`): the kernels, NumPy's log1p."
+    j, A, hi = self.g_col[g], self.anchors, self.g_hi[g]
+    ok, every = _segment_pre(x, hi, 1 / (1 + hi), self.g_s[g] if self.g_mixed[g] else 0.0, aa, mm, nn)
+    np.log1p(aa, out=aa)
+    whole = bool(self.g_mixed[g] and A.pos_hi[j] < np.inf and A.neg_hi[j] < np.inf and ok)
+    irho, chunk = self._irho[g] if self._scaled else 1.0, 8192 if len(self.g_col) == 1 else len(aa) + 1
+    plans = *_pairwise_plan(ch), *_pairwise_plan(len(aa) % ch or ch)
+    _segment_post(aa, nn, mm, self.g_chi[g], whole, every, irho, ch, chunk, *plans, part)
+
+# %% ../nbs/10_yeojohnson.ipynb #ca9aa2bb
+@functools.lru_cache(maxsize=1)
+def _kernels_agree() -> bool:
+    "Whether the kernels add as this NumPy does: `_segment_post` against `_power_sums` on random rows, checked once."
+    rng = np.random.default_rng(0)
+    for n, ch, single in ((1000, 301, False), (8300, 8300, True)):
+        a, yes = -rng.exponential(2, n), np.ones(n, bool)
+        want, got = np.zeros((2, 3, -(-n // ch), 2))[..., 0]  # (views, as the preparation passes them)
+        _power_sums(want, a.copy(), ch, np.empty(n), single)
+        plans = *_pairwise_plan(ch), *_pairwise_plan(n % ch or ch)
+        _segment_post(a.copy(), yes, yes, 0.0, False, True, 1.0, ch, 8192 if single else n + 1, *plans, got)
+        if want.tobytes() != got.tobytes():
+            warnings.warn("ExpYJ's numba kernels do not add as this NumPy does: the NumPy code runs", RuntimeWarning)
+            return False
+    return True
+
+
+def fast_kernels() -> bool:
+    "Whether ExpYJ's compiled kernels run: `numba_enabled()`, and they give the NumPy code's bits (`_kernels_agree`)."
+    return numba_enabled() and _kernels_agree()
+
 # %% ../nbs/10_yeojohnson.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 @patch
 @np.errstate(invalid='ignore')  # NaN rows (see `_segment_d`)
@@ -710,10 +845,13 @@ def _log_distances(self: YJData, XT):
         x = xs[:, :w]
         np.copyto(x, XT[:, s0:s1])  # the segment's columns, each contiguous (one transposing copy)
         for g, j in enumerate(self.g_col):
-            aa = D[g, s0:s1]
+            aa, pg = D[g, s0:s1], part[:, b0 + 1 : b0 + 1 + -(-w // ch), g]
+            if fast_kernels():  # the same bits by the kernels (below)
+                self._segment_fast(g, x[j], aa, memb[g, s0:s1], nn[:w], pg, ch)
+                continue
             self._segment_d(g, x[j], aa, memb[g, s0:s1], rr[:w], nn[:w])
             a = np.multiply(aa, self._irho[g], out=sc[:w]) if self._scaled else aa  # the moments in the group's unit
-            _power_sums(part[:, b0 + 1 : b0 + 1 + -(-w // ch), g], a, ch, rr[:w], G == 1)
+            _power_sums(pg, a, ch, rr[:w], G == 1)
     gn = memb.sum(1).astype(np.float64)
     self.g_n, self.g_sd_hi = gn, (P123 := _running_total(part))[0]
     self.n = np.bincount(self.g_col, weights=gn, minlength=self.d).astype(np.float64)  # non-NaN rows per feature
@@ -783,19 +921,65 @@ def _need_P(self: YJData, rows):
         return
     ch = self._chunk(len(rows))
     P, s = np.zeros((K0 + 2, len(rows))), np.empty(len(rows))
-    for s0 in range(0, self.n_rows, ch):
-        m = min(ch, self.n_rows - s0)
-        for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
-            d, p = self._buffers(t.stop - t.start, m, 2)
-            d[...] = self.D_hi[rows[t], s0 : s0 + m]
-            if self._scaled:
-                d *= self._irho[rows[t], None]
-            np.multiply(d, d, out=p)
-            for k in range(3, K0 + 2):
-                p *= d
-                P[k, t] += np.add.reduce(p, 1, out=s[: t.stop - t.start])  # (what p.sum(1) computes)
+    if fast_kernels():  # the same bits by `_powers_kernel` (below)
+        irho = self._irho[rows] if self._scaled else np.ones(len(rows))
+        plans = *_pairwise_plan(ch), *_pairwise_plan(self.n_rows % ch or ch)
+        _powers_kernel(self.D_hi, rows, irho, ch, *plans, P)
+    else:
+        for s0 in range(0, self.n_rows, ch):
+            m = min(ch, self.n_rows - s0)
+            for t in _tiles(len(rows), m):  # (a row's sums do not depend on its tile at all here: no einsum)
+                d, p = self._buffers(t.stop - t.start, m, 2)
+                d[...] = self.D_hi[rows[t], s0 : s0 + m]
+                if self._scaled:
+                    d *= self._irho[rows[t], None]
+                np.multiply(d, d, out=p)
+                for k in range(3, K0 + 2):
+                    p *= d
+                    P[k, t] += np.add.reduce(p, 1, out=s[: t.stop - t.start])  # (what p.sum(1) computes)
     self.P[4:, rows] = P[4:]
     self._P_ready[rows] = True
+
+# %% ../nbs/10_yeojohnson.ipynb #14c160b0
+@jit
+def _powers_kernel(D, rows, irho, ch, fb, fo, lb, lo, P):
+    """`YJData._need_P`'s sums of (d * irho)^k, k = 3 .. K0 + 1, over the rows of D's groups `rows`, block after block
+    of `ch` (plans fb, fo of a whole block, lb, lo of the last), added into P with their bits."""
+    n, K = D.shape[1], K0 + 1
+    nl = max(len(fb), len(lb))
+    Q, dd, la, st = np.empty((K + 1, 128)), np.empty(128), np.empty((nl, K + 1)), np.empty(nl + 1)
+    for i in range(len(rows)):
+        for s0 in range(0, n, ch):
+            blocks, ops = (fb, fo) if s0 + ch <= n else (lb, lo)
+            for L in range(len(blocks)):
+                s, m = s0 + blocks[L, 0], blocks[L, 1]
+                full = m - m % 8
+                for j in range(m):
+                    dd[j] = D[rows[i], s + j] * irho[i]
+                for j in range(m):
+                    Q[2, j] = dd[j] * dd[j]
+                for k in range(3, K + 1):
+                    for j in range(m):
+                        Q[k, j] = Q[k - 1, j] * dd[j]
+                for k in range(3, K + 1):
+                    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0  # (in registers; +0: zeros add up to +0 in the end)
+                    for j in range(0, full, 8):
+                        a0, a1, a2, a3 = a0 + Q[k, j], a1 + Q[k, j + 1], a2 + Q[k, j + 2], a3 + Q[k, j + 3]
+                        a4, a5, a6, a7 = a4 + Q[k, j + 4], a5 + Q[k, j + 5], a6 + Q[k, j + 6], a7 + Q[k, j + 7]
+                    x = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+                    for j in range(full, m):
+                        x += Q[k, j]
+                    la[L, k] = x
+            for k in range(3, K + 1):  # the block's sum, added as np.add.reduce adds it, then to the blocks' before
+                top = 0
+                for o in ops:
+                    if o >= 0:
+                        st[top] = la[o, k]
+                        top += 1
+                    else:
+                        top -= 1
+                        st[top - 1] += st[top]
+                P[k, i] += 0.0 + st[0]
 
 # %% ../nbs/10_yeojohnson.ipynb #8fca9f67caee41998a59b40300e9f05d
 def _add_sums(part, A, B, C):
@@ -810,7 +994,7 @@ def _add_sums(part, A, B, C):
     _einsum('ij,ij->i', C, A, out=part[3])
 
 # %% ../nbs/10_yeojohnson.ipynb #1671c31a24314836a5b85d7ef7fbf015
-def _add_moments(part, EE, d, pp, EE2):
+def _add_moments_np(part, EE, d, pp, EE2):
     "Write one tile's A_k = sum E d^k and C_k = sum E^2 d^k (k <= K1 + 1) into `part` (pp, EE2: work buffers)."
     np.multiply(EE, EE, out=EE2)
     np.add.reduce(EE, 1, out=part[0, 0])
@@ -821,6 +1005,73 @@ def _add_moments(part, EE, d, pp, EE2):
         _einsum('ij,ij->i', pp, EE, out=part[1, k])
         if k < K1 + 1:
             pp *= d
+
+# %% ../nbs/10_yeojohnson.ipynb #66cf7bcf
+@jit
+def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
+    "`_add_moments_np` block by block (A, C: part[0], part[1]), adding in the order of `np.add.reduce` and of `einsum`."
+    K, nl = K1 + 1, len(blocks)
+    la, st = np.empty((nl, K + 2)), np.empty(nl + 1)  # each block's sums; a stack
+    P, Q, dd = np.empty((K + 2, 128)), np.empty((K + 1, 128)), np.empty(128)  # E d^k (row K + 1: E^2); E^2 d^k; d
+    c, tot = np.empty((K + 1, 2)), np.empty(K + 1)  # einsum's lanes and chunks
+    for i in range(EE.shape[0]):
+        c[:], tot[:] = 0.0, 0.0
+        for L in range(nl):
+            s, n = blocks[L, 0], blocks[L, 1]
+            full = n - n % 8
+            for j in range(n):
+                P[0, j], dd[j] = EE[i, s + j], d[i, s + j]
+                P[K + 1, j] = P[0, j] * P[0, j]
+            for k in range(1, K + 1):  # the powers, as `pp *= d` makes them, and the products einsum adds
+                for j in range(n):
+                    P[k, j] = P[k - 1, j] * dd[j]
+                for j in range(n):
+                    Q[k, j] = P[k, j] * P[0, j]
+            for k in range(K + 2):  # np.add.reduce's block: eight accumulators, their tree, then the rest one by one
+                a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0  # (in registers; +0: zeros add up to +0 in the end)
+                for j in range(0, full, 8):
+                    a0, a1, a2, a3 = a0 + P[k, j], a1 + P[k, j + 1], a2 + P[k, j + 2], a3 + P[k, j + 3]
+                    a4, a5, a6, a7 = a4 + P[k, j + 4], a5 + P[k, j + 5], a6 + P[k, j + 6], a7 + P[k, j + 7]
+                x = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+                for j in range(full, n):
+                    x += P[k, j]
+                la[L, k] = x
+            for j in range(0, n, 8):  # einsum: two lanes, four products a step, the last one first
+                if s + j > 0 and (s + j) % chunk == 0:  # a new chunk, new lanes
+                    for k in range(1, K + 1):
+                        tot[k] += c[k, 0] + c[k, 1]
+                    c[:] = 0.0
+                if j == full:
+                    break
+                for k in range(1, K + 1):
+                    c[k, 0] = Q[k, j] + (Q[k, j + 2] + (Q[k, j + 4] + (Q[k, j + 6] + c[k, 0])))
+                    c[k, 1] = Q[k, j + 1] + (Q[k, j + 3] + (Q[k, j + 5] + (Q[k, j + 7] + c[k, 1])))
+            for j in range(full, n):  # the rest in pairs (only a row's last block has one), padded with 0 * 0
+                for k in range(1, K + 1):
+                    c[k, (j - full) % 2] += Q[k, j]
+            if (n - full) % 2:
+                c[:, 1] += 0.0
+        for k in range(K + 2):  # the blocks' sums, added as np.add.reduce adds them
+            top = 0
+            for o in ops:
+                if o >= 0:
+                    st[top] = la[o, k]
+                    top += 1
+                else:
+                    top -= 1
+                    st[top - 1] += st[top]
+            out = A[k] if k <= K else C[0]  # (C_0: the sum of E^2)
+            out[i] = 0.0 + st[0]
+        for k in range(1, K + 1):
+            C[k, i] = tot[k] + (c[k, 0] + c[k, 1])
+
+# %% ../nbs/10_yeojohnson.ipynb #4f8802d0
+def _add_moments(part, EE, d, pp, EE2):
+    "`_add_moments_np`, by `_moments_kernel` when numba is on (the same bits)."
+    if not fast_kernels():
+        return _add_moments_np(part, EE, d, pp, EE2)
+    rows, m = EE.shape  # the einsum of a single row adds 8,192 products at a time (of several rows: a row at a time)
+    _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else max(m, 1), part[0], part[1])
 
 # %% ../nbs/10_yeojohnson.ipynb #33b0902fd34d4ace834912fa1002cf8e
 @patch
@@ -1478,6 +1729,39 @@ CERT_MARGIN = 1e-9  # a certified F clears 0 by this fraction of its gross size 
 COARSE_BINS = 256  # bins of the coarse histogram tried first (each CERT_BINS / COARSE_BINS fine bins)
 
 
+def _group_hist_np(
+    d,  # one group's row of D_hi (d <= 0)
+    scale: float,  # CERT_BINS / R
+    h,  # counts of the CERT_BINS + 1 bins (added to)
+    hd,  # sums of d in each bin (added to)
+):
+    "Add the bins of `d` (d = -R at 0, d = 0 at CERT_BINS) to `h` and their sums to `hd`, 16,384 values at a time."
+    C = 16384  # d and the bins' indices stay in cache
+    b, k = np.empty(min(C, len(d))), np.empty(min(C, len(d)), np.intp)
+    for s in range(0, len(d), C):
+        bb, kk, ds = b[: len(d) - s], k[: len(d) - s], d[s : s + C]
+        np.multiply(ds, scale, out=bb)
+        bb += CERT_BINS  # (d <= 0: no index above CERT_BINS)
+        np.copyto(kk, bb, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
+        h += np.bincount(kk, minlength=CERT_BINS + 1)
+        np.add.at(hd, kk, ds)  # value after value: the floats of one weighted bincount over the whole row
+
+# %% ../nbs/10_yeojohnson.ipynb #99f718e0
+@jit
+def _group_hist_kernel(d, scale, h, hd):
+    "`_group_hist_np` in one loop over d (the same floats: `np.add.at` adds in the order of the values)."
+    for j in range(len(d)):
+        b = d[j] * scale
+        k = int(b + CERT_BINS)
+        h[k] += 1
+        hd[k] += d[j]
+
+
+def _group_hist(d, scale, h, hd):
+    "`_group_hist_np`, by `_group_hist_kernel` when numba is on."
+    (_group_hist_kernel if fast_kernels() else _group_hist_np)(d, scale, h, hd)
+
+# %% ../nbs/10_yeojohnson.ipynb #2dcf4aba
 @patch
 def _need_hist(self: YJData, rows):
     """Histograms of d over the rows of groups `rows` (`CERT_BINS` equal bins of [-R, 0]: counts and means), and the
@@ -1489,18 +1773,10 @@ def _need_hist(self: YJData, rows):
     rows = rows[~self._H_ready[rows]]
     if not len(rows):
         return
-    n, C = self.n_rows, 16384  # 16,384 rows at a time: d and the bins' indices stay in cache
-    b, k, Hd = np.empty(C), np.empty(C, np.intp), np.empty((len(rows), CERT_BINS))
+    n, Hd = self.n_rows, np.empty((len(rows), CERT_BINS))
     for i, g in enumerate(rows):
         h, hd = np.zeros(CERT_BINS + 1, np.intp), np.zeros(CERT_BINS + 1)
-        for s in range(0, n, C):
-            d = self.D_hi[g, s : s + C]
-            bb, kk = b[: len(d)], k[: len(d)]
-            np.multiply(d, CERT_BINS / self.g_R[g], out=bb)
-            bb += CERT_BINS  # d = -R at 0, d = 0 at CERT_BINS (d <= 0: no index above it)
-            np.copyto(kk, bb, casting='unsafe')  # toward 0: a d a rounding below -R is in bin 0
-            h += np.bincount(kk, minlength=CERT_BINS + 1)
-            np.add.at(hd, kk, d)  # row after row: the floats of one weighted bincount over the whole row
+        _group_hist(self.D_hi[g], CERT_BINS / self.g_R[g], h, hd)
         h[-2] += h[-1] - (n - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
         self._H[g], Hd[i] = h[:-1], hd[:-1]
     H = self._H[rows]

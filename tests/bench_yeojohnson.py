@@ -5,6 +5,8 @@
     python tests/bench_yeojohnson.py --n 20000 --d 20 --repeat 5 --ref-features 50
     python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
     python tests/bench_yeojohnson.py --profile --no-bench # where one fit's time goes: steps x passes x cost per pass
+    python tests/bench_yeojohnson.py --first-fit --no-bench  # a fresh process's first fit: numba's compile, its cache
+    python tests/bench_yeojohnson.py --first-fit --no-bench --csv nbs/10_yeojohnson_first_fit.csv  # nb10's table
     python tests/bench_yeojohnson.py --ab /work/main --no-bench --repeat 7  # A/B: another checkout's ExpYJ, alternating
     python tests/bench_yeojohnson.py --ab DIR --no-bench --repeat 7 --csv nbs/10_yeojohnson_speed.csv  # nb10's table
 
@@ -140,6 +142,60 @@ def profile(args):
         print(f"    step {s - 1:3d}: {', '.join(parts)}")
 
 
+def numba_line():
+    "Whether ExpYJ's compiled kernels run in this process (nb10, `fedgauss.fast`)."
+    from fedgauss.fast import HAVE_NUMBA, numba_enabled
+    from fedgauss.yeojohnson import fast_kernels
+
+    if numba_enabled() and not fast_kernels():
+        return "numba kernels: off (they do not add as this NumPy does): the NumPy code"
+    if numba_enabled():
+        import numba
+
+        return (
+            f"numba kernels: on (numba {numba.__version__}; FEDGAUSS_NUMBA=0 turns them off); a process's first fit "
+            "also imports numba and loads (or compiles) them: see --first-fit"
+        )
+    return f"numba kernels: off ({'FEDGAUSS_NUMBA=0' if HAVE_NUMBA else 'numba is not installed'}): the NumPy code"
+
+
+def first_fit(args):
+    "The first fits of fresh processes: numba's import and compilation (empty cache), then its cache, then numba off."
+    import os, subprocess, tempfile
+
+    code = (
+        f"import sys, time, warnings; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        "from bench_yeojohnson import skewed_features\n"
+        "from fedgauss.yeojohnson import YeoJohnsonTransformer\n"
+        f"X = skewed_features({args.n}, {args.d}, {args.seed})\n"
+        "warnings.simplefilter('ignore')\n"
+        "for _ in range(3):\n"
+        "    t = time.perf_counter(); YeoJohnsonTransformer().fit(X); print(time.perf_counter() - t)\n"
+    )
+    print(
+        f"first fits of fresh processes, {args.n:,} x {args.d} (s: the first fit, then two more in the same process):"
+    )
+    with tempfile.TemporaryDirectory() as cache:
+        runs = [('numba, empty cache (compiles)', {'NUMBA_CACHE_DIR': cache})]
+        runs += [('numba, cache written (loads it)', {'NUMBA_CACHE_DIR': cache})] * 2
+        runs += [('numba off (FEDGAUSS_NUMBA=0)', {'FEDGAUSS_NUMBA': '0'})]
+        rows = []
+        for what, env in runs:
+            out = subprocess.run(
+                [sys.executable, '-c', code], env=dict(os.environ, **env), capture_output=True, text=True, check=True
+            )
+            t = [float(v) for v in out.stdout.split()]
+            rows.append([what, f'{t[0]:.3f}', f'{min(t[1:]):.3f}', f'{t[0] - min(t[1:]):.3f}'])
+            print(f"  {what:34s} first {t[0]:6.3f}, then {t[1]:6.3f}, {t[2]:6.3f};", end=' ')
+            print(f"first - best later {t[0] - min(t[1:]):6.3f}")
+    if args.csv and not args.ab:  # the first-fit table of nb10's speed section
+        import csv
+
+        with open(args.csv, 'w', newline='') as f:
+            csv.writer(f).writerows([['process', 'first fit s', 'best later fit s', 'first - best later s'], *rows])
+        print(f"  written to {args.csv}")
+
+
 def ab(args):
     "A/B in one process: the ExpYJ of another checkout (`--ab DIR`) and this one, alternating with scikit-learn."
     import importlib.util, os
@@ -166,6 +222,7 @@ def ab(args):
             cpu[k].append(dc)
     (a, b, sk) = fits
     print(f"A/B, {args.n:,} x {args.d}, {args.repeat} rounds alternating (best / median of wall s, median of CPU s):")
+    print(f"  B: {numba_line()}")
     for k in fits:
         print(f"  {k:40s} {min(wall[k]):7.3f} {np.median(wall[k]):7.3f}   CPU {np.median(cpu[k]):7.3f}")
     for k in (a, b):
@@ -207,6 +264,7 @@ def ab(args):
 def bench(args):
     X = skewed_features(args.n, args.d, args.seed)
     print(f"data: {args.n:,} x {args.d} skewed features ({', '.join(FAMILIES)}), seed {args.seed}")
+    print(numba_line())
     ours, theirs, cpu = [], [], {'ours': [], 'sk': []}
     for r in range(args.repeat):
         pair = [
@@ -468,6 +526,7 @@ if __name__ == '__main__':
     ap.add_argument('--ab', metavar='DIR', help="A/B against the ExpYJ of another checkout (e.g. /work/main)")
     ap.add_argument('--csv', metavar='PATH', help="with --ab: write the A/B table there (nbs/10_yeojohnson_speed.csv)")
     ap.add_argument('--profile', action='store_true', help="where one fit's time goes: steps, passes, cost per pass")
+    ap.add_argument('--first-fit', action='store_true', help="fresh processes' first fits: numba's compile, its cache")
     ap.add_argument(
         '--blas', action='store_true', help='the sums as matrix products: cost, and the change of the search'
     )
@@ -489,3 +548,5 @@ if __name__ == '__main__':
         blas(args)
     if args.ab:
         ab(args)
+    if args.first_fit:
+        first_fit(args)
