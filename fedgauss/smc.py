@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_smc.ipynb #2bf70ffb
 from __future__ import annotations
-import copy, functools, math, numbers, operator
+import copy, functools, math, numbers, operator, time
 from itertools import accumulate, combinations, repeat
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -30,9 +30,9 @@ from .federation import Channel
 # %% auto #0
 __all__ = ['RFC3526_P2048', 'PROTOCOLS', 'FixedPointOverflow', 'encode', 'to_signed', 'decode', 'share', 'reconstruct', 'Shared',
            'SharedBits', 'RingElements', 'SMC', 'DropoutError', 'secure_sum', 'PartyShare', 'PartySMC', 'Program',
-           'ProtocolStalled', 'PeerFinished', 'run_programs', 'table_layout', 'table_share', 'comparison_tables',
-           'monomial_terms', 'reciprocal_series', 'ProtocolSpec', 'register_protocol', 'protocol_context',
-           'protocol_programs', 'run_protocol', 'secure_sum_party', 'secure_sum_server']
+           'ProtocolStalled', 'PeerFinished', 'run_programs', 'critical_path', 'table_layout', 'table_share',
+           'comparison_tables', 'monomial_terms', 'reciprocal_series', 'ProtocolSpec', 'register_protocol',
+           'protocol_context', 'protocol_programs', 'run_protocol', 'secure_sum_party', 'secure_sum_server']
 
 # %% ../nbs/11_smc.ipynb #acae54e37e7d407bbb7b55eff062a284
 class FixedPointOverflow(OverflowError):
@@ -1683,6 +1683,7 @@ def run_programs(
     dealer: str | None = None,  # name of the program that follows the parties' phase
     on_phase=None,  # called with each new public phase (e.g. to advance a progress bar)
     bsp: bool = False,  # bulk-synchronous: messages sent in a pass are delivered in the next (as a server relaying between processes would); `rounds['passes']` counts the passes
+    clock: list | None = None,  # a list: each step's (pass, party, thread CPU seconds, its sends included) appended
 ) -> tuple:
     "Run per-party `Program`s to the end, routing every message through `channel`; a new round starts whenever the computing parties announce a new public phase (and `dealer`, waiting for it, is told; without a dealer, at the first announcement of each phase). Returns ({name: result}, {phase: [rounds]}); if programs fail, the others run on until they stall, and the error of the first failed party (in order) is raised."
     progs = {p.name: p for p in programs}
@@ -1706,6 +1707,7 @@ def run_programs(
                 continue
             fresh.discard(n)
             got, inbox[n] = inbox[n], []
+            t0 = time.thread_time()
             try:
                 out = p.step(got)
             except Exception as e:  # what it sent before failing leaves; the others go on
@@ -1714,6 +1716,8 @@ def run_programs(
             box = later if bsp else inbox
             for r, kind, payload in out:
                 box[r].append((n, kind, channel.deliver(n, r, kind, payload)))
+            if clock is not None:
+                clock.append((passes, n, time.thread_time() - t0))
             moved = True
         for r, v in later.items():
             inbox[r] += v
@@ -1728,6 +1732,19 @@ def run_programs(
         raise errors[next(n for n in progs if n in errors)]  # the first party, in order, that failed
     rounds['passes'] = [passes]
     return {n: p.result for n, p in progs.items()}, rounds
+
+# %% ../nbs/11_smc.ipynb #c9a1e0d2
+def critical_path(
+    clock: list,  # (pass, party, seconds) per step, as `run_programs(..., clock=...)` records them
+) -> dict:
+    """The seconds a deployment with one machine per party computes (the sum over passes of the slowest party's step),
+    the total (the sum over steps: one machine for all), each party's own sum, and the passes."""
+    per, parties = {}, {}
+    for k, name, t in clock:
+        per[k] = max(per.get(k, 0.0), t)
+        parties[name] = parties.get(name, 0.0) + t
+    total = sum(parties.values())
+    return dict(critical=sum(per.values()), total=total, parties=parties, passes=len(per))
 
 # %% ../nbs/11_smc.ipynb #5d6d545a
 @functools.lru_cache(maxsize=64)
@@ -2551,11 +2568,12 @@ def run_protocol(
     rngs: dict | None = None,  # name -> Generator or seed (parties and server); None: fresh entropy
     bsp: bool = False,  # bulk-synchronous delivery, as a relay between processes does
     on_phase=None,  # called with each new public phase
+    clock: list | None = None,  # each step's CPU seconds appended (`run_programs`), for `critical_path`
 ) -> tuple:
     "Run `spec` in the simulator: ({name: result}, {phase: [rounds]}, channel)."
     channel = Channel() if channel is None else channel
     dealer = spec.server_name if spec.server is not None and spec.dealer else None
-    res, rounds = run_programs(protocol_programs(spec, datas, cfg, rngs), channel, dealer, on_phase, bsp)
+    res, rounds = run_programs(protocol_programs(spec, datas, cfg, rngs), channel, dealer, on_phase, bsp, clock)
     return res, rounds, channel
 
 # %% ../nbs/11_smc.ipynb #eb5664e28146483cb88a60e3dcc1ab3a

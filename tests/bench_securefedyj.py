@@ -56,6 +56,14 @@ tables and openings, (c2) secret randomness (ChaCha20), (d) the channel and the 
 
     python tests/bench_securefedyj.py --parts [--csv nbs/12_securefedyj_parts.csv]
 
+`--deployment [--csv nbs/12_securefedyj_deployment.csv]` (issue 32, "fast where users wait"): the protocol run as a
+relay runs it (bulk-synchronous passes), every party's step clocked (`run_programs(..., clock=...)`): each party's
+CPU, their total (what one process simulating all of them costs, as the main benchmark measures) and the critical path
+(`fedgauss.smc.critical_path`: the sum over passes of the slowest party's step, what a deployment with one machine per
+party computes before the network's round trips), each against pooled ExpYJ's CPU. The main benchmark prints it too.
+
+    python tests/bench_securefedyj.py --deployment --repeat 5 [--csv nbs/12_securefedyj_deployment.csv]
+
 `--local`: the clients' local sums against pooled ExpYJ's on the same lambdas and brackets (those of the pooled
 search): `YJData` built and `_group_sums` called for the pooled rows and for each client's, and for clients of 200 rows
 (what a call costs whatever its rows), best of 5 CPU seconds.
@@ -75,6 +83,7 @@ from pathlib import Path
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 import numpy as np
+import pandas as pd
 
 import fedgauss.securefedyj as S
 from fedgauss.data import make_skewed_features
@@ -101,6 +110,57 @@ def payload_digest(channel) -> str:
         else:
             h.update(repr(p).encode())
     return h.hexdigest()
+
+
+def deployment(clients, fed, pooled_cpu: float, t_max: int, branching: int = 1, repeat: int = 3):
+    """What a deployment computes: the fit's protocol run bulk-synchronously (as over a relay) with every step's CPU
+    clocked (`run_programs(..., clock=...)`); `critical_path` gives the sum over passes of the slowest party's step (one
+    machine per party, no network) and the total (one machine for all). Median of `repeat` runs, against `pooled_cpu`."""
+    from fedgauss.smc import critical_path, run_protocol
+
+    parties = [f'client{k}' for k in range(len(clients))]
+    cfg = S.securefedyj_config(fed.feature_names_, parties, fed.precision_, t_max, branching=branching)
+    datas = {p: {'X': x} for p, x in zip(parties, clients)}
+    got = []
+    for r in range(repeat):
+        getattr(S, '_FRAMES', {}).clear()  # as a fresh run: every party computes its own public frames
+        clock = []
+        res, _, _ = run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(r, parties), bsp=True, clock=clock)
+        got.append(critical_path(clock))
+    same = np.array_equal(res['client0']['lambdas'], fed.lambdas_)
+    med = lambda f: float(np.median([f(g) for g in got]))
+    crit, total = med(lambda g: g['critical']), med(lambda g: g['total'])
+    parties_s = {p: med(lambda g, p=p: g['parties'][p]) for p in got[0]['parties']}
+    print(
+        f"\na deployment, one machine per party (bulk-synchronous passes, as over a relay; median of {repeat}; "
+        f"lambdas identical to the fit's: {same}):"
+    )
+    print(f"  {got[0]['passes']} passes; every party's CPU: " + ', '.join(f'{p} {t:.3f}' for p, t in parties_s.items()))
+    print(f"  total over the parties (one machine)   {total:7.3f} s   {total / pooled_cpu:5.2f}x pooled ExpYJ's CPU")
+    print(
+        f"  critical path (the sum over passes of the slowest party's step)   {crit:7.3f} s   "
+        f"{crit / pooled_cpu:5.2f}x pooled   [goal, issue 32: <= 1.5x]"
+    )
+    print("  the network adds its round trip once a pass (a relay pass over Flower: nb50)")
+    rows = [('pooled ExpYJ', pooled_cpu)] + [(f'SecureFedYJ: {p} alone', t) for p, t in parties_s.items()]
+    rows += [('SecureFedYJ: every party on one machine', total), ('SecureFedYJ: critical path', crit)]
+    return pd.DataFrame(
+        [
+            {'fit': k, 'cpu_s': round(v, 4), 'per_pooled': round(v / pooled_cpu, 3), 'passes': got[0]['passes']}
+            for k, v in rows
+        ]
+    )
+
+
+def deployment_table(X, clients, args):
+    "`--deployment`: pooled ExpYJ's CPU (best of `--repeat`), one fit for the configuration, then `deployment`."
+    pooled = min(timed(lambda: exp_yj(X, t_max=args.t_max, full_output=True))[1] for _ in range(args.repeat))
+    fed = S.SecureFedYJ(t_max=args.t_max, rng=0, branching=args.branching).fit(clients)
+    t = deployment(clients, fed, pooled, args.t_max, args.branching, args.repeat)
+    t['load'] = round(os.getloadavg()[0], 2)
+    if args.csv:
+        t.to_csv(args.csv, index=False)
+    return t
 
 
 def where_the_time_goes(clients, t_max, branching=1):
@@ -652,10 +712,14 @@ def main():
     ap.add_argument(
         '--csv',
         default=None,
-        help='with --local: its table of fits, as CSV (nbs/12_securefedyj_cost.csv); with --parts: the parts',
+        help='with --local: its table of fits, as CSV (nbs/12_securefedyj_cost.csv); with --parts: the parts; '
+        'with --deployment: its table (nbs/12_securefedyj_deployment.csv)',
     )
     ap.add_argument(
         '--local', action='store_true', help="like for like: pooled ExpYJ without certified signs, the local sums"
+    )
+    ap.add_argument(
+        '--deployment', action='store_true', help='the critical path: one machine per party, passes as over a relay'
     )
     args = ap.parse_args()
     if args.ab:
@@ -666,6 +730,9 @@ def main():
     if args.local:
         X, _, clients = benchmark_data(args)
         return local_sums(X, clients, args.t_max, args.repeat, args.csv)
+    if args.deployment:
+        X, _, clients = benchmark_data(args)
+        return deployment_table(X, clients, args)
     if args.calls:
         return calls_table(benchmark_data(args)[2], args.t_max, args.fits)
     if args.parts:
@@ -717,6 +784,7 @@ def main():
         f"  per client in total: {(cl['total sent'] + cl['total received']).mean() / 2**20:.1f} MiB sent + received; "
         f"the server (dealer) sent {c.loc['server', 'total sent'] / 2**20:.1f} MiB and received {c.loc['server', 'total received']}"
     )
+    deployment(clients, fed, med['pooled ExpYJ'][1], args.t_max, args.branching, args.repeat)
     w, T = where_the_time_goes(clients, args.t_max, args.branching)
     print(f"\nwhere the protocol's time goes (one run, {w:.2f} s wall):")
     for k, v in T.items():

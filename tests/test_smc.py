@@ -629,3 +629,58 @@ def test_table_share_is_the_prg_stream():
         seed = bytes(range(7, 39))
         got = table_share(np.frombuffer(seed, np.uint8), *size)
         assert got.tobytes() == secret_bytes(prg(seed, 'comparison tables'), sum(size)).tobytes()
+
+
+# ------------------------------------------------- what a deployment waits for (issue 32): the clocked run ----
+
+
+def test_clock_records_every_step_and_changes_nothing():
+    """`run_programs(..., clock=...)`: one (pass, party, seconds) per step, passes counted as the run counts them; the
+    results, the rounds and every message are those of the run without a clock; `critical_path` adds it up."""
+    from fedgauss.smc import PartySMC, Program, critical_path, run_programs
+
+    names, x = ['p0', 'p1', 'p2'], np.array([[3, -4, 5], [1, 1, -9], [2, 0, 0]], dtype=float)
+
+    def prog(ctx, k):
+        X = yield from ctx.input_all(None if k is None else x[k], (3,), 8, 100.0)
+        (p,) = yield from ctx.mul_many([(X[0], X[1])])
+        return (yield from ctx.reveal(ctx.add(p, X[2])))
+
+    def run(clock):
+        progs = []
+        for k, p in enumerate(names + ['dealer']):
+            ctx = PartySMC(p, names, 'dealer', 128, 40, k)
+            progs.append(Program(p, ctx, prog(ctx, k if k < 3 else None)))
+        ch = Channel()
+        res, rounds = run_programs(progs, ch, dealer='dealer', bsp=True, clock=clock)
+        body = lambda v: (
+            np.asarray(getattr(v, 'values', v), dtype=object).ravel().tolist()
+        )  # RingElements: its integers
+        return res, rounds, [(m.round, m.sender, m.receiver, m.kind, body(m.payload)) for m in ch.messages]
+
+    clock = []
+    (res, rounds, msgs), (res0, rounds0, msgs0) = run(clock), run(None)
+    np.testing.assert_array_equal(res['p0'], res0['p0'])
+    np.testing.assert_allclose(res['p0'], x[0] * x[1] + x[2])
+    assert rounds == rounds0 and msgs == msgs0
+    steps = {}
+    for k, n, t in clock:
+        assert t >= 0 and 1 <= k <= rounds['passes'][0]
+        steps[k, n] = steps.get((k, n), 0) + 1
+    assert set(steps.values()) == {1}  # a party steps at most once a pass
+    assert {n for _, n, _ in clock} == set(names + ['dealer'])
+    cp = critical_path(clock)
+    assert cp['passes'] == len({k for k, _, _ in clock})
+    assert cp['total'] == pytest.approx(sum(t for _, _, t in clock))
+    assert cp['critical'] == pytest.approx(
+        sum(max(t for k2, _, t in clock if k2 == k) for k in {k for k, _, _ in clock})
+    )
+
+
+def test_critical_path_sums_the_slowest_step_of_each_pass():
+    from fedgauss.smc import critical_path
+
+    cp = critical_path([(1, 'a', 0.5), (1, 'b', 2.0), (2, 'b', 1.0), (2, 'a', 3.0), (4, 'c', 0.25)])
+    assert (cp['critical'], cp['total'], cp['passes']) == (5.25, 6.75, 3)
+    assert cp['parties'] == {'a': 3.5, 'b': 3.0, 'c': 0.25}
+    assert critical_path([]) == {'critical': 0, 'total': 0, 'parties': {}, 'passes': 0}
