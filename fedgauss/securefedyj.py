@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_securefedyj.ipynb #936a3d30
 from __future__ import annotations
-import functools, math, numbers, sys, time, warnings
+import contextlib, functools, math, numbers, sys, time, warnings
 from decimal import Decimal, ROUND_DOWN, getcontext, localcontext
 from pathlib import Path
 
@@ -67,8 +67,8 @@ __all__ = ['INF_PATTERN', 'SCALES', 'GUARD_BITS', 'STEP_MONOMIALS', 'SECUREFEDYJ
            'statistic_exponents', 'row_bounds', 'normalization', 'decode_sums', 'FixedPointPrecisionError',
            'ring_bits_for', 'secure_step', 'range_codes', 'YJClient', 'SecureFedYJ', 'party_tree_max',
            'yj_setup_program', 'setup_openings', 'party_secure_step', 'party_shared_totals', 'public_frame',
-           'yj_tree_step', 'yj_client_program', 'yj_final_program', 'yj_dealer_program', 'securefedyj_config',
-           'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values',
+           'own_frames', 'yj_tree_step', 'yj_client_program', 'yj_final_program', 'yj_dealer_program',
+           'securefedyj_config', 'yj_party_rngs', 'yj_context', 'yj_party', 'yj_server', 'yj_check', 'revealed_values',
            'mask_prediction_attack', 'communication_table', 'FedYeoJohnsonTransformer']
 
 # %% ../nbs/12_securefedyj.ipynb #acae54e37e7d407bbb7b55eff062a284
@@ -829,6 +829,7 @@ def party_shared_totals(
 
 # %% ../nbs/12_securefedyj.ipynb #0e382214b5f147d187d36a2058b9c724
 _FRAMES = {}
+_SHARE_FRAMES = [True]  # False inside `own_frames()`
 
 
 def public_frame(
@@ -839,13 +840,25 @@ def public_frame(
     key = (np.asarray(lmbda, dtype=np.float64).tobytes(),) + tuple(
         np.asarray(v).tobytes() for v in (A.pos_lo, A.pos_hi, A.neg_lo, A.neg_hi)
     )
-    hit = _FRAMES.get(key)
+    hit = _FRAMES.get(key) if _SHARE_FRAMES[0] else None
     if hit is None:
         if len(_FRAMES) >= 64:
             _FRAMES.clear()
         pf = yj_frame(lmbda, A)
-        hit = _FRAMES[key] = (pf, normalization(lmbda, A, pf))
+        hit = (pf, normalization(lmbda, A, pf))
+        if _SHARE_FRAMES[0]:
+            _FRAMES[key] = hit
     return hit
+
+
+@contextlib.contextmanager
+def own_frames():
+    "Inside: every party computes its own public frames, as on its own machine (to clock a party's work: `critical_path`)."
+    _SHARE_FRAMES[0] = False
+    try:
+        yield
+    finally:
+        _SHARE_FRAMES[0] = True
 
 # %% ../nbs/12_securefedyj.ipynb #a50416e276a0479cbe66534ed1713a40
 def _client_setup(smc: PartySMC, client, names: list, envelope_bits, bounds):

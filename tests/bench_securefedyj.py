@@ -112,21 +112,28 @@ def payload_digest(channel) -> str:
     return h.hexdigest()
 
 
+def clocked(datas: dict, cfg: dict, parties: list, r: int) -> list:
+    "SecureFedYJ's programs run bulk-synchronously (seed `r`), every step clocked: the clock (the result: `clocked.res`)."
+    from fedgauss.smc import run_protocol
+
+    clock = []
+    clocked.res, _, _ = run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(r, parties), bsp=True, clock=clock)
+    return clock
+
+
 def deployment(clients, fed, pooled_cpu: float, t_max: int, branching: int = 1, repeat: int = 3):
     """What a deployment computes: the fit's protocol run bulk-synchronously (as over a relay) with every step's CPU
     clocked (`run_programs(..., clock=...)`); `critical_path` gives the sum over passes of the slowest party's step (one
-    machine per party, no network) and the total (one machine for all). Median of `repeat` runs, against `pooled_cpu`."""
-    from fedgauss.smc import critical_path, run_protocol
+    machine per party, no network) and the total (one machine for all). Median of `repeat` runs, against `pooled_cpu`.
+    Each party computes its own public frames (`own_frames`: the simulator's cache shared between parties is off)."""
+    from fedgauss.smc import critical_path
 
     parties = [f'client{k}' for k in range(len(clients))]
     cfg = S.securefedyj_config(fed.feature_names_, parties, fed.precision_, t_max, branching=branching)
     datas = {p: {'X': x} for p, x in zip(parties, clients)}
-    got = []
-    for r in range(repeat):
-        getattr(S, '_FRAMES', {}).clear()  # as a fresh run: every party computes its own public frames
-        clock = []
-        res, _, _ = run_protocol(S.SECUREFEDYJ, datas, cfg, rngs=S.yj_party_rngs(r, parties), bsp=True, clock=clock)
-        got.append(critical_path(clock))
+    with S.own_frames():  # every party computes its own public frames, as on its own machine
+        got = [critical_path(clocked(datas, cfg, parties, r)) for r in range(repeat)]
+    res = clocked.res
     same = np.array_equal(res['client0']['lambdas'], fed.lambdas_)
     med = lambda f: float(np.median([f(g) for g in got]))
     crit, total = med(lambda g: g['critical']), med(lambda g: g['total'])

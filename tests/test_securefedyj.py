@@ -655,3 +655,32 @@ def test_a_statistic_over_its_bound_names_the_feature_and_search_node(datasets, 
     with pytest.raises(FixedPointOverflow, match=r"client1: statistic \S+ of feature\(s\) 'f7'") as e:
         SecureFedYJ(t_max=4, rng=0, branching=b).fit(parts)
     assert ('at search node(s)' in str(e.value)) == (b > 1)
+
+
+def test_own_frames_computes_every_frame_and_sends_the_same_messages():
+    """`own_frames()` (to clock each party's work as on its own machine): no frame shared through the cache, and a fit
+    inside it sends every message of a fit outside it, byte for byte; the cache is shared again after."""
+    from bench_securefedyj import payload_digest
+
+    import fedgauss.securefedyj as S
+
+    X = np.random.default_rng(3).lognormal(size=(300, 4))
+    parts = [X[:100], X[100:200], X[200:]]
+    calls = []
+    orig = S.yj_frame
+    S.yj_frame = lambda *a, **k: calls.append(1) or orig(*a, **k)
+    try:
+        S._FRAMES.clear()
+        ref = S.SecureFedYJ(t_max=6, rng=0).fit(parts)
+        shared = len(calls)
+        S._FRAMES.clear()
+        with S.own_frames():
+            own = S.SecureFedYJ(t_max=6, rng=0).fit(parts)
+            assert len(S._FRAMES) == 0
+        assert len(calls) - shared >= 3 * shared  # every client computes each frame (the cache let one do it)
+        assert payload_digest(own.channel_) == payload_digest(ref.channel_)
+        np.testing.assert_array_equal(own.lambdas_, ref.lambdas_)
+        S.public_frame(ref.lambdas_, ref.anchors_)
+        assert len(S._FRAMES) == 1
+    finally:
+        S.yj_frame = orig
