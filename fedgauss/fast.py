@@ -8,11 +8,11 @@ import importlib.util, os, warnings
 from contextlib import contextmanager
 
 # %% auto #0
-__all__ = ['HAVE_NUMBA', 'numba_enabled', 'use_numba', 'jit']
+__all__ = ['HAVE_NUMBA', 'KERNEL_RENTS', 'numba_enabled', 'use_numba', 'jit', 'kernels_pay', 'kernels_for']
 
 # %% ../nbs/06_fast.ipynb #56e328ff
 HAVE_NUMBA = importlib.util.find_spec('numba') is not None  # found, not imported: importing it takes 0.2-0.4 s
-_switch = {'on': True}
+_switch = {'on': True, 'forced': False}  # forced: `use_numba(True)` (see `kernels_for`)
 
 
 def numba_enabled() -> bool:
@@ -25,12 +25,12 @@ def use_numba(
     on: bool = True,  # run the compiled kernels (when numba is installed) or the NumPy code
 ):
     "Within the block, run the compiled kernels or not (e.g. to compare both, or to time one against the other)."
-    old = _switch['on']
-    _switch['on'] = bool(on)
+    old = dict(_switch)
+    _switch.update(on=bool(on), forced=bool(on))
     try:
         yield numba_enabled()
     finally:
-        _switch['on'] = old
+        _switch.update(old)
 
 # %% ../nbs/06_fast.ipynb #c5d27c8a
 class _Kernel:
@@ -39,6 +39,11 @@ class _Kernel:
     def __init__(self, fn):
         self.py_func, self._run = fn, None
         self.__name__, self.__doc__ = fn.__name__, fn.__doc__
+
+    @property
+    def loaded(self) -> bool:
+        "Whether this process has compiled or loaded it (its first call has run)."
+        return self._run is not None
 
     def __call__(self, *args):
         if self._run is None:
@@ -66,3 +71,48 @@ def jit(
 ):
     "`fn` as a kernel: compiled by numba on its first call (cached on disk), or run as Python without numba."
     return _Kernel(fn)
+
+# %% ../nbs/06_fast.ipynb #ski00002
+KERNEL_RENTS = {'gbdt': 1e8, 'expyj': 2e7}  # a group's rent in its units (measured: notebooks 30 and 10)
+_RENTED = {}  # kernel group -> work run in NumPy in this process while the group was not loaded
+
+
+def _numba_forced() -> bool:
+    "Whether the kernels are forced on: `use_numba(True)` is active or `FEDGAUSS_NUMBA=1`."
+    return _switch['forced'] or os.environ.get('FEDGAUSS_NUMBA') == '1'
+
+
+def kernels_pay(
+    group: str,  # the kernels' name: 'gbdt' (rows x features x trees x classes), 'expyj' (rows x features)
+    work: float,  # this job's size, in the group's units
+    kernels: tuple = (),  # the group's kernels: once one has run in this process, loading is paid
+    rent: float | None = None,  # work whose time the kernels save equals their loading (None: `KERNEL_RENTS[group]`)
+) -> bool:
+    """Whether a job runs the kernels: never without `numba_enabled()`; always when forced or already loaded; else
+    once the NumPy work of this process, this job's included, reaches the rent (else it is counted and NumPy runs)."""
+    if not numba_enabled():
+        return False
+    rent = KERNEL_RENTS[group] if rent is None else rent
+    if _numba_forced() or any(k.loaded for k in kernels) or _RENTED.get(group, 0.0) + work >= rent:
+        return True
+    _RENTED[group] = _RENTED.get(group, 0.0) + work
+    return False
+
+
+@contextmanager
+def kernels_for(
+    group: str,  # the kernels' name (as `kernels_pay`)
+    work: float,  # this job's size, in the group's units
+    kernels: tuple = (),  # the group's kernels
+    rent: float | None = None,  # None: `KERNEL_RENTS[group]`
+):
+    "Within the block, the kernels run if `kernels_pay` says so (else the NumPy code, as under `use_numba(False)`)."
+    if kernels_pay(group, work, kernels, rent):
+        yield True
+        return
+    old = _switch['on']
+    _switch['on'] = False
+    try:
+        yield False
+    finally:
+        _switch['on'] = old

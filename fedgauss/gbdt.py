@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .fast import jit, numba_enabled
+from .fast import jit, kernels_for, numba_enabled
 
 try:  # the C loops behind `csc_matrix @ vector` and `csr_matrix @ vector`, without the per-call constructor checks
     from scipy.sparse._sparsetools import csc_matvec as _csc_matvec, csr_matvec as _csr_matvec
@@ -1452,6 +1452,9 @@ def _compiled_histograms(self: LocalHistograms, nodes):
     h[:, self._common] = total[:, None] - np.add.reduceat(h, self.layout.ptr[:-1], axis=1)
     return np.ascontiguousarray(h)
 
+
+_KERNELS = (_scan_nodes, _scatter_rows, _route_rows)  # the estimators' kernels (`kernels_for`)
+
 # %% ../nbs/30_gbdt.ipynb #mcgrow03
 @patch
 def start_trees(
@@ -1829,10 +1832,16 @@ def _in_units(tree, e):
 
 @patch
 def _fit(self: _GBDT, X, y, sample_weight):
-    loss = self._loss
+    "Validate, then fit in NumPy or with the kernels, whichever this fit and this process's past fits make cheaper."
     X, y, sw = self._fit_data(X, y, sample_weight)
-    if len(getattr(self, 'classes_', ())) > 2:
-        return self._fit_softmax(X, y, sw)
+    K = len(getattr(self, 'classes_', ()))
+    with kernels_for('gbdt', X.size * self.n_estimators * (K if K > 2 else 1), _KERNELS):
+        return self._fit_softmax(X, y, sw) if K > 2 else self._fit_binary(X, y, sw)
+
+
+@patch
+def _fit_binary(self: _GBDT, X, y, sw):
+    loss = self._loss
     e, floor = self._units(y, sw)  # y in units of 2**e (the regressor's: near its spread), the gain floor in them
     y = np.ldexp(y, -e)
     self.binner_ = Binner(max_bins=self.max_bins).fit(X, sample_weight=sw)

@@ -853,7 +853,7 @@ def public_frame(
 
 @contextlib.contextmanager
 def own_frames():
-    "Inside: every party computes its own public frames, as on its own machine (to clock a party's work: `critical_path`)."
+    "Inside: each party computes its own public frames, as on its own machine (to clock its work: `critical_path`)."
     _SHARE_FRAMES[0] = False
     try:
         yield

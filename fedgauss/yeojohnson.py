@@ -15,7 +15,7 @@ from scipy.special import lambertw
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .fast import jit, numba_enabled
+from .fast import jit, kernels_for, numba_enabled
 from .federation import name_list
 
 # %% auto #0
@@ -2159,6 +2159,11 @@ def check_numeric_frame(
         raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
 
 # %% ../nbs/10_yeojohnson.ipynb #4669b3a4
+def _yj_kernels() -> tuple:
+    "ExpYJ's kernels: once one has run in this process, loading them is paid."
+    return (_segment_pre, _segment_post, _powers_kernel, _moments_kernel, _group_hist_kernel)
+
+
 def exp_yj(
     X,  # data: n x d (array or DataFrame) or 1-D; NaN ignored
     t_max: int = 128,  # steps at most
@@ -2169,7 +2174,10 @@ def exp_yj(
 ):
     "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input), or the whole `ExpYJResult`."
     A, one, names = _as_2d_float(X)
-    res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names, branching=branching)
+    with kernels_for('expyj', A.size, _yj_kernels()):  # NumPy or the kernels: the same bits
+        res = exp_yj_search(
+            [YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names, branching=branching
+        )
     if full_output:
         return res
     return float(res.lambdas[0]) if one else res.lambdas
@@ -2425,9 +2433,10 @@ class YeoJohnsonTransformer(YJTransformerMixin):
     ):
         "Fit lambda, mean and scale of every feature."
         A, names = self._validate(X, reset=True, finite=False)
-        data = YJData(A)
-        _check_finite(A, names, data.anchors)  # infinity, from the extremes the anchors hold: no pass of its own
-        res = exp_yj_search([data], t_max=self.t_max, ymax=self.ymax, names=names)
+        with kernels_for('expyj', A.size, _yj_kernels()):
+            data = YJData(A)
+            _check_finite(A, names, data.anchors)  # infinity, from the extremes the anchors hold: no pass of its own
+            res = exp_yj_search([data], t_max=self.t_max, ymax=self.ymax, names=names)
         D, _ = _DC(res.sums)
         self._set_fitted(
             res.lambdas,

@@ -48,6 +48,7 @@ import time
 from collections import defaultdict
 
 os.environ.setdefault('OMP_NUM_THREADS', '1')  # before numpy / sklearn / lightgbm start their thread pools
+os.environ.setdefault('FEDGAUSS_NUMBA', '1')  # the kernels, as a process that has loaded them runs them
 for _v in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
     os.environ.setdefault(_v, '1')
 _shared = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'shared', 'datasets')

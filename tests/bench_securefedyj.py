@@ -686,6 +686,7 @@ def calls_table(clients, t_max: int, fits: int = 3):
 
 
 def main():
+    os.environ.setdefault('FEDGAUSS_NUMBA', '1')  # the kernels, as a process that has loaded them runs them
     if sys.argv[1:2] == ['--step']:
         return step_cpu()
     if sys.argv[1:2] == ['--passes']:

@@ -5,7 +5,7 @@
     python tests/bench_yeojohnson.py --n 20000 --d 20 --repeat 5 --ref-features 50
     python tests/bench_yeojohnson.py --digest --no-bench  # SHA-256 of ExpYJ's lambda, mean, var (bench data, breast cancer)
     python tests/bench_yeojohnson.py --profile --no-bench # where one fit's time goes: steps x passes x cost per pass
-    python tests/bench_yeojohnson.py --first-fit --no-bench  # a fresh process's first fit: numba's compile, its cache
+    python tests/bench_yeojohnson.py --first-fit --no-bench  # fresh processes' first fits: compile, cache, default, rent
     python tests/bench_yeojohnson.py --first-fit --no-bench --csv nbs/10_yeojohnson_first_fit.csv  # nb10's table
     python tests/bench_yeojohnson.py --ab /work/main --no-bench --repeat 7  # A/B: another checkout's ExpYJ, alternating
     python tests/bench_yeojohnson.py --ab DIR --no-bench --repeat 7 --csv nbs/10_yeojohnson_speed.csv  # nb10's table
@@ -17,7 +17,7 @@ computed with mpmath (fedgauss.testing), on `--ref-features` of the benchmark's 
 100,000 rows) and on every breast-cancer feature and adversarial input with --accuracy.
 """
 
-import argparse, hashlib, sys, time, warnings
+import argparse, hashlib, os, sys, time, warnings
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,7 @@ from sklearn.preprocessing import PowerTransformer  # noqa: E402
 from fedgauss.yeojohnson import TILE_VALUES, YJData, YeoJohnsonTransformer, exp_yj, exp_yj_search  # noqa: E402
 from fedgauss.yeojohnson import K1, LAMBDA_RTOL, _running_total, _tiles  # noqa: E402  (--blas only)
 from fedgauss.data import SKEWED_FAMILIES, make_skewed_features  # noqa: E402
+from fedgauss.fast import KERNEL_RENTS  # noqa: E402
 
 FAMILIES = SKEWED_FAMILIES
 
@@ -176,18 +177,22 @@ def first_fit(args):
         f"first fits of fresh processes, {args.n:,} x {args.d} (s: the first fit, then two more in the same process):"
     )
     with tempfile.TemporaryDirectory() as cache:
-        runs = [('numba, empty cache (compiles)', {'NUMBA_CACHE_DIR': cache})]
-        runs += [('numba, cache written (loads it)', {'NUMBA_CACHE_DIR': cache})] * 2
-        runs += [('numba off (FEDGAUSS_NUMBA=0)', {'FEDGAUSS_NUMBA': '0'})]
+        on = {'NUMBA_CACHE_DIR': cache, 'FEDGAUSS_NUMBA': '1'}
+        runs = [('numba, empty cache (compiles)', on), ('numba, cache written (loads it)', on)]
+        runs += [('numba, cache written (loads it)', on), ('numba off (FEDGAUSS_NUMBA=0)', {'FEDGAUSS_NUMBA': '0'})]
+        runs += [('default (NumPy until its work pays)', {'NUMBA_CACHE_DIR': cache, 'FEDGAUSS_NUMBA': None})]
         rows = []
         for what, env in runs:
-            out = subprocess.run(
-                [sys.executable, '-c', code], env=dict(os.environ, **env), capture_output=True, text=True, check=True
-            )
+            env = {k: v for k, v in dict(os.environ, **env).items() if v is not None}
+            out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True)
             t = [float(v) for v in out.stdout.split()]
             rows.append([what, f'{t[0]:.3f}', f'{min(t[1:]):.3f}', f'{t[0] - min(t[1:]):.3f}'])
-            print(f"  {what:34s} first {t[0]:6.3f}, then {t[1]:6.3f}, {t[2]:6.3f};", end=' ')
+            print(f"  {what:36s} first {t[0]:6.3f}, then {t[1]:6.3f}, {t[2]:6.3f};", end=' ')
             print(f"first - best later {t[0] - min(t[1:]):6.3f}")
+    load = np.mean([float(r[3]) for r in rows[1:3]]) - float(rows[3][3])  # loading the kernels, a process
+    saved = (float(rows[3][2]) - np.mean([float(r[2]) for r in rows[1:3]])) / (args.n * args.d)  # a fit, per cell
+    print(f"  loading costs {load:.3f} s; a fit saves {saved * 1e9:.2f} s per 10^9 cells: they pay after ", end='')
+    print(f"{load / saved:.3g} cells of NumPy fits (KERNEL_RENTS['expyj'] = {KERNEL_RENTS['expyj']:.3g})")
     if args.csv and not args.ab:  # the first-fit table of nb10's speed section
         import csv
 
@@ -510,6 +515,7 @@ def blas(args):
 
 
 if __name__ == '__main__':
+    os.environ.setdefault('FEDGAUSS_NUMBA', '1')  # the kernels, as a process that has loaded them runs them
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--n', type=int, default=100_000)
     ap.add_argument('--d', type=int, default=50)

@@ -139,3 +139,40 @@ def test_the_environment_turns_the_kernels_off():
     with use_numba(False):
         assert not numba_enabled()
     assert numba_enabled() == (HAVE_NUMBA and os.environ.get('FEDGAUSS_NUMBA', '1') != '0')
+
+
+SKI = """
+import sys, numpy as np
+from sklearn.datasets import load_breast_cancer
+import fedgauss.gbdt as G, fedgauss.fast as F
+from fedgauss.fast import use_numba
+X, y = load_breast_cancer(return_X_y=True)
+F.KERNEL_RENTS['gbdt'] = 3 * X.size * 4 + 1  # three fits of 4 trees stay in NumPy, the fourth loads the kernels
+loaded = lambda: [k.loaded for k in G._KERNELS]
+fits = []
+for i in range(5):
+    fits.append(G.GBDTClassifier(n_estimators=4, max_depth=3).fit(X, y))
+    print(i, 'numba' in sys.modules, loaded())
+with use_numba(False):
+    ref = G.GBDTClassifier(n_estimators=4, max_depth=3).fit(X, y)
+same = all(a.value.tobytes() == b.value.tobytes() for f in fits for a, b in zip(f.trees_, ref.trees_))
+print('same', same)
+"""
+
+
+@needs_numba
+def test_a_process_loads_the_kernels_once_its_numpy_fits_would_have_paid_for_them():
+    """`kernels_for` (ski rental): in a fresh process with `FEDGAUSS_NUMBA` unset, small fits run NumPy without
+    importing numba until their work reaches `KERNEL_RENTS['gbdt']`; the next fit loads the kernels, later ones use them;
+    every fit gives the NumPy code's trees. `FEDGAUSS_NUMBA=1` loads them at the first fit."""
+    env = {k: v for k, v in os.environ.items() if k != 'FEDGAUSS_NUMBA'}
+    out = subprocess.run([sys.executable, '-c', SKI], env=env, capture_output=True, text=True, check=True).stdout
+    lines = out.strip().splitlines()
+    assert lines[:3] == [f'{i} False [False, False, False]' for i in range(3)]
+    assert lines[3] == '3 True [True, True, True]'
+    assert lines[4] == '4 True [True, True, True]'
+    assert lines[5] == 'same True'
+    forced = subprocess.run(
+        [sys.executable, '-c', SKI], env=dict(env, FEDGAUSS_NUMBA='1'), capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert forced[0] == '0 True [True, True, True]' and forced[5] == 'same True'
