@@ -56,11 +56,12 @@ tables and openings, (c2) secret randomness (ChaCha20), (d) the channel and the 
 
     python tests/bench_securefedyj.py --parts [--csv nbs/12_securefedyj_parts.csv]
 
-`--deployment [--csv nbs/12_securefedyj_deployment.csv]` (issue 32, "fast where users wait"): the protocol run as a
-relay runs it (bulk-synchronous passes), every party's step clocked (`run_programs(..., clock=...)`): each party's
+`--deployment [--csv nbs/12_securefedyj_deployment.csv]` (issue 32, "fast where users wait"): at b = 1 and b = 5 search
+steps a round, the protocol run as a relay runs it (bulk-synchronous passes), every party's step clocked (`run_programs(..., clock=...)`): each party's
 CPU, their total (what one process simulating all of them costs, as the main benchmark measures) and the critical path
 (`fedgauss.smc.critical_path`: the sum over passes of the slowest party's step, what a deployment with one machine per
-party computes before the network's round trips), each against pooled ExpYJ's CPU. The main benchmark prints it too.
+party computes before the network's round trips), each against pooled ExpYJ's CPU; then the round trip above which
+b = 5 (fewer passes, more work a pass) finishes first. The main benchmark prints the critical path at its own b.
 
     python tests/bench_securefedyj.py --deployment --repeat 5 [--csv nbs/12_securefedyj_deployment.csv]
 
@@ -160,10 +161,20 @@ def deployment(clients, fed, pooled_cpu: float, t_max: int, branching: int = 1, 
 
 
 def deployment_table(X, clients, args):
-    "`--deployment`: pooled ExpYJ's CPU (best of `--repeat`), one fit for the configuration, then `deployment`."
+    """`--deployment`: pooled ExpYJ's CPU (best of `--repeat`), then `deployment` at b = 1 and b = 5 search steps a
+    round (one fit each for the configuration), and the round trip above which b = 5's fewer passes win."""
     pooled = min(timed(lambda: exp_yj(X, t_max=args.t_max, full_output=True))[1] for _ in range(args.repeat))
-    fed = S.SecureFedYJ(t_max=args.t_max, rng=0, branching=args.branching).fit(clients)
-    t = deployment(clients, fed, pooled, args.t_max, args.branching, args.repeat)
+    tables = []
+    for b in (1, 5):
+        fed = S.SecureFedYJ(t_max=args.t_max, rng=0, branching=b).fit(clients)
+        tables.append(deployment(clients, fed, pooled, args.t_max, b, args.repeat).assign(branching=b))
+    crit = [t.set_index('fit').loc['SecureFedYJ: critical path'] for t in tables]
+    rtt = (crit[1]['cpu_s'] - crit[0]['cpu_s']) / (crit[0]['passes'] - crit[1]['passes'])
+    print(
+        f"\nb = 5 takes {crit[0]['passes'] - crit[1]['passes']} passes fewer for {crit[1]['cpu_s'] - crit[0]['cpu_s']:.3f} s"
+    )
+    print(f"more on the critical path: it is faster whenever a pass's round trip exceeds {1e3 * rtt:.1f} ms")
+    t = pd.concat(tables, ignore_index=True)
     t['load'] = round(os.getloadavg()[0], 2)
     if args.csv:
         t.to_csv(args.csv, index=False)
