@@ -35,10 +35,12 @@ fits of 1 and of `--trees` trees on Adult.
 With `--level-calls`: the calls from Python into C of one tree's growth on Adult (the fourth tree of a fit), by the
 function and line they come from, per level of the tree: what a level pays in calls, whatever the number of rows.
 
-    python tests/bench_gbdt.py --level-calls [--out nbs/30_gbdt_level_calls.csv]
+    FEDGAUSS_NUMBA=0 python tests/bench_gbdt.py --level-calls [--out nbs/30_gbdt_level_calls.csv]  # the NumPy code's
 
-With numba installed (the fast extra), 'fedgauss' runs the core's compiled kernels and, in the default and `--per-tree`
-tables, 'fedgauss-numpy' its NumPy code (the same trees); `FEDGAUSS_NUMBA=0` runs the NumPy code everywhere.
+With numba installed (the fast extra), 'fedgauss' runs the core's compiled kernels (forced, as in a process that has
+loaded them: `FEDGAUSS_NUMBA=1` unless set; by default a process loads them only once they pay, `fedgauss.fast.
+kernels_for`) and, in the default and `--per-tree` tables, 'fedgauss-numpy' its NumPy code (the same trees);
+`FEDGAUSS_NUMBA=0` runs the NumPy code everywhere.
 """
 
 import argparse
