@@ -44,12 +44,12 @@ __all__ = ['GH_SLOT', 'BIN_BITS', 'LOOKUP_FIELDS', 'TREE_FIELDS', 'pack_gh', 'un
            'label_inference_attack', 'own_columns_inference']
 
 # %% ../nbs/33_secureboost.ipynb #428539e0
-GH_SLOT = GRID_BITS + 1  # bits of the H slot; G sits above it, signed
-BIN_BITS = 2 * GRID_BITS + 3  # bits of one (G, H) bin in a compressed plaintext, signed digit
+GH_SLOT = GRID_BITS - 1  # bits of the H slot (sums of H <= 2^48 + 2^47 - 1, above); G sits above it, signed
+BIN_BITS = 2 * GRID_BITS - 1  # bits of one (G, H) bin in a compressed plaintext, signed digit: |B| < 2^98
 
 
 def pack_gh(
-    G,  # integer gradients 2^k g (|sum| < 2^GRID_BITS)
+    G,  # integer gradients 2^k g (|sum| < 2^(GRID_BITS - 1))
     H,  # integer Hessians 2^k h (>= 0)
 ) -> list:
     "Plaintext integers $G_i 2^s + H_i$ (signed; reduce mod n to encrypt)."

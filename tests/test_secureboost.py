@@ -275,8 +275,47 @@ def test_packing_round_trips():
     assert unpack_gh(sum(pack_gh(G, H))) == (int(G.sum()), int(H.sum()))
     n = (1 << 1023) + 7
     q = bins_per_ciphertext(n)
-    Bs = [int(v) << GH_SLOT for v in r.integers(-(2**49), 2**49, q)]
+    Bs = [int(v) << GH_SLOT for v in r.integers(-(2**48), 2**48, q)]
     assert unpack_bins(sum(b << (j * BIN_BITS) for j, b in enumerate(Bs)) % n, n, q) == Bs
+
+
+def _extremes_round_trip(sb, M: int) -> bool:
+    "Whether bins (+-M, M), (+-M, 0), (0, M), side by side in one 2048-bit plaintext, come back through `sb`'s widths."
+    n, ext = (1 << 2047) + 12345, [(M, M), (-M, M), (M, 0), (-M, 0), (0, M)]
+    q = sb.bins_per_ciphertext(n)
+    want = (ext * q)[:q]
+    Bs = [sb.pack_gh(np.array([G]), np.array([H]))[0] for G, H in want]
+    try:
+        got = sb.unpack_bins(sum(b << (j * sb.BIN_BITS) for j, b in enumerate(Bs)) % n, n, q)
+    except ValueError:  # overflowed its bins
+        return False
+    return [sb.unpack_gh(b) for b in got] == want
+
+
+def test_bin_widths_are_the_least_that_hold_the_grids_largest_sums(monkeypatch):
+    """`grid_exponent` keeps 2^k max(sum |g|, sum h) <= 2^(GRID_BITS - 2) for fewer than 2^(GRID_BITS - 2) rows, and
+    rounding moves a row by at most 1/2: |sum G| and sum H stay <= M = 2^48 + (2^48 - 1) // 2 over any rows. The
+    widths hold those extremes (20 bins at 2048 bits); a bit less in the H slot or in the digit does not."""
+    import fedgauss.secureboost as sb
+    from fedgauss.gbdt import grid_exponent
+
+    top = 2 ** (GRID_BITS - 2)
+    M = top + (top - 1) // 2
+    with pytest.raises(ValueError, match='too many'):
+        grid_exponent(1.0, top)
+    assert grid_exponent(1.0, top - 1) == GRID_BITS - 2  # n just under the limit: its n/2 of rounding counted in M
+    _, h, k = snap_to_grid(np.array([-0.25, 0.5, -0.25]), np.array([0.25, 0.5, 0.25]))
+    assert int(np.ldexp(h, k).sum()) == top  # all the Hessian mass in one bin, no rounding: already 2^48
+    r = np.random.default_rng(1)
+    x = (r.integers(0, 2**20, 4096) * 2 + 1) / 2.0  # each 2^k h an odd half: rint rounds a half of them up
+    _, hs, k = snap_to_grid(np.zeros(len(x)), x / x.sum())
+    assert int(np.ldexp(hs, k).sum()) > top  # rounding adds on top of 2^48
+    assert _extremes_round_trip(sb, M) and sb.bins_per_ciphertext((1 << 2047) + 12345) == 20
+    monkeypatch.setattr(sb, 'GH_SLOT', GH_SLOT - 1)
+    assert not _extremes_round_trip(sb, M)
+    monkeypatch.setattr(sb, 'GH_SLOT', GH_SLOT)
+    monkeypatch.setattr(sb, 'BIN_BITS', BIN_BITS - 1)
+    assert not _extremes_round_trip(sb, M)
 
 
 # ----------------------------------------------------------------------------- API and bad input
@@ -378,19 +417,21 @@ def _shape_rows(channel):
 @pytest.mark.parametrize(
     'groups, label_party, kw, digest',
     [  # digests of `_shape_rows` of the single driver's transcripts: computed at main f8172c7 (whose byte-for-byte
-        # transcripts were the single driver's, commit 4a56a6b), before keys and obfuscators came from ChaCha20
-        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), 'ea9950ecc65197fd'),
+        # transcripts were the single driver's, commit 4a56a6b), before keys and obfuscators came from ChaCha20; again
+        # when BIN_BITS went from 103 to 99 (issue 32): 5 bins a 512-bit ciphertext, not 4, so each `hist` holds
+        # ceil(S/5) ciphertexts a node, not ceil(S/4); every other message as at main d830e8a (checked then)
+        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), '7e2ca33ab69a4852'),
         (
             [[0, 1, 2], [3, 4], [5, 6]],
             2,
             dict(n_estimators=4, max_depth=3, rl_trees=2, max_bins=16),
-            '572cd58a5bc615a8',
+            '59572af5a052d010',
         ),
         (
             [[0, 1], [2, 3], [4, 5], [6]],
             3,
             dict(n_estimators=3, max_depth=5, min_child_weight=20, gamma=2.0),
-            '15f420ed916c70dd',
+            '6cd80aa07cc160d7',
         ),
     ],
 )
