@@ -15,7 +15,7 @@ from scipy.special import lambertw
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .fast import jit, kernels_for, numba_enabled
+from .fast import jit, kernels_pay, numba_enabled
 from .federation import name_list
 
 # %% auto #0
@@ -830,7 +830,9 @@ def fast_kernels() -> bool:
 @patch
 @np.errstate(invalid='ignore')  # NaN rows (see `_segment_d`)
 def _log_distances(self: YJData, XT):
-    "Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by segments of rows; returns P_1..P_3 (group units)."
+    """Fill D_hi, memb, g_n, g_sd_hi, n (rows per feature) from X.T by segments of rows; returns P_1..P_3 (group units).
+    First decides, once for this holder, whether its passes run the kernels (`kernels`: when they pay)."""
+    self.kernels = kernels_pay('expyj', self.n_rows * self.d, (_segment_pre,)) and fast_kernels()
     G, n = len(self.g_col), self.n_rows
     self.D_hi = D = np.empty((G, n))
     self.memb = memb = np.empty((G, n), bool)
@@ -846,7 +848,7 @@ def _log_distances(self: YJData, XT):
         np.copyto(x, XT[:, s0:s1])  # the segment's columns, each contiguous (one transposing copy)
         for g, j in enumerate(self.g_col):
             aa, pg = D[g, s0:s1], part[:, b0 + 1 : b0 + 1 + -(-w // ch), g]
-            if fast_kernels():  # the same bits by the kernels (below)
+            if self.kernels:  # the same bits by the kernels (below)
                 self._segment_fast(g, x[j], aa, memb[g, s0:s1], nn[:w], pg, ch)
                 continue
             self._segment_d(g, x[j], aa, memb[g, s0:s1], rr[:w], nn[:w])
@@ -921,7 +923,7 @@ def _need_P(self: YJData, rows):
         return
     ch = self._chunk(len(rows))
     P, s = np.zeros((K0 + 2, len(rows))), np.empty(len(rows))
-    if fast_kernels():  # the same bits by `_powers_kernel` (below)
+    if self.kernels:  # the same bits by `_powers_kernel` (below)
         irho = self._irho[rows] if self._scaled else np.ones(len(rows))
         plans = *_pairwise_plan(ch), *_pairwise_plan(self.n_rows % ch or ch)
         _powers_kernel(self.D_hi, rows, irho, ch, *plans, P)
@@ -1066,9 +1068,9 @@ def _moments_kernel(EE, d, blocks, ops, chunk, A, C):
             C[k, i] = tot[k] + (c[k, 0] + c[k, 1])
 
 # %% ../nbs/10_yeojohnson.ipynb #4f8802d0
-def _add_moments(part, EE, d, pp, EE2):
-    "`_add_moments_np`, by `_moments_kernel` when numba is on (the same bits)."
-    if not fast_kernels():
+def _add_moments(part, EE, d, pp, EE2, fast: bool | None = None):
+    "`_add_moments_np`, by `_moments_kernel` with `fast` (None: when numba is on; the same bits)."
+    if not (fast_kernels() if fast is None else fast):
         return _add_moments_np(part, EE, d, pp, EE2)
     rows, m = EE.shape  # the einsum of a single row adds 8,192 products at a time (of several rows: a row at a time)
     _moments_kernel(EE, d, *_pairwise_plan(m), 8192 if rows == 1 else max(m, 1), part[0], part[1])
@@ -1109,7 +1111,7 @@ def _fresh(
             _add_sums(part[:, b, t], A, B, C)
             if moments:
                 dm = d if irho is None else np.multiply(d, irho[t], out=Dm[0])
-                _add_moments(mpart[:, :, b, t], B, dm, A, C)
+                _add_moments(mpart[:, :, b, t], B, dm, A, C, self.kernels)
     return _running_total(part), None if mpart is None else _running_total(mpart)
 
 # %% ../nbs/10_yeojohnson.ipynb #cdf66aed5cc84ca1b48e60bad68798a8
@@ -1757,9 +1759,9 @@ def _group_hist_kernel(d, scale, h, hd):
         hd[k] += d[j]
 
 
-def _group_hist(d, scale, h, hd):
-    "`_group_hist_np`, by `_group_hist_kernel` when numba is on."
-    (_group_hist_kernel if fast_kernels() else _group_hist_np)(d, scale, h, hd)
+def _group_hist(d, scale, h, hd, fast: bool | None = None):
+    "`_group_hist_np`, by `_group_hist_kernel` with `fast` (None: when numba is on)."
+    (_group_hist_kernel if (fast_kernels() if fast is None else fast) else _group_hist_np)(d, scale, h, hd)
 
 # %% ../nbs/10_yeojohnson.ipynb #2dcf4aba
 @patch
@@ -1776,7 +1778,7 @@ def _need_hist(self: YJData, rows):
     n, Hd = self.n_rows, np.empty((len(rows), CERT_BINS))
     for i, g in enumerate(rows):
         h, hd = np.zeros(CERT_BINS + 1, np.intp), np.zeros(CERT_BINS + 1)
-        _group_hist(self.D_hi[g], CERT_BINS / self.g_R[g], h, hd)
+        _group_hist(self.D_hi[g], CERT_BINS / self.g_R[g], h, hd, self.kernels)
         h[-2] += h[-1] - (n - self.g_n[g])  # d = 0 joins the last bin; rows outside the group hold d = 0
         self._H[g], Hd[i] = h[:-1], hd[:-1]
     H = self._H[rows]
@@ -2159,11 +2161,6 @@ def check_numeric_frame(
         raise ValueError(f"column {X.name!r} is not numeric (dtype {X.dtype})")
 
 # %% ../nbs/10_yeojohnson.ipynb #4669b3a4
-def _yj_kernels() -> tuple:
-    "ExpYJ's kernels: once one has run in this process, loading them is paid."
-    return (_segment_pre, _segment_post, _powers_kernel, _moments_kernel, _group_hist_kernel)
-
-
 def exp_yj(
     X,  # data: n x d (array or DataFrame) or 1-D; NaN ignored
     t_max: int = 128,  # steps at most
@@ -2174,10 +2171,7 @@ def exp_yj(
 ):
     "Fit Yeo-Johnson lambdas by ExpYJ: one per column of `X` (a float for 1-D input), or the whole `ExpYJResult`."
     A, one, names = _as_2d_float(X)
-    with kernels_for('expyj', A.size, _yj_kernels()):  # NumPy or the kernels: the same bits
-        res = exp_yj_search(
-            [YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names, branching=branching
-        )
+    res = exp_yj_search([YJData(A)], t_max=t_max, ymax=ymax, accelerate=accelerate, names=names, branching=branching)
     if full_output:
         return res
     return float(res.lambdas[0]) if one else res.lambdas
@@ -2433,10 +2427,9 @@ class YeoJohnsonTransformer(YJTransformerMixin):
     ):
         "Fit lambda, mean and scale of every feature."
         A, names = self._validate(X, reset=True, finite=False)
-        with kernels_for('expyj', A.size, _yj_kernels()):
-            data = YJData(A)
-            _check_finite(A, names, data.anchors)  # infinity, from the extremes the anchors hold: no pass of its own
-            res = exp_yj_search([data], t_max=self.t_max, ymax=self.ymax, names=names)
+        data = YJData(A)
+        _check_finite(A, names, data.anchors)  # infinity, from the extremes the anchors hold: no pass of its own
+        res = exp_yj_search([data], t_max=self.t_max, ymax=self.ymax, names=names)
         D, _ = _DC(res.sums)
         self._set_fitted(
             res.lambdas,

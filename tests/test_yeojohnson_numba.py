@@ -135,24 +135,27 @@ F.KERNEL_RENTS['expyj'] = 3 * X.size + 1  # three fits stay in NumPy, the fourth
 fits = []
 for i in range(5):
     fits.append(Y.exp_yj(X, full_output=True) if i % 2 else Y.YeoJohnsonTransformer().fit(X).lambdas_)
-    print(i, 'numba' in sys.modules, any(k.loaded for k in Y._yj_kernels()))
+    print(i, 'numba' in sys.modules, Y._segment_pre.loaded)
 with use_numba(False):
     ref = Y.exp_yj(X, full_output=True)
 lam = [f.lambdas if hasattr(f, 'lambdas') else f for f in fits]
 print('same', all(l.tobytes() == ref.lambdas.tobytes() for l in lam))
+print('small holder', Y.YJData(X[:10]).kernels)  # loaded: every later holder runs them, however small
 """
 
 
 @needs_numba
 def test_a_process_loads_the_kernels_once_its_numpy_fits_would_have_paid_for_them():
-    """`kernels_for` around `exp_yj` and the transformer's fit (ski rental): in a fresh process with `FEDGAUSS_NUMBA`
-    unset, fits run NumPy without importing numba until their work reaches `KERNEL_RENTS['expyj']`; then the kernels load and
+    """Each `YJData` decides as it is made (`kernels_pay`, ski rental), so `exp_yj` and the transformer's fit alike: in a
+    fresh process with `FEDGAUSS_NUMBA` unset, fits run NumPy without importing numba until their work reaches `KERNEL_RENTS['expyj']`; then the kernels load and
     stay; the lambdas are the NumPy code's. `FEDGAUSS_NUMBA=1` loads them at the first fit."""
     import os, subprocess, sys
 
     env = {k: v for k, v in os.environ.items() if k != 'FEDGAUSS_NUMBA'}
     run = lambda e: subprocess.run([sys.executable, '-c', SKI], env=e, capture_output=True, text=True, check=True)
     lines = run(env).stdout.strip().splitlines()
-    assert lines == [f'{i} {i >= 3} {i >= 3}' for i in range(5)] + ['same True']
+    assert lines == [f'{i} {i >= 3} {i >= 3}' for i in range(5)] + ['same True', 'small holder True']
     forced = run(dict(env, FEDGAUSS_NUMBA='1')).stdout.strip().splitlines()
-    assert forced == [f'{i} True True' for i in range(5)] + ['same True']
+    assert forced == [f'{i} True True' for i in range(5)] + ['same True', 'small holder True']
+    off = run(dict(env, FEDGAUSS_NUMBA='0')).stdout.strip().splitlines()
+    assert off == [f'{i} False False' for i in range(5)] + ['same True', 'small holder False']
