@@ -59,7 +59,8 @@ MESSAGE_SCHEMAS = {
         'split candidates': Arr('f', 2),
     },
     'secureboost': {
-        'bits': {'record': Arr('i', 1), 'bits': Arr('u', 1)}, 'gh': Arr('O', 1), 'hist': Arr('O', 2),
+        'bits': {'record': Arr('i', 1), 'bits': Arr('u', 1)}, 'gh': Arr('O', 1),
+        'hist': {'filled': Arr('u', 1), 'bins': Arr('O', 1)},
         'hist_request': Arr('i', 1), 'n_bins': Arr('i', 1), 'public_key': int,
         'route': {'node': Arr('i', 1), 'left': Arr('i', 1), 'bits': Arr('u', 1)},
         'split': {'node': Arr('i', 1), 'feature': Arr('i', 1), 'bin': Arr('i', 1), 'default_left': Arr('b', 1)},

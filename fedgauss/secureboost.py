@@ -243,8 +243,9 @@ def _tree_ciphertexts(self: PassiveParty, got) -> tuple:
 # %% ../nbs/33_secureboost.ipynb #cc9adb56
 @patch
 def answer_histograms(self: PassiveParty):
-    """Encrypted, compressed histograms of the requested nodes: (K, ceil(S/q)) ciphertexts; with multi-output trees,
-    the blocks of each chunk of classes side by side (a chunk of w classes: q // w bins per ciphertext)."""
+    """Encrypted histograms of the requested nodes: `filled`, a bit per (node, slot) that holds a row (`np.packbits`),
+    and `bins`, the sums of the filled slots but each feature's last (`_last_filled`), node after node, compressed `q`
+    to a ciphertext; with multi-output trees, each chunk of classes in turn (w classes: q // w bins a ciphertext)."""
     c0 = cpu_seconds()
     nodes = np.asarray(self.receive('hist_request'), np.intp)
     K, S = len(nodes), self.layout.n_slots
@@ -255,17 +256,20 @@ def answer_histograms(self: PassiveParty):
     order = np.argsort(out_slot, kind='stable')
     src = np.repeat(rows, self.slots.shape[1])[order]
     edges = np.searchsorted(out_slot[order], np.arange(K * S + 1))  # slot s sums the rows src[edges[s]:edges[s + 1]]
-    src, cuts, parts = src.tolist(), edges.tolist(), []
+    filled = edges[1:] > edges[:-1]
+    sent = _sent_slots(
+        filled.reshape(K, S), self.layout.ptr
+    ).ravel()  # each feature's last: the active party derives it
+    src = src[sent[out_slot[order]]]
+    cuts = np.r_[0, np.cumsum(np.diff(edges)[sent])]  # the t-th slot sent sums the rows src[cuts[t]:cuts[t + 1]]
+    src, bins = src.tolist(), []
     for i, w in enumerate(self.widths):
         q = self.q // w
-        per = -(-S // q)
         jobs = [
-            (i, q, S, per, w, lo, hi, *_block_slice(src, cuts, S, q, per, lo, hi))
-            for lo, hi in _block_jobs(np.diff(edges), K, S, q, self.workers)
+            (i, q, w, *_block_slice(src, cuts, q, lo, hi)) for lo, hi in _block_jobs(np.diff(cuts), q, self.workers)
         ]
-        flat = [c for part in parallel_map(_packed_blocks, self.shared, jobs, self.workers) for c in part]
-        parts.append(np.array([flat[j * per : (j + 1) * per] for j in range(K)], dtype=object))
-    self.send('active', 'hist', parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1))
+        bins += [c for part in parallel_map(_packed_blocks, self.shared, jobs, self.workers) for c in part]
+    self.send('active', 'hist', dict(filled=np.packbits(filled), bins=np.array(bins, dtype=object)))
     self.seconds_['histograms'] += cpu_seconds() - c0
 
 # %% ../nbs/33_secureboost.ipynb #9c858fdc
@@ -273,47 +277,42 @@ def _compress(pk: PaillierPublicKey, block: list, w: int = 1) -> int:
     "Cipher compression of a block of bins (`w` classes each): $c \\leftarrow c^{2^{wW}} E(B_j)$, last bin first."
     acc, shift, n2 = block[-1], 1 << (w * BIN_BITS), pk.nsquare
     for c in reversed(block[:-1]):
-        acc = c if acc == 1 else pk.mul_plain(acc, shift) * c % n2  # 1^(2^W) = 1: empty top bins cost nothing
+        acc = pk.mul_plain(acc, shift) * c % n2
     return int(acc)
 
 
-def _block_slice(src: list, edges: list, S: int, q: int, per: int, lo: int, hi: int) -> tuple:
-    "(s0, rows, edges e from 0) of blocks `lo` to `hi - 1`: their slots from s0 on sum `rows[e[s - s0]:e[s - s0 + 1]]`."
-    (j, b), (k, c) = divmod(lo, per), divmod(hi - 1, per)
-    s0, s1 = j * S + b * q, k * S + min(c * q + q, S)
-    return s0, src[edges[s0] : edges[s1]], [e - edges[s0] for e in edges[s0 : s1 + 1]]
+def _block_slice(src: list, cuts: list, q: int, lo: int, hi: int) -> tuple:
+    "(rows, edges e from 0) of blocks `lo` to `hi - 1` (the slots sent, `lo q` on): slot t sums `rows[e[t]:e[t + 1]]`."
+    a, b = lo * q, min(hi * q, len(cuts) - 1)
+    return src[cuts[a] : cuts[b]], [e - cuts[a] for e in cuts[a : b + 1]]
 
 
-def _packed_blocks(shared: tuple, i: int, q: int, S: int, per: int, w: int, lo: int, hi: int, s0: int, src, edges):
-    """Compressed ciphertexts `lo` to `hi - 1` of chunk `i` (block b of node j is number j per + b): its bins' products,
-    compressed; `shared` is (the public key, every chunk's ciphertexts), the rest `_block_slice`'s slots and rows."""
+def _packed_blocks(shared: tuple, i: int, q: int, w: int, src: list, edges: list) -> list:
+    """The compressed ciphertexts of chunk `i` over the slots sent `edges` delimits in `src` (`_block_slice`): each
+    slot's rows' product, `q` slots to a ciphertext; `shared` is (the public key, every chunk's ciphertexts)."""
     pk, cts = shared[0], shared[1][i]
     cts = cts.get() if isinstance(cts, SharedInts) else cts  # in a worker: this tree's, converted at its first job
-    n2, out = pk.nsquare, []
-    for blk in range(lo, hi):
-        j, b = divmod(blk, per)
-        bins = []
-        for s in range(j * S + b * q - s0, j * S + min(b * q + q, S) - s0):
-            a, e = edges[s], edges[s + 1]
-            acc = cts[src[a]] if e > a else 1  # 1 = E(0) for an empty bin
-            for t in src[a + 1 : e]:
-                acc = acc * cts[t] % n2
-            bins.append(acc)
-        out.append(_compress(pk, bins, w))
-    return out
+    n2, bins = pk.nsquare, []
+    for a, e in zip(edges[:-1], edges[1:]):
+        acc = cts[src[a]]
+        for t in src[a + 1 : e]:
+            acc = acc * cts[t] % n2
+        bins.append(acc)
+    return [_compress(pk, bins[b : b + q], w) for b in range(0, len(bins), q)]
 
 
-def _block_jobs(entries, K: int, S: int, q: int, workers: int, power: int = 100) -> list:
-    """(lo, hi) ranges of compressed blocks of about equal work for `workers` processes: a multiplication per entry,
-    about `power` per compression step (a W-bit power); one range without workers or for little work."""
-    per = -(-S // q)
-    slot = np.arange(K * S)
-    blk = slot // S * per + slot % S // q
-    cost = np.bincount(blk, weights=entries, minlength=K * per) + power * (np.bincount(blk, minlength=K * per) - 1)
+def _block_jobs(entries, q: int, workers: int, power: int = 100) -> list:
+    """(lo, hi) ranges of compressed blocks (`q` slots sent each, the slots' rows `entries`) of about equal work for
+    `workers` processes: a product per entry, about `power` per compression step (a W-bit power); one range without
+    workers or for little work."""
+    entries = np.asarray(entries)
+    B = -(-len(entries) // q)
+    blk = np.arange(len(entries)) // q
+    cost = np.bincount(blk, weights=entries, minlength=B) + power * (np.bincount(blk, minlength=B) - 1)
     workers = int(workers)
-    k = 1 if workers <= 1 else int(min(16 * workers, K * per, cost.sum() // 2500 + 1))
+    k = 1 if workers <= 1 else int(min(16 * workers, B, cost.sum() // 2500 + 1))
     cut = np.searchsorted(np.cumsum(cost), cost.sum() * np.arange(1, k) / k).tolist()
-    b = sorted(set([0] + [c + 1 for c in cut if c + 1 < K * per] + [K * per]))
+    b = sorted(set([0] + [c + 1 for c in cut if c + 1 < B] + [B]))
     return list(zip(b[:-1], b[1:]))
 
 # %% ../nbs/33_secureboost.ipynb #e8dd5021
@@ -411,6 +410,68 @@ def _encrypt(self: ActiveParty, ms: list, rng) -> list:
         raise RuntimeError(f"{k} obfuscators were drawn ahead for {len(ms)} plaintexts")
     return self.sk.encrypt_many(ms, obfuscators=ahead())
 
+# %% ../nbs/33_secureboost.ipynb #sbfill01
+def _last_filled(
+    filled,  # (K, S) bools: which slots of each node hold a row
+    ptr,  # a feature's slots: ptr[f] to ptr[f + 1] - 1 (`HistLayout.ptr`)
+) -> np.ndarray:
+    "(K, F): the last filled slot of each node's features (-1: none), the slot the passive party does not send."
+    return np.maximum.reduceat(np.where(filled, np.arange(1, filled.shape[1] + 1), 0), ptr[:-1], axis=1) - 1
+
+
+def _sent_slots(filled, ptr) -> np.ndarray:
+    "(K, S) bools: the slots a passive party sends, the `filled` ones but each feature's last (`_last_filled`)."
+    sent, last = filled.copy(), _last_filled(filled, ptr)
+    j, f = np.nonzero(last >= 0)
+    sent[j, last[j, f]] = False
+    return sent
+
+
+def _hist_payload(payload, K: int, ptr, q: int, widths: list) -> tuple:
+    """(filled, sent, ciphertexts) of a `hist` message for K nodes, the slots of the features `ptr`: the slots that
+    hold a row and those sent, (K, S) bools; or an error that says what does not fit."""
+    S = int(ptr[-1])
+    if not isinstance(payload, dict) or set(payload) != {'filled', 'bins'}:
+        raise ValueError("a histogram message is a dict of 'filled' bits and compressed 'bins'")
+    bits, cts = np.asarray(payload['filled']), np.asarray(payload['bins'], dtype=object)
+    if bits.dtype != np.uint8 or bits.shape != (-(-K * S // 8),) or cts.ndim != 1:
+        raise ValueError(f"'filled' must be {-(-K * S // 8)} bytes of bits for {K} nodes of {S} slots")
+    filled = np.unpackbits(bits)
+    if filled[K * S :].any():
+        raise ValueError("'filled' has bits set past its last slot")
+    filled = filled[: K * S].reshape(K, S).astype(bool)
+    sent = _sent_slots(filled, ptr)
+    m = int(sent.sum())
+    want = sum(-(-m // (q // w)) for w in widths)
+    if len(cts) != want:
+        raise ValueError(f"{m} slots sent take {want} compressed ciphertexts; the message holds {len(cts)}")
+    return filled, sent, cts
+
+
+def _sent_bins(vals: list, sent, n: int, q: int, widths: list) -> np.ndarray:
+    """The integer (G, H) of every slot, (K, S, C, 2), from the decrypted ciphertexts `vals` of the slots `sent` (chunk
+    after chunk, `q // w` bins of w classes a plaintext); 0 in a slot not sent."""
+    m, at, c = int(sent.sum()), 0, 0
+    out = np.zeros((*sent.shape, sum(widths), 2), np.int64)
+    for w in widths:
+        per = -(-m // (q // w))
+        bins = [b for v in vals[at : at + per] for b in unpack_bins(int(v), n, (q // w) * w)][: m * w]
+        out[sent, c : c + w] = np.reshape([unpack_gh(b) for b in bins], (m, w, 2))
+        at, c = at + per, c + w
+    return out
+
+
+def _derive_slots(
+    out,  # (K, S, C, 2) integer slot sums, 0 in the slots not sent (`_sent_bins`); completed in place
+    filled,  # (K, S) bools: the slots that hold a row
+    ptr,  # the features' slots (`HistLayout.ptr`)
+    totals,  # (K, C, 2) integer (G, H) sums of each node's rows
+):
+    "Each feature's last filled slot: the node's total minus the feature's other slots (every row is in one slot)."
+    last = _last_filled(filled, ptr)
+    j, f = np.nonzero(last >= 0)
+    out[j, last[j, f]] = totals[j] - np.add.reduceat(out, ptr[:-1], axis=1)[j, f]
+
 # %% ../nbs/33_secureboost.ipynb #5f983452
 @patch
 def own_histograms(
@@ -425,27 +486,39 @@ def own_histograms(
 
 
 @patch
+def node_totals(
+    self: ActiveParty,
+    nodes,  # the open nodes
+) -> np.ndarray:
+    "(K, C, 2) integer (G, H) sums of each node's rows, class by class: every feature's slots sum to them."
+    nodes = np.asarray(nodes, np.intp)
+    pos = np.full(max(int(self.node.max()), int(nodes.max())) + 1, -1)
+    pos[nodes] = np.arange(len(nodes))
+    at, C2 = pos[self.node], self.gh.shape[1]
+    ints = np.ldexp(self.gh.reshape(len(at), -1, 2), self.ks[:, None]).reshape(len(at), C2)  # exact integers
+    idx = (at[at >= 0, None] * C2 + np.arange(C2)).ravel()
+    sums = np.bincount(idx, weights=ints[at >= 0].ravel(), minlength=len(nodes) * C2)  # exact: below 2^53
+    return sums.astype(np.int64).reshape(len(nodes), -1, 2)
+
+
+@patch
 def decrypt_histograms(
     self: ActiveParty,
-    payload,  # the passive party's compressed ciphertexts, node by node
-    K: int,  # number of nodes
-    S: int,  # histogram slots of that party
+    payload,  # the passive party's `hist` message: its filled slots' bits and compressed ciphertexts
+    nodes,  # the nodes asked for
+    n_bins,  # that party's value bins per feature (its `n_bins` message)
 ) -> np.ndarray:
     """Decrypt a passive party's compressed histograms and unpack them into (K, S, 2) floats, $2^{-k}$ times the integer
-    sums; with C classes packed (multi-output trees) (K, S, 2C), class c's (G, H) in columns 2c and 2c + 1."""
+    sums (0 in an empty slot; each feature's last filled slot derived from the node's total); with C classes packed
+    (multi-output trees) (K, S, 2C), class c's (G, H) in columns 2c and 2c + 1."""
     c0 = cpu_seconds()
-    vals = self.sk.decrypt_many([int(c) for c in np.asarray(payload, dtype=object).ravel()], workers=self.workers)
-    vals, C = np.array(vals, dtype=object).reshape(K, -1), sum(self.widths)
-    out, at, c = np.empty((K, S, C, 2)), 0, 0
-    for w in self.widths:
-        q = self.q // w
-        per = -(-S // q)
-        for j in range(K):
-            bins = [b for v in vals[j, at : at + per] for b in unpack_bins(v, self.pk.n, q * w)][: S * w]
-            out[j, :, c : c + w] = np.reshape([unpack_gh(b) for b in bins], (S, w, 2))
-        at, c = at + per, c + w
+    K, ptr = len(nodes), HistLayout(n_bins).ptr
+    filled, sent, cts = _hist_payload(payload, K, ptr, self.q, self.widths)
+    vals = self.sk.decrypt_many([int(c) for c in cts], workers=self.workers)
+    out = _sent_bins(vals, sent, int(self.pk.n), self.q, self.widths)
+    _derive_slots(out, filled, ptr, self.node_totals(nodes))
     self.seconds_['decrypt'] += cpu_seconds() - c0
-    return np.ldexp(out, -self.ks[:, None]).reshape(K, S, 2 * C)
+    return np.ldexp(out, -self.ks[:, None]).reshape(K, int(ptr[-1]), -1)
 
 # %% ../nbs/33_secureboost.ipynb #160bbddd
 def _ids_of(X, name: str, id_column):
@@ -1170,7 +1243,7 @@ def round_costs(
     )
     for kind in ('gh', 'hist'):
         msgs = [m for m in model.channel_.messages if m.kind == kind]
-        out[f'{kind}_ciphertexts'] = sum(int(np.size(m.payload)) for m in msgs) / R
+        out[f'{kind}_ciphertexts'] = sum(len(m.payload['bins'] if kind == 'hist' else m.payload) for m in msgs) / R
         out[f'{kind}_MB'] = sum(int(m.nbytes) for m in msgs) / R / 1e6
     return out
 
@@ -1230,17 +1303,6 @@ def _unpack_rows(pts, n: int, widths: list) -> np.ndarray:
         out.append(np.array([[unpack_gh(b) for b in row] for row in digits], np.int64))
     return np.concatenate(out, axis=1)
 
-
-def _unpack_node(vals, n: int, q: int, S: int, widths: list) -> np.ndarray:
-    "One node's decrypted compressed bins, chunk after chunk (`q // w` bins of w classes a plaintext): (K, 2, S)."
-    out, at = [], 0
-    for w in widths:
-        per = -(-S // (q // w))
-        bins = [b for v in vals[at : at + per] for b in unpack_bins(int(v), n, (q // w) * w)][: S * w]
-        out.append(np.array([unpack_gh(b) for b in bins], np.int64).reshape(S, w, 2).transpose(1, 2, 0))
-        at += per
-    return np.concatenate(out, axis=0)
-
 # %% ../nbs/33_secureboost.ipynb #3d3e5ee6
 def active_party_view(
     model,  # a fitted `SecureBoostClassifier` (its channel recorded the payloads)
@@ -1256,20 +1318,19 @@ def active_party_view(
     a, n, q, widths = model.active_, int(model.active_.pk.n), model.active_.q, list(model.active_.widths)
     msgs = [m for m in model.channel_.messages if passive in (m.sender, m.receiver)]
     n_bins = np.asarray(next(m.payload for m in msgs if m.kind == 'n_bins'))
-    S, first = int((n_bins + 1).sum()), model.rl_trees * (len(model.trees_) // model.n_estimators)
+    ptr, first = HistLayout(n_bins).ptr, model.rl_trees * (len(model.trees_) // model.n_estimators)
     view, asked = [], []
     for m in msgs:
         if m.kind == 'gh':  # a tree starts: the ciphertexts of every row's G 2^s + H (a chunk of classes each)
             pts = np.array(a.sk.decrypt_many([int(c) for c in m.payload]), dtype=object).reshape(-1, len(widths))
             gh = _unpack_rows(pts, n, widths)  # (rows, K, 2)
-            view.append(dict(tree=first + len(view), G=gh[..., 0], H=gh[..., 1], hist={}))
+            view.append(dict(tree=first + len(view), G=gh[..., 0], H=gh[..., 1], hist={}, sent=[], ptr=ptr))
         elif m.kind == 'hist_request':
             asked.append(np.asarray(m.payload))
-        elif m.kind == 'hist':
-            vals = a.sk.decrypt_many([int(c) for c in np.asarray(m.payload, dtype=object).ravel()])
-            vals = np.array(vals, dtype=object).reshape(len(asked[0]), -1)
-            for j, v in enumerate(asked.pop(0)):
-                view[-1]['hist'][int(v)] = _unpack_node(vals[j], n, q, S, widths)  # (K, 2, S)
+        elif m.kind == 'hist':  # the slots sent, compressed: (nodes, S, K, 2) integers, completed in `_add_nodes`
+            filled, sent, cts = _hist_payload(m.payload, len(asked[0]), ptr, q, widths)
+            h = _sent_bins(a.sk.decrypt_many([int(c) for c in cts]), sent, n, q, widths)
+            view[-1]['sent'].append((asked.pop(0), filled, h))
     for o in view:
         _add_nodes(o, model.trees_[o['tree']], model.train_leaves_[o['tree']])
     K = view[0]['G'].shape[1] if view else 1
@@ -1294,7 +1355,11 @@ def _add_nodes(o: dict, tree: Tree, leaf):
         keep = parent[node] >= 0
         node, rows = parent[node[keep]], rows[keep]
     o['rows'] = {v: np.sort(np.concatenate(r)) for v, r in o['rows'].items()}
-    h = o['hist']
+    h, ptr = o['hist'], o.pop('ptr')
+    for nodes, filled, sums in o.pop('sent'):  # each feature's last filled slot: from the node's total
+        rows = [o['rows'].get(int(v), []) for v in nodes]
+        _derive_slots(sums, filled, ptr, np.array([np.stack([o['G'][r].sum(0), o['H'][r].sum(0)], -1) for r in rows]))
+        h.update({int(v): s.transpose(1, 2, 0) for v, s in zip(nodes, sums)})  # (K, 2, S)
     for v in range(tree.n_nodes):  # nodes are numbered breadth first: a parent before its children
         u = parent[v]
         s = tree.left[u] + tree.right[u] - v if u >= 0 else -1

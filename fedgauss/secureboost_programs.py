@@ -55,16 +55,13 @@ class FederatedHistograms:
         a, nodes = self.active, np.asarray(nodes, np.intp)
         for p in self.passives:
             a.send(p, 'hist_request', nodes)
-        parts = [
-            a.own_histograms(nodes) if p == a.name else self.wait(self._decrypted(p, len(nodes), S))
-            for p, S in zip(self.order, self.S)
-        ]
+        parts = [a.own_histograms(nodes) if p == a.name else self.wait(self._decrypted(p, nodes)) for p in self.order]
         return np.concatenate(parts, axis=1)
 
-    def _decrypted(self, p, K, S):
-        "Generator, run by the program (Paillier in its thread): party `p`'s histograms of `K` nodes, decrypted."
+    def _decrypted(self, p, nodes):
+        "Generator, run by the program (Paillier in its thread): party `p`'s histograms of `nodes`, decrypted."
         payload = yield from self.ctx.recv('hist', p)
-        return self.active.decrypt_histograms(payload, K, S)
+        return self.active.decrypt_histograms(payload, nodes, self.active.n_bins_of[p])
 
 # %% ../nbs/33a_secureboost_programs.ipynb #bf2c0410
 @patch
@@ -199,7 +196,7 @@ def _active_setup(ctx, data: dict, cfg: dict):
     nb = {}
     for p in passives:
         nb[p] = np.asarray((yield from ctx.recv('n_bins', p)))
-    a.n_slots_of = {k: int((v + 1).sum()) for k, v in nb.items()}
+    a.n_bins_of, a.n_slots_of = nb, {k: int((v + 1).sum()) for k, v in nb.items()}
     n_bins = [a.layout.n_bins if p == ctx.me else nb[p] for p in cfg['parties']]
     a.global_layout = HistLayout(np.concatenate(n_bins))
     F = [len(v) for v in n_bins]

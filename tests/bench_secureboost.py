@@ -16,7 +16,7 @@ predicts on 16 cores; bytes per party per tree (from the transcript) and test AU
 the encryption, the encrypted sums, their compression, the decryptions, the rest — with the modular operations each
 phase performed (counted as they run) and the floor those operations cost at gmpy2's speed on this machine (each kind
 timed alone, here, on operands of the key's size): what is above the floor is our overhead, the floor itself the key
-size's arithmetic.
+size's arithmetic. Then the histogram slots of the nodes asked for a tree: empty (left out), derived, sent.
 
 `--multiclass` (issue 29): K classes two ways, one tree per class a round against one multi-output tree a round
 (SBT-MO, the K classes of a row packed into one ciphertext, or several when the key holds fewer than K): per round the
@@ -293,13 +293,9 @@ def phases(a):
         digits = sum(sum(1 for i in range(0, table.exponent_bits, w) if (x >> i) & ((1 << w) - 1)) - 1 for x in xs)
         return 'mul_p2', digits * len(table.tables)
 
-    def block_products(shared, i, q, S, per, w, lo, hi, s0, src, edges):  # a product per row of a bin but its first,
-        k = 0  # then one per bin into Horner
-        for blk in range(lo, hi):
-            j, b = divmod(blk, per)
-            e = [edges[s + 1] - edges[s] for s in range(j * S + b * q - s0, j * S + min(b * q + q, S) - s0)]
-            k += sum(max(0, v - 1) for v in e) + len(e) - 1
-        return 'mul_n2', k
+    def block_products(shared, i, q, w, src, edges):  # a product per row of a filled slot but its first, then one per
+        k = len(edges) - 1  # slot into Horner but the first of each compressed ciphertext
+        return 'mul_n2', (edges[-1] - edges[0] - k) + (k - -(-k // q))
 
     timed(P, '_table_powers', 'obfuscators', table_products)
     timed(SB.ActiveParty, 'encrypt_gradients', 'encrypt')
@@ -332,6 +328,18 @@ def phases(a):
           f"load average {os.getloadavg()[0]:.1f}. CPU seconds per tree by phase, the modular operations each did, "
           f"and their floor at gmpy2's speed here:\n")  # fmt: skip
     print(pd.DataFrame(rows).T.to_string(float_format=lambda v: f'{v:,.3f}'))
+    asked, filled, derived, K = 0, 0, 0, {}
+    for msg in m.channel_.messages:  # the slots of the nodes asked for: empty, filled, derived from the nodes' totals
+        if msg.kind == 'hist_request':
+            K[msg.receiver] = len(msg.payload)
+        elif msg.kind == 'hist':
+            S, ptr = m.active_.n_slots_of[msg.sender], np.r_[0, np.cumsum(m.active_.n_bins_of[msg.sender] + 1)]
+            bits = np.unpackbits(msg.payload['filled'])[: K[msg.sender] * S].reshape(-1, S)
+            asked, filled = asked + bits.size, filled + int(bits.sum())
+            derived += int((np.add.reduceat(bits, ptr[:-1], axis=1) > 0).sum())  # each feature's last filled slot
+    print(f"\nslots of the nodes asked for, a tree: {asked / T:,.0f}; empty, left out: {(asked - filled) / T:,.0f} "
+          f"({(asked - filled) / asked:.1%}); each feature's last filled slot, derived by the active party from the "
+          f"node's total: {derived / T:,.0f}; sent: {(filled - derived) / T:,.0f}")  # fmt: skip
 
 
 def main():

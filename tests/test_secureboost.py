@@ -197,14 +197,69 @@ def test_active_party_never_receives_a_threshold(fitted):
         assert np.isfinite(t.threshold[own == sb.active_.index]).all()
 
 
-def test_histograms_are_compressed_ciphertexts(fitted):
+def test_histograms_leave_out_only_the_empty_slots_and_the_bits_say_what_the_sums_say(fitted):
+    """A `hist` message's bits name the (node, slot) pairs that hold a row of the node, and only those slots' sums
+    travel, q to a compressed ciphertext. The bits tell the active party nothing its decrypted sums do not: a slot's
+    (G, H) is non-zero exactly where its bit is set, since no row here has G = H = 0 on the grid (a slot of such rows
+    only would be the exception)."""
+    from fedgauss.secureboost import active_party_view
+
     sb, _ = fitted
-    q = bins_per_ciphertext(sb.active_.pk.n)
-    for m in sb.channel_.messages:
-        if m.kind == 'hist':
-            S = sb.active_.n_slots_of[m.sender]
-            assert m.payload.shape[1] == -(-S // q)
+    q, checked, empty = bins_per_ciphertext(sb.active_.pk.n), 0, 0
+    for p in sb.parties_[1:]:
+        view, n_bins = active_party_view(sb, p.name)
+        S, t = int((n_bins + 1).sum()), -1
+        for m in sb.channel_.messages:
+            if p.name not in (m.sender, m.receiver):
+                continue
+            if m.kind == 'gh':
+                t += 1
+                assert ((view[t]['G'] != 0) | (view[t]['H'] != 0)).all()
+            elif m.kind == 'hist_request':
+                nodes = np.asarray(m.payload)
+            elif m.kind == 'hist':
+                assert set(m.payload) == {'filled', 'bins'} and m.payload['filled'].dtype == np.uint8
+                bits = np.unpackbits(m.payload['filled'])
+                assert not bits[len(nodes) * S :].any()
+                filled = bits[: len(nodes) * S].reshape(len(nodes), S).astype(bool)
+                ptr = np.r_[0, np.cumsum(n_bins + 1)]
+                derived = sum(np.add.reduceat(f, ptr[:-1]).astype(bool).sum() for f in filled)  # a slot per feature
+                assert len(m.payload['bins']) == -(-int(filled.sum() - derived) // q)
+                for j, v in enumerate(nodes):
+                    count = np.bincount(p.slots[view[t]['rows'][int(v)]].ravel(), minlength=S)
+                    np.testing.assert_array_equal(filled[j], count > 0)
+                    np.testing.assert_array_equal(filled[j], (view[t]['hist'][int(v)] != 0).any(axis=0))
+                checked, empty = checked + len(nodes), empty + int((~filled).sum())
+    assert checked >= 10 and empty >= 10  # both kinds of slot were seen
     assert sb.bytes_by_party.loc['active', 'bytes_sent'] > 0
+
+
+@pytest.mark.parametrize(
+    'change, match',
+    [
+        (lambda p: [p['bins']], 'a dict of'),
+        (lambda p: dict(p, filled=p['filled'][:-1]), 'bytes of bits'),
+        (lambda p: dict(p, filled=p['filled'].astype(np.int64)), 'bytes of bits'),
+        (lambda p: dict(p, bins=p['bins'][:-1]), 'take 2 compressed ciphertexts; the message holds 1'),
+        (lambda p: dict(p, filled=np.r_[p['filled'][:-1], p['filled'][-1:] | 1]), 'past its last slot'),
+    ],
+)
+def test_a_malformed_histogram_message_is_refused(change, match):
+    """The active party checks a `hist` message's form before it decrypts anything: bits, their length, the count of
+    ciphertexts the slots sent take (the filled ones but each feature's last)."""
+    from fedgauss.secureboost import _hist_payload
+
+    K, ptr, q = 2, np.array([0, 4, 7]), 4  # two features (3 and 2 value bins): 7 slots a node, 14 bits, 2 past the end
+    filled = np.zeros(14, bool)
+    filled[[0, 1, 2, 4, 5, 7, 8, 9, 11]] = (
+        True  # sent: 0, 1, 4 and 7, 8 (each feature's last is derived): 2 ciphertexts
+    )
+    good = dict(filled=np.packbits(filled), bins=np.array([3, 5], dtype=object))
+    f, sent, cts = _hist_payload(good, K, ptr, q, [1])
+    np.testing.assert_array_equal(f.ravel(), filled)
+    np.testing.assert_array_equal(np.flatnonzero(sent), [0, 1, 4, 7, 8])
+    with pytest.raises(ValueError, match=match):
+        _hist_payload(change(good), K, ptr, q, [1])
 
 
 def test_reduced_leakage_first_trees_send_nothing():
@@ -399,17 +454,16 @@ def _rows(channel):
 CIPHERTEXTS = ('public_key', 'gh', 'hist')  # Paillier payloads: their bytes depend on the secret randomness
 
 
+def _numbers(p):
+    "A Paillier payload's ciphertexts (the modulus: 1); a `hist` message's also its filled slots' bits."
+    return (len(p['bins']), p['filled'].tobytes().hex()) if isinstance(p, dict) else int(np.size(p))
+
+
 def _shape_rows(channel):
     """The transcript with each Paillier payload counted in numbers (ciphertexts, the modulus), every other message in
     bytes: what the single driver sent, independent of the keys and obfuscators drawn."""
     return sorted(
-        (
-            int(m.round),
-            m.sender,
-            m.receiver,
-            m.kind,
-            int(np.size(m.payload)) if m.kind in CIPHERTEXTS else int(m.nbytes),
-        )
+        (int(m.round), m.sender, m.receiver, m.kind, _numbers(m.payload) if m.kind in CIPHERTEXTS else int(m.nbytes))
         for m in channel.messages
     )
 
@@ -419,19 +473,22 @@ def _shape_rows(channel):
     [  # digests of `_shape_rows` of the single driver's transcripts: computed at main f8172c7 (whose byte-for-byte
         # transcripts were the single driver's, commit 4a56a6b), before keys and obfuscators came from ChaCha20; again
         # when BIN_BITS went from 103 to 99 (issue 32): 5 bins a 512-bit ciphertext, not 4, so each `hist` holds
-        # ceil(S/5) ciphertexts a node, not ceil(S/4); every other message as at main d830e8a (checked then)
-        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), '7e2ca33ab69a4852'),
+        # ceil(S/5) ciphertexts a node, not ceil(S/4); every other message as at main d830e8a (checked then); again when
+        # `hist` left out the empty slots and each feature's last filled slot (issue 32): it counts its ciphertexts and
+        # its filled slots' bits, and every other message is as at main 779a0a4 (checked then: their digest without the
+        # `hist` messages is unchanged)
+        ([[0, 1, 2], [3, 4], [5, 6]], 1, dict(n_estimators=4, max_depth=4, max_bins=16), '1c043d11357f6c05'),
         (
             [[0, 1, 2], [3, 4], [5, 6]],
             2,
             dict(n_estimators=4, max_depth=3, rl_trees=2, max_bins=16),
-            '59572af5a052d010',
+            '8a3be90835ff442c',
         ),
         (
             [[0, 1], [2, 3], [4, 5], [6]],
             3,
             dict(n_estimators=3, max_depth=5, min_child_weight=20, gamma=2.0),
-            '6cd80aa07cc160d7',
+            '46a748d742750315',
         ),
     ],
 )
@@ -447,7 +504,8 @@ def test_programs_keep_the_single_drivers_transcript(groups, label_party, kw, di
     assert hashlib.sha256(repr(_shape_rows(sb.channel_)).encode()).hexdigest()[:16] == digest
     for m in sb.channel_.messages:
         if m.kind in CIPHERTEXTS:
-            assert m.nbytes <= np.size(m.payload) * 2 * 512 // 8
+            k = _numbers(m.payload)
+            assert m.nbytes <= (k if isinstance(k, int) else k[0] + len(k[1])) * 2 * 512 // 8
     assert _rows(SecureBoostClassifier(**FAST, **kw).fit(parts).channel_) == _rows(sb.channel_)
 
 
@@ -707,7 +765,9 @@ def assert_same_messages(a, b):
     for m, n in zip(a.channel_.messages, b.channel_.messages):
         assert (m.round, m.sender, m.receiver, m.kind, m.nbytes) == (n.round, n.sender, n.receiver, n.kind, n.nbytes)
         if m.kind in ('gh', 'hist'):
-            assert np.asarray(m.payload).tolist() == np.asarray(n.payload).tolist()
+            p, r = (x if isinstance(x, dict) else dict(bins=x) for x in (m.payload, n.payload))
+            assert p.keys() == r.keys()
+            assert all(np.asarray(p[k]).tolist() == np.asarray(r[k]).tolist() for k in p)
 
 
 def assert_same_model(a, b):
