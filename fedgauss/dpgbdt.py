@@ -27,7 +27,7 @@ from fedgauss.dp import (
     gaussian_sigma,
 )
 from .entropy import derive_key, experiment_key, party_rngs, prg, secret_bytes, secret_rng, secret_uint64
-from .gbdt import uniform_candidates, log_candidates, quantile_candidates
+from .gbdt import uniform_candidates, log_candidates, quantile_candidates, fit_kernels
 from .secagg import STAGES, min_survivors, secagg_config
 from .smc import RFC3526_P2048, run_protocol
 
@@ -1336,9 +1336,11 @@ def _fit(self: _DPGBDT, clients, loss, task):
     from fedgauss.dpgbdt_programs import DPGBDT_PROTOCOL  # the per-party programs (nb31a), which use this module
 
     datas, cfg, rng = self._inputs(clients, loss, task)
-    res, self._rounds, self.channel_ = run_protocol(
-        DPGBDT_PROTOCOL, datas, dict(cfg, keep_party=True), Channel(record_payloads=False), rngs={'server': rng}
-    )
+    cells = sum(np.size(d['X']) for d in datas.values() if d.get('X') is not None)
+    with fit_kernels(cells, self.n_estimators, len(getattr(self, 'classes_', ()))):  # NumPy for a small fit
+        res, self._rounds, self.channel_ = run_protocol(
+            DPGBDT_PROTOCOL, datas, dict(cfg, keep_party=True), Channel(record_payloads=False), rngs={'server': rng}
+        )
     srv = res['server']
     self.tree_features_, self.tree_thresholds_, self.tree_leaves_ = srv['features'], srv['thresholds'], srv['leaves']
     self.tree_default_left_ = srv['default_left']

@@ -1455,6 +1455,15 @@ def _compiled_histograms(self: LocalHistograms, nodes):
 
 _KERNELS = (_scan_nodes, _scatter_rows, _route_rows)  # the estimators' kernels (`kernels_for`)
 
+
+def fit_kernels(
+    cells: int,  # the training data's rows times features (all parties' together in a federated fit)
+    trees: int,  # boosting rounds
+    n_classes: int = 0,  # K classes: K trees a round when K > 2
+):
+    "The context a boosted-tree fit runs in, federated ones too: `kernels_for('gbdt', ...)` with this module's kernels."
+    return kernels_for('gbdt', cells * trees * (n_classes if n_classes > 2 else 1), _KERNELS)
+
 # %% ../nbs/30_gbdt.ipynb #mcgrow03
 @patch
 def start_trees(
@@ -1835,7 +1844,7 @@ def _fit(self: _GBDT, X, y, sample_weight):
     "Validate, then fit in NumPy or with the kernels, whichever this fit and this process's past fits make cheaper."
     X, y, sw = self._fit_data(X, y, sample_weight)
     K = len(getattr(self, 'classes_', ()))
-    with kernels_for('gbdt', X.size * self.n_estimators * (K if K > 2 else 1), _KERNELS):
+    with fit_kernels(X.size, self.n_estimators, K):
         return self._fit_softmax(X, y, sw) if K > 2 else self._fit_binary(X, y, sw)
 
 

@@ -25,6 +25,7 @@ from fedgauss.gbdt import (
     SoftmaxLoss,
     Tree,
     check_boosting_params,
+    fit_kernels,
     grow_tree,
     grow_trees,
     forest_margin,
@@ -639,7 +640,9 @@ def _run(self: _FedGBDT, spec: ProtocolSpec, datas: dict, cfg: dict) -> dict:
     """Run `spec` in the simulator, each party and the aggregator on a copy of its own secret generator (`party_rngs_`
     stay unused); keep the transcript, rounds, base margin, and the parties (each with its own rows, for inspection)."""
     t0 = time.perf_counter()
-    res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(self.party_rngs_))
+    cells = sum(np.size(d['X']) for d in datas.values())
+    with fit_kernels(cells, self.n_estimators, cfg['n_classes']):  # NumPy for a small fit
+        res, self.rounds_, self.channel_ = run_protocol(spec, datas, cfg, rngs=copy.deepcopy(self.party_rngs_))
     self.timings_ = {'protocol': time.perf_counter() - t0}
     K = cfg['n_classes']
     self.parties_ = [DataOwner(n, self.channel_, d['X'], d['y'], self.binner_, K) for n, d in datas.items()]

@@ -17,6 +17,7 @@ from .entropy import derive_key, party_rngs
 from .federation import Channel, Party, as_rng
 from .gbdt import GRID_BITS, MISSING, Y_MAX, Binner, LogisticLoss, SquaredLoss, Tree, build_histograms
 from .gbdt import HistLayout, PlainHistograms, SoftmaxLoss, Splits, newton_weight, snap_to_grid, structure_score
+from .gbdt import fit_kernels
 from fedgauss.paillier import (
     PaillierPublicKey,
     SharedInts,
@@ -787,7 +788,8 @@ def fit(
         cfg['psi'], rngs = self.psi_config(names, ids), party_rngs(self.rng, names)
         for n, i in zip(names, ids):
             datas[n]['ids'] = i
-    res, rounds, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs=rngs)
+    with fit_kernels(sum(np.size(b) for b in blocks), self.n_estimators, len(getattr(self, 'classes_', ()))):
+        res, rounds, self.channel_ = run_protocol(SECUREBOOST, datas, cfg, rngs=rngs)
     r = res['active']
     self.parties_, self.active_ = [res[n]['party'] for n in names], r['party']
     self.n_features_in_, self.base_margin_, self.train_margin_ = (

@@ -176,3 +176,40 @@ def test_a_process_loads_the_kernels_once_its_numpy_fits_would_have_paid_for_the
         [sys.executable, '-c', SKI], env=dict(env, FEDGAUSS_NUMBA='1'), capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert forced[0] == '0 True [True, True, True]' and forced[5] == 'same True'
+
+
+FEDERATED = """
+import hashlib, sys, warnings
+from sklearn.datasets import load_breast_cancer
+import fedgauss.gbdt as G
+from fedgauss.federation import iid_split, vertical_split
+from fedgauss.nflgbdt import NFLGBDTClassifier
+from fedgauss.secureboost import SecureBoostClassifier
+warnings.simplefilter('ignore')
+X, y = load_breast_cancer(return_X_y=True)
+X = X[:, :6]
+fits = dict(
+    nflgbdt=lambda: NFLGBDTClassifier(n_estimators=3, max_depth=3, rng=0).fit(iid_split(X, y, 3, rng=0)),
+    secureboost=lambda: SecureBoostClassifier(n_estimators=3, max_depth=3, key_size=512, unsafe=True, rng=0).fit(
+        vertical_split(X, 2, y)
+    ),
+)
+for name, fit in fits.items():
+    m = fit()
+    Xp = [X] if name == 'nflgbdt' else [X[:, :3], X[:, 3:]]
+    digest = hashlib.sha256(m.predict_proba(Xp[0] if name == 'nflgbdt' else Xp).tobytes()).hexdigest()[:16]
+    print(name, 'numba' in sys.modules, any(k.loaded for k in G._KERNELS), digest)
+"""
+
+
+@needs_numba
+def test_federated_boosting_fits_load_the_kernels_only_when_they_pay():
+    """`fit_kernels` around the federated fits (nFL-GBDT, SecureBoost; DP-GBDT too): in a fresh process, small fits run
+    the core's NumPy code and never import numba; with `FEDGAUSS_NUMBA=1` they load the kernels; the models are the
+    same bits either way."""
+    env = {k: v for k, v in os.environ.items() if k != 'FEDGAUSS_NUMBA'}
+    run = lambda e: subprocess.run([sys.executable, '-c', FEDERATED], env=e, capture_output=True, text=True, check=True)
+    lazy, forced = (run(e).stdout.split('\n')[:2] for e in (env, dict(env, FEDGAUSS_NUMBA='1')))
+    assert [r.split()[:3] for r in lazy] == [['nflgbdt', 'False', 'False'], ['secureboost', 'False', 'False']]
+    assert [r.split()[:3] for r in forced] == [['nflgbdt', 'True', 'True'], ['secureboost', 'True', 'True']]
+    assert [r.split()[3] for r in lazy] == [r.split()[3] for r in forced]
