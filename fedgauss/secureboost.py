@@ -448,7 +448,7 @@ def _hist_payload(payload, K: int, ptr, q: int, widths: list) -> tuple:
         raise ValueError(f"{m} slots sent take {want} compressed ciphertexts; the message holds {len(cts)}")
     return filled, sent, cts
 
-
+# %% ../nbs/33_secureboost.ipynb #sbfill06
 def _sent_bins(vals: list, sent, n: int, q: int, widths: list) -> np.ndarray:
     """The integer (G, H) of every slot, (K, S, C, 2), from the decrypted ciphertexts `vals` of the slots `sent` (chunk
     after chunk, `q // w` bins of w classes a plaintext); 0 in a slot not sent."""
