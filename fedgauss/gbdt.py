@@ -27,8 +27,8 @@ except ImportError:  # pragma: no cover - private scipy API; fall back to the pu
 # %% auto #0
 __all__ = ['GRID_BITS', 'MISSING', 'Y_MAX', 'newton_weight', 'gradient_weight', 'structure_score', 'split_gain', 'LogisticLoss',
            'SquaredLoss', 'SoftmaxLoss', 'quantile_candidates', 'uniform_candidates', 'log_candidates', 'HistLayout',
-           'Binner', 'build_histograms', 'Splits', 'find_best_splits', 'Tree', 'PlainHistograms', 'grow_tree',
-           'LocalHistograms', 'grow_trees', 'grid_exponent', 'snap_to_grid', 'numeric_features',
+           'Binner', 'build_histograms', 'Splits', 'find_best_splits', 'exact_split_finder', 'Tree', 'PlainHistograms',
+           'grow_tree', 'LocalHistograms', 'grow_trees', 'grid_exponent', 'snap_to_grid', 'numeric_features',
            'check_boosting_params', 'forest_margin', 'GBDTClassifier', 'GBDTRegressor', 'node_counts',
            'probabilistic_margin']
 
@@ -847,9 +847,13 @@ def _exact_splits(hist, layout, totals, reg_lambda, min_child_weight, rtol=1e-10
     _scan_nodes(hist, layout.ptr, layout.n_bins, totals, lam, hmin + lam, float(rtol), gain, code, left, *scratch)
     return Splits(gain, code[:, 0], code[:, 1], code[:, 2].astype(bool), left, totals - left)
 
-
-def _split_finder(reg_lambda, min_child_weight):
-    "The estimators' split finder: the compiled scan when numba runs (their sums are exact), else the default (None)."
+# %% ../nbs/30_gbdt.ipynb #exsplitf01
+def exact_split_finder(
+    reg_lambda: float,  # L2 regularisation λ of the leaf weights
+    min_child_weight: float,  # smallest Hessian sum of a child
+):
+    """The split finder for histograms of gradients on a grid (`snap_to_grid`: exact sums), as `grow_tree` takes it:
+    the compiled scan when numba runs, the same `Splits` to the bit; else None (`find_best_splits`)."""
     if not numba_enabled():
         return None
     return lambda h, lay, t: _exact_splits(h, lay, t, reg_lambda, min_child_weight)
@@ -1866,7 +1870,7 @@ def _fit_binary(self: _GBDT, X, y, sw):
         gamma = float(np.ldexp(self.gamma, -2 * e))  # XGBoost's gamma is in the units of the gain: y squared
     kw = dict(learning_rate=self.learning_rate, reg_lambda=self.reg_lambda, min_child_weight=self.min_child_weight)
     kw.update(max_depth=self.max_depth, gamma=gamma, gain_floor=floor, feature_names=names)
-    kw.update(split_finder=_split_finder(self.reg_lambda, self.min_child_weight))  # compiled when numba runs
+    kw.update(split_finder=exact_split_finder(self.reg_lambda, self.min_child_weight))  # compiled when numba runs
     margin = np.full(len(y), base)
     gh = np.empty((len(y), 2))
     provider = LocalHistograms(codes, layout, exact_sums=True)  # the gradients are snapped below
@@ -1896,7 +1900,7 @@ def _fit_softmax(self: _GBDT, X, y, sw):
     names = list(self.feature_names_in_) if hasattr(self, 'feature_names_in_') else None
     args = (self.max_depth, self.learning_rate, self.reg_lambda, float(self.gamma), self.min_child_weight, 1e-6)
     margin = np.tile(base, (n, 1))
-    finder = _split_finder(self.reg_lambda, self.min_child_weight)  # compiled when numba runs
+    finder = exact_split_finder(self.reg_lambda, self.min_child_weight)  # compiled when numba runs
     gh, ghc = np.empty((n, K, 2)), np.empty((K, n, 2))
     provider = LocalHistograms(np.tile(codes, (K, 1)), layout, exact_sums=True)  # block k of the rows: class k
     self.trees_ = []

@@ -16,6 +16,7 @@ from fastcore.meta import delegates
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from .entropy import party_rngs, prg
+from .fast import jit, numba_enabled
 from .federation import Channel, Party, as_rng
 from fedgauss.gbdt import (
     Binner,
@@ -25,12 +26,14 @@ from fedgauss.gbdt import (
     SoftmaxLoss,
     Tree,
     check_boosting_params,
+    exact_split_finder,
     fit_kernels,
     grow_tree,
     grow_trees,
     forest_margin,
     newton_weight,
     numeric_features,
+    snap_to_grid,
 )
 from .smc import ProtocolSpec, run_protocol
 from .dp import laplace_mechanism
@@ -349,19 +352,39 @@ class DataOwner(Party):
 
     @property
     def provider(self) -> LocalHistograms:
-        "Histograms over this party's rows (built once); with K >= 3 classes its rows tiled K times, one block a class."
+        """Histograms over this party's rows (built once); with K >= 3 classes its rows tiled K times, one block a
+        class. Its sums are exact (`exact_sums`): the gradients it gets are on a grid (`grow`, `snap_to_grid`)."""
         if self._provider is None:
-            K = self.n_classes
-            self._provider = LocalHistograms(self.codes if K == 2 else np.tile(self.codes, (K, 1)), self.binner.layout_)
+            K, codes = self.n_classes, self.codes
+            self._provider = LocalHistograms(codes if K == 2 else np.tile(codes, (K, 1)), self.binner.layout_, True)
         return self._provider
 
 # %% ../nbs/34_nflgbdt.ipynb #54fc53b4f71d44ca97155b83a36a737b
+@jit
+def _route_kernel(flat, F, feature, bins, default_left, left, right, n_bins, node):
+    """Each row i from the root to its leaf, into `node[i]`: at a split on f, its code `flat[i F + f]` picks the side
+    (the missing code `n_bins[f]`: the default side)."""
+    for i in range(len(node)):
+        k = 0
+        while left[k] >= 0:
+            f = feature[k]
+            c = flat[i * F + f]
+            go = default_left[k] if c == n_bins[f] else c <= bins[k]
+            k = left[k] if go else right[k]
+        node[i] = k
+
+
 def _route_codes(tree: Tree, codes, n_bins) -> np.ndarray:
     "`tree.apply_binned(codes, n_bins)` without casting `codes`: each level gathers a row's code from the flat matrix."
     codes = np.ascontiguousarray(codes)
     n, F = codes.shape
-    flat, at, node = codes.reshape(-1), np.arange(n) * F, np.zeros(n, np.intp)
-    n_bins, leaf = np.asarray(n_bins), tree.is_leaf
+    flat, n_bins = codes.reshape(-1), np.asarray(n_bins)
+    if numba_enabled():  # one compiled pass over the rows
+        node, arr = np.empty(n, np.intp), np.ascontiguousarray
+        t = tree
+        _route_kernel(flat, F, arr(t.feature), arr(t.bin), arr(t.default_left), arr(t.left), arr(t.right), n_bins, node)
+        return node
+    at, node, leaf = np.arange(n) * F, np.zeros(n, np.intp), tree.is_leaf
     for _ in range(tree.max_depth):
         f = np.maximum(tree.feature[node], 0)
         c = flat[at + f]
@@ -418,6 +441,27 @@ def class_blocks(
     "(K n, 2): block k the rows' (g, h) of class k, as `LocalHistograms.start_trees` takes them (one tree per class)."
     gh = np.asarray(gh, float)
     return gh.transpose(1, 0, 2).reshape(-1, 2)
+
+# %% ../nbs/34_nflgbdt.ipynb #ownergrow02
+@patch
+def grow(
+    self: DataOwner,
+    gh,  # (n, 2) per-row (g, h); with K >= 3 classes (n, K, 2)
+    grow: dict,  # the boosting parameters (max_depth, learning_rate, reg_lambda, gamma, min_child_weight)
+) -> list:
+    """One round's trees on this party's rows (K >= 3 classes: K grown together), on `gh` snapped to the grid (each
+    class on its own): exact sums, the compiled split scan when numba runs. `gh` is left as it was."""
+    lay, K = self.binner.layout_, self.n_classes
+    finder = exact_split_finder(grow['reg_lambda'], grow['min_child_weight'])  # None without numba
+    if K == 2:
+        g, h, _ = snap_to_grid(gh[:, 0], gh[:, 1])
+        self.provider.start_tree(np.column_stack([g, h]))
+        return [grow_tree(self.provider, lay, **grow, split_finder=finder)]
+    blocks = np.empty((K, len(gh), 2))  # block k: class k's (g, h) on its own grid
+    for k in range(K):
+        blocks[k, :, 0], blocks[k, :, 1], _ = snap_to_grid(gh[:, k, 0], gh[:, k, 1])
+    self.provider.start_trees(blocks.reshape(-1, 2), K)
+    return grow_trees(self.provider, lay, K, **grow, split_finder=finder)
 
 # %% ../nbs/34_nflgbdt.ipynb #4f0537a0
 _TREE_FIELDS = dict(feature=np.int32, bin=np.int32, default_left=bool, left=np.int32, right=np.int32, depth=np.uint8)
@@ -1053,12 +1097,7 @@ def dp_tree(
     F-GBDT-G)."""
     gh = own.gradients()
     gh[:, 1] = 1.0
-    own.provider.start_tree(gh)
-    tree = grow_tree(
-        own.provider,
-        own.binner.layout_,
-        **dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0)),
-    )
+    (tree,) = own.grow(gh, dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0)))
     return _laplace_leaves(tree, grow, eps_tree, rng)
 
 
@@ -1085,9 +1124,8 @@ def dp_trees(
         return [dp_tree(own, grow, eps_tree, rng)]
     gh = own.gradients()
     gh[:, :, 1] = 1.0
-    own.provider.start_trees(class_blocks(gh), K)
     kw = dict(grow, learning_rate=1.0, min_child_weight=max(grow['min_child_weight'], 1.0))
-    return [_laplace_leaves(t, grow, eps_tree, rng) for t in grow_trees(own.provider, own.binner.layout_, K, **kw)]
+    return [_laplace_leaves(t, grow, eps_tree, rng) for t in own.grow(gh, kw)]
 
 
 def _check_eps(e):

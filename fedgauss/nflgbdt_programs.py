@@ -473,12 +473,7 @@ def _simfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
             got.append((yield from ctx.recv('mapped gradients', p)))
     ctx.phase = ('tree', t)
     gh = own.gradients()
-    if K == 1:
-        own.provider.start_tree(gh + sum(got))
-        trees = [grow_tree(own.provider, lay, **cfg['grow'])]
-    else:
-        own.provider.start_trees(class_blocks(gh + sum(got).reshape(gh.shape)), K)
-        trees = grow_trees(own.provider, lay, K, **cfg['grow'])
+    trees = own.grow(gh + sum(got).reshape(gh.shape), cfg['grow'])
     for tree in trees:
         msg = tree_message(tree)
         for p in names:
@@ -533,13 +528,8 @@ def _nfl_step(ctx, own: DataOwner, cfg: dict, t: int, b: int):
     gh = own.gradients()
     if me == names[b]:
         ctx.phase = ('tree', t)
-        if K == 1:
-            own.provider.start_tree(gh)
-            trees, leaves = [grow_tree(own.provider, lay, **cfg['grow'])], [own.provider.node]  # its rows' leaves
-        else:
-            own.provider.start_trees(class_blocks(gh), K)
-            trees = grow_trees(own.provider, lay, K, **cfg['grow'])
-            leaves = [own.leaves(tree) for tree in trees]
+        trees = own.grow(gh, cfg['grow'])
+        leaves = [own.provider.node] if K == 1 else [own.leaves(tree) for tree in trees]  # its rows' leaves
         for tree in trees:
             msg = tree_message(tree, values=False)
             for p in names:

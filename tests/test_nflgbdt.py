@@ -442,3 +442,44 @@ def test_each_program_holds_only_its_own_data(data):
     bad = dict(datas, party1={'X': datas['party1']['X'][:, :4], 'y': datas['party1']['y']})
     with pytest.raises(ValueError, match='party1: X must have 6 columns'):
         protocol_programs(spec, bad, cfg)
+
+
+# ----------------------------------------------------------------------------- compiled kernels (issue 32)
+@pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier, TFLClassifier, FGBDTGClassifier])
+def test_owners_grow_the_same_trees_with_and_without_numba(cls, data):
+    "An owner grows on snapped gradients (`DataOwner.grow`): exact sums, so the compiled scan and routing change no bit."
+    from fedgauss.fast import use_numba
+
+    clients, Xte, _ = data
+    kw = dict(epsilon=4.0) if cls in (TFLClassifier, FGBDTGClassifier) else {}
+    fits = {}
+    for on in (False, True):
+        with use_numba(on):
+            fits[on] = cls(rng=0, **kw, **KW).fit(clients)
+    a, b = fits[False], fits[True]
+    assert len(a.trees_) == len(b.trees_) == KW['n_estimators']
+    for s, t in zip(a.trees_, b.trees_):
+        for f in ('feature', 'bin', 'default_left', 'left', 'right', 'value'):
+            np.testing.assert_array_equal(getattr(s, f), getattr(t, f))
+    np.testing.assert_array_equal(a.decision_function(Xte), b.decision_function(Xte))
+
+
+def test_the_route_kernel_finds_apply_binneds_leaves():
+    "`_route_kernel` (its Python source: checked with or without numba) and the NumPy levels route as `apply_binned`."
+    from fedgauss.fast import use_numba
+    from fedgauss.nflgbdt import _route_codes, _route_kernel
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 7))
+    X[rng.random(X.shape) < 0.1] = np.nan  # missing values go to each node's default side
+    core = GBDTClassifier(n_estimators=6, max_depth=5, max_bins=16).fit(X, X[:, 0] - np.nan_to_num(X[:, 3]) > 0)
+    codes, nb = core.binner_.transform(X), np.asarray(core.binner_.n_bins_)
+    for t in core.trees_:
+        ref = t.apply_binned(codes, nb)
+        out = np.full(len(codes), -1, np.intp)
+        run = getattr(_route_kernel, 'py_func', _route_kernel)
+        run(codes.reshape(-1), codes.shape[1], t.feature, t.bin, t.default_left, t.left, t.right, nb, out)
+        np.testing.assert_array_equal(out, ref)
+        for on in (False, True):
+            with use_numba(on):
+                np.testing.assert_array_equal(_route_codes(t, codes, nb), ref)
