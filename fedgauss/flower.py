@@ -4,7 +4,7 @@
 
 # %% ../nbs/50_flower.ipynb #7623eae2785240b9bd12b16a66d81610
 from __future__ import annotations
-import copy, importlib, os, pickle, time, types, warnings
+import copy, importlib, numbers, os, pickle, time, types, warnings
 
 import numpy as np
 import pandas as pd
@@ -1150,6 +1150,7 @@ def check_flwr_knobs(
 def _speed_up_flwr(
     poll: float = 0.005,  # first wait (s) of every poll flwr makes here
     node: dict | None = None,  # in a SuperNode: the events {'task', 'reply'} shared with its ClientApp thread
+    idle_cap: float = 1.0,  # in a SuperNode: the longest wait (s) between its pulls while it has no message
 ):
     """Cap flwr's fixed waits in this process: the 1 s back-off for an object not stored yet; in a SuperNode, its
     sleeps (`_FastTime`); every message it stores clears `node['reply']` and sets `node['task']` (waking the ClientApp
@@ -1165,7 +1166,7 @@ def _speed_up_flwr(
         fn.__kwdefaults__.update(initial_backoff=poll, backoff_cap=10 * poll, max_tries_per_object=10**7)
     if node is None:
         return
-    sci.time, pull, push = _FastTime(poll), sci._pull_and_store_message, sci._push_messages
+    sci.time, pull, push = _FastTime(poll, idle_cap=idle_cap), sci._pull_and_store_message, sci._push_messages
 
     def pull_and_signal(*args, **kwargs):
         run_id = pull(*args, **kwargs)
@@ -1352,7 +1353,8 @@ def node_main(
     argv: list | None = None,  # `flower-supernode` arguments (default: sys.argv[1:]); must include `--port`
 ):
     """A SuperNode process: flwr's `flower-supernode ... --isolation process`, its waits shortened (`_FastTime`:
-    at least `FEDGAUSS_FLOWER_POLL` s, default 0.005), with a long-lived ClientApp thread that its loop wakes
+    at least `FEDGAUSS_FLOWER_POLL` s, default 0.005; idle, at most `FEDGAUSS_FLOWER_IDLE_POLL` s, default 1), with a
+    long-lived ClientApp thread that its loop wakes
     (`_serve_clientapps`, calling the node's Runtime API in process: `NodeRuntime`; over HTTP if the environment
     sets `FEDGAUSS_FLOWER_RUNTIME=http`), watched (`_watch_clientapps`). Run as
     `python -c 'from fedgauss.flower import node_main; node_main()' ARGS`."""
@@ -1361,7 +1363,7 @@ def node_main(
     argv = list(sys.argv[1:] if argv is None else argv)
     poll = float(os.environ.get('FEDGAUSS_FLOWER_POLL', '0.005'))
     node = {'task': threading.Event(), 'reply': threading.Event()}
-    _speed_up_flwr(poll, node)
+    _speed_up_flwr(poll, node, float(os.environ.get('FEDGAUSS_FLOWER_IDLE_POLL', '1')))
     port = argv[argv.index('--port') + 1]
     nc = argv[argv.index('--node-config') + 1] if '--node-config' in argv else ''
     name = ' '.join(re.findall(r'(?:partition-id|party)=\S+', nc)) or f'on port {port}'
@@ -1649,11 +1651,17 @@ class FlowerDeployment:
         fast: bool = True,  # the fedgauss launchers (`node_main`, short polls); False: stock `flower-supernode`
         auth: bool = True,  # SuperNode authentication: the SuperLink lets in only the nodes registered here
         test_seeds: bool = False,  # start the nodes for tests: they accept seeds (and faults) from a run
+        idle_poll: float = 1.0,  # an idle node pulls at least this often (s): a run's first message waits at most this
+        task_poll: float = 1.0,  # the SuperExec asks for a new run this often (s): a run starts at most this late
     ):
         import tempfile
 
         self.n_nodes, self.tls, self.fast, self.own = n_nodes, tls, fast, workdir is None
         self.auth, self.test_seeds = auth, test_seeds
+        for k, v in (('idle_poll', idle_poll), ('task_poll', task_poll)):
+            if isinstance(v, bool) or not (isinstance(v, numbers.Real) and 0.01 <= v <= 60):
+                raise ValueError(f"{k} must be a number of seconds from 0.01 to 60 (flwr's bounds); got {v!r}")
+        self.idle_poll, self.task_poll = float(idle_poll), float(task_poll)
         self.tmp = workdir or tempfile.mkdtemp(prefix='fedgauss-flower-')
         self.procs, self.runs = [], 0
 
@@ -1709,8 +1717,8 @@ def start(self: FlowerDeployment):
     if root not in site.getsitepackages() + [site.getusersitepackages()]:  # a source tree: before the current folder
         env['PYTHONPATH'] = os.pathsep.join([root] + [p for p in [os.environ.get('PYTHONPATH')] if p])
         pre = f'import sys; sys.path.insert(0, {root!r}); '
-    if self.fast:
-        env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = '0.25'  # the SuperLink's: once per run
+    env['FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] = str(self.task_poll)  # the SuperLink's SuperExec: once per run
+    env['FEDGAUSS_FLOWER_IDLE_POLL'] = str(self.idle_poll)  # `node_main`'s longest idle wait
     link, node_tls, ca = ['--insecure'], ['--insecure'], None
     if self.tls:
         c = make_certificates(os.path.join(tmp, 'certs'))

@@ -41,6 +41,15 @@ request: the SuperLink's CPU per pass over its requests per pass, and its CPU pe
 
     python tests/bench_flower.py --requests [--json out.jsonl]
 
+`--idle-table`: what a deployment burns while it waits, against how late a run then starts: for each setting of
+its two polls (`FlowerDeployment(task_poll=, idle_poll=)`: before issue 32's last change, the default, idle nodes
+pulling every 3 s, and the polls all but off), `--repeat` fresh deployments (3 SuperNodes, TLS, authentication) left idle, settings alternating: the CPU
+share of each process kind over `--idle` s, `--settle` s after start-up; then a SecureFedYJ run on `flower-demo`'s data
+(`--t-max` 1): its wall seconds, which include up to one task poll (the run's start) and one idle poll (its first
+message). Medians; `--csv` writes them (nb50 prints `nbs/50_flower_idle.csv`).
+
+    python tests/bench_flower.py --idle-table [--repeat 3] [--settle 30] [--idle 30] [--csv nbs/50_flower_idle.csv]
+
 `--micro`: each piece a payload goes through, per MiB (milliseconds, median of `--repeat` 5+ runs, in this process):
 our codec on a 1 MiB share (448-bit ring elements, as SecureFedYJ sends them), sealing and opening it, pickling a node
 state of that size, and flwr's side of one message carrying it (its object tree: serialising every object and its
@@ -455,6 +464,57 @@ def stall_runs(n: int, load: int, logs: str, t_max: int = 1, timeout: float = 60
     return out
 
 
+IDLE_SETTINGS = (  # (name, task_poll, idle_poll)
+    ('before (task 0.25 s, idle 1 s)', 0.25, 1.0),
+    ('default (task 1 s, idle 1 s)', 1.0, 1.0),
+    ('idle pulls 3 s (task 1 s)', 1.0, 3.0),
+    ('polls all but off (10 s, 30 s)', 10.0, 30.0),
+)
+
+
+def idle_run(task_poll: float, idle_poll: float, settle: float, idle: float, t_max: int = 1) -> dict:
+    """A fresh deployment left idle: the CPU share of each process kind over `idle` s, `settle` s after it started;
+    then one SecureFedYJ run on the demo's data: its wall seconds."""
+    import warnings
+    from fedgauss.flower import FlowerDeployment
+    from fedgauss.securefedyj import SECUREFEDYJ, securefedyj_config
+
+    names, clients = demo_clients()
+    parties = [f'client{k}' for k in range(len(clients))]
+    cfg = securefedyj_config(names, parties, t_max=t_max, f=96)
+    with FlowerDeployment(len(clients), idle_poll=idle_poll, task_poll=task_poll) as d:
+        m = CPUMeter([p.pid for p in d.procs])
+        time.sleep(settle)
+        a, t = m.sample(), time.time()
+        time.sleep(idle)
+        b, dt = m.sample(), time.time() - t
+        t0 = time.time()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            fl = d.run(SECUREFEDYJ, {p: {'X': X} for p, X in zip(parties, clients)}, cfg, timeout=60)
+        run_s = time.time() - t0
+    return dict(idle={k: (b[k] - a.get(k, 0.0)) / dt for k in b}, run_s=run_s, passes=fl['round_trips'])
+
+
+def idle_table(repeat: int, settle: float, idle: float, t_max: int = 1, csv: str | None = None):
+    "`idle_run` for each of `IDLE_SETTINGS`, `repeat` times (settings alternating): medians, as % of a core."
+    import pandas as pd
+
+    rows = []
+    for r in range(repeat):
+        for name, tp, ip in IDLE_SETTINGS:
+            got = idle_run(tp, ip, settle, idle, t_max)
+            row = dict(setting=name, load=os.getloadavg()[0], **{f'{k} %': v * 100 for k, v in got['idle'].items()})
+            rows.append(dict(row, **{'idle CPU %': sum(got['idle'].values()) * 100, 'run s': got['run_s']}))
+            print(rows[-1], flush=True)
+    tab = pd.DataFrame(rows).groupby('setting', sort=False).median().fillna(0.0)
+    print(f"\nidle deployment, {repeat} runs each, medians (% of one core; settle {settle:.0f} s, idle {idle:.0f} s):")
+    print(tab.round(2).to_string())
+    if csv:
+        tab.round(3).to_csv(csv)
+    return tab
+
+
 def main():
     ap = data_arguments(__doc__, t_max=1)
     ap.add_argument('--engine', choices=['deployment', 'simulation'], default='deployment')
@@ -469,6 +529,8 @@ def main():
     )
     ap.add_argument('--requests', action='store_true', help='HTTP requests per pass by endpoint (a harness)')
     ap.add_argument('--micro', action='store_true', help='ms per MiB of each piece a payload goes through')
+    ap.add_argument('--idle-table', action='store_true', help='idle CPU and run start for each setting of the polls')
+    ap.add_argument('--csv', default=None, help='with --idle-table: its medians as CSV')
     ap.add_argument('--demo', action='store_true', help="fedgauss flower-demo's run: s/pass, CPU/pass, MiB")
     ap.add_argument('--branching', type=int, default=5)
     ap.add_argument('--idle', type=float, default=10.0)
@@ -506,6 +568,9 @@ def main():
                 fh.writelines(
                     json.dumps(dict(r, tree=os.path.dirname(os.path.dirname(fedgauss.__file__)))) + '\n' for r in rows
                 )
+        return
+    if args.idle_table:
+        idle_table(args.repeat, args.settle, args.idle, args.t_max, args.csv)
         return
     if args.passes:
         rows = [pass_run(args.t_max, args.idle, args.settle) for _ in range(args.repeat)]

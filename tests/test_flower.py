@@ -344,3 +344,33 @@ def test_a_run_error_names_the_supernodes_that_ended_and_how(tmp_path):
             p.kill()
             p.wait()
     assert len(set(_free_ports(64))) == 64
+
+
+# --- what waiting costs (issue 32): the two polls an idle deployment pays for, set by `FlowerDeployment` --------------
+def test_the_deployments_polls_reach_its_processes(dep):
+    "Each node's longest idle wait and the SuperExec's task poll, as `FlowerDeployment` set them (flwr's defaults)."
+    from fedgauss.flower import _tree
+
+    assert (dep.idle_poll, dep.task_poll) == (1.0, 1.0)
+
+    def environ(pid):
+        with open(f'/proc/{pid}/environ', 'rb') as fh:
+            return dict(v.split(b'=', 1) for v in fh.read().split(b'\0') if b'=' in v)
+
+    procs = {q: open(f'/proc/{q}/cmdline', 'rb').read() for p in dep.procs for q in _tree(p.pid)}
+    nodes = [q for q, cmd in procs.items() if b'node_main' in cmd]
+    execs = [q for q, cmd in procs.items() if b'flower-superexec' in cmd]
+    assert len(nodes) == 3 and execs
+    assert all(environ(q)[b'FEDGAUSS_FLOWER_IDLE_POLL'] == b'1.0' for q in nodes)
+    assert all(environ(q)[b'FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] == b'1.0' for q in execs)
+
+
+def test_an_idle_node_waits_a_tenth_of_its_wait_up_to_its_idle_poll():
+    from fedgauss.flower import FlowerDeployment, _FastTime
+
+    ft = _FastTime(0.005, idle_cap=3.0)  # `FlowerDeployment(idle_poll=3)`
+    for waited, wait in ((0.01, 0.005), (5.0, 0.5), (20.0, 2.0), (600.0, 3.0)):
+        assert ft.wait_at(ft.since + waited) == pytest.approx(wait)
+    for bad in (0, -1, 61, True, 'x', float('nan')):
+        with pytest.raises(ValueError, match='idle_poll must be a number of seconds from 0.01 to 60'):
+            FlowerDeployment(2, idle_poll=bad)
