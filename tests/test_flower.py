@@ -353,11 +353,17 @@ def test_the_deployments_polls_reach_its_processes(dep):
 
     assert (dep.idle_poll, dep.task_poll) == (1.0, 1.0)
 
-    def environ(pid):
-        with open(f'/proc/{pid}/environ', 'rb') as fh:
-            return dict(v.split(b'=', 1) for v in fh.read().split(b'\0') if b'=' in v)
+    def read(pid, what):  # b'' for a process that has ended since (e.g. a finished run's ServerApp)
+        try:
+            with open(f'/proc/{pid}/{what}', 'rb') as fh:
+                return fh.read()
+        except OSError:
+            return b''
 
-    procs = {q: open(f'/proc/{q}/cmdline', 'rb').read() for p in dep.procs for q in _tree(p.pid)}
+    def environ(pid):
+        return dict(v.split(b'=', 1) for v in read(pid, 'environ').split(b'\0') if b'=' in v)
+
+    procs = {q: read(q, 'cmdline') for p in dep.procs for q in _tree(p.pid)}
     nodes = [q for q, cmd in procs.items() if b'node_main' in cmd]
     execs = [q for q, cmd in procs.items() if b'flower-superexec' in cmd]
     assert len(nodes) == 3 and execs
