@@ -161,6 +161,30 @@ def test_a_center_with_other_views_stops_the_run_before_any_message(dep, centers
         dep.run('mvppca', bad, cfg, timeout=30)
 
 
+def test_the_deployments_polls_reach_its_processes(dep):
+    "Each node's longest idle wait and the SuperExec's task poll, as `FlowerDeployment` set them (flwr's defaults)."
+    from fedgauss.flower import _tree
+
+    assert (dep.idle_poll, dep.task_poll) == (1.0, 1.0)
+
+    def read(pid, what):  # b'' for a process that has ended since (e.g. a finished run's ServerApp)
+        try:
+            with open(f'/proc/{pid}/{what}', 'rb') as fh:
+                return fh.read()
+        except OSError:
+            return b''
+
+    def environ(pid):
+        return dict(v.split(b'=', 1) for v in read(pid, 'environ').split(b'\0') if b'=' in v)
+
+    procs = {q: read(q, 'cmdline') for p in dep.procs for q in _tree(p.pid)}
+    nodes = [q for q, cmd in procs.items() if b'node_main' in cmd]
+    execs = [q for q, cmd in procs.items() if b'flower-superexec' in cmd]
+    assert len(nodes) == 3 and execs
+    assert all(environ(q)[b'FEDGAUSS_FLOWER_IDLE_POLL'] == b'1.0' for q in nodes)
+    assert all(environ(q)[b'FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] == b'1.0' for q in execs)
+
+
 def test_a_killed_supernode_stops_the_run_naming_node_and_round(dep, centers):  # the last test: it kills a node
     from fedgauss.flower import FlowerRunError
 
@@ -347,30 +371,6 @@ def test_a_run_error_names_the_supernodes_that_ended_and_how(tmp_path):
 
 
 # --- what waiting costs (issue 32): the two polls an idle deployment pays for, set by `FlowerDeployment` --------------
-def test_the_deployments_polls_reach_its_processes(dep):
-    "Each node's longest idle wait and the SuperExec's task poll, as `FlowerDeployment` set them (flwr's defaults)."
-    from fedgauss.flower import _tree
-
-    assert (dep.idle_poll, dep.task_poll) == (1.0, 1.0)
-
-    def read(pid, what):  # b'' for a process that has ended since (e.g. a finished run's ServerApp)
-        try:
-            with open(f'/proc/{pid}/{what}', 'rb') as fh:
-                return fh.read()
-        except OSError:
-            return b''
-
-    def environ(pid):
-        return dict(v.split(b'=', 1) for v in read(pid, 'environ').split(b'\0') if b'=' in v)
-
-    procs = {q: read(q, 'cmdline') for p in dep.procs for q in _tree(p.pid)}
-    nodes = [q for q, cmd in procs.items() if b'node_main' in cmd]
-    execs = [q for q, cmd in procs.items() if b'flower-superexec' in cmd]
-    assert len(nodes) == 3 and execs
-    assert all(environ(q)[b'FEDGAUSS_FLOWER_IDLE_POLL'] == b'1.0' for q in nodes)
-    assert all(environ(q)[b'FLWR_SUPEREXEC_TASK_POLL_INTERVAL'] == b'1.0' for q in execs)
-
-
 def test_an_idle_node_waits_a_tenth_of_its_wait_up_to_its_idle_poll():
     from fedgauss.flower import FlowerDeployment, _FastTime
 
