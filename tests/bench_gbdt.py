@@ -249,8 +249,10 @@ def old_core(rev):
         path = os.path.join(tempfile.mkdtemp(), 'gbdt_old.py')
         with open(path, 'wb') as f:
             f.write(src)
-    spec = importlib.util.spec_from_file_location('fedgauss_gbdt_old', path)
+    # a module of the `fedgauss` package, so that its relative imports (`from .fast import ...`) find today's helpers
+    spec = importlib.util.spec_from_file_location('fedgauss._gbdt_old', path)
     mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
+    mod.__package__ = 'fedgauss'
     spec.loader.exec_module(mod)
     return mod
 
