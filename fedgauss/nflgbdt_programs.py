@@ -324,10 +324,13 @@ def aggregator_sum(ctx, shape, cfg: dict, state: dict, frac_bits: int, what: str
 def _owner_grid(ctx, own: DataOwner, cfg: dict, t: int, state: dict):
     """Generator: a data owner's (g, h) for round `t` and the grid exponent k — its (sum |g|, sum h) into a secure sum, k
     back, its (g, h) snapped on 2^-k; with K >= 3 classes one (sum |g|, sum h) and one k per class, the (g, h) as
-    `class_blocks`; with `frac_bits` (the paper's fixed point) its (g, h) as they are and k None; (None, None) if it
-    dropped in the sum."""
+    `class_blocks`; with `frac_bits` (the paper's fixed point) its (g, h) on its own finest grid (each class on its own;
+    `DataOwner.provider` sums exactly) and k None; (None, None) if it dropped in the sum."""
     gh, K = own.gradients(), trees_per_round(cfg)
     if cfg['frac_bits'] is not None:
+        G = gh.reshape(len(gh), -1, 2)  # a view: (n, classes, 2)
+        for c in range(G.shape[1]):
+            G[:, c, 0], G[:, c, 1], _ = snap_to_grid(G[:, c, 0], G[:, c, 1])
         return (gh if K == 1 else class_blocks(gh)), None
     ctx.phase = ('grid', t)
     scale = np.abs(gh).sum(axis=0)

@@ -445,13 +445,16 @@ def test_each_program_holds_only_its_own_data(data):
 
 
 # ----------------------------------------------------------------------------- compiled kernels (issue 32)
-@pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier, TFLClassifier, FGBDTGClassifier])
+@pytest.mark.parametrize('cls', [NFLGBDTClassifier, SimFLClassifier, TFLClassifier, FGBDTGClassifier, 'fixed'])
 def test_owners_grow_the_same_trees_with_and_without_numba(cls, data):
-    "An owner grows on snapped gradients (`DataOwner.grow`): exact sums, so the compiled scan and routing change no bit."
+    """An owner's histograms are exact sums of gradients on a grid (`DataOwner.grow`; FederBoost's paper fixed point,
+    `frac_bits`, on each owner's own grid): the compiled scan and routing change no bit."""
     from fedgauss.fast import use_numba
 
     clients, Xte, _ = data
     kw = dict(epsilon=4.0) if cls in (TFLClassifier, FGBDTGClassifier) else {}
+    if cls == 'fixed':
+        cls, kw = FederBoostClassifier, dict(frac_bits=32)
     fits = {}
     for on in (False, True):
         with use_numba(on):
